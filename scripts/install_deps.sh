@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every dependency oar needs to build and test, from Debian's packages and PyPI.
+# Idempotent: packages already present are not reinstalled, and it stays quiet when nothing changes.
+set -euo pipefail
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost-dev libboost-filesystem-dev        # Boost.DLL (header-only) + filesystem
+  libprotobuf-dev protobuf-compiler           # program IR serialization
+  libgoogle-glog-dev                          # logging in the core
+  libgtest-dev libgmock-dev                   # C++ tests
+  libbenchmark-dev                            # C++ benchmarks
+  libdnnl-dev                                 # oneDNN kernels in the CPU plugin
+  libgloo-dev                                 # CPU collectives
+  pybind11-dev                                # Python extension
+  dataset-fashion-mnist                       # the real data set for the main job
+  clang-format
+)
+PIP_PACKAGES=(numpy pytest scikit-build-core pybind11)
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install_deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+pip_missing=()
+for p in "${PIP_PACKAGES[@]}"; do
+  mod=${p//-/_}
+  "$PY" -c "import ${mod}" 2>/dev/null || pip_missing+=("$p")
+done
+if [ ${#pip_missing[@]} -gt 0 ]; then
+  echo "install_deps: pip installing ${pip_missing[*]}"
+  "$PY" -m pip install -q "${pip_missing[@]}"
+fi

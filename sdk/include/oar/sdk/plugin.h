@@ -1,0 +1,113 @@
+// Plugin-side access to the core's services: errors, logging, and the exception boundary.
+// Header-only; a plugin calls oar::sdk::init_services(services) first thing in oar_plugin_init.
+#pragma once
+
+#include <oar/device_api.h>
+
+#include <cstring>
+#include <exception>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace oar::sdk {
+
+// The core's services as this plugin sees them: a zero-filled copy of min(core size, our size) bytes,
+// so fields a older core lacks read as NULL.
+inline OarCoreServices& services() {
+  static OarCoreServices s{};
+  return s;
+}
+inline OarKernelApi& kernel_api() {
+  static OarKernelApi k{};
+  return k;
+}
+
+inline void init_services(const OarCoreServices* core) {
+  OarCoreServices& s = services();
+  std::memset(&s, 0, sizeof(s));
+  std::memcpy(&s, core, core->struct_size < sizeof(s) ? core->struct_size : sizeof(s));
+  s.struct_size = sizeof(s);
+  OarKernelApi& k = kernel_api();
+  std::memset(&k, 0, sizeof(k));
+  if (s.kernel_api) {
+    size_t n = s.kernel_api->struct_size < sizeof(k) ? s.kernel_api->struct_size : sizeof(k);
+    std::memcpy(&k, s.kernel_api, n);
+  }
+  k.struct_size = sizeof(k);
+}
+
+// An exception that carries an ABI error code; anything thrown inside guard() becomes an OarError.
+class Error : public std::runtime_error {
+ public:
+  Error(OarErrorCode code, const std::string& message, int64_t native_code = 0)
+      : std::runtime_error(message), code_(code), native_(native_code) {}
+  OarErrorCode code() const { return code_; }
+  int64_t native_code() const { return native_; }
+
+ private:
+  OarErrorCode code_;
+  int64_t native_;
+};
+
+inline OarError* make_error(int32_t code, const std::string& message, int64_t native_code = 0) {
+  if (!services().error_new) return nullptr;  // no core: nothing can carry the error
+  return services().error_new(code, native_code, message.c_str());
+}
+
+// Throws the error carried by `err` (taking ownership); used when a core call fails inside a guard.
+inline void throw_if_error(OarError* err) {
+  if (!err) return;
+  OarCoreServices& s = services();
+  OarErrorCode code = static_cast<OarErrorCode>(s.error_code(err));
+  std::string msg = s.error_message(err);
+  int64_t native = s.error_native_code(err);
+  s.error_free(err);
+  throw Error(code, msg, native);
+}
+
+// Throws an sdk::Error with `code` when cond is false; msg is a stream expression (a << b).
+#define OAR_SDK_CHECK(cond, code, msg)              \
+  do {                                              \
+    if (!(cond)) {                                  \
+      std::ostringstream oar_sdk_os_;               \
+      oar_sdk_os_ << msg;                           \
+      throw ::oar::sdk::Error((code), oar_sdk_os_.str()); \
+    }                                               \
+  } while (0)
+
+// Runs fn and turns any C++ exception into an OarError, so nothing unwinds across the ABI.
+template <typename Fn> OarError* guard(Fn&& fn) noexcept {
+  try {
+    fn();
+    return nullptr;
+  } catch (const Error& e) {
+    return make_error(e.code(), e.what(), e.native_code());
+  } catch (const std::bad_alloc&) {
+    return make_error(OAR_ERR_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::invalid_argument& e) {
+    return make_error(OAR_ERR_INVALID_ARGUMENT, e.what());
+  } catch (const std::out_of_range& e) {
+    return make_error(OAR_ERR_OUT_OF_RANGE, e.what());
+  } catch (const std::exception& e) {
+    return make_error(OAR_ERR_INTERNAL, e.what());
+  } catch (...) {
+    return make_error(OAR_ERR_INTERNAL, "unknown C++ exception in plugin");
+  }
+}
+
+inline void log(int32_t level, const std::string& message) {
+  if (services().log) services().log(level, message.c_str());
+}
+
+// Fills a struct the caller sized: copies min(dst->struct_size, sizeof(T)) bytes of `src`,
+// keeping the caller's struct_size. Used for query info and returned tables.
+template <typename T> void fill_sized(T* dst, const T& src) {
+  size_t n = dst->struct_size < sizeof(T) ? dst->struct_size : sizeof(T);
+  size_t keep = dst->struct_size;
+  std::memcpy(dst, &src, n);
+  dst->struct_size = keep;
+}
+
+}  // namespace oar::sdk
