@@ -1,0 +1,86 @@
+// Device memory for tensors. The plugin only offers raw allocate/free; the core pools it.
+#pragma once
+
+#include <oar/device_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace oar {
+
+struct AllocatorStats {
+  uint64_t allocated = 0;       // bytes handed out and not yet freed
+  uint64_t reserved = 0;        // bytes obtained from the plugin
+  uint64_t peak_allocated = 0;
+  uint64_t peak_reserved = 0;
+  uint64_t num_allocs = 0;      // successful allocate() calls
+  uint64_t num_raw_allocs = 0;  // chunks obtained from the plugin
+  uint64_t num_raw_frees = 0;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Memory usable in the order of work on `stream` (nullptr for the synchronous stream).
+  virtual void* allocate(size_t bytes, OarStream stream) = 0;
+  virtual void free(void* ptr) = 0;
+  virtual AllocatorStats stats() const = 0;
+  virtual void reset_peak() = 0;
+  // Returns fully unused chunks to the plugin.
+  virtual void release_cached() = 0;
+};
+
+// The plugin's raw memory, as the allocator sees it. raw_alloc returns nullptr when out of memory.
+struct RawMemory {
+  std::function<void*(size_t)> raw_alloc;
+  std::function<void(void*)> raw_free;
+  std::function<void()> synchronize;  // waits for all device work, before chunks go back
+  std::string device_name;            // for error messages
+};
+
+// A pooled, auto-growing best-fit allocator. It grows by chunks of at least `chunk_bytes` obtained
+// from the plugin, hands out best-fitting free blocks (splitting them), merges neighbours on free,
+// and only reuses a block for the stream it was last used on (stream-ordered reuse without events).
+// Requests of `chunk_bytes` or more get a chunk of their own. Thread-safe.
+class BestFitAllocator final : public Allocator {
+ public:
+  BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment);
+  ~BestFitAllocator() override;
+  void* allocate(size_t bytes, OarStream stream) override;
+  void free(void* ptr) override;
+  AllocatorStats stats() const override;
+  void reset_peak() override;
+  void release_cached() override;
+
+  size_t alignment() const { return alignment_; }
+  size_t chunk_bytes() const { return chunk_bytes_; }
+  size_t num_free_blocks() const;
+
+ private:
+  struct Block {
+    size_t size;
+    bool free;
+    char* chunk;  // start of the chunk it belongs to; blocks merge only within a chunk
+    OarStream stream;
+  };
+  using FreeKey = std::tuple<OarStream, size_t, char*>;
+  void* allocate_locked(size_t bytes, OarStream stream);
+  void release_cached_locked();
+
+  RawMemory raw_;
+  size_t chunk_bytes_;
+  size_t alignment_;
+  mutable std::mutex mu_;
+  std::map<char*, Block> blocks_;  // every block, by address
+  std::set<FreeKey> free_;         // free blocks by (stream, size, address): best fit per stream
+  std::map<char*, size_t> chunks_; // chunk start -> size
+  AllocatorStats stats_;
+};
+
+}  // namespace oar

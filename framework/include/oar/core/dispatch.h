@@ -1,0 +1,51 @@
+// Eager execution of one op: infer outputs, pick the kernel for (op, device type, dtype), allocate
+// outputs, call the kernel on the device's stream. A device without the kernel falls back to the CPU
+// plugin (copy in, compute, copy out) under a configurable policy.
+#pragma once
+
+#include <oar/core/op.h>
+#include <oar/core/tensor.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace oar {
+
+// Runs `op` on `inputs` (all on one place). `place` is where ops without inputs (creation ops) run.
+std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs = {},
+                            Place place = cpu_place());
+// Same, by name (slower: looks the op up).
+std::vector<Tensor> call_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs = {},
+                            Place place = cpu_place());
+
+enum class FallbackPolicy { kAllow, kWarn, kError };
+
+struct FallbackConfig {
+  FallbackPolicy policy = FallbackPolicy::kWarn;
+  std::vector<std::string> deny;   // ops that must never fall back (an error instead)
+  std::vector<std::string> force;  // ops that always run on the CPU plugin
+};
+
+// Read from OAR_FALLBACK_POLICY (allow|warn|error), OAR_FALLBACK_DENY and OAR_FALLBACK_FORCE
+// (comma-separated op names) at start-up; settable at run time.
+FallbackConfig fallback_config();
+void set_fallback_config(const FallbackConfig& config);
+
+struct FallbackKey {
+  std::string op;
+  std::string device_type;
+  DType dtype;
+  bool operator<(const FallbackKey& o) const {
+    return std::tie(op, device_type, dtype) < std::tie(o.op, o.device_type, o.dtype);
+  }
+};
+// How often each (op, device type, dtype) fell back since start (or the last reset).
+std::map<FallbackKey, int64_t> fallback_counts();
+void reset_fallback_counts();
+
+// Whether the device type of `place` has its own kernel for (op, dtype).
+bool has_kernel(const std::string& op, Place place, DType dtype);
+
+}  // namespace oar

@@ -1,0 +1,96 @@
+// Op definitions: each op is defined once (framework/src/op_defs.cc) with its inputs, attributes,
+// outputs, shape/dtype inference and the source of its dispatch dtype. Everything else (the C++ API,
+// later the Python binding, autograd and static graph) is derived from that one place.
+#pragma once
+
+#include <oar/core/dtype.h>
+#include <oar/core/shape.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace oar {
+
+enum class AttrType { kInt, kFloat, kInts, kFloats, kString };
+using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
+
+// A small ordered list of named attributes; names are string literals owned by the op definition.
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<const char*, AttrValue>> items) : items_(items) {}
+  void set(const char* name, AttrValue v);
+  const AttrValue* find(const char* name) const;
+  int64_t get_int(const char* name) const;  // throw kNotFound / kType naming the attribute
+  double get_float(const char* name) const;
+  const std::vector<int64_t>& get_ints(const char* name) const;
+  const std::vector<double>& get_floats(const char* name) const;
+  const std::string& get_string(const char* name) const;
+  size_t size() const { return items_.size(); }
+  const std::pair<const char*, AttrValue>& operator[](size_t i) const { return items_[i]; }
+
+ private:
+  std::vector<std::pair<const char*, AttrValue>> items_;
+};
+
+// What shape inference sees and produces.
+struct TensorMeta {
+  DType dtype = DType::kFloat32;
+  Dims dims;
+};
+
+inline constexpr int kMaxOpOutputs = 4;
+
+struct OpDef;
+
+struct InferContext {
+  const OpDef* op;
+  const TensorMeta* inputs;  // num_inputs entries
+  int32_t num_inputs;
+  Attrs* attrs;              // inference may normalise attributes (axes) in place
+  TensorMeta outputs[kMaxOpOutputs];
+};
+using InferFn = void (*)(InferContext& ctx);
+
+struct AttrDef {
+  const char* name;
+  AttrType type;
+  bool required;
+  AttrValue default_value;
+};
+
+struct OpDef {
+  int32_t id = -1;
+  const char* name = "";
+  int32_t version = 1;             // schema version; kernels built for a newer one are refused
+  std::vector<const char*> inputs; // names; for a variadic op, one name repeated
+  bool variadic = false;
+  std::vector<const char*> outputs;
+  std::vector<AttrDef> attrs;
+  InferFn infer = nullptr;
+  // The dispatch dtype comes from input `dispatch_input`, or from attribute "dtype" when it is -1.
+  int32_t dispatch_input = 0;
+  std::string doc;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& get();
+  const OpDef* find(const std::string& name) const;  // nullptr when unknown
+  const OpDef& at(const std::string& name) const;    // throws kNotFound
+  const OpDef& at(int32_t id) const { return *ops_[id]; }
+  int32_t size() const { return static_cast<int32_t>(ops_.size()); }
+  OpDef& add(OpDef def);
+
+ private:
+  OpRegistry();
+  std::vector<std::unique_ptr<OpDef>> ops_;
+};
+
+// Registers the built-in op set (op_defs.cc).
+void register_builtin_ops(OpRegistry& registry);
+
+}  // namespace oar

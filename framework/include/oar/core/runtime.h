@@ -1,0 +1,120 @@
+// The runtime: loaded plugins, the device types they provide, devices (each with its pooled
+// allocator and default stream), copies between devices, streams and events.
+#pragma once
+
+#include <oar/core/allocator.h>
+#include <oar/core/dispatch.h>
+#include <oar/core/place.h>
+#include <oar/device_api.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace oar {
+
+struct Plugin;
+struct KernelEntry;
+
+// What the loader decided about one candidate plugin file (the doctor prints these).
+struct PluginRecord {
+  std::string path;
+  std::string name;         // from query, when it got that far
+  std::string device_type;
+  std::string version;
+  std::string vendor_versions;
+  uint32_t abi_major = 0, abi_minor = 0;
+  int32_t score = 0;
+  bool loaded = false;
+  std::string reason;       // why it was skipped
+  int32_t num_devices = 0;
+  int32_t num_kernels = 0;  // (op, dtype) pairs registered
+  std::vector<std::string> warnings;  // e.g. kernels for ops this core does not know
+};
+
+// The plugin's tables as the core reads them: zero-filled copies of min(plugin size, ours) bytes,
+// so a function an older plugin lacks is simply NULL.
+struct PluginTables {
+  OarDeviceTable device{};
+  OarMemoryTable memory{};
+  OarStreamTable stream{};
+  OarEventTable event{};
+  OarCollectiveTable collective{};
+  OarProfilerTable profiler{};
+  void (*shutdown)(void) = nullptr;
+};
+
+struct DeviceType {
+  int16_t id = 0;
+  std::string name;
+  Plugin* plugin = nullptr;
+  int32_t count = 0;
+};
+
+class Device {
+ public:
+  Device(const DeviceType* type, int32_t index);
+  ~Device();
+  Place place() const { return place_; }
+  const DeviceType& type() const { return *type_; }
+  const PluginTables& tables() const;
+  const std::string& plugin_name() const;
+  const OarDeviceProperties& properties() const { return props_; }
+  bool host_accessible() const { return props_.capabilities & OAR_CAP_HOST_ACCESSIBLE; }
+  BestFitAllocator& allocator() { return *allocator_; }
+  OarStream stream() const { return stream_; }  // the device's default stream (NULL: synchronous)
+  void synchronize_stream() const;
+  void synchronize() const;  // the whole device
+  std::string name() const { return place_.to_string(); }
+
+ private:
+  const DeviceType* type_;
+  Place place_;
+  OarDeviceProperties props_{};
+  std::unique_ptr<BestFitAllocator> allocator_;
+  OarStream stream_ = nullptr;
+};
+
+class Runtime {
+ public:
+  // The process-wide runtime; plugins are discovered and loaded on first use.
+  static Runtime& get();
+
+  // Folders searched for liboar_plugin_*.so: OAR_PLUGIN_PATH (':'-separated) first, then the
+  // package's own plugin folder next to liboar_core (<libdir>/oar/plugins, <libdir>/../plugins).
+  static std::vector<std::string> plugin_search_path();
+
+  const std::vector<PluginRecord>& plugin_records() const { return records_; }
+  const std::vector<DeviceType>& device_types() const { return device_types_; }
+  const DeviceType* find_device_type(const std::string& name) const;
+  Device& device(Place place);  // opens it on first use; throws kNotFound for a bad place
+  std::vector<Place> all_places();
+  // Kernel table lookup; lock-free.
+  const KernelEntry* kernel(int32_t op_id, int16_t device_type, DType dtype) const;
+  // (op name, dtypes) registered per device type, for the doctor.
+  std::vector<std::pair<std::string, std::vector<DType>>> kernels_of(int16_t device_type) const;
+
+  // Loads one more plugin file explicitly (the tests' broken plugins use this); never throws for a
+  // bad plugin: the returned record says loaded or skipped and why.
+  PluginRecord load_plugin(const std::string& path);
+
+  // Copies `bytes` between two places through the plugins' memcpy, ordered after work queued on
+  // both devices' default streams; returns once the destination is usable from its stream.
+  void copy_bytes(void* dst, Place dst_place, const void* src, Place src_place, size_t bytes);
+
+  // Trace events plugins emitted through the services table.
+  std::vector<OarTraceEvent> take_trace_events();
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  Runtime();
+  void discover();
+  std::unique_ptr<Impl> impl_;
+  std::vector<PluginRecord> records_;
+  std::vector<DeviceType> device_types_;
+};
+
+}  // namespace oar
