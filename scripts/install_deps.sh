@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev                   # C++ tests
   libbenchmark-dev                            # C++ benchmarks
   libdnnl-dev                                 # oneDNN kernels in the CPU plugin
+  ocl-icd-opencl-dev opencl-c-headers         # Debian's oneDNN CMake config requires OpenCL
   libgloo-dev                                 # CPU collectives
   pybind11-dev                                # Python extension
   dataset-fashion-mnist                       # the real data set for the main job

@@ -1,0 +1,137 @@
+#include <oar/core/allocator.h>
+#include <oar/core/error.h>
+
+#include <algorithm>
+
+namespace oar {
+
+BestFitAllocator::BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment)
+    : raw_(std::move(raw)), chunk_bytes_(chunk_bytes), alignment_(std::max<size_t>(alignment, 1)) {}
+
+BestFitAllocator::~BestFitAllocator() {
+  // Live blocks at exit belong to tensors that outlive the runtime; their memory goes back anyway.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!chunks_.empty() && raw_.synchronize) raw_.synchronize();
+  for (auto& [ptr, size] : chunks_) raw_.raw_free(ptr);
+}
+
+void* BestFitAllocator::allocate(size_t bytes, OarStream stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return allocate_locked(bytes, stream);
+}
+
+void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
+  // Zero-byte tensors still get a distinct, valid address.
+  size_t size = (std::max<size_t>(bytes, 1) + alignment_ - 1) / alignment_ * alignment_;
+  auto it = free_.lower_bound(FreeKey{stream, size, nullptr});
+  char* ptr = nullptr;
+  if (it != free_.end() && std::get<0>(*it) == stream) {
+    ptr = std::get<2>(*it);
+    free_.erase(it);
+  } else {
+    // Grow: a chunk of at least chunk_bytes, or exactly the request when it is that big.
+    size_t chunk = size >= chunk_bytes_ ? size : chunk_bytes_;
+    char* base = static_cast<char*>(raw_.raw_alloc(chunk));
+    if (!base && !chunks_.empty()) {  // give cached chunks back and try once more
+      release_cached_locked();
+      base = static_cast<char*>(raw_.raw_alloc(chunk));
+    }
+    OAR_ENFORCE(base != nullptr, ErrorCode::kOutOfMemory,
+                "out of memory on " << raw_.device_name << ": failed to allocate " << bytes
+                                    << " bytes (allocated " << stats_.allocated << ", reserved "
+                                    << stats_.reserved << " bytes)");
+    chunks_[base] = chunk;
+    blocks_[base] = Block{chunk, true, base, stream};
+    stats_.reserved += chunk;
+    stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
+    ++stats_.num_raw_allocs;
+    ptr = base;
+  }
+  Block& b = blocks_[ptr];
+  if (b.size - size >= alignment_) {  // split; the remainder stays free
+    char* rest = ptr + size;
+    blocks_[rest] = Block{b.size - size, true, b.chunk, stream};
+    free_.insert(FreeKey{stream, b.size - size, rest});
+    b.size = size;
+  }
+  b.free = false;
+  b.stream = stream;
+  stats_.allocated += b.size;
+  stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+  ++stats_.num_allocs;
+  return ptr;
+}
+
+void BestFitAllocator::free(void* p) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = blocks_.find(static_cast<char*>(p));
+  OAR_ENFORCE(it != blocks_.end() && !it->second.free, ErrorCode::kInternal,
+              "free of a pointer this allocator did not hand out (" << p << ") on " << raw_.device_name);
+  Block& b = it->second;
+  b.free = true;
+  stats_.allocated -= b.size;
+  // Merge with the next and previous blocks when they are free, in the same chunk and stream.
+  auto next = std::next(it);
+  if (next != blocks_.end() && next->second.free && next->second.chunk == b.chunk &&
+      next->second.stream == b.stream) {
+    free_.erase(FreeKey{next->second.stream, next->second.size, next->first});
+    b.size += next->second.size;
+    blocks_.erase(next);
+  }
+  if (it != blocks_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.free && prev->second.chunk == b.chunk && prev->second.stream == b.stream) {
+      free_.erase(FreeKey{prev->second.stream, prev->second.size, prev->first});
+      prev->second.size += b.size;
+      blocks_.erase(it);
+      it = prev;
+    }
+  }
+  free_.insert(FreeKey{it->second.stream, it->second.size, it->first});
+}
+
+AllocatorStats BestFitAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void BestFitAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_allocated = stats_.allocated;
+  stats_.peak_reserved = stats_.reserved;
+}
+
+size_t BestFitAllocator::num_free_blocks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return free_.size();
+}
+
+void BestFitAllocator::release_cached() {
+  std::lock_guard<std::mutex> lock(mu_);
+  release_cached_locked();
+}
+
+void BestFitAllocator::release_cached_locked() {
+  bool synced = false;
+  for (auto it = chunks_.begin(); it != chunks_.end();) {
+    auto b = blocks_.find(it->first);
+    bool whole_free = b != blocks_.end() && b->second.free && b->second.size == it->second;
+    if (!whole_free) {
+      ++it;
+      continue;
+    }
+    if (!synced && raw_.synchronize) {  // queued work may still touch memory that is free here
+      raw_.synchronize();
+      synced = true;
+    }
+    free_.erase(FreeKey{b->second.stream, b->second.size, b->first});
+    blocks_.erase(b);
+    raw_.raw_free(it->first);
+    stats_.reserved -= it->second;
+    ++stats_.num_raw_frees;
+    it = chunks_.erase(it);
+  }
+}
+
+}  // namespace oar

@@ -1,0 +1,241 @@
+// Eager dispatch. The hot path (inputs on a device that has the kernel) does: validate arity and
+// attributes, infer outputs, one lock-free table lookup, allocate outputs, call the kernel.
+#include "internal.h"
+
+#include <oar/core/dispatch.h>
+#include <oar/core/error.h>
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+namespace oar {
+namespace {
+
+inline constexpr int kMaxOps = 512;
+
+// Fallback configuration: per-op flags read lock-free on the hot path; the lists for reporting.
+struct FallbackState {
+  std::atomic<int> policy{static_cast<int>(FallbackPolicy::kWarn)};
+  std::atomic<bool> forced[kMaxOps] = {};
+  std::atomic<bool> denied[kMaxOps] = {};
+  std::mutex mu;
+  FallbackConfig config;
+  std::map<FallbackKey, int64_t> counts;
+  std::set<FallbackKey> warned;
+};
+
+std::vector<std::string> split_list(const char* s) {
+  std::vector<std::string> out;
+  if (!s) return out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+FallbackPolicy parse_policy(const std::string& s) {
+  if (s == "allow") return FallbackPolicy::kAllow;
+  if (s == "warn") return FallbackPolicy::kWarn;
+  if (s == "error") return FallbackPolicy::kError;
+  OAR_THROW(ErrorCode::kInvalidArgument, "OAR_FALLBACK_POLICY must be allow, warn or error, got '" << s << "'");
+}
+
+void apply_config(FallbackState& st, const FallbackConfig& c) {
+  const OpRegistry& reg = OpRegistry::get();
+  for (const auto& list : {c.deny, c.force})
+    for (const auto& name : list) reg.at(name);  // unknown op names are an error, not ignored
+  st.policy = static_cast<int>(c.policy);
+  for (int i = 0; i < kMaxOps; ++i) st.forced[i] = st.denied[i] = false;
+  for (const auto& name : c.force) st.forced[reg.at(name).id] = true;
+  for (const auto& name : c.deny) st.denied[reg.at(name).id] = true;
+  st.config = c;
+}
+
+FallbackState& fallback_state() {
+  static FallbackState* st = [] {
+    auto* s = new FallbackState();
+    FallbackConfig c;
+    if (const char* p = std::getenv("OAR_FALLBACK_POLICY")) c.policy = parse_policy(p);
+    c.deny = split_list(std::getenv("OAR_FALLBACK_DENY"));
+    c.force = split_list(std::getenv("OAR_FALLBACK_FORCE"));
+    apply_config(*s, c);
+    return s;
+  }();
+  return *st;
+}
+
+// Fills defaults and checks the types of the attributes the caller gave.
+void complete_attrs(const OpDef& op, Attrs& attrs) {
+  for (const AttrDef& a : op.attrs) {
+    const AttrValue* v = attrs.find(a.name);
+    if (!v) {
+      OAR_ENFORCE(!a.required, ErrorCode::kInvalidArgument, op.name << ": attribute '" << a.name << "' is required");
+      attrs.set(a.name, a.default_value);
+      continue;
+    }
+    bool ok = v->index() == a.default_value.index() ||
+              (a.type == AttrType::kFloat && std::holds_alternative<int64_t>(*v));
+    OAR_ENFORCE(ok, ErrorCode::kType, op.name << ": attribute '" << a.name << "' has the wrong type");
+  }
+}
+
+std::vector<Tensor> run_kernel(const OpDef& op, const KernelEntry& k, const std::vector<Tensor>& inputs,
+                               const Attrs& attrs, Device& dev, const InferContext& ic) {
+  const int32_t n_in = static_cast<int32_t>(inputs.size());
+  const int32_t n_out = static_cast<int32_t>(op.outputs.size());
+  // Kernels that did not opt in to strided inputs get contiguous ones.
+  const std::vector<Tensor>* in = &inputs;
+  std::vector<Tensor> contiguous_inputs;
+  if (!(k.flags & OAR_KERNEL_STRIDED_INPUTS)) {
+    for (int32_t i = 0; i < n_in; ++i) {
+      if (inputs[i].is_contiguous()) continue;
+      if (contiguous_inputs.empty()) contiguous_inputs = inputs;
+      contiguous_inputs[i] = inputs[i].contiguous();
+    }
+    if (!contiguous_inputs.empty()) in = &contiguous_inputs;
+  }
+  OarTensorDesc in_small[4];
+  std::vector<OarTensorDesc> in_large;
+  OarTensorDesc* in_desc = in_small;
+  if (n_in > 4) {
+    in_large.resize(n_in);
+    in_desc = in_large.data();
+  }
+  for (int32_t i = 0; i < n_in; ++i) fill_desc(in_desc[i], (*in)[i]);
+
+  std::vector<Tensor> outputs;
+  outputs.reserve(n_out);
+  OarTensorDesc out_desc[kMaxOpOutputs];
+  for (int32_t i = 0; i < n_out; ++i) {
+    outputs.push_back(Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place()));
+    fill_desc(out_desc[i], outputs[i]);
+  }
+  std::vector<Tensor> workspaces;
+  OarKernelContext ctx{&op, in_desc, n_in, out_desc, outputs.data(), n_out, &attrs, &dev, &workspaces};
+  check_plugin_error(k.plugin->name, op.name, k.fn(&ctx, k.user_data));
+  return outputs;
+}
+
+}  // namespace
+
+FallbackConfig fallback_config() {
+  FallbackState& st = fallback_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.config;
+}
+
+void set_fallback_config(const FallbackConfig& config) {
+  FallbackState& st = fallback_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  apply_config(st, config);
+}
+
+std::map<FallbackKey, int64_t> fallback_counts() {
+  FallbackState& st = fallback_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.counts;
+}
+
+void reset_fallback_counts() {
+  FallbackState& st = fallback_state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.counts.clear();
+  st.warned.clear();
+}
+
+bool has_kernel(const std::string& op, Place place, DType dtype) {
+  return Runtime::get().kernel(OpRegistry::get().at(op).id, place.type, dtype) != nullptr;
+}
+
+namespace {
+
+// No kernel on `place`'s device (or the op is forced to the CPU): run it on the CPU plugin with the
+// inputs copied to the host and copy the outputs back, if the policy allows.
+std::vector<Tensor> run_fallback(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs, Place place,
+                                 DType kd, bool forced) {
+  Runtime& rt = Runtime::get();
+  const std::string type_name = rt.device_types()[place.type].name;
+  OAR_ENFORCE(!place.is_cpu(), rt.kernel(op.id, kCpuDeviceType, kd) ? ErrorCode::kInternal : ErrorCode::kType,
+              op.name << ": no cpu kernel for dtype " << dtype_name(kd));
+  OAR_ENFORCE(rt.kernel(op.id, kCpuDeviceType, kd) != nullptr, ErrorCode::kType,
+              op.name << ": no kernel for dtype " << dtype_name(kd) << " on " << type_name << " nor on cpu");
+  FallbackState& st = fallback_state();
+  const auto policy = static_cast<FallbackPolicy>(st.policy.load());
+  OAR_ENFORCE(forced || !st.denied[op.id], ErrorCode::kUnimplemented,
+              op.name << ": " << type_name << " has no kernel for dtype " << dtype_name(kd)
+                      << " and the op is on the fallback deny list (OAR_FALLBACK_DENY)");
+  OAR_ENFORCE(forced || policy != FallbackPolicy::kError, ErrorCode::kUnimplemented,
+              op.name << ": " << type_name << " has no kernel for dtype " << dtype_name(kd)
+                      << " and the CPU fallback policy is 'error' (OAR_FALLBACK_POLICY)");
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    FallbackKey key{op.name, type_name, kd};
+    ++st.counts[key];
+    if (policy == FallbackPolicy::kWarn && !forced && st.warned.insert(key).second)
+      LOG(WARNING) << op.name << " has no " << type_name << " kernel for " << dtype_name(kd)
+                   << "; running it on cpu (copying inputs and outputs). Shown once per op and dtype; "
+                      "OAR_FALLBACK_POLICY=allow|warn|error controls this.";
+  }
+  std::vector<Tensor> host_inputs;
+  host_inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs) host_inputs.push_back(host_view(t));
+  std::vector<Tensor> outs = call_op(op, host_inputs, attrs, cpu_place());
+  for (Tensor& o : outs) o = o.to(place);
+  return outs;
+}
+
+}  // namespace
+
+std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {
+  const int32_t n_in = static_cast<int32_t>(inputs.size());
+  OAR_ENFORCE(op.variadic ? n_in >= 1 : n_in == static_cast<int32_t>(op.inputs.size()), ErrorCode::kInvalidArgument,
+              op.name << ": expects " << (op.variadic ? "at least 1" : std::to_string(op.inputs.size()))
+                      << " input(s), got " << n_in);
+  TensorMeta meta_small[4];
+  std::vector<TensorMeta> meta_large;
+  TensorMeta* metas = meta_small;
+  if (n_in > 4) {
+    meta_large.resize(n_in);
+    metas = meta_large.data();
+  }
+  for (int32_t i = 0; i < n_in; ++i) {
+    const Tensor& t = inputs[i];
+    OAR_ENFORCE(t.defined(), ErrorCode::kInvalidArgument,
+                op.name << ": input '" << op.inputs[op.variadic ? 0 : i] << "' is an undefined tensor");
+    if (i == 0) {
+      place = t.place();
+    } else {
+      OAR_ENFORCE(t.place() == place, ErrorCode::kInvalidArgument,
+                  op.name << ": input '" << op.inputs[op.variadic ? 0 : i] << "' is on " << t.place().to_string()
+                          << " but '" << op.inputs[0] << "' is on " << place.to_string()
+                          << "; move them to one device first");
+    }
+    metas[i].dtype = t.dtype();
+    metas[i].dims = t.dims();
+  }
+  complete_attrs(op, attrs);
+  InferContext ic{&op, metas, n_in, &attrs, {}};
+  op.infer(ic);
+
+  const DType kd = op.dispatch_input >= 0 ? inputs[op.dispatch_input].dtype()
+                                          : static_cast<DType>(attrs.get_int("dtype"));
+  Runtime& rt = Runtime::get();
+  FallbackState& st = fallback_state();
+  const bool forced = !place.is_cpu() && st.forced[op.id].load(std::memory_order_relaxed);
+  const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, place.type, kd);
+  if (!k) return run_fallback(op, inputs, attrs, place, kd, forced);
+  return run_kernel(op, *k, inputs, attrs, rt.device(place), ic);
+}
+
+std::vector<Tensor> call_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {
+  return call_op(OpRegistry::get().at(op), inputs, std::move(attrs), place);
+}
+
+}  // namespace oar

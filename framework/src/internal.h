@@ -1,0 +1,78 @@
+// Core-internal definitions shared by dispatch, services and runtime. Not installed.
+#pragma once
+
+#include <oar/core/op.h>
+#include <oar/core/runtime.h>
+#include <oar/core/tensor.h>
+#include <oar/device_api.h>
+
+#include <boost/dll/shared_library.hpp>
+
+#include <string>
+#include <vector>
+
+// ABI-visible opaque types, defined by the core.
+struct OarError {
+  int32_t code;
+  int64_t native_code;
+  std::string message;
+};
+
+struct OarKernelContext {
+  const oar::OpDef* op;
+  const OarTensorDesc* inputs;
+  int32_t num_inputs;
+  OarTensorDesc* outputs;
+  oar::Tensor* output_tensors;
+  int32_t num_outputs;
+  const oar::Attrs* attrs;
+  oar::Device* device;
+  std::vector<oar::Tensor>* workspaces;  // kept alive until the kernel returns (stream-ordered reuse)
+};
+
+namespace oar {
+
+struct KernelEntry {
+  OarKernelFn fn = nullptr;
+  void* user_data = nullptr;
+  uint32_t flags = 0;
+  Plugin* plugin = nullptr;
+};
+
+struct Plugin {
+  std::string path;
+  std::string name;
+  std::string device_type;
+  boost::dll::shared_library library;
+  PluginTables tables;
+  size_t record_index = 0;
+};
+
+struct PendingKernel {
+  std::string op;
+  int32_t op_version;
+  std::vector<int32_t> dtypes;
+  uint32_t flags;
+  OarKernelFn fn;
+  void* user_data;
+};
+
+}  // namespace oar
+
+struct OarRegistrar {
+  oar::Plugin* plugin;
+  bool open;
+  std::vector<oar::PendingKernel> kernels;
+};
+
+namespace oar {
+
+const OarCoreServices* core_services();
+// Throws the plugin's error as oar::Error "<plugin>: <what>: <message>" (and frees it) when set.
+void check_plugin_error(const std::string& plugin, const char* what, OarError* err);
+// Fills an ABI descriptor viewing `t` (pointers into t's impl, which must outlive the descriptor).
+void fill_desc(OarTensorDesc& d, const Tensor& t);
+// A host tensor holding a copy of the storage range `t` spans, viewed with t's strides.
+Tensor host_view(const Tensor& t);
+
+}  // namespace oar

@@ -1,0 +1,220 @@
+// The core's side of the ABI: the services table handed to every plugin, the kernel-context
+// accessors, and conversion of plugin errors into oar::Error.
+#include "internal.h"
+
+#include <oar/core/error.h>
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace oar {
+
+void trace_event_sink(const OarTraceEvent* event);  // runtime.cc
+
+namespace {
+
+// ---- errors ---------------------------------------------------------------------------------------
+OarError* error_new(int32_t code, int64_t native_code, const char* message) {
+  return new OarError{code, native_code, message ? message : ""};
+}
+void error_free(OarError* e) { delete e; }
+int32_t error_code(const OarError* e) { return e ? e->code : OAR_OK; }
+int64_t error_native_code(const OarError* e) { return e ? e->native_code : 0; }
+const char* error_message(const OarError* e) { return e ? e->message.c_str() : ""; }
+
+void log_message(int32_t level, const char* message) {
+  switch (level) {
+    case OAR_LOG_ERROR: LOG(ERROR) << message; break;
+    case OAR_LOG_WARNING: LOG(WARNING) << message; break;
+    case OAR_LOG_INFO: LOG(INFO) << message; break;
+    default: VLOG(1) << message; break;
+  }
+}
+
+OarError* register_kernel(OarRegistrar* r, const OarKernelDef* def) {
+  if (!r || !r->open) return error_new(OAR_ERR_PRECONDITION, 0, "register_kernel is only valid during oar_plugin_init");
+  if (!def || def->struct_size < offsetof(OarKernelDef, user_data) + sizeof(void*))
+    return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel: OarKernelDef is too small or NULL");
+  if (!def->op_name || !def->fn || (def->num_dtypes > 0 && !def->dtypes))
+    return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel: op_name, fn and dtypes are required");
+  PendingKernel k{def->op_name, def->op_version, {}, def->flags, def->fn, def->user_data};
+  for (int32_t i = 0; i < def->num_dtypes; ++i) {
+    if (!is_valid_dtype(def->dtypes[i]))
+      return error_new(OAR_ERR_TYPE, 0,
+                       ("register_kernel: op '" + k.op + "' lists invalid dtype " + std::to_string(def->dtypes[i])).c_str());
+    k.dtypes.push_back(def->dtypes[i]);
+  }
+  r->kernels.push_back(std::move(k));
+  return nullptr;
+}
+
+// ---- kernel context -------------------------------------------------------------------------------
+int32_t ctx_num_inputs(const OarKernelContext* c) { return c->num_inputs; }
+const OarTensorDesc* ctx_input(const OarKernelContext* c, int32_t i) {
+  return i >= 0 && i < c->num_inputs ? &c->inputs[i] : nullptr;
+}
+int32_t ctx_num_outputs(const OarKernelContext* c) { return c->num_outputs; }
+const OarTensorDesc* ctx_output(OarKernelContext* c, int32_t i) {
+  return i >= 0 && i < c->num_outputs ? &c->outputs[i] : nullptr;
+}
+
+OarError* ctx_resize_output(OarKernelContext* c, int32_t i, int32_t ndim, const int64_t* dims,
+                            const OarTensorDesc** out) {
+  if (i < 0 || i >= c->num_outputs) return error_new(OAR_ERR_OUT_OF_RANGE, 0, "resize_output: no such output");
+  try {
+    Tensor t = Tensor::empty(Dims(dims, ndim), c->output_tensors[i].dtype(), c->device->place());
+    c->output_tensors[i] = t;
+    fill_desc(c->outputs[i], c->output_tensors[i]);
+    if (out) *out = &c->outputs[i];
+    return nullptr;
+  } catch (const Error& e) {
+    return error_new(static_cast<int32_t>(e.code()), 0, e.what());
+  }
+}
+
+OarStream ctx_stream(const OarKernelContext* c) { return c->device->stream(); }
+int32_t ctx_device(const OarKernelContext* c) { return c->device->place().index; }
+
+template <typename T> OarError* get_attr(const OarKernelContext* c, const char* name, const T** out) {
+  const AttrValue* v = c->attrs ? c->attrs->find(name) : nullptr;
+  if (!v) return error_new(OAR_ERR_NOT_FOUND, 0, (std::string(c->op->name) + ": no attribute '" + name + "'").c_str());
+  *out = std::get_if<T>(v);
+  if (!*out)
+    return error_new(OAR_ERR_TYPE, 0, (std::string(c->op->name) + ": attribute '" + name + "' has another type").c_str());
+  return nullptr;
+}
+OarError* ctx_attr_int(const OarKernelContext* c, const char* name, int64_t* value) {
+  const int64_t* p = nullptr;
+  OarError* e = get_attr(c, name, &p);
+  if (!e) *value = *p;
+  return e;
+}
+OarError* ctx_attr_float(const OarKernelContext* c, const char* name, double* value) {
+  const AttrValue* v = c->attrs ? c->attrs->find(name) : nullptr;
+  if (v && std::holds_alternative<int64_t>(*v)) {  // ints widen to float
+    *value = static_cast<double>(std::get<int64_t>(*v));
+    return nullptr;
+  }
+  const double* p = nullptr;
+  OarError* e = get_attr(c, name, &p);
+  if (!e) *value = *p;
+  return e;
+}
+OarError* ctx_attr_ints(const OarKernelContext* c, const char* name, const int64_t** values, int64_t* count) {
+  const std::vector<int64_t>* p = nullptr;
+  OarError* e = get_attr(c, name, &p);
+  if (!e) *values = p->data(), *count = static_cast<int64_t>(p->size());
+  return e;
+}
+OarError* ctx_attr_floats(const OarKernelContext* c, const char* name, const double** values, int64_t* count) {
+  const std::vector<double>* p = nullptr;
+  OarError* e = get_attr(c, name, &p);
+  if (!e) *values = p->data(), *count = static_cast<int64_t>(p->size());
+  return e;
+}
+OarError* ctx_attr_string(const OarKernelContext* c, const char* name, const char** value) {
+  const std::string* p = nullptr;
+  OarError* e = get_attr(c, name, &p);
+  if (!e) *value = p->c_str();
+  return e;
+}
+OarError* ctx_workspace(OarKernelContext* c, uint64_t bytes, void** ptr) {
+  try {
+    c->workspaces->push_back(Tensor::empty(Dims{static_cast<int64_t>(bytes)}, DType::kUInt8, c->device->place()));
+    *ptr = c->workspaces->back().data_ptr();
+    return nullptr;
+  } catch (const Error& e) {
+    return error_new(static_cast<int32_t>(e.code()), 0, e.what());
+  }
+}
+
+// ---- key-value store (in-process; a TCP store joins ranks of several processes later) -------------
+struct Store {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, std::string> values;
+};
+Store& store() {
+  static Store* s = new Store();
+  return *s;
+}
+OarError* store_set(const char* key, const void* value, uint64_t size) {
+  Store& s = store();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.values[key] = std::string(static_cast<const char*>(value), size);
+  }
+  s.cv.notify_all();
+  return nullptr;
+}
+OarError* store_get(const char* key, void* buffer, uint64_t capacity, uint64_t* size, int64_t timeout_ms) {
+  Store& s = store();
+  std::unique_lock<std::mutex> lock(s.mu);
+  bool found = s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms),
+                             [&] { return s.values.count(key) > 0; });
+  if (!found) return error_new(OAR_ERR_UNAVAILABLE, 0, (std::string("store_get: timed out waiting for key '") + key + "'").c_str());
+  const std::string& v = s.values[key];
+  if (size) *size = v.size();
+  if (v.size() > capacity)
+    return error_new(OAR_ERR_OUT_OF_RANGE, 0, (std::string("store_get: buffer too small for key '") + key + "'").c_str());
+  std::memcpy(buffer, v.data(), v.size());
+  return nullptr;
+}
+
+const OarKernelApi kKernelApi = {
+    sizeof(OarKernelApi), ctx_num_inputs, ctx_input,       ctx_num_outputs, ctx_output,
+    ctx_resize_output,    ctx_stream,     ctx_device,      ctx_attr_int,    ctx_attr_float,
+    ctx_attr_ints,        ctx_attr_floats, ctx_attr_string, ctx_workspace,
+};
+
+const OarCoreServices kServices = {
+    sizeof(OarCoreServices),
+    OAR_ABI_VERSION_MAJOR,
+    OAR_ABI_VERSION_MINOR,
+    error_new,
+    error_free,
+    error_code,
+    error_native_code,
+    error_message,
+    log_message,
+    register_kernel,
+    &kKernelApi,
+    store_set,
+    store_get,
+    trace_event_sink,
+};
+
+}  // namespace
+
+const OarCoreServices* core_services() { return &kServices; }
+
+void check_plugin_error(const std::string& plugin, const char* what, OarError* err) {
+  if (!err) return;
+  ErrorCode code = err->code >= OAR_ERR_INVALID_ARGUMENT && err->code <= OAR_ERR_EXTERNAL
+                       ? static_cast<ErrorCode>(err->code)
+                       : ErrorCode::kExternal;
+  std::string msg = "plugin " + plugin + ": " + what + ": " + err->message;
+  int64_t native = err->native_code;
+  delete err;
+  throw Error(code, msg, native);
+}
+
+void fill_desc(OarTensorDesc& d, const Tensor& t) {
+  d.struct_size = sizeof(OarTensorDesc);
+  d.data = t.storage()->data();
+  d.dtype = static_cast<int32_t>(t.dtype());
+  d.ndim = t.ndim();
+  d.dims = t.dims().data();
+  d.strides = t.strides().data();
+  d.offset = t.offset();
+  d.device = t.place().index;
+  d.layout = OAR_LAYOUT_STRIDED;
+}
+
+}  // namespace oar

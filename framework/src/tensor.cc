@@ -1,0 +1,316 @@
+#include <oar/core/error.h>
+#include <oar/core/ops.h>
+#include <oar/core/runtime.h>
+#include <oar/core/tensor.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace oar {
+
+// ---- Storage ------------------------------------------------------------------------------------
+Storage::Storage(Device* device, size_t bytes)
+    : device_(device), data_(device->allocator().allocate(bytes, device->stream())), bytes_(bytes), owned_(true) {}
+
+Storage::Storage(Device* device, void* data, size_t bytes, std::shared_ptr<void> keep_alive)
+    : device_(device), data_(data), bytes_(bytes), owned_(false), keep_alive_(std::move(keep_alive)) {}
+
+Storage::~Storage() {
+  if (owned_) device_->allocator().free(data_);
+}
+
+Place Storage::place() const { return device_->place(); }
+
+// ---- Tensor -------------------------------------------------------------------------------------
+Tensor Tensor::empty(const Dims& dims, DType dtype, Place place) {
+  OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(dtype)), ErrorCode::kType,
+              "invalid dtype value " << static_cast<int32_t>(dtype));
+  for (int32_t i = 0; i < dims.size(); ++i)
+    OAR_ENFORCE(dims[i] >= 0, ErrorCode::kInvalidArgument,
+                "shape " << dims.to_string() << " has a negative dimension at axis " << i);
+  Device& dev = Runtime::get().device(place);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = dtype;
+  impl->dims = dims;
+  impl->strides = contiguous_strides(dims);
+  impl->storage = std::make_shared<Storage>(&dev, static_cast<size_t>(dims.numel() * dtype_size(dtype)));
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::from_host(const void* data, const Dims& dims, DType dtype, Place place) {
+  Tensor t = empty(dims, dtype, place);
+  size_t bytes = static_cast<size_t>(t.numel() * dtype_size(dtype));
+  if (bytes) Runtime::get().copy_bytes(t.data_ptr(), place, data, cpu_place(), bytes);
+  return t;
+}
+
+int64_t Tensor::dim(int32_t i) const {
+  int32_t n = ndim();
+  OAR_ENFORCE(i >= -n && i < n, ErrorCode::kOutOfRange,
+              "dim " << i << " out of range for a tensor of rank " << n);
+  return impl_->dims[i < 0 ? i + n : i];
+}
+
+bool Tensor::is_contiguous() const {
+  const Dims& d = impl_->dims;
+  const Dims& s = impl_->strides;
+  int64_t expect = 1;
+  for (int32_t i = d.size() - 1; i >= 0; --i) {
+    if (d[i] == 0) return true;
+    if (d[i] != 1 && s[i] != expect) return false;
+    expect *= d[i];
+  }
+  return true;
+}
+
+void* Tensor::data_ptr() const {
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset * dtype_size(impl_->dtype);
+}
+
+Tensor make_view(const Tensor& base, const Dims& dims, const Dims& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = base.dtype();
+  impl->dims = dims;
+  impl->strides = strides;
+  impl->offset = offset;
+  impl->storage = base.storage();
+  return Tensor(std::move(impl));
+}
+
+// A host tensor holding the bytes of the storage range `t` spans, viewed with t's strides. Works for
+// any device and any strides without running a kernel (fallback and transfers depend on that).
+Tensor host_view(const Tensor& t) {
+  if (t.place().is_cpu()) return t;
+  int64_t lo = t.offset(), hi = t.offset();
+  for (int32_t i = 0; i < t.ndim(); ++i) {
+    if (t.dims()[i] == 0) return Tensor::empty(t.dims(), t.dtype());
+    int64_t ext = (t.dims()[i] - 1) * t.strides()[i];
+    (ext < 0 ? lo : hi) += ext;
+  }
+  const int64_t esize = dtype_size(t.dtype());
+  Tensor buf = Tensor::empty(Dims{hi - lo + 1}, t.dtype());
+  const char* src = static_cast<const char*>(t.storage()->data()) + lo * esize;
+  Runtime::get().copy_bytes(buf.data_ptr(), cpu_place(), src, t.place(), static_cast<size_t>((hi - lo + 1) * esize));
+  return make_view(buf, t.dims(), t.strides(), t.offset() - lo);
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : ops::copy(*this); }
+
+Tensor Tensor::to(Place place) const {
+  if (place == this->place()) return *this;
+  Tensor src = *this;
+  if (!src.is_contiguous()) {
+    // Make it contiguous on the host: works even when the device lacks a copy kernel.
+    src = host_view(src).contiguous();
+    if (place.is_cpu()) return src;
+  }
+  Tensor out = Tensor::empty(dims(), dtype(), place);
+  size_t bytes = static_cast<size_t>(numel() * dtype_size(dtype()));
+  if (bytes) Runtime::get().copy_bytes(out.data_ptr(), place, src.data_ptr(), src.place(), bytes);
+  return out;
+}
+
+void Tensor::copy_to_host(void* dst, size_t bytes) const {
+  OAR_ENFORCE(bytes == static_cast<size_t>(numel() * dtype_size(dtype())), ErrorCode::kInvalidArgument,
+              "copy_to_host: buffer of " << bytes << " bytes for a " << dtype_name(dtype()) << " tensor of shape "
+                                         << dims().to_string());
+  Tensor src = is_contiguous() ? *this : host_view(*this).contiguous();
+  if (bytes) Runtime::get().copy_bytes(dst, cpu_place(), src.data_ptr(), src.place(), bytes);
+}
+
+// ---- views --------------------------------------------------------------------------------------
+namespace {
+
+int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
+  OAR_ENFORCE(axis >= -ndim && axis < ndim, ErrorCode::kOutOfRange,
+              op << ": axis " << axis << " is out of range for a tensor of rank " << ndim << " (expected "
+                 << -ndim << " <= axis < " << ndim << ")");
+  return axis < 0 ? axis + ndim : axis;
+}
+
+// Strides for viewing (old_dims, old_strides) as new_dims without a copy, or false when impossible:
+// each run of dims that is contiguous in memory must be re-split exactly.
+bool view_strides(const Dims& od, const Dims& os, const Dims& nd, Dims& ns) {
+  ns.resize(nd.size());
+  if (od.numel() == 0 || od.size() == 0) {
+    ns = contiguous_strides(nd);
+    return true;
+  }
+  int32_t vd = nd.size() - 1;
+  int64_t chunk_stride = os[od.size() - 1];
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int32_t td = od.size() - 1; td >= 0; --td) {
+    tensor_numel *= od[td];
+    bool chunk_ends = td == 0 || (od[td - 1] != 1 && os[td - 1] != tensor_numel * chunk_stride);
+    if (!chunk_ends) continue;
+    while (vd >= 0 && (view_numel < tensor_numel || nd[vd] == 1)) {
+      ns[vd] = view_numel * chunk_stride;
+      view_numel *= nd[vd];
+      --vd;
+    }
+    if (view_numel != tensor_numel) return false;
+    if (td > 0) {
+      chunk_stride = os[td - 1];
+      tensor_numel = view_numel = 1;
+    }
+  }
+  return vd == -1;
+}
+
+Dims infer_reshape(const Dims& in, const Dims& shape) {
+  Dims out = shape;
+  int32_t infer_at = -1;
+  int64_t known = 1;
+  for (int32_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      OAR_ENFORCE(infer_at < 0, ErrorCode::kInvalidArgument,
+                  "reshape: only one dimension can be -1, got shape " << shape.to_string());
+      infer_at = i;
+    } else if (out[i] == 0 && i < in.size()) {
+      out[i] = in[i];  // Paddle: 0 copies the input's dimension
+      known *= out[i];
+    } else {
+      OAR_ENFORCE(out[i] >= 0, ErrorCode::kInvalidArgument,
+                  "reshape: invalid dimension " << out[i] << " in shape " << shape.to_string());
+      known *= out[i];
+    }
+  }
+  if (infer_at >= 0) {
+    OAR_ENFORCE(known != 0 && in.numel() % known == 0, ErrorCode::kInvalidArgument,
+                "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
+                                                              << " elements) into " << shape.to_string());
+    out[infer_at] = in.numel() / known;
+  }
+  OAR_ENFORCE(out.numel() == in.numel(), ErrorCode::kInvalidArgument,
+              "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
+                                                            << " elements) into " << shape.to_string());
+  return out;
+}
+
+}  // namespace
+
+Tensor Tensor::view(const Dims& shape) const {
+  Dims nd = infer_reshape(dims(), shape), ns;
+  OAR_ENFORCE(view_strides(dims(), strides(), nd, ns), ErrorCode::kInvalidArgument,
+              "view: shape " << nd.to_string() << " is not compatible with the strides of the input "
+                             << strides().to_string() << "; use reshape (which copies)");
+  return make_view(*this, nd, ns, offset());
+}
+
+Tensor Tensor::reshape(const Dims& shape) const {
+  Dims nd = infer_reshape(dims(), shape), ns;
+  if (view_strides(dims(), strides(), nd, ns)) return make_view(*this, nd, ns, offset());
+  return contiguous().view(nd);
+}
+
+Tensor Tensor::transpose(const std::vector<int64_t>& perm) const {
+  const int32_t n = ndim();
+  OAR_ENFORCE(static_cast<int32_t>(perm.size()) == n, ErrorCode::kInvalidArgument,
+              "transpose: perm has " << perm.size() << " entries for a tensor of rank " << n);
+  Dims nd, ns;
+  nd.resize(n);
+  ns.resize(n);
+  std::vector<bool> seen(n, false);
+  for (int32_t i = 0; i < n; ++i) {
+    int64_t p = normalize_axis(perm[i], n, "transpose");
+    OAR_ENFORCE(!seen[p], ErrorCode::kInvalidArgument, "transpose: perm repeats axis " << perm[i]);
+    seen[p] = true;
+    nd[i] = dims()[p];
+    ns[i] = strides()[p];
+  }
+  return make_view(*this, nd, ns, offset());
+}
+
+Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
+  axis = normalize_axis(axis, ndim(), "slice");
+  OAR_ENFORCE(step != 0, ErrorCode::kInvalidArgument, "slice: step must not be 0");
+  const int64_t n = dims()[axis];
+  // Python's slice rules: negative indices count from the end, then clamp.
+  auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+    if (v < 0) v += n;
+    return std::min(std::max(v, lo), hi);
+  };
+  int64_t len;
+  if (step > 0) {
+    start = clamp(start, 0, n);
+    end = clamp(end, 0, n);
+    len = end > start ? (end - start + step - 1) / step : 0;
+  } else {
+    start = clamp(start, -1, n - 1);
+    end = clamp(end, -1, n - 1);
+    len = start > end ? (start - end - step - 1) / (-step) : 0;
+  }
+  Dims nd = dims(), ns = strides();
+  nd[static_cast<int32_t>(axis)] = len;
+  ns[static_cast<int32_t>(axis)] = strides()[static_cast<int32_t>(axis)] * step;
+  int64_t off = offset() + (len > 0 ? start * strides()[static_cast<int32_t>(axis)] : 0);
+  return make_view(*this, nd, ns, off);
+}
+
+Tensor Tensor::squeeze(const std::vector<int64_t>& axes) const {
+  std::vector<bool> drop(ndim(), false);
+  if (axes.empty()) {
+    for (int32_t i = 0; i < ndim(); ++i) drop[i] = dims()[i] == 1;
+  } else {
+    for (int64_t a : axes) {
+      int64_t i = normalize_axis(a, ndim(), "squeeze");
+      drop[i] = dims()[static_cast<int32_t>(i)] == 1;  // Paddle leaves non-1 dims unchanged
+    }
+  }
+  Dims nd, ns;
+  for (int32_t i = 0; i < ndim(); ++i) {
+    if (drop[i]) continue;
+    nd.push_back(dims()[i]);
+    ns.push_back(strides()[i]);
+  }
+  return make_view(*this, nd, ns, offset());
+}
+
+Tensor Tensor::unsqueeze(int64_t axis) const {
+  const int32_t n = ndim();
+  OAR_ENFORCE(axis >= -(n + 1) && axis <= n, ErrorCode::kOutOfRange,
+              "unsqueeze: axis " << axis << " is out of range for a tensor of rank " << n);
+  if (axis < 0) axis += n + 1;
+  Dims nd, ns;
+  for (int32_t i = 0; i <= n; ++i) {
+    if (i == axis) {
+      nd.push_back(1);
+      ns.push_back(i < n ? dims()[i] * strides()[i] : 1);
+    }
+    if (i < n) {
+      nd.push_back(dims()[i]);
+      ns.push_back(strides()[i]);
+    }
+  }
+  return make_view(*this, nd, ns, offset());
+}
+
+Tensor Tensor::expand(const Dims& shape) const {
+  const int32_t n = ndim(), m = shape.size();
+  OAR_ENFORCE(m >= n, ErrorCode::kInvalidArgument,
+              "expand: target shape " << shape.to_string() << " has fewer dims than the input " << dims().to_string());
+  Dims nd, ns;
+  nd.resize(m);
+  ns.resize(m);
+  for (int32_t i = m - 1; i >= 0; --i) {
+    int32_t j = i - (m - n);
+    int64_t want = shape[i];
+    if (j >= 0) {
+      int64_t have = dims()[j];
+      if (want == -1) want = have;
+      OAR_ENFORCE(have == want || have == 1, ErrorCode::kInvalidArgument,
+                  "expand: the input's dimension " << j << " (" << have << ") cannot expand to " << want
+                                                   << "; target shape " << shape.to_string());
+      nd[i] = want;
+      ns[i] = have == want ? strides()[j] : 0;
+    } else {
+      OAR_ENFORCE(want >= 0, ErrorCode::kInvalidArgument,
+                  "expand: -1 is not allowed in new leading dimensions, shape " << shape.to_string());
+      nd[i] = want;
+      ns[i] = 0;
+    }
+  }
+  return make_view(*this, nd, ns, offset());
+}
+
+}  // namespace oar
