@@ -14,7 +14,7 @@ APT_PACKAGES=(
   ocl-icd-opencl-dev opencl-c-headers         # Debian's oneDNN CMake config requires OpenCL
   libgloo-dev                                 # CPU collectives
   pybind11-dev                                # Python extension
-  dataset-fashion-mnist                       # the real data set for the main job
+  dataset-fashion-mnist zlib1g-dev            # the real data set for the main job, and gzip to read it
   clang-format
 )
 PIP_PACKAGES=(numpy pytest scikit-build-core pybind11)
