@@ -134,6 +134,80 @@ void Device::synchronize() const {
     synchronize_stream();
 }
 
+// ---- Stream and Event ---------------------------------------------------------------------------
+namespace {
+const PluginTables& checked_tables(Device* d, bool ok, const char* what) {
+  OAR_ENFORCE(ok, ErrorCode::kUnimplemented, d->name() << ": the " << d->plugin_name() << " plugin does not implement "
+                                                       << what);
+  return d->tables();
+}
+}  // namespace
+
+Stream::Stream(Place place, int32_t priority) : device_(&Runtime::get().device(place)) {
+  const auto& t = checked_tables(device_, device_->tables().stream.create, "stream creation");
+  check_plugin_error(device_->plugin_name(), "stream create", t.stream.create(place.index, priority, &stream_));
+}
+Stream::~Stream() {
+  if (stream_ && device_->tables().stream.destroy) {
+    OarError* e = device_->tables().stream.destroy(device_->place().index, stream_);
+    if (e) LOG(WARNING) << device_->name() << ": stream destroy failed: " << take_message(e);
+  }
+}
+void Stream::synchronize() const {
+  const auto& t = checked_tables(device_, device_->tables().stream.synchronize, "stream synchronize");
+  check_plugin_error(device_->plugin_name(), "stream synchronize", t.stream.synchronize(device_->place().index, stream_));
+}
+bool Stream::query() const {
+  const auto& t = checked_tables(device_, device_->tables().stream.query, "stream query");
+  int32_t done = 0;
+  check_plugin_error(device_->plugin_name(), "stream query", t.stream.query(device_->place().index, stream_, &done));
+  return done != 0;
+}
+void Stream::wait(const Event& event) const {
+  const auto& t = checked_tables(device_, device_->tables().stream.wait_event, "stream wait_event");
+  check_plugin_error(device_->plugin_name(), "stream wait_event",
+                     t.stream.wait_event(device_->place().index, stream_, event.handle()));
+}
+
+Event::Event(Place place, bool timing) : device_(&Runtime::get().device(place)) {
+  const auto& t = checked_tables(device_, device_->tables().event.create, "events");
+  check_plugin_error(device_->plugin_name(), "event create",
+                     t.event.create(place.index, timing ? OAR_EVENT_DEFAULT : OAR_EVENT_DISABLE_TIMING, &event_));
+}
+Event::~Event() {
+  if (event_ && device_->tables().event.destroy) {
+    OarError* e = device_->tables().event.destroy(device_->place().index, event_);
+    if (e) LOG(WARNING) << device_->name() << ": event destroy failed: " << take_message(e);
+  }
+}
+void Event::record() { record_on(device_->stream()); }
+void Event::record(const Stream& stream) {
+  OAR_ENFORCE(stream.place() == device_->place(), ErrorCode::kInvalidArgument,
+              "an event of " << device_->name() << " cannot be recorded on a stream of " << stream.place().to_string());
+  record_on(stream.handle());
+}
+void Event::record_on(OarStream s) {
+  const auto& t = checked_tables(device_, device_->tables().event.record, "event record");
+  check_plugin_error(device_->plugin_name(), "event record", t.event.record(device_->place().index, event_, s));
+}
+void Event::synchronize() const {
+  const auto& t = checked_tables(device_, device_->tables().event.synchronize, "event synchronize");
+  check_plugin_error(device_->plugin_name(), "event synchronize", t.event.synchronize(device_->place().index, event_));
+}
+bool Event::query() const {
+  const auto& t = checked_tables(device_, device_->tables().event.query, "event query");
+  int32_t done = 0;
+  check_plugin_error(device_->plugin_name(), "event query", t.event.query(device_->place().index, event_, &done));
+  return done != 0;
+}
+float Event::elapsed_ms(const Event& end) const {
+  const auto& t = checked_tables(device_, device_->tables().event.elapsed_ms, "event timing");
+  float ms = 0;
+  check_plugin_error(device_->plugin_name(), "event elapsed_ms",
+                     t.event.elapsed_ms(device_->place().index, event_, end.handle(), &ms));
+  return ms;
+}
+
 // ---- Runtime ------------------------------------------------------------------------------------
 Runtime& Runtime::get() {
   // Never destroyed: plugin code and tensors may still run during static destruction.

@@ -76,6 +76,44 @@ class Device {
   OarStream stream_ = nullptr;
 };
 
+// An extra stream on a device (the device's default stream is Device::stream()). RAII.
+class Stream {
+ public:
+  explicit Stream(Place place, int32_t priority = 0);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  OarStream handle() const { return stream_; }
+  Place place() const { return device_->place(); }
+  void synchronize() const;
+  bool query() const;  // true when all queued work is done
+  void wait(const class Event& event) const;  // later work on this stream waits for the event
+
+ private:
+  Device* device_;
+  OarStream stream_ = nullptr;
+};
+
+// A marker in a stream's work, for ordering between streams and for timing. RAII.
+class Event {
+ public:
+  explicit Event(Place place, bool timing = true);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  OarEvent handle() const { return event_; }
+  void record();                     // on the device's default stream
+  void record(const Stream& stream);
+  void synchronize() const;
+  bool query() const;
+  float elapsed_ms(const Event& end) const;  // from this event to `end`, both recorded and complete
+
+ private:
+  void record_on(OarStream stream);
+  Device* device_;
+  OarEvent event_ = nullptr;
+};
+
 class Runtime {
  public:
   // The process-wide runtime; plugins are discovered and loaded on first use.
