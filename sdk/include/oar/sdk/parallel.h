@@ -37,6 +37,8 @@ template <typename Fn> void parallel_for(int64_t begin, int64_t end, int64_t gra
     }
     return;
   }
+#else
+  (void)grain;
 #endif
   fn(begin, end);
 }

@@ -1,0 +1,595 @@
+// In-process collectives: communicators created in one process (ranks are threads, or devices driven
+// from one thread) that share a unique id form a group. Every call is enqueued on the caller's stream;
+// the tasks of the ranks meet at a rendezvous slot (matched by the per-communicator call sequence).
+// The last rank to arrive computes the result from every rank's input into a scratch buffer; each rank
+// then copies its part out, so in-place calls (send == recv) are safe. send is buffered (the data is
+// copied when the sender's stream reaches it), so send/recv never deadlock on ordering and
+// group_start/group_end have nothing to batch.
+#include "sim_state.h"
+
+#include <oar/sdk/types.h>
+
+#include <cstring>
+#include <random>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unistd.h>
+
+namespace oar::sim {
+namespace {
+
+constexpr char kMagic[8] = {'o', 'a', 'r', 's', 'i', 'm', 'I', 'D'};
+
+enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll };
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::kAllReduce: return "all_reduce";
+    case Kind::kBroadcast: return "broadcast";
+    case Kind::kReduce: return "reduce";
+    case Kind::kAllGather: return "all_gather";
+    case Kind::kReduceScatter: return "reduce_scatter";
+    case Kind::kAllToAll: return "all_to_all";
+  }
+  return "collective";
+}
+
+struct Slot {  // one collective call, seen from every rank
+  bool init = false;
+  Kind kind = Kind::kAllReduce;
+  uint64_t count = 0;
+  int32_t dtype = 0, op = 0, root = 0;
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+  int arrived = 0, departed = 0;
+  bool ready = false;
+  std::string error;  // set when the ranks disagree
+  std::vector<unsigned char> result;
+};
+
+struct Message {  // one buffered send
+  std::vector<unsigned char> data;
+  int32_t dtype = 0;
+  uint64_t count = 0;
+};
+
+struct Group {
+  std::string key;
+  int32_t nranks = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<bool> joined;
+  int32_t njoined = 0;
+  std::string broken;  // non-empty once aborted or failed: every pending and later call fails
+  std::map<uint64_t, std::shared_ptr<Slot>> slots;
+  std::map<std::tuple<int32_t, int32_t, uint64_t>, Message> messages;  // (src, dst, seq)
+};
+
+struct Comm {
+  std::shared_ptr<Group> group;
+  int32_t rank = 0;
+  int32_t device = 0;
+  std::mutex mu;  // guards the sequence counters and the async error
+  uint64_t seq = 0;
+  std::vector<uint64_t> send_seq, recv_seq;
+  StoredError async_error;
+};
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<Group>> forming;  // groups still waiting for ranks
+  std::map<Comm*, std::shared_ptr<Comm>> comms;
+};
+Registry& registry() {
+  static auto* r = new Registry();
+  return *r;
+}
+
+std::shared_ptr<Comm> find_comm(OarComm handle) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.mu);
+  auto it = r.comms.find(reinterpret_cast<Comm*>(handle));
+  OAR_SDK_CHECK(it != r.comms.end(), OAR_ERR_INVALID_ARGUMENT,
+                "sim: not a live sim communicator (destroyed or never created)");
+  return it->second;
+}
+
+std::chrono::steady_clock::time_point deadline() {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(state().comm_timeout_ms);
+}
+
+int64_t elem_size(int32_t dtype) {
+  int64_t es = sdk::dtype_size(dtype);
+  OAR_SDK_CHECK(es > 0, OAR_ERR_TYPE, "sim collective: unknown dtype " << dtype);
+  return es;
+}
+
+// acc[i] = op(acc[i], x[i]) for n elements of `dtype`.
+void reduce_into(void* acc, const void* x, uint64_t n, int32_t dtype, int32_t op) {
+  bool ok = sdk::visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool> || sdk::is_complex_v<T>) {
+      throw sdk::Error(OAR_ERR_TYPE, std::string("sim collective: reductions do not handle ") +
+                                         sdk::dtype_name(dtype));
+    } else {
+      using C = sdk::compute_t<T>;
+      T* a = static_cast<T*>(acc);
+      const T* b = static_cast<const T*>(x);
+      for (uint64_t i = 0; i < n; ++i) {
+        C u = C(a[i]), v = C(b[i]);
+        C r;
+        switch (op) {
+          case OAR_REDUCE_SUM:
+          case OAR_REDUCE_AVG: r = u + v; break;
+          case OAR_REDUCE_PROD: r = u * v; break;
+          case OAR_REDUCE_MAX: r = (u != u || u > v) ? u : v; break;
+          case OAR_REDUCE_MIN: r = (u != u || u < v) ? u : v; break;
+          default: throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "sim collective: unknown reduce op");
+        }
+        a[i] = T(r);
+      }
+    }
+  });
+  OAR_SDK_CHECK(ok, OAR_ERR_TYPE, "sim collective: unknown dtype " << dtype);
+}
+
+void finish_avg(void* acc, uint64_t n, int32_t dtype, int32_t nranks) {
+  sdk::visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool> && !sdk::is_complex_v<T>) {
+      using C = sdk::compute_t<T>;
+      T* a = static_cast<T*>(acc);
+      for (uint64_t i = 0; i < n; ++i) a[i] = T(C(a[i]) / C(nranks));
+    }
+  });
+}
+
+void check_reduce_args(int32_t dtype, int32_t op) {
+  OAR_SDK_CHECK(op >= OAR_REDUCE_SUM && op <= OAR_REDUCE_AVG, OAR_ERR_INVALID_ARGUMENT,
+                "sim collective: unknown reduce op " << op);
+  OAR_SDK_CHECK(dtype != OAR_DTYPE_BOOL && dtype != OAR_DTYPE_COMPLEX64 &&
+                    dtype != OAR_DTYPE_COMPLEX128 && sdk::dtype_size(dtype) > 0,
+                OAR_ERR_TYPE, "sim collective: reductions do not handle " << sdk::dtype_name(dtype));
+}
+
+// Computed by the last rank to arrive, under the group lock, while every other rank waits.
+void compute(Slot& s, int32_t n) {
+  const uint64_t es = static_cast<uint64_t>(elem_size(s.dtype));
+  const uint64_t bytes = s.count * es;
+  switch (s.kind) {
+    case Kind::kAllReduce:
+    case Kind::kReduce:
+      s.result.assign(static_cast<const unsigned char*>(s.send[0]),
+                      static_cast<const unsigned char*>(s.send[0]) + bytes);
+      for (int32_t r = 1; r < n; ++r) reduce_into(s.result.data(), s.send[r], s.count, s.dtype, s.op);
+      if (s.op == OAR_REDUCE_AVG) finish_avg(s.result.data(), s.count, s.dtype, n);
+      break;
+    case Kind::kReduceScatter: {  // count = recv_count; inputs are n * count
+      const uint64_t total = bytes * static_cast<uint64_t>(n);
+      s.result.assign(static_cast<const unsigned char*>(s.send[0]),
+                      static_cast<const unsigned char*>(s.send[0]) + total);
+      for (int32_t r = 1; r < n; ++r)
+        reduce_into(s.result.data(), s.send[r], s.count * static_cast<uint64_t>(n), s.dtype, s.op);
+      if (s.op == OAR_REDUCE_AVG)
+        finish_avg(s.result.data(), s.count * static_cast<uint64_t>(n), s.dtype, n);
+      break;
+    }
+    case Kind::kBroadcast:
+      s.result.assign(static_cast<const unsigned char*>(s.send[s.root]),
+                      static_cast<const unsigned char*>(s.send[s.root]) + bytes);
+      break;
+    case Kind::kAllGather:  // count = send_count
+      s.result.resize(bytes * static_cast<uint64_t>(n));
+      for (int32_t r = 0; r < n; ++r) std::memcpy(s.result.data() + r * bytes, s.send[r], bytes);
+      break;
+    case Kind::kAllToAll: {  // count = per rank; each input is n * count
+      const uint64_t row = bytes * static_cast<uint64_t>(n);
+      s.result.resize(row * static_cast<uint64_t>(n));
+      for (int32_t r = 0; r < n; ++r) std::memcpy(s.result.data() + r * row, s.send[r], row);
+      break;
+    }
+  }
+}
+
+// What rank `r` copies out of the result.
+void deliver(const Slot& s, int32_t r, int32_t n) {
+  const uint64_t bytes = s.count * static_cast<uint64_t>(elem_size(s.dtype));
+  unsigned char* out = static_cast<unsigned char*>(s.recv[r]);
+  switch (s.kind) {
+    case Kind::kAllReduce: std::memcpy(out, s.result.data(), bytes); break;
+    case Kind::kReduce:
+      if (r == s.root) std::memcpy(out, s.result.data(), bytes);
+      break;
+    case Kind::kBroadcast:
+      if (r != s.root) std::memcpy(out, s.result.data(), bytes);
+      break;
+    case Kind::kAllGather: std::memcpy(out, s.result.data(), bytes * static_cast<uint64_t>(n)); break;
+    case Kind::kReduceScatter: std::memcpy(out, s.result.data() + r * bytes, bytes); break;
+    case Kind::kAllToAll: {
+      const uint64_t row = bytes * static_cast<uint64_t>(n);
+      for (int32_t j = 0; j < n; ++j) std::memcpy(out + j * bytes, s.result.data() + j * row + r * bytes, bytes);
+      break;
+    }
+  }
+}
+
+// The body every rank runs on its stream for a collective.
+void rendezvous(const std::shared_ptr<Comm>& c, uint64_t seq, Kind kind, const void* send, void* recv,
+                uint64_t count, int32_t dtype, int32_t op, int32_t root) {
+  Group& g = *c->group;
+  const int32_t n = g.nranks, r = c->rank;
+  std::shared_ptr<Slot> slot;
+  {
+    std::unique_lock<std::mutex> lk(g.mu);
+    OAR_SDK_CHECK(g.broken.empty(), OAR_ERR_UNAVAILABLE, kind_name(kind) << ": " << g.broken);
+    auto& sp = g.slots[seq];
+    if (!sp) sp = std::make_shared<Slot>();
+    slot = sp;
+    Slot& s = *slot;
+    if (!s.init) {
+      s.init = true, s.kind = kind, s.count = count, s.dtype = dtype, s.op = op, s.root = root;
+      s.send.assign(static_cast<size_t>(n), nullptr);
+      s.recv.assign(static_cast<size_t>(n), nullptr);
+    } else if (s.kind != kind || s.count != count || s.dtype != dtype || s.op != op || s.root != root) {
+      std::ostringstream os;
+      os << "ranks disagree on collective #" << seq << ": rank " << r << " called " << kind_name(kind)
+         << "(count " << count << ", " << sdk::dtype_name(dtype) << ", op " << op << ", root " << root
+         << "), another rank " << kind_name(s.kind) << "(count " << s.count << ", "
+         << sdk::dtype_name(s.dtype) << ", op " << s.op << ", root " << s.root << ")";
+      if (s.error.empty()) s.error = os.str();
+    }
+    s.send[r] = send;
+    s.recv[r] = recv;
+    if (++s.arrived == n) {
+      if (s.error.empty()) {
+        try {
+          compute(s, n);
+        } catch (const std::exception& e) {
+          s.error = e.what();
+        }
+      }
+      s.ready = true;
+      g.cv.notify_all();
+    } else if (!g.cv.wait_until(lk, deadline(), [&] { return s.ready || !g.broken.empty(); })) {
+      std::ostringstream os;
+      os << "rank " << r << " timed out in " << kind_name(kind) << " #" << seq << " after "
+         << state().comm_timeout_ms << " ms: only " << s.arrived << " of " << n
+         << " ranks arrived (OAR_SIM_COMM_TIMEOUT_MS sets the limit)";
+      g.broken = os.str();
+      g.cv.notify_all();
+      throw sdk::Error(OAR_ERR_UNAVAILABLE, std::string(kind_name(kind)) + ": " + g.broken);
+    }
+    if (!s.ready) throw sdk::Error(OAR_ERR_UNAVAILABLE, std::string(kind_name(kind)) + ": " + g.broken);
+  }
+  Slot& s = *slot;
+  const bool failed = !s.error.empty();
+  if (!failed) deliver(s, r, n);  // the result is immutable once ready
+  {
+    std::lock_guard<std::mutex> lk(g.mu);
+    if (++s.departed == n) g.slots.erase(seq);
+  }
+  if (failed) throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, std::string(kind_name(kind)) + ": " + s.error);
+}
+
+// Wraps a collective body: a failure is also kept as the communicator's async error.
+void enqueue_comm(const std::shared_ptr<Comm>& c, OarStream stream, const char* name,
+                  std::function<void()> body) {
+  std::shared_ptr<Comm> comm = c;
+  submit(c->device, stream, name, "collective", [comm, body = std::move(body)] {
+    auto keep = [&](OarErrorCode code, const char* msg) {
+      std::lock_guard<std::mutex> lk(comm->mu);
+      if (comm->async_error.set) return;
+      comm->async_error.set = true;
+      comm->async_error.code = code;
+      comm->async_error.message = std::string("sim rank ") + std::to_string(comm->rank) + ": " + msg;
+    };
+    try {
+      body();
+    } catch (const sdk::Error& e) {
+      keep(e.code(), e.what());
+      throw;
+    } catch (const std::exception& e) {
+      keep(OAR_ERR_INTERNAL, e.what());
+      throw;
+    }
+  });
+}
+
+void* buffer(const std::shared_ptr<Comm>& c, const void* p, uint64_t bytes, const char* what) {
+  if (bytes == 0) return const_cast<void*>(p);
+  return device_to_host(p, bytes, c->device, what);
+}
+
+void check_usable(const std::shared_ptr<Comm>& c) {
+  std::lock_guard<std::mutex> lk(c->group->mu);
+  OAR_SDK_CHECK(c->group->broken.empty(), OAR_ERR_UNAVAILABLE, "sim communicator: " << c->group->broken);
+}
+
+OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, int32_t dtype,
+                     int32_t op, int32_t root, OarComm handle, OarStream stream) {
+  return sdk::guard([&] {
+    std::shared_ptr<Comm> c = find_comm(handle);
+    check_usable(c);
+    const int32_t n = c->group->nranks;
+    const uint64_t es = static_cast<uint64_t>(elem_size(dtype));
+    const uint64_t un = static_cast<uint64_t>(n);
+    uint64_t send_elems = count, recv_elems = count;
+    switch (kind) {
+      case Kind::kAllReduce: case Kind::kBroadcast: break;
+      case Kind::kReduce: break;
+      case Kind::kAllGather: recv_elems = count * un; break;
+      case Kind::kReduceScatter: send_elems = count * un; break;
+      case Kind::kAllToAll: send_elems = recv_elems = count * un; break;
+    }
+    if (kind == Kind::kAllReduce || kind == Kind::kReduce || kind == Kind::kReduceScatter)
+      check_reduce_args(dtype, op);
+    if (kind == Kind::kBroadcast || kind == Kind::kReduce)
+      OAR_SDK_CHECK(root >= 0 && root < n, OAR_ERR_INVALID_ARGUMENT,
+                    kind_name(kind) << ": root " << root << " is not a rank of " << n);
+    const char* name = kind_name(kind);
+    const void* hs = buffer(c, send, send_elems * es, name);
+    void* hr = nullptr;
+    const bool wants_recv = !(kind == Kind::kReduce && c->rank != root) && kind != Kind::kBroadcast;
+    if (wants_recv) hr = buffer(c, recv, recv_elems * es, name);
+    else if (kind == Kind::kBroadcast) hr = const_cast<void*>(hs);
+    uint64_t seq;
+    {
+      std::lock_guard<std::mutex> lk(c->mu);
+      seq = c->seq++;
+    }
+    enqueue_comm(c, stream, name, [c, seq, kind, hs, hr, count, dtype, op, root] {
+      rendezvous(c, seq, kind, hs, hr, count, dtype, op, root);
+    });
+  });
+}
+
+// ---- the table's entry points ----
+
+OarError* get_unique_id(OarCommUniqueId* id) {
+  return sdk::guard([&] {
+    OAR_SDK_CHECK(id, OAR_ERR_INVALID_ARGUMENT, "sim: get_unique_id: id is NULL");
+    std::memset(id->bytes, 0, sizeof(id->bytes));
+    std::memcpy(id->bytes, kMagic, sizeof(kMagic));
+    const int64_t pid = static_cast<int64_t>(::getpid());
+    std::memcpy(id->bytes + 8, &pid, sizeof(pid));
+    std::random_device rd;
+    for (size_t i = 16; i < 48; i += 4) {
+      uint32_t v = rd();
+      std::memcpy(id->bytes + i, &v, 4);
+    }
+  });
+}
+
+OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const OarCommUniqueId* id,
+                    OarComm* out) {
+  return sdk::guard([&] {
+    OAR_SDK_CHECK(id && out, OAR_ERR_INVALID_ARGUMENT, "sim: comm_init: NULL argument");
+    check_device(local_device);
+    OAR_SDK_CHECK(nranks >= 1 && rank >= 0 && rank < nranks, OAR_ERR_INVALID_ARGUMENT,
+                  "sim: comm_init: rank " << rank << " of " << nranks << " is out of range");
+    OAR_SDK_CHECK(std::memcmp(id->bytes, kMagic, sizeof(kMagic)) == 0, OAR_ERR_INVALID_ARGUMENT,
+                  "sim: comm_init: the id was not made by the sim plugin's get_unique_id");
+    int64_t pid = 0;
+    std::memcpy(&pid, id->bytes + 8, sizeof(pid));
+    OAR_SDK_CHECK(pid == static_cast<int64_t>(::getpid()), OAR_ERR_UNAVAILABLE,
+                  "sim: comm_init: the id comes from process " << pid
+                      << "; sim collectives only connect ranks inside one process");
+    const std::string key(reinterpret_cast<const char*>(id->bytes), sizeof(id->bytes));
+    Registry& reg = registry();
+    std::shared_ptr<Group> g;
+    {
+      std::lock_guard<std::mutex> lk(reg.mu);
+      auto& slot = reg.forming[key];
+      if (!slot) {
+        slot = std::make_shared<Group>();
+        slot->key = key;
+        slot->nranks = nranks;
+        slot->joined.assign(static_cast<size_t>(nranks), false);
+      }
+      g = slot;
+      std::lock_guard<std::mutex> gl(g->mu);
+      OAR_SDK_CHECK(g->nranks == nranks, OAR_ERR_INVALID_ARGUMENT,
+                    "sim: comm_init: rank " << rank << " says " << nranks
+                                            << " ranks, the group was created for " << g->nranks);
+      OAR_SDK_CHECK(!g->joined[static_cast<size_t>(rank)], OAR_ERR_INVALID_ARGUMENT,
+                    "sim: comm_init: rank " << rank << " already joined this group");
+      g->joined[static_cast<size_t>(rank)] = true;
+      if (++g->njoined == nranks) {
+        reg.forming.erase(key);  // complete: the id may not be joined again
+        g->cv.notify_all();
+      }
+    }
+    {
+      std::unique_lock<std::mutex> gl(g->mu);
+      if (!g->cv.wait_until(gl, deadline(), [&] { return g->njoined == g->nranks; })) {
+        const int32_t got = g->njoined;
+        g->joined[static_cast<size_t>(rank)] = false;
+        --g->njoined;
+        gl.unlock();
+        std::lock_guard<std::mutex> lk(reg.mu);
+        auto it = reg.forming.find(key);
+        if (it != reg.forming.end() && it->second == g) {
+          std::lock_guard<std::mutex> gl2(g->mu);
+          if (g->njoined == 0) reg.forming.erase(it);
+        }
+        throw sdk::Error(OAR_ERR_UNAVAILABLE,
+                         "sim: comm_init: timed out after " + std::to_string(state().comm_timeout_ms) +
+                             " ms waiting for the other ranks: " + std::to_string(got) + " of " +
+                             std::to_string(nranks) + " joined (OAR_SIM_COMM_TIMEOUT_MS sets the limit)");
+      }
+    }
+    auto c = std::make_shared<Comm>();
+    c->group = g;
+    c->rank = rank;
+    c->device = local_device;
+    c->send_seq.assign(static_cast<size_t>(nranks), 0);
+    c->recv_seq.assign(static_cast<size_t>(nranks), 0);
+    {
+      std::lock_guard<std::mutex> lk(reg.mu);
+      reg.comms[c.get()] = c;
+    }
+    *out = reinterpret_cast<OarComm>(c.get());
+  });
+}
+
+OarError* comm_destroy(OarComm handle) {
+  return sdk::guard([&] {
+    std::shared_ptr<Comm> c = find_comm(handle);  // queued work keeps its own reference
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lk(reg.mu);
+    reg.comms.erase(c.get());
+  });
+}
+
+OarError* all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
+                     OarComm comm, OarStream stream) {
+  return collective(Kind::kAllReduce, send, recv, count, dtype, op, 0, comm, stream);
+}
+OarError* broadcast(void* buf, uint64_t count, int32_t dtype, int32_t root, OarComm comm,
+                    OarStream stream) {
+  return collective(Kind::kBroadcast, buf, buf, count, dtype, 0, root, comm, stream);
+}
+OarError* reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
+                 int32_t root, OarComm comm, OarStream stream) {
+  return collective(Kind::kReduce, send, recv, count, dtype, op, root, comm, stream);
+}
+OarError* all_gather(const void* send, void* recv, uint64_t send_count, int32_t dtype, OarComm comm,
+                     OarStream stream) {
+  return collective(Kind::kAllGather, send, recv, send_count, dtype, 0, 0, comm, stream);
+}
+OarError* reduce_scatter(const void* send, void* recv, uint64_t recv_count, int32_t dtype,
+                         int32_t op, OarComm comm, OarStream stream) {
+  return collective(Kind::kReduceScatter, send, recv, recv_count, dtype, op, 0, comm, stream);
+}
+OarError* all_to_all(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype,
+                     OarComm comm, OarStream stream) {
+  return collective(Kind::kAllToAll, send, recv, count_per_rank, dtype, 0, 0, comm, stream);
+}
+
+OarError* send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
+               OarStream stream) {
+  return sdk::guard([&] {
+    std::shared_ptr<Comm> c = find_comm(handle);
+    check_usable(c);
+    OAR_SDK_CHECK(peer >= 0 && peer < c->group->nranks && peer != c->rank, OAR_ERR_INVALID_ARGUMENT,
+                  "send: peer " << peer << " is not another rank of " << c->group->nranks);
+    const uint64_t bytes = count * static_cast<uint64_t>(elem_size(dtype));
+    const void* h = buffer(c, buf, bytes, "send");
+    uint64_t seq;
+    {
+      std::lock_guard<std::mutex> lk(c->mu);
+      seq = c->send_seq[static_cast<size_t>(peer)]++;
+    }
+    enqueue_comm(c, stream, "send", [c, h, bytes, count, dtype, peer, seq] {
+      Group& g = *c->group;
+      Message m;
+      m.data.assign(static_cast<const unsigned char*>(h), static_cast<const unsigned char*>(h) + bytes);
+      m.dtype = dtype;
+      m.count = count;
+      std::lock_guard<std::mutex> lk(g.mu);
+      OAR_SDK_CHECK(g.broken.empty(), OAR_ERR_UNAVAILABLE, "send: " << g.broken);
+      g.messages[std::make_tuple(c->rank, peer, seq)] = std::move(m);
+      g.cv.notify_all();
+    });
+  });
+}
+
+OarError* recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
+               OarStream stream) {
+  return sdk::guard([&] {
+    std::shared_ptr<Comm> c = find_comm(handle);
+    check_usable(c);
+    OAR_SDK_CHECK(peer >= 0 && peer < c->group->nranks && peer != c->rank, OAR_ERR_INVALID_ARGUMENT,
+                  "recv: peer " << peer << " is not another rank of " << c->group->nranks);
+    const uint64_t bytes = count * static_cast<uint64_t>(elem_size(dtype));
+    void* h = buffer(c, buf, bytes, "recv");
+    uint64_t seq;
+    {
+      std::lock_guard<std::mutex> lk(c->mu);
+      seq = c->recv_seq[static_cast<size_t>(peer)]++;
+    }
+    enqueue_comm(c, stream, "recv", [c, h, bytes, count, dtype, peer, seq] {
+      Group& g = *c->group;
+      const auto key = std::make_tuple(peer, c->rank, seq);
+      std::unique_lock<std::mutex> lk(g.mu);
+      auto ready = [&] { return g.messages.count(key) > 0 || !g.broken.empty(); };
+      if (!g.cv.wait_until(lk, deadline(), ready)) {
+        std::ostringstream os;
+        os << "rank " << c->rank << " timed out in recv #" << seq << " from rank " << peer
+           << " after " << state().comm_timeout_ms << " ms (OAR_SIM_COMM_TIMEOUT_MS)";
+        g.broken = os.str();
+        g.cv.notify_all();
+      }
+      auto it = g.messages.find(key);
+      OAR_SDK_CHECK(it != g.messages.end(), OAR_ERR_UNAVAILABLE, "recv: " << g.broken);
+      Message m = std::move(it->second);
+      g.messages.erase(it);
+      lk.unlock();
+      OAR_SDK_CHECK(m.dtype == dtype && m.count == count, OAR_ERR_INVALID_ARGUMENT,
+                    "recv: rank " << peer << " sent " << m.count << " x " << sdk::dtype_name(m.dtype)
+                                  << ", rank " << c->rank << " expected " << count << " x "
+                                  << sdk::dtype_name(dtype));
+      if (bytes) std::memcpy(h, m.data.data(), bytes);
+    });
+  });
+}
+
+OarError* group_start() { return nullptr; }  // nothing to batch: see the top of this file
+OarError* group_end() { return nullptr; }
+
+OarError* abort_comm(OarComm handle) {
+  return sdk::guard([&] {
+    std::shared_ptr<Comm> c = find_comm(handle);
+    Group& g = *c->group;
+    {
+      std::lock_guard<std::mutex> lk(g.mu);
+      if (g.broken.empty()) g.broken = "the communicator was aborted by rank " + std::to_string(c->rank);
+    }
+    g.cv.notify_all();
+  });
+}
+
+OarError* get_async_error(OarComm handle, OarError** error) {
+  return sdk::guard([&] {
+    OAR_SDK_CHECK(error, OAR_ERR_INVALID_ARGUMENT, "sim: get_async_error: error is NULL");
+    *error = nullptr;
+    std::shared_ptr<Comm> c = find_comm(handle);
+    std::lock_guard<std::mutex> lk(c->mu);
+    if (c->async_error.set) *error = sdk::make_error(c->async_error.code, c->async_error.message);
+  });
+}
+
+}  // namespace
+
+void shutdown_collectives() {
+  Registry& reg = registry();
+  std::set<Group*> seen;
+  std::vector<std::shared_ptr<Group>> groups;
+  {
+    std::lock_guard<std::mutex> lk(reg.mu);
+    for (auto& kv : reg.comms)
+      if (seen.insert(kv.second->group.get()).second) groups.push_back(kv.second->group);
+    for (auto& kv : reg.forming)
+      if (seen.insert(kv.second.get()).second) groups.push_back(kv.second);
+    reg.comms.clear();
+    reg.forming.clear();
+  }
+  for (auto& g : groups) {  // wake every blocked rank so the streams can drain
+    {
+      std::lock_guard<std::mutex> lk(g->mu);
+      if (g->broken.empty()) g->broken = "the sim plugin is shutting down";
+    }
+    g->cv.notify_all();
+  }
+}
+
+void release_collectives() { delete &registry(); }
+
+const OarCollectiveTable kCollectiveTable = {
+    sizeof(OarCollectiveTable), get_unique_id, comm_init,  comm_destroy, all_reduce,
+    broadcast,                  reduce,        all_gather, reduce_scatter, all_to_all,
+    send,                       recv,          group_start, group_end,   abort_comm,
+    get_async_error};
+
+}  // namespace oar::sim
