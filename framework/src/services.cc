@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -37,10 +38,14 @@ void log_message(int32_t level, const char* message) {
   }
 }
 
-OarError* register_kernel(OarRegistrar* r, const OarKernelDef* def) {
+OarError* register_kernel(OarRegistrar* r, const OarKernelDef* given) {
   if (!r || !r->open) return error_new(OAR_ERR_PRECONDITION, 0, "register_kernel is only valid during oar_plugin_init");
-  if (!def || def->struct_size < offsetof(OarKernelDef, user_data) + sizeof(void*))
-    return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel: OarKernelDef is too small or NULL");
+  // An older plugin's definition may end early: read what it has, the rest is zero (user_data NULL).
+  if (!given || given->struct_size < offsetof(OarKernelDef, fn) + sizeof(OarKernelFn))
+    return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel: OarKernelDef is NULL or ends before fn");
+  OarKernelDef copy{};
+  std::memcpy(&copy, given, std::min(given->struct_size, sizeof(copy)));
+  const OarKernelDef* def = &copy;
   if (!def->op_name || !def->fn || (def->num_dtypes > 0 && !def->dtypes))
     return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel: op_name, fn and dtypes are required");
   PendingKernel k{def->op_name, def->op_version, {}, def->flags, def->fn, def->user_data};

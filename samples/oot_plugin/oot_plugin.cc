@@ -1,0 +1,226 @@
+// A complete oar backend plugin in one file, built against the SDK alone (never liboar_core).
+//
+// It provides the device type "oot" with one device whose "device memory" is ordinary host memory,
+// synchronous streams and events, and one kernel: `multiply` for float32 with numpy broadcasting.
+// Every op it has no kernel for runs on the CPU plugin through the core's fallback.
+//
+// To port it to real hardware, replace the bodies of the table functions with calls into your
+// runtime (allocation, copies, streams, events) and add kernels; keep the shape of the file:
+//   1. oar_plugin_query: side-effect free, says who we are and which ABI we were built for;
+//   2. oar_plugin_init: takes the core's services, registers kernels, returns our tables;
+//   3. every entry point returns an OarError* (NULL = success) and lets no exception escape
+//      (oar::sdk::guard turns one into an error).
+#include <oar/sdk.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+constexpr int32_t kNumDevices = 1;
+constexpr uint64_t kAlignment = 64;
+constexpr uint64_t kTotalMemory = 1ull << 30;
+
+OarError* check_device(int32_t device) {
+  if (device >= 0 && device < kNumDevices) return nullptr;
+  return oar::sdk::make_error(OAR_ERR_OUT_OF_RANGE, "oot: no device " + std::to_string(device) + " (there are " +
+                                                        std::to_string(kNumDevices) + ")");
+}
+
+// ---- device ---------------------------------------------------------------------------------------
+OarError* device_count(int32_t* count) {
+  *count = kNumDevices;  // a real backend asks its driver; a failure here means "no devices, skip me"
+  return nullptr;
+}
+OarError* device_open(int32_t device) { return check_device(device); }
+OarError* device_close(int32_t device) { return check_device(device); }
+OarError* device_properties(int32_t device, OarDeviceProperties* props) {
+  if (OarError* e = check_device(device)) return e;
+  OarDeviceProperties p{};
+  p.struct_size = sizeof(p);
+  std::strncpy(p.name, "oot sample device", sizeof(p.name) - 1);
+  p.total_memory = kTotalMemory;
+  // Our device memory is host memory, so the core may read it directly.
+  p.capabilities = OAR_CAP_HOST_ACCESSIBLE | OAR_CAP_FP64;
+  p.alloc_alignment = kAlignment;
+  p.alloc_chunk_bytes = 0;  // let the core choose its growth chunk
+  p.compute_units = 1;
+  p.max_streams = 0;
+  oar::sdk::fill_sized(props, p);  // writes no more than the core's struct holds
+  return nullptr;
+}
+OarError* device_synchronize(int32_t device) { return check_device(device); }
+OarError* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
+  if (OarError* e = check_device(device)) return e;
+  *free_bytes = kTotalMemory;
+  *total_bytes = kTotalMemory;
+  return nullptr;
+}
+
+// ---- memory ---------------------------------------------------------------------------------------
+OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr) {
+  if (OarError* e = check_device(device)) return e;
+  if (kind < OAR_MEM_HOST || kind > OAR_MEM_UNIFIED)
+    return oar::sdk::make_error(OAR_ERR_INVALID_ARGUMENT, "oot: unknown memory kind " + std::to_string(kind));
+  uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  *ptr = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+  if (!*ptr) return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "oot: cannot allocate " + std::to_string(bytes) + " bytes");
+  return nullptr;
+}
+OarError* mem_free(int32_t device, int32_t, void* ptr) {
+  if (OarError* e = check_device(device)) return e;
+  std::free(ptr);
+  return nullptr;
+}
+OarError* mem_memset(int32_t device, void* ptr, int32_t value, uint64_t bytes, OarStream) {
+  if (OarError* e = check_device(device)) return e;
+  std::memset(ptr, value, bytes);
+  return nullptr;
+}
+// One copy for every direction: host<->device and device<->device are all host memory here.
+OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation, const void* src, OarMemLocation,
+                     uint64_t bytes, OarStream) {
+  if (OarError* e = check_device(device)) return e;
+  if (bytes) std::memmove(dst, src, bytes);
+  return nullptr;
+}
+
+// ---- streams: synchronous, so work is complete when a call returns ------------------------------------
+struct Stream {
+  int32_t device;
+};
+OarError* stream_create(int32_t device, int32_t, OarStream* stream) {
+  if (OarError* e = check_device(device)) return e;
+  *stream = reinterpret_cast<OarStream>(new Stream{device});
+  return nullptr;
+}
+OarError* stream_destroy(int32_t, OarStream stream) {
+  delete reinterpret_cast<Stream*>(stream);
+  return nullptr;
+}
+OarError* stream_synchronize(int32_t, OarStream) { return nullptr; }
+OarError* stream_query(int32_t, OarStream, int32_t* done) {
+  *done = 1;
+  return nullptr;
+}
+OarError* stream_wait_event(int32_t, OarStream, OarEvent) { return nullptr; }
+OarError* stream_launch_host_func(int32_t, OarStream, void (*fn)(void*), void* arg) {
+  fn(arg);  // everything before it on the stream is already done
+  return nullptr;
+}
+
+// ---- events ---------------------------------------------------------------------------------------
+struct Event {
+  std::chrono::steady_clock::time_point when{};
+  bool recorded = false;
+};
+OarError* event_create(int32_t device, uint32_t, OarEvent* event) {
+  if (OarError* e = check_device(device)) return e;
+  *event = reinterpret_cast<OarEvent>(new Event());
+  return nullptr;
+}
+OarError* event_destroy(int32_t, OarEvent event) {
+  delete reinterpret_cast<Event*>(event);
+  return nullptr;
+}
+OarError* event_record(int32_t, OarEvent event, OarStream) {
+  auto* e = reinterpret_cast<Event*>(event);
+  e->when = std::chrono::steady_clock::now();
+  e->recorded = true;
+  return nullptr;
+}
+OarError* event_synchronize(int32_t, OarEvent) { return nullptr; }
+OarError* event_query(int32_t, OarEvent, int32_t* done) {
+  *done = 1;
+  return nullptr;
+}
+OarError* event_elapsed_ms(int32_t, OarEvent start, OarEvent end, float* ms) {
+  auto* a = reinterpret_cast<Event*>(start);
+  auto* b = reinterpret_cast<Event*>(end);
+  if (!a->recorded || !b->recorded)
+    return oar::sdk::make_error(OAR_ERR_PRECONDITION, "oot: elapsed_ms on an event never recorded");
+  *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+  return nullptr;
+}
+
+// ---- kernels --------------------------------------------------------------------------------------
+// out = x * y. The core allocated `out` (contiguous, broadcast shape); x and y keep their own shapes
+// and, because we register with OAR_KERNEL_STRIDED_INPUTS, any strides: binary_loop handles both.
+// A device whose memory the host cannot touch would launch its own kernel on ctx.stream() instead.
+void multiply_f32(oar::sdk::KernelContext& ctx) {
+  oar::sdk::binary_loop<float, float, float>(ctx.output(0), ctx.input(0), ctx.input(1),
+                                             [](float x, float y) { return x * y; });
+}
+
+}  // namespace
+
+extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
+  OarPluginInfo i{};
+  i.struct_size = sizeof(i);
+  i.name = "oot";  // must match the file name liboar_plugin_oot.so
+  i.device_type = "oot";
+  i.plugin_version = "0.1.0";
+  i.abi_major = OAR_ABI_VERSION_MAJOR;  // the ABI this file was compiled against
+  i.abi_minor = OAR_ABI_VERSION_MINOR;
+  i.vendor_versions = nullptr;  // e.g. "acme-runtime 3.2"
+  i.score = 0;
+  oar::sdk::fill_sized(info, i);
+  return 0;
+}
+
+extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services,
+                                                       OarRegistrar* registrar, OarPluginTables* tables) {
+  oar::sdk::init_services(services);  // first: errors and logging go through the core
+  return oar::sdk::guard([&] {
+    static OarDeviceTable device{};
+    device.struct_size = sizeof(device);
+    device.count = device_count;
+    device.open = device_open;
+    device.close = device_close;
+    device.properties = device_properties;
+    device.synchronize = device_synchronize;
+    device.memory_info = device_memory_info;
+
+    static OarMemoryTable memory{};
+    memory.struct_size = sizeof(memory);
+    memory.allocate = mem_allocate;
+    memory.free = mem_free;
+    memory.memset = mem_memset;
+    memory.memcpy = mem_memcpy;
+
+    static OarStreamTable stream{};
+    stream.struct_size = sizeof(stream);
+    stream.create = stream_create;
+    stream.destroy = stream_destroy;
+    stream.synchronize = stream_synchronize;
+    stream.query = stream_query;
+    stream.wait_event = stream_wait_event;
+    stream.launch_host_func = stream_launch_host_func;
+
+    static OarEventTable event{};
+    event.struct_size = sizeof(event);
+    event.create = event_create;
+    event.destroy = event_destroy;
+    event.record = event_record;
+    event.synchronize = event_synchronize;
+    event.query = event_query;
+    event.elapsed_ms = event_elapsed_ms;
+
+    OarPluginTables t{};
+    t.struct_size = sizeof(t);
+    t.device = &device;
+    t.memory = &memory;
+    t.stream = &stream;
+    t.event = &event;
+    t.collective = nullptr;  // NULL: not implemented
+    t.profiler = nullptr;
+    t.shutdown = nullptr;
+    oar::sdk::fill_sized(tables, t);
+
+    oar::sdk::KernelRegistrar reg(registrar);
+    reg.add("multiply", {OAR_DTYPE_FLOAT32}, multiply_f32, OAR_KERNEL_STRIDED_INPUTS);
+    oar::sdk::log(OAR_LOG_DEBUG, "oot: initialised with 1 device and 1 kernel");
+  });
+}
