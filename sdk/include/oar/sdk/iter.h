@@ -11,7 +11,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace oar::sdk {
 
@@ -102,14 +107,70 @@ template <int N> struct StridedLoop {
   }
 };
 
+// ---- streaming stores ---------------------------------------------------------------------------
+// Outputs far larger than the caches are written with non-temporal stores: a normal store first reads
+// the destination line (write-allocate), so an elementwise op would move 4 bytes per 3 it needs.
+inline constexpr int64_t kStreamingBytes = int64_t{8} << 20;  // total output size that uses them
+inline constexpr int64_t kStreamBlock = 2048;                  // elements computed per block
+
+inline void stream_copy(void* dst, const void* src, size_t bytes) {
+#if defined(__SSE2__)
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  size_t head = (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15;
+  if (head > bytes) head = bytes;
+  std::memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 32));
+    __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
+  }
+  std::memcpy(d, s, bytes);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+inline void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();  // streaming stores are weakly ordered: publish them before the loop ends
+#endif
+}
+
+// Runs body(o, lo, hi) over [lo, hi) with `o` pointing at where element lo's output goes: straight
+// into `out` for small outputs, else into a cache-resident block that is then streamed out.
+template <typename Out, typename Body> void write_range(Out* out, int64_t lo, int64_t hi, int64_t total, Body&& body) {
+  if (total * static_cast<int64_t>(sizeof(Out)) < kStreamingBytes) {
+    body(out + lo, lo, hi);
+    return;
+  }
+  alignas(64) Out block[kStreamBlock];
+  for (int64_t b = lo; b < hi; b += kStreamBlock) {
+    int64_t e = std::min(hi, b + kStreamBlock);
+    body(block, b, e);
+    stream_copy(out + b, block, static_cast<size_t>(e - b) * sizeof(Out));
+  }
+  stream_fence();
+}
+
 // out[i] = f(a[i]) with out contiguous and `a` of the same shape, any strides.
 template <typename Out, typename A, typename F>
 void unary_loop(const TensorView& out, const TensorView& a, F f) {
   Out* po = out.data<Out>();
   const A* pa = a.data<A>();
   if (a.is_contiguous()) {
-    parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) po[i] = static_cast<Out>(f(static_cast<compute_t<A>>(pa[i])));
+    const int64_t n = out.numel();
+    parallel_for(0, n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+      write_range(po, b, e, n, [&](Out* o, int64_t lo, int64_t hi) {
+        const A* x = pa + lo;
+        for (int64_t i = 0; i < hi - lo; ++i) o[i] = static_cast<Out>(f(static_cast<compute_t<A>>(x[i])));
+      });
     });
     return;
   }
@@ -142,18 +203,25 @@ void binary_loop(const TensorView& out, const TensorView& a, const TensorView& b
   const bool b_full = b.numel() == n_out && b.is_contiguous();
   if ((a_full || a.numel() == 1) && (b_full || b.numel() == 1) && n_out > 0) {
     parallel_for(0, n_out, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-      if (a_full && b_full) {
-        for (int64_t i = lo; i < hi; ++i) po[i] = static_cast<Out>(f(CA(pa[i]), CB(pb[i])));
-      } else if (a_full) {
-        const CB y = CB(pb[0]);
-        for (int64_t i = lo; i < hi; ++i) po[i] = static_cast<Out>(f(CA(pa[i]), y));
-      } else if (b_full) {
-        const CA x = CA(pa[0]);
-        for (int64_t i = lo; i < hi; ++i) po[i] = static_cast<Out>(f(x, CB(pb[i])));
-      } else {
-        const Out v = static_cast<Out>(f(CA(pa[0]), CB(pb[0])));
-        for (int64_t i = lo; i < hi; ++i) po[i] = v;
-      }
+      write_range(po, lo, hi, n_out, [&](Out* o, int64_t first, int64_t last) {
+        const int64_t n = last - first;
+        if (a_full && b_full) {
+          const A* x = pa + first;
+          const B* y = pb + first;
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(CA(x[i]), CB(y[i])));
+        } else if (a_full) {
+          const A* x = pa + first;
+          const CB y = CB(pb[0]);
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(CA(x[i]), y));
+        } else if (b_full) {
+          const B* y = pb + first;
+          const CA x = CA(pa[0]);
+          for (int64_t i = 0; i < n; ++i) o[i] = static_cast<Out>(f(x, CB(y[i])));
+        } else {
+          const Out v = static_cast<Out>(f(CA(pa[0]), CB(pb[0])));
+          for (int64_t i = 0; i < n; ++i) o[i] = v;
+        }
+      });
     });
     return;
   }
