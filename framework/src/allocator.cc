@@ -6,7 +6,10 @@
 namespace oar {
 
 BestFitAllocator::BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment)
-    : raw_(std::move(raw)), chunk_bytes_(chunk_bytes), alignment_(std::max<size_t>(alignment, 1)) {}
+    : raw_(std::move(raw)),
+      chunk_bytes_(chunk_bytes),
+      alignment_(std::max<size_t>(alignment, 1)),
+      small_(kSmallBytes / std::max<size_t>(alignment, 1)) {}
 
 BestFitAllocator::~BestFitAllocator() {
   // Live blocks at exit belong to tensors that outlive the runtime; their memory goes back anyway.
@@ -23,6 +26,23 @@ void* BestFitAllocator::allocate(size_t bytes, OarStream stream) {
 void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
   // Zero-byte tensors still get a distinct, valid address.
   size_t size = (std::max<size_t>(bytes, 1) + alignment_ - 1) / alignment_ * alignment_;
+  if (size <= kSmallBytes && small_stream_known_ && stream == small_stream_) {
+    auto& cache = small_[size / alignment_ - 1];
+    if (!cache.empty()) {
+      char* ptr = cache.back();
+      cache.pop_back();
+      --num_small_;
+      Block& b = blocks_.find(ptr)->second;
+      b.cached = false;
+      stats_.allocated += b.size;
+      stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+      ++stats_.num_allocs;
+      return ptr;
+    }
+  }
+  // An exact-size hit above is a best fit by definition; otherwise the cached blocks go back into the
+  // tree (merging with their neighbours) so that the search below sees every free block.
+  if (num_small_ > 0) flush_small_locked();
   auto it = free_.lower_bound(FreeKey{stream, size, nullptr});
   char* ptr = nullptr;
   if (it != free_.end() && std::get<0>(*it) == stream) {
@@ -41,7 +61,7 @@ void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
                                     << " bytes (allocated " << stats_.allocated << ", reserved "
                                     << stats_.reserved << " bytes)");
     chunks_[base] = chunk;
-    blocks_[base] = Block{chunk, true, base, stream};
+    blocks_[base] = Block{chunk, true, false, base, stream};
     stats_.reserved += chunk;
     stats_.peak_reserved = std::max(stats_.peak_reserved, stats_.reserved);
     ++stats_.num_raw_allocs;
@@ -50,7 +70,7 @@ void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
   Block& b = blocks_[ptr];
   if (b.size - size >= alignment_) {  // split; the remainder stays free
     char* rest = ptr + size;
-    blocks_[rest] = Block{b.size - size, true, b.chunk, stream};
+    blocks_[rest] = Block{b.size - size, true, false, b.chunk, stream};
     free_.insert(FreeKey{stream, b.size - size, rest});
     b.size = size;
   }
@@ -66,12 +86,39 @@ void BestFitAllocator::free(void* p) {
   if (!p) return;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = blocks_.find(static_cast<char*>(p));
-  OAR_ENFORCE(it != blocks_.end() && !it->second.free, ErrorCode::kInternal,
+  OAR_ENFORCE(it != blocks_.end() && !it->second.free && !it->second.cached, ErrorCode::kInternal,
               "free of a pointer this allocator did not hand out (" << p << ") on " << raw_.device_name);
   Block& b = it->second;
-  b.free = true;
   stats_.allocated -= b.size;
-  // Merge with the next and previous blocks when they are free, in the same chunk and stream.
+  if (!small_stream_known_) {
+    small_stream_ = b.stream;
+    small_stream_known_ = true;
+  }
+  if (b.size <= kSmallBytes && b.stream == small_stream_) {
+    b.cached = true;
+    small_[b.size / alignment_ - 1].push_back(it->first);
+    ++num_small_;
+    return;
+  }
+  free_to_tree_locked(it);
+}
+
+void BestFitAllocator::flush_small_locked() {
+  for (auto& cache : small_) {
+    for (char* ptr : cache) {
+      auto it = blocks_.find(ptr);
+      it->second.cached = false;
+      free_to_tree_locked(it);
+    }
+    cache.clear();
+  }
+  num_small_ = 0;
+}
+
+// Marks a block free in the tree, merging it with free neighbours of the same chunk and stream.
+void BestFitAllocator::free_to_tree_locked(std::map<char*, Block>::iterator it) {
+  Block& b = it->second;
+  b.free = true;
   auto next = std::next(it);
   if (next != blocks_.end() && next->second.free && next->second.chunk == b.chunk &&
       next->second.stream == b.stream) {
@@ -102,8 +149,9 @@ void BestFitAllocator::reset_peak() {
   stats_.peak_reserved = stats_.reserved;
 }
 
-size_t BestFitAllocator::num_free_blocks() const {
+size_t BestFitAllocator::num_free_blocks() {
   std::lock_guard<std::mutex> lock(mu_);
+  flush_small_locked();
   return free_.size();
 }
 
@@ -113,6 +161,7 @@ void BestFitAllocator::release_cached() {
 }
 
 void BestFitAllocator::release_cached_locked() {
+  flush_small_locked();
   bool synced = false;
   for (auto it = chunks_.begin(); it != chunks_.end();) {
     auto b = blocks_.find(it->first);

@@ -86,20 +86,19 @@ void complete_attrs(const OpDef& op, Attrs& attrs) {
   }
 }
 
-std::vector<Tensor> run_kernel(const OpDef& op, const KernelEntry& k, const std::vector<Tensor>& inputs,
-                               const Attrs& attrs, Device& dev, const InferContext& ic) {
-  const int32_t n_in = static_cast<int32_t>(inputs.size());
+void run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
+                Device& dev, const InferContext& ic, Tensor* outputs) {
   const int32_t n_out = static_cast<int32_t>(op.outputs.size());
   // Kernels that did not opt in to strided inputs get contiguous ones.
-  const std::vector<Tensor>* in = &inputs;
+  const Tensor* in = inputs;
   std::vector<Tensor> contiguous_inputs;
   if (!(k.flags & OAR_KERNEL_STRIDED_INPUTS)) {
     for (int32_t i = 0; i < n_in; ++i) {
       if (inputs[i].is_contiguous()) continue;
-      if (contiguous_inputs.empty()) contiguous_inputs = inputs;
+      if (contiguous_inputs.empty()) contiguous_inputs.assign(inputs, inputs + n_in);
       contiguous_inputs[i] = inputs[i].contiguous();
     }
-    if (!contiguous_inputs.empty()) in = &contiguous_inputs;
+    if (!contiguous_inputs.empty()) in = contiguous_inputs.data();
   }
   OarTensorDesc in_small[4];
   std::vector<OarTensorDesc> in_large;
@@ -108,19 +107,16 @@ std::vector<Tensor> run_kernel(const OpDef& op, const KernelEntry& k, const std:
     in_large.resize(n_in);
     in_desc = in_large.data();
   }
-  for (int32_t i = 0; i < n_in; ++i) fill_desc(in_desc[i], (*in)[i]);
+  for (int32_t i = 0; i < n_in; ++i) fill_desc(in_desc[i], in[i]);
 
-  std::vector<Tensor> outputs;
-  outputs.reserve(n_out);
   OarTensorDesc out_desc[kMaxOpOutputs];
   for (int32_t i = 0; i < n_out; ++i) {
-    outputs.push_back(Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place()));
+    outputs[i] = Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place());
     fill_desc(out_desc[i], outputs[i]);
   }
-  std::vector<Tensor> workspaces;
-  OarKernelContext ctx{&op, in_desc, n_in, out_desc, outputs.data(), n_out, &attrs, &dev, &workspaces};
+  std::vector<Tensor> workspaces;  // empty unless the kernel asks for scratch memory
+  OarKernelContext ctx{&op, in_desc, n_in, out_desc, outputs, n_out, &attrs, &dev, &workspaces};
   check_plugin_error(k.plugin->name, op.name, k.fn(&ctx, k.user_data));
-  return outputs;
 }
 
 }  // namespace
@@ -158,8 +154,8 @@ namespace {
 
 // No kernel on `place`'s device (or the op is forced to the CPU): run it on the CPU plugin with the
 // inputs copied to the host and copy the outputs back, if the policy allows.
-std::vector<Tensor> run_fallback(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs, Place place,
-                                 DType kd, bool forced) {
+void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place, DType kd,
+                  bool forced, Tensor* outputs) {
   Runtime& rt = Runtime::get();
   const std::string type_name = rt.device_types()[place.type].name;
   OAR_ENFORCE(!place.is_cpu(), rt.kernel(op.id, kCpuDeviceType, kd) ? ErrorCode::kInternal : ErrorCode::kType,
@@ -184,17 +180,15 @@ std::vector<Tensor> run_fallback(const OpDef& op, const std::vector<Tensor>& inp
                       "OAR_FALLBACK_POLICY=allow|warn|error controls this.";
   }
   std::vector<Tensor> host_inputs;
-  host_inputs.reserve(inputs.size());
-  for (const Tensor& t : inputs) host_inputs.push_back(host_view(t));
-  std::vector<Tensor> outs = call_op(op, host_inputs, attrs, cpu_place());
-  for (Tensor& o : outs) o = o.to(place);
-  return outs;
+  host_inputs.reserve(n_in);
+  for (int32_t i = 0; i < n_in; ++i) host_inputs.push_back(host_view(inputs[i]));
+  run_op(op, host_inputs.data(), n_in, attrs, cpu_place(), outputs);
+  for (size_t i = 0; i < op.outputs.size(); ++i) outputs[i] = outputs[i].to(place);
 }
 
 }  // namespace
 
-std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {
-  const int32_t n_in = static_cast<int32_t>(inputs.size());
+void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place, Tensor* outputs) {
   OAR_ENFORCE(op.variadic ? n_in >= 1 : n_in == static_cast<int32_t>(op.inputs.size()), ErrorCode::kInvalidArgument,
               op.name << ": expects " << (op.variadic ? "at least 1" : std::to_string(op.inputs.size()))
                       << " input(s), got " << n_in);
@@ -230,9 +224,16 @@ std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, 
   FallbackState& st = fallback_state();
   const bool forced = !place.is_cpu() && st.forced[op.id].load(std::memory_order_relaxed);
   const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, place.type, kd);
-  if (!k) return run_fallback(op, inputs, attrs, place, kd, forced);
-  return run_kernel(op, *k, inputs, attrs, rt.device(place), ic);
+  if (!k) return run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
+  run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
 }
+
+std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {
+  std::vector<Tensor> outputs(op.outputs.size());
+  run_op(op, inputs.data(), static_cast<int32_t>(inputs.size()), attrs, place, outputs.data());
+  return outputs;
+}
+
 
 std::vector<Tensor> call_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {
   return call_op(OpRegistry::get().at(op), inputs, std::move(attrs), place);

@@ -10,8 +10,11 @@ namespace {
 
 const OpDef& op(const char* name) { return OpRegistry::get().at(name); }
 
-Tensor call1(const OpDef& def, std::vector<Tensor> inputs, Attrs attrs = {}, Place place = cpu_place()) {
-  return call_op(def, inputs, std::move(attrs), place)[0];
+// Single-output ops; the initializer list lives on the caller's stack, so nothing is allocated here.
+Tensor call1(const OpDef& def, std::initializer_list<Tensor> inputs, Attrs attrs = {}, Place place = cpu_place()) {
+  Tensor out;
+  run_op(def, inputs.begin(), static_cast<int32_t>(inputs.size()), attrs, place, &out);
+  return out;
 }
 
 // The global generator: a seed and a counter offset advanced by every random op (docs/ops.md).
@@ -154,7 +157,10 @@ void manual_seed(uint64_t seed) {
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   static const OpDef& def = op("concat");
-  return call1(def, xs, {{"axis", axis}});
+  Attrs attrs{{"axis", axis}};
+  Tensor out;
+  run_op(def, xs.data(), static_cast<int32_t>(xs.size()), attrs, cpu_place(), &out);
+  return out;
 }
 Tensor index_select(const Tensor& x, const Tensor& index, int64_t axis) {
   static const OpDef& def = op("index_select");

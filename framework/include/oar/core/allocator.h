@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace oar {
 
@@ -48,6 +49,10 @@ struct RawMemory {
 // from the plugin, hands out best-fitting free blocks (splitting them), merges neighbours on free,
 // and only reuses a block for the stream it was last used on (stream-ordered reuse without events).
 // Requests of `chunk_bytes` or more get a chunk of their own. Thread-safe.
+// Freed blocks of up to kSmallBytes on the default (first used) stream go to an exact-size cache that
+// the next request of that size takes without touching the tree (the eager hot path allocates many
+// tiny tensors); on any other request the cache is merged back into the tree first, so the search
+// is still a best fit over every free block.
 class BestFitAllocator final : public Allocator {
  public:
   BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment);
@@ -60,17 +65,22 @@ class BestFitAllocator final : public Allocator {
 
   size_t alignment() const { return alignment_; }
   size_t chunk_bytes() const { return chunk_bytes_; }
-  size_t num_free_blocks() const;
+  size_t num_free_blocks();  // after merging the small-block cache into the tree
+
+  static constexpr size_t kSmallBytes = 4096;
 
  private:
   struct Block {
     size_t size;
-    bool free;
+    bool free;    // in the best-fit tree
+    bool cached;  // in the small-block cache (neither free in the tree nor handed out)
     char* chunk;  // start of the chunk it belongs to; blocks merge only within a chunk
     OarStream stream;
   };
   using FreeKey = std::tuple<OarStream, size_t, char*>;
   void* allocate_locked(size_t bytes, OarStream stream);
+  void free_to_tree_locked(std::map<char*, Block>::iterator it);
+  void flush_small_locked();
   void release_cached_locked();
 
   RawMemory raw_;
@@ -80,6 +90,10 @@ class BestFitAllocator final : public Allocator {
   std::map<char*, Block> blocks_;  // every block, by address
   std::set<FreeKey> free_;         // free blocks by (stream, size, address): best fit per stream
   std::map<char*, size_t> chunks_; // chunk start -> size
+  std::vector<std::vector<char*>> small_;  // [size / alignment - 1] -> cached blocks of that size
+  OarStream small_stream_ = nullptr;
+  bool small_stream_known_ = false;
+  size_t num_small_ = 0;
   AllocatorStats stats_;
 };
 

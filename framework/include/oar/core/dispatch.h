@@ -16,6 +16,9 @@ namespace oar {
 // Runs `op` on `inputs` (all on one place). `place` is where ops without inputs (creation ops) run.
 std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs = {},
                             Place place = cpu_place());
+// The allocation-free form behind call_op: `inputs` has n_inputs tensors, `outputs` room for the op's
+// outputs. `attrs` is completed (defaults) and normalised in place.
+void run_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attrs, Place place, Tensor* outputs);
 // Same, by name (slower: looks the op up).
 std::vector<Tensor> call_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs = {},
                             Place place = cpu_place());
