@@ -238,35 +238,13 @@ const char* onednn_version() {
 }  // namespace oar_cpu
 
 extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
-  if (!info) return 1;
-  try {
-    OarPluginInfo i{};
-    i.struct_size = sizeof(i);
-    i.name = "cpu";
-    i.device_type = "cpu";
-    i.plugin_version = "0.1.0";
-    i.abi_major = OAR_ABI_VERSION_MAJOR;
-    i.abi_minor = OAR_ABI_VERSION_MINOR;
-    i.vendor_versions = oar_cpu::onednn_version();
-    i.score = 100;
-    oar::sdk::fill_sized(info, i);
-    return 0;
-  } catch (...) {
-    return 1;
-  }
+  return oar::sdk::answer_query(info, {"cpu", "cpu", "0.1.0", oar_cpu::onednn_version(), 100});
 }
 
 extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services,
                                                       OarRegistrar* registrar, OarPluginTables* tables) {
-  if (!services) return nullptr;  // without services no error can even be created
-  oar::sdk::init_services(services);
-  return oar::sdk::guard([&] {
+  return oar::sdk::run_init(services, tables, "cpu", [&](OarPluginTables& t) {
     using namespace oar_cpu;
-    OAR_SDK_CHECK(services->abi_major == OAR_ABI_VERSION_MAJOR, OAR_ERR_ABI_MISMATCH,
-                  "cpu: built for ABI " << OAR_ABI_VERSION_MAJOR << ".x, core has " << services->abi_major
-                                        << "." << services->abi_minor);
-    OAR_SDK_CHECK(services->register_kernel && services->kernel_api && tables, OAR_ERR_INVALID_ARGUMENT,
-                  "cpu: init needs register_kernel, kernel_api and a tables struct");
     Registry r(registrar);
     register_binary_kernels(r);
     register_compare_kernels(r);
@@ -279,16 +257,10 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";
     oar::sdk::log(OAR_LOG_DEBUG, os.str());
-
-    OarPluginTables t{};
-    t.struct_size = sizeof(t);
     t.device = &kDeviceTable;
     t.memory = &kMemoryTable;
     t.stream = &kStreamTable;
     t.event = &kEventTable;
-    t.collective = nullptr;
-    t.profiler = nullptr;
-    t.shutdown = &shutdown;
-    oar::sdk::fill_sized(tables, t);
+    t.shutdown = &shutdown;  // collectives and profiler: not implemented (NULL)
   });
 }

@@ -157,23 +157,15 @@ void multiply_f32(oar::sdk::KernelContext& ctx) {
 }  // namespace
 
 extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
-  OarPluginInfo i{};
-  i.struct_size = sizeof(i);
-  i.name = "oot";  // must match the file name liboar_plugin_oot.so
-  i.device_type = "oot";
-  i.plugin_version = "0.1.0";
-  i.abi_major = OAR_ABI_VERSION_MAJOR;  // the ABI this file was compiled against
-  i.abi_minor = OAR_ABI_VERSION_MINOR;
-  i.vendor_versions = nullptr;  // e.g. "acme-runtime 3.2"
-  i.score = 0;
-  oar::sdk::fill_sized(info, i);
-  return 0;
+  // name must match the file name liboar_plugin_oot.so; vendor_versions would be e.g. "acme-runtime 3.2"
+  return oar::sdk::answer_query(info, {"oot", "oot", "0.1.0", nullptr, 0});
 }
 
 extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services,
                                                        OarRegistrar* registrar, OarPluginTables* tables) {
-  oar::sdk::init_services(services);  // first: errors and logging go through the core
-  return oar::sdk::guard([&] {
+  // run_init takes the core's services first (errors and logging go through the core), checks the ABI
+  // major and turns any exception into an OarError.
+  return oar::sdk::run_init(services, tables, "oot", [&](OarPluginTables& t) {
     static OarDeviceTable device{};
     device.struct_size = sizeof(device);
     device.count = device_count;
@@ -208,16 +200,10 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     event.query = event_query;
     event.elapsed_ms = event_elapsed_ms;
 
-    OarPluginTables t{};
-    t.struct_size = sizeof(t);
     t.device = &device;
     t.memory = &memory;
     t.stream = &stream;
-    t.event = &event;
-    t.collective = nullptr;  // NULL: not implemented
-    t.profiler = nullptr;
-    t.shutdown = nullptr;
-    oar::sdk::fill_sized(tables, t);
+    t.event = &event;  // collectives, profiler, shutdown: NULL = not implemented
 
     oar::sdk::KernelRegistrar reg(registrar);
     reg.add("multiply", {OAR_DTYPE_FLOAT32}, multiply_f32, OAR_KERNEL_STRIDED_INPUTS);

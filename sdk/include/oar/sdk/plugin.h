@@ -110,4 +110,49 @@ template <typename T> void fill_sized(T* dst, const T& src) {
   dst->struct_size = keep;
 }
 
+// What a plugin says about itself from oar_plugin_query.
+struct PluginDescription {
+  const char* name;         // the file is liboar_plugin_<name>.so
+  const char* device_type;  // "cpu", "sim", "gpu", ...
+  const char* version;
+  const char* vendor_versions = nullptr;
+  int32_t score = 100;
+};
+
+// The whole body of oar_plugin_query: fills the caller-sized info for the ABI this plugin is built for.
+inline int32_t answer_query(OarPluginInfo* info, const PluginDescription& d) noexcept {
+  if (!info) return 1;
+  OarPluginInfo i{};
+  i.struct_size = sizeof(i);
+  i.name = d.name;
+  i.device_type = d.device_type;
+  i.plugin_version = d.version;
+  i.abi_major = OAR_ABI_VERSION_MAJOR;
+  i.abi_minor = OAR_ABI_VERSION_MINOR;
+  i.vendor_versions = d.vendor_versions;
+  i.score = d.score;
+  fill_sized(info, i);
+  return 0;
+}
+
+// The frame of oar_plugin_init: takes the core's services, checks its ABI major and that it can
+// register kernels, then runs setup(tables) with every exception turned into an OarError. `setup`
+// registers kernels and fills an OarPluginTables, which is handed back with fill_sized.
+template <typename Setup>
+OarError* run_init(const OarCoreServices* core, OarPluginTables* tables, const char* plugin, Setup&& setup) noexcept {
+  if (!core) return nullptr;  // without services no error can even be created
+  init_services(core);
+  return guard([&] {
+    OAR_SDK_CHECK(core->abi_major == OAR_ABI_VERSION_MAJOR, OAR_ERR_ABI_MISMATCH,
+                  plugin << ": built for ABI " << OAR_ABI_VERSION_MAJOR << ".x, the core has ABI "
+                         << core->abi_major << "." << core->abi_minor);
+    OAR_SDK_CHECK(services().register_kernel && services().kernel_api && tables, OAR_ERR_INVALID_ARGUMENT,
+                  plugin << ": init needs the core's register_kernel and kernel_api, and a tables struct");
+    OarPluginTables t{};
+    t.struct_size = sizeof(t);
+    setup(t);
+    fill_sized(tables, t);
+  });
+}
+
 }  // namespace oar::sdk
