@@ -158,10 +158,10 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
                   bool forced, Tensor* outputs) {
   Runtime& rt = Runtime::get();
   const std::string type_name = rt.device_types()[place.type].name;
-  OAR_ENFORCE(!place.is_cpu(), rt.kernel(op.id, kCpuDeviceType, kd) ? ErrorCode::kInternal : ErrorCode::kType,
-              op.name << ": no cpu kernel for dtype " << dtype_name(kd));
+  // Nothing to fall back to: the dtype is not supported by this op anywhere we could run it.
   OAR_ENFORCE(rt.kernel(op.id, kCpuDeviceType, kd) != nullptr, ErrorCode::kType,
-              op.name << ": no kernel for dtype " << dtype_name(kd) << " on " << type_name << " nor on cpu");
+              op.name << ": dtype " << dtype_name(kd) << " is not supported"
+                      << (place.is_cpu() ? " on cpu" : " on " + type_name + " nor on cpu"));
   FallbackState& st = fallback_state();
   const auto policy = static_cast<FallbackPolicy>(st.policy.load());
   OAR_ENFORCE(forced || !st.denied[op.id], ErrorCode::kUnimplemented,

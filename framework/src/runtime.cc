@@ -16,6 +16,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <utility>
 
 namespace oar {
 
@@ -55,36 +56,37 @@ struct Runtime::Impl {
   std::array<std::array<std::atomic<Device*>, kMaxDevicesPerType>, kMaxDeviceTypes> devices{};
   std::mutex mu;  // loading and opening devices
   std::mutex trace_mu;
-  std::vector<OarTraceEvent> trace;
-  std::vector<std::string> trace_strings;  // owns names of collected events
+  std::vector<Runtime::TraceEvent> trace;
 };
 
 void trace_event_sink(const OarTraceEvent* e) {
   if (!e) return;
+  OarTraceEvent c{};  // an older plugin's event may be shorter: the rest reads as zero
+  std::memcpy(&c, e, std::min(e->struct_size, sizeof(c)));
+  Runtime::TraceEvent t{c.name ? c.name : "", c.category ? c.category : "", c.start_ns, c.end_ns,
+                        c.device,            c.stream_id,                   c.correlation_id};
   auto& impl = Runtime::get().impl();
   std::lock_guard<std::mutex> lock(impl.trace_mu);
-  OarTraceEvent copy{};
-  std::memcpy(&copy, e, std::min(e->struct_size, sizeof(copy)));
-  impl.trace_strings.emplace_back(copy.name ? copy.name : "");
-  copy.name = nullptr;  // re-pointed at take time, when the strings vector no longer moves
-  impl.trace_strings.emplace_back(copy.category ? copy.category : "");
-  copy.category = nullptr;
-  impl.trace.push_back(copy);
+  impl.trace.push_back(std::move(t));
 }
 
-std::vector<OarTraceEvent> Runtime::take_trace_events() {
+std::vector<Runtime::TraceEvent> Runtime::take_trace_events() {
   std::lock_guard<std::mutex> lock(impl_->trace_mu);
-  std::vector<OarTraceEvent> out = impl_->trace;
-  // Names stay valid until the next take: keep the strings of this batch alive in a static store.
-  static std::vector<std::string> keep;
-  keep = std::move(impl_->trace_strings);
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i].name = keep[2 * i].c_str();
-    out[i].category = keep[2 * i + 1].c_str();
+  return std::exchange(impl_->trace, {});
+}
+
+void Runtime::start_profiling() {
+  take_trace_events();  // start from a clean slate
+  for (const auto& p : impl_->plugins)
+    if (p->tables.profiler.start) check_plugin_error(p->name, "profiler start", p->tables.profiler.start());
+}
+
+std::vector<Runtime::TraceEvent> Runtime::stop_profiling() {
+  for (const auto& p : impl_->plugins) {
+    if (p->tables.profiler.stop) check_plugin_error(p->name, "profiler stop", p->tables.profiler.stop());
+    if (p->tables.profiler.flush) check_plugin_error(p->name, "profiler flush", p->tables.profiler.flush());
   }
-  impl_->trace.clear();
-  impl_->trace_strings.clear();
-  return out;
+  return take_trace_events();
 }
 
 // ---- Device -------------------------------------------------------------------------------------

@@ -141,8 +141,18 @@ class Runtime {
   // both devices' default streams; returns once the destination is usable from its stream.
   void copy_bytes(void* dst, Place dst_place, const void* src, Place src_place, size_t bytes);
 
-  // Trace events plugins emitted through the services table.
-  std::vector<OarTraceEvent> take_trace_events();
+  // Trace events plugins emitted through the services table since the last call.
+  struct TraceEvent {
+    std::string name, category;
+    uint64_t start_ns = 0, end_ns = 0;
+    int32_t device = 0;
+    uint64_t stream_id = 0, correlation_id = 0;
+  };
+  std::vector<TraceEvent> take_trace_events();
+  // Starts the profiler of every loaded plugin that has one.
+  void start_profiling();
+  // Stops them, has them flush their buffered events, and returns what was collected.
+  std::vector<TraceEvent> stop_profiling();
 
   struct Impl;
   Impl& impl() { return *impl_; }
