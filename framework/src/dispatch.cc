@@ -2,6 +2,7 @@
 // attributes, infer outputs, one lock-free table lookup, allocate outputs, call the kernel.
 #include "internal.h"
 
+#include <oar/core/autograd.h>
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 
@@ -96,6 +97,7 @@ void run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
     for (int32_t i = 0; i < n_in; ++i) {
       if (inputs[i].is_contiguous()) continue;
       if (contiguous_inputs.empty()) contiguous_inputs.assign(inputs, inputs + n_in);
+      NoGradGuard no_grad;  // an internal copy: the op's own node covers the gradient
       contiguous_inputs[i] = inputs[i].contiguous();
     }
     if (!contiguous_inputs.empty()) in = contiguous_inputs.data();
@@ -224,8 +226,11 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
   FallbackState& st = fallback_state();
   const bool forced = !place.is_cpu() && st.forced[op.id].load(std::memory_order_relaxed);
   const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, place.type, kd);
-  if (!k) return run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
-  run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
+  if (k)
+    run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
+  else
+    run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
+  if (grad_enabled()) autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
 }
 
 std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {

@@ -1,3 +1,4 @@
+#include <oar/core/autograd.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 #include <oar/core/runtime.h>
@@ -194,13 +195,17 @@ Tensor Tensor::view(const Dims& shape) const {
   OAR_ENFORCE(view_strides(dims(), strides(), nd, ns), ErrorCode::kInvalidArgument,
               "view: shape " << nd.to_string() << " is not compatible with the strides of the input "
                              << strides().to_string() << "; use reshape (which copies)");
-  return make_view(*this, nd, ns, offset());
+  Tensor v = make_view(*this, nd, ns, offset());
+  autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
+  return v;
 }
 
 Tensor Tensor::reshape(const Dims& shape) const {
   Dims nd = infer_reshape(dims(), shape), ns;
-  if (view_strides(dims(), strides(), nd, ns)) return make_view(*this, nd, ns, offset());
-  return contiguous().view(nd);
+  if (!view_strides(dims(), strides(), nd, ns)) return contiguous().view(nd);
+  Tensor v = make_view(*this, nd, ns, offset());
+  autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
+  return v;
 }
 
 Tensor Tensor::transpose(const std::vector<int64_t>& perm) const {
@@ -218,7 +223,11 @@ Tensor Tensor::transpose(const std::vector<int64_t>& perm) const {
     nd[i] = dims()[p];
     ns[i] = strides()[p];
   }
-  return make_view(*this, nd, ns, offset());
+  Tensor v = make_view(*this, nd, ns, offset());
+  std::vector<int64_t> inverse(n);
+  for (int32_t i = 0; i < n; ++i) inverse[perm[i] < 0 ? perm[i] + n : perm[i]] = i;
+  autograd::record_view(*this, v, "transpose", [inverse](const Tensor& g) { return g.transpose(inverse); });
+  return v;
 }
 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
@@ -244,7 +253,19 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
   nd[static_cast<int32_t>(axis)] = len;
   ns[static_cast<int32_t>(axis)] = strides()[static_cast<int32_t>(axis)] * step;
   int64_t off = offset() + (len > 0 ? start * strides()[static_cast<int32_t>(axis)] : 0);
-  return make_view(*this, nd, ns, off);
+  Tensor v = make_view(*this, nd, ns, off);
+  autograd::record_view(*this, v, "slice", [axis, start, step, len, n](const Tensor& g) {
+    // Scatter g back along `axis`: position j takes g[(j - start) / step] if it was selected, else 0
+    // (the extra zero slice appended at index len).
+    Dims zd = g.dims();
+    zd[static_cast<int32_t>(axis)] = 1;
+    Tensor padded = ops::concat({g, ops::zeros(zd, g.dtype(), g.place())}, axis);
+    std::vector<int64_t> index(static_cast<size_t>(n), len);
+    for (int64_t k = 0; k < len; ++k) index[static_cast<size_t>(start + k * step)] = k;
+    Tensor idx = Tensor::from_vector(index, Dims{n}, DType::kInt64, g.place());
+    return ops::index_select(padded, idx, axis);
+  });
+  return v;
 }
 
 Tensor Tensor::squeeze(const std::vector<int64_t>& axes) const {
@@ -263,7 +284,9 @@ Tensor Tensor::squeeze(const std::vector<int64_t>& axes) const {
     nd.push_back(dims()[i]);
     ns.push_back(strides()[i]);
   }
-  return make_view(*this, nd, ns, offset());
+  Tensor v = make_view(*this, nd, ns, offset());
+  autograd::record_view(*this, v, "squeeze", [d = dims()](const Tensor& g) { return g.reshape(d); });
+  return v;
 }
 
 Tensor Tensor::unsqueeze(int64_t axis) const {
@@ -282,7 +305,9 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
       ns.push_back(strides()[i]);
     }
   }
-  return make_view(*this, nd, ns, offset());
+  Tensor v = make_view(*this, nd, ns, offset());
+  autograd::record_view(*this, v, "unsqueeze", [d = dims()](const Tensor& g) { return g.reshape(d); });
+  return v;
 }
 
 Tensor Tensor::expand(const Dims& shape) const {
@@ -310,7 +335,9 @@ Tensor Tensor::expand(const Dims& shape) const {
       ns[i] = 0;
     }
   }
-  return make_view(*this, nd, ns, offset());
+  Tensor v = make_view(*this, nd, ns, offset());
+  autograd::record_view(*this, v, "expand", [d = dims()](const Tensor& g) { return autograd::sum_to(g, d); });
+  return v;
 }
 
 }  // namespace oar

@@ -14,6 +14,7 @@
 namespace oar {
 
 class Device;
+struct AutogradMeta;
 
 class Storage {
  public:
@@ -47,6 +48,7 @@ struct TensorImpl {
   Dims strides;        // in elements
   int64_t offset = 0;  // in elements
   std::shared_ptr<Storage> storage;
+  std::shared_ptr<AutogradMeta> autograd;  // null unless the tensor takes part in differentiation
 };
 
 class Tensor {

@@ -1,0 +1,118 @@
+// Reverse-mode automatic differentiation for eager execution.
+//
+// When grad mode is on and an op's input requires a gradient, run_op records a GradNode holding what
+// the op's gradient rule needs (saved tensors with their storage versions, attributes) and edges to the
+// nodes that produced its inputs. backward() runs the graph in topological order; leaves accumulate
+// into .grad. Gradient rules are written with ordinary ops, so with create_graph the backward pass is
+// itself recorded and can be differentiated again.
+#pragma once
+
+#include <oar/core/op.h>
+#include <oar/core/tensor.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace oar {
+
+class GradNode;
+
+// Where the gradient of one tensor flows: input slot `input_nr` of `node`.
+struct Edge {
+  std::shared_ptr<GradNode> node;
+  int32_t input_nr = 0;
+  bool valid() const { return node != nullptr; }
+};
+
+using TensorHook = std::function<Tensor(const Tensor& grad)>;  // may return an undefined tensor: keep grad
+
+// Per-tensor autograd state; absent (nullptr) on tensors that never took part in differentiation.
+struct AutogradMeta {
+  bool requires_grad = false;
+  Tensor grad;                          // accumulated gradient (leaves, and non-leaves that retain it)
+  std::shared_ptr<GradNode> grad_fn;    // the node that produced this tensor; null for leaves
+  int32_t output_nr = 0;                // which output of grad_fn
+  std::weak_ptr<GradNode> accumulator;  // a leaf's AccumulateGrad node, while a graph uses it
+  std::vector<TensorHook> hooks;        // leaf hooks, run before accumulation
+  bool retain_grad = false;
+};
+
+class GradNode {
+ public:
+  virtual ~GradNode() = default;
+  // Gradients of this node's inputs from the gradients of its outputs (undefined = zero/absent).
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
+  virtual std::string name() const = 0;
+  // Drops saved tensors once the graph has been run without retain_graph.
+  virtual void release() {}
+  int32_t num_outputs() const { return num_outputs_; }
+
+  std::vector<Edge> next;  // one per input; invalid for inputs that need no gradient
+  std::vector<std::vector<TensorHook>> pre_hooks;  // per output: hooks on that output's gradient
+
+ protected:
+  int32_t num_outputs_ = 1;
+};
+
+// A gradient rule: given the op's saved inputs and outputs, its attributes and the output gradients,
+// returns one gradient per input (undefined where the input is not differentiable).
+struct GradContext {
+  const OpDef* op;
+  const std::vector<Tensor>& inputs;   // as the forward saw them
+  const std::vector<Tensor>& outputs;
+  const Attrs& attrs;
+  const std::vector<Tensor>& grad_outputs;  // undefined entries are zero
+  std::vector<bool> needs_grad;             // per input
+};
+using GradFn = std::vector<Tensor> (*)(const GradContext& ctx);
+
+// The gradient rule of each built-in op (autograd.cc), keyed by op id; null = not differentiable.
+GradFn grad_rule(const OpDef& op);
+
+// Grad mode: thread-local, on by default.
+bool grad_enabled();
+void set_grad_enabled(bool enabled);
+class NoGradGuard {
+ public:
+  NoGradGuard() : prev_(grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(prev_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+namespace autograd {
+
+bool requires_grad(const Tensor& t);
+void set_requires_grad(const Tensor& t, bool value);  // only on leaves
+bool is_leaf(const Tensor& t);
+Tensor grad(const Tensor& t);  // undefined when none accumulated
+void clear_grad(const Tensor& t, bool set_to_zero = false);
+void register_hook(const Tensor& t, TensorHook hook);
+void retain_grad(const Tensor& t);
+Tensor detach(const Tensor& t);  // shares storage, no history
+// Sums `g` over the dimensions that broadcasting expanded, so that it has `shape` again.
+Tensor sum_to(const Tensor& g, const Dims& shape);
+Edge edge_of(const Tensor& t);
+
+// Called by dispatch after an op ran: records its node when needed.
+void record_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, const Attrs& attrs, Tensor* outputs,
+               int32_t n_outputs);
+// Called by the view methods: `view` gets a node whose backward is `backward(grad of view)`.
+void record_view(const Tensor& base, Tensor& view, const char* name, std::function<Tensor(const Tensor&)> backward);
+
+// Runs backward from `roots` (gradients default to ones for one-element roots). Leaves accumulate.
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots = {},
+              bool retain_graph = false, bool create_graph = false);
+
+// Gradients of `outputs` with respect to `inputs`, without touching .grad (paddle.grad / torch.autograd.grad).
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool create_graph = false, bool allow_unused = false);
+
+}  // namespace autograd
+}  // namespace oar

@@ -1,0 +1,605 @@
+// Autograd: grad mode, graph recording, the backward engine, and the gradient rule of each op.
+#include <oar/core/autograd.h>
+#include <oar/core/error.h>
+#include <oar/core/ops.h>
+
+#include <cmath>
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace oar {
+
+// ---- grad mode ----------------------------------------------------------------------------------
+namespace {
+thread_local bool g_grad_enabled = true;
+}
+bool grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
+
+namespace autograd {
+namespace {
+
+AutogradMeta* meta(const Tensor& t) { return t.defined() ? t.impl()->autograd.get() : nullptr; }
+
+AutogradMeta& ensure_meta(const Tensor& t) {
+  auto& m = t.impl()->autograd;
+  if (!m) m = std::make_shared<AutogradMeta>();
+  return *m;
+}
+
+bool differentiable_dtype(DType d) { return is_floating(d) || is_complex(d); }
+
+}  // namespace
+
+Tensor sum_to(const Tensor& g, const Dims& shape) {
+  if (!g.defined() || g.dims() == shape) return g;
+  const int32_t lead = g.ndim() - shape.size();
+  std::vector<int64_t> axes;
+  for (int32_t i = 0; i < lead; ++i) axes.push_back(i);
+  for (int32_t i = 0; i < shape.size(); ++i)
+    if (shape[i] == 1 && g.dims()[lead + i] != 1) axes.push_back(lead + i);
+  Tensor s = axes.empty() ? g : ops::sum(g, axes, /*keepdim=*/true);
+  return s.reshape(shape);
+}
+
+namespace {
+
+Tensor scalar_like(double v, const Tensor& t) { return ops::full({}, v, t.dtype(), t.place()); }
+
+// ---- nodes ---------------------------------------------------------------------------------------
+// A tensor saved for backward, with the storage version it had then. Outputs are saved without their
+// history (an output holding its own node would be a cycle) and get it back when the node runs.
+struct SavedTensor {
+  Tensor tensor;
+  uint32_t version = 0;
+  bool is_output = false;
+
+  static SavedTensor of(const Tensor& t, bool is_output) {
+    SavedTensor s;
+    s.tensor = is_output ? detach(t) : t;
+    s.version = t.storage()->version();
+    s.is_output = is_output;
+    return s;
+  }
+  Tensor unpack(const std::shared_ptr<GradNode>& owner, int32_t output_nr, const char* op, const char* what,
+                int32_t index) const {
+    OAR_ENFORCE(tensor.storage()->version() == version, ErrorCode::kPrecondition,
+                op << ": " << what << " " << index << " saved for backward was modified by an in-place operation "
+                   << "(its version is " << tensor.storage()->version() << ", it was " << version
+                   << " when saved); compute the backward before modifying it, or clone it first");
+    if (!is_output || !grad_enabled()) return tensor;
+    Tensor t = detach(tensor);  // give the output its history back, so create_graph can see through it
+    AutogradMeta& m = ensure_meta(t);
+    m.requires_grad = true;
+    m.grad_fn = owner;
+    m.output_nr = output_nr;
+    return t;
+  }
+};
+
+class OpNode final : public GradNode, public std::enable_shared_from_this<OpNode> {
+ public:
+  OpNode(const OpDef& op, GradFn rule, const Attrs& attrs) : op_(op), rule_(rule), attrs_(attrs) {}
+  std::string name() const override { return std::string(op_.name) + "_grad"; }
+  void release() override {
+    inputs_.clear();
+    outputs_.clear();
+    released_ = true;
+  }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override {
+    OAR_ENFORCE(!released_, ErrorCode::kPrecondition,
+                op_.name << ": trying to run backward through the graph a second time (its saved tensors were "
+                            "freed); pass retain_graph=True to the first backward");
+    auto self = shared_from_this();
+    std::vector<Tensor> in, out;
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      in.push_back(inputs_[i].unpack(self, 0, op_.name, "input", static_cast<int32_t>(i)));
+    for (size_t i = 0; i < outputs_.size(); ++i)
+      out.push_back(outputs_[i].unpack(self, static_cast<int32_t>(i), op_.name, "output", static_cast<int32_t>(i)));
+    std::vector<bool> needs(next.size());
+    for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].valid();
+    GradContext ctx{&op_, in, out, attrs_, grad_outputs, needs};
+    std::vector<Tensor> grads = rule_(ctx);
+    grads.resize(next.size());
+    return grads;
+  }
+
+  std::vector<SavedTensor> inputs_, outputs_;
+
+ private:
+  const OpDef& op_;
+  GradFn rule_;
+  Attrs attrs_;
+  bool released_ = false;
+};
+
+// A view's backward: one input, one output, a function of the output's gradient.
+class ViewNode final : public GradNode {
+ public:
+  ViewNode(const char* name, std::function<Tensor(const Tensor&)> fn) : name_(name), fn_(std::move(fn)) {}
+  std::string name() const override { return std::string(name_) + "_grad"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0].defined() ? fn_(g[0]) : Tensor()}; }
+
+ private:
+  const char* name_;
+  std::function<Tensor(const Tensor&)> fn_;
+};
+
+// The end of every path into a leaf: adds the arriving gradient to the leaf's .grad.
+class AccumulateGrad final : public GradNode {
+ public:
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
+  std::string name() const override { return "accumulate_grad"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    Tensor grad = g[0];
+    if (!grad.defined()) return {};
+    Tensor leaf(leaf_);
+    AutogradMeta& m = ensure_meta(leaf);
+    for (const auto& hook : m.hooks) {
+      Tensor r = hook(grad);
+      if (r.defined()) grad = r;
+    }
+    if (!grad_enabled()) grad = detach(grad);  // without create_graph the stored grad has no history
+    if (!grad.is_contiguous()) grad = grad.contiguous();
+    m.grad = m.grad.defined() ? ops::add(m.grad, grad) : grad;
+    return {};
+  }
+  const std::shared_ptr<TensorImpl>& leaf() const { return leaf_; }
+
+ private:
+  std::shared_ptr<TensorImpl> leaf_;
+};
+
+void attach_output(Tensor& out, const std::shared_ptr<GradNode>& node, int32_t nr) {
+  if (!differentiable_dtype(out.dtype())) return;
+  // A fresh impl: outputs of ops are new tensors, views share storage but carry their own history.
+  AutogradMeta& m = ensure_meta(out);
+  m.requires_grad = true;
+  m.grad_fn = node;
+  m.output_nr = nr;
+}
+
+}  // namespace
+
+// ---- tensor-level API ---------------------------------------------------------------------------
+bool requires_grad(const Tensor& t) {
+  const AutogradMeta* m = meta(t);
+  return m && m->requires_grad;
+}
+
+void set_requires_grad(const Tensor& t, bool value) {
+  const AutogradMeta* m = meta(t);
+  OAR_ENFORCE(!(m && m->grad_fn), ErrorCode::kInvalidArgument,
+              "stop_gradient can only be changed on a leaf tensor, not on the output of an op; use detach()");
+  OAR_ENFORCE(!value || differentiable_dtype(t.dtype()), ErrorCode::kType,
+              "only floating and complex tensors can require gradients, got " << dtype_name(t.dtype()));
+  if (!value && !m) return;
+  ensure_meta(t).requires_grad = value;
+}
+
+bool is_leaf(const Tensor& t) {
+  const AutogradMeta* m = meta(t);
+  return !(m && m->grad_fn);
+}
+
+Tensor grad(const Tensor& t) {
+  const AutogradMeta* m = meta(t);
+  return m ? m->grad : Tensor();
+}
+
+void clear_grad(const Tensor& t, bool set_to_zero) {
+  AutogradMeta* m = meta(t);
+  if (!m || !m->grad.defined()) return;
+  m->grad = set_to_zero ? ops::zeros(m->grad.dims(), m->grad.dtype(), m->grad.place()) : Tensor();
+}
+
+void register_hook(const Tensor& t, TensorHook hook) {
+  OAR_ENFORCE(requires_grad(t), ErrorCode::kPrecondition,
+              "register_hook: the tensor does not require gradients (stop_gradient is True)");
+  AutogradMeta& m = ensure_meta(t);
+  if (!m.grad_fn) {
+    m.hooks.push_back(std::move(hook));
+    return;
+  }
+  auto& pre = m.grad_fn->pre_hooks;
+  if (static_cast<int32_t>(pre.size()) <= m.output_nr) pre.resize(m.output_nr + 1);
+  pre[m.output_nr].push_back(std::move(hook));
+}
+
+void retain_grad(const Tensor& t) {
+  AutogradMeta* m = meta(t);
+  if (!m || !m->grad_fn || m->retain_grad) return;
+  m->retain_grad = true;
+  std::weak_ptr<TensorImpl> weak = t.impl_ptr();
+  register_hook(t, [weak](const Tensor& g) {
+    if (auto impl = weak.lock()) {
+      AutogradMeta& mm = *impl->autograd;
+      Tensor gg = grad_enabled() ? g : detach(g);
+      mm.grad = mm.grad.defined() ? ops::add(mm.grad, gg) : gg;
+    }
+    return Tensor();
+  });
+}
+
+Tensor detach(const Tensor& t) { return make_view(t, t.dims(), t.strides(), t.offset()); }
+
+Edge edge_of(const Tensor& t) {
+  AutogradMeta* m = meta(t);
+  if (!m || !m->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  std::shared_ptr<GradNode> acc = m->accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    m->accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+void record_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs, Tensor* outputs,
+               int32_t n_out) {
+  bool any = false;
+  for (int32_t i = 0; i < n_in && !any; ++i) any = requires_grad(inputs[i]);
+  if (!any) return;
+  GradFn rule = grad_rule(op);
+  if (!rule) return;  // not differentiable (comparisons, argmax, creation): outputs carry no history
+  auto node = std::make_shared<OpNode>(op, rule, attrs);
+  node->next.resize(n_in);
+  for (int32_t i = 0; i < n_in; ++i) {
+    node->next[i] = edge_of(inputs[i]);
+    node->inputs_.push_back(SavedTensor::of(inputs[i], false));
+  }
+  for (int32_t i = 0; i < n_out; ++i) node->outputs_.push_back(SavedTensor::of(outputs[i], true));
+  for (int32_t i = 0; i < n_out; ++i) attach_output(outputs[i], node, i);
+}
+
+void record_view(const Tensor& base, Tensor& view, const char* name, std::function<Tensor(const Tensor&)> backward) {
+  if (!grad_enabled() || !requires_grad(base)) return;
+  auto node = std::make_shared<ViewNode>(name, std::move(backward));
+  node->next = {edge_of(base)};
+  attach_output(view, node, 0);
+}
+
+// ---- the engine -----------------------------------------------------------------------------------
+namespace {
+
+struct Capture {  // for grad(): which (node, slot) gradients to hand back instead of accumulating
+  std::vector<Edge> targets;
+  std::vector<Tensor> results;
+};
+
+void run_graph(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads, bool retain_graph,
+               bool create_graph, Capture* capture) {
+  struct GradModeScope {
+    bool prev;
+    explicit GradModeScope(bool on) : prev(grad_enabled()) { set_grad_enabled(on); }
+    ~GradModeScope() { set_grad_enabled(prev); }
+  } mode(create_graph);
+
+  // Dependencies: how many edges point at each node from nodes reachable from the roots.
+  std::unordered_map<GradNode*, int32_t> deps;
+  std::unordered_map<GradNode*, std::shared_ptr<GradNode>> keep;
+  std::vector<GradNode*> stack;
+  for (const Edge& r : roots)
+    if (r.valid() && keep.emplace(r.node.get(), r.node).second) stack.push_back(r.node.get());
+  while (!stack.empty()) {
+    GradNode* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next) {
+      if (!e.valid()) continue;
+      ++deps[e.node.get()];
+      if (keep.emplace(e.node.get(), e.node).second) stack.push_back(e.node.get());
+    }
+  }
+  std::unordered_map<GradNode*, std::vector<Tensor>> buffers;
+  auto add_to = [&](const Edge& e, const Tensor& g) {
+    auto& buf = buffers[e.node.get()];
+    if (buf.size() <= static_cast<size_t>(e.input_nr)) buf.resize(e.input_nr + 1);
+    buf[e.input_nr] = buf[e.input_nr].defined() ? ops::add(buf[e.input_nr], g) : g;
+  };
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (roots[i].valid()) add_to(roots[i], root_grads[i]);
+
+  std::deque<GradNode*> ready;
+  for (const auto& [n, node] : keep)
+    if (deps[n] == 0) ready.push_back(n);
+  while (!ready.empty()) {
+    GradNode* n = ready.front();
+    ready.pop_front();
+    std::vector<Tensor> grads = std::move(buffers[n]);
+    grads.resize(std::max<size_t>(grads.size(), static_cast<size_t>(n->num_outputs())));
+    for (size_t nr = 0; nr < n->pre_hooks.size() && nr < grads.size(); ++nr)
+      for (const auto& hook : n->pre_hooks[nr])
+        if (grads[nr].defined()) {
+          Tensor r = hook(grads[nr]);
+          if (r.defined()) grads[nr] = r;
+        }
+    bool skip = false;
+    if (capture) {
+      for (size_t k = 0; k < capture->targets.size(); ++k)
+        if (capture->targets[k].node.get() == n) {
+          const Tensor& g = grads[capture->targets[k].input_nr];
+          if (g.defined()) capture->results[k] = capture->results[k].defined() ? ops::add(capture->results[k], g) : g;
+        }
+      skip = dynamic_cast<AccumulateGrad*>(n) != nullptr;  // grad() leaves .grad alone
+    }
+    bool any = false;
+    for (const Tensor& g : grads) any = any || g.defined();
+    std::vector<Tensor> in_grads;
+    if (!skip && any) in_grads = n->apply(std::move(grads));
+    if (!retain_graph) n->release();
+    for (size_t i = 0; i < n->next.size(); ++i) {
+      const Edge& e = n->next[i];
+      if (!e.valid()) continue;
+      if (i < in_grads.size() && in_grads[i].defined()) add_to(e, in_grads[i]);
+      if (--deps[e.node.get()] == 0) ready.push_back(e.node.get());
+    }
+  }
+}
+
+std::vector<Tensor> default_root_grads(const std::vector<Tensor>& roots, const std::vector<Tensor>& given) {
+  OAR_ENFORCE(given.empty() || given.size() == roots.size(), ErrorCode::kInvalidArgument,
+              "backward: got " << given.size() << " gradients for " << roots.size() << " tensors");
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    OAR_ENFORCE(requires_grad(r), ErrorCode::kPrecondition,
+                "backward: tensor " << i << " does not require gradients (stop_gradient is True) and has no "
+                                       "history to differentiate");
+    if (i < given.size() && given[i].defined()) {
+      OAR_ENFORCE(given[i].dims() == r.dims(), ErrorCode::kInvalidArgument,
+                  "backward: the gradient's shape " << given[i].dims().to_string() << " differs from the tensor's "
+                                                    << r.dims().to_string());
+      out.push_back(given[i]);
+    } else {
+      // Paddle fills ones of the tensor's shape when no gradient is given (PyTorch requires a scalar).
+      out.push_back(ops::full(r.dims(), 1.0, r.dtype(), r.place()));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph,
+              bool create_graph) {
+  std::vector<Tensor> grads = default_root_grads(roots, grad_roots);
+  std::vector<Edge> edges;
+  for (const Tensor& r : roots) edges.push_back(edge_of(r));
+  run_graph(edges, grads, retain_graph || create_graph, create_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
+                         bool allow_unused) {
+  std::vector<Tensor> grads = default_root_grads(outputs, grad_outputs);
+  std::vector<Edge> edges;
+  for (const Tensor& r : outputs) edges.push_back(edge_of(r));
+  Capture cap;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    OAR_ENFORCE(requires_grad(inputs[i]), ErrorCode::kInvalidArgument,
+                "grad: inputs[" << i << "] does not require gradients (stop_gradient is True)");
+    cap.targets.push_back(edge_of(inputs[i]));
+  }
+  cap.results.resize(inputs.size());
+  run_graph(edges, grads, retain_graph || create_graph, create_graph, &cap);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    OAR_ENFORCE(allow_unused || cap.results[i].defined(), ErrorCode::kInvalidArgument,
+                "grad: inputs[" << i << "] is not reachable from the outputs; pass allow_unused=True to get None");
+  return cap.results;
+}
+
+}  // namespace autograd
+
+// ---- gradient rules -------------------------------------------------------------------------------
+namespace {
+using unbroadcast_fn = Tensor (*)(const Tensor&, const Dims&);
+constexpr unbroadcast_fn unbroadcast = autograd::sum_to;
+using autograd::scalar_like;
+using ops::multiply;
+using ops::divide;
+using ops::subtract;
+
+const Tensor& g0(const GradContext& c) { return c.grad_outputs[0]; }
+const Tensor& X(const GradContext& c) { return c.inputs[0]; }
+const Tensor& Y(const GradContext& c) { return c.inputs[1]; }
+const Tensor& OUT(const GradContext& c) { return c.outputs[0]; }
+Tensor mask(const Tensor& b, const Tensor& like) { return ops::cast(b, like.dtype()); }
+
+// The reduced output's gradient laid out against the input again (keepdim shape, then expanded).
+Tensor expand_reduced(const GradContext& c, const Tensor& g) {
+  const Dims& in = X(c).dims();
+  Dims kept = in;
+  for (int64_t a : c.attrs.get_ints("axis")) kept[static_cast<int32_t>(a)] = 1;
+  return g.reshape(kept).expand(in);
+}
+
+std::vector<Tensor> add_grad(const GradContext& c) {
+  return {unbroadcast(g0(c), X(c).dims()), unbroadcast(g0(c), Y(c).dims())};
+}
+std::vector<Tensor> subtract_grad(const GradContext& c) {
+  return {unbroadcast(g0(c), X(c).dims()), c.needs_grad[1] ? unbroadcast(ops::neg(g0(c)), Y(c).dims()) : Tensor()};
+}
+std::vector<Tensor> multiply_grad(const GradContext& c) {
+  return {c.needs_grad[0] ? unbroadcast(multiply(g0(c), Y(c)), X(c).dims()) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(multiply(g0(c), X(c)), Y(c).dims()) : Tensor()};
+}
+std::vector<Tensor> divide_grad(const GradContext& c) {
+  return {c.needs_grad[0] ? unbroadcast(divide(g0(c), Y(c)), X(c).dims()) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(ops::neg(divide(multiply(g0(c), OUT(c)), Y(c))), Y(c).dims()) : Tensor()};
+}
+std::vector<Tensor> pow_grad(const GradContext& c) {
+  Tensor gx, gy;
+  if (c.needs_grad[0])
+    gx = unbroadcast(multiply(g0(c), multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c)))))), X(c).dims());
+  if (c.needs_grad[1]) gy = unbroadcast(multiply(g0(c), multiply(OUT(c), ops::log(X(c)))), Y(c).dims());
+  return {gx, gy};
+}
+// maximum/minimum: the gradient goes to the chosen operand; ties split it evenly.
+std::vector<Tensor> select_grad(const GradContext& c, bool is_max) {
+  Tensor wins = is_max ? ops::greater_than(X(c), Y(c)) : ops::less_than(X(c), Y(c));
+  Tensor ties = multiply(mask(ops::equal(X(c), Y(c)), g0(c)), scalar_like(0.5, g0(c)));
+  Tensor wx = ops::add(mask(wins, g0(c)), ties);
+  Tensor wy = subtract(scalar_like(1, g0(c)), wx);
+  return {unbroadcast(multiply(g0(c), wx), X(c).dims()), unbroadcast(multiply(g0(c), wy), Y(c).dims())};
+}
+std::vector<Tensor> maximum_grad(const GradContext& c) { return select_grad(c, true); }
+std::vector<Tensor> minimum_grad(const GradContext& c) { return select_grad(c, false); }
+
+std::vector<Tensor> neg_grad(const GradContext& c) { return {ops::neg(g0(c))}; }
+std::vector<Tensor> exp_grad(const GradContext& c) { return {multiply(g0(c), OUT(c))}; }
+std::vector<Tensor> expm1_grad(const GradContext& c) {
+  return {multiply(g0(c), ops::add(OUT(c), scalar_like(1, OUT(c))))};
+}
+std::vector<Tensor> log_grad(const GradContext& c) { return {divide(g0(c), X(c))}; }
+std::vector<Tensor> log1p_grad(const GradContext& c) { return {divide(g0(c), ops::add(X(c), scalar_like(1, X(c))))}; }
+std::vector<Tensor> sqrt_grad(const GradContext& c) {
+  return {divide(g0(c), multiply(OUT(c), scalar_like(2, OUT(c))))};
+}
+std::vector<Tensor> rsqrt_grad(const GradContext& c) {  // d x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
+  return {multiply(g0(c), multiply(multiply(OUT(c), multiply(OUT(c), OUT(c))), scalar_like(-0.5, OUT(c))))};
+}
+std::vector<Tensor> reciprocal_grad(const GradContext& c) {
+  return {ops::neg(multiply(g0(c), multiply(OUT(c), OUT(c))))};
+}
+std::vector<Tensor> tanh_grad(const GradContext& c) {
+  return {multiply(g0(c), subtract(scalar_like(1, OUT(c)), multiply(OUT(c), OUT(c))))};
+}
+std::vector<Tensor> sigmoid_grad(const GradContext& c) {
+  return {multiply(g0(c), multiply(OUT(c), subtract(scalar_like(1, OUT(c)), OUT(c))))};
+}
+std::vector<Tensor> relu_grad(const GradContext& c) {
+  return {multiply(g0(c), mask(ops::greater_than(X(c), scalar_like(0, X(c))), g0(c)))};
+}
+std::vector<Tensor> abs_grad(const GradContext& c) { return {multiply(g0(c), ops::unary("sign", X(c)))}; }
+std::vector<Tensor> square_grad(const GradContext& c) {
+  return {multiply(g0(c), multiply(X(c), scalar_like(2, X(c))))};
+}
+std::vector<Tensor> sin_grad(const GradContext& c) { return {multiply(g0(c), ops::unary("cos", X(c)))}; }
+std::vector<Tensor> cos_grad(const GradContext& c) { return {ops::neg(multiply(g0(c), ops::unary("sin", X(c))))}; }
+std::vector<Tensor> erf_grad(const GradContext& c) {  // 2/sqrt(pi) exp(-x^2)
+  Tensor e = ops::exp(ops::neg(multiply(X(c), X(c))));
+  return {multiply(g0(c), multiply(e, scalar_like(1.1283791670955126, X(c))))};
+}
+
+std::vector<Tensor> sum_grad(const GradContext& c) { return {expand_reduced(c, g0(c))}; }
+std::vector<Tensor> mean_grad(const GradContext& c) {
+  double count = static_cast<double>(X(c).numel()) / std::max<int64_t>(OUT(c).numel(), 1);
+  return {expand_reduced(c, divide(g0(c), scalar_like(count, g0(c))))};
+}
+// max/min over axes: the gradient goes to the elements equal to the result, split among ties.
+std::vector<Tensor> extreme_grad(const GradContext& c) {
+  Tensor hit = mask(ops::equal(X(c), expand_reduced(c, OUT(c))), X(c));
+  Tensor count = ops::sum(hit, c.attrs.get_ints("axis"), /*keepdim=*/true);
+  return {multiply(expand_reduced(c, g0(c)), divide(hit, count))};
+}
+
+std::vector<Tensor> matmul_grad(const GradContext& c) {
+  bool tx = c.attrs.get_int("transpose_x") != 0, ty = c.attrs.get_int("transpose_y") != 0;
+  Tensor x = X(c), y = Y(c), g = g0(c);
+  // 1-D operands behave as [1, k] and [k, 1]; put the dropped dims back into g.
+  if (x.ndim() == 1) {
+    x = x.unsqueeze(0);
+    tx = false;
+    g = g.unsqueeze(y.ndim() == 1 ? -1 : -2);
+  }
+  if (y.ndim() == 1) {
+    y = y.unsqueeze(-1);
+    ty = false;
+    g = g.unsqueeze(-1);
+  }
+  if (X(c).ndim() == 1 && Y(c).ndim() == 1) g = g.reshape({1, 1});
+  Tensor gx, gy;
+  if (c.needs_grad[0]) {
+    gx = tx ? ops::matmul(y, g, ty, true) : ops::matmul(g, y, false, !ty);
+    gx = unbroadcast(gx, x.dims()).reshape(X(c).dims());
+  }
+  if (c.needs_grad[1]) {
+    gy = ty ? ops::matmul(g, x, true, tx) : ops::matmul(x, g, !tx, false);
+    gy = unbroadcast(gy, y.dims()).reshape(Y(c).dims());
+  }
+  return {gx, gy};
+}
+
+std::vector<Tensor> cast_grad(const GradContext& c) {
+  return {autograd::differentiable_dtype(X(c).dtype()) ? ops::cast(g0(c), X(c).dtype()) : Tensor()};
+}
+std::vector<Tensor> copy_grad(const GradContext& c) { return {g0(c)}; }
+std::vector<Tensor> softmax_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  Tensor dot = ops::sum(multiply(g0(c), OUT(c)), {axis}, true);
+  return {multiply(OUT(c), subtract(g0(c), dot))};
+}
+std::vector<Tensor> log_softmax_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  return {subtract(g0(c), multiply(ops::exp(OUT(c)), ops::sum(g0(c), {axis}, true)))};
+}
+std::vector<Tensor> where_grad(const GradContext& c) {
+  const Tensor& cond = c.inputs[0];
+  Tensor zero = scalar_like(0, g0(c));
+  return {Tensor(),
+          c.needs_grad[1] ? unbroadcast(ops::where(cond, g0(c), zero), c.inputs[1].dims()) : Tensor(),
+          c.needs_grad[2] ? unbroadcast(ops::where(cond, zero, g0(c)), c.inputs[2].dims()) : Tensor()};
+}
+std::vector<Tensor> concat_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis"), offset = 0;
+  std::vector<Tensor> out;
+  for (const Tensor& in : c.inputs) {
+    int64_t len = in.dims()[static_cast<int32_t>(axis)];
+    out.push_back(g0(c).slice(axis, offset, offset + len));
+    offset += len;
+  }
+  return out;
+}
+
+struct RuleTable {
+  std::vector<GradFn> rules;
+  RuleTable() {
+    const OpRegistry& r = OpRegistry::get();
+    rules.resize(r.size(), nullptr);
+    auto set = [&](const char* op, GradFn f) { rules[r.at(op).id] = f; };
+    set("add", add_grad);
+    set("subtract", subtract_grad);
+    set("multiply", multiply_grad);
+    set("divide", divide_grad);
+    set("pow", pow_grad);
+    set("maximum", maximum_grad);
+    set("minimum", minimum_grad);
+    set("neg", neg_grad);
+    set("exp", exp_grad);
+    set("expm1", expm1_grad);
+    set("log", log_grad);
+    set("log1p", log1p_grad);
+    set("sqrt", sqrt_grad);
+    set("rsqrt", rsqrt_grad);
+    set("reciprocal", reciprocal_grad);
+    set("tanh", tanh_grad);
+    set("sigmoid", sigmoid_grad);
+    set("relu", relu_grad);
+    set("abs", abs_grad);
+    set("square", square_grad);
+    set("sin", sin_grad);
+    set("cos", cos_grad);
+    set("erf", erf_grad);
+    set("sum", sum_grad);
+    set("mean", mean_grad);
+    set("max", extreme_grad);
+    set("min", extreme_grad);
+    set("matmul", matmul_grad);
+    set("cast", cast_grad);
+    set("copy", copy_grad);
+    set("softmax", softmax_grad);
+    set("log_softmax", log_softmax_grad);
+    set("where", where_grad);
+    set("concat", concat_grad);
+  }
+};
+
+}  // namespace
+
+GradFn grad_rule(const OpDef& op) {
+  static const RuleTable table;
+  return op.id >= 0 && op.id < static_cast<int32_t>(table.rules.size()) ? table.rules[op.id] : nullptr;
+}
+
+}  // namespace oar
