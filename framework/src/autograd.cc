@@ -552,6 +552,16 @@ std::vector<Tensor> concat_grad(const GradContext& c) {
   return out;
 }
 
+std::vector<Tensor> index_select_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  Tensor zeros = ops::zeros(X(c).dims(), g0(c).dtype(), g0(c).place());
+  return {ops::index_add(zeros, c.inputs[1], g0(c), axis), Tensor()};
+}
+std::vector<Tensor> index_add_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  return {g0(c), Tensor(), c.needs_grad[2] ? ops::index_select(g0(c), c.inputs[1], axis) : Tensor()};
+}
+
 struct RuleTable {
   std::vector<GradFn> rules;
   RuleTable() {
@@ -592,6 +602,8 @@ struct RuleTable {
     set("log_softmax", log_softmax_grad);
     set("where", where_grad);
     set("concat", concat_grad);
+    set("index_select", index_select_grad);
+    set("index_add", index_add_grad);
   }
 };
 

@@ -259,6 +259,25 @@ void infer_index_select(InferContext& c) {
   c.outputs[0] = {x.dtype, out};
 }
 
+void infer_index_add(InferContext& c) {
+  const TensorMeta &x = c.inputs[0], &idx = c.inputs[1], &src = c.inputs[2];
+  OAR_ENFORCE(x.dtype != DType::kBool, ErrorCode::kType, "index_add: bool is not supported");
+  OAR_ENFORCE(idx.dtype == DType::kInt32 || idx.dtype == DType::kInt64, ErrorCode::kType,
+              "index_add: index.dtype must be int32 or int64, got " << dtype_name(idx.dtype));
+  OAR_ENFORCE(idx.dims.size() == 1, ErrorCode::kInvalidArgument,
+              "index_add: index must be 1-D, got shape " << idx.dims.to_string());
+  OAR_ENFORCE(x.dims.size() >= 1, ErrorCode::kInvalidArgument, "index_add: x must have at least 1 dimension");
+  require_same_dtype(c, 0, 2);
+  int64_t axis = normalize_axis(c, c.attrs->get_int("axis"), x.dims.size());
+  c.attrs->set("axis", axis);
+  Dims want = x.dims;
+  want[static_cast<int32_t>(axis)] = idx.dims[0];
+  OAR_ENFORCE(src.dims == want, ErrorCode::kInvalidArgument,
+              "index_add: source.shape " << src.dims.to_string() << " must be " << want.to_string()
+                                         << " (x.shape with len(index) at axis " << axis << ")");
+  c.outputs[0] = x;
+}
+
 void infer_where(InferContext& c) {
   OAR_ENFORCE(c.inputs[0].dtype == DType::kBool, ErrorCode::kType,
               "where: condition.dtype must be bool, got " << dtype_name(c.inputs[0].dtype));
@@ -340,6 +359,7 @@ void register_builtin_ops(OpRegistry& r) {
 
   def(r, "concat", {"x"}, {int_attr("axis", 0)}, infer_concat, 0, /*variadic=*/true);
   def(r, "index_select", {"x", "index"}, {int_attr("axis", 0)}, infer_index_select);
+  def(r, "index_add", {"x", "index", "source"}, {int_attr("axis", 0)}, infer_index_add);
   def(r, "where", {"condition", "x", "y"}, {}, infer_where, 1);
   def(r, "softmax", {"x"}, {int_attr("axis", -1)}, infer_softmax);
   def(r, "log_softmax", {"x"}, {int_attr("axis", -1)}, infer_softmax);

@@ -166,6 +166,10 @@ Tensor index_select(const Tensor& x, const Tensor& index, int64_t axis) {
   static const OpDef& def = op("index_select");
   return call1(def, {x, index}, {{"axis", axis}});
 }
+Tensor index_add(const Tensor& x, const Tensor& index, const Tensor& source, int64_t axis) {
+  static const OpDef& def = op("index_add");
+  return call1(def, {x, index, source}, {{"axis", axis}});
+}
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
   static const OpDef& def = op("where");
   return call1(def, {condition, x, y});

@@ -198,6 +198,49 @@ void index_select_kernel(KernelContext& ctx) {
   });
 }
 
+// index_add(x, index, source): out = x, then out[..., index[j], ...] += source[..., j, ...] along axis.
+// Repeated indices accumulate, so the loop over j stays serial; rows of the outer dims run in parallel.
+void index_add_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), index = ctx.input(1), src = ctx.input(2), out = ctx.output(0);
+  const int64_t axis = normalize_axis("index_add", attr_int_or(ctx, "axis", 0), x.ndim());
+  const int64_t ni = index.numel(), n = x.dim(static_cast<int32_t>(axis));
+  std::vector<int64_t> idx(static_cast<size_t>(ni));
+  if (index.dtype() == OAR_DTYPE_INT32) {
+    const int32_t* p = index.data<int32_t>();
+    std::copy(p, p + ni, idx.begin());
+  } else {
+    const int64_t* p = index.data<int64_t>();
+    std::copy(p, p + ni, idx.begin());
+  }
+  for (int64_t j = 0; j < ni; ++j)
+    OAR_SDK_CHECK(idx[j] >= 0 && idx[j] < n, OAR_ERR_OUT_OF_RANGE,
+                  "index_add: index " << idx[j] << " (at position " << j << ") is out of range for axis " << axis
+                                      << " of size " << n << " (valid: 0 to " << n - 1 << ")");
+  const int64_t outer = product(x.dims(), 0, axis);
+  const int64_t inner = product(x.dims(), axis + 1, x.ndim());
+  const bool ok = oar::sdk::visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      using C = oar::sdk::compute_t<T>;
+      const T* px = x.data<T>();
+      const T* ps = src.data<T>();
+      T* po = out.data<T>();
+      std::copy(px, px + x.numel(), po);
+      parallel_for(0, outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(ni * inner, 1)),
+                   [&](int64_t lo, int64_t hi) {
+                     for (int64_t o = lo; o < hi; ++o)
+                       for (int64_t j = 0; j < ni; ++j) {
+                         T* d = po + (o * n + idx[j]) * inner;
+                         const T* s = ps + (o * ni + j) * inner;
+                         for (int64_t k = 0; k < inner; ++k) d[k] = static_cast<T>(C(d[k]) + C(s[k]));
+                       }
+                   });
+    }
+  });
+  OAR_SDK_CHECK(ok && x.dtype() != OAR_DTYPE_BOOL, OAR_ERR_TYPE,
+                "index_add: dtype " << oar::sdk::dtype_name(x.dtype()) << " is not supported");
+}
+
 // where(condition, x, y): pure selection, so elements move as same-size integers.
 void where_kernel(KernelContext& ctx) {
   TensorView cond = ctx.input(0), x = ctx.input(1), y = ctx.input(2), out = ctx.output(0);
@@ -309,6 +352,8 @@ void register_misc_kernels(Registry& r) {
   r.add("normal", float_dtypes(), &normal_kernel);
   r.add("concat", all_dtypes(), &concat_kernel, kStrided);
   r.add("index_select", all_dtypes(), &index_select_kernel);
+  r.add("index_add", oar::sdk::join({oar::sdk::int_dtypes(), oar::sdk::float_dtypes(), oar::sdk::complex_dtypes()}),
+        &index_add_kernel);
   r.add("where", all_dtypes(), &where_kernel, kStrided);
   r.add("softmax", float_dtypes(), &softmax_kernel<false>);
   r.add("log_softmax", float_dtypes(), &softmax_kernel<true>);

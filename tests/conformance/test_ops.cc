@@ -336,6 +336,17 @@ Host ref_concat(const std::vector<Host>& xs, int64_t axis) {
   return h;
 }
 
+Host ref_index_add(const Host& x, const Host& index, const Host& src, int64_t axis) {
+  if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
+  Host h = x;
+  for (int64_t i = 0; i < numel(src.shape); ++i) {
+    Shape c = unravel(i, src.shape);
+    c[axis] = static_cast<int64_t>(index.v[c[axis]].real());
+    h.v[ravel(c, x.shape)] += src.v[i];
+  }
+  return h;
+}
+
 Host ref_index_select(const Host& x, const Host& index, int64_t axis) {
   if (axis < 0) axis += static_cast<int64_t>(x.shape.size());
   Shape os = x.shape;
@@ -1010,6 +1021,20 @@ void add_movement_cases() {
   index_case(kF32, "axis_neg", in(kF32, {2, 3, 4}), values(kI64, {2}, {3, 0}), -1);
   index_case(kF32, "empty_index", in(kF32, {4, 3}), values(kI64, {0}, {}), 0);
   index_case(kF32, "vec", in(kF32, {6}), values(kI32, {4}, {5, 0, 5, 1}), 0);
+
+  // index_add: repeated indices accumulate.
+  auto index_add_case = [](DType d, const std::string& variant, In x, In index, In src, int64_t axis) {
+    x.dtype = src.dtype = d;
+    x.range = src.range = R(-10, 10);
+    add_case(case_name("index_add", d, variant), "index_add", {x, index, src}, {{"axis", axis}},
+             [=](const std::vector<Host>& h) { return ref_index_add(h[0], h[1], h[2], axis); });
+  };
+  for (DType d : all_but_bool())
+    index_add_case(d, "", in(d, {4, 3}), values(kI64, {5}, {2, 0, 2, 3, 1}), in(d, {5, 3}), 0);
+  index_add_case(kF32, "int32_axis1", in(kF32, {2, 5}), values(kI32, {3}, {4, 4, 0}), in(kF32, {2, 3}), 1);
+  index_add_case(kF64, "axis_neg", in(kF64, {2, 3, 4}), values(kI64, {2}, {3, 0}), in(kF64, {2, 3, 2}), -1);
+  index_add_case(kF32, "views", viewed(in(kF32, {3, 4}), View::kTranspose), values(kI64, {2}, {1, 1}),
+                 in(kF32, {2, 4}), 0);
   index_case(kF32, "index_view", in(kF32, {4, 3}), viewed(values(kI32, {4}, {3, 3, 0, 1}), View::kReverse),
              0);
   index_case(kF32, "transposed", viewed(in(kF32, {5, 4}), View::kTranspose), values(kI64, {3}, {1, 3, 2}), 1);
@@ -1203,6 +1228,7 @@ TEST(OpConformanceTable, CoversEveryOpAndDtype) {
       {"copy", all_dtypes()},
       {"concat", all_dtypes()},
       {"index_select", all_dtypes()},
+      {"index_add", all_but_bool()},
       {"where", all_dtypes()},
       {"softmax", floats()},
       {"log_softmax", floats()},

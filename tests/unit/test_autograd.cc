@@ -151,6 +151,10 @@ TEST_P(Gradients, DataMovementAndViews) {
   check_gradients("where", [p](auto& v) { return ops::where(ops::greater_than(v[0], scalar(0, p)), v[0], v[1]); },
                   {{{2, 3}}, {{3}}}, p);
   check_gradients("concat", [](auto& v) { return ops::concat({v[0], v[1]}, 1); }, {{{2, 3}}, {{2, 2}}}, p);
+  Tensor idx = Tensor::from_vector(std::vector<int64_t>{2, 0, 2}, {3}, DType::kInt64, p);
+  check_gradients("index_select", [idx](auto& v) { return ops::index_select(v[0], idx, 1); }, {{{2, 4}}}, p);
+  check_gradients("index_add", [idx](auto& v) { return ops::exp(ops::index_add(v[0], idx, v[1], 0)); },
+                  {{{3, 2}}, {{3, 2}}}, p);
   check_gradients("reshape", [](auto& v) { return ops::exp(v[0].reshape({3, -1})); }, {{{2, 3}}}, p);
   check_gradients("transpose", [](auto& v) { return ops::matmul(v[0].transpose({1, 0}), v[1]); },
                   {{{3, 2}}, {{3, 2}}}, p);

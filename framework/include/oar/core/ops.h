@@ -69,6 +69,8 @@ void manual_seed(uint64_t seed);
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis = 0);
 Tensor index_select(const Tensor& x, const Tensor& index, int64_t axis = 0);
+// x with source's slices added at `index` along axis (repeated indices accumulate).
+Tensor index_add(const Tensor& x, const Tensor& index, const Tensor& source, int64_t axis = 0);
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
 Tensor softmax(const Tensor& x, int64_t axis = -1);
 Tensor log_softmax(const Tensor& x, int64_t axis = -1);
