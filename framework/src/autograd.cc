@@ -64,6 +64,7 @@ struct SavedTensor {
   }
   Tensor unpack(const std::shared_ptr<GradNode>& owner, int32_t output_nr, const char* op, const char* what,
                 int32_t index) const {
+    if (!tensor.defined()) return tensor;  // not saved: the rule only needs its shape
     OAR_ENFORCE(tensor.storage()->version() == version, ErrorCode::kPrecondition,
                 op << ": " << what << " " << index << " saved for backward was modified by an in-place operation "
                    << "(its version is " << tensor.storage()->version() << ", it was " << version
@@ -81,6 +82,7 @@ struct SavedTensor {
 class OpNode final : public GradNode, public std::enable_shared_from_this<OpNode> {
  public:
   OpNode(const OpDef& op, GradFn rule, const Attrs& attrs) : op_(op), rule_(rule), attrs_(attrs) {}
+  std::vector<TensorMeta> input_meta_, output_meta_;
   std::string name() const override { return std::string(op_.name) + "_grad"; }
   void release() override {
     inputs_.clear();
@@ -99,7 +101,7 @@ class OpNode final : public GradNode, public std::enable_shared_from_this<OpNode
       out.push_back(outputs_[i].unpack(self, static_cast<int32_t>(i), op_.name, "output", static_cast<int32_t>(i)));
     std::vector<bool> needs(next.size());
     for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].valid();
-    GradContext ctx{&op_, in, out, attrs_, grad_outputs, needs};
+    GradContext ctx{&op_, in, out, input_meta_, output_meta_, attrs_, grad_outputs, needs};
     std::vector<Tensor> grads = rule_(ctx);
     grads.resize(next.size());
     return grads;
@@ -241,15 +243,21 @@ void record_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs&
   bool any = false;
   for (int32_t i = 0; i < n_in && !any; ++i) any = requires_grad(inputs[i]);
   if (!any) return;
-  GradFn rule = grad_rule(op);
+  const GradRule* rule = grad_rule(op);
   if (!rule) return;  // not differentiable (comparisons, argmax, creation): outputs carry no history
-  auto node = std::make_shared<OpNode>(op, rule, attrs);
+  auto node = std::make_shared<OpNode>(op, rule->fn, attrs);
   node->next.resize(n_in);
+  node->inputs_.resize(n_in);
   for (int32_t i = 0; i < n_in; ++i) {
     node->next[i] = edge_of(inputs[i]);
-    node->inputs_.push_back(SavedTensor::of(inputs[i], false));
+    node->input_meta_.push_back({inputs[i].dtype(), inputs[i].dims()});
+    if (i < 32 && (rule->saved_inputs >> i & 1u)) node->inputs_[i] = SavedTensor::of(inputs[i], false);
   }
-  for (int32_t i = 0; i < n_out; ++i) node->outputs_.push_back(SavedTensor::of(outputs[i], true));
+  node->outputs_.resize(n_out);
+  for (int32_t i = 0; i < n_out; ++i) {
+    node->output_meta_.push_back({outputs[i].dtype(), outputs[i].dims()});
+    if (rule->saved_outputs) node->outputs_[i] = SavedTensor::of(outputs[i], true);
+  }
   for (int32_t i = 0; i < n_out; ++i) attach_output(outputs[i], node, i);
 }
 
@@ -402,37 +410,38 @@ using ops::subtract;
 
 const Tensor& g0(const GradContext& c) { return c.grad_outputs[0]; }
 const Tensor& X(const GradContext& c) { return c.inputs[0]; }
+const Dims& in_dims(const GradContext& c, int i) { return c.input_meta[i].dims; }
 const Tensor& Y(const GradContext& c) { return c.inputs[1]; }
 const Tensor& OUT(const GradContext& c) { return c.outputs[0]; }
 Tensor mask(const Tensor& b, const Tensor& like) { return ops::cast(b, like.dtype()); }
 
 // The reduced output's gradient laid out against the input again (keepdim shape, then expanded).
 Tensor expand_reduced(const GradContext& c, const Tensor& g) {
-  const Dims& in = X(c).dims();
+  const Dims& in = in_dims(c, 0);
   Dims kept = in;
   for (int64_t a : c.attrs.get_ints("axis")) kept[static_cast<int32_t>(a)] = 1;
   return g.reshape(kept).expand(in);
 }
 
 std::vector<Tensor> add_grad(const GradContext& c) {
-  return {unbroadcast(g0(c), X(c).dims()), unbroadcast(g0(c), Y(c).dims())};
+  return {unbroadcast(g0(c), in_dims(c, 0)), unbroadcast(g0(c), in_dims(c, 1))};
 }
 std::vector<Tensor> subtract_grad(const GradContext& c) {
-  return {unbroadcast(g0(c), X(c).dims()), c.needs_grad[1] ? unbroadcast(ops::neg(g0(c)), Y(c).dims()) : Tensor()};
+  return {unbroadcast(g0(c), in_dims(c, 0)), c.needs_grad[1] ? unbroadcast(ops::neg(g0(c)), in_dims(c, 1)) : Tensor()};
 }
 std::vector<Tensor> multiply_grad(const GradContext& c) {
-  return {c.needs_grad[0] ? unbroadcast(multiply(g0(c), Y(c)), X(c).dims()) : Tensor(),
-          c.needs_grad[1] ? unbroadcast(multiply(g0(c), X(c)), Y(c).dims()) : Tensor()};
+  return {c.needs_grad[0] ? unbroadcast(multiply(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(multiply(g0(c), X(c)), in_dims(c, 1)) : Tensor()};
 }
 std::vector<Tensor> divide_grad(const GradContext& c) {
-  return {c.needs_grad[0] ? unbroadcast(divide(g0(c), Y(c)), X(c).dims()) : Tensor(),
-          c.needs_grad[1] ? unbroadcast(ops::neg(divide(multiply(g0(c), OUT(c)), Y(c))), Y(c).dims()) : Tensor()};
+  return {c.needs_grad[0] ? unbroadcast(divide(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(ops::neg(divide(multiply(g0(c), OUT(c)), Y(c))), in_dims(c, 1)) : Tensor()};
 }
 std::vector<Tensor> pow_grad(const GradContext& c) {
   Tensor gx, gy;
   if (c.needs_grad[0])
-    gx = unbroadcast(multiply(g0(c), multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c)))))), X(c).dims());
-  if (c.needs_grad[1]) gy = unbroadcast(multiply(g0(c), multiply(OUT(c), ops::log(X(c)))), Y(c).dims());
+    gx = unbroadcast(multiply(g0(c), multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c)))))), in_dims(c, 0));
+  if (c.needs_grad[1]) gy = unbroadcast(multiply(g0(c), multiply(OUT(c), ops::log(X(c)))), in_dims(c, 1));
   return {gx, gy};
 }
 // maximum/minimum: the gradient goes to the chosen operand; ties split it evenly.
@@ -441,7 +450,7 @@ std::vector<Tensor> select_grad(const GradContext& c, bool is_max) {
   Tensor ties = multiply(mask(ops::equal(X(c), Y(c)), g0(c)), scalar_like(0.5, g0(c)));
   Tensor wx = ops::add(mask(wins, g0(c)), ties);
   Tensor wy = subtract(scalar_like(1, g0(c)), wx);
-  return {unbroadcast(multiply(g0(c), wx), X(c).dims()), unbroadcast(multiply(g0(c), wy), Y(c).dims())};
+  return {unbroadcast(multiply(g0(c), wx), in_dims(c, 0)), unbroadcast(multiply(g0(c), wy), in_dims(c, 1))};
 }
 std::vector<Tensor> maximum_grad(const GradContext& c) { return select_grad(c, true); }
 std::vector<Tensor> minimum_grad(const GradContext& c) { return select_grad(c, false); }
@@ -468,8 +477,8 @@ std::vector<Tensor> tanh_grad(const GradContext& c) {
 std::vector<Tensor> sigmoid_grad(const GradContext& c) {
   return {multiply(g0(c), multiply(OUT(c), subtract(scalar_like(1, OUT(c)), OUT(c))))};
 }
-std::vector<Tensor> relu_grad(const GradContext& c) {
-  return {multiply(g0(c), mask(ops::greater_than(X(c), scalar_like(0, X(c))), g0(c)))};
+std::vector<Tensor> relu_grad(const GradContext& c) {  // out > 0 exactly where x > 0
+  return {multiply(g0(c), mask(ops::greater_than(OUT(c), scalar_like(0, OUT(c))), g0(c)))};
 }
 std::vector<Tensor> abs_grad(const GradContext& c) { return {multiply(g0(c), ops::unary("sign", X(c)))}; }
 std::vector<Tensor> square_grad(const GradContext& c) {
@@ -484,7 +493,7 @@ std::vector<Tensor> erf_grad(const GradContext& c) {  // 2/sqrt(pi) exp(-x^2)
 
 std::vector<Tensor> sum_grad(const GradContext& c) { return {expand_reduced(c, g0(c))}; }
 std::vector<Tensor> mean_grad(const GradContext& c) {
-  double count = static_cast<double>(X(c).numel()) / std::max<int64_t>(OUT(c).numel(), 1);
+  double count = static_cast<double>(in_dims(c, 0).numel()) / std::max<int64_t>(c.output_meta[0].dims.numel(), 1);
   return {expand_reduced(c, divide(g0(c), scalar_like(count, g0(c))))};
 }
 // max/min over axes: the gradient goes to the elements equal to the result, split among ties.
@@ -512,17 +521,18 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
   Tensor gx, gy;
   if (c.needs_grad[0]) {
     gx = tx ? ops::matmul(y, g, ty, true) : ops::matmul(g, y, false, !ty);
-    gx = unbroadcast(gx, x.dims()).reshape(X(c).dims());
+    gx = unbroadcast(gx, x.dims()).reshape(in_dims(c, 0));
   }
   if (c.needs_grad[1]) {
     gy = ty ? ops::matmul(g, x, true, tx) : ops::matmul(x, g, !tx, false);
-    gy = unbroadcast(gy, y.dims()).reshape(Y(c).dims());
+    gy = unbroadcast(gy, y.dims()).reshape(in_dims(c, 1));
   }
   return {gx, gy};
 }
 
 std::vector<Tensor> cast_grad(const GradContext& c) {
-  return {autograd::differentiable_dtype(X(c).dtype()) ? ops::cast(g0(c), X(c).dtype()) : Tensor()};
+  DType from = c.input_meta[0].dtype;
+  return {autograd::differentiable_dtype(from) ? ops::cast(g0(c), from) : Tensor()};
 }
 std::vector<Tensor> copy_grad(const GradContext& c) { return {g0(c)}; }
 std::vector<Tensor> softmax_grad(const GradContext& c) {
@@ -538,14 +548,14 @@ std::vector<Tensor> where_grad(const GradContext& c) {
   const Tensor& cond = c.inputs[0];
   Tensor zero = scalar_like(0, g0(c));
   return {Tensor(),
-          c.needs_grad[1] ? unbroadcast(ops::where(cond, g0(c), zero), c.inputs[1].dims()) : Tensor(),
-          c.needs_grad[2] ? unbroadcast(ops::where(cond, zero, g0(c)), c.inputs[2].dims()) : Tensor()};
+          c.needs_grad[1] ? unbroadcast(ops::where(cond, g0(c), zero), in_dims(c, 1)) : Tensor(),
+          c.needs_grad[2] ? unbroadcast(ops::where(cond, zero, g0(c)), in_dims(c, 2)) : Tensor()};
 }
 std::vector<Tensor> concat_grad(const GradContext& c) {
   int64_t axis = c.attrs.get_int("axis"), offset = 0;
   std::vector<Tensor> out;
-  for (const Tensor& in : c.inputs) {
-    int64_t len = in.dims()[static_cast<int32_t>(axis)];
+  for (const TensorMeta& in : c.input_meta) {
+    int64_t len = in.dims[static_cast<int32_t>(axis)];
     out.push_back(g0(c).slice(axis, offset, offset + len));
     offset += len;
   }
@@ -554,7 +564,7 @@ std::vector<Tensor> concat_grad(const GradContext& c) {
 
 std::vector<Tensor> index_select_grad(const GradContext& c) {
   int64_t axis = c.attrs.get_int("axis");
-  Tensor zeros = ops::zeros(X(c).dims(), g0(c).dtype(), g0(c).place());
+  Tensor zeros = ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place());
   return {ops::index_add(zeros, c.inputs[1], g0(c), axis), Tensor()};
 }
 std::vector<Tensor> index_add_grad(const GradContext& c) {
@@ -563,55 +573,59 @@ std::vector<Tensor> index_add_grad(const GradContext& c) {
 }
 
 struct RuleTable {
-  std::vector<GradFn> rules;
+  std::vector<GradRule> rules;
   RuleTable() {
     const OpRegistry& r = OpRegistry::get();
-    rules.resize(r.size(), nullptr);
-    auto set = [&](const char* op, GradFn f) { rules[r.at(op).id] = f; };
-    set("add", add_grad);
-    set("subtract", subtract_grad);
-    set("multiply", multiply_grad);
-    set("divide", divide_grad);
-    set("pow", pow_grad);
-    set("maximum", maximum_grad);
-    set("minimum", minimum_grad);
-    set("neg", neg_grad);
-    set("exp", exp_grad);
-    set("expm1", expm1_grad);
-    set("log", log_grad);
-    set("log1p", log1p_grad);
-    set("sqrt", sqrt_grad);
-    set("rsqrt", rsqrt_grad);
-    set("reciprocal", reciprocal_grad);
-    set("tanh", tanh_grad);
-    set("sigmoid", sigmoid_grad);
-    set("relu", relu_grad);
-    set("abs", abs_grad);
-    set("square", square_grad);
-    set("sin", sin_grad);
-    set("cos", cos_grad);
-    set("erf", erf_grad);
-    set("sum", sum_grad);
-    set("mean", mean_grad);
-    set("max", extreme_grad);
-    set("min", extreme_grad);
-    set("matmul", matmul_grad);
-    set("cast", cast_grad);
-    set("copy", copy_grad);
-    set("softmax", softmax_grad);
-    set("log_softmax", log_softmax_grad);
-    set("where", where_grad);
-    set("concat", concat_grad);
-    set("index_select", index_select_grad);
-    set("index_add", index_add_grad);
+    rules.resize(r.size());
+    constexpr uint32_t kNone = 0, kX = 1, kY = 2, kXY = 3;
+    constexpr bool kOut = true, kNoOut = false;
+    auto set = [&](const char* op, GradFn f, uint32_t inputs, bool outputs) { rules[r.at(op).id] = {f, inputs, outputs}; };
+    set("add", add_grad, kNone, kNoOut);
+    set("subtract", subtract_grad, kNone, kNoOut);
+    set("multiply", multiply_grad, kXY, kNoOut);
+    set("divide", divide_grad, kY, kOut);
+    set("pow", pow_grad, kXY, kOut);
+    set("maximum", maximum_grad, kXY, kNoOut);
+    set("minimum", minimum_grad, kXY, kNoOut);
+    set("neg", neg_grad, kNone, kNoOut);
+    set("exp", exp_grad, kNone, kOut);
+    set("expm1", expm1_grad, kNone, kOut);
+    set("log", log_grad, kX, kNoOut);
+    set("log1p", log1p_grad, kX, kNoOut);
+    set("sqrt", sqrt_grad, kNone, kOut);
+    set("rsqrt", rsqrt_grad, kNone, kOut);
+    set("reciprocal", reciprocal_grad, kNone, kOut);
+    set("tanh", tanh_grad, kNone, kOut);
+    set("sigmoid", sigmoid_grad, kNone, kOut);
+    set("relu", relu_grad, kNone, kOut);
+    set("abs", abs_grad, kX, kNoOut);
+    set("square", square_grad, kX, kNoOut);
+    set("sin", sin_grad, kX, kNoOut);
+    set("cos", cos_grad, kX, kNoOut);
+    set("erf", erf_grad, kX, kNoOut);
+    set("sum", sum_grad, kNone, kNoOut);
+    set("mean", mean_grad, kNone, kNoOut);
+    set("max", extreme_grad, kX, kOut);
+    set("min", extreme_grad, kX, kOut);
+    set("matmul", matmul_grad, kXY, kNoOut);
+    set("cast", cast_grad, kNone, kNoOut);
+    set("copy", copy_grad, kNone, kNoOut);
+    set("softmax", softmax_grad, kNone, kOut);
+    set("log_softmax", log_softmax_grad, kNone, kOut);
+    set("where", where_grad, kX, kNoOut);  // the condition
+    set("concat", concat_grad, kNone, kNoOut);
+    set("index_select", index_select_grad, kY, kNoOut);  // the index
+    set("index_add", index_add_grad, kY, kNoOut);        // the index
   }
 };
 
 }  // namespace
 
-GradFn grad_rule(const OpDef& op) {
+const GradRule* grad_rule(const OpDef& op) {
   static const RuleTable table;
-  return op.id >= 0 && op.id < static_cast<int32_t>(table.rules.size()) ? table.rules[op.id] : nullptr;
+  if (op.id < 0 || op.id >= static_cast<int32_t>(table.rules.size())) return nullptr;
+  const GradRule& r = table.rules[op.id];
+  return r.fn ? &r : nullptr;
 }
 
 }  // namespace oar

@@ -311,3 +311,22 @@ TEST(Autograd, TrainsOnSimWithFallbackOps) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Autograd, SavesOnlyWhatTheRuleNeeds) {
+  oar::BestFitAllocator& alloc = oar::Runtime::get().device(oar::cpu_place()).allocator();
+  const int64_t n = 1 << 20;  // 8 MB of float64
+  Tensor x = leaf(std::vector<double>(n, 1.0), {n}, oar::cpu_place());
+  Tensor loss;
+  uint64_t with_temporaries;
+  {
+    Tensor c = Tensor::from_vector(std::vector<double>(n, 2.0), {n}, DType::kFloat64);
+    loss = ops::sum(ops::add(x, c));  // add keeps no values, sum keeps no values
+    with_temporaries = alloc.stats().allocated;
+  }
+  // c and add's output (16 MB) are gone although the graph that used them is alive.
+  EXPECT_LE(alloc.stats().allocated + 2 * n * sizeof(double), with_temporaries);
+  ag::backward({loss});
+  EXPECT_EQ(ag::grad(x).to_vector<double>()[n - 1], 1.0);
+}
+}  // namespace

@@ -57,19 +57,28 @@ class GradNode {
 };
 
 // A gradient rule: given the op's saved inputs and outputs, its attributes and the output gradients,
-// returns one gradient per input (undefined where the input is not differentiable).
+// returns one gradient per input (undefined where the input is not differentiable). Only the tensors
+// the rule declared are saved (the others are undefined here); shapes and dtypes are always known.
 struct GradContext {
   const OpDef* op;
-  const std::vector<Tensor>& inputs;   // as the forward saw them
-  const std::vector<Tensor>& outputs;
+  const std::vector<Tensor>& inputs;   // as the forward saw them; undefined unless saved
+  const std::vector<Tensor>& outputs;  // undefined unless saved
+  const std::vector<TensorMeta>& input_meta;
+  const std::vector<TensorMeta>& output_meta;
   const Attrs& attrs;
   const std::vector<Tensor>& grad_outputs;  // undefined entries are zero
   std::vector<bool> needs_grad;             // per input
 };
 using GradFn = std::vector<Tensor> (*)(const GradContext& ctx);
 
+struct GradRule {
+  GradFn fn = nullptr;
+  uint32_t saved_inputs = 0;  // bit i: the rule reads input i's values
+  bool saved_outputs = false; // the rule reads the outputs' values
+};
+
 // The gradient rule of each built-in op (autograd.cc), keyed by op id; null = not differentiable.
-GradFn grad_rule(const OpDef& op);
+const GradRule* grad_rule(const OpDef& op);
 
 // Grad mode: thread-local, on by default.
 bool grad_enabled();
