@@ -261,6 +261,17 @@ void record_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs&
   for (int32_t i = 0; i < n_out; ++i) attach_output(outputs[i], node, i);
 }
 
+void check_inplace(const OpDef& op, const Tensor* inputs, int32_t n_in) {
+  const Tensor& dst = inputs[op.inplace_input];
+  OAR_ENFORCE(!(requires_grad(dst) && is_leaf(dst)), ErrorCode::kPrecondition,
+              op.name << ": a leaf tensor that requires gradients (stop_gradient=False) cannot be modified in "
+                         "place; do it under no_grad, or on a copy");
+  for (int32_t i = 0; i < n_in; ++i)
+    OAR_ENFORCE(!requires_grad(inputs[i]), ErrorCode::kUnimplemented,
+                op.name << ": in-place writes involving tensors that require gradients are not differentiable "
+                           "yet; use the out-of-place op, or no_grad");
+}
+
 void record_view(const Tensor& base, Tensor& view, const char* name, std::function<Tensor(const Tensor&)> backward) {
   if (!grad_enabled() || !requires_grad(base)) return;
   auto node = std::make_shared<ViewNode>(name, std::move(backward));

@@ -72,7 +72,8 @@ const OarCoreServices* core_services();
 void check_plugin_error(const std::string& plugin, const char* what, OarError* err);
 // Fills an ABI descriptor viewing `t` (pointers into t's impl, which must outlive the descriptor).
 void fill_desc(OarTensorDesc& d, const Tensor& t);
-// A host tensor holding a copy of the storage range `t` spans, viewed with t's strides.
-Tensor host_view(const Tensor& t);
+// A host tensor holding a copy of the storage range `t` spans, viewed with t's strides. For a device
+// tensor, *first and *count (when given) receive that range, in elements of t's storage.
+Tensor host_view(const Tensor& t, int64_t* first = nullptr, int64_t* count = nullptr);
 
 }  // namespace oar

@@ -278,6 +278,15 @@ void infer_index_add(InferContext& c) {
   c.outputs[0] = x;
 }
 
+void infer_assign(InferContext& c) {
+  const TensorMeta &dst = c.inputs[0], &src = c.inputs[1];
+  require_same_dtype(c, 0, 1);
+  Dims b = broadcast(c, dst.dims, src.dims, "dst", "src");
+  OAR_ENFORCE(b == dst.dims, ErrorCode::kInvalidArgument,
+              "assign: src of shape " << src.dims.to_string() << " does not broadcast to dst's shape "
+                                      << dst.dims.to_string());
+}
+
 void infer_where(InferContext& c) {
   OAR_ENFORCE(c.inputs[0].dtype == DType::kBool, ErrorCode::kType,
               "where: condition.dtype must be bool, got " << dtype_name(c.inputs[0].dtype));
@@ -300,7 +309,7 @@ AttrDef req_float(const char* name) { return {name, AttrType::kFloat, true, 0.0}
 AttrDef ints_attr(const char* name) { return {name, AttrType::kInts, false, std::vector<int64_t>{}}; }
 AttrDef req_ints(const char* name) { return {name, AttrType::kInts, true, std::vector<int64_t>{}}; }
 
-void def(OpRegistry& r, const char* name, std::vector<const char*> inputs, std::vector<AttrDef> attrs, InferFn infer,
+OpDef& def(OpRegistry& r, const char* name, std::vector<const char*> inputs, std::vector<AttrDef> attrs, InferFn infer,
          int32_t dispatch_input = 0, bool variadic = false) {
   OpDef d;
   d.name = name;
@@ -310,7 +319,7 @@ void def(OpRegistry& r, const char* name, std::vector<const char*> inputs, std::
   d.infer = infer;
   d.dispatch_input = dispatch_input;
   d.variadic = variadic;
-  r.add(std::move(d));
+  return r.add(std::move(d));
 }
 
 }  // namespace
@@ -360,6 +369,11 @@ void register_builtin_ops(OpRegistry& r) {
   def(r, "concat", {"x"}, {int_attr("axis", 0)}, infer_concat, 0, /*variadic=*/true);
   def(r, "index_select", {"x", "index"}, {int_attr("axis", 0)}, infer_index_select);
   def(r, "index_add", {"x", "index", "source"}, {int_attr("axis", 0)}, infer_index_add);
+  {
+    OpDef& a = def(r, "assign", {"dst", "src"}, {}, infer_assign);
+    a.outputs.clear();  // writes into dst
+    a.inplace_input = 0;
+  }
   def(r, "where", {"condition", "x", "y"}, {}, infer_where, 1);
   def(r, "softmax", {"x"}, {int_attr("axis", -1)}, infer_softmax);
   def(r, "log_softmax", {"x"}, {int_attr("axis", -1)}, infer_softmax);

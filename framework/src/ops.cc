@@ -170,6 +170,20 @@ Tensor index_add(const Tensor& x, const Tensor& index, const Tensor& source, int
   static const OpDef& def = op("index_add");
   return call1(def, {x, index, source}, {{"axis", axis}});
 }
+void assign(const Tensor& dst, const Tensor& src) {
+  static const OpDef& def = op("assign");
+  for (int32_t i = 0; i < dst.ndim(); ++i)
+    OAR_ENFORCE(dst.strides()[i] != 0 || dst.dims()[i] <= 1, ErrorCode::kInvalidArgument,
+                "assign: the destination is a broadcast (expanded) view; its elements share memory");
+  OAR_ENFORCE(src.place() == dst.place(), ErrorCode::kInvalidArgument,
+              "assign: src is on " << src.place().to_string() << ", dst on " << dst.place().to_string());
+  Tensor s = cast(src, dst.dtype());
+  if (s.shares_storage(dst)) s = copy(s);  // overlapping source and destination: read a snapshot
+  Attrs attrs;
+  const Tensor in[] = {dst, s};
+  run_op(def, in, 2, attrs, dst.place(), nullptr);
+}
+
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
   static const OpDef& def = op("where");
   return call1(def, {condition, x, y});

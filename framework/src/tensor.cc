@@ -1,3 +1,5 @@
+#include "internal.h"
+
 #include <oar/core/autograd.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
@@ -80,7 +82,9 @@ Tensor make_view(const Tensor& base, const Dims& dims, const Dims& strides, int6
 
 // A host tensor holding the bytes of the storage range `t` spans, viewed with t's strides. Works for
 // any device and any strides without running a kernel (fallback and transfers depend on that).
-Tensor host_view(const Tensor& t) {
+Tensor host_view(const Tensor& t, int64_t* first, int64_t* count) {
+  if (first) *first = 0;
+  if (count) *count = 0;
   if (t.place().is_cpu()) return t;
   int64_t lo = t.offset(), hi = t.offset();
   for (int32_t i = 0; i < t.ndim(); ++i) {
@@ -92,6 +96,8 @@ Tensor host_view(const Tensor& t) {
   Tensor buf = Tensor::empty(Dims{hi - lo + 1}, t.dtype());
   const char* src = static_cast<const char*>(t.storage()->data()) + lo * esize;
   Runtime::get().copy_bytes(buf.data_ptr(), cpu_place(), src, t.place(), static_cast<size_t>((hi - lo + 1) * esize));
+  if (first) *first = lo;
+  if (count) *count = hi - lo + 1;
   return make_view(buf, t.dims(), t.strides(), t.offset() - lo);
 }
 

@@ -76,6 +76,17 @@ void copy_bits(const TensorView& out, const TensorView& x) {
   });
 }
 
+// assign(dst, src): writes src (broadcast) into dst's own memory; dst is an input by design.
+void assign_kernel(KernelContext& ctx) {
+  TensorView dst = ctx.input(0), src = ctx.input(1);
+  OAR_SDK_CHECK(dst.dtype() == src.dtype(), OAR_ERR_TYPE, "assign: dst and src dtypes differ");
+  Retyped ds(dst, bits_dtype(dst.dtype())), ss(src, bits_dtype(src.dtype()));
+  visit_bits(dst.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    oar::sdk::assign_loop<T>(ds.view(), ss.view());
+  });
+}
+
 void copy_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   check_rank("copy", x);
@@ -144,6 +155,7 @@ void cast_kernel(KernelContext& ctx) {
 void register_cast_kernels(Registry& r) {
   r.add("cast", all_dtypes(), &cast_kernel, kStrided);
   r.add("copy", all_dtypes(), &copy_kernel, kStrided);
+  r.add("assign", all_dtypes(), &assign_kernel, kStrided);
 }
 
 }  // namespace oar_cpu

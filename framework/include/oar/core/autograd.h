@@ -111,6 +111,9 @@ Edge edge_of(const Tensor& t);
 // Called by dispatch after an op ran: records its node when needed.
 void record_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, const Attrs& attrs, Tensor* outputs,
                int32_t n_outputs);
+// Called by dispatch before an op that writes into an input: refuses when differentiation would see
+// it (autograd through in-place writes is not supported yet).
+void check_inplace(const OpDef& op, const Tensor* inputs, int32_t n_inputs);
 // Called by the view methods: `view` gets a node whose backward is `backward(grad of view)`.
 void record_view(const Tensor& base, Tensor& view, const char* name, std::function<Tensor(const Tensor&)> backward);
 

@@ -73,6 +73,9 @@ struct OpDef {
   InferFn infer = nullptr;
   // The dispatch dtype comes from input `dispatch_input`, or from attribute "dtype" when it is -1.
   int32_t dispatch_input = 0;
+  // An op that writes into one of its inputs (e.g. assign) names it here; it bumps that storage's
+  // version, and a CPU fallback writes the host copy back to the device.
+  int32_t inplace_input = -1;
   std::string doc;
 };
 

@@ -72,6 +72,9 @@ Tensor index_select(const Tensor& x, const Tensor& index, int64_t axis = 0);
 // x with source's slices added at `index` along axis (repeated indices accumulate).
 Tensor index_add(const Tensor& x, const Tensor& index, const Tensor& source, int64_t axis = 0);
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y);
+// Writes src (cast to dst's dtype, broadcast to its shape) into dst's memory, which may be a view;
+// every tensor sharing that storage sees the change and its version counter moves on.
+void assign(const Tensor& dst, const Tensor& src);
 Tensor softmax(const Tensor& x, int64_t axis = -1);
 Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 

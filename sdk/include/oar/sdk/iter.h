@@ -280,6 +280,25 @@ void ternary_loop(const TensorView& out, const TensorView& a, const TensorView& 
   });
 }
 
+// Writes `src` (broadcast to dst's shape) into `dst`, whose strides may be anything but overlapping.
+// The one elementwise helper whose destination is strided: in-place ops write through it.
+template <typename T> void assign_loop(const TensorView& dst, const TensorView& src) {
+  std::array<std::array<int64_t, kMaxDims>, 2> st{};
+  for (int32_t i = 0; i < dst.ndim(); ++i) st[0][i] = dst.strides()[i];
+  st[1] = broadcast_strides(src, dst.ndim(), dst.dims());
+  StridedLoop<2> loop(dst.ndim(), dst.dims(), st);
+  T* pd = dst.data<T>();
+  const T* ps = src.data<T>();
+  const int64_t sd = loop.inner_stride(0), ss = loop.inner_stride(1);
+  parallel_for(0, loop.numel, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    loop.for_range(lo, hi, [&](const int64_t* off, int64_t n) {
+      T* d = pd + off[0];
+      const T* x = ps + off[1];
+      for (int64_t i = 0; i < n; ++i) d[i * sd] = x[i * ss];
+    });
+  });
+}
+
 // Copies a strided tensor into contiguous `out` (same dtype and shape).
 template <typename T> void strided_copy(const TensorView& out, const TensorView& in) {
   unary_loop<T, T>(out, in, [](compute_t<T> v) { return v; });
