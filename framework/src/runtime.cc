@@ -308,7 +308,8 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
   auto finish = [&](const std::string& reason) {
     rec.loaded = reason.empty();
     rec.reason = reason;
-    if (!rec.loaded) LOG(INFO) << "plugin " << path << " skipped: " << reason;
+    // A skipped plugin is often normal (a GPU plugin on a machine without a GPU); oar-doctor explains.
+    if (!rec.loaded) VLOG(1) << "plugin " << path << " skipped: " << reason;
     records_.push_back(rec);
     return rec;
   };
