@@ -1,0 +1,26 @@
+"""oar: a deep-learning framework whose Python API follows PaddlePaddle 2.x (`import oar as paddle`).
+
+This first slice has tensors, the eager op library, dtypes, places and devices. Autograd is not bound
+yet: `Tensor.stop_gradient` is a plain attribute (True by default) until it is.
+"""
+__version__ = "0.1.0"
+
+from . import _C
+from ._C import (CPUPlace, CUDAPlace, CustomPlace, Place, Tensor, dtype, get_default_dtype, get_device, seed,
+                 set_default_dtype, set_device)
+from ._C import (bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,
+                 uint8)
+from .tensor import *  # noqa: F401,F403
+from .tensor.logic import is_tensor  # noqa: F401
+
+from . import amp, device, distributed, inference, io, jit, metric, nn, optimizer, static, utils, vision  # noqa: F401
+
+
+def _dtype_from_name(name):
+    """Unpickling helper for dtype objects."""
+    return _C.to_dtype(name)
+
+
+def in_dynamic_mode():
+    """True: oar runs eagerly (static graphs come with oar.static in later work)."""
+    return True

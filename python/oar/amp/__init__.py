@@ -1,0 +1,1 @@
+"""oar.amp: automatic mixed precision (Paddle's paddle.amp). Empty until later work fills it."""

@@ -1,0 +1,2 @@
+"""oar.inference: the inference API (Config, Predictor; Paddle's paddle.inference). Empty until later
+work fills it."""

@@ -1,0 +1,2 @@
+"""oar.optimizer.lr: learning-rate schedulers (Paddle's paddle.optimizer.lr). Empty until later work
+fills it."""

@@ -1,0 +1,133 @@
+"""Methods of oar.Tensor written in Python: printing, numpy interop, conversions, and the op library as
+methods (x.sum(), x.reshape(...), ...). Operators and properties are in the extension module."""
+import builtins
+
+import numpy as np
+
+from .. import _C
+from .._C import Tensor
+from . import logic, manipulation, math, search
+
+_copy = _C.Op("copy")
+_cast = _C.Op("cast")
+
+
+def _host_array(t):
+    """A numpy array for display and tolist (bfloat16 widened to float32)."""
+    if t.dtype == _C.bfloat16:
+        t = _cast(t, _C.float32)
+    return t.numpy()
+
+
+def __repr__(self):
+    head = "Tensor(shape={}, dtype={}, place={}, stop_gradient={},\n       ".format(
+        self.shape, self.dtype.name, self.place, self.stop_gradient)
+    return head + np.array2string(_host_array(self), separator=", ", prefix="       ") + ")"
+
+
+def __format__(self, spec):
+    if spec and self.size == 1:
+        return format(self.item(), spec)
+    return format(repr(self), spec)
+
+
+def __array__(self, dtype=None, copy=None):
+    a = _host_array(self)
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+def item(self, *args):
+    """The value of a one-element tensor (or of element `args`) as a Python scalar."""
+    if args:
+        return _host_array(self).item(*args)
+    return self._item()
+
+
+def tolist(self):
+    return _host_array(self).tolist()
+
+
+def astype(self, dtype):
+    """A copy converted to `dtype`."""
+    return _cast(self, dtype)
+
+
+def clone(self):
+    """A contiguous copy on the same device."""
+    return _copy(self)
+
+
+def _copy_to(self, place, blocking=True):
+    place = _C._to_place(place)
+    return self.clone() if self.place == place else self._to_place(place)
+
+
+def _looks_like_dtype(a):
+    if isinstance(a, (_C.dtype, np.dtype)) or (isinstance(a, type) and a in (builtins.bool, builtins.int,
+                                                                              builtins.float, builtins.complex)):
+        return True
+    if isinstance(a, type) and issubclass(a, np.generic):
+        return True
+    if isinstance(a, str):
+        try:
+            _C.to_dtype(a)
+            return True
+        except TypeError:
+            return False
+    return False
+
+
+def to(self, *args, **kwargs):
+    """to(device), to(dtype), to(device, dtype), to(other_tensor); keywords device, dtype, blocking."""
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    kwargs.pop("blocking", None)
+    if kwargs:
+        raise TypeError("to() got unexpected keyword arguments {}".format(sorted(kwargs)))
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.place, a.dtype
+        elif isinstance(a, builtins.bool) or a is None:
+            continue  # blocking
+        elif _looks_like_dtype(a):
+            dtype = a
+        else:
+            device = a
+    t = self
+    if dtype is not None and t.dtype != _C.to_dtype(dtype):
+        t = _cast(t, dtype)
+    if device is not None:
+        t = t._to_place(device)
+    return t
+
+
+for _name, _fn in [("__repr__", __repr__), ("__str__", __repr__), ("__format__", __format__),
+                   ("__array__", __array__), ("item", item), ("tolist", tolist), ("astype", astype),
+                   ("cast", astype), ("clone", clone), ("_copy_to", _copy_to), ("to", to)]:
+    setattr(Tensor, _name, _fn)
+
+# numpy must not swallow tensors in mixed expressions (np_scalar * tensor calls Tensor.__rmul__).
+Tensor.__array_ufunc__ = None
+
+# The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ...
+_METHODS = {
+    math: ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod", "maximum",
+           "minimum", "pow", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "sign", "sin", "cos", "tanh",
+           "sigmoid", "floor", "ceil", "round", "reciprocal", "erf", "abs", "neg", "sum", "mean", "max", "min",
+           "prod", "matmul"],
+    logic: ["equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal", "logical_and",
+            "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite"],
+    manipulation: ["reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to"],
+    search: ["argmax", "argmin", "index_select"],
+}
+for _mod, _names in _METHODS.items():
+    for _name in _names:
+        setattr(Tensor, _name, getattr(_mod, _name))
+
+
+def _where_method(self, x=None, y=None, name=None):
+    return search.where(self, x, y)
+
+
+Tensor.where = _where_method
+del _mod, _names, _name, _fn

@@ -1,0 +1,12 @@
+"""oar.utils: helpers. `python -m oar.utils.doctor` (oar.utils.doctor.report()) says what the runtime
+found; cpp_extension (custom C++ ops) is filled in later work."""
+import importlib
+
+from . import cpp_extension  # noqa: F401
+
+
+def __getattr__(name):
+    # doctor is imported on first use, so `python -m oar.utils.doctor` runs it fresh as __main__.
+    if name == "doctor":
+        return importlib.import_module(".doctor", __name__)
+    raise AttributeError("module 'oar.utils' has no attribute '{}'".format(name))

@@ -1,0 +1,2 @@
+"""oar.utils.cpp_extension: building and loading custom C++ ops (Paddle's paddle.utils.cpp_extension).
+Empty until later work fills it."""

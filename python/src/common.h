@@ -1,0 +1,69 @@
+// Shared declarations of the oar._C extension module.
+#pragma once
+
+#include <oar/core/dispatch.h>
+#include <oar/core/dtype.h>
+#include <oar/core/error.h>
+#include <oar/core/op.h>
+#include <oar/core/place.h>
+#include <oar/core/tensor.h>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace oarpy {
+
+// The Python Tensor. stop_gradient is a plain attribute until autograd is bound.
+struct PyTensor {
+  oar::Tensor t;
+  bool stop_gradient = true;
+};
+
+// A dtype object: oar.float32 etc. are the only instances (compare with `is` or `==`).
+struct PyDType {
+  oar::DType d;
+};
+
+// A place: Place(cpu), Place(sim:0). CPUPlace / CustomPlace / CUDAPlace are subclasses.
+struct PyPlace {
+  oar::Place p;
+};
+
+// ---- dtypes (module.cc) ----
+py::object dtype_object(oar::DType d);
+// Accepts a dtype object, a name ("float32", "int64", ...), a numpy dtype or scalar type, or the Python
+// types bool / int / float / complex. Throws TypeError otherwise.
+oar::DType to_dtype(py::handle h);
+bool numpy_to_dtype(const py::dtype& dt, oar::DType* out);  // false when numpy's dtype has no oar match
+py::dtype numpy_dtype(oar::DType d);                        // bfloat16 -> uint16 (its bits), as Paddle
+oar::DType default_dtype();
+
+// ---- places and devices (module.cc) ----
+oar::Place current_place();
+// None -> the current place; a Place; "cpu", "sim", "sim:1"; an int (index on the current device type).
+oar::Place to_place(py::handle h);
+py::object place_object(oar::Place p);
+
+// ---- tensors (tensor.cc) ----
+extern PyTypeObject* g_tensor_type;
+inline bool is_tensor(py::handle h) {
+  return Py_TYPE(h.ptr()) == g_tensor_type || PyType_IsSubtype(Py_TYPE(h.ptr()), g_tensor_type);
+}
+inline PyTensor& tensor_of(py::handle h) { return h.cast<PyTensor&>(); }
+py::object wrap(oar::Tensor t);
+// A 0-d tensor of dtype `d` on `p` holding a Python scalar (bool, int, float or complex).
+oar::Tensor scalar_tensor(py::handle value, oar::DType d, oar::Place p);
+
+// ---- registration ----
+void init_module_basics(py::module_& m);  // errors, dtypes, places, devices
+void init_tensor(py::module_& m);
+void init_ops(py::module_& m);
+void init_runtime(py::module_& m);
+
+}  // namespace oarpy

@@ -1,0 +1,431 @@
+// The generic op entry point (oar._C.Op), Paddle's type promotion, and the Tensor operators.
+//
+// An Op handle is made once per Python function at import time: it holds the op's definition and its
+// attribute schema, so a call converts each argument once by the schema's type and goes straight to
+// oar::run_op. Positional arguments after the inputs are attributes in schema order; keywords name
+// attributes; `place=` picks the device of ops without inputs (creation ops).
+#include "common.h"
+
+#include <oar/core/ops.h>
+
+#include <cstring>
+
+namespace oarpy {
+namespace {
+
+using oar::DType;
+
+// ---- type promotion -----------------------------------------------------------------------------
+// Kinds of Python scalars, in promotion order.
+enum ScalarKind { kNotScalar = -1, kBoolScalar = 0, kIntScalar = 1, kFloatScalar = 2, kComplexScalar = 3 };
+
+PyObject* g_numpy_generic = nullptr;  // numpy.generic, for numpy scalars
+
+// The kind of a Python (or numpy) scalar; numpy scalars are replaced by the equivalent Python scalar.
+ScalarKind scalar_kind(py::handle& h, py::object& holder) {
+  PyObject* o = h.ptr();
+  if (PyBool_Check(o)) return kBoolScalar;
+  if (PyLong_Check(o)) return kIntScalar;
+  if (PyFloat_Check(o)) return kFloatScalar;
+  if (PyComplex_Check(o)) return kComplexScalar;
+  if (g_numpy_generic && PyObject_TypeCheck(o, reinterpret_cast<PyTypeObject*>(g_numpy_generic))) {
+    holder = py::reinterpret_borrow<py::object>(h).attr("item")();
+    h = holder;
+    return scalar_kind(h, holder);
+  }
+  return kNotScalar;
+}
+
+int rank_of(DType d) {  // for same-category promotion
+  switch (d) {
+    case DType::kBool: return 0;
+    case DType::kUInt8: return 1;
+    case DType::kInt8: return 1;
+    case DType::kInt16: return 2;
+    case DType::kInt32: return 3;
+    case DType::kInt64: return 4;
+    case DType::kFloat16: return 1;
+    case DType::kBFloat16: return 1;
+    case DType::kFloat32: return 2;
+    case DType::kFloat64: return 3;
+    case DType::kComplex64: return 2;
+    case DType::kComplex128: return 3;
+  }
+  return 0;
+}
+
+// Promotion between two tensors: bool < ints < floats < complex; within floats the wider one
+// (float16 with bfloat16 gives float32); within ints the wider one (uint8 with int8 gives int16).
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::kBool) return b;
+  if (b == DType::kBool) return a;
+  const bool ca = oar::is_complex(a), cb = oar::is_complex(b);
+  if (ca || cb) {
+    if (ca && cb) return rank_of(a) >= rank_of(b) ? a : b;
+    DType c = ca ? a : b, r = ca ? b : a;
+    return (c == DType::kComplex128 || r == DType::kFloat64) ? DType::kComplex128 : DType::kComplex64;
+  }
+  const bool fa = oar::is_floating(a), fb = oar::is_floating(b);
+  if (fa && fb) {
+    if ((a == DType::kFloat16 && b == DType::kBFloat16) || (a == DType::kBFloat16 && b == DType::kFloat16))
+      return DType::kFloat32;
+    return rank_of(a) >= rank_of(b) ? a : b;
+  }
+  if (fa) return a;
+  if (fb) return b;
+  // two integer types
+  if ((a == DType::kUInt8 && b == DType::kInt8) || (a == DType::kInt8 && b == DType::kUInt8)) return DType::kInt16;
+  return rank_of(a) >= rank_of(b) ? a : b;
+}
+
+// Paddle 2.x with a Python scalar: an int scalar keeps the tensor's dtype, a float scalar keeps a float
+// tensor's dtype and turns an integer tensor into the default float dtype.
+DType promote_with_scalar(DType t, ScalarKind k) {
+  switch (k) {
+    case kBoolScalar: return t;
+    case kIntScalar: return t == DType::kBool ? DType::kInt64 : t;
+    case kFloatScalar: return (oar::is_floating(t) || oar::is_complex(t)) ? t : default_dtype();
+    case kComplexScalar:
+      if (oar::is_complex(t)) return t;
+      return t == DType::kFloat64 ? DType::kComplex128 : DType::kComplex64;
+    default: return t;
+  }
+}
+
+inline const oar::Tensor& fast_tensor(py::handle h) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(h.ptr());
+  return inst->get_value_and_holder().value_ptr<PyTensor>()->t;
+}
+
+inline oar::Tensor cast_to(const oar::Tensor& t, DType d) { return t.dtype() == d ? t : oar::ops::cast(t, d); }
+
+// Brings (a, b) — tensors or Python scalars, at least one a tensor — to one dtype. `true_divide` makes
+// integer results the default float dtype (Paddle's `/`). False when neither is usable.
+bool promote_pair(py::handle a, py::handle b, bool true_divide, oar::Tensor& x, oar::Tensor& y) {
+  const bool at = is_tensor(a), bt = is_tensor(b);
+  if (at && bt) {
+    const oar::Tensor &ta = fast_tensor(a), &tb = fast_tensor(b);
+    DType r = promote_types(ta.dtype(), tb.dtype());
+    if (true_divide && !oar::is_floating(r) && !oar::is_complex(r)) r = default_dtype();
+    x = cast_to(ta, r);
+    y = cast_to(tb, r);
+    return true;
+  }
+  if (!at && !bt) return false;
+  py::handle s = at ? b : a;
+  py::object holder;
+  ScalarKind k = scalar_kind(s, holder);
+  if (k == kNotScalar) return false;
+  const oar::Tensor& t = fast_tensor(at ? a : b);
+  DType r = promote_with_scalar(t.dtype(), k);
+  if (true_divide && !oar::is_floating(r) && !oar::is_complex(r)) r = default_dtype();
+  oar::Tensor st = scalar_tensor(s, r, t.place());
+  if (at) {
+    x = cast_to(t, r);
+    y = std::move(st);
+  } else {
+    x = std::move(st);
+    y = cast_to(t, r);
+  }
+  return true;
+}
+
+// ---- the generic entry point --------------------------------------------------------------------
+struct AttrSlot {
+  const oar::AttrDef* def;
+  std::string name;
+  bool is_dtype;
+};
+
+struct OpHandle {
+  const oar::OpDef* def = nullptr;
+  std::vector<AttrSlot> attrs;
+  bool promote = false;      // elementwise binary: inputs may be scalars; dtypes are promoted
+  bool true_divide = false;  // divide: integer results become the default float dtype
+};
+
+const char* type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
+
+[[noreturn]] void attr_type_error(const OpHandle& h, const AttrSlot& s, const char* expected, py::handle v) {
+  throw py::type_error(std::string(h.def->name) + ": argument '" + s.name + "' expects " + expected + ", got " +
+                       type_name(v) + " " + std::string(py::repr(v)));
+}
+
+int64_t to_int(const OpHandle& h, const AttrSlot& s, py::handle v) {
+  PyObject* o = v.ptr();
+  if (PyLong_Check(o)) {  // bool included
+    int overflow = 0;
+    long long r = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) throw py::value_error(std::string(h.def->name) + ": argument '" + s.name + "' is out of range");
+    return r;
+  }
+  if (PyIndex_Check(o) && !PyFloat_Check(o)) {  // numpy ints, one-element integer tensors
+    Py_ssize_t r = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+    if (r == -1 && PyErr_Occurred()) throw py::error_already_set();
+    return r;
+  }
+  attr_type_error(h, s, "an int", v);
+}
+
+double to_float(const OpHandle& h, const AttrSlot& s, py::handle v) {
+  PyObject* o = v.ptr();
+  if (PyFloat_Check(o)) return PyFloat_AS_DOUBLE(o);
+  if (PyLong_Check(o) || PyNumber_Check(o)) {
+    double r = PyFloat_AsDouble(o);
+    if (r == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      attr_type_error(h, s, "a number", v);
+    }
+    return r;
+  }
+  attr_type_error(h, s, "a number", v);
+}
+
+void set_attr(oar::Attrs& attrs, const OpHandle& h, const AttrSlot& s, py::handle v) {
+  if (v.is_none()) return;  // the schema's default
+  switch (s.def->type) {
+    case oar::AttrType::kInt:
+      attrs.set(s.def->name, s.is_dtype ? static_cast<int64_t>(to_dtype(v)) : to_int(h, s, v));
+      return;
+    case oar::AttrType::kFloat: attrs.set(s.def->name, to_float(h, s, v)); return;
+    case oar::AttrType::kInts: {
+      std::vector<int64_t> out;
+      if (is_tensor(v)) {
+        py::list values = py::reinterpret_borrow<py::object>(v).attr("tolist")();
+        for (auto e : values) out.push_back(to_int(h, s, e));
+      } else if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
+        py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+        out.reserve(seq.size());
+        for (auto e : seq) out.push_back(to_int(h, s, e));
+      } else {
+        out.push_back(to_int(h, s, v));
+      }
+      attrs.set(s.def->name, std::move(out));
+      return;
+    }
+    case oar::AttrType::kFloats: {
+      std::vector<double> out;
+      if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
+        for (auto e : py::reinterpret_borrow<py::sequence>(v)) out.push_back(to_float(h, s, e));
+      } else {
+        out.push_back(to_float(h, s, v));
+      }
+      attrs.set(s.def->name, std::move(out));
+      return;
+    }
+    case oar::AttrType::kString:
+      if (!PyUnicode_Check(v.ptr())) attr_type_error(h, s, "a str", v);
+      attrs.set(s.def->name, v.cast<std::string>());
+      return;
+  }
+}
+
+py::object wrap_outputs(const oar::OpDef& def, oar::Tensor* outs) {
+  const size_t n = def.outputs.size();
+  if (n == 1) return wrap(std::move(outs[0]));
+  py::tuple t(n);
+  for (size_t i = 0; i < n; ++i) t[i] = wrap(std::move(outs[i]));
+  return std::move(t);
+}
+
+py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwargs) {
+  const oar::OpDef& def = *h.def;
+  const size_t nargs = args.size();
+  oar::Tensor small[4];
+  std::vector<oar::Tensor> large;
+  oar::Tensor* inputs = small;
+  int32_t n_in = 0;
+  size_t pos = 0;
+  if (def.variadic) {
+    if (nargs < 1) throw py::type_error(std::string(def.name) + ": missing the list of input tensors");
+    py::handle seq = args[0];
+    if (is_tensor(seq) || !PySequence_Check(seq.ptr()))
+      throw py::type_error(std::string(def.name) + ": '" + def.inputs[0] + "' must be a list or tuple of tensors, got " +
+                           type_name(seq));
+    for (auto e : py::reinterpret_borrow<py::sequence>(seq)) {
+      if (!is_tensor(e))
+        throw py::type_error(std::string(def.name) + ": '" + def.inputs[0] + "[" + std::to_string(large.size()) +
+                             "]' must be a Tensor, got " + type_name(e));
+      large.push_back(fast_tensor(e));
+    }
+    inputs = large.data();
+    n_in = static_cast<int32_t>(large.size());
+    pos = 1;
+  } else {
+    const size_t want = def.inputs.size();
+    if (nargs < want)
+      throw py::type_error(std::string(def.name) + ": missing input '" + def.inputs[nargs] + "'");
+    if (h.promote && want == 2) {
+      if (!promote_pair(args[0], args[1], h.true_divide, small[0], small[1]))
+        throw py::type_error(std::string(def.name) + ": expects tensors or Python scalars for x and y, got " +
+                             type_name(args[0]) + " and " + type_name(args[1]));
+    } else {
+      for (size_t i = 0; i < want; ++i) {
+        if (!is_tensor(args[i]))
+          throw py::type_error(std::string(def.name) + ": input '" + def.inputs[i] + "' must be a Tensor, got " +
+                               type_name(args[i]));
+        small[i] = fast_tensor(args[i]);
+      }
+    }
+    n_in = static_cast<int32_t>(want);
+    pos = want;
+  }
+  if (nargs - pos > h.attrs.size())
+    throw py::type_error(std::string(def.name) + ": takes " + std::to_string(h.attrs.size()) +
+                         " attribute(s) after its inputs, got " + std::to_string(nargs - pos));
+  oar::Attrs attrs;
+  for (size_t j = 0; pos + j < nargs; ++j) set_attr(attrs, h, h.attrs[j], args[pos + j]);
+  oar::Place place = current_place();
+  if (kwargs.size()) {
+    for (auto kv : kwargs) {
+      std::string key = kv.first.cast<std::string>();
+      if (key == "place") {
+        place = to_place(kv.second);
+        continue;
+      }
+      const AttrSlot* slot = nullptr;
+      for (const auto& s : h.attrs)
+        if (s.name == key) slot = &s;
+      if (!slot) throw py::type_error(std::string(def.name) + ": got an unexpected keyword argument '" + key + "'");
+      if (attrs.find(slot->def->name))
+        throw py::type_error(std::string(def.name) + ": got multiple values for argument '" + key + "'");
+      set_attr(attrs, h, *slot, kv.second);
+    }
+  }
+  oar::Tensor outs[oar::kMaxOpOutputs];
+  oar::run_op(def, inputs, n_in, attrs, place, outs);
+  return wrap_outputs(def, outs);
+}
+
+OpHandle make_handle(const std::string& name) {
+  OpHandle h;
+  h.def = &oar::OpRegistry::get().at(name);
+  for (const auto& a : h.def->attrs) h.attrs.push_back({&a, a.name, std::strcmp(a.name, "dtype") == 0});
+  static const char* kPromoting[] = {"add",         "subtract",    "multiply",     "divide",        "floor_divide",
+                                     "remainder",   "maximum",     "minimum",      "pow",           "equal",
+                                     "not_equal",   "less_than",   "less_equal",   "greater_than",  "greater_equal",
+                                     "logical_and", "logical_or",  "logical_xor",  "matmul"};
+  for (const char* p : kPromoting)
+    if (name == p) h.promote = true;
+  h.true_divide = name == "divide";
+  return h;
+}
+
+// ---- operators ----------------------------------------------------------------------------------
+struct BinaryOp {
+  const oar::OpDef* def;
+  bool true_divide;
+};
+
+py::object run_binary(const BinaryOp& op, py::handle a, py::handle b) {
+  oar::Tensor in[2];
+  if (!promote_pair(a, b, op.true_divide, in[0], in[1]))
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  oar::Attrs attrs;
+  oar::Tensor out;
+  oar::run_op(*op.def, in, 2, attrs, in[0].place(), &out);
+  return wrap(std::move(out));
+}
+
+py::object run_unary(const oar::OpDef& def, const oar::Tensor& x) {
+  oar::Attrs attrs;
+  oar::Tensor out;
+  oar::run_op(def, &x, 1, attrs, x.place(), &out);
+  return wrap(std::move(out));
+}
+
+}  // namespace
+
+void init_ops(py::module_& m) {
+  try {
+    g_numpy_generic = py::object(py::module_::import("numpy").attr("generic")).release().ptr();
+  } catch (const py::error_already_set&) {
+    PyErr_Clear();
+  }
+
+  py::class_<OpHandle>(m, "Op",
+                       "A handle on one op definition; calling it runs the op: op(*inputs, *attrs, place=None, "
+                       "**attrs).")
+      .def(py::init(&make_handle), py::arg("name"))
+      .def_property_readonly("name", [](const OpHandle& h) { return h.def->name; })
+      .def_property_readonly("inputs", [](const OpHandle& h) {
+        std::vector<std::string> v(h.def->inputs.begin(), h.def->inputs.end());
+        return v;
+      })
+      .def_property_readonly("attrs", [](const OpHandle& h) {
+        std::vector<std::string> v;
+        for (const auto& s : h.attrs) v.push_back(s.name);
+        return v;
+      })
+      .def("__call__", &call)
+      .def("__repr__", [](const OpHandle& h) { return std::string("<oar op ") + h.def->name + ">"; });
+
+  m.def("op_names", [] {
+    std::vector<std::string> v;
+    const auto& reg = oar::OpRegistry::get();
+    for (int32_t i = 0; i < reg.size(); ++i) v.push_back(reg.at(i).name);
+    return v;
+  });
+  m.def("_promote", [](py::handle a, py::handle b) {
+    oar::Tensor x, y;
+    if (!promote_pair(a, b, false, x, y))
+      throw py::type_error(std::string("expected tensors or Python scalars, got ") + type_name(a) + " and " + type_name(b));
+    return py::make_tuple(PyTensor{std::move(x)}, PyTensor{std::move(y)});
+  });
+  m.def("promote_types", [](py::handle a, py::handle b) { return dtype_object(promote_types(to_dtype(a), to_dtype(b))); });
+
+  // Random numbers through the C++ API, which owns the global generator (seed and counter offset).
+  m.def("_uniform", [](const std::vector<int64_t>& shape, double min, double max, py::handle dtype, uint64_t seed,
+                       py::handle place) {
+    return PyTensor{oar::ops::uniform(oar::Dims(shape), min, max, to_dtype(dtype), seed, to_place(place))};
+  });
+  m.def("_normal", [](const std::vector<int64_t>& shape, double mean, double std, py::handle dtype, uint64_t seed,
+                      py::handle place) {
+    return PyTensor{oar::ops::normal(oar::Dims(shape), mean, std, to_dtype(dtype), seed, to_place(place))};
+  });
+  m.def("seed", [](uint64_t s) { oar::ops::manual_seed(s); }, py::arg("seed"));
+
+  // Tensor operators, straight to run_op with the op definitions looked up here, once.
+  py::class_<PyTensor> cls = py::reinterpret_borrow<py::class_<PyTensor>>(m.attr("Tensor"));
+  auto& reg = oar::OpRegistry::get();
+  struct Binary {
+    const char* method;
+    const char* rmethod;
+    const char* op;
+  };
+  static const Binary kBinary[] = {
+      {"__add__", "__radd__", "add"},           {"__sub__", "__rsub__", "subtract"},
+      {"__mul__", "__rmul__", "multiply"},      {"__truediv__", "__rtruediv__", "divide"},
+      {"__floordiv__", "__rfloordiv__", "floor_divide"}, {"__mod__", "__rmod__", "remainder"},
+      {"__pow__", "__rpow__", "pow"},           {"__matmul__", "__rmatmul__", "matmul"},
+      {"__eq__", nullptr, "equal"},             {"__ne__", nullptr, "not_equal"},
+      {"__lt__", nullptr, "less_than"},         {"__le__", nullptr, "less_equal"},
+      {"__gt__", nullptr, "greater_than"},      {"__ge__", nullptr, "greater_equal"},
+      {"__and__", "__rand__", "logical_and"},   {"__or__", "__ror__", "logical_or"},
+      {"__xor__", "__rxor__", "logical_xor"},
+  };
+  for (const Binary& b : kBinary) {
+    BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
+    cls.def(b.method, [op](py::handle self, py::handle other) { return run_binary(op, self, other); },
+            py::is_operator());
+    if (b.rmethod)
+      cls.def(b.rmethod, [op](py::handle self, py::handle other) { return run_binary(op, other, self); },
+              py::is_operator());
+  }
+  const oar::OpDef* neg = &reg.at("neg");
+  const oar::OpDef* abs = &reg.at("abs");
+  const oar::OpDef* lnot = &reg.at("logical_not");
+  cls.def("__neg__", [neg](py::handle self) { return run_unary(*neg, fast_tensor(self)); });
+  cls.def("__abs__", [abs](py::handle self) { return run_unary(*abs, fast_tensor(self)); });
+  cls.def("__invert__", [lnot](py::handle self) {
+    const oar::Tensor& t = fast_tensor(self);
+    if (t.dtype() != DType::kBool)
+      throw py::type_error(std::string("~ is only supported on bool tensors for now (bitwise_not comes later), got ") +
+                           oar::dtype_name(t.dtype()));
+    return run_unary(*lnot, t);
+  });
+  // __hash__ (by identity, as Paddle's tensors) was defined before __eq__, so pybind11 keeps it.
+}
+
+}  // namespace oarpy

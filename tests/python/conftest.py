@@ -1,0 +1,38 @@
+"""Shared fixtures: every test that takes `device` runs on the CPU and on device 0 of every other
+device type the runtime found (cpu, sim:0, ...)."""
+import os
+
+import pytest
+
+import oar
+
+# The package under test must be the installed one, never the source tree's python/oar.
+_SRC = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+assert not os.path.normpath(oar.__file__).startswith(_SRC + os.sep), (
+    "tests/python must run against the installed package; got " + oar.__file__)
+
+
+def _devices():
+    out = []
+    seen = set()
+    for d in oar.device.get_available_device():
+        kind = d.split(":")[0]
+        if kind not in seen:
+            seen.add(kind)
+            out.append(d)
+    return out
+
+
+DEVICES = _devices()
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture(autouse=True)
+def _restore_global_state():
+    yield
+    oar.set_device("cpu")
+    oar.set_default_dtype("float32")
