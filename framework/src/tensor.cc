@@ -105,15 +105,21 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : ops::copy(*
 
 Tensor Tensor::to(Place place) const {
   if (place == this->place()) return *this;
-  Tensor src = *this;
-  if (!src.is_contiguous()) {
-    // Make it contiguous on the host: works even when the device lacks a copy kernel.
-    src = host_view(src).contiguous();
-    if (place.is_cpu()) return src;
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // the copy's own history is recorded below, as one node
+    Tensor src = *this;
+    if (!src.is_contiguous()) src = host_view(src).contiguous();  // works without a device copy kernel
+    if (src.place() == place) {
+      out = src;
+    } else {
+      out = Tensor::empty(dims(), dtype(), place);
+      size_t bytes = static_cast<size_t>(numel() * dtype_size(dtype()));
+      if (bytes) Runtime::get().copy_bytes(out.data_ptr(), place, src.data_ptr(), src.place(), bytes);
+    }
   }
-  Tensor out = Tensor::empty(dims(), dtype(), place);
-  size_t bytes = static_cast<size_t>(numel() * dtype_size(dtype()));
-  if (bytes) Runtime::get().copy_bytes(out.data_ptr(), place, src.data_ptr(), src.place(), bytes);
+  if (out.shares_storage(*this)) out = make_view(out, out.dims(), out.strides(), out.offset());
+  autograd::record_view(*this, out, "to", [from = this->place()](const Tensor& g) { return g.to(from); });
   return out;
 }
 

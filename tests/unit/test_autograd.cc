@@ -286,6 +286,17 @@ TEST(Autograd, DefaultRootGradientIsOnes) {
   EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{2, 2, 2}));
 }
 
+TEST(Autograd, CopiesBetweenDevicesAreDifferentiable) {
+  Tensor x = leaf({1, 2, 3}, {3}, oar::cpu_place());
+  Tensor on_sim = ops::multiply(x, x).to(Place::parse("sim:0"));
+  Tensor back = ops::exp(on_sim.transpose({0})).to(oar::cpu_place());
+  ASSERT_TRUE(ag::requires_grad(on_sim));
+  ag::backward({ops::sum(back)});
+  std::vector<double> g = ag::grad(x).to_vector<double>();
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(g[i], 2.0 * (i + 1) * std::exp((i + 1.0) * (i + 1.0)), 1e-9);
+  EXPECT_TRUE(ag::grad(x).place().is_cpu());
+}
+
 TEST(Autograd, IntegerTensorsCannotRequireGrad) {
   Tensor i = Tensor::from_vector(std::vector<int64_t>{1, 2}, {2}, DType::kInt64);
   EXPECT_THROW(ag::set_requires_grad(i, true), oar::Error);
