@@ -1,7 +1,7 @@
 """oar: a deep-learning framework whose Python API follows PaddlePaddle 2.x (`import oar as paddle`).
 
-This first slice has tensors, the eager op library, dtypes, places and devices. Autograd is not bound
-yet: `Tensor.stop_gradient` is a plain attribute (True by default) until it is.
+It has tensors, the eager op library, dtypes, places and devices, and autograd (Tensor.backward,
+.grad, .stop_gradient, oar.grad, oar.no_grad; see oar.autograd).
 """
 __version__ = "0.1.0"
 
@@ -12,6 +12,8 @@ from ._C import (bfloat16, bool, complex64, complex128, float16, float32, float6
                  uint8)
 from .tensor import *  # noqa: F401,F403
 from .tensor.logic import is_tensor  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 
 from . import amp, device, distributed, inference, io, jit, metric, nn, optimizer, static, utils, vision  # noqa: F401
 

@@ -19,10 +19,10 @@ namespace py = pybind11;
 
 namespace oarpy {
 
-// The Python Tensor. stop_gradient is a plain attribute until autograd is bound.
+// The Python Tensor. Its autograd state (stop_gradient, grad, history) lives in the core tensor's
+// AutogradMeta, so every Python object wrapping the same oar::Tensor sees the same state.
 struct PyTensor {
   oar::Tensor t;
-  bool stop_gradient = true;
 };
 
 // A dtype object: oar.float32 etc. are the only instances (compare with `is` or `==`).
@@ -65,5 +65,6 @@ void init_module_basics(py::module_& m);  // errors, dtypes, places, devices
 void init_tensor(py::module_& m);
 void init_ops(py::module_& m);
 void init_runtime(py::module_& m);
+void init_autograd(py::module_& m);  // autograd.cc: Tensor.backward/grad/..., grad mode, oar._C.grad
 
 }  // namespace oarpy

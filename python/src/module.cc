@@ -299,4 +299,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_tensor(m);
   oarpy::init_ops(m);
   oarpy::init_runtime(m);
+  oarpy::init_autograd(m);
 }

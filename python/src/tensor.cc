@@ -219,8 +219,6 @@ void init_tensor(py::module_& m) {
       .def_property_readonly("size", [](const PyTensor& s) { return s.t.numel(); })
       .def_property_readonly("strides", [](const PyTensor& s) { return list_of(s.t.strides()); })
       .def_property_readonly("offset", [](const PyTensor& s) { return s.t.offset(); })
-      .def_readwrite("stop_gradient", &PyTensor::stop_gradient,
-                     "A plain attribute for now (True by default); autograd will give it Paddle's meaning.")
       .def_property_readonly("T",
                              [](const PyTensor& s) {
                                const int32_t n = s.t.ndim();
@@ -239,10 +237,10 @@ void init_tensor(py::module_& m) {
       .def("numpy", [](const PyTensor& s) { return to_numpy(s.t); },
            "A numpy array: it shares memory with a contiguous CPU tensor, otherwise it is a copy.")
       .def("_item", [](const PyTensor& s) { return item(s.t); })
-      .def("cpu", [](const PyTensor& s) { return PyTensor{s.t.cpu(), s.stop_gradient}; })
-      .def("_to_place", [](const PyTensor& s, py::handle place) { return PyTensor{s.t.to(to_place(place)), s.stop_gradient}; })
+      .def("cpu", [](const PyTensor& s) { return PyTensor{s.t.cpu()}; })
+      .def("_to_place", [](const PyTensor& s, py::handle place) { return PyTensor{s.t.to(to_place(place))}; })
       .def("__len__", [](const PyTensor& s) { return checked_len(s.t); })
-      .def("__getitem__", [](const PyTensor& s, py::handle index) { return PyTensor{getitem(s.t, index), s.stop_gradient}; })
+      .def("__getitem__", [](const PyTensor& s, py::handle index) { return PyTensor{getitem(s.t, index)}; })
       .def("__bool__",
            [](const PyTensor& s) {
              if (s.t.numel() != 1)

@@ -79,7 +79,7 @@ def test_to_tensor_from_tensor_changes_place_and_dtype():
     check(s, np.array([1.0, 2.0, 3.0], np.float32))
 
 
-def test_to_tensor_stop_gradient_attribute():
+def test_to_tensor_stop_gradient():
     assert oar.to_tensor([1.0]).stop_gradient is True
     t = oar.to_tensor([1.0], stop_gradient=False)
     assert t.stop_gradient is False
@@ -192,9 +192,11 @@ def test_repr_like_paddle():
                        "        [4., 5., 6.]])")
     assert str(oar.to_tensor(3)) == ("Tensor(shape=[], dtype=int64, place=Place(cpu), stop_gradient=True,\n"
                                      "       3)")
-    s = oar.to_tensor([True, False], stop_gradient=False)
-    assert repr(s).startswith("Tensor(shape=[2], dtype=bool, place=Place(cpu), stop_gradient=False,\n")
+    s = oar.to_tensor([True, False])
+    assert repr(s).startswith("Tensor(shape=[2], dtype=bool, place=Place(cpu), stop_gradient=True,\n")
     assert "[ True, False]" in repr(s)
+    f = oar.to_tensor([1.0], stop_gradient=False)
+    assert repr(f).startswith("Tensor(shape=[1], dtype=float32, place=Place(cpu), stop_gradient=False,\n")
     b = oar.to_tensor([1.5], dtype="bfloat16")
     assert "dtype=bfloat16" in repr(b) and "1.5" in repr(b)
     assert format(oar.to_tensor(3.14159), ".2f") == "3.14"

@@ -96,7 +96,7 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
             t = _cast(t, dtype)
         elif t.place == place:
             t = t.clone()
-        t = t._to_place(place)
+        t = t._to_place(place).detach()  # a new leaf, as in Paddle
         t.stop_gradient = stop_gradient
         return t
     if isinstance(data, np.ndarray):

@@ -101,6 +101,66 @@ def to(self, *args, **kwargs):
     return t
 
 
+# ---- autograd (stop_gradient, is_leaf, grad, detach and retain_grads are properties/methods in C++) ----
+def backward(self, grad_tensor=None, retain_graph=False):
+    """Accumulates d(self)/d(leaf) into the .grad of every leaf that requires gradients.
+
+    `grad_tensor` is the starting gradient (default: ones of self's shape, as in Paddle). Without
+    `retain_graph` the graph is freed, and a second backward through it raises RuntimeError.
+    """
+    self._backward(grad_tensor, bool(retain_graph))
+
+
+def clear_gradient(self, set_to_zero=True):
+    """Resets .grad: to zeros (the default, as in Paddle), or to None with set_to_zero=False."""
+    self._clear_gradient(bool(set_to_zero))
+
+
+def clear_grad(self):
+    """Alias of clear_gradient() (zeroes .grad)."""
+    self._clear_gradient(True)
+
+
+def gradient(self):
+    """.grad as a numpy array, or None."""
+    g = self.grad
+    return None if g is None else g.numpy()
+
+
+class _HookRemoveHelper:
+    """What register_hook returns: remove() disables the hook."""
+
+    def __init__(self, hook):
+        self._hook = hook
+
+    def __call__(self, grad):
+        hook = self._hook
+        return None if hook is None else hook(grad)
+
+    def remove(self):
+        removed = self._hook is not None
+        self._hook = None
+        return removed
+
+
+def register_hook(self, hook):
+    """Calls `hook(grad)` when the gradient of this tensor is computed; a returned Tensor replaces it.
+
+    Returns a helper whose remove() disables the hook. Raises RuntimeError on a tensor with
+    stop_gradient True.
+    """
+    if not callable(hook):
+        raise TypeError("register_hook: hook must be callable, got {}".format(type(hook).__name__))
+    helper = _HookRemoveHelper(hook)
+    self._register_hook(helper)
+    return helper
+
+
+for _name, _fn in [("backward", backward), ("clear_gradient", clear_gradient), ("clear_grad", clear_grad),
+                   ("gradient", gradient), ("register_hook", register_hook)]:
+    setattr(Tensor, _name, _fn)
+
+
 for _name, _fn in [("__repr__", __repr__), ("__str__", __repr__), ("__format__", __format__),
                    ("__array__", __array__), ("item", item), ("tolist", tolist), ("astype", astype),
                    ("cast", astype), ("clone", clone), ("_copy_to", _copy_to), ("to", to)]:

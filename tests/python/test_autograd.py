@@ -1,0 +1,281 @@
+"""Autograd from Python (Paddle 2.x semantics), on every available device: gradients against finite
+differences, accumulation, retain_graph, oar.grad with create_graph, no_grad, hooks, detach, errors and
+a Paddle-style training loop."""
+import numpy as np
+import pytest
+
+import oar as paddle
+import oar.nn.functional as F
+from _util import check
+
+RNG = np.random.default_rng(7)
+
+
+def leaf(a, device):
+    return paddle.to_tensor(np.asarray(a, np.float64), place=device, stop_gradient=False)
+
+
+# ---- gradients against central finite differences (float64) ----------------------------------------
+def mlp_loss(x, w1, b1, w2, b2):
+    h = F.relu(paddle.matmul(x, w1) + b1)            # matmul, add with broadcasting, relu
+    z = paddle.matmul(h, w2) + b2
+    p = F.softmax(z, axis=-1)
+    lp = F.log_softmax(z, axis=-1)
+    return paddle.mean(paddle.exp(z * 0.1)) + paddle.sum(p * lp) + paddle.sum(h) * 0.01
+
+
+def numeric_grads(f, arrays, eps=1e-6):
+    out = []
+    with paddle.no_grad():
+        for i, a in enumerate(arrays):
+            g = np.zeros_like(a)
+            for k in np.ndindex(a.shape):
+                plus = [b.copy() for b in arrays]
+                minus = [b.copy() for b in arrays]
+                plus[i][k] += eps
+                minus[i][k] -= eps
+                fp = f(*[paddle.to_tensor(b) for b in plus]).item()
+                fm = f(*[paddle.to_tensor(b) for b in minus]).item()
+                g[k] = (fp - fm) / (2 * eps)
+            out.append(g)
+    return out
+
+
+def test_mlp_gradients_match_finite_differences(device):
+    arrays = [RNG.uniform(-1, 1, s) for s in [(4, 3), (3, 5), (5,), (5, 2), (2,)]]
+    arrays[1][np.abs(arrays[1]) < 0.05] = 0.3  # keep relu inputs away from the kink
+    inputs = [leaf(a, device) for a in arrays]
+    loss = mlp_loss(*inputs)
+    assert loss.stop_gradient is False and not loss.is_leaf and loss.shape == []
+    loss.backward()
+    paddle.set_device(device)
+    expected = numeric_grads(mlp_loss, arrays)
+    for t, e in zip(inputs, expected):
+        assert t.grad is not None and t.grad.place == t.place
+        check(t.grad, e, rtol=1e-5, atol=1e-7, dtype=paddle.float64)
+
+
+@pytest.mark.parametrize("name,fn,low,high", [
+    ("exp", paddle.exp, -1, 1),
+    ("relu", F.relu, 0.1, 1),
+    ("softmax", lambda x: F.softmax(x, axis=1), -1, 1),
+    ("log_softmax", lambda x: F.log_softmax(x, axis=0), -1, 1),
+    ("mean", lambda x: paddle.mean(x, axis=1), -1, 1),
+    ("pow", lambda x: paddle.pow(x, 3.0), 0.5, 2),
+])
+def test_single_op_gradients(device, name, fn, low, high):
+    a = RNG.uniform(low, high, (3, 4))
+    w = RNG.uniform(0.5, 1.5, np.shape(fn(paddle.to_tensor(a)).numpy()))
+    f = lambda x: paddle.sum(fn(x) * paddle.to_tensor(w, place=x.place))  # noqa: E731
+    x = leaf(a, device)
+    f(x).backward()
+    paddle.set_device(device)
+    check(x.grad, numeric_grads(f, [a])[0], rtol=1e-5, atol=1e-7)
+
+
+# ---- engine semantics ---------------------------------------------------------------------------------
+def test_leaf_and_stop_gradient_defaults(device):
+    c = paddle.to_tensor([1.0, 2.0], place=device)
+    assert c.stop_gradient is True and c.is_leaf and c.grad is None
+    x = leaf([1.0, 2.0], device)
+    assert x.stop_gradient is False and x.is_leaf
+    y = x * c
+    assert y.stop_gradient is False and not y.is_leaf
+    assert (c * c).stop_gradient is True
+    assert (x > c).stop_gradient is True  # comparisons are not differentiable
+    assert paddle.to_tensor(y).stop_gradient is True and paddle.to_tensor(y).is_leaf  # to_tensor copies as a leaf
+
+
+def test_accumulation_and_clear_gradient(device):
+    x = leaf([1.0, 2.0, 3.0], device)
+    (x * x).sum().backward()
+    (x * x).sum().backward()
+    check(x.grad, [4.0, 8.0, 12.0])
+    x.clear_gradient()  # Paddle's default: set_to_zero=True
+    check(x.grad, [0.0, 0.0, 0.0])
+    x.sum().backward()
+    check(x.grad, [1.0, 1.0, 1.0])
+    x.clear_gradient(set_to_zero=False)
+    assert x.grad is None
+    (x * 2.0).sum().backward()
+    x.clear_grad()
+    check(x.grad, [0.0, 0.0, 0.0])
+
+
+def test_backward_with_grad_tensor_and_non_scalar_root(device):
+    x = leaf([1.0, 2.0], device)
+    (x * 3.0).backward()  # a non-scalar root: ones, as in Paddle
+    check(x.grad, [3.0, 3.0])
+    x.clear_gradient(False)
+    (x * x).backward(paddle.to_tensor([1.0, 10.0], dtype="float64", place=device))
+    check(x.grad, [2.0, 40.0])
+    x.clear_gradient(False)
+    paddle.autograd.backward([x.sum(), (x * x).sum()], [None, paddle.to_tensor(2.0, dtype="float64", place=device)])
+    check(x.grad, [5.0, 9.0])
+
+
+def test_retain_graph(device):
+    x = leaf([1.0, 2.0], device)
+    y = paddle.exp(x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    check(x.grad, 2 * np.exp([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="retain_graph"):
+        y.backward()
+
+
+def test_grad_create_graph_second_derivative(device):
+    x = leaf([0.5, -2.0, 1.5], device)
+    y = (x * x * x).sum()
+    (dx,) = paddle.grad(y, x, create_graph=True)
+    check(dx, 3 * np.array([0.5, -2.0, 1.5]) ** 2)
+    assert dx.stop_gradient is False
+    ddx = paddle.grad(dx.sum(), [x])
+    assert isinstance(ddx, list) and len(ddx) == 1
+    check(ddx[0], 6 * np.array([0.5, -2.0, 1.5]))
+    assert x.grad is None  # grad() does not accumulate
+    # pow: d2/dx2 x^3 again, through backward on the first derivative
+    z = paddle.pow(x, 3.0).sum()
+    (gz,) = paddle.grad([z], [x], create_graph=True)
+    gz.sum().backward()
+    check(x.grad, 6 * np.array([0.5, -2.0, 1.5]))
+
+
+def test_grad_options(device):
+    x = leaf([1.0, 2.0], device)
+    u = leaf([3.0], device)
+    y = (x * x).sum()
+    with pytest.raises(ValueError, match="allow_unused"):
+        paddle.grad(y, [x, u], retain_graph=True)
+    gx, gu = paddle.grad(y, [x, u], retain_graph=True, allow_unused=True)
+    check(gx, [2.0, 4.0])
+    assert gu is None
+    (g,) = paddle.grad([y], [x], grad_outputs=[paddle.to_tensor(3.0, dtype="float64", place=device)])
+    check(g, [6.0, 12.0])
+    with pytest.raises(RuntimeError):  # retain_graph defaults to create_graph (False): the graph is freed
+        paddle.grad(y, x)
+    with pytest.raises(ValueError):
+        paddle.grad(paddle.exp(x).sum(), x.detach())  # input without gradients
+
+
+def test_no_grad_context_and_decorator(device):
+    x = leaf([1.0, 2.0], device)
+    assert paddle.is_grad_enabled()
+    with paddle.no_grad():
+        assert not paddle.is_grad_enabled()
+        y = x * x
+    assert paddle.is_grad_enabled()
+    assert y.stop_gradient is True and y.is_leaf
+
+    @paddle.no_grad()
+    def f(a):
+        return a * 2.0
+
+    @paddle.no_grad
+    def g(a):
+        return a * 3.0
+
+    assert f(x).stop_gradient is True and g(x).stop_gradient is True
+    assert f.__name__ == "f" and paddle.is_grad_enabled()
+    assert (x * 2.0).stop_gradient is False
+    with paddle.autograd.no_grad():
+        with paddle.set_grad_enabled(True):
+            assert (x * 2.0).stop_gradient is False
+        assert (x * 2.0).stop_gradient is True
+    with paddle.set_grad_enabled(False):
+        assert (x * 2.0).stop_gradient is True
+    with pytest.raises(ZeroDivisionError):
+        with paddle.no_grad():
+            1 / 0
+    assert paddle.is_grad_enabled()  # restored after an exception
+
+
+def test_hooks(device):
+    x = leaf([1.0, 2.0], device)
+    x.register_hook(lambda g: g * 10.0)  # a leaf hook runs before accumulation
+    h = x * x
+    seen = []
+    h.register_hook(lambda g: seen.append(g.numpy().copy()))  # None: keep the gradient
+    h.retain_grads()
+    h.sum().backward()
+    np.testing.assert_allclose(seen[0], [1.0, 1.0])
+    check(h.grad, [1.0, 1.0])
+    check(x.grad, [20.0, 40.0])
+    # a hook on an intermediate tensor changes what flows further back; remove() disables it
+    z = leaf([1.0, 2.0], device)
+    m = z * 3.0
+    helper = m.register_hook(lambda g: g * 0.0 + 1.0)
+    m.sum().backward(retain_graph=True)
+    check(z.grad, [3.0, 3.0])
+    assert helper.remove() is True
+    z.clear_gradient(False)
+    m.sum().backward()
+    check(z.grad, [3.0, 3.0])
+    # errors raised in a hook propagate; a hook on a tensor without gradients is refused
+    w = leaf([1.0], device)
+    w.register_hook(lambda g: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        (w * 2.0).sum().backward()
+    with pytest.raises(RuntimeError):
+        paddle.to_tensor([1.0]).register_hook(lambda g: g)
+
+
+def test_detach(device):
+    x = leaf([1.0, 2.0], device)
+    y = x * 2.0
+    d = y.detach()
+    assert d.stop_gradient is True and d.is_leaf and d.grad is None
+    check(d, [2.0, 4.0])
+    assert d._is_shared_buffer_with(y)
+    out = (x * d).sum()
+    out.backward()
+    check(x.grad, [2.0, 4.0])  # d is a constant
+    d.stop_gradient = False  # a detached tensor is a leaf again
+    assert d.stop_gradient is False
+
+
+def test_errors(device):
+    c = paddle.to_tensor([1.0, 2.0], place=device)
+    with pytest.raises(RuntimeError, match="stop_gradient"):
+        c.sum().backward()
+    i = paddle.to_tensor([1, 2], place=device)
+    with pytest.raises(TypeError):
+        i.stop_gradient = False
+    with pytest.raises(TypeError):
+        paddle.to_tensor([1, 2], place=device, stop_gradient=False)
+    i.stop_gradient = True  # allowed: it already stops gradients
+    x = leaf([1.0], device)
+    with pytest.raises(ValueError, match="leaf"):
+        (x * 2.0).stop_gradient = True
+    with pytest.raises(ValueError):
+        x.backward(paddle.to_tensor([1.0, 2.0], dtype="float64", place=device))  # wrong shape
+
+
+def test_views_and_indexing_are_differentiable(device):
+    x = leaf(np.arange(6.0).reshape(2, 3), device)
+    y = (x[1, ::2] * 2.0).sum() + x.reshape([3, 2]).transpose([1, 0])[0].sum()
+    y.backward()
+    check(x.grad, [[1.0, 0.0, 1.0], [2.0, 1.0, 2.0]])
+
+
+def test_training_loop_least_squares(device):
+    paddle.set_device(device)
+    rng = np.random.default_rng(3)
+    xs = rng.normal(size=(32, 3)).astype(np.float32)
+    true_w = np.array([[1.5], [-2.0], [0.5]], np.float32)
+    ys = xs @ true_w + 0.25
+    X, Y = paddle.to_tensor(xs), paddle.to_tensor(ys)
+    w = paddle.to_tensor(np.zeros((3, 1), np.float32), stop_gradient=False)
+    b = paddle.to_tensor(np.zeros((1,), np.float32), stop_gradient=False)
+    lr = 0.1
+    for _ in range(200):
+        loss = paddle.mean((paddle.matmul(X, w) + b - Y) ** 2)
+        loss.backward()
+        with paddle.no_grad():
+            w = (w - lr * w.grad).detach()
+            b = (b - lr * b.grad).detach()
+        w.stop_gradient = False
+        b.stop_gradient = False
+    assert loss.item() < 1e-4
+    check(w, true_w, rtol=1e-2, atol=1e-2)
+    check(b, [0.25], rtol=1e-2, atol=1e-2)
