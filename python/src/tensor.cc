@@ -1,6 +1,6 @@
 // The Tensor class: numpy in and out, properties, scalars, and basic indexing as views.
 #include "common.h"
-#include "half.h"
+#include <oar/sdk/types.h>  // float16 / bfloat16 conversions, shared with the plugins
 
 #include <oar/core/runtime.h>
 
@@ -46,8 +46,8 @@ void write_scalar(py::handle value, DType d, void* dst) {
     case DType::kInt16: *static_cast<int16_t*>(dst) = static_cast<int16_t>(iv); break;
     case DType::kInt32: *static_cast<int32_t*>(dst) = static_cast<int32_t>(iv); break;
     case DType::kInt64: *static_cast<int64_t*>(dst) = iv; break;
-    case DType::kFloat16: *static_cast<uint16_t*>(dst) = float_to_half(static_cast<float>(dv)); break;
-    case DType::kBFloat16: *static_cast<uint16_t*>(dst) = float_to_bf16(static_cast<float>(dv)); break;
+    case DType::kFloat16: *static_cast<uint16_t*>(dst) = oar::sdk::float16::from_float(static_cast<float>(dv)); break;
+    case DType::kBFloat16: *static_cast<uint16_t*>(dst) = oar::sdk::bfloat16::from_float(static_cast<float>(dv)); break;
     case DType::kFloat32: *static_cast<float*>(dst) = static_cast<float>(dv); break;
     case DType::kFloat64: *static_cast<double*>(dst) = dv; break;
     case DType::kComplex64: *static_cast<std::complex<float>*>(dst) = {static_cast<float>(dv), static_cast<float>(imag)}; break;
@@ -74,8 +74,8 @@ py::object item(const oar::Tensor& t) {
     case DType::kInt16: return py::int_(*reinterpret_cast<int16_t*>(buf));
     case DType::kInt32: return py::int_(*reinterpret_cast<int32_t*>(buf));
     case DType::kInt64: return py::int_(*reinterpret_cast<int64_t*>(buf));
-    case DType::kFloat16: return py::float_(half_to_float(*reinterpret_cast<uint16_t*>(buf)));
-    case DType::kBFloat16: return py::float_(bf16_to_float(*reinterpret_cast<uint16_t*>(buf)));
+    case DType::kFloat16: return py::float_(oar::sdk::float16::to_float(*reinterpret_cast<uint16_t*>(buf)));
+    case DType::kBFloat16: return py::float_(float(*reinterpret_cast<oar::sdk::bfloat16*>(buf)));
     case DType::kFloat32: return py::float_(*reinterpret_cast<float*>(buf));
     case DType::kFloat64: return py::float_(*reinterpret_cast<double*>(buf));
     case DType::kComplex64: {

@@ -1,0 +1,177 @@
+"""Python-level micro benchmarks: oar vs torch vs paddle (CPU).
+
+Run by hand: python3 tests/benchmarks/bench_python.py
+Not a test and not part of CI. A framework that cannot be imported is skipped.
+"""
+import os
+
+# Two threads for every framework (set before any of them is imported).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "2")
+
+import importlib  # noqa: E402
+import timeit  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+N_BIG = 16 * 1024 * 1024  # elements of the large add
+MM = 1024  # size of the large matmul
+CHAIN = 20  # ops in the autograd chain
+
+
+# ---------------------------------------------------------------- measurement helpers
+def best_seconds(fn, number, repeat=5):
+    """Best time of one call of fn (seconds), from `repeat` timeit runs of `number` calls."""
+    fn()  # warm up
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def micro_us(fn, number=20000):
+    return best_seconds(fn, number) * 1e6
+
+
+def checked(fn, to_numpy, expected):
+    """Check once that fn really computes the expected result. All three frameworks run CPU ops
+    eagerly and synchronously, so the timed call is the op alone: no .numpy() in the loop, since
+    that is a zero-copy view in oar and torch but a 64 MB copy in paddle."""
+    np.testing.assert_allclose(to_numpy(fn()), expected, rtol=1e-3, atol=1e-2)
+    return fn
+
+
+def gbytes_per_s(fn, nbytes, number=10):
+    return nbytes / best_seconds(fn, number) / 1e9
+
+
+def gflops_per_s(fn, flops, number=10):
+    return flops / best_seconds(fn, number) / 1e9
+
+
+# ---------------------------------------------------------------- inputs (shared, from numpy)
+rng = np.random.default_rng(0)
+ONE_A = np.array([1.5], np.float32)
+ONE_B = np.array([2.5], np.float32)
+X16 = rng.standard_normal((16, 16)).astype(np.float32)
+W16 = rng.standard_normal((16, 16)).astype(np.float32)
+X2 = rng.standard_normal((2, 2)).astype(np.float32)
+C2 = np.full((2, 2), 1.01, np.float32)
+BIG_A = rng.standard_normal(N_BIG).astype(np.float32)
+BIG_B = rng.standard_normal(N_BIG).astype(np.float32)
+BIG_SUM = BIG_A + BIG_B
+MM_A = rng.standard_normal((MM, MM)).astype(np.float32)
+MM_B = rng.standard_normal((MM, MM)).astype(np.float32)
+MM_PROD = MM_A @ MM_B
+
+
+def chain(x, c):
+    """CHAIN ops alternating add and multiply with a constant tensor, then sum."""
+    y = x
+    for i in range(CHAIN):
+        y = y + c if i % 2 == 0 else y * c
+    return y.sum()
+
+
+# ---------------------------------------------------------------- oar and paddle (same API)
+def paddle_like(p):
+    t = p.to_tensor
+    relu = p.nn.functional.relu
+    to_np = p.Tensor.numpy
+
+    def add_scalar():
+        a, b = t(ONE_A), t(ONE_B)
+        return micro_us(lambda: a + b)
+
+    def mlp16():
+        x, w = t(X16), t(W16)
+        return micro_us(lambda: relu(p.matmul(x, w) + x), number=5000)
+
+    def fwd_bwd():
+        c = t(C2)
+
+        def step():
+            x = t(X2, stop_gradient=False)
+            chain(x, c).backward()
+            return x.grad
+
+        return micro_us(step, number=1000)
+
+    def big_add():
+        a, b = t(BIG_A), t(BIG_B)
+        return gbytes_per_s(checked(lambda: p.add(a, b), to_np, BIG_SUM), 3 * 4 * N_BIG)
+
+    def matmul():
+        a, b = t(MM_A), t(MM_B)
+        return gflops_per_s(checked(lambda: p.matmul(a, b), to_np, MM_PROD), 2 * MM ** 3)
+
+    return [add_scalar, mlp16, fwd_bwd, big_add, matmul]
+
+
+# ---------------------------------------------------------------- torch
+def torch_benches(torch):
+    torch.set_num_threads(2)
+    t = torch.from_numpy
+    relu = torch.nn.functional.relu
+    to_np = torch.Tensor.numpy
+
+    def add_scalar():
+        a, b = t(ONE_A), t(ONE_B)
+        return micro_us(lambda: a + b)
+
+    def mlp16():
+        x, w = t(X16), t(W16)
+        return micro_us(lambda: relu(torch.matmul(x, w) + x), number=5000)
+
+    def fwd_bwd():
+        c = t(C2)
+
+        def step():
+            x = torch.tensor(X2, requires_grad=True)
+            chain(x, c).backward()
+            return x.grad
+
+        return micro_us(step, number=1000)
+
+    def big_add():
+        a, b = t(BIG_A), t(BIG_B)
+        return gbytes_per_s(checked(lambda: torch.add(a, b), to_np, BIG_SUM), 3 * 4 * N_BIG)
+
+    def matmul():
+        a, b = t(MM_A), t(MM_B)
+        return gflops_per_s(checked(lambda: torch.matmul(a, b), to_np, MM_PROD), 2 * MM ** 3)
+
+    return [add_scalar, mlp16, fwd_bwd, big_add, matmul]
+
+
+# ---------------------------------------------------------------- driver
+ROWS = [
+    "a + b, 1 elem (us/op)",
+    "relu(x@w+x) 16x16 (us/iter)",
+    f"fwd+bwd {CHAIN}-op chain 2x2 (us/iter)",
+    "add 16M f32 (GB/s)",
+    "matmul 1024^3 f32 (GFLOP/s)",
+]
+FRAMEWORKS = [("oar", "oar", paddle_like), ("torch", "torch", torch_benches), ("paddle", "paddle", paddle_like)]
+
+
+def main():
+    columns = []
+    for name, module, make in FRAMEWORKS:
+        try:
+            mod = importlib.import_module(module)
+        except Exception as e:  # noqa: BLE001
+            print(f"skipping {name}: cannot import {module} ({type(e).__name__}: {e})")
+            continue
+        if name == "paddle":
+            mod.set_device("cpu")
+        print(f"{name} {getattr(mod, '__version__', '?')}: running ...", flush=True)
+        columns.append((name, [bench() for bench in make(mod)]))
+
+    width = max(len(r) for r in ROWS)
+    print()
+    print(f"{'benchmark':<{width}}" + "".join(f"{name:>12}" for name, _ in columns))
+    for i, row in enumerate(ROWS):
+        print(f"{row:<{width}}" + "".join(f"{vals[i]:>12.2f}" for _, vals in columns))
+    print(f"\nthreads: 2 (OMP/MKL env, torch.set_num_threads); cpus: {os.cpu_count()}; load: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
