@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "run_command.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,16 +97,7 @@ int64_t fallback_count(const std::string& op, const std::string& device_type, DT
 Tensor floats(const std::vector<float>& v, const Dims& dims) { return Tensor::from_vector(v, dims, DType::kFloat32); }
 
 // Runs commands for the binary checks; returns exit status (-1 when it could not run) and output.
-int run_command(const std::string& cmd, std::string* output) {
-  output->clear();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, n);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using oar_test::run_command;
 bool have_tool(const std::string& tool) {
   std::string out;
   return run_command("command -v " + tool, &out) == 0 && !out.empty();

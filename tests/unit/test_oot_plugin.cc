@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "run_command.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,16 +31,7 @@ const std::string kPlugin = kBuild + "/liboar_plugin_oot.so";
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
-int run_command(const std::string& cmd, std::string* output) {
-  output->clear();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) output->append(buf, n);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+using oar_test::run_command;
 
 // Configures and builds the sample once per process; returns "" on success, else the failure.
 const std::string& build_sample() {
