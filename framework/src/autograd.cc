@@ -8,6 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "grad_util.h"
+#include "op_util.h"
+
 namespace oar {
 
 // ---- grad mode ----------------------------------------------------------------------------------
@@ -45,7 +48,7 @@ Tensor sum_to(const Tensor& g, const Dims& shape) {
 
 namespace {
 
-Tensor scalar_like(double v, const Tensor& t) { return ops::full({}, v, t.dtype(), t.place()); }
+using gradutil::scalar_like;
 
 // ---- nodes ---------------------------------------------------------------------------------------
 // A tensor saved for backward, with the storage version it had then. Outputs are saved without their
@@ -66,7 +69,8 @@ struct SavedTensor {
                 int32_t index) const {
     if (!tensor.defined()) return tensor;  // not saved: the rule only needs its shape
     OAR_ENFORCE(tensor.storage()->version() == version, ErrorCode::kPrecondition,
-                op << ": " << what << " " << index << " saved for backward was modified by an in-place operation "
+                op << ": " << what << " " << index
+                   << " saved for backward was modified by an in-place operation "
                    << "(its version is " << tensor.storage()->version() << ", it was " << version
                    << " when saved); compute the backward before modifying it, or clone it first");
     if (!is_output || !grad_enabled()) return tensor;
@@ -90,15 +94,17 @@ class OpNode final : public GradNode, public std::enable_shared_from_this<OpNode
     released_ = true;
   }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override {
-    OAR_ENFORCE(!released_, ErrorCode::kPrecondition,
-                op_.name << ": trying to run backward through the graph a second time (its saved tensors were "
-                            "freed); pass retain_graph=True to the first backward");
+    OAR_ENFORCE(
+        !released_, ErrorCode::kPrecondition,
+        op_.name << ": trying to run backward through the graph a second time (its saved tensors were "
+                    "freed); pass retain_graph=True to the first backward");
     auto self = shared_from_this();
     std::vector<Tensor> in, out;
     for (size_t i = 0; i < inputs_.size(); ++i)
       in.push_back(inputs_[i].unpack(self, 0, op_.name, "input", static_cast<int32_t>(i)));
     for (size_t i = 0; i < outputs_.size(); ++i)
-      out.push_back(outputs_[i].unpack(self, static_cast<int32_t>(i), op_.name, "output", static_cast<int32_t>(i)));
+      out.push_back(
+          outputs_[i].unpack(self, static_cast<int32_t>(i), op_.name, "output", static_cast<int32_t>(i)));
     std::vector<bool> needs(next.size());
     for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].valid();
     GradContext ctx{&op_, in, out, input_meta_, output_meta_, attrs_, grad_outputs, needs};
@@ -121,7 +127,9 @@ class ViewNode final : public GradNode {
  public:
   ViewNode(const char* name, std::function<Tensor(const Tensor&)> fn) : name_(name), fn_(std::move(fn)) {}
   std::string name() const override { return std::string(name_) + "_grad"; }
-  std::vector<Tensor> apply(std::vector<Tensor>&& g) override { return {g[0].defined() ? fn_(g[0]) : Tensor()}; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {g[0].defined() ? fn_(g[0]) : Tensor()};
+  }
 
  private:
   const char* name_;
@@ -263,16 +271,19 @@ void record_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs&
 
 void check_inplace(const OpDef& op, const Tensor* inputs, int32_t n_in) {
   const Tensor& dst = inputs[op.inplace_input];
-  OAR_ENFORCE(!(requires_grad(dst) && is_leaf(dst)), ErrorCode::kPrecondition,
-              op.name << ": a leaf tensor that requires gradients (stop_gradient=False) cannot be modified in "
-                         "place; do it under no_grad, or on a copy");
+  OAR_ENFORCE(
+      !(requires_grad(dst) && is_leaf(dst)), ErrorCode::kPrecondition,
+      op.name << ": a leaf tensor that requires gradients (stop_gradient=False) cannot be modified in "
+                 "place; do it under no_grad, or on a copy");
   for (int32_t i = 0; i < n_in; ++i)
-    OAR_ENFORCE(!requires_grad(inputs[i]), ErrorCode::kUnimplemented,
-                op.name << ": in-place writes involving tensors that require gradients are not differentiable "
-                           "yet; use the out-of-place op, or no_grad");
+    OAR_ENFORCE(
+        !requires_grad(inputs[i]), ErrorCode::kUnimplemented,
+        op.name << ": in-place writes involving tensors that require gradients are not differentiable "
+                   "yet; use the out-of-place op, or no_grad");
 }
 
-void record_view(const Tensor& base, Tensor& view, const char* name, std::function<Tensor(const Tensor&)> backward) {
+void record_view(const Tensor& base, Tensor& view, const char* name,
+                 std::function<Tensor(const Tensor&)> backward) {
   if (!grad_enabled() || !requires_grad(base)) return;
   auto node = std::make_shared<ViewNode>(name, std::move(backward));
   node->next = {edge_of(base)};
@@ -338,7 +349,8 @@ void run_graph(const std::vector<Edge>& roots, const std::vector<Tensor>& root_g
       for (size_t k = 0; k < capture->targets.size(); ++k)
         if (capture->targets[k].node.get() == n) {
           const Tensor& g = grads[capture->targets[k].input_nr];
-          if (g.defined()) capture->results[k] = capture->results[k].defined() ? ops::add(capture->results[k], g) : g;
+          if (g.defined())
+            capture->results[k] = capture->results[k].defined() ? ops::add(capture->results[k], g) : g;
         }
       skip = dynamic_cast<AccumulateGrad*>(n) != nullptr;  // grad() leaves .grad alone
     }
@@ -363,12 +375,13 @@ std::vector<Tensor> default_root_grads(const std::vector<Tensor>& roots, const s
   for (size_t i = 0; i < roots.size(); ++i) {
     const Tensor& r = roots[i];
     OAR_ENFORCE(requires_grad(r), ErrorCode::kPrecondition,
-                "backward: tensor " << i << " does not require gradients (stop_gradient is True) and has no "
+                "backward: tensor " << i
+                                    << " does not require gradients (stop_gradient is True) and has no "
                                        "history to differentiate");
     if (i < given.size() && given[i].defined()) {
       OAR_ENFORCE(given[i].dims() == r.dims(), ErrorCode::kInvalidArgument,
-                  "backward: the gradient's shape " << given[i].dims().to_string() << " differs from the tensor's "
-                                                    << r.dims().to_string());
+                  "backward: the gradient's shape " << given[i].dims().to_string()
+                                                    << " differs from the tensor's " << r.dims().to_string());
       out.push_back(given[i]);
     } else {
       // Paddle fills ones of the tensor's shape when no gradient is given (PyTorch requires a scalar).
@@ -403,8 +416,9 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   cap.results.resize(inputs.size());
   run_graph(edges, grads, retain_graph || create_graph, create_graph, &cap);
   for (size_t i = 0; i < inputs.size(); ++i)
-    OAR_ENFORCE(allow_unused || cap.results[i].defined(), ErrorCode::kInvalidArgument,
-                "grad: inputs[" << i << "] is not reachable from the outputs; pass allow_unused=True to get None");
+    OAR_ENFORCE(
+        allow_unused || cap.results[i].defined(), ErrorCode::kInvalidArgument,
+        "grad: inputs[" << i << "] is not reachable from the outputs; pass allow_unused=True to get None");
   return cap.results;
 }
 
@@ -412,33 +426,17 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 // ---- gradient rules -------------------------------------------------------------------------------
 namespace {
-using unbroadcast_fn = Tensor (*)(const Tensor&, const Dims&);
-constexpr unbroadcast_fn unbroadcast = autograd::sum_to;
-using autograd::scalar_like;
-using ops::multiply;
+using namespace gradutil;
 using ops::divide;
+using ops::multiply;
 using ops::subtract;
-
-const Tensor& g0(const GradContext& c) { return c.grad_outputs[0]; }
-const Tensor& X(const GradContext& c) { return c.inputs[0]; }
-const Dims& in_dims(const GradContext& c, int i) { return c.input_meta[i].dims; }
-const Tensor& Y(const GradContext& c) { return c.inputs[1]; }
-const Tensor& OUT(const GradContext& c) { return c.outputs[0]; }
-Tensor mask(const Tensor& b, const Tensor& like) { return ops::cast(b, like.dtype()); }
-
-// The reduced output's gradient laid out against the input again (keepdim shape, then expanded).
-Tensor expand_reduced(const GradContext& c, const Tensor& g) {
-  const Dims& in = in_dims(c, 0);
-  Dims kept = in;
-  for (int64_t a : c.attrs.get_ints("axis")) kept[static_cast<int32_t>(a)] = 1;
-  return g.reshape(kept).expand(in);
-}
 
 std::vector<Tensor> add_grad(const GradContext& c) {
   return {unbroadcast(g0(c), in_dims(c, 0)), unbroadcast(g0(c), in_dims(c, 1))};
 }
 std::vector<Tensor> subtract_grad(const GradContext& c) {
-  return {unbroadcast(g0(c), in_dims(c, 0)), c.needs_grad[1] ? unbroadcast(ops::neg(g0(c)), in_dims(c, 1)) : Tensor()};
+  return {unbroadcast(g0(c), in_dims(c, 0)),
+          c.needs_grad[1] ? unbroadcast(ops::neg(g0(c)), in_dims(c, 1)) : Tensor()};
 }
 std::vector<Tensor> multiply_grad(const GradContext& c) {
   return {c.needs_grad[0] ? unbroadcast(multiply(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
@@ -446,12 +444,14 @@ std::vector<Tensor> multiply_grad(const GradContext& c) {
 }
 std::vector<Tensor> divide_grad(const GradContext& c) {
   return {c.needs_grad[0] ? unbroadcast(divide(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
-          c.needs_grad[1] ? unbroadcast(ops::neg(divide(multiply(g0(c), OUT(c)), Y(c))), in_dims(c, 1)) : Tensor()};
+          c.needs_grad[1] ? unbroadcast(ops::neg(divide(multiply(g0(c), OUT(c)), Y(c))), in_dims(c, 1))
+                          : Tensor()};
 }
 std::vector<Tensor> pow_grad(const GradContext& c) {
   Tensor gx, gy;
   if (c.needs_grad[0])
-    gx = unbroadcast(multiply(g0(c), multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c)))))), in_dims(c, 0));
+    gx = unbroadcast(multiply(g0(c), multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c)))))),
+                     in_dims(c, 0));
   if (c.needs_grad[1]) gy = unbroadcast(multiply(g0(c), multiply(OUT(c), ops::log(X(c)))), in_dims(c, 1));
   return {gx, gy};
 }
@@ -472,7 +472,9 @@ std::vector<Tensor> expm1_grad(const GradContext& c) {
   return {multiply(g0(c), ops::add(OUT(c), scalar_like(1, OUT(c))))};
 }
 std::vector<Tensor> log_grad(const GradContext& c) { return {divide(g0(c), X(c))}; }
-std::vector<Tensor> log1p_grad(const GradContext& c) { return {divide(g0(c), ops::add(X(c), scalar_like(1, X(c))))}; }
+std::vector<Tensor> log1p_grad(const GradContext& c) {
+  return {divide(g0(c), ops::add(X(c), scalar_like(1, X(c))))};
+}
 std::vector<Tensor> sqrt_grad(const GradContext& c) {
   return {divide(g0(c), multiply(OUT(c), scalar_like(2, OUT(c))))};
 }
@@ -496,7 +498,9 @@ std::vector<Tensor> square_grad(const GradContext& c) {
   return {multiply(g0(c), multiply(X(c), scalar_like(2, X(c))))};
 }
 std::vector<Tensor> sin_grad(const GradContext& c) { return {multiply(g0(c), ops::unary("cos", X(c)))}; }
-std::vector<Tensor> cos_grad(const GradContext& c) { return {ops::neg(multiply(g0(c), ops::unary("sin", X(c))))}; }
+std::vector<Tensor> cos_grad(const GradContext& c) {
+  return {ops::neg(multiply(g0(c), ops::unary("sin", X(c))))};
+}
 std::vector<Tensor> erf_grad(const GradContext& c) {  // 2/sqrt(pi) exp(-x^2)
   Tensor e = ops::exp(ops::neg(multiply(X(c), X(c))));
   return {multiply(g0(c), multiply(e, scalar_like(1.1283791670955126, X(c))))};
@@ -504,7 +508,8 @@ std::vector<Tensor> erf_grad(const GradContext& c) {  // 2/sqrt(pi) exp(-x^2)
 
 std::vector<Tensor> sum_grad(const GradContext& c) { return {expand_reduced(c, g0(c))}; }
 std::vector<Tensor> mean_grad(const GradContext& c) {
-  double count = static_cast<double>(in_dims(c, 0).numel()) / std::max<int64_t>(c.output_meta[0].dims.numel(), 1);
+  double count =
+      static_cast<double>(in_dims(c, 0).numel()) / std::max<int64_t>(c.output_meta[0].dims.numel(), 1);
   return {expand_reduced(c, divide(g0(c), scalar_like(count, g0(c))))};
 }
 // max/min over axes: the gradient goes to the elements equal to the result, split among ties.
@@ -558,8 +563,7 @@ std::vector<Tensor> log_softmax_grad(const GradContext& c) {
 std::vector<Tensor> where_grad(const GradContext& c) {
   const Tensor& cond = c.inputs[0];
   Tensor zero = scalar_like(0, g0(c));
-  return {Tensor(),
-          c.needs_grad[1] ? unbroadcast(ops::where(cond, g0(c), zero), in_dims(c, 1)) : Tensor(),
+  return {Tensor(), c.needs_grad[1] ? unbroadcast(ops::where(cond, g0(c), zero), in_dims(c, 1)) : Tensor(),
           c.needs_grad[2] ? unbroadcast(ops::where(cond, zero, g0(c)), in_dims(c, 2)) : Tensor()};
 }
 std::vector<Tensor> concat_grad(const GradContext& c) {
@@ -590,7 +594,9 @@ struct RuleTable {
     rules.resize(r.size());
     constexpr uint32_t kNone = 0, kX = 1, kY = 2, kXY = 3;
     constexpr bool kOut = true, kNoOut = false;
-    auto set = [&](const char* op, GradFn f, uint32_t inputs, bool outputs) { rules[r.at(op).id] = {f, inputs, outputs}; };
+    auto set = [&](const char* op, GradFn f, uint32_t inputs, bool outputs) {
+      rules[r.at(op).id] = {f, inputs, outputs};
+    };
     set("add", add_grad, kNone, kNoOut);
     set("subtract", subtract_grad, kNone, kNoOut);
     set("multiply", multiply_grad, kXY, kNoOut);
@@ -627,6 +633,17 @@ struct RuleTable {
     set("concat", concat_grad, kNone, kNoOut);
     set("index_select", index_select_grad, kY, kNoOut);  // the index
     set("index_add", index_add_grad, kY, kNoOut);        // the index
+    // The op families (op_util.h) add theirs through a plain function pointer.
+    static RuleTable* self;
+    self = this;
+    GradRuleSetter family_set = [](const char* op, GradFn f, uint32_t inputs, bool outputs) {
+      self->rules[OpRegistry::get().at(op).id] = {f, inputs, outputs};
+    };
+    register_math_grads(family_set);
+    register_manip_grads(family_set);
+    register_conv_grads(family_set);
+    register_nn_grads(family_set);
+    register_linalg_grads(family_set);
   }
 };
 

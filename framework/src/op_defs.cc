@@ -1,13 +1,14 @@
 // The built-in op set: every op's schema and shape/dtype inference, defined once. docs/ops.md is the
 // plugin author's view of the same contract.
 #include <oar/core/error.h>
-#include <oar/core/op.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "op_util.h"
+
 namespace oar {
-namespace {
+namespace opdef {
 
 const char* op_name(const InferContext& c) { return c.op->name; }
 
@@ -30,8 +31,8 @@ Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* 
 void require_same_dtype(const InferContext& c, int a, int b) {
   DType da = c.inputs[a].dtype, db = c.inputs[b].dtype;
   OAR_ENFORCE(da == db, ErrorCode::kType,
-              op_name(c) << ": " << c.op->inputs[a] << ".dtype (" << dtype_name(da) << ") != " << c.op->inputs[b]
-                         << ".dtype (" << dtype_name(db) << "); cast one of them first");
+              op_name(c) << ": " << c.op->inputs[a] << ".dtype (" << dtype_name(da) << ") != "
+                         << c.op->inputs[b] << ".dtype (" << dtype_name(db) << "); cast one of them first");
 }
 
 void require_floating(const InferContext& c, int i) {
@@ -52,6 +53,70 @@ int64_t normalize_axis(const InferContext& c, int64_t axis, int32_t ndim) {
               op_name(c) << ": axis " << axis << " is out of range for a tensor of rank " << ndim
                          << " (expected " << -n << " <= axis < " << n << ")");
   return axis < 0 ? axis + n : axis;
+}
+
+// Normalises attribute "axis" (ints) to sorted unique non-negative axes; empty means all.
+Dims reduce_dims(InferContext& c) {
+  const Dims& in = c.inputs[0].dims;
+  std::vector<int64_t> axes = c.attrs->get_ints("axis");
+  for (auto& a : axes) a = normalize_axis(c, a, in.size());
+  axes.erase(std::remove_if(axes.begin(), axes.end(), [&](int64_t a) { return a >= in.size(); }), axes.end());
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (axes.size() == static_cast<size_t>(in.size())) axes.clear();
+  if (axes.empty())
+    for (int32_t i = 0; i < in.size(); ++i) axes.push_back(i);
+  bool keep = c.attrs->get_int("keepdim") != 0;
+  Dims out;
+  for (int32_t i = 0; i < in.size(); ++i) {
+    bool reduced = std::binary_search(axes.begin(), axes.end(), i);
+    if (!reduced)
+      out.push_back(in[i]);
+    else if (keep)
+      out.push_back(1);
+  }
+  c.attrs->set("axis", axes);
+  return out;
+}
+void require_nonempty_reduction(InferContext& c) {
+  const Dims& in = c.inputs[0].dims;
+  for (int64_t a : c.attrs->get_ints("axis"))
+    OAR_ENFORCE(
+        in[static_cast<int32_t>(a)] > 0, ErrorCode::kInvalidArgument,
+        op_name(c) << ": cannot reduce over axis " << a << " of size 0 (shape " << in.to_string() << ")");
+}
+DType attr_dtype(InferContext& c) {
+  int64_t d = c.attrs->get_int("dtype");
+  OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(d)), ErrorCode::kType,
+              op_name(c) << ": invalid dtype value " << d);
+  return static_cast<DType>(d);
+}
+Dims attr_shape(InferContext& c) {
+  Dims s(c.attrs->get_ints("shape"));
+  for (int32_t i = 0; i < s.size(); ++i)
+    OAR_ENFORCE(s[i] >= 0, ErrorCode::kInvalidArgument,
+                op_name(c) << ": shape " << s.to_string() << " has a negative dimension");
+  return s;
+}
+
+AttrDef int_attr(const char* name, int64_t def) { return {name, AttrType::kInt, false, def}; }
+AttrDef req_int(const char* name) { return {name, AttrType::kInt, true, int64_t{0}}; }
+AttrDef float_attr(const char* name, double def) { return {name, AttrType::kFloat, false, def}; }
+AttrDef req_float(const char* name) { return {name, AttrType::kFloat, true, 0.0}; }
+AttrDef ints_attr(const char* name) { return {name, AttrType::kInts, false, std::vector<int64_t>{}}; }
+AttrDef req_ints(const char* name) { return {name, AttrType::kInts, true, std::vector<int64_t>{}}; }
+
+OpDef& def(OpRegistry& r, const char* name, std::vector<const char*> inputs, std::vector<AttrDef> attrs,
+           InferFn infer, int32_t dispatch_input, bool variadic) {
+  OpDef d;
+  d.name = name;
+  d.inputs = std::move(inputs);
+  d.outputs = {"out"};
+  d.attrs = std::move(attrs);
+  d.infer = infer;
+  d.dispatch_input = dispatch_input;
+  d.variadic = variadic;
+  return r.add(std::move(d));
 }
 
 // ---- inference functions --------------------------------------------------------------------------
@@ -89,33 +154,6 @@ void infer_float_predicate(InferContext& c) {
   c.outputs[0] = {DType::kBool, c.inputs[0].dims};
 }
 
-// Normalises attribute "axis" (ints) to sorted unique non-negative axes; empty means all.
-Dims reduce_dims(InferContext& c) {
-  const Dims& in = c.inputs[0].dims;
-  std::vector<int64_t> axes = c.attrs->get_ints("axis");
-  for (auto& a : axes) a = normalize_axis(c, a, in.size());
-  axes.erase(std::remove_if(axes.begin(), axes.end(), [&](int64_t a) { return a >= in.size(); }), axes.end());
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  if (axes.size() == static_cast<size_t>(in.size())) axes.clear();
-  if (axes.empty())
-    for (int32_t i = 0; i < in.size(); ++i) axes.push_back(i);
-  bool keep = c.attrs->get_int("keepdim") != 0;
-  Dims out;
-  for (int32_t i = 0; i < in.size(); ++i) {
-    bool reduced = std::binary_search(axes.begin(), axes.end(), i);
-    if (!reduced) out.push_back(in[i]);
-    else if (keep) out.push_back(1);
-  }
-  c.attrs->set("axis", axes);
-  return out;
-}
-void require_nonempty_reduction(InferContext& c) {
-  const Dims& in = c.inputs[0].dims;
-  for (int64_t a : c.attrs->get_ints("axis"))
-    OAR_ENFORCE(in[static_cast<int32_t>(a)] > 0, ErrorCode::kInvalidArgument,
-                op_name(c) << ": cannot reduce over axis " << a << " of size 0 (shape " << in.to_string() << ")");
-}
 void infer_sum(InferContext& c) {
   Dims out = reduce_dims(c);
   DType d = c.inputs[0].dtype;
@@ -136,6 +174,11 @@ void infer_minmax(InferContext& c) {
   c.outputs[0] = {c.inputs[0].dtype, reduce_dims(c)};
   require_nonempty_reduction(c);
 }
+}  // namespace opdef
+
+namespace {
+using namespace opdef;
+
 void infer_arg(InferContext& c) {
   require_not_complex(c, 0);
   const Dims& in = c.inputs[0].dims;
@@ -150,8 +193,10 @@ void infer_arg(InferContext& c) {
     int64_t axis = normalize_axis(c, c.attrs->get_int("axis"), in.size());
     c.attrs->set("axis", axis);
     for (int32_t i = 0; i < in.size(); ++i) {
-      if (i != axis) out.push_back(in[i]);
-      else if (keep) out.push_back(1);
+      if (i != axis)
+        out.push_back(in[i]);
+      else if (keep)
+        out.push_back(1);
     }
   }
   c.outputs[0] = {DType::kInt64, out};
@@ -161,8 +206,9 @@ void infer_matmul(InferContext& c) {
   require_same_dtype(c, 0, 1);
   OAR_ENFORCE(c.inputs[0].dtype != DType::kBool, ErrorCode::kType, "matmul: bool is not supported");
   Dims x = c.inputs[0].dims, y = c.inputs[1].dims;
-  OAR_ENFORCE(x.size() >= 1 && y.size() >= 1, ErrorCode::kInvalidArgument,
-              "matmul: x and y must have at least 1 dimension, got x" << x.to_string() << " y" << y.to_string());
+  OAR_ENFORCE(
+      x.size() >= 1 && y.size() >= 1, ErrorCode::kInvalidArgument,
+      "matmul: x and y must have at least 1 dimension, got x" << x.to_string() << " y" << y.to_string());
   bool tx = c.attrs->get_int("transpose_x") != 0, ty = c.attrs->get_int("transpose_y") != 0;
   bool x1 = x.size() == 1, y1 = y.size() == 1;
   // Shapes of the matrices after the transposes, with 1-D operands promoted as numpy does.
@@ -183,26 +229,13 @@ void infer_matmul(InferContext& c) {
   }
   OAR_ENFORCE(kx == ky, ErrorCode::kInvalidArgument,
               "matmul: x.shape[-1] (" << kx << ") != y.shape[-2] (" << ky << ") (x" << x.to_string() << ", y"
-                                      << y.to_string() << ", transpose_x=" << tx << ", transpose_y=" << ty << ")");
+                                      << y.to_string() << ", transpose_x=" << tx << ", transpose_y=" << ty
+                                      << ")");
   Dims xb(x.data(), x1 ? 0 : x.size() - 2), yb(y.data(), y1 ? 0 : y.size() - 2);
   Dims out = broadcast(c, xb, yb, "batch of x", "batch of y");
   if (!x1) out.push_back(m);
   if (!y1) out.push_back(n);
   c.outputs[0] = {c.inputs[0].dtype, out};
-}
-
-DType attr_dtype(InferContext& c) {
-  int64_t d = c.attrs->get_int("dtype");
-  OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(d)), ErrorCode::kType,
-              op_name(c) << ": invalid dtype value " << d);
-  return static_cast<DType>(d);
-}
-Dims attr_shape(InferContext& c) {
-  Dims s(c.attrs->get_ints("shape"));
-  for (int32_t i = 0; i < s.size(); ++i)
-    OAR_ENFORCE(s[i] >= 0, ErrorCode::kInvalidArgument,
-                op_name(c) << ": shape " << s.to_string() << " has a negative dimension");
-  return s;
 }
 
 void infer_cast(InferContext& c) { c.outputs[0] = {attr_dtype(c), c.inputs[0].dims}; }
@@ -214,7 +247,8 @@ void infer_random(InferContext& c) {
   c.outputs[0] = {d, attr_shape(c)};
 }
 void infer_arange(InferContext& c) {
-  double start = c.attrs->get_float("start"), end = c.attrs->get_float("end"), step = c.attrs->get_float("step");
+  double start = c.attrs->get_float("start"), end = c.attrs->get_float("end"),
+         step = c.attrs->get_float("step");
   OAR_ENFORCE(step != 0, ErrorCode::kInvalidArgument, "arange: step must not be 0");
   OAR_ENFORCE(std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ErrorCode::kInvalidArgument,
               "arange: start, end and step must be finite");
@@ -238,8 +272,9 @@ void infer_concat(InferContext& c) {
                 "concat: x[" << i << "] has rank " << d.size() << ", x[0] has rank " << d0.size());
     for (int32_t k = 0; k < d.size(); ++k)
       OAR_ENFORCE(k == axis || d[k] == d0[k], ErrorCode::kInvalidArgument,
-                  "concat: x[" << i << "].shape" << d.to_string() << " differs from x[0].shape" << d0.to_string()
-                               << " at axis " << k << " (only axis " << axis << " may differ)");
+                  "concat: x[" << i << "].shape" << d.to_string() << " differs from x[0].shape"
+                               << d0.to_string() << " at axis " << k << " (only axis " << axis
+                               << " may differ)");
     out[static_cast<int32_t>(axis)] += d[static_cast<int32_t>(axis)];
   }
   c.outputs[0] = {c.inputs[0].dtype, out};
@@ -251,7 +286,8 @@ void infer_index_select(InferContext& c) {
               "index_select: index.dtype must be int32 or int64, got " << dtype_name(idx.dtype));
   OAR_ENFORCE(idx.dims.size() == 1, ErrorCode::kInvalidArgument,
               "index_select: index must be 1-D, got shape " << idx.dims.to_string());
-  OAR_ENFORCE(x.dims.size() >= 1, ErrorCode::kInvalidArgument, "index_select: x must have at least 1 dimension");
+  OAR_ENFORCE(x.dims.size() >= 1, ErrorCode::kInvalidArgument,
+              "index_select: x must have at least 1 dimension");
   int64_t axis = normalize_axis(c, c.attrs->get_int("axis"), x.dims.size());
   c.attrs->set("axis", axis);
   Dims out = x.dims;
@@ -301,41 +337,32 @@ void infer_softmax(InferContext& c) {
   c.outputs[0] = c.inputs[0];
 }
 
-// ---- the table ------------------------------------------------------------------------------------
-AttrDef int_attr(const char* name, int64_t def) { return {name, AttrType::kInt, false, def}; }
-AttrDef req_int(const char* name) { return {name, AttrType::kInt, true, int64_t{0}}; }
-AttrDef float_attr(const char* name, double def) { return {name, AttrType::kFloat, false, def}; }
-AttrDef req_float(const char* name) { return {name, AttrType::kFloat, true, 0.0}; }
-AttrDef ints_attr(const char* name) { return {name, AttrType::kInts, false, std::vector<int64_t>{}}; }
-AttrDef req_ints(const char* name) { return {name, AttrType::kInts, true, std::vector<int64_t>{}}; }
-
-OpDef& def(OpRegistry& r, const char* name, std::vector<const char*> inputs, std::vector<AttrDef> attrs, InferFn infer,
-         int32_t dispatch_input = 0, bool variadic = false) {
-  OpDef d;
-  d.name = name;
-  d.inputs = std::move(inputs);
-  d.outputs = {"out"};
-  d.attrs = std::move(attrs);
-  d.infer = infer;
-  d.dispatch_input = dispatch_input;
-  d.variadic = variadic;
-  return r.add(std::move(d));
-}
-
 }  // namespace
 
 void register_builtin_ops(OpRegistry& r) {
+  register_foundation_ops(r);
+  // The op families, each in its own file with its gradient rules (op_util.h).
+  register_math_ops(r);
+  register_manip_ops(r);
+  register_conv_ops(r);
+  register_nn_ops(r);
+  register_linalg_ops(r);
+}
+
+// The first op set: arithmetic, unary math, reductions, matmul, creation, random, concat, indexing,
+// where, softmax (docs/ops.md).
+void register_foundation_ops(OpRegistry& r) {
   for (const char* n : {"add", "subtract", "multiply", "divide"}) def(r, n, {"x", "y"}, {}, infer_binary);
   for (const char* n : {"floor_divide", "remainder", "maximum", "minimum", "pow"})
     def(r, n, {"x", "y"}, {}, infer_binary_real);
   for (const char* n : {"equal", "not_equal"}) def(r, n, {"x", "y"}, {}, infer_compare);
-  for (const char* n : {"less_than", "less_equal", "greater_than", "greater_equal", "logical_and", "logical_or",
-                        "logical_xor"})
+  for (const char* n : {"less_than", "less_equal", "greater_than", "greater_equal", "logical_and",
+                        "logical_or", "logical_xor"})
     def(r, n, {"x", "y"}, {}, infer_compare_real);
 
   for (const char* n : {"neg", "abs", "square", "sign", "relu"}) def(r, n, {"x"}, {}, infer_unary_real);
-  for (const char* n : {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "floor",
-                        "ceil", "round", "reciprocal", "erf"})
+  for (const char* n : {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
+                        "floor", "ceil", "round", "reciprocal", "erf"})
     def(r, n, {"x"}, {}, infer_unary_float);
   def(r, "logical_not", {"x"}, {}, infer_unary_bool);
   for (const char* n : {"isnan", "isinf", "isfinite"}) def(r, n, {"x"}, {}, infer_float_predicate);
@@ -358,12 +385,12 @@ void register_builtin_ops(OpRegistry& r) {
   def(r, "arange", {}, {req_float("start"), req_float("end"), float_attr("step", 1.0), req_int("dtype")},
       infer_arange, -1);
   def(r, "uniform", {},
-      {req_ints("shape"), float_attr("min", -1.0), float_attr("max", 1.0), req_int("seed"), int_attr("offset", 0),
-       req_int("dtype")},
+      {req_ints("shape"), float_attr("min", -1.0), float_attr("max", 1.0), req_int("seed"),
+       int_attr("offset", 0), req_int("dtype")},
       infer_random, -1);
   def(r, "normal", {},
-      {req_ints("shape"), float_attr("mean", 0.0), float_attr("std", 1.0), req_int("seed"), int_attr("offset", 0),
-       req_int("dtype")},
+      {req_ints("shape"), float_attr("mean", 0.0), float_attr("std", 1.0), req_int("seed"),
+       int_attr("offset", 0), req_int("dtype")},
       infer_random, -1);
 
   def(r, "concat", {"x"}, {int_attr("axis", 0)}, infer_concat, 0, /*variadic=*/true);

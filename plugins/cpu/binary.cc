@@ -9,26 +9,32 @@ using oar::sdk::binary_loop;
 using oar::sdk::compute_t;
 
 // numpy's multiply for complex (no C99 Annex G inf/nan recovery, which std::complex pays for).
-template <class C> inline C cmul(C a, C b) {
+template <class C>
+inline C cmul(C a, C b) {
   if constexpr (is_complex_v<C>)
     return C(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
   else
     return a * b;
 }
 
-#define OAR_CPU_WRAP_OP(NAME, STR, EXPR)                                                       \
-  struct NAME {                                                                                 \
-    static constexpr const char* name = STR;                                                    \
-    template <class T> using allowed = NotBool<T>;                                              \
-    template <class T> static void run(const TensorView& o, const TensorView& x, const TensorView& y) { \
-      using C = compute_t<T>;                                                                   \
-      if constexpr (is_int_v<T>) {                                                              \
-        using U = uwide_t<T>;                                                                   \
-        binary_loop<T, T, T>(o, x, y, [](C a, C b) { U ua = U(a), ub = U(b); return T(EXPR(ua, ub)); }); \
-      } else {                                                                                  \
-        binary_loop<T, T, T>(o, x, y, [](C a, C b) { return EXPR(a, b); });                     \
-      }                                                                                         \
-    }                                                                                           \
+#define OAR_CPU_WRAP_OP(NAME, STR, EXPR)                                             \
+  struct NAME {                                                                      \
+    static constexpr const char* name = STR;                                         \
+    template <class T>                                                               \
+    using allowed = NotBool<T>;                                                      \
+    template <class T>                                                               \
+    static void run(const TensorView& o, const TensorView& x, const TensorView& y) { \
+      using C = compute_t<T>;                                                        \
+      if constexpr (is_int_v<T>) {                                                   \
+        using U = uwide_t<T>;                                                        \
+        binary_loop<T, T, T>(o, x, y, [](C a, C b) {                                 \
+          U ua = U(a), ub = U(b);                                                    \
+          return T(EXPR(ua, ub));                                                    \
+        });                                                                          \
+      } else {                                                                       \
+        binary_loop<T, T, T>(o, x, y, [](C a, C b) { return EXPR(a, b); });          \
+      }                                                                              \
+    }                                                                                \
   };
 
 #define OAR_CPU_PLUS(a, b) ((a) + (b))
@@ -45,7 +51,8 @@ OAR_CPU_WRAP_OP(Multiply, "multiply", OAR_CPU_TIMES)
 }
 
 // Integer division toward zero; MIN / -1 wraps to MIN (as numpy) instead of trapping.
-template <class T> inline T int_div(T a, T b) {
+template <class T>
+inline T int_div(T a, T b) {
   if constexpr (std::is_signed_v<T>) {
     if (b == -1) return T(uwide_t<T>(0) - uwide_t<T>(a));
   }
@@ -54,8 +61,10 @@ template <class T> inline T int_div(T a, T b) {
 
 struct Divide {
   static constexpr const char* name = "divide";
-  template <class T> using allowed = NotBool<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
+  template <class T>
+  using allowed = NotBool<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag zero;
@@ -74,7 +83,8 @@ struct Divide {
 };
 
 // numpy's npy_divmod: floor division and the matching modulus, with its sign conventions.
-template <class C> inline C py_floordiv(C a, C b) {
+template <class C>
+inline C py_floordiv(C a, C b) {
   if (b == 0) return a / b;
   C mod = std::fmod(a, b);
   C div = (a - mod) / b;
@@ -84,7 +94,8 @@ template <class C> inline C py_floordiv(C a, C b) {
   if (div - fl > C(0.5)) fl += C(1);
   return fl;
 }
-template <class C> inline C py_mod(C a, C b) {
+template <class C>
+inline C py_mod(C a, C b) {
   C mod = std::fmod(a, b);
   if (b == 0) return mod;
   if (mod != 0) {
@@ -97,8 +108,10 @@ template <class C> inline C py_mod(C a, C b) {
 
 struct FloorDivide {
   static constexpr const char* name = "floor_divide";
-  template <class T> using allowed = IntOrFloat<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
+  template <class T>
+  using allowed = IntOrFloat<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag zero;
@@ -122,8 +135,10 @@ struct FloorDivide {
 
 struct Remainder {
   static constexpr const char* name = "remainder";
-  template <class T> using allowed = IntOrFloat<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
+  template <class T>
+  using allowed = IntOrFloat<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag zero;
@@ -147,10 +162,13 @@ struct Remainder {
   }
 };
 
-template <bool kMax> struct MaxMin {
+template <bool kMax>
+struct MaxMin {
   static constexpr const char* name = kMax ? "maximum" : "minimum";
-  template <class T> using allowed = RealNotBool<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
+  template <class T>
+  using allowed = RealNotBool<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
     using C = compute_t<T>;
     binary_loop<T, T, T>(o, x, y, [](C a, C b) {
       if constexpr (is_float_v<T>) {  // NaN in either operand wins
@@ -164,8 +182,10 @@ template <bool kMax> struct MaxMin {
 
 struct Pow {
   static constexpr const char* name = "pow";
-  template <class T> using allowed = IntOrFloat<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
+  template <class T>
+  using allowed = IntOrFloat<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag negative;

@@ -7,14 +7,16 @@ namespace {
 using oar::sdk::binary_loop;
 using oar::sdk::compute_t;
 
-#define OAR_CPU_CMP_OP(NAME, STR, ALLOWED, EXPR)                                               \
-  struct NAME {                                                                                 \
-    static constexpr const char* name = STR;                                                    \
-    template <class T> using allowed = ALLOWED<T>;                                              \
-    template <class T> static void run(const TensorView& o, const TensorView& x, const TensorView& y) { \
-      using C = compute_t<T>;                                                                   \
-      binary_loop<bool, T, T>(o, x, y, [](C a, C b) -> bool { return EXPR; });                  \
-    }                                                                                           \
+#define OAR_CPU_CMP_OP(NAME, STR, ALLOWED, EXPR)                                     \
+  struct NAME {                                                                      \
+    static constexpr const char* name = STR;                                         \
+    template <class T>                                                               \
+    using allowed = ALLOWED<T>;                                                      \
+    template <class T>                                                               \
+    static void run(const TensorView& o, const TensorView& x, const TensorView& y) { \
+      using C = compute_t<T>;                                                        \
+      binary_loop<bool, T, T>(o, x, y, [](C a, C b) -> bool { return EXPR; });       \
+    }                                                                                \
   };
 
 OAR_CPU_CMP_OP(Equal, "equal", AnyType, a == b)

@@ -37,6 +37,11 @@ void register_reduce_kernels(Registry& r);
 void register_matmul_kernels(Registry& r);
 void register_cast_kernels(Registry& r);
 void register_misc_kernels(Registry& r);
+void register_math_ext_kernels(Registry& r);  // the op families of framework/src/ops_*.cc
+void register_manip_kernels(Registry& r);
+void register_conv_kernels(Registry& r);
+void register_nn_kernels(Registry& r);
+void register_linalg_kernels(Registry& r);
 void matmul_shutdown();
 
 // ---- attributes -----------------------------------------------------------------------------------
@@ -103,22 +108,26 @@ inline std::vector<OarDType> int_float_dtypes() {
   return oar::sdk::join({oar::sdk::int_dtypes(), oar::sdk::float_dtypes()});
 }
 inline std::vector<OarDType> numeric_dtypes() {  // all but bool
-  return oar::sdk::join(
-      {oar::sdk::int_dtypes(), oar::sdk::float_dtypes(), oar::sdk::complex_dtypes()});
+  return oar::sdk::join({oar::sdk::int_dtypes(), oar::sdk::float_dtypes(), oar::sdk::complex_dtypes()});
 }
 
 // ---- type traits ----------------------------------------------------------------------------------
-template <class T> inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-template <class T> inline constexpr bool is_float_v = oar::sdk::is_floating_v<T>;
-template <class T> inline constexpr bool is_complex_v = oar::sdk::is_complex_v<T>;
-template <class T> inline constexpr bool is_real_v = !is_complex_v<T>;
+template <class T>
+inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T>
+inline constexpr bool is_float_v = oar::sdk::is_floating_v<T>;
+template <class T>
+inline constexpr bool is_complex_v = oar::sdk::is_complex_v<T>;
+template <class T>
+inline constexpr bool is_real_v = !is_complex_v<T>;
 
 // Integer arithmetic is done in unsigned types so overflow wraps (as numpy) instead of being UB.
-template <class T> using uwide_t = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+template <class T>
+using uwide_t = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
 
 [[noreturn]] inline void unsupported_dtype(const char* op, int32_t dtype) {
-  throw oar::sdk::Error(OAR_ERR_TYPE, std::string(op) + ": no cpu kernel for dtype " +
-                                          oar::sdk::dtype_name(dtype));
+  throw oar::sdk::Error(OAR_ERR_TYPE,
+                        std::string(op) + ": no cpu kernel for dtype " + oar::sdk::dtype_name(dtype));
 }
 
 // Calls body(T{}) for the tensor dtype when Allowed<T> holds; a type error otherwise. Instantiates
@@ -136,24 +145,35 @@ void dispatch(const char* op, int32_t dtype, Body&& body) {
   if (!done) unsupported_dtype(op, dtype);
 }
 
-template <class T> struct AnyType : std::true_type {};
-template <class T> struct NotBool : std::bool_constant<!std::is_same_v<T, bool>> {};
-template <class T> struct RealType : std::bool_constant<is_real_v<T>> {};
-template <class T> struct RealNotBool : std::bool_constant<is_real_v<T> && !std::is_same_v<T, bool>> {};
-template <class T> struct FloatType : std::bool_constant<is_float_v<T>> {};
-template <class T> struct IntOrFloat : std::bool_constant<is_int_v<T> || is_float_v<T>> {};
+template <class T>
+struct AnyType : std::true_type {};
+template <class T>
+struct NotBool : std::bool_constant<!std::is_same_v<T, bool>> {};
+template <class T>
+struct RealType : std::bool_constant<is_real_v<T>> {};
+template <class T>
+struct RealNotBool : std::bool_constant<is_real_v<T> && !std::is_same_v<T, bool>> {};
+template <class T>
+struct FloatType : std::bool_constant<is_float_v<T>> {};
+template <class T>
+struct IntOrFloat : std::bool_constant<is_int_v<T> || is_float_v<T>> {};
 
 // ---- value conversion (used by cast, fill, arange) ----------------------------------------------
 // numpy's conversion rules: to bool is "!= 0", complex to real keeps the real part, 16-bit floats go
 // through float.
-template <class To, class From> inline To convert(From v) {
+template <class To, class From>
+inline To convert(From v) {
   if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (is_complex_v<From>) return v.real() != 0 || v.imag() != 0;
-    else return static_cast<float>(v) != 0;
+    if constexpr (is_complex_v<From>)
+      return v.real() != 0 || v.imag() != 0;
+    else
+      return static_cast<float>(v) != 0;
   } else if constexpr (is_complex_v<To>) {
     using V = typename To::value_type;
-    if constexpr (is_complex_v<From>) return To(static_cast<V>(v.real()), static_cast<V>(v.imag()));
-    else return To(static_cast<V>(oar::sdk::compute_t<From>(v)), V(0));
+    if constexpr (is_complex_v<From>)
+      return To(static_cast<V>(v.real()), static_cast<V>(v.imag()));
+    else
+      return To(static_cast<V>(oar::sdk::compute_t<From>(v)), V(0));
   } else if constexpr (is_complex_v<From>) {
     return convert<To>(v.real());
   } else if constexpr (std::is_same_v<To, oar::sdk::float16> || std::is_same_v<To, oar::sdk::bfloat16>) {
@@ -164,7 +184,8 @@ template <class To, class From> inline To convert(From v) {
 }
 
 // A double attribute as dtype T; integers saturate instead of hitting UB on out-of-range values.
-template <class T> inline T from_double(double v) {
+template <class T>
+inline T from_double(double v) {
   if constexpr (is_int_v<T>) {
     if (std::isnan(v)) return T(0);
     if (v >= 9.2233720368547758e18) return static_cast<T>(std::numeric_limits<int64_t>::max());
@@ -191,23 +212,40 @@ struct Retyped {
 // The integer-like dtype used to move elements of `dtype` bit for bit.
 inline int32_t bits_dtype(int32_t dtype) {
   switch (oar::sdk::dtype_size(dtype)) {
-    case 1: return OAR_DTYPE_UINT8;
-    case 2: return OAR_DTYPE_INT16;
-    case 4: return OAR_DTYPE_INT32;
-    case 8: return OAR_DTYPE_INT64;
-    default: return OAR_DTYPE_COMPLEX128;
+    case 1:
+      return OAR_DTYPE_UINT8;
+    case 2:
+      return OAR_DTYPE_INT16;
+    case 4:
+      return OAR_DTYPE_INT32;
+    case 8:
+      return OAR_DTYPE_INT64;
+    default:
+      return OAR_DTYPE_COMPLEX128;
   }
 }
 
 // Calls fn(T{}) with the integer-like type of the same size as `dtype` (see bits_dtype).
-template <class Fn> void visit_bits(int32_t dtype, Fn&& fn) {
+template <class Fn>
+void visit_bits(int32_t dtype, Fn&& fn) {
   switch (oar::sdk::dtype_size(dtype)) {
-    case 1: fn(uint8_t{}); return;
-    case 2: fn(int16_t{}); return;
-    case 4: fn(int32_t{}); return;
-    case 8: fn(int64_t{}); return;
-    case 16: fn(oar::sdk::complex128{}); return;
-    default: unsupported_dtype("copy", dtype);
+    case 1:
+      fn(uint8_t{});
+      return;
+    case 2:
+      fn(int16_t{});
+      return;
+    case 4:
+      fn(int32_t{});
+      return;
+    case 8:
+      fn(int64_t{});
+      return;
+    case 16:
+      fn(oar::sdk::complex128{});
+      return;
+    default:
+      unsupported_dtype("copy", dtype);
   }
 }
 

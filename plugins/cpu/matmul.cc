@@ -4,14 +4,13 @@
 //
 // oneDNN primitives are created once per problem shape and cached: creating one costs far more than
 // a small matmul, and the budget is "within 10% of oneDNN called directly".
-#include "elementwise.h"
-
-#include <dnnl.hpp>
-
 #include <cstdlib>
+#include <dnnl.hpp>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+
+#include "elementwise.h"
 
 namespace oar_cpu {
 namespace {
@@ -34,7 +33,7 @@ Plan make_plan(const TensorView& x, const TensorView& y, bool tx, bool ty) {
                 "matmul: operands must have at least 1 dimension");
   int64_t ky;
   std::vector<int64_t> xb, yb;  // batch dims
-  if (xd.size() == 1) {  // [k] is [1, k]; a transpose of a vector means nothing
+  if (xd.size() == 1) {         // [k] is [1, k]; a transpose of a vector means nothing
     p.M = 1, p.K = xd[0];
   } else {
     size_t r = xd.size();
@@ -60,9 +59,9 @@ Plan make_plan(const TensorView& x, const TensorView& y, bool tx, bool ty) {
   yb.insert(yb.begin(), nb - yb.size(), 1);
   std::vector<int64_t> ob(nb);
   for (size_t i = 0; i < nb; ++i) {
-    OAR_SDK_CHECK(xb[i] == yb[i] || xb[i] == 1 || yb[i] == 1, OAR_ERR_INVALID_ARGUMENT,
-                  "matmul: batch dimension " << i << " does not broadcast (" << xb[i] << " vs "
-                                             << yb[i] << ")");
+    OAR_SDK_CHECK(
+        xb[i] == yb[i] || xb[i] == 1 || yb[i] == 1, OAR_ERR_INVALID_ARGUMENT,
+        "matmul: batch dimension " << i << " does not broadcast (" << xb[i] << " vs " << yb[i] << ")");
     ob[i] = xb[i] == 1 ? yb[i] : xb[i];  // a 0-sized batch broadcasts against 1 to 0
     p.batch *= ob[i];
     p.x_batch *= xb[i];
@@ -179,13 +178,11 @@ dnnl::stream& thread_stream() {
 
 std::unordered_map<int, memory> make_args(const Prim& p, const void* x, const void* y, void* out) {
   dnnl::engine& eng = engine();
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, memory(p.src, eng, const_cast<void*>(x))},
-      {DNNL_ARG_WEIGHTS, memory(p.wei, eng, const_cast<void*>(y))},
-      {DNNL_ARG_DST, memory(p.dst, eng, out)}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p.src, eng, const_cast<void*>(x))},
+                                       {DNNL_ARG_WEIGHTS, memory(p.wei, eng, const_cast<void*>(y))},
+                                       {DNNL_ARG_DST, memory(p.dst, eng, out)}};
   if (p.scratch_bytes)
-    args.emplace(DNNL_ARG_SCRATCHPAD,
-                 memory(p.scratch, eng, x ? thread_scratch(p.scratch_bytes) : nullptr));
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratch, eng, x ? thread_scratch(p.scratch_bytes) : nullptr));
   return args;
 }
 
@@ -260,8 +257,7 @@ bool onednn_matmul(memory::data_type dt, const Plan& p, const void* x, const voi
     if (!prim) return false;
     for (int64_t b = 0; b < p.batch; ++b)
       execute(*prim, static_cast<const char*>(x) + x_of(p, b) * mk * elem,
-              static_cast<const char*>(y) + y_of(p, b) * kn * elem,
-              static_cast<char*>(out) + b * mn * elem);
+              static_cast<const char*>(y) + y_of(p, b) * kn * elem, static_cast<char*>(out) + b * mn * elem);
     return true;
   } catch (const dnnl::error& e) {
     throw oar::sdk::Error(OAR_ERR_EXTERNAL, std::string("matmul: oneDNN failed: ") + e.what(),
@@ -272,22 +268,27 @@ bool onednn_matmul(memory::data_type dt, const Plan& p, const void* x, const voi
 // ---- the loop for every other dtype --------------------------------------------------------------
 // Accumulate in: wrapping uint64 for ints (truncation then gives numpy's wrapped result), float for
 // 16-bit floats, the type itself otherwise.
-template <class T> using mm_acc_t =
-    std::conditional_t<std::is_integral_v<T>, uint64_t,
-                       std::conditional_t<is_complex_v<T>, T, oar::sdk::compute_t<T>>>;
+template <class T>
+using mm_acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t,
+                                    std::conditional_t<is_complex_v<T>, T, oar::sdk::compute_t<T>>>;
 
-template <class A> inline A mm_mul(A a, A b) {
+template <class A>
+inline A mm_mul(A a, A b) {
   if constexpr (is_complex_v<A>)  // plain formula, as numpy (no Annex G recovery)
     return A(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
   else
     return a * b;
 }
-template <class A, class T> inline A mm_in(T v) {
-  if constexpr (std::is_integral_v<T>) return static_cast<A>(static_cast<int64_t>(v));
-  else return static_cast<A>(oar::sdk::compute_t<T>(v));
+template <class A, class T>
+inline A mm_in(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<A>(static_cast<int64_t>(v));
+  else
+    return static_cast<A>(oar::sdk::compute_t<T>(v));
 }
 
-template <class T> void loop_matmul(const Plan& p, const T* x, const T* y, T* out) {
+template <class T>
+void loop_matmul(const Plan& p, const T* x, const T* y, T* out) {
   using A = mm_acc_t<T>;
   const int64_t M = p.M, K = p.K, N = p.N;
   // A transposed Y is made row-major once so the inner loop runs along contiguous rows.
@@ -319,13 +320,14 @@ template <class T> void loop_matmul(const Plan& p, const T* x, const T* y, T* ou
   });
 }
 
-template <class T> struct MatmulType : std::bool_constant<!std::is_same_v<T, bool>> {};
+template <class T>
+struct MatmulType : std::bool_constant<!std::is_same_v<T, bool>> {};
 
 void matmul_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), y = ctx.input(1), out = ctx.output(0);
-  OAR_SDK_CHECK(x.dtype() == y.dtype(), OAR_ERR_TYPE,
-                "matmul: x is " << oar::sdk::dtype_name(x.dtype()) << " but y is "
-                                << oar::sdk::dtype_name(y.dtype()));
+  OAR_SDK_CHECK(
+      x.dtype() == y.dtype(), OAR_ERR_TYPE,
+      "matmul: x is " << oar::sdk::dtype_name(x.dtype()) << " but y is " << oar::sdk::dtype_name(y.dtype()));
   Plan p = make_plan(x, y, attr_int_or(ctx, "transpose_x", 0) != 0, attr_int_or(ctx, "transpose_y", 0) != 0);
   OAR_SDK_CHECK(out.numel() == p.batch * p.M * p.N, OAR_ERR_INVALID_ARGUMENT,
                 "matmul: output has " << out.numel() << " elements, expected " << p.batch * p.M * p.N);

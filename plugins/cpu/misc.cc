@@ -1,8 +1,8 @@
 // Creation (fill, arange), random (uniform, normal), concat, index_select, where, softmax, log_softmax.
-#include "elementwise.h"
-
 #include <algorithm>
 #include <array>
+
+#include "elementwise.h"
 
 namespace oar_cpu {
 namespace {
@@ -13,7 +13,8 @@ using oar::sdk::parallel_for;
 
 // ---- creation -------------------------------------------------------------------------------------
 // Each creation kernel writes out[i] = gen(i) for every element, in parallel.
-template <class T, class Gen> void generate(const TensorView& out, Gen gen) {
+template <class T, class Gen>
+void generate(const TensorView& out, Gen gen) {
   T* po = out.data<T>();
   parallel_for(0, out.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) po[i] = gen(i);
@@ -50,16 +51,20 @@ void arange_kernel(KernelContext& ctx) {
 }
 
 // The largest value of T below hi: uniform's result, rounded to T, must stay inside [min, max).
-template <class T> T largest_below(double hi) {
+template <class T>
+T largest_below(double hi) {
   using C = compute_t<T>;
   T t = T(static_cast<C>(hi));
   if (static_cast<double>(static_cast<C>(t)) < hi) return t;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     return std::nextafter(t, -std::numeric_limits<T>::infinity());
   } else {  // 16-bit floats: one step down in the bit pattern
-    if ((t.bits & 0x7fffu) == 0) t.bits = 0x8001u;  // +-0 -> the smallest negative subnormal
-    else if (t.bits & 0x8000u) ++t.bits;
-    else --t.bits;
+    if ((t.bits & 0x7fffu) == 0)
+      t.bits = 0x8001u;  // +-0 -> the smallest negative subnormal
+    else if (t.bits & 0x8000u)
+      ++t.bits;
+    else
+      --t.bits;
     return t;
   }
 }
@@ -107,7 +112,8 @@ void normal_kernel(KernelContext& ctx) {
 
 // ---- data movement -----------------------------------------------------------------------------------
 // dst (with dst_strides, same dims as src) = src (any strides). Element types move bit for bit.
-template <class T> void copy_to_strided(T* dst, const int64_t* dst_strides, const TensorView& src) {
+template <class T>
+void copy_to_strided(T* dst, const int64_t* dst_strides, const TensorView& src) {
   using oar::sdk::kMaxDims;
   std::array<std::array<int64_t, kMaxDims>, 2> st{};
   for (int32_t i = 0; i < src.ndim(); ++i) st[0][i] = dst_strides[i], st[1][i] = src.strides()[i];
@@ -177,9 +183,8 @@ void index_select_kernel(KernelContext& ctx) {
   }
   for (int64_t j = 0; j < ni; ++j)
     OAR_SDK_CHECK(idx[j] >= 0 && idx[j] < n, OAR_ERR_OUT_OF_RANGE,
-                  "index_select: index " << idx[j] << " (at position " << j
-                                         << ") is out of range for axis " << axis << " of size " << n
-                                         << " (valid: 0 to " << n - 1 << ")");
+                  "index_select: index " << idx[j] << " (at position " << j << ") is out of range for axis "
+                                         << axis << " of size " << n << " (valid: 0 to " << n - 1 << ")");
   const int64_t outer = product(x.dims(), 0, axis);
   const int64_t inner = product(x.dims(), axis + 1, x.ndim());
   Retyped xs(x, bits_dtype(x.dtype())), os(out, bits_dtype(out.dtype()));
@@ -214,8 +219,8 @@ void index_add_kernel(KernelContext& ctx) {
   }
   for (int64_t j = 0; j < ni; ++j)
     OAR_SDK_CHECK(idx[j] >= 0 && idx[j] < n, OAR_ERR_OUT_OF_RANGE,
-                  "index_add: index " << idx[j] << " (at position " << j << ") is out of range for axis " << axis
-                                      << " of size " << n << " (valid: 0 to " << n - 1 << ")");
+                  "index_add: index " << idx[j] << " (at position " << j << ") is out of range for axis "
+                                      << axis << " of size " << n << " (valid: 0 to " << n - 1 << ")");
   const int64_t outer = product(x.dims(), 0, axis);
   const int64_t inner = product(x.dims(), axis + 1, x.ndim());
   const bool ok = oar::sdk::visit_dtype(x.dtype(), [&](auto tag) {
@@ -247,9 +252,9 @@ void where_kernel(KernelContext& ctx) {
   check_rank("where", out);
   OAR_SDK_CHECK(cond.dtype() == OAR_DTYPE_BOOL, OAR_ERR_TYPE,
                 "where: condition must be bool, got " << oar::sdk::dtype_name(cond.dtype()));
-  OAR_SDK_CHECK(x.dtype() == y.dtype() && x.dtype() == out.dtype(), OAR_ERR_TYPE,
-                "where: x is " << oar::sdk::dtype_name(x.dtype()) << " but y is "
-                               << oar::sdk::dtype_name(y.dtype()));
+  OAR_SDK_CHECK(
+      x.dtype() == y.dtype() && x.dtype() == out.dtype(), OAR_ERR_TYPE,
+      "where: x is " << oar::sdk::dtype_name(x.dtype()) << " but y is " << oar::sdk::dtype_name(y.dtype()));
   Retyped xs(x, bits_dtype(x.dtype())), ys(y, bits_dtype(y.dtype())), os(out, bits_dtype(out.dtype()));
   visit_bits(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -260,7 +265,8 @@ void where_kernel(KernelContext& ctx) {
 
 // ---- softmax ---------------------------------------------------------------------------------------
 // Numerically stable: exp(x - max) over the axis. x is [outer, n, inner] (contiguous).
-template <class T, bool kLog> void softmax_impl(const TensorView& out, const TensorView& x, int64_t axis) {
+template <class T, bool kLog>
+void softmax_impl(const TensorView& out, const TensorView& x, int64_t axis) {
   using C = compute_t<T>;  // float for 16-bit floats and float32, double for float64
   using S = double;        // the sum of exponentials
   const int64_t outer = product(x.dims(), 0, axis), n = x.dim(static_cast<int32_t>(axis));
@@ -323,7 +329,8 @@ template <class T, bool kLog> void softmax_impl(const TensorView& out, const Ten
   });
 }
 
-template <bool kLog> void softmax_kernel(KernelContext& ctx) {
+template <bool kLog>
+void softmax_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   const char* name = kLog ? "log_softmax" : "softmax";
   const int64_t axis_attr = attr_int_or(ctx, "axis", -1);
@@ -337,9 +344,7 @@ template <bool kLog> void softmax_kernel(KernelContext& ctx) {
     return;
   }
   const int64_t axis = normalize_axis(name, axis_attr, x.ndim());
-  dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
-    softmax_impl<decltype(tag), kLog>(out, x, axis);
-  });
+  dispatch<FloatType>(name, x.dtype(), [&](auto tag) { softmax_impl<decltype(tag), kLog>(out, x, axis); });
 }
 
 }  // namespace
@@ -352,7 +357,8 @@ void register_misc_kernels(Registry& r) {
   r.add("normal", float_dtypes(), &normal_kernel);
   r.add("concat", all_dtypes(), &concat_kernel, kStrided);
   r.add("index_select", all_dtypes(), &index_select_kernel);
-  r.add("index_add", oar::sdk::join({oar::sdk::int_dtypes(), oar::sdk::float_dtypes(), oar::sdk::complex_dtypes()}),
+  r.add("index_add",
+        oar::sdk::join({oar::sdk::int_dtypes(), oar::sdk::float_dtypes(), oar::sdk::complex_dtypes()}),
         &index_add_kernel);
   r.add("where", all_dtypes(), &where_kernel, kStrided);
   r.add("softmax", float_dtypes(), &softmax_kernel<false>);

@@ -4,8 +4,6 @@
 // runs to completion on the calling thread (with OpenMP inside), so work on any stream is complete
 // when the call returns and every stream is trivially ordered. Collectives and the profiler are not
 // provided yet (NULL tables mean "not implemented").
-#include "cpu_common.h"
-
 #include <dnnl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -15,6 +13,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "cpu_common.h"
 
 namespace oar_cpu {
 
@@ -216,10 +216,10 @@ const OarDeviceTable kDeviceTable = {sizeof(OarDeviceTable), device_count,      
                                      device_close,           device_properties, device_synchronize,
                                      device_memory_info};
 const OarMemoryTable kMemoryTable = {sizeof(OarMemoryTable), mem_allocate, mem_free, mem_set, mem_copy};
-const OarStreamTable kStreamTable = {sizeof(OarStreamTable), stream_create,     stream_destroy,
-                                     stream_synchronize,     stream_query,      stream_wait_event,
+const OarStreamTable kStreamTable = {sizeof(OarStreamTable), stream_create, stream_destroy,
+                                     stream_synchronize,     stream_query,  stream_wait_event,
                                      stream_launch_host_func};
-const OarEventTable kEventTable = {sizeof(OarEventTable), event_create, event_destroy, event_record,
+const OarEventTable kEventTable = {sizeof(OarEventTable), event_create, event_destroy,   event_record,
                                    event_synchronize,     event_query,  event_elapsed_ms};
 
 void shutdown() { matmul_shutdown(); }
@@ -242,7 +242,7 @@ extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
 }
 
 extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services,
-                                                      OarRegistrar* registrar, OarPluginTables* tables) {
+                                                       OarRegistrar* registrar, OarPluginTables* tables) {
   return oar::sdk::run_init(services, tables, "cpu", [&](OarPluginTables& t) {
     using namespace oar_cpu;
     Registry r(registrar);
@@ -253,6 +253,11 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_matmul_kernels(r);
     register_cast_kernels(r);
     register_misc_kernels(r);
+    register_math_ext_kernels(r);
+    register_manip_kernels(r);
+    register_conv_kernels(r);
+    register_nn_kernels(r);
+    register_linalg_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

@@ -2,10 +2,10 @@
 // A contiguous input reduced over one run of adjacent axes (the usual case: last axis, first axis,
 // all) takes a fast path: several independent accumulators per row, or whole rows accumulated into a
 // column buffer. Everything else (any strides, any axes, and the arg ops) uses oar::sdk::reduce_loop.
-#include "elementwise.h"
-
 #include <algorithm>
 #include <memory>
+
+#include "elementwise.h"
 
 namespace oar_cpu {
 namespace {
@@ -17,20 +17,39 @@ using oar::sdk::reduce_loop;
 
 // Accumulator of sum/mean/prod: int64 arithmetic (wrapping, in unsigned) for bool and ints, float
 // for 16-bit floats, double for float32/float64, complex<double> for complex.
-template <class T> struct AccOf { using type = double; };
-template <> struct AccOf<oar::sdk::float16> { using type = float; };
-template <> struct AccOf<oar::sdk::bfloat16> { using type = float; };
-template <> struct AccOf<oar::sdk::complex64> { using type = std::complex<double>; };
-template <> struct AccOf<oar::sdk::complex128> { using type = std::complex<double>; };
-template <class T> using acc_of_t =
-    std::conditional_t<std::is_integral_v<T>, uint64_t, typename AccOf<T>::type>;
+template <class T>
+struct AccOf {
+  using type = double;
+};
+template <>
+struct AccOf<oar::sdk::float16> {
+  using type = float;
+};
+template <>
+struct AccOf<oar::sdk::bfloat16> {
+  using type = float;
+};
+template <>
+struct AccOf<oar::sdk::complex64> {
+  using type = std::complex<double>;
+};
+template <>
+struct AccOf<oar::sdk::complex128> {
+  using type = std::complex<double>;
+};
+template <class T>
+using acc_of_t = std::conditional_t<std::is_integral_v<T>, uint64_t, typename AccOf<T>::type>;
 
 // sum's output dtype: int64 for bool and all ints (the core allocates that), else x.
-template <class T> using sum_out_t = std::conditional_t<std::is_integral_v<T>, int64_t, T>;
+template <class T>
+using sum_out_t = std::conditional_t<std::is_integral_v<T>, int64_t, T>;
 
-template <class Acc, class T> inline Acc to_acc(T v) {
-  if constexpr (std::is_integral_v<T>) return static_cast<Acc>(static_cast<int64_t>(v));
-  else return static_cast<Acc>(compute_t<T>(v));
+template <class Acc, class T>
+inline Acc to_acc(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<Acc>(static_cast<int64_t>(v));
+  else
+    return static_cast<Acc>(compute_t<T>(v));
 }
 
 // Axes attribute: empty (or absent) means all.
@@ -49,8 +68,8 @@ std::vector<int64_t> reduce_axes(const char* op, const KernelContext& ctx, const
 // ---- the contiguous fast path ----------------------------------------------------------------------
 // When x is contiguous and the reduced axes (ignoring size-1 dims) are one adjacent run, x is
 // [outer, red, inner] and out is [outer, inner].
-bool as_outer_red_inner(const TensorView& x, const std::vector<int64_t>& axes, int64_t& outer,
-                        int64_t& red, int64_t& inner) {
+bool as_outer_red_inner(const TensorView& x, const std::vector<int64_t>& axes, int64_t& outer, int64_t& red,
+                        int64_t& inner) {
   if (!x.is_contiguous()) return false;
   bool reduced[oar::sdk::kMaxDims] = {};
   for (int64_t a : axes) reduced[a] = true;
@@ -72,14 +91,16 @@ bool as_outer_red_inner(const TensorView& x, const std::vector<int64_t>& axes, i
 }
 
 // A plain array of accumulators (std::vector<bool> packs bits, which threads cannot write apart).
-template <class A> std::unique_ptr<A[]> acc_buffer(size_t n, A init) {
+template <class A>
+std::unique_ptr<A[]> acc_buffer(size_t n, A init) {
   std::unique_ptr<A[]> b(new A[n]);
   std::fill(b.get(), b.get() + n, init);
   return b;
 }
 
 // A fast-path op F provides: acc_t, out_t, init(), step(acc, T raw), merge(acc, acc), finish(acc).
-template <class T, class Out> struct SumF;
+template <class T, class Out>
+struct SumF;
 
 // float32 sums: blocks of 128 elements in 8 float lanes (numpy's pairwise leaf), blocks added in
 // double. As accurate as numpy and about twice as fast as converting every element to double.
@@ -110,7 +131,8 @@ void reduce_cols(const F& f, const T* p, int64_t red, int64_t inner, int64_t n, 
 
 // A row is reduced as a [n / kWidth, kWidth] block into kWidth accumulators: independent chains
 // the compiler vectorises as a plain loop (an 8-lane unrolled form stayed scalar for max/min).
-template <class T, class F> typename F::acc_t reduce_row(const F& f, const T* p, int64_t n) {
+template <class T, class F>
+typename F::acc_t reduce_row(const F& f, const T* p, int64_t n) {
   using Acc = typename F::acc_t;
   if constexpr (std::is_same_v<T, float> && std::is_same_v<F, SumF<float, float>>) return sum_row_f32(p, n);
   constexpr int64_t kWidth = 64;
@@ -125,8 +147,8 @@ template <class T, class F> typename F::acc_t reduce_row(const F& f, const T* p,
 }
 
 template <class T, class F>
-void reduce_contiguous(const TensorView& out, const TensorView& x, int64_t outer, int64_t red,
-                       int64_t inner, const F& f) {
+void reduce_contiguous(const TensorView& out, const TensorView& x, int64_t outer, int64_t red, int64_t inner,
+                       const F& f) {
   using Acc = typename F::acc_t;
   using Out = typename F::out_t;
   const T* px = x.data<T>();
@@ -193,7 +215,8 @@ void reduce_contiguous(const TensorView& out, const TensorView& x, int64_t outer
 }
 
 // reduce_loop (any strides) driving the same op.
-template <class T, class F> struct LoopOp {
+template <class T, class F>
+struct LoopOp {
   F f;
   using acc_t = typename F::acc_t;
   acc_t init() const { return f.init(); }
@@ -213,7 +236,8 @@ void reduce_any(const TensorView& out, const TensorView& x, const std::vector<in
 
 // ---- sum, mean, prod, max, min ----------------------------------------------------------------------
 // sum, or mean when `mean` is set (finish divides by the count; 0 / 0 gives the documented NaN).
-template <class T, class Out> struct SumF {
+template <class T, class Out>
+struct SumF {
   using acc_t = acc_of_t<T>;
   using out_t = Out;
   bool mean = false;
@@ -252,26 +276,32 @@ void mean_kernel(KernelContext& ctx) {
   });
 }
 
-template <class T, bool kMax> struct MaxF {
+template <class T, bool kMax>
+struct MaxF {
   using C = compute_t<T>;
   using acc_t = C;
   using out_t = T;
   acc_t init() const {
-    if constexpr (std::is_same_v<T, bool>) return !kMax;
-    else if constexpr (is_float_v<T>) return kMax ? -std::numeric_limits<C>::infinity()
-                                                   : std::numeric_limits<C>::infinity();
-    else return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+    if constexpr (std::is_same_v<T, bool>)
+      return !kMax;
+    else if constexpr (is_float_v<T>)
+      return kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    else
+      return kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
   }
   acc_t merge(acc_t a, C v) const {
     const C m = kMax ? (v > a ? v : a) : (v < a ? v : a);  // keeps a once a is NaN
-    if constexpr (is_float_v<T>) return v != v ? v : m;     // a new NaN wins (branch-free: vectorises)
-    else return m;
+    if constexpr (is_float_v<T>)
+      return v != v ? v : m;  // a new NaN wins (branch-free: vectorises)
+    else
+      return m;
   }
   acc_t step(acc_t a, T v) const { return merge(a, C(v)); }
   T finish(acc_t a) const { return T(a); }
 };
 
-template <bool kMax> void maxmin_kernel(KernelContext& ctx) {
+template <bool kMax>
+void maxmin_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   auto axes = reduce_axes(kMax ? "max" : "min", ctx, x);
   dispatch<RealType>(kMax ? "max" : "min", x.dtype(), [&](auto tag) {
@@ -280,15 +310,18 @@ template <bool kMax> void maxmin_kernel(KernelContext& ctx) {
   });
 }
 
-template <class T> struct ProdF {
+template <class T>
+struct ProdF {
   using acc_t = acc_of_t<T>;
   using out_t = T;
   acc_t init() const { return acc_t(1); }
   acc_t step(acc_t a, T v) const { return a * to_acc<acc_t>(v); }
   acc_t merge(acc_t a, acc_t b) const { return a * b; }
   T finish(acc_t a) const {
-    if constexpr (is_complex_v<T> || std::is_integral_v<T>) return static_cast<T>(a);
-    else return T(static_cast<compute_t<T>>(a));
+    if constexpr (is_complex_v<T> || std::is_integral_v<T>)
+      return static_cast<T>(a);
+    else
+      return T(static_cast<compute_t<T>>(a));
   }
 };
 
@@ -303,15 +336,18 @@ void prod_kernel(KernelContext& ctx) {
 
 // (value, index) with index -1 for "nothing seen yet". The first NaN wins (numpy); otherwise a
 // strictly better value, so ties keep the first index.
-template <class T, bool kMax> struct ArgOp {
+template <class T, bool kMax>
+struct ArgOp {
   using C = compute_t<T>;
   struct acc_t {
     C v;
     int64_t i;
   };
   static bool isnan(C v) {
-    if constexpr (is_float_v<T>) return v != v;
-    else return false;
+    if constexpr (is_float_v<T>)
+      return v != v;
+    else
+      return false;
   }
   acc_t init() const { return {C(0), -1}; }
   // b comes after a in index order.
@@ -326,7 +362,8 @@ template <class T, bool kMax> struct ArgOp {
   int64_t finish(acc_t a, int64_t) const { return a.i < 0 ? 0 : a.i; }
 };
 
-template <bool kMax> void arg_kernel(KernelContext& ctx) {
+template <bool kMax>
+void arg_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   const char* name = kMax ? "argmax" : "argmin";
   check_rank(name, x);

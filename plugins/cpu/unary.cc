@@ -8,14 +8,16 @@ using oar::sdk::compute_t;
 using oar::sdk::unary_loop;
 
 // A float-only op: out = EXPR(v) in the compute type C.
-#define OAR_CPU_FLOAT_OP(NAME, STR, EXPR)                                     \
-  struct NAME {                                                               \
-    static constexpr const char* name = STR;                                  \
-    template <class T> using allowed = FloatType<T>;                          \
-    template <class T> static void run(const TensorView& o, const TensorView& x) { \
-      using C = compute_t<T>;                                                 \
-      unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; });                  \
-    }                                                                         \
+#define OAR_CPU_FLOAT_OP(NAME, STR, EXPR)                       \
+  struct NAME {                                                 \
+    static constexpr const char* name = STR;                    \
+    template <class T>                                          \
+    using allowed = FloatType<T>;                               \
+    template <class T>                                          \
+    static void run(const TensorView& o, const TensorView& x) { \
+      using C = compute_t<T>;                                   \
+      unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; });    \
+    }                                                           \
   };
 
 OAR_CPU_FLOAT_OP(Exp, "exp", std::exp(v))
@@ -38,8 +40,10 @@ OAR_CPU_FLOAT_OP(Erf, "erf", std::erf(v))
 // Ints and floats (not bool): ints wrap through unsigned arithmetic (neg/abs of MIN is MIN, as numpy).
 struct Neg {
   static constexpr const char* name = "neg";
-  template <class T> using allowed = RealNotBool<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x) {
+  template <class T>
+  using allowed = RealNotBool<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>)
       unary_loop<T, T>(o, x, [](C v) { return T(uwide_t<T>(0) - uwide_t<T>(v)); });
@@ -50,8 +54,10 @@ struct Neg {
 
 struct Abs {
   static constexpr const char* name = "abs";
-  template <class T> using allowed = RealNotBool<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x) {
+  template <class T>
+  using allowed = RealNotBool<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     if constexpr (std::is_unsigned_v<T>)
       unary_loop<T, T>(o, x, [](C v) { return v; });
@@ -64,8 +70,10 @@ struct Abs {
 
 struct Square {
   static constexpr const char* name = "square";
-  template <class T> using allowed = RealNotBool<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x) {
+  template <class T>
+  using allowed = RealNotBool<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>)
       unary_loop<T, T>(o, x, [](C v) { return T(uwide_t<T>(v) * uwide_t<T>(v)); });
@@ -76,8 +84,10 @@ struct Square {
 
 struct Sign {
   static constexpr const char* name = "sign";
-  template <class T> using allowed = RealNotBool<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x) {
+  template <class T>
+  using allowed = RealNotBool<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     unary_loop<T, T>(o, x, [](C v) -> C {
       if constexpr (is_float_v<T>) {
@@ -90,8 +100,10 @@ struct Sign {
 
 struct Relu {
   static constexpr const char* name = "relu";
-  template <class T> using allowed = IntOrFloat<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x) {
+  template <class T>
+  using allowed = IntOrFloat<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     unary_loop<T, T>(o, x, [](C v) { return v < C(0) ? C(0) : v; });  // keeps NaN, like maximum(x, 0)
   }
@@ -99,21 +111,25 @@ struct Relu {
 
 struct LogicalNot {
   static constexpr const char* name = "logical_not";
-  template <class T> using allowed = RealType<T>;
-  template <class T> static void run(const TensorView& o, const TensorView& x) {
+  template <class T>
+  using allowed = RealType<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     unary_loop<bool, T>(o, x, [](C v) -> bool { return v == C(0); });
   }
 };
 
-#define OAR_CPU_CLASSIFY_OP(NAME, STR, EXPR)                                  \
-  struct NAME {                                                               \
-    static constexpr const char* name = STR;                                  \
-    template <class T> using allowed = FloatType<T>;                          \
-    template <class T> static void run(const TensorView& o, const TensorView& x) { \
-      using C = compute_t<T>;                                                 \
-      unary_loop<bool, T>(o, x, [](C v) -> bool { return EXPR; });            \
-    }                                                                         \
+#define OAR_CPU_CLASSIFY_OP(NAME, STR, EXPR)                       \
+  struct NAME {                                                    \
+    static constexpr const char* name = STR;                       \
+    template <class T>                                             \
+    using allowed = FloatType<T>;                                  \
+    template <class T>                                             \
+    static void run(const TensorView& o, const TensorView& x) {    \
+      using C = compute_t<T>;                                      \
+      unary_loop<bool, T>(o, x, [](C v) -> bool { return EXPR; }); \
+    }                                                              \
   };
 OAR_CPU_CLASSIFY_OP(IsNan, "isnan", std::isnan(v))
 OAR_CPU_CLASSIFY_OP(IsInf, "isinf", std::isinf(v))

@@ -1241,12 +1241,8 @@ TEST(OpConformanceTable, CoversEveryOpAndDtype) {
     EXPECT_NE(oar::OpRegistry::get().find(op), nullptr) << op << " is in docs/ops.md but not in the core";
     for (DType d : dtypes) EXPECT_TRUE(covered[op].count(dname(d))) << op << " has no case for " << dname(d);
   }
-  // ... and the core defines no op the suite does not know. In-place ops have no outputs to compare
-  // in this table; test_inplace.cc covers them on every place.
-  const std::set<std::string> in_place = {"assign"};
-  for (int32_t i = 0; i < oar::OpRegistry::get().size(); ++i)
-    EXPECT_TRUE(contract.count(oar::OpRegistry::get().at(i).name) || in_place.count(oar::OpRegistry::get().at(i).name))
-        << "op '" << oar::OpRegistry::get().at(i).name << "' has no conformance cases";
+  // That every op the core defines is tested (here, or by the Python op suite for the op families of
+  // framework/src/ops_*.cc) is checked by tests/python/test_op_coverage.py.
 }
 
 // The suite is meant to run on cpu and on both simulated devices; a plugin that failed to load must

@@ -17,3 +17,45 @@ def check(t, expected, rtol=1e-6, atol=1e-6, dtype=None):
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, expected)
+
+
+def check_grad(fn, arrays, device=None, rtol=1e-5, atol=1e-6, eps=1e-6, wrt=None):
+    """The shared gradient check: compares the autograd gradients of fn(*tensors) with central finite
+    differences, in float64.
+
+    `arrays` are numpy arrays (made float64 unless integral, so index arguments can be passed too);
+    `wrt` lists the positions to differentiate (default: every floating array). fn may return a
+    tensor of any shape: the check differentiates sum(fn(...) * w) for a fixed random w, so every
+    output element's gradient is exercised."""
+    arrays = [np.asarray(a) for a in arrays]
+    arrays = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]
+    if wrt is None:
+        wrt = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+    place = device
+
+    def tensors(arrs, grad):
+        return [oar.to_tensor(a, place=place, stop_gradient=not (grad and i in wrt)) for i, a in enumerate(arrs)]
+
+    inputs = tensors(arrays, True)
+    out = fn(*inputs)
+    weight = np.random.default_rng(1234).uniform(0.5, 1.5, out.shape)
+    loss = (out * oar.to_tensor(weight, dtype=out.dtype, place=place)).sum()
+    loss.backward()
+
+    def value(arrs):
+        with oar.no_grad():
+            o = fn(*tensors(arrs, False)).numpy().astype(np.float64)
+        return float((o * weight).sum())
+
+    for i in wrt:
+        expected = np.zeros_like(arrays[i])
+        for k in np.ndindex(arrays[i].shape):
+            plus = [a.copy() for a in arrays]
+            minus = [a.copy() for a in arrays]
+            plus[i][k] += eps
+            minus[i][k] -= eps
+            expected[k] = (value(plus) - value(minus)) / (2 * eps)
+        got = inputs[i].grad
+        assert got is not None, "input {} got no gradient".format(i)
+        np.testing.assert_allclose(got.numpy(), expected, rtol=rtol, atol=atol,
+                                   err_msg="gradient of input {}".format(i))

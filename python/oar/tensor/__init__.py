@@ -1,7 +1,8 @@
 """The tensor op library (oar.tensor.*, re-exported at the top level as in Paddle) and the Tensor
 methods built from it."""
-from . import creation, logic, manipulation, math, random, search
+from . import creation, linalg, logic, manipulation, math, random, search
 from .creation import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
 from .math import *  # noqa: F401,F403
@@ -9,4 +10,4 @@ from .random import *  # noqa: F401,F403
 from .search import *  # noqa: F401,F403
 from . import tensor_methods  # noqa: F401  (adds the Python-level methods to Tensor)
 
-__all__ = creation.__all__ + logic.__all__ + manipulation.__all__ + math.__all__ + random.__all__ + search.__all__
+__all__ = creation.__all__ + linalg.__all__ + logic.__all__ + manipulation.__all__ + math.__all__ + random.__all__ + search.__all__

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from . import logic, manipulation, math, search
+from . import linalg, logic, manipulation, math, search
 
 _copy = _C.Op("copy")
 _cast = _C.Op("cast")
@@ -169,17 +169,10 @@ for _name, _fn in [("__repr__", __repr__), ("__str__", __repr__), ("__format__",
 # numpy must not swallow tensors in mixed expressions (np_scalar * tensor calls Tensor.__rmul__).
 Tensor.__array_ufunc__ = None
 
-# The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ...
-_METHODS = {
-    math: ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod", "maximum",
-           "minimum", "pow", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "sign", "sin", "cos", "tanh",
-           "sigmoid", "floor", "ceil", "round", "reciprocal", "erf", "abs", "neg", "sum", "mean", "max", "min",
-           "prod", "matmul"],
-    logic: ["equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal", "logical_and",
-            "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite"],
-    manipulation: ["reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to"],
-    search: ["argmax", "argmin", "index_select"],
-}
+# The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ... Every public function of
+# these modules becomes a method (Paddle's Tensor has them all), except those listed in _NOT_METHODS.
+_NOT_METHODS = {"is_tensor", "einsum"}
+_METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS] for mod in (math, logic, manipulation, search, linalg)}
 for _mod, _names in _METHODS.items():
     for _name in _names:
         setattr(Tensor, _name, getattr(_mod, _name))

@@ -1,8 +1,15 @@
 """oar.nn.functional: the functional forms of layers (Paddle's paddle.nn.functional).
 
-So far: relu, sigmoid, tanh, softmax, log_softmax. Convolutions, pooling, normalisation, dropout and the
-losses come in later work.
+Each module lists its functions in __all__; this package re-exports them all.
 """
-from .activation import log_softmax, relu, sigmoid, softmax, tanh  # noqa: F401
+from . import activation, common, conv, loss, norm, pooling, vision
+from .activation import *  # noqa: F401,F403
+from .common import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .norm import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax"]
+__all__ = (activation.__all__ + common.__all__ + conv.__all__ + loss.__all__ + norm.__all__ + pooling.__all__ +
+           vision.__all__)

@@ -1,6 +1,8 @@
 """Activations."""
 from ... import _C
 
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax"]
+
 _relu = _C.Op("relu")
 _sigmoid = _C.Op("sigmoid")
 _tanh = _C.Op("tanh")

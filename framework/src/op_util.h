@@ -1,0 +1,77 @@
+// What the op definition files share: the helpers their shape/dtype inference uses, the generic
+// inference functions, and the registration hooks of each op family. Every family file
+// (ops_<family>.cc) defines its ops and their gradient rules together, so one op lives in one file.
+#pragma once
+
+#include <oar/core/autograd.h>
+#include <oar/core/op.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace oar {
+
+// ---- registration ---------------------------------------------------------------------------------
+void register_foundation_ops(OpRegistry& r);  // op_defs.cc (docs/ops.md)
+void register_math_ops(OpRegistry& r);    // ops_math.cc: more elementwise math, scans, reductions, creation
+void register_manip_ops(OpRegistry& r);   // ops_manip.cc: manipulation, gather/scatter, sort/search
+void register_conv_ops(OpRegistry& r);    // ops_conv.cc: convolution, pooling, resampling
+void register_nn_ops(OpRegistry& r);      // ops_nn.cc: normalisation, activations, losses
+void register_linalg_ops(OpRegistry& r);  // ops_linalg.cc: LAPACK-backed linear algebra
+
+// Gradient rules: each family adds its rules through this setter (autograd.cc builds the table).
+// `saved_inputs`: bit i set when the rule reads input i's values; `saved_outputs`: it reads the outputs.
+using GradRuleSetter = void (*)(const char* op, GradFn fn, uint32_t saved_inputs, bool saved_outputs);
+void register_math_grads(GradRuleSetter set);
+void register_manip_grads(GradRuleSetter set);
+void register_conv_grads(GradRuleSetter set);
+void register_nn_grads(GradRuleSetter set);
+void register_linalg_grads(GradRuleSetter set);
+
+namespace opdef {
+
+// ---- helpers for inference functions (op_defs.cc) ---------------------------------------------------
+const char* op_name(const InferContext& c);
+// numpy broadcasting of two shapes; the error names the op and the two arguments.
+Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* an, const char* bn);
+void require_same_dtype(const InferContext& c, int a, int b);
+void require_floating(const InferContext& c, int i);
+void require_not_complex(const InferContext& c, int i);
+// axis in [-ndim, ndim) (a 0-d tensor accepts 0 and -1), made non-negative; kOutOfRange otherwise.
+int64_t normalize_axis(const InferContext& c, int64_t axis, int32_t ndim);
+// Normalises attribute "axis" (ints) to sorted unique non-negative axes (empty = all) and returns the
+// reduced shape, honouring attribute "keepdim".
+Dims reduce_dims(InferContext& c);
+void require_nonempty_reduction(InferContext& c);
+DType attr_dtype(InferContext& c);  // attribute "dtype", validated
+Dims attr_shape(InferContext& c);   // attribute "shape", validated non-negative
+
+// Attribute definitions.
+AttrDef int_attr(const char* name, int64_t def);
+AttrDef req_int(const char* name);
+AttrDef float_attr(const char* name, double def);
+AttrDef req_float(const char* name);
+AttrDef ints_attr(const char* name);
+AttrDef req_ints(const char* name);
+
+// Adds a single-output op. dispatch_input -1: the dispatch dtype comes from attribute "dtype".
+OpDef& def(OpRegistry& r, const char* name, std::vector<const char*> inputs, std::vector<AttrDef> attrs,
+           InferFn infer, int32_t dispatch_input = 0, bool variadic = false);
+
+// Generic inference functions.
+void infer_binary(InferContext& c);       // same dtype, broadcast shapes
+void infer_binary_real(InferContext& c);  // ... and not complex
+void infer_compare(InferContext& c);      // broadcast, bool result
+void infer_compare_real(InferContext& c);
+void infer_unary(InferContext& c);            // same dtype and shape
+void infer_unary_real(InferContext& c);       // not complex
+void infer_unary_float(InferContext& c);      // floating only
+void infer_unary_bool(InferContext& c);       // bool result
+void infer_float_predicate(InferContext& c);  // floating input, bool result
+void infer_sum(InferContext& c);              // reduction; small ints and bool widen to int64
+void infer_mean(InferContext& c);             // reduction over floats
+void infer_prod(InferContext& c);
+void infer_minmax(InferContext& c);  // non-empty reduction
+
+}  // namespace opdef
+}  // namespace oar

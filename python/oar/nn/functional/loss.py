@@ -1,0 +1,4 @@
+"""Loss functions."""
+from ... import _C  # noqa: F401
+
+__all__ = []
