@@ -51,18 +51,33 @@ namespace {
 using gradutil::scalar_like;
 
 // ---- nodes ---------------------------------------------------------------------------------------
-// A tensor saved for backward, with the storage version it had then. Outputs are saved without their
-// history (an output holding its own node would be a cycle) and get it back when the node runs.
+// A tensor saved for backward, with the storage version it had then. It is kept as an alias without
+// history (so an in-place op that later gives the original tensor a new history cannot form a cycle
+// through this node) and gets its history back when the node runs: an output's is the node itself, an
+// input's is the edge it had when saved.
+// Counts the alias on its storage while it lives (Storage::saved_aliases).
+struct SavedAlias {
+  Tensor tensor;
+  explicit SavedAlias(const Tensor& t) : tensor(detach(t)) { tensor.storage()->add_saved_alias(1); }
+  ~SavedAlias() { tensor.storage()->add_saved_alias(-1); }
+  SavedAlias(const SavedAlias&) = delete;
+  SavedAlias& operator=(const SavedAlias&) = delete;
+};
+
 struct SavedTensor {
   Tensor tensor;
+  std::shared_ptr<SavedAlias> alias;
   uint32_t version = 0;
   bool is_output = false;
+  Edge edge;  // inputs that required gradients: where their gradient flowed when saved
 
   static SavedTensor of(const Tensor& t, bool is_output) {
     SavedTensor s;
-    s.tensor = is_output ? detach(t) : t;
+    s.alias = std::make_shared<SavedAlias>(t);
+    s.tensor = s.alias->tensor;
     s.version = t.storage()->version();
     s.is_output = is_output;
+    if (!is_output) s.edge = edge_of(t);
     return s;
   }
   Tensor unpack(const std::shared_ptr<GradNode>& owner, int32_t output_nr, const char* op, const char* what,
@@ -73,12 +88,12 @@ struct SavedTensor {
                    << " saved for backward was modified by an in-place operation "
                    << "(its version is " << tensor.storage()->version() << ", it was " << version
                    << " when saved); compute the backward before modifying it, or clone it first");
-    if (!is_output || !grad_enabled()) return tensor;
-    Tensor t = detach(tensor);  // give the output its history back, so create_graph can see through it
+    if (!grad_enabled() || !(is_output || edge.valid())) return tensor;
+    Tensor t = detach(tensor);  // with its history, so create_graph can see through it
     AutogradMeta& m = ensure_meta(t);
     m.requires_grad = true;
-    m.grad_fn = owner;
-    m.output_nr = output_nr;
+    m.grad_fn = is_output ? owner : edge.node;
+    m.output_nr = is_output ? output_nr : edge.input_nr;
     return t;
   }
 };
@@ -179,9 +194,16 @@ bool requires_grad(const Tensor& t) {
 }
 
 void set_requires_grad(const Tensor& t, bool value) {
-  const AutogradMeta* m = meta(t);
-  OAR_ENFORCE(!(m && m->grad_fn), ErrorCode::kInvalidArgument,
-              "stop_gradient can only be changed on a leaf tensor, not on the output of an op; use detach()");
+  AutogradMeta* m = meta(t);
+  if (m && m->grad_fn) {
+    // An op's output: stop_gradient = True cuts it from its history (Paddle), so it becomes a leaf
+    // that needs no gradient; False changes nothing, it already has one.
+    if (!value) {
+      m->grad_fn.reset();
+      m->requires_grad = false;
+    }
+    return;
+  }
   OAR_ENFORCE(!value || differentiable_dtype(t.dtype()), ErrorCode::kType,
               "only floating and complex tensors can require gradients, got " << dtype_name(t.dtype()));
   if (!value && !m) return;
@@ -254,12 +276,18 @@ void record_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs&
   const GradRule* rule = grad_rule(op);
   if (!rule) return;  // not differentiable (comparisons, argmax, creation): outputs carry no history
   auto node = std::make_shared<OpNode>(op, rule->fn, attrs);
+  auto others_need = [&](int32_t i) {
+    for (int32_t j = 0; j < n_in; ++j)
+      if (j != i && requires_grad(inputs[j])) return true;
+    return false;
+  };
   node->next.resize(n_in);
   node->inputs_.resize(n_in);
   for (int32_t i = 0; i < n_in; ++i) {
     node->next[i] = edge_of(inputs[i]);
     node->input_meta_.push_back({inputs[i].dtype(), inputs[i].dims()});
-    if (i < 32 && (rule->saved_inputs >> i & 1u)) node->inputs_[i] = SavedTensor::of(inputs[i], false);
+    if (i < 32 && (rule->saved_inputs >> i & 1u) && (!(rule->saved_for_others >> i & 1u) || others_need(i)))
+      node->inputs_[i] = SavedTensor::of(inputs[i], false);
   }
   node->outputs_.resize(n_out);
   for (int32_t i = 0; i < n_out; ++i) {
@@ -270,16 +298,108 @@ void record_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs&
 }
 
 void check_inplace(const OpDef& op, const Tensor* inputs, int32_t n_in) {
+  bool any = false;
+  for (int32_t i = 0; i < n_in && !any; ++i) any = requires_grad(inputs[i]);
+  if (!any) return;
   const Tensor& dst = inputs[op.inplace_input];
-  OAR_ENFORCE(
-      !(requires_grad(dst) && is_leaf(dst)), ErrorCode::kPrecondition,
-      op.name << ": a leaf tensor that requires gradients (stop_gradient=False) cannot be modified in "
-                 "place; do it under no_grad, or on a copy");
-  for (int32_t i = 0; i < n_in; ++i)
-    OAR_ENFORCE(
-        !requires_grad(inputs[i]), ErrorCode::kUnimplemented,
-        op.name << ": in-place writes involving tensors that require gradients are not differentiable "
-                   "yet; use the out-of-place op, or no_grad");
+  OAR_ENFORCE(!(requires_grad(dst) && is_leaf(dst)), ErrorCode::kPrecondition,
+              op.name << ": a leaf tensor that requires gradients (stop_gradient=False) cannot be modified in "
+                         "place; do it under no_grad, or on a copy");
+  const GradRule* rule = grad_rule(op);
+  OAR_ENFORCE(rule, ErrorCode::kUnimplemented,
+              op.name << ": this in-place op is not differentiable; use the out-of-place op, or no_grad");
+  // The rule runs after the write, so it cannot read the destination's old values.
+  OAR_ENFORCE(!(rule->saved_inputs >> op.inplace_input & 1u), ErrorCode::kInternal,
+              op.name << ": the gradient rule of an in-place op must not read its destination");
+  // A write through one tensor would change what another one sharing the memory holds without
+  // giving it the new history: refuse rather than compute wrong gradients.
+  // (Copies saved for backward do not count: their version check catches a write they would miss.)
+  OAR_ENFORCE(dst.storage().use_count() - dst.storage()->saved_aliases() == 1, ErrorCode::kUnimplemented,
+              op.name << ": cannot write in place, with gradients involved, into a tensor that shares its memory "
+                         "with another tensor (a view of it, the tensor it is a view of, or a tensor saved for "
+                         "backward); assign through the base tensor with x[index] = value, or use the "
+                         "out-of-place op");
+}
+
+void record_inplace(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs) {
+  Tensor dst = inputs[op.inplace_input];  // shares the impl: the caller's tensor gets the new history
+  record_op(op, inputs, n_in, attrs, &dst, 1);
+}
+
+namespace {
+// x[index] = value on a tensor taking part in differentiation: the write's node replaces base's
+// history. base's gradient is the incoming one with the written region zeroed; value's is that
+// region, summed back to value's shape.
+class AssignRegionNode final : public GradNode {
+ public:
+  AssignRegionNode(const Tensor& base, const Tensor& view, const Tensor& value)
+      : base_dims_(base.dims()),
+        view_dims_(view.dims()),
+        view_strides_(view.strides()),
+        offset_(view.offset() - base.offset()),
+        value_dims_(value.dims()),
+        value_dtype_(value.dtype()) {}
+  std::string name() const override { return "setitem_grad"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    if (!g[0].defined()) return {Tensor(), Tensor()};
+    Tensor gb, gv;
+    if (next[0].valid()) {
+      Tensor keep = ops::ones(base_dims_, g[0].dtype(), g[0].place());
+      {
+        NoGradGuard ng;
+        ops::assign(make_view(keep, view_dims_, view_strides_, offset_), scalar_like(0, keep));
+      }
+      gb = ops::multiply(g[0], keep);
+    }
+    if (next[1].valid()) {
+      Tensor gc = g[0].contiguous();
+      Tensor region = make_view(gc, view_dims_, view_strides_, gc.offset() + offset_);
+      gv = sum_to(ops::cast(region, value_dtype_), value_dims_);
+    }
+    return {gb, gv};
+  }
+
+ private:
+  Dims base_dims_, view_dims_, view_strides_;
+  int64_t offset_;
+  Dims value_dims_;
+  DType value_dtype_;
+};
+}  // namespace
+
+void assign_region(const Tensor& base, const Tensor& view, const Tensor& value) {
+  const bool track = grad_enabled() && (requires_grad(base) || requires_grad(value));
+  if (!track) {
+    ops::assign(view, value);
+    return;
+  }
+  OAR_ENFORCE(!(requires_grad(base) && is_leaf(base)), ErrorCode::kPrecondition,
+              "setitem: a leaf tensor that requires gradients (stop_gradient=False) cannot be modified in place; "
+              "do it under no_grad, or on a copy (x = x.clone())");
+  OAR_ENFORCE(base.is_contiguous(), ErrorCode::kUnimplemented,
+              "setitem: writing into a non-contiguous tensor with gradients involved is not supported; "
+              "use x = x.contiguous() first");
+  OAR_ENFORCE(differentiable_dtype(base.dtype()), ErrorCode::kType,
+              "setitem: a value that requires gradients cannot be written into a " << dtype_name(base.dtype())
+                                                                                   << " tensor");
+  OAR_ENFORCE(view.storage() == base.storage(), ErrorCode::kInvalidArgument,
+              "setitem: the destination is not a view of the tensor being assigned to");
+  auto node = std::make_shared<AssignRegionNode>(base, view, value);
+  node->next = {edge_of(base), edge_of(value)};
+  {
+    NoGradGuard ng;
+    ops::assign(view, value);
+  }
+  Tensor b = base;
+  attach_output(b, node, 0);
+}
+
+void record_custom(const std::shared_ptr<GradNode>& node, const std::vector<Tensor>& inputs,
+                   std::vector<Tensor>& outputs) {
+  node->next.clear();
+  for (const Tensor& t : inputs) node->next.push_back(t.defined() ? edge_of(t) : Edge{});
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].defined()) attach_output(outputs[i], node, static_cast<int32_t>(i));
 }
 
 void record_view(const Tensor& base, Tensor& view, const char* name,
@@ -582,6 +702,12 @@ std::vector<Tensor> index_select_grad(const GradContext& c) {
   Tensor zeros = ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place());
   return {ops::index_add(zeros, c.inputs[1], g0(c), axis), Tensor()};
 }
+// assign(dst, src): dst's old values are overwritten (no gradient); src's is the incoming one, cast
+// back and summed over the broadcast dimensions.
+std::vector<Tensor> assign_grad(const GradContext& c) {
+  if (!c.needs_grad[1]) return {Tensor(), Tensor()};
+  return {Tensor(), unbroadcast(ops::cast(g0(c), c.input_meta[1].dtype), in_dims(c, 1))};
+}
 std::vector<Tensor> index_add_grad(const GradContext& c) {
   int64_t axis = c.attrs.get_int("axis");
   return {g0(c), Tensor(), c.needs_grad[2] ? ops::index_select(g0(c), c.inputs[1], axis) : Tensor()};
@@ -599,7 +725,7 @@ struct RuleTable {
     };
     set("add", add_grad, kNone, kNoOut);
     set("subtract", subtract_grad, kNone, kNoOut);
-    set("multiply", multiply_grad, kXY, kNoOut);
+    rules[r.at("multiply").id] = {multiply_grad, kXY, kNoOut, /*saved_for_others=*/kXY};
     set("divide", divide_grad, kY, kOut);
     set("pow", pow_grad, kXY, kOut);
     set("maximum", maximum_grad, kXY, kNoOut);
@@ -633,6 +759,7 @@ struct RuleTable {
     set("concat", concat_grad, kNone, kNoOut);
     set("index_select", index_select_grad, kY, kNoOut);  // the index
     set("index_add", index_add_grad, kY, kNoOut);        // the index
+    set("assign", assign_grad, kNone, kNoOut);
     // The op families (op_util.h) add theirs through a plain function pointer.
     static RuleTable* self;
     self = this;

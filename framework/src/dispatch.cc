@@ -240,7 +240,10 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
   else
     run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
   if (op.inplace_input >= 0) inputs[op.inplace_input].storage()->bump_version();
-  if (grad_enabled()) autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
+  if (grad_enabled()) {
+    if (op.inplace_input >= 0) autograd::record_inplace(op, inputs, n_in, attrs);
+    else autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
+  }
 }
 
 std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {

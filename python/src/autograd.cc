@@ -7,6 +7,8 @@
 #include "common.h"
 
 #include <oar/core/autograd.h>
+#include <oar/core/error.h>
+#include <oar/core/ops.h>
 
 #include <memory>
 
@@ -69,6 +71,75 @@ oar::TensorHook make_hook(py::object fn) {
   };
 }
 
+// A PyLayer's node: its backward is the layer's Python `backward(ctx, *grads)`. The ctx and the
+// function are released with the GIL held (PyCallable), when the graph is freed or the node dies.
+class PyLayerNode final : public oar::GradNode {
+ public:
+  PyLayerNode(py::object backward, py::object ctx, std::vector<oar::TensorMeta> out_meta,
+              std::vector<oar::TensorMeta> in_meta, std::vector<oar::Place> out_places, bool materialize)
+      : backward_(std::make_shared<PyCallable>(std::move(backward))),
+        ctx_(std::make_shared<PyCallable>(std::move(ctx))),
+        out_meta_(std::move(out_meta)),
+        in_meta_(std::move(in_meta)),
+        out_places_(std::move(out_places)),
+        materialize_(materialize) {}
+  std::string name() const override { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+  void release() override {
+    backward_.reset();
+    ctx_.reset();
+  }
+  std::vector<oar::Tensor> apply(std::vector<oar::Tensor>&& grads) override {
+    if (!backward_)
+      throw oar::Error(oar::ErrorCode::kPrecondition,
+                       name_ + ": trying to run backward through the graph a second time (it was freed); pass "
+                               "retain_graph=True to the first backward");
+    py::gil_scoped_acquire gil;
+    py::tuple args(1 + out_meta_.size());
+    args[0] = ctx_->fn;
+    for (size_t i = 0; i < out_meta_.size(); ++i) {
+      oar::Tensor g = i < grads.size() ? grads[i] : oar::Tensor();
+      if (!g.defined() && materialize_) g = oar::ops::zeros(out_meta_[i].dims, out_meta_[i].dtype, out_places_[i]);
+      args[1 + i] = g.defined() ? wrap(g) : py::none();
+    }
+    py::object r = backward_->fn(*args);
+    std::vector<py::object> items;
+    if (PyTuple_Check(r.ptr()) || PyList_Check(r.ptr())) {
+      for (auto x : r) items.push_back(py::reinterpret_borrow<py::object>(x));
+    } else {
+      items.push_back(r);
+    }
+    if (items.size() != in_meta_.size())
+      throw py::value_error(name_ + ": backward returned " + std::to_string(items.size()) + " gradient(s), but forward " +
+                            "had " + std::to_string(in_meta_.size()) + " Tensor input(s); return one per input (None " +
+                            "for inputs without a gradient)");
+    std::vector<oar::Tensor> out;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].is_none() || !next[i].valid()) {
+        out.emplace_back();
+        continue;
+      }
+      if (!is_tensor(items[i]))
+        throw py::type_error(name_ + ": backward must return Tensors or None, got " +
+                             std::string(py::str(py::type::handle_of(items[i]).attr("__name__"))) + " for input " +
+                             std::to_string(i));
+      const oar::Tensor& g = tensor_of(items[i]).t;
+      if (g.dims() != in_meta_[i].dims)
+        throw py::value_error(name_ + ": backward returned a gradient of shape " + g.dims().to_string() +
+                              " for input " + std::to_string(i) + " of shape " + in_meta_[i].dims.to_string());
+      out.push_back(g);
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<PyCallable> backward_, ctx_;
+  std::vector<oar::TensorMeta> out_meta_, in_meta_;
+  std::vector<oar::Place> out_places_;
+  bool materialize_;
+  std::string name_ = "PyLayer_backward";
+};
+
 }  // namespace
 
 void init_autograd(py::module_& m) {
@@ -97,6 +168,36 @@ void init_autograd(py::module_& m) {
       .def("_register_hook", [](const PyTensor& s, py::object fn) { ag::register_hook(s.t, make_hook(std::move(fn))); })
       .def("retain_grads", [](const PyTensor& s) { ag::retain_grad(s.t); },
            "Keeps .grad of a non-leaf tensor after backward (leaves always keep it).");
+
+  // PyLayer.apply, after forward ran without recording: the outputs (None for non-Tensor or
+  // non-differentiable ones) become fresh aliases whose history is a node calling `backward`. Fresh
+  // aliases, so tensors the forward saved on ctx never point back at the node (no reference cycle).
+  m.def("_pylayer_record", [](py::object backward, py::object ctx, py::handle inputs, py::list outputs,
+                              bool materialize, const std::string& name) {
+    std::vector<oar::Tensor> ins = tensor_list(inputs, "inputs", false);
+    std::vector<oar::TensorMeta> in_meta, out_meta;
+    std::vector<oar::Place> places;
+    for (const auto& t : ins) in_meta.push_back({t.dtype(), t.dims()});
+    std::vector<oar::Tensor> outs;
+    for (auto o : outputs) {
+      if (o.is_none()) {
+        outs.emplace_back();
+        out_meta.push_back({});
+        places.push_back(oar::cpu_place());
+        continue;
+      }
+      const oar::Tensor& t = tensor_of(o).t;
+      outs.push_back(ag::detach(t));
+      out_meta.push_back({t.dtype(), t.dims()});
+      places.push_back(t.place());
+    }
+    auto node = std::make_shared<PyLayerNode>(std::move(backward), std::move(ctx), out_meta, in_meta, places, materialize);
+    node->set_name(name + "_backward");
+    ag::record_custom(node, ins, outs);
+    py::list result;
+    for (const auto& t : outs) result.append(t.defined() ? wrap(t) : py::none());
+    return result;
+  });
 
   m.def("is_grad_enabled", [] { return oar::grad_enabled(); });
   m.def("_set_grad_enabled", [](bool enabled) { oar::set_grad_enabled(enabled); });

@@ -6,6 +6,7 @@
 // attributes; `place=` picks the device of ops without inputs (creation ops).
 #include "common.h"
 
+#include <oar/core/autograd.h>
 #include <oar/core/ops.h>
 
 #include <cstring>
@@ -328,6 +329,28 @@ py::object run_binary(const BinaryOp& op, py::handle a, py::handle b) {
   return wrap(std::move(out));
 }
 
+// x op= y: Paddle's in-place operators. The result must keep x's dtype and shape; it is written back
+// into x's memory (so views of x see it) and x takes the write's autograd history.
+py::object run_inplace(const BinaryOp& op, const char* symbol, py::handle self, py::handle other) {
+  oar::Tensor in[2];
+  if (!promote_pair(self, other, op.true_divide, in[0], in[1]))
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  const oar::Tensor& x = fast_tensor(self);
+  oar::Attrs attrs;
+  oar::Tensor out;
+  oar::run_op(*op.def, in, 2, attrs, in[0].place(), &out);
+  if (out.dtype() != x.dtype())
+    throw py::type_error(std::string(symbol) + ": the result dtype " + oar::dtype_name(out.dtype()) +
+                         " cannot be written in place into a " + oar::dtype_name(x.dtype()) +
+                         " tensor; use the out-of-place operator");
+  if (out.dims() != x.dims())
+    throw py::value_error(std::string(symbol) + ": the result shape " + out.dims().to_string() +
+                          " differs from the in-place target's shape " + x.dims().to_string() +
+                          " (broadcasting may not enlarge it)");
+  oar::ops::assign(x, out);
+  return py::reinterpret_borrow<py::object>(self);
+}
+
 py::object run_unary(const oar::OpDef& def, const oar::Tensor& x) {
   oar::Attrs attrs;
   oar::Tensor out;
@@ -413,6 +436,28 @@ void init_ops(py::module_& m) {
       cls.def(b.rmethod, [op](py::handle self, py::handle other) { return run_binary(op, other, self); },
               py::is_operator());
   }
+  struct InPlace {
+    const char* method;
+    const char* symbol;
+    const char* op;
+  };
+  static const InPlace kInPlace[] = {
+      {"__iadd__", "+=", "add"},           {"__isub__", "-=", "subtract"}, {"__imul__", "*=", "multiply"},
+      {"__itruediv__", "/=", "divide"},    {"__ifloordiv__", "//=", "floor_divide"},
+      {"__imod__", "%=", "remainder"},     {"__ipow__", "**=", "pow"},
+  };
+  for (const InPlace& b : kInPlace) {
+    BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
+    const char* symbol = b.symbol;
+    cls.def(b.method, [op, symbol](py::handle self, py::handle other) { return run_inplace(op, symbol, self, other); },
+            py::is_operator());
+  }
+  // Writes src into dst's memory (dst may be a view); with gradients involved dst takes the history.
+  m.def("_assign", [](const PyTensor& dst, const PyTensor& src) { oar::ops::assign(dst.t, src.t); });
+  // x[index] = value, where view = x[index] (basic indexing).
+  m.def("_assign_region", [](const PyTensor& base, const PyTensor& view, const PyTensor& value) {
+    oar::autograd::assign_region(base.t, view.t, value.t);
+  });
   const oar::OpDef* neg = &reg.at("neg");
   const oar::OpDef* abs = &reg.at("abs");
   const oar::OpDef* lnot = &reg.at("logical_not");

@@ -1,15 +1,19 @@
-"""oar.autograd: reverse-mode differentiation, as paddle.autograd (PyLayer is not available yet).
+"""oar.autograd: reverse-mode differentiation, as paddle.autograd.
 
 The engine is the C++ core's (oar::autograd); this module gives Paddle 2.x's Python API over it:
 `backward`, `grad`, and the grad-mode switches `no_grad`, `enable_grad`, `set_grad_enabled` and
-`is_grad_enabled` (also at the top level: `oar.no_grad`, `oar.grad`, ...).
+`is_grad_enabled` (also at the top level: `oar.no_grad`, `oar.grad`, ...), and PyLayer (custom
+forward/backward in Python, py_layer.py).
 """
 import functools
 import inspect
 
 from .. import _C
 
-__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+from .py_layer import PyLayer, PyLayerContext
+
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "PyLayer",
+           "PyLayerContext"]
 
 is_grad_enabled = _C.is_grad_enabled
 

@@ -101,6 +101,65 @@ def to(self, *args, **kwargs):
     return t
 
 
+# ---- writing in place ---------------------------------------------------------------------------------
+def set_value(self, value):
+    """Overwrites the tensor's values with `value` (a Tensor, numpy array, nested list or scalar of the
+    same shape), keeping its dtype and place. A data write, as in Paddle: not recorded by autograd, so
+    it also works on parameters; tensors saved for backward notice it through their version."""
+    if not isinstance(value, Tensor):
+        value = np.asarray(value)
+        if list(value.shape) != self.shape and value.size != 1:
+            raise ValueError("set_value: value of shape {} does not match the tensor's shape {}".format(
+                list(value.shape), self.shape))
+        value = _C._from_numpy(np.ascontiguousarray(value), self.place)
+    elif value.shape != self.shape:
+        raise ValueError("set_value: value of shape {} does not match the tensor's shape {}".format(
+            value.shape, self.shape))
+    if value.dtype != self.dtype:
+        value = _cast(value, self.dtype)
+    if value.place != self.place:
+        value = value._to_place(self.place)
+    prev = _C.is_grad_enabled()
+    _C._set_grad_enabled(False)
+    try:
+        _C._assign(self, value)
+    finally:
+        _C._set_grad_enabled(prev)
+    return self
+
+
+def _write_back(self, out, name):
+    """The in-place form of an op: out (same dtype and shape as self) written into self's memory."""
+    if out.dtype != self.dtype:
+        raise TypeError("{}: the result dtype {} cannot be written in place into a {} tensor".format(
+            name, out.dtype.name, self.dtype.name))
+    if out.shape != self.shape:
+        raise ValueError("{}: the result shape {} differs from the tensor's shape {}".format(
+            name, out.shape, self.shape))
+    _C._assign(self, out)
+    return self
+
+
+def _make_inplace(name, fn):
+    def method(self, *args, **kwargs):
+        return _write_back(self, fn(self, *args, **kwargs), name)
+    method.__name__ = name
+    method.__doc__ = "In-place {}: writes the result into this tensor and returns it.".format(name[:-1])
+    return method
+
+
+def zero_(self):
+    """Sets every element to 0, in place."""
+    _C._assign(self, _C._scalar_tensor(0, self.dtype, self.place))
+    return self
+
+
+def fill_(self, value):
+    """Sets every element to `value`, in place."""
+    _C._assign(self, _C._scalar_tensor(value, self.dtype, self.place))
+    return self
+
+
 # ---- autograd (stop_gradient, is_leaf, grad, detach and retain_grads are properties/methods in C++) ----
 def backward(self, grad_tensor=None, retain_graph=False):
     """Accumulates d(self)/d(leaf) into the .grad of every leaf that requires gradients.
@@ -156,7 +215,7 @@ def register_hook(self, hook):
     return helper
 
 
-for _name, _fn in [("backward", backward), ("clear_gradient", clear_gradient), ("clear_grad", clear_grad),
+for _name, _fn in [("set_value", set_value), ("zero_", zero_), ("fill_", fill_), ("backward", backward), ("clear_gradient", clear_gradient), ("clear_grad", clear_grad),
                    ("gradient", gradient), ("register_hook", register_hook)]:
     setattr(Tensor, _name, _fn)
 
@@ -184,3 +243,11 @@ def _where_method(self, x=None, y=None, name=None):
 
 Tensor.where = _where_method
 del _mod, _names, _name, _fn
+
+# In-place variants (x.add_(y), x.exp_(), ...) of the ops that have them in Paddle.
+_INPLACE = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "exp", "log", "sqrt",
+            "rsqrt", "square", "reciprocal", "abs", "neg", "floor", "ceil", "round", "tanh", "sigmoid", "sin", "cos",
+            "erf", "scale", "clip", "lerp", "sign"]
+for _name in _INPLACE:
+    if hasattr(math, _name):
+        setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(math, _name)))

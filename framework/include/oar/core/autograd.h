@@ -75,6 +75,9 @@ struct GradRule {
   GradFn fn = nullptr;
   uint32_t saved_inputs = 0;  // bit i: the rule reads input i's values
   bool saved_outputs = false; // the rule reads the outputs' values
+  // bit i: input i is read only for the other inputs' gradients (x * y: x for dy), so it is saved
+  // only when one of them requires a gradient; this keeps `x *= 2` free of a saved copy of x.
+  uint32_t saved_for_others = 0;
 };
 
 // The gradient rule of each built-in op (autograd.cc), keyed by op id; null = not differentiable.
@@ -111,11 +114,22 @@ Edge edge_of(const Tensor& t);
 // Called by dispatch after an op ran: records its node when needed.
 void record_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, const Attrs& attrs, Tensor* outputs,
                int32_t n_outputs);
-// Called by dispatch before an op that writes into an input: refuses when differentiation would see
-// it (autograd through in-place writes is not supported yet).
+// Called by dispatch around an op that writes into an input. With gradients involved, check_inplace
+// refuses writes autograd cannot follow (into a leaf that requires gradients, into memory shared with
+// other tensors, or by an op without a gradient rule); record_inplace then gives the destination a new
+// history: the op's node, whose edge for the destination is its old history.
 void check_inplace(const OpDef& op, const Tensor* inputs, int32_t n_inputs);
+void record_inplace(const OpDef& op, const Tensor* inputs, int32_t n_inputs, const Attrs& attrs);
+// x[index] = value: writes `value` into `view` (a view of `base`); with gradients involved, base's
+// history becomes the write (base must be contiguous and not a leaf that requires gradients).
+void assign_region(const Tensor& base, const Tensor& view, const Tensor& value);
 // Called by the view methods: `view` gets a node whose backward is `backward(grad of view)`.
 void record_view(const Tensor& base, Tensor& view, const char* name, std::function<Tensor(const Tensor&)> backward);
+
+// A custom node (PyLayer): `node` gets an edge for each input (invalid for undefined ones or those
+// not requiring gradients) and becomes the history of each defined, differentiable output.
+void record_custom(const std::shared_ptr<GradNode>& node, const std::vector<Tensor>& inputs,
+                   std::vector<Tensor>& outputs);
 
 // Runs backward from `roots` (gradients default to ones for one-element roots). Leaves accumulate.
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots = {},

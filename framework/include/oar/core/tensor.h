@@ -32,6 +32,10 @@ class Storage {
   Place place() const;
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  // How many of the tensors sharing this storage are autograd's saved copies (not user-visible
+  // views); an in-place write with gradients involved must know whether other views exist.
+  int32_t saved_aliases() const { return saved_aliases_.load(std::memory_order_relaxed); }
+  void add_saved_alias(int32_t delta) { saved_aliases_.fetch_add(delta, std::memory_order_relaxed); }
 
  private:
   Device* device_;
@@ -40,6 +44,7 @@ class Storage {
   bool owned_;
   std::shared_ptr<void> keep_alive_;
   std::atomic<uint32_t> version_{0};
+  std::atomic<int32_t> saved_aliases_{0};
 };
 
 struct TensorImpl {
