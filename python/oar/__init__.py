@@ -18,6 +18,9 @@ from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enab
 from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, optimizer, static, utils, vision  # noqa: F401
 
 
+from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
+
+
 def _dtype_from_name(name):
     """Unpickling helper for dtype objects."""
     return _C.to_dtype(name)

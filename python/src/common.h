@@ -65,6 +65,7 @@ void init_module_basics(py::module_& m);  // errors, dtypes, places, devices
 void init_tensor(py::module_& m);
 void init_ops(py::module_& m);
 void init_runtime(py::module_& m);
+void init_dlpack(py::module_& m);    // dlpack.cc: Tensor.__dlpack__, oar.utils.dlpack
 void init_autograd(py::module_& m);  // autograd.cc: Tensor.backward/grad/..., grad mode, oar._C.grad
 
 }  // namespace oarpy

@@ -105,3 +105,23 @@ def test_no_cpp_stack_in_messages():
         oar.matmul(oar.ones([2, 3]), oar.ones([4, 5]))
     except ValueError as e:
         assert "oar::" not in str(e) and ".cc" not in str(e)
+
+
+def test_cpp_call_stack_only_when_asked():
+    import os
+    import subprocess
+    import sys
+    code = ("import oar\n"
+            "try:\n"
+            "    oar.matmul(oar.ones([2, 3]), oar.ones([4, 2]))\n"
+            "except ValueError as e:\n"
+            "    print(str(e))\n")
+    env = dict(os.environ)
+    env.pop("OAR_CALL_STACK_LEVEL", None)
+    plain = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert "matmul: x.shape[-1] (3) != y.shape[-2] (4)" in plain
+    assert "C++ call stack" not in plain
+    env["OAR_CALL_STACK_LEVEL"] = "2"
+    deep = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert "matmul: x.shape[-1] (3) != y.shape[-2] (4)" in deep
+    assert "C++ call stack (OAR_CALL_STACK_LEVEL=2)" in deep and "#0 " in deep

@@ -1,8 +1,9 @@
 """oar.utils: helpers. `python -m oar.utils.doctor` (oar.utils.doctor.report()) says what the runtime
-found; cpp_extension (custom C++ ops) is filled in later work."""
+found; dlpack shares CPU tensors with other libraries; cpp_extension (custom C++ ops) is filled in
+later work."""
 import importlib
 
-from . import cpp_extension  # noqa: F401
+from . import cpp_extension, dlpack  # noqa: F401
 
 
 def __getattr__(name):

@@ -26,6 +26,10 @@ enum class ErrorCode : int32_t {
 
 const char* error_code_name(ErrorCode code);
 
+// OAR_CALL_STACK_LEVEL (read once): 0 or 1 (default 0): error messages only; 2: errors raised by
+// OAR_ENFORCE also carry the C++ call stack of the throw.
+int call_stack_level();
+
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message, int64_t native_code = 0)
