@@ -59,7 +59,8 @@ ConvGeom conv_geom(InferContext& c, int32_t nd) {
   g.pads = spatial_attr(c, "paddings", 2 * nd, 0, 0);
   g.dilations = spatial_attr(c, "dilations", nd, 1, 1);
   g.groups = c.attrs->get_int("groups");
-  OAR_ENFORCE(g.groups >= 1, ErrorCode::kInvalidArgument, op_name(c) << ": groups must be >= 1, got " << g.groups);
+  OAR_ENFORCE(g.groups >= 1, ErrorCode::kInvalidArgument,
+              op_name(c) << ": groups must be >= 1, got " << g.groups);
   return g;
 }
 
@@ -83,14 +84,16 @@ void infer_conv(InferContext& c) {
   const TensorMeta &x = c.inputs[0], &w = c.inputs[1];
   int32_t nd = spatial_rank(c, 0, "x");
   OAR_ENFORCE(w.dims.size() == x.dims.size(), ErrorCode::kInvalidArgument,
-              op_name(c) << ": weight must have rank " << x.dims.size() << " like x, got shape " << w.dims.to_string());
+              op_name(c) << ": weight must have rank " << x.dims.size() << " like x, got shape "
+                         << w.dims.to_string());
   require_float_same(c, 0, 1);
   ConvGeom g = conv_geom(c, nd);
   OAR_ENFORCE(x.dims[1] == w.dims[1] * g.groups, ErrorCode::kInvalidArgument,
-              op_name(c) << ": x has " << x.dims[1] << " channels but weight.shape[1] (" << w.dims[1] << ") * groups ("
-                         << g.groups << ") = " << w.dims[1] * g.groups);
+              op_name(c) << ": x has " << x.dims[1] << " channels but weight.shape[1] (" << w.dims[1]
+                         << ") * groups (" << g.groups << ") = " << w.dims[1] * g.groups);
   OAR_ENFORCE(w.dims[0] % g.groups == 0, ErrorCode::kInvalidArgument,
-              op_name(c) << ": weight.shape[0] (" << w.dims[0] << ") is not divisible by groups (" << g.groups << ")");
+              op_name(c) << ": weight.shape[0] (" << w.dims[0] << ") is not divisible by groups (" << g.groups
+                         << ")");
   Dims out{x.dims[0], w.dims[0]};
   for (int32_t i = 0; i < nd; ++i) out.push_back(conv_out_len(c, g, i, x.dims[2 + i], w.dims[2 + i]));
   c.outputs[0] = {x.dtype, out};
@@ -109,14 +112,16 @@ void infer_conv_grad_input(InferContext& c) {
   OAR_ENFORCE(gy.dims[1] == w.dims[0], ErrorCode::kInvalidArgument,
               op_name(c) << ": x has " << gy.dims[1] << " channels but weight.shape[0] is " << w.dims[0]);
   OAR_ENFORCE(w.dims[0] % g.groups == 0, ErrorCode::kInvalidArgument,
-              op_name(c) << ": weight.shape[0] (" << w.dims[0] << ") is not divisible by groups (" << g.groups << ")");
+              op_name(c) << ": weight.shape[0] (" << w.dims[0] << ") is not divisible by groups (" << g.groups
+                         << ")");
   std::vector<int64_t> size = spatial_attr(c, "input_size", nd, 0, 1);
   Dims out{gy.dims[0], w.dims[1] * g.groups};
   for (int32_t i = 0; i < nd; ++i) {
     int64_t o = conv_out_len(c, g, i, size[i], w.dims[2 + i]);
     OAR_ENFORCE(o == gy.dims[2 + i], ErrorCode::kInvalidArgument,
-                op_name(c) << ": output size " << size[i] << " in spatial dim " << i << " does not match input size "
-                           << gy.dims[2 + i] << " (a convolution of it gives " << o << ")");
+                op_name(c) << ": output size " << size[i] << " in spatial dim " << i
+                           << " does not match input size " << gy.dims[2 + i]
+                           << " (a convolution of it gives " << o << ")");
     out.push_back(size[i]);
   }
   c.outputs[0] = {gy.dtype, out};
@@ -127,7 +132,8 @@ void infer_conv_grad_filter(InferContext& c) {
   const TensorMeta &x = c.inputs[0], &gy = c.inputs[1];
   int32_t nd = spatial_rank(c, 0, "x");
   OAR_ENFORCE(gy.dims.size() == x.dims.size() && gy.dims[0] == x.dims[0], ErrorCode::kInvalidArgument,
-              op_name(c) << ": grad_out shape " << gy.dims.to_string() << " does not fit x shape " << x.dims.to_string());
+              op_name(c) << ": grad_out shape " << gy.dims.to_string() << " does not fit x shape "
+                         << x.dims.to_string());
   require_float_same(c, 0, 1);
   ConvGeom g = conv_geom(c, nd);
   OAR_ENFORCE(x.dims[1] % g.groups == 0 && gy.dims[1] % g.groups == 0, ErrorCode::kInvalidArgument,
@@ -137,8 +143,9 @@ void infer_conv_grad_filter(InferContext& c) {
   Dims out{gy.dims[1], x.dims[1] / g.groups};
   for (int32_t i = 0; i < nd; ++i) {
     int64_t o = conv_out_len(c, g, i, x.dims[2 + i], k[i]);
-    OAR_ENFORCE(o == gy.dims[2 + i], ErrorCode::kInvalidArgument,
-                op_name(c) << ": grad_out spatial dim " << i << " is " << gy.dims[2 + i] << ", expected " << o);
+    OAR_ENFORCE(
+        o == gy.dims[2 + i], ErrorCode::kInvalidArgument,
+        op_name(c) << ": grad_out spatial dim " << i << " is " << gy.dims[2 + i] << ", expected " << o);
     out.push_back(k[i]);
   }
   c.outputs[0] = {x.dtype, out};
@@ -160,8 +167,9 @@ Dims pool_out_dims(InferContext& c, const Dims& x) {
   std::vector<int64_t> p = spatial_attr(c, "paddings", 2 * nd, 0, 0);
   bool ceil = c.attrs->get_int("ceil_mode") != 0;
   for (int32_t i = 0; i < nd; ++i) {
-    OAR_ENFORCE(p[2 * i] < k[i] && p[2 * i + 1] < k[i] + (ceil ? s[i] : 0), ErrorCode::kInvalidArgument,
-                op_name(c) << ": paddings " << ints_str(p) << " must be smaller than kernel_size " << ints_str(k));
+    OAR_ENFORCE(
+        p[2 * i] < k[i] && p[2 * i + 1] < k[i] + (ceil ? s[i] : 0), ErrorCode::kInvalidArgument,
+        op_name(c) << ": paddings " << ints_str(p) << " must be smaller than kernel_size " << ints_str(k));
     int64_t padded = x[2 + i] + p[2 * i] + p[2 * i + 1] - k[i];
     OAR_ENFORCE(padded >= 0, ErrorCode::kInvalidArgument,
                 op_name(c) << ": kernel_size " << ints_str(k) << " is larger than the padded input "
@@ -200,8 +208,8 @@ Dims pool_grad_dims(InferContext& c) {
 }
 void infer_max_pool_grad(InferContext& c) {
   require_floating(c, 0);
-  OAR_ENFORCE(c.inputs[1].dtype == DType::kInt32 && c.inputs[1].dims == c.inputs[0].dims, ErrorCode::kInvalidArgument,
-              op_name(c) << ": mask must be int32 with grad_out's shape");
+  OAR_ENFORCE(c.inputs[1].dtype == DType::kInt32 && c.inputs[1].dims == c.inputs[0].dims,
+              ErrorCode::kInvalidArgument, op_name(c) << ": mask must be int32 with grad_out's shape");
   c.outputs[0] = {c.inputs[0].dtype, pool_grad_dims(c)};
 }
 void infer_avg_pool_grad(InferContext& c) {
@@ -232,8 +240,9 @@ void infer_interp_grad(InferContext& c) {
   std::vector<int64_t> size = spatial_attr(c, "input_size", nd, 0, 1);
   std::vector<int64_t> osz = spatial_attr(c, "out_size", nd, 0, 1);
   for (int32_t i = 0; i < nd; ++i)
-    OAR_ENFORCE(osz[i] == g[2 + i], ErrorCode::kInvalidArgument,
-                op_name(c) << ": grad_out shape " << g.to_string() << " does not match out_size " << ints_str(osz));
+    OAR_ENFORCE(
+        osz[i] == g[2 + i], ErrorCode::kInvalidArgument,
+        op_name(c) << ": grad_out shape " << g.to_string() << " does not match out_size " << ints_str(osz));
   Dims in{g[0], g[1]};
   for (int64_t s : size) in.push_back(s);
   c.outputs[0] = {c.inputs[0].dtype, in};
@@ -254,8 +263,8 @@ Im2col im2col_attrs(InferContext& c) {
 int64_t im2col_len(const InferContext& c, const Im2col& a, int32_t i, int64_t in) {
   int64_t span = a.d[i] * (a.k[i] - 1) + 1, padded = in + a.p[2 * i] + a.p[2 * i + 1];
   OAR_ENFORCE(padded >= span, ErrorCode::kInvalidArgument,
-              op_name(c) << ": spatial size " << in << " (padded " << padded << ") is smaller than the kernel ("
-                         << span << ")");
+              op_name(c) << ": spatial size " << in << " (padded " << padded
+                         << ") is smaller than the kernel (" << span << ")");
   return (padded - span) / a.s[i] + 1;
 }
 void infer_unfold(InferContext& c) {
@@ -275,12 +284,13 @@ void infer_fold(InferContext& c) {
   Im2col a = im2col_attrs(c);
   std::vector<int64_t> os = spatial_attr(c, "output_sizes", 2, 0, 1);
   int64_t kk = a.k[0] * a.k[1];
-  OAR_ENFORCE(x[1] % kk == 0, ErrorCode::kInvalidArgument,
-              op_name(c) << ": x.shape[1] (" << x[1] << ") is not divisible by the kernel area (" << kk << ")");
+  OAR_ENFORCE(
+      x[1] % kk == 0, ErrorCode::kInvalidArgument,
+      op_name(c) << ": x.shape[1] (" << x[1] << ") is not divisible by the kernel area (" << kk << ")");
   int64_t L = im2col_len(c, a, 0, os[0]) * im2col_len(c, a, 1, os[1]);
   OAR_ENFORCE(x[2] == L, ErrorCode::kInvalidArgument,
-              op_name(c) << ": x.shape[2] (" << x[2] << ") != the number of blocks (" << L << ") for output_sizes "
-                         << ints_str(os));
+              op_name(c) << ": x.shape[2] (" << x[2] << ") != the number of blocks (" << L
+                         << ") for output_sizes " << ints_str(os));
   c.outputs[0] = {c.inputs[0].dtype, Dims{x[0], x[1] / kk, os[0], os[1]}};
 }
 std::vector<AttrDef> im2col_attr_defs() {
@@ -305,12 +315,14 @@ void infer_grid_sample_grad(InferContext& c) {
   InferContext f = c;
   infer_grid_sample(f);
   OAR_ENFORCE(f.outputs[0].dims == c.inputs[2].dims, ErrorCode::kInvalidArgument,
-              op_name(c) << ": grad_out shape " << c.inputs[2].dims.to_string() << " != "
-                         << f.outputs[0].dims.to_string());
+              op_name(c) << ": grad_out shape " << c.inputs[2].dims.to_string()
+                         << " != " << f.outputs[0].dims.to_string());
   c.outputs[0] = c.inputs[0];
   c.outputs[1] = c.inputs[1];
 }
-std::vector<AttrDef> grid_attrs() { return {int_attr("mode", 0), int_attr("padding_mode", 0), int_attr("align_corners", 1)}; }
+std::vector<AttrDef> grid_attrs() {
+  return {int_attr("mode", 0), int_attr("padding_mode", 0), int_attr("align_corners", 1)};
+}
 
 // ---- gradient rules -------------------------------------------------------------------------------
 std::vector<int64_t> spatial_of(const Dims& d) {
@@ -322,7 +334,9 @@ Attrs conv_attrs(const Attrs& a) {
                {"dilations", a.get_ints("dilations")},
                {"groups", a.get_int("groups")}};
 }
-Tensor conv_(const Tensor& x, const Tensor& w, const Attrs& a) { return call_op("conv", {x, w}, conv_attrs(a))[0]; }
+Tensor conv_(const Tensor& x, const Tensor& w, const Attrs& a) {
+  return call_op("conv", {x, w}, conv_attrs(a))[0];
+}
 Tensor conv_gi(const Tensor& g, const Tensor& w, const Attrs& a, const Dims& x) {
   Attrs b = conv_attrs(a);
   b.set("input_size", spatial_of(x));
@@ -404,7 +418,9 @@ std::vector<Tensor> unfold_grad(const GradContext& c) {
   b.set("output_sizes", spatial_of(in_dims(c, 0)));
   return {call_op("fold", {g0(c)}, b)[0]};
 }
-std::vector<Tensor> fold_grad(const GradContext& c) { return {call_op("unfold", {g0(c)}, im2col_of(c.attrs))[0]}; }
+std::vector<Tensor> fold_grad(const GradContext& c) {
+  return {call_op("unfold", {g0(c)}, im2col_of(c.attrs))[0]};
+}
 
 std::vector<Tensor> grid_sample_grad_rule(const GradContext& c) {
   Attrs b{{"mode", c.attrs.get_int("mode")},
@@ -450,8 +466,8 @@ void register_conv_ops(OpRegistry& r) {
   def(r, "fold", {"x"}, fa, infer_fold);
 
   def(r, "grid_sample", {"x", "grid"}, grid_attrs(), infer_grid_sample);
-  def(r, "grid_sample_grad", {"x", "grid", "grad_out"}, grid_attrs(), infer_grid_sample_grad).outputs = {"grad_x",
-                                                                                                        "grad_grid"};
+  def(r, "grid_sample_grad", {"x", "grid", "grad_out"}, grid_attrs(), infer_grid_sample_grad).outputs = {
+      "grad_x", "grad_grid"};
 }
 
 void register_conv_grads(GradRuleSetter set) {

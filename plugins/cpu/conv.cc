@@ -39,7 +39,8 @@ Geom make_geom(const KernelContext& ctx, const int64_t* x, const int64_t* w, con
   g.nd = ndim - 2;
   g.N = x[0], g.Cin = x[1], g.Cout = w[0];
   g.G = ctx.attr_int("groups");
-  std::vector<int64_t> s = ctx.attr_ints("strides"), p = ctx.attr_ints("paddings"), d = ctx.attr_ints("dilations");
+  std::vector<int64_t> s = ctx.attr_ints("strides"), p = ctx.attr_ints("paddings"),
+                       d = ctx.attr_ints("dilations");
   const int off = 3 - g.nd;
   for (int i = 0; i < 3; ++i) {
     const int j = i - off;
@@ -118,7 +119,8 @@ void loop_conv_bwd_data(const Geom& g, const T* gy, const T* w, T* dx) {
                   for (int64_t k2 = 0; k2 < g.k[2]; ++k2) {
                     const int64_t i2 = o2 * g.s[2] - g.pb[2] + k2 * g.d[2];
                     if (i2 < 0 || i2 >= g.in[2]) continue;
-                    acc[(i0 * g.in[1] + i1) * g.in[2] + i2] += gv * acc_t<T>(wp[(k0 * g.k[1] + k1) * g.k[2] + k2]);
+                    acc[(i0 * g.in[1] + i1) * g.in[2] + i2] +=
+                        gv * acc_t<T>(wp[(k0 * g.k[1] + k1) * g.k[2] + k2]);
                   }
                 }
               }
@@ -239,17 +241,18 @@ void finish_arg(Arg& a, const memory::desc& prim) {
 std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
   const auto f32 = memory::data_type::f32;
   const auto any = memory::format_tag::any;
-  memory::format_tag act_tag = g.nd == 1 ? memory::format_tag::ncw
+  memory::format_tag act_tag = g.nd == 1   ? memory::format_tag::ncw
                                : g.nd == 2 ? memory::format_tag::nchw
                                            : memory::format_tag::ncdhw;
-  memory::format_tag wei_tag = g.G > 1 ? (g.nd == 1 ? memory::format_tag::goiw
+  memory::format_tag wei_tag = g.G > 1 ? (g.nd == 1   ? memory::format_tag::goiw
                                           : g.nd == 2 ? memory::format_tag::goihw
                                                       : memory::format_tag::goidhw)
-                                       : (g.nd == 1 ? memory::format_tag::oiw
+                                       : (g.nd == 1   ? memory::format_tag::oiw
                                           : g.nd == 2 ? memory::format_tag::oihw
                                                       : memory::format_tag::oidhw);
   memory::dims src_d = cat({g.N, g.Cin}, sp(g, g.in)), dst_d = cat({g.N, g.Cout}, sp(g, g.out));
-  memory::dims wei_d = g.G > 1 ? cat({g.G, g.cout_g(), g.cin_g()}, sp(g, g.k)) : cat({g.Cout, g.Cin}, sp(g, g.k));
+  memory::dims wei_d =
+      g.G > 1 ? cat({g.G, g.cout_g(), g.cin_g()}, sp(g, g.k)) : cat({g.Cout, g.Cin}, sp(g, g.k));
   memory::dims strides = sp(g, g.s), pl = sp(g, g.pb), dil, pr;
   for (int i = 3 - g.nd; i < 3; ++i) {
     dil.push_back(g.d[i] - 1);
@@ -262,8 +265,8 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: safe for concurrent calls
   auto p = std::make_shared<Prim>();
   const auto algo = dnnl::algorithm::convolution_direct;
-  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, algo, src_a, wei_a, dst_a, strides, dil,
-                                     pl, pr);
+  dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, algo, src_a, wei_a, dst_a, strides,
+                                     dil, pl, pr);
   dnnl::convolution_forward::primitive_desc fpd(fd, attr, engine());
   memory::desc src_u(src_d, f32, act_tag), wei_u(wei_d, f32, wei_tag), dst_u(dst_d, f32, act_tag);
   if (kind == kFwd) {
@@ -342,8 +345,10 @@ bool onednn_conv(const Geom& g, Kind kind, const float* a, const float* b, float
       }
       bufs[i] = aligned_buffer(arg.prim.get_size());
       memory pm(arg.prim, engine(), bufs[i].get());
-      if (arg.input) arg.re.execute(s, um, pm);
-      else out_user = um;
+      if (arg.input)
+        arg.re.execute(s, um, pm);
+      else
+        out_user = um;
       args.emplace(arg.id, pm);
     }
     Buffer scratch;
@@ -363,9 +368,12 @@ bool onednn_conv(const Geom& g, Kind kind, const float* a, const float* b, float
 
 template <class T>
 void run_loop(const Geom& g, Kind kind, const T* a, const T* b, T* c) {
-  if (kind == kFwd) loop_conv_fwd(g, a, b, c);
-  else if (kind == kBwdData) loop_conv_bwd_data(g, a, b, c);
-  else loop_conv_bwd_weights(g, a, b, c);
+  if (kind == kFwd)
+    loop_conv_fwd(g, a, b, c);
+  else if (kind == kBwdData)
+    loop_conv_bwd_data(g, a, b, c);
+  else
+    loop_conv_bwd_weights(g, a, b, c);
 }
 
 std::vector<float> to_float(const TensorView& t) {
@@ -387,9 +395,9 @@ void conv_common(KernelContext& ctx, Kind kind, const char* op) {
   TensorView a = ctx.input(0), b = ctx.input(1), c = ctx.output(0);
   OAR_SDK_CHECK(a.dtype() == b.dtype(), OAR_ERR_TYPE, op << ": inputs have different dtypes");
   // Which shape is x, w, y.
-  const TensorView &x = kind == kFwd ? a : kind == kBwdData ? c : a;
-  const TensorView &w = kind == kFwd ? b : kind == kBwdData ? b : c;
-  const TensorView &y = kind == kFwd ? c : kind == kBwdData ? a : b;
+  const TensorView& x = kind == kFwd ? a : kind == kBwdData ? c : a;
+  const TensorView& w = kind == kFwd ? b : kind == kBwdData ? b : c;
+  const TensorView& y = kind == kFwd ? c : kind == kBwdData ? a : b;
   Geom g = make_geom(ctx, x.dims(), w.dims(), y.dims(), x.ndim());
   if (c.numel() == 0) return;
   if (a.numel() == 0 || b.numel() == 0) {  // empty contraction: zeros
@@ -489,23 +497,24 @@ void max_pool_kernel(KernelContext& ctx) {
         const T* xp = px + pl * p.in_sz();
         T* yp = py + pl * p.out_sz();
         int32_t* mp = mask + pl * p.out_sz();
-        for_windows(p, [&](int64_t o, int64_t b0, int64_t e0, int64_t b1, int64_t e1, int64_t b2, int64_t e2) {
-          A best = -std::numeric_limits<A>::infinity();
-          int64_t arg = -1;
-          for (int64_t i0 = b0; i0 < e0; ++i0)
-            for (int64_t i1 = b1; i1 < e1; ++i1)
-              for (int64_t i2 = b2; i2 < e2; ++i2) {
-                const int64_t at = (i0 * p.in[1] + i1) * p.in[2] + i2;
-                const A v = A(xp[at]);
-                if (arg < 0 || v > best || std::isnan(v)) {
-                  best = v, arg = at;
-                  if (std::isnan(v)) goto done;
-                }
-              }
-        done:
-          yp[o] = T(best);
-          mp[o] = static_cast<int32_t>(arg);
-        });
+        for_windows(p,
+                    [&](int64_t o, int64_t b0, int64_t e0, int64_t b1, int64_t e1, int64_t b2, int64_t e2) {
+                      A best = -std::numeric_limits<A>::infinity();
+                      int64_t arg = -1;
+                      for (int64_t i0 = b0; i0 < e0; ++i0)
+                        for (int64_t i1 = b1; i1 < e1; ++i1)
+                          for (int64_t i2 = b2; i2 < e2; ++i2) {
+                            const int64_t at = (i0 * p.in[1] + i1) * p.in[2] + i2;
+                            const A v = A(xp[at]);
+                            if (arg < 0 || v > best || std::isnan(v)) {
+                              best = v, arg = at;
+                              if (std::isnan(v)) goto done;
+                            }
+                          }
+                    done:
+                      yp[o] = T(best);
+                      mp[o] = static_cast<int32_t>(arg);
+                    });
       }
     });
   });
@@ -556,14 +565,16 @@ void avg_pool_kernel(KernelContext& ctx) {
       for (int64_t pl = lo; pl < hi; ++pl) {
         const T* xp = px + pl * p.in_sz();
         T* yp = py + pl * p.out_sz();
-        for_windows(p, [&](int64_t o, int64_t b0, int64_t e0, int64_t b1, int64_t e1, int64_t b2, int64_t e2) {
-          A sum = 0;
-          for (int64_t i0 = b0; i0 < e0; ++i0)
-            for (int64_t i1 = b1; i1 < e1; ++i1)
-              for (int64_t i2 = b2; i2 < e2; ++i2) sum += A(xp[(i0 * p.in[1] + i1) * p.in[2] + i2]);
-          const int64_t n = (e0 - b0) * (e1 - b1) * (e2 - b2);
-          yp[o] = n == 0 ? T(0) : T(sum / A(pool_divisor(p, exclusive, divisor, n)));
-        });
+        for_windows(p,
+                    [&](int64_t o, int64_t b0, int64_t e0, int64_t b1, int64_t e1, int64_t b2, int64_t e2) {
+                      A sum = 0;
+                      for (int64_t i0 = b0; i0 < e0; ++i0)
+                        for (int64_t i1 = b1; i1 < e1; ++i1)
+                          for (int64_t i2 = b2; i2 < e2; ++i2)
+                            sum += A(xp[(i0 * p.in[1] + i1) * p.in[2] + i2]);
+                      const int64_t n = (e0 - b0) * (e1 - b1) * (e2 - b2);
+                      yp[o] = n == 0 ? T(0) : T(sum / A(pool_divisor(p, exclusive, divisor, n)));
+                    });
       }
     });
   });
@@ -584,14 +595,15 @@ void avg_pool_grad_kernel(KernelContext& ctx) {
       for (int64_t pl = lo; pl < hi; ++pl) {
         std::fill(acc.begin(), acc.end(), A(0));
         const T* gp = pg + pl * p.out_sz();
-        for_windows(p, [&](int64_t o, int64_t b0, int64_t e0, int64_t b1, int64_t e1, int64_t b2, int64_t e2) {
-          const int64_t n = (e0 - b0) * (e1 - b1) * (e2 - b2);
-          if (n == 0) return;
-          const A v = A(gp[o]) / A(pool_divisor(p, exclusive, divisor, n));
-          for (int64_t i0 = b0; i0 < e0; ++i0)
-            for (int64_t i1 = b1; i1 < e1; ++i1)
-              for (int64_t i2 = b2; i2 < e2; ++i2) acc[(i0 * p.in[1] + i1) * p.in[2] + i2] += v;
-        });
+        for_windows(p,
+                    [&](int64_t o, int64_t b0, int64_t e0, int64_t b1, int64_t e1, int64_t b2, int64_t e2) {
+                      const int64_t n = (e0 - b0) * (e1 - b1) * (e2 - b2);
+                      if (n == 0) return;
+                      const A v = A(gp[o]) / A(pool_divisor(p, exclusive, divisor, n));
+                      for (int64_t i0 = b0; i0 < e0; ++i0)
+                        for (int64_t i1 = b1; i1 < e1; ++i1)
+                          for (int64_t i2 = b2; i2 < e2; ++i2) acc[(i0 * p.in[1] + i1) * p.in[2] + i2] += v;
+                    });
         for (int64_t i = 0; i < p.in_sz(); ++i) pd[pl * p.in_sz() + i] = T(acc[i]);
       }
     });
@@ -672,7 +684,8 @@ void for_taps(const Interp& p, Fn&& fn) {
             const int64_t i1 = p.idx[1][o1 * p.taps[1] + t1];
             const double w1 = w0 * p.wt[1][o1 * p.taps[1] + t1];
             for (int t2 = 0; t2 < p.taps[2]; ++t2)
-              fn((i0 * p.in[1] + i1) * p.in[2] + p.idx[2][o2 * p.taps[2] + t2], w1 * p.wt[2][o2 * p.taps[2] + t2], o);
+              fn((i0 * p.in[1] + i1) * p.in[2] + p.idx[2][o2 * p.taps[2] + t2],
+                 w1 * p.wt[2][o2 * p.taps[2] + t2], o);
           }
         }
       }
@@ -846,8 +859,8 @@ struct GridArgs {
 // fn(plane pointer offset of x, grad slot) is simpler written out per kernel: one body does both the
 // forward (dx == nullptr) and the backward.
 template <class T>
-void grid_sample_body(const GridArgs& a, const TensorView& x, const TensorView& grid, const T* gy, T* y, T* dx,
-                      T* dgrid) {
+void grid_sample_body(const GridArgs& a, const TensorView& x, const TensorView& grid, const T* gy, T* y,
+                      T* dx, T* dgrid) {
   using A = acc_t<T>;
   const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), Ho = grid.dim(1), Wo = grid.dim(2);
   const T* px = x.data<T>();
@@ -862,11 +875,14 @@ void grid_sample_body(const GridArgs& a, const TensorView& x, const TensorView& 
         const double iy = source_coord(double(gp[1]), H, a.pad, a.align, &dgy);
         auto inb = [&](int64_t yy, int64_t xx) { return yy >= 0 && yy < H && xx >= 0 && xx < W; };
         if (a.mode == 1) {  // nearest: round half to even, as std::nearbyint
-          const int64_t xx = static_cast<int64_t>(std::nearbyint(ix)), yy = static_cast<int64_t>(std::nearbyint(iy));
+          const int64_t xx = static_cast<int64_t>(std::nearbyint(ix)),
+                        yy = static_cast<int64_t>(std::nearbyint(iy));
           for (int64_t c = 0; c < C; ++c) {
             const int64_t xo = ((n * C + c) * H) * W, yo = (n * C + c) * Ho * Wo + p;
-            if (!dx) y[yo] = inb(yy, xx) ? px[xo + yy * W + xx] : T(0);
-            else if (inb(yy, xx)) dx[xo + yy * W + xx] = T(A(dx[xo + yy * W + xx]) + A(gy[yo]));
+            if (!dx)
+              y[yo] = inb(yy, xx) ? px[xo + yy * W + xx] : T(0);
+            else if (inb(yy, xx))
+              dx[xo + yy * W + xx] = T(A(dx[xo + yy * W + xx]) + A(gy[yo]));
           }
           if (dx) dgrid[(n * Ho * Wo + p) * 2] = T(0), dgrid[(n * Ho * Wo + p) * 2 + 1] = T(0);
           continue;

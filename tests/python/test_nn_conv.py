@@ -259,8 +259,12 @@ def test_conv_double_grad(device):
     w = rng.standard_normal([2, 2, 2, 2])
 
     def fn(x, w):
-        y = F.conv2d(x, w, stride=1, padding=1)
-        (gw,) = oar.grad([(y * y).sum()], [w], create_graph=True)
+        with oar.enable_grad():
+            if w.stop_gradient:  # check_grad's finite-difference pass: a fresh leaf
+                w = w.detach()
+                w.stop_gradient = False
+            y = F.conv2d(x, w, stride=1, padding=1)
+            (gw,) = oar.grad([(y * y).sum()], [w], create_graph=True)
         return gw
 
     check_grad(fn, [x, w], device, rtol=1e-4, atol=1e-5)
@@ -399,8 +403,12 @@ def test_adaptive_pool_grads(device):
     x = rng.standard_normal([1, 1, 4, 4])
 
     def fn(x):
-        y = F.avg_pool2d(x, 2, 1, exclusive=False)
-        (gx,) = oar.grad([(y * y).sum()], [x], create_graph=True)
+        with oar.enable_grad():
+            if x.stop_gradient:
+                x = x.detach()
+                x.stop_gradient = False
+            y = F.avg_pool2d(x, 2, 1, exclusive=False)
+            (gx,) = oar.grad([(y * y).sum()], [x], create_graph=True)
         return gx
 
     check_grad(fn, [x], device)
@@ -593,7 +601,7 @@ def test_affine_grid_and_errors(device):
         g = F.affine_grid(T(theta, device), [2, 1, 3, 4], align_corners=align)
         xs = np.linspace(-1, 1, 4) if align else (np.arange(4) * 2 + 1) / 4 - 1
         ys = np.linspace(-1, 1, 3) if align else (np.arange(3) * 2 + 1) / 3 - 1
-        base = np.stack(np.meshgrid(xs, ys) + [np.ones((3, 4))], -1)
+        base = np.stack(list(np.meshgrid(xs, ys)) + [np.ones((3, 4))], -1)
         check(g, np.einsum("hwk,njk->nhwj", base, theta), rtol=1e-6, atol=1e-6)
     check_grad(lambda t: F.affine_grid(t, [2, 1, 2, 3]), [theta], device)
     with pytest.raises(ValueError, match="affine_grid"):
