@@ -288,6 +288,25 @@ def test_conv_float32_grads_match_float64(device):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("nd,groups", [(1, 1), (2, 1), (2, 4), (3, 2)])
+def test_conv_float32_blocked_layouts(nd, groups):
+    # Enough channels that oneDNN picks blocked layouts (reorders in and out); checked against the
+    # float64 loops for forward, backward-data and backward-weights.
+    sp = {1: [11], 2: [9, 8], 3: [5, 6, 4]}[nd]
+    x = rng.standard_normal([2, 32] + sp)
+    w = rng.standard_normal([48, 32 // groups] + [3] * nd) * 0.1
+    out = {}
+    for dt in ("float32", "float64"):
+        xt, wt = T(x, "cpu", dt), T(w, "cpu", dt)
+        xt.stop_gradient = False
+        wt.stop_gradient = False
+        y = FN[nd](xt, wt, stride=2, padding=1, groups=groups)
+        (y * y).sum().backward()
+        out[dt] = (y.numpy(), xt.grad.numpy(), wt.grad.numpy())
+    for a, b in zip(out["float32"], out["float64"]):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3)
+
+
 def test_conv_errors(device):
     x = T(rng.standard_normal([1, 4, 5, 5]), device)
     w = T(rng.standard_normal([2, 3, 3, 3]), device)
