@@ -500,17 +500,20 @@ void max_pool_kernel(KernelContext& ctx) {
         for_windows(p,
                     [&](int64_t o, int64_t b0, int64_t e0, int64_t b1, int64_t e1, int64_t b2, int64_t e2) {
                       A best = -std::numeric_limits<A>::infinity();
-                      int64_t arg = -1;
+                      // The first element of the window wins ties and an all -inf window.
+                      int64_t arg = b0 < e0 && b1 < e1 && b2 < e2 ? (b0 * p.in[1] + b1) * p.in[2] + b2 : -1;
                       for (int64_t i0 = b0; i0 < e0; ++i0)
-                        for (int64_t i1 = b1; i1 < e1; ++i1)
+                        for (int64_t i1 = b1; i1 < e1; ++i1) {
+                          const int64_t row = (i0 * p.in[1] + i1) * p.in[2];
+                          const T* xr = xp + row;
                           for (int64_t i2 = b2; i2 < e2; ++i2) {
-                            const int64_t at = (i0 * p.in[1] + i1) * p.in[2] + i2;
-                            const A v = A(xp[at]);
-                            if (arg < 0 || v > best || std::isnan(v)) {
-                              best = v, arg = at;
-                              if (std::isnan(v)) goto done;
+                            const A v = A(xr[i2]);
+                            if (!(v <= best)) {  // larger, or NaN (which then stays)
+                              best = v, arg = row + i2;
+                              if (v != v) goto done;
                             }
                           }
+                        }
                     done:
                       yp[o] = T(best);
                       mp[o] = static_cast<int32_t>(arg);
