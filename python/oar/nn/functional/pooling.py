@@ -1,4 +1,135 @@
-"""Max/average pooling and adaptive pooling."""
-from ... import _C  # noqa: F401
+"""Max/average pooling and adaptive pooling.
 
-__all__ = []
+All of them run the N-d core ops "max_pool" (values and an int32 mask of flat in-plane argmax
+indices) and "avg_pool"; adaptive pooling is the same ops with attribute adaptive=1 (kernel_size then
+holds the output size). Channels-last layouts are transposed around the op.
+"""
+import numbers
+
+from ... import _C
+from .conv import _channel_last, _explicit_padding, _ntuple, _to_first, _to_last
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "adaptive_max_pool3d"]
+
+_max_pool = _C.Op("max_pool")
+_avg_pool = _C.Op("avg_pool")
+
+
+def _pool_args(nd, op, x, kernel_size, stride, padding, data_format):
+    if x.ndim != nd + 2:
+        raise ValueError("{}: x must be {}-D, got shape {}".format(op, nd + 2, x.shape))
+    last = _channel_last(data_format, nd, op)
+    ks = _ntuple(kernel_size, nd, "kernel_size", op)
+    strides = ks if stride is None else _ntuple(stride, nd, "stride", op)
+    if any(k < 1 for k in ks) or any(s < 1 for s in strides):
+        raise ValueError("{}: kernel_size {} and stride {} must be positive".format(op, ks, strides))
+    if last:
+        x = _to_first(x, nd)
+    pads = _explicit_padding(padding, nd, last, op)
+    if pads is None:  # 'SAME': out = ceil(in / stride)
+        pads = []
+        for n, k, s in zip(x.shape[2:], ks, strides):
+            total = max(((n + s - 1) // s - 1) * s + k - n, 0)
+            pads += [total // 2, total - total // 2]
+    return x, last, ks, strides, pads
+
+
+def _max_pool_nd(nd, op, x, kernel_size, stride, padding, return_mask, ceil_mode, data_format):
+    x, last, ks, strides, pads = _pool_args(nd, op, x, kernel_size, stride, padding, data_format)
+    out, mask = _max_pool(x, kernel_size=ks, strides=strides, paddings=pads, ceil_mode=int(bool(ceil_mode)))
+    if last:
+        out, mask = _to_last(out, nd), _to_last(mask, nd)
+    return (out, mask) if return_mask else out
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, name=None):
+    return _max_pool_nd(1, "max_pool1d", x, kernel_size, stride, padding, return_mask, ceil_mode, "NCL")
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
+               name=None):
+    return _max_pool_nd(2, "max_pool2d", x, kernel_size, stride, padding, return_mask, ceil_mode, data_format)
+
+
+def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCDHW",
+               name=None):
+    return _max_pool_nd(3, "max_pool3d", x, kernel_size, stride, padding, return_mask, ceil_mode, data_format)
+
+
+def _avg_pool_nd(nd, op, x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override, data_format):
+    x, last, ks, strides, pads = _pool_args(nd, op, x, kernel_size, stride, padding, data_format)
+    if divisor_override is not None and (not isinstance(divisor_override, numbers.Integral) or divisor_override <= 0):
+        raise ValueError("{}: divisor_override must be a positive int, got {!r}".format(op, divisor_override))
+    out = _avg_pool(x, kernel_size=ks, strides=strides, paddings=pads, ceil_mode=int(bool(ceil_mode)),
+                    exclusive=int(bool(exclusive)), divisor=int(divisor_override or 0))
+    return _to_last(out, nd) if last else out
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None):
+    return _avg_pool_nd(1, "avg_pool1d", x, kernel_size, stride, padding, ceil_mode, exclusive, None, "NCL")
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+               data_format="NCHW", name=None):
+    return _avg_pool_nd(2, "avg_pool2d", x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override,
+                        data_format)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+               data_format="NCDHW", name=None):
+    return _avg_pool_nd(3, "avg_pool3d", x, kernel_size, stride, padding, ceil_mode, exclusive, divisor_override,
+                        data_format)
+
+
+def _adaptive_size(nd, op, x, output_size):
+    if isinstance(output_size, numbers.Integral):
+        size = [int(output_size)] * nd
+    elif isinstance(output_size, (list, tuple)) and len(output_size) == nd:
+        size = [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(output_size)]
+    else:
+        raise ValueError("{}: output_size must be an int or a list of {} ints, got {!r}".format(op, nd, output_size))
+    if any(s < 1 for s in size):
+        raise ValueError("{}: output_size must be positive, got {}".format(op, size))
+    return size
+
+
+def _adaptive_nd(nd, op, x, output_size, data_format, is_max, return_mask=False):
+    if x.ndim != nd + 2:
+        raise ValueError("{}: x must be {}-D, got shape {}".format(op, nd + 2, x.shape))
+    last = _channel_last(data_format, nd, op)
+    if last:
+        x = _to_first(x, nd)
+    size = _adaptive_size(nd, op, x, output_size)
+    if is_max:
+        out, mask = _max_pool(x, kernel_size=size, adaptive=1)
+        if last:
+            out, mask = _to_last(out, nd), _to_last(mask, nd)
+        return (out, mask) if return_mask else out
+    out = _avg_pool(x, kernel_size=size, adaptive=1)
+    return _to_last(out, nd) if last else out
+
+
+def adaptive_avg_pool1d(x, output_size, name=None):
+    return _adaptive_nd(1, "adaptive_avg_pool1d", x, output_size, "NCL", False)
+
+
+def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
+    return _adaptive_nd(2, "adaptive_avg_pool2d", x, output_size, data_format, False)
+
+
+def adaptive_avg_pool3d(x, output_size, data_format="NCDHW", name=None):
+    return _adaptive_nd(3, "adaptive_avg_pool3d", x, output_size, data_format, False)
+
+
+def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
+    return _adaptive_nd(1, "adaptive_max_pool1d", x, output_size, "NCL", True, return_mask)
+
+
+def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
+    return _adaptive_nd(2, "adaptive_max_pool2d", x, output_size, "NCHW", True, return_mask)
+
+
+def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
+    return _adaptive_nd(3, "adaptive_max_pool3d", x, output_size, "NCDHW", True, return_mask)
