@@ -10,6 +10,8 @@ from ._C import (CPUPlace, CUDAPlace, CustomPlace, Place, Tensor, dtype, get_def
                  set_default_dtype, set_device)
 from ._C import (bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,
                  uint8)
+from . import _plugins
+_plugins.load_entry_point_plugins()
 from .tensor import *  # noqa: F401,F403
 from .tensor.logic import is_tensor  # noqa: F401
 from . import autograd  # noqa: F401

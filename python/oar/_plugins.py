@@ -1,0 +1,53 @@
+"""Plugins installed as Python packages: a backend wheel declares an entry point in the group
+"oar.plugins" whose object is a path (str or os.PathLike), a list of paths, or a callable returning
+either. Each path is a plugin .so file, or a directory whose liboar_plugin_*.so files are loaded.
+
+    # the vendor wheel's pyproject.toml
+    [project.entry-points."oar.plugins"]
+    myaccel = "oar_myaccel:plugin_path"
+
+They are loaded at `import oar`, after OAR_PLUGIN_PATH and the plugins shipped with oar. A broken
+entry point or plugin warns and is skipped: it never stops oar from importing. The loader's records
+(oar.utils.doctor, oar._C.plugin_records()) say why a file was refused."""
+import glob
+import importlib.metadata
+import os
+import warnings
+
+from . import _C
+
+GROUP = "oar.plugins"
+
+
+def _files(path):
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return sorted(glob.glob(os.path.join(path, "liboar_plugin_*.so")))
+    return [path]
+
+
+def load_entry_point_plugins():
+    """Loads the plugins every installed "oar.plugins" entry point names; returns their records."""
+    records = []
+    try:
+        eps = importlib.metadata.entry_points(group=GROUP)
+    except Exception as e:  # a broken installed distribution must not break import oar
+        warnings.warn("oar: could not list '{}' entry points: {}".format(GROUP, e), RuntimeWarning)
+        return records
+    for ep in eps:
+        try:
+            target = ep.load()
+            paths = target() if callable(target) else target
+            if isinstance(paths, (str, os.PathLike)):
+                paths = [paths]
+            for path in paths:
+                for f in _files(path):
+                    rec = _C.load_plugin(f)
+                    records.append(rec)
+                    if not rec.loaded:
+                        warnings.warn("oar: plugin '{}' from entry point '{}' was not loaded: {}".format(
+                            f, ep.name, rec.reason), RuntimeWarning)
+        except Exception as e:
+            warnings.warn("oar: plugin entry point '{}' ({}) failed: {}: {}".format(
+                ep.name, ep.value, type(e).__name__, e), RuntimeWarning)
+    return records
