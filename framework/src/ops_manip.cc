@@ -1,5 +1,7 @@
 // Manipulation, gather/scatter, sort and search ops.
 // Each op's schema, shape/dtype inference and gradient rule, in one place (op_util.h).
+// Most of the Python manipulation API (stack, split, tile, pad, tril, ...) is composite over these
+// few kernels and the foundation ops (docs/ops_manip.md).
 #include <oar/core/error.h>
 
 #include "grad_util.h"
@@ -10,10 +12,176 @@ namespace {
 using namespace opdef;
 using namespace gradutil;
 
+void require_index(const InferContext& c, int i) {
+  DType d = c.inputs[i].dtype;
+  OAR_ENFORCE(
+      d == DType::kInt32 || d == DType::kInt64, ErrorCode::kType,
+      op_name(c) << ": " << c.op->inputs[i] << ".dtype must be int32 or int64, got " << dtype_name(d));
+}
+
+// index[..., k] addresses the first k dims of x; the addressed part has shape x.shape[k:].
+Dims nd_result_dims(const InferContext& c, const Dims& x, const Dims& index) {
+  OAR_ENFORCE(index.size() >= 1, ErrorCode::kInvalidArgument,
+              op_name(c) << ": index must have at least 1 dimension, got shape " << index.to_string());
+  int64_t k = index[index.size() - 1];
+  OAR_ENFORCE(k <= x.size(), ErrorCode::kInvalidArgument,
+              op_name(c) << ": index.shape[-1] (" << k << ") exceeds the rank of x (" << x.size() << ")");
+  Dims out(index.data(), index.size() - 1);
+  for (int32_t i = static_cast<int32_t>(k); i < x.size(); ++i) out.push_back(x[i]);
+  return out;
+}
+
+void infer_gather_nd(InferContext& c) {
+  require_index(c, 1);
+  c.outputs[0] = {c.inputs[0].dtype, nd_result_dims(c, c.inputs[0].dims, c.inputs[1].dims)};
+}
+
+// scatter_nd_add(x, index, updates) and index_put(x, index, value): updates has the gathered shape.
+void check_nd_updates(InferContext& c) {
+  require_index(c, 1);
+  require_same_dtype(c, 0, 2);
+  Dims want = nd_result_dims(c, c.inputs[0].dims, c.inputs[1].dims);
+  OAR_ENFORCE(c.inputs[2].dims == want, ErrorCode::kInvalidArgument,
+              op_name(c) << ": " << c.op->inputs[2] << ".shape " << c.inputs[2].dims.to_string()
+                         << " must be " << want.to_string()
+                         << " (index.shape[:-1] + x.shape[index.shape[-1]:])");
+}
+void infer_scatter_nd_add(InferContext& c) {
+  check_nd_updates(c);
+  OAR_ENFORCE(c.inputs[0].dtype != DType::kBool, ErrorCode::kType, "scatter_nd_add: bool is not supported");
+  c.outputs[0] = c.inputs[0];
+}
+void infer_index_put(InferContext& c) { check_nd_updates(c); }
+
+// take_along_axis(x, index): index has x's rank and x's sizes except along axis.
+void check_along(InferContext& c) {
+  const Dims &x = c.inputs[0].dims, &idx = c.inputs[1].dims;
+  require_index(c, 1);
+  OAR_ENFORCE(x.size() == idx.size() && x.size() >= 1, ErrorCode::kInvalidArgument,
+              op_name(c) << ": index rank (" << idx.size() << ") must equal x rank (" << x.size()
+                         << ") and be at least 1");
+  int64_t axis = normalize_axis(c, c.attrs->get_int("axis"), x.size());
+  c.attrs->set("axis", axis);
+  for (int32_t i = 0; i < x.size(); ++i)
+    OAR_ENFORCE(i == axis || x[i] == idx[i], ErrorCode::kInvalidArgument,
+                op_name(c) << ": index.shape " << idx.to_string() << " must match x.shape " << x.to_string()
+                           << " except along axis " << axis);
+}
+void infer_take_along_axis(InferContext& c) {
+  check_along(c);
+  c.outputs[0] = {c.inputs[0].dtype, c.inputs[1].dims};
+}
+void infer_put_along_axis(InferContext& c) {
+  check_along(c);
+  require_same_dtype(c, 0, 2);
+  OAR_ENFORCE(c.inputs[2].dims == c.inputs[1].dims, ErrorCode::kInvalidArgument,
+              "put_along_axis: values.shape " << c.inputs[2].dims.to_string() << " must equal index.shape "
+                                              << c.inputs[1].dims.to_string());
+  int64_t red = c.attrs->get_int("reduce");
+  OAR_ENFORCE(red >= 0 && red <= 2, ErrorCode::kInvalidArgument,
+              "put_along_axis: reduce must be 0 (assign), 1 (add) or 2 (multiply), got " << red);
+  c.outputs[0] = c.inputs[0];
+}
+
+void infer_sort(InferContext& c) {
+  require_not_complex(c, 0);
+  const Dims& x = c.inputs[0].dims;
+  c.attrs->set("axis", normalize_axis(c, c.attrs->get_int("axis"), x.size()));
+  c.outputs[0] = c.inputs[0];
+  c.outputs[1] = {DType::kInt64, x};
+}
+
+// nonzero(x, count): the caller counts the nonzero elements first (the output shape depends on data).
+void infer_nonzero(InferContext& c) {
+  require_not_complex(c, 0);
+  int64_t n = c.attrs->get_int("count");
+  OAR_ENFORCE(n >= 0 && n <= c.inputs[0].dims.numel(), ErrorCode::kInvalidArgument,
+              "nonzero: count " << n << " is out of range for " << c.inputs[0].dims.numel() << " elements");
+  c.outputs[0] = {DType::kInt64, Dims{n, static_cast<int64_t>(c.inputs[0].dims.size())}};
+}
+
+// ---- gradient rules -------------------------------------------------------------------------------
+Tensor zeros_of(const GradContext& c, int i) {
+  return ops::zeros(in_dims(c, i), c.input_meta[i].dtype, g0(c).place());
+}
+Tensor gather_nd(const Tensor& x, const Tensor& index) { return call_op("gather_nd", {x, index})[0]; }
+Tensor scatter_nd_add(const Tensor& x, const Tensor& index, const Tensor& u) {
+  return call_op("scatter_nd_add", {x, index, u})[0];
+}
+Tensor take_along(const Tensor& x, const Tensor& index, int64_t axis) {
+  return call_op("take_along_axis", {x, index}, Attrs{{"axis", axis}})[0];
+}
+Tensor put_along(const Tensor& x, const Tensor& index, const Tensor& v, int64_t axis, int64_t reduce) {
+  return call_op("put_along_axis", {x, index, v}, Attrs{{"axis", axis}, {"reduce", reduce}})[0];
+}
+
+std::vector<Tensor> gather_nd_grad(const GradContext& c) {
+  return {scatter_nd_add(zeros_of(c, 0), c.inputs[1], g0(c)), Tensor()};
+}
+std::vector<Tensor> scatter_nd_add_grad(const GradContext& c) {
+  return {g0(c), Tensor(), c.needs_grad[2] ? gather_nd(g0(c), c.inputs[1]) : Tensor()};
+}
+// index_put overwrites: the overwritten elements of x get no gradient.
+std::vector<Tensor> index_put_grad(const GradContext& c) {
+  const Tensor& index = c.inputs[1];
+  Tensor gx = g0(c);
+  if (c.attrs.get_int("accumulate") == 0) {
+    Tensor hit =
+        scatter_nd_add(zeros_of(c, 0), index, ops::ones(in_dims(c, 2), g0(c).dtype(), g0(c).place()));
+    gx = ops::where(ops::equal(hit, scalar_like(0, hit)), g0(c), scalar_like(0, g0(c)));
+  }
+  return {gx, Tensor(), c.needs_grad[2] ? gather_nd(g0(c), index) : Tensor()};
+}
+std::vector<Tensor> take_along_axis_grad(const GradContext& c) {
+  return {put_along(zeros_of(c, 0), c.inputs[1], g0(c), c.attrs.get_int("axis"), 1), Tensor()};
+}
+std::vector<Tensor> put_along_axis_grad(const GradContext& c) {
+  const Tensor &index = c.inputs[1], &g = g0(c);
+  int64_t axis = c.attrs.get_int("axis"), reduce = c.attrs.get_int("reduce");
+  Tensor gx, gv;
+  if (reduce == 0) {  // assign: overwritten elements get no gradient
+    gx = put_along(g, index, ops::zeros(in_dims(c, 2), g.dtype(), g.place()), axis, 0);
+    if (c.needs_grad[2]) gv = take_along(g, index, axis);
+  } else if (reduce == 1) {
+    gx = g;
+    if (c.needs_grad[2]) gv = take_along(g, index, axis);
+  } else {  // multiply (exact for distinct indices): out = x * v at the hit positions
+    gx = put_along(g, index, c.inputs[2], axis, 2);
+    if (c.needs_grad[2]) gv = take_along(ops::multiply(g, c.inputs[0]), index, axis);
+  }
+  return {gx, Tensor(), gv};
+}
+std::vector<Tensor> sort_grad(const GradContext& c) {
+  return {put_along(zeros_of(c, 0), c.outputs[1], g0(c), c.attrs.get_int("axis"), 1)};
+}
+
 }  // namespace
 
-void register_manip_ops(OpRegistry& r) { (void)r; }
+void register_manip_ops(OpRegistry& r) {
+  def(r, "gather_nd", {"x", "index"}, {}, infer_gather_nd);
+  def(r, "scatter_nd_add", {"x", "index", "updates"}, {}, infer_scatter_nd_add);
+  {
+    // In place: dst[index[j]] = value[j] (accumulate: +=). The caller broadcasts value.
+    OpDef& d = def(r, "index_put", {"x", "index", "value"}, {int_attr("accumulate", 0)}, infer_index_put);
+    d.outputs.clear();
+    d.inplace_input = 0;
+  }
+  def(r, "take_along_axis", {"x", "index"}, {req_int("axis")}, infer_take_along_axis);
+  def(r, "put_along_axis", {"x", "index", "values"}, {req_int("axis"), int_attr("reduce", 0)},
+      infer_put_along_axis);
+  def(r, "sort", {"x"}, {int_attr("axis", -1), int_attr("descending", 0), int_attr("stable", 0)}, infer_sort)
+      .outputs = {"values", "indices"};
+  def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero);
+}
 
-void register_manip_grads(GradRuleSetter set) { (void)set; }
+void register_manip_grads(GradRuleSetter set) {
+  constexpr uint32_t kIndex = 2, kAll = 7;  // input bits: 1 x, 2 index, 4 values
+  set("gather_nd", gather_nd_grad, kIndex, false);
+  set("scatter_nd_add", scatter_nd_add_grad, kIndex, false);
+  set("index_put", index_put_grad, kIndex, false);
+  set("take_along_axis", take_along_axis_grad, kIndex, false);
+  set("put_along_axis", put_along_axis_grad, kAll, false);
+  set("sort", sort_grad, 0, true);
+}
 
 }  // namespace oar
