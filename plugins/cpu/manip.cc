@@ -158,13 +158,16 @@ void take_along_axis_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     const T* px = xs.view().data<T>();
     T* po = os.view().data<T>();
-    const int64_t total = out.numel();
-    parallel_for(0, total, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t e = lo; e < hi; ++e) {
-        const int64_t i = e % s.inner, o = e / (s.inner * s.ni);
-        po[e] = px[(o * s.n + idx[e]) * s.inner + i];
-      }
-    });
+    // One row (o, j) of inner elements at a time: no division per element.
+    parallel_for(0, s.outer * s.ni, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.inner, 1)),
+                 [&](int64_t lo, int64_t hi) {
+                   for (int64_t r = lo; r < hi; ++r) {
+                     const T* src = px + (r / s.ni) * s.n * s.inner;
+                     const int64_t* ir = idx.data() + r * s.inner;
+                     T* dst = po + r * s.inner;
+                     for (int64_t i = 0; i < s.inner; ++i) dst[i] = src[ir[i] * s.inner + i];
+                   }
+                 });
   });
 }
 
@@ -203,8 +206,80 @@ void put_along_axis_kernel(KernelContext& ctx) {
   });
 }
 
-// Sorts each line along axis. Ties are broken by position, so the order is always stable (numpy's
-// stable sort); NaN sorts last ascending and first descending, as numpy's order reversed.
+// An unsigned key whose integer order is the value order: NaN (any sign) after +inf, signed values
+// with the sign bit flipped, floats with the negative ones bit-inverted.
+template <class T>
+uint64_t sort_key(T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? 1 : 0;
+  } else if constexpr (std::is_floating_point_v<T> || is_float_v<T>) {
+    if constexpr (sizeof(T) == 8) {
+      double d = static_cast<double>(v);
+      uint64_t u;
+      std::memcpy(&u, &d, 8);
+      if (std::isnan(d)) u = 0x7ff8000000000000ull;
+      return (u >> 63) ? ~u : (u | (1ull << 63));
+    } else {
+      float f = static_cast<float>(v);  // float16 / bfloat16 widen exactly
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      if (std::isnan(f)) u = 0x7fc00000u;
+      return (u >> 31) ? static_cast<uint32_t>(~u) : (u | 0x80000000u);
+    }
+  } else if constexpr (std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<U>(static_cast<U>(v) ^ (U(1) << (sizeof(T) * 8 - 1)));
+  } else {
+    return static_cast<uint64_t>(v);
+  }
+}
+
+// Stable sort of (key, position) pairs by key: LSD radix sort on bytes for long lines, a comparison
+// sort (ties by position) for short ones. `bytes`: how many low bytes of the keys can differ.
+void sort_pairs(std::vector<std::pair<uint64_t, int64_t>>& a, std::vector<std::pair<uint64_t, int64_t>>& tmp,
+                int bytes) {
+  const size_t n = a.size();
+  if (n < 512) {
+    std::sort(a.begin(), a.end());  // keys, then positions: stable
+    return;
+  }
+  tmp.resize(n);
+  for (int b = 0; b < bytes; ++b) {
+    const int shift = 8 * b;
+    size_t count[257] = {0};
+    for (const auto& p : a) ++count[((p.first >> shift) & 0xff) + 1];
+    bool trivial = false;
+    for (int k = 1; k <= 256; ++k) trivial = trivial || count[k] == n;
+    if (trivial) continue;  // every key has the same byte here
+    for (int k = 0; k < 256; ++k) count[k + 1] += count[k];
+    for (const auto& p : a) tmp[count[(p.first >> shift) & 0xff]++] = p;
+    a.swap(tmp);
+  }
+}
+
+// The same for keys of at most 32 bits packed above a 32-bit position: half the memory traffic.
+void sort_packed(std::vector<uint64_t>& a, std::vector<uint64_t>& tmp, int bytes) {
+  const size_t n = a.size();
+  if (n < 512) {
+    std::sort(a.begin(), a.end());
+    return;
+  }
+  tmp.resize(n);
+  for (int b = 0; b < bytes; ++b) {
+    const int shift = 32 + 8 * b;
+    size_t count[257] = {0};
+    for (uint64_t p : a) ++count[((p >> shift) & 0xff) + 1];
+    bool trivial = false;
+    for (int k = 1; k <= 256; ++k) trivial = trivial || count[k] == n;
+    if (trivial) continue;
+    for (int k = 0; k < 256; ++k) count[k + 1] += count[k];
+    for (uint64_t p : a) tmp[count[(p >> shift) & 0xff]++] = p;
+    a.swap(tmp);
+  }
+}
+
+// Sorts each line along axis. Ties keep their order, so the sort is always stable (numpy's stable
+// sort); NaN sorts last ascending and first descending (numpy's order reversed).
 void sort_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), vals = ctx.output(0), inds = ctx.output(1);
   const int32_t nd = x.ndim();
@@ -215,33 +290,38 @@ void sort_kernel(KernelContext& ctx) {
   const int64_t lines = n == 0 ? 0 : x.numel() / n;
   dispatch<RealType>("sort", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    using C = std::conditional_t<std::is_same_v<T, bool>, int, oar::sdk::compute_t<T>>;
+    const int bytes = static_cast<int>(sizeof(T) == 2 && !std::is_integral_v<T> ? 4 : sizeof(T));
     const T* px = x.data<T>();
     T* pv = vals.data<T>();
     int64_t* pi = inds.data<int64_t>();
-    parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
-      std::vector<std::pair<C, int64_t>> buf(static_cast<size_t>(n));
+    // Descending: inverted keys (within the key width), so equal values still keep their order.
+    const uint64_t flip = desc ? (bytes == 8 ? ~0ull : ((1ull << (8 * bytes)) - 1)) : 0;
+    const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1));
+    if (bytes <= 4 && n < (int64_t{1} << 32)) {
+      parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
+        std::vector<uint64_t> buf(static_cast<size_t>(n)), tmp;
+        for (int64_t l = lo; l < hi; ++l) {
+          const int64_t o = l / inner, i = l % inner, base = o * n * inner + i;
+          buf.resize(static_cast<size_t>(n));
+          for (int64_t j = 0; j < n; ++j)
+            buf[j] = ((sort_key(px[base + j * inner]) ^ flip) << 32) | static_cast<uint64_t>(j);
+          sort_packed(buf, tmp, bytes);
+          for (int64_t j = 0; j < n; ++j) {
+            const int64_t src = static_cast<int64_t>(buf[j] & 0xffffffffu);
+            pv[base + j * inner] = px[base + src * inner];
+            pi[base + j * inner] = src;
+          }
+        }
+      });
+      return;
+    }
+    parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
+      std::vector<std::pair<uint64_t, int64_t>> buf(static_cast<size_t>(n)), tmp;
       for (int64_t l = lo; l < hi; ++l) {
         const int64_t o = l / inner, i = l % inner, base = o * n * inner + i;
-        for (int64_t j = 0; j < n; ++j) buf[j] = {static_cast<C>(px[base + j * inner]), j};
-        auto less = [](C a, C b) {
-          if constexpr (std::is_floating_point_v<C>) {
-            if (std::isnan(a) || std::isnan(b)) return !std::isnan(a) && std::isnan(b);
-          }
-          return a < b;
-        };
-        if (desc)
-          std::sort(buf.begin(), buf.end(), [&](const auto& a, const auto& b) {
-            if (less(b.first, a.first)) return true;
-            if (less(a.first, b.first)) return false;
-            return a.second < b.second;
-          });
-        else
-          std::sort(buf.begin(), buf.end(), [&](const auto& a, const auto& b) {
-            if (less(a.first, b.first)) return true;
-            if (less(b.first, a.first)) return false;
-            return a.second < b.second;
-          });
+        buf.resize(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) buf[j] = {sort_key(px[base + j * inner]) ^ flip, j};
+        sort_pairs(buf, tmp, bytes);
         for (int64_t j = 0; j < n; ++j) {
           pv[base + j * inner] = px[base + buf[j].second * inner];
           pi[base + j * inner] = buf[j].second;

@@ -369,3 +369,20 @@ def test_sort_errors(device):
         oar.sort(T(rand(2, 2), device), 2)
     with pytest.raises(TypeError, match="sort"):
         oar._C.Op("sort")(T(np.array([1j]), device))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "int64", "float16", "bool"])
+def test_sort_long_lines(dtype, device):
+    # Lines of >= 512 elements take the radix path; values repeat, so stability is exercised.
+    a = (RNG.standard_normal((2, 1500)) * 50).astype(dtype)
+    if dtype in ("float32", "float64"):
+        a[0, ::97] = np.nan
+        a[1, ::89] = -np.inf
+    t = T(a, device)
+    check(oar.argsort(t), np.argsort(a, 1, kind="stable"))
+    check(oar.sort(t), np.sort(a, 1))
+    if dtype != "bool":
+        neg = -a.astype(np.float64)
+        exp = np.argsort(np.where(np.isnan(neg), -np.inf, neg), 1, kind="stable")  # NaN first descending
+        check(oar.argsort(t, descending=True), exp)
+    check(oar.argsort(T(a.T.copy(), device), axis=0), np.argsort(a.T, 0, kind="stable"))
