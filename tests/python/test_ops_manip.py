@@ -386,3 +386,36 @@ def test_sort_long_lines(dtype, device):
         exp = np.argsort(np.where(np.isnan(neg), -np.inf, neg), 1, kind="stable")  # NaN first descending
         check(oar.argsort(t, descending=True), exp)
     check(oar.argsort(T(a.T.copy(), device), axis=0), np.argsort(a.T, 0, kind="stable"))
+
+
+def test_diag_embed_crop_index_put_unique_consecutive(device):
+    a = rand(2, 3)
+    t = T(a, device)
+    exp = np.zeros((2, 4, 4))
+    for b in range(2):
+        exp[b] = np.diag(a[b], 1)
+    check(oar.diag_embed(t, 1), exp)
+    check(oar.diag_embed(t, -1, 0, 2), np.stack([np.diag(a[b], -1) for b in range(2)], 1))
+    check_grad(lambda x: oar.diag_embed(x, 0, 0, 1), [rand(2, 3)], device)
+    check(oar.crop(t, [1, -1], [1, 1]), a[1:2, 1:])
+    with pytest.raises(ValueError, match="crop"):
+        oar.crop(t, [3, 1])
+    x = rand(3, 4)
+    i0, i1 = np.array([0, 2]), np.array([1, 3])
+    exp = x.copy()
+    exp[i0, i1] = [5.0, 6.0]
+    check(oar.index_put(T(x, device), (T(i0, device), T(i1, device)), T(np.array([5.0, 6.0]), device)), exp)
+    exp = x.copy()
+    np.add.at(exp, (np.array([1, 1]),), 2.0)
+    check(oar.index_put(T(x, device), (T(np.array([1, 1]), device),), T(np.array(2.0), device), accumulate=True), exp)
+    exp = x.copy()
+    exp[x > 0] = 0
+    check(oar.index_put(T(x, device), (T(x > 0, device),), T(np.array(0.0), device)), exp)
+    check_grad(lambda x, v: oar.index_put(x, (oar.to_tensor(i0, place=device),), v), [rand(3, 4), rand(4)], device)
+    c = np.array([1, 1, 2, 2, 2, 1, 3])
+    u, inv, cnt = oar.unique_consecutive(T(c, device), return_inverse=True, return_counts=True)
+    check(u, [1, 2, 1, 3])
+    check(inv, [0, 0, 1, 1, 1, 2, 3])
+    check(cnt, [2, 3, 1, 1])
+    m = np.array([[1, 1, 2], [1, 1, 2], [3, 3, 3]])
+    check(oar.unique_consecutive(T(m, device), axis=0), m[[0, 2]])

@@ -15,7 +15,7 @@ __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "fl
            "stack", "unstack", "unbind", "split", "chunk", "tile", "repeat_interleave", "flip", "roll", "rot90",
            "pad", "tril", "triu", "diag", "diagonal", "slice", "strided_slice", "moveaxis", "expand_as",
            "broadcast_tensors", "gather", "gather_nd", "scatter", "scatter_nd_add", "scatter_nd",
-           "take_along_axis", "put_along_axis", "masked_fill"]
+           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put"]
 
 _cast = _C.Op("cast")
 _concat = _C.Op("concat")
@@ -578,3 +578,72 @@ def masked_fill(x, mask, value, name=None):
     elif value.dtype != x.dtype:
         value = cast(value, x.dtype)
     return _where(mask, value, x)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """The last dim of input placed on diagonal `offset` of new (dim1, dim2) planes, zeros elsewhere."""
+    r = input.ndim + 1
+    d1, d2 = _axis(dim1, r, "diag_embed"), _axis(dim2, r, "diag_embed")
+    if d1 == d2:
+        raise ValueError("diag_embed: dim1 and dim2 must differ, got {} and {}".format(dim1, dim2))
+    n = input.shape[-1]
+    size = n + builtins.abs(offset)
+    rows, cols = (np.arange(n), np.arange(n) + offset) if offset >= 0 else (np.arange(n) - offset, np.arange(n))
+    batch = input.shape[:-1]
+    upd = _C._transpose(input, [input.ndim - 1] + list(range(input.ndim - 1)))  # [n, *batch]
+    planes = _scatter_nd_add(_fill([size, size] + batch, 0.0, input.dtype, place=input.place),
+                             _const(np.stack([rows, cols], -1).astype(np.int64).reshape(-1, 2), input.place), upd)
+    perm, b = [], 2
+    for k in range(r):
+        if k == d1:
+            perm.append(0)
+        elif k == d2:
+            perm.append(1)
+        else:
+            perm.append(b)
+            b += 1
+    return _C._transpose(planes, perm)
+
+
+def crop(x, shape=None, offsets=None, name=None):
+    """x[offsets[i]:offsets[i] + shape[i]] along every dim (shape -1: to the end; default: x's shape)."""
+    shape = list(x.shape) if shape is None else _int_list(shape)
+    offsets = [0] * x.ndim if offsets is None else _int_list(offsets)
+    if len(shape) != x.ndim or len(offsets) != x.ndim:
+        raise ValueError("crop: shape {} and offsets {} must have x's rank ({})".format(shape, offsets, x.ndim))
+    t = x
+    for d, (s, o) in enumerate(zip(shape, offsets)):
+        n = x.shape[d]
+        s = n - o if s == -1 else s
+        if o < 0 or s < 0 or o + s > n:
+            raise ValueError("crop: offset {} + size {} is out of range for dim {} of size {}".format(o, s, d, n))
+        t = _C._slice(t, d, o, o + s, 1)
+    return t
+
+
+def index_put(x, indices, value, accumulate=False, name=None):
+    """A copy of x with x[indices] = value (accumulate: +=); `indices` is a tuple of int (broadcast
+    together) or bool tensors, as numpy advanced indexing. Without accumulate, repeated positions
+    receive the sum of their values."""
+    idx = []
+    for i in indices:
+        if i.dtype == _C.bool:
+            from .search import nonzero
+            idx.extend(nonzero(i, as_tuple=True))
+        else:
+            idx.append(cast(i, "int64") if i.dtype != _C.int64 else i)
+    if len(idx) > x.ndim:
+        raise ValueError("index_put: {} indices for a tensor of rank {}".format(len(idx), x.ndim))
+    shape = list(np.broadcast_shapes(*[tuple(i.shape) for i in idx]))
+    index = _concat([_C._unsqueeze(_C._expand(i, shape), len(shape)) for i in idx], -1)
+    target = shape + list(x.shape[len(idx):])
+    if not isinstance(value, Tensor):
+        value = to_tensor(np.asarray(value), place=x.place)
+    if value.dtype != x.dtype:
+        value = cast(value, x.dtype)
+    value = _C._expand(value, target)
+    if not accumulate:
+        hit = _scatter_nd_add(_fill(x.shape, 0.0, _C.int64, place=x.place), index,
+                              _fill(target, 1.0, _C.int64, place=x.place))
+        x = _where(hit > 0, _scalar(0, x.dtype, x.place), x)
+    return _scatter_nd_add(x, index, value)

@@ -8,7 +8,7 @@ from .. import _C
 from .._C import Tensor
 
 __all__ = ["argmax", "argmin", "where", "index_select", "sort", "argsort", "topk", "nonzero", "masked_select",
-           "kthvalue", "median", "mode", "unique", "searchsorted", "bincount"]
+           "kthvalue", "median", "mode", "unique", "unique_consecutive", "searchsorted", "bincount"]
 
 _argmax = _C.Op("argmax")
 _argmin = _C.Op("argmin")
@@ -234,3 +234,30 @@ def bincount(x, weights=None, minlength=0, name=None):
     else:
         w = weights
     return _scatter_nd_add(_fill([length], 0.0, w.dtype, place=x.place), idx, w)
+
+
+def unique_consecutive(x, return_inverse=False, return_counts=False, axis=None, dtype="int64", name=None):
+    """Collapses runs of equal consecutive elements (axis=None: of the flattened x; else of slices along
+    axis), with optionally the inverse and the run lengths. Computed on the host (data-dependent shape,
+    not differentiable)."""
+    from .creation import to_tensor
+    arr = x.numpy()
+    if axis is None:
+        arr = arr.reshape(-1)
+        a = 0
+    else:
+        a = _axis(axis, x.ndim, "unique_consecutive")
+    moved = np.moveaxis(arr, a, 0)
+    n = moved.shape[0]
+    flat = moved.reshape(n, -1)
+    change = np.ones(n, dtype=bool)
+    if n > 1:
+        change[1:] = (flat[1:] != flat[:-1]).any(axis=1)
+    out = [to_tensor(np.ascontiguousarray(np.moveaxis(moved[change], 0, a)), place=x.place)]
+    idt = np.dtype(_C.numpy_dtype(_C.to_dtype(dtype)))
+    if return_inverse:
+        out.append(to_tensor((np.cumsum(change) - 1).astype(idt), place=x.place))
+    if return_counts:
+        starts = np.nonzero(change)[0]
+        out.append(to_tensor(np.diff(np.append(starts, n)).astype(idt), place=x.place))
+    return out[0] if len(out) == 1 else tuple(out)
