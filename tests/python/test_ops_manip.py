@@ -419,3 +419,27 @@ def test_diag_embed_crop_index_put_unique_consecutive(device):
     check(cnt, [2, 3, 1, 1])
     m = np.array([[1, 1, 2], [1, 1, 2], [3, 3, 3]])
     check(oar.unique_consecutive(T(m, device), axis=0), m[[0, 2]])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool"])
+def test_kernels_dtypes(dtype, device):
+    a = (rand(3, 4) * 4).astype(dtype)
+    t = T(a, device)
+    idx = np.array([[0, 3, 3], [1, 0, 2], [2, 2, 1]])
+    check(oar.take_along_axis(t, T(idx, device), 1), np.take_along_axis(a, idx, 1))
+    v = (rand(3, 3) * 4).astype(dtype)
+    exp = a.copy()
+    np.put_along_axis(exp, idx[:, :1], v[:, :1], 1)
+    check(oar.put_along_axis(t, T(idx[:, :1], device), T(v[:, :1], device), 1), exp)
+    check(oar.nonzero(t), np.argwhere(a))
+    if dtype != "bool":
+        nd = np.array([[0, 1], [2, 3], [0, 1]])
+        u = (rand(3) * 4).astype(dtype)
+        exp = a.copy()
+        np.add.at(exp, (nd[:, 0], nd[:, 1]), u)
+        check(oar.scatter_nd_add(t, T(nd, device), T(u, device)), exp.astype(dtype), rtol=1e-2, atol=1e-2)
+    b = T(a.copy(), device)
+    b[[0, 2], 1:3] = v[:2, :2]
+    exp = a.copy()
+    exp[[0, 2], 1:3] = v[:2, :2]
+    check(b, exp)

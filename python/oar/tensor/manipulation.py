@@ -317,8 +317,8 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
         if data_format not in ("NCL", "NLC", "NCHW", "NHWC", "NCDHW", "NDHWC"):
             raise ValueError("pad: unknown data_format {!r}".format(data_format))
         if nd != len(data_format):
-            raise ValueError("pad: data_format {} needs a {}-D input, got shape {}".format(data_format, len(data_format),
-                                                                                          x.shape))
+            raise ValueError("pad: data_format {} needs a {}-D input, got shape {}".format(
+                data_format, len(data_format), x.shape))
         spatial = [i for i, c in enumerate(data_format) if c not in "NC"]
         if len(pads) > 2 * len(spatial):
             raise ValueError("pad: pad {} has more entries than 2 x {} spatial dims".format(pads, len(spatial)))
@@ -403,7 +403,7 @@ def diag(x, offset=0, padding_value=0, name=None):
     v = _C._reshape(x, [-1])
     n = v.shape[0]
     size = n + builtins.abs(offset)
-    rows, cols = (np.arange(n), np.arange(n) + offset) if offset >= 0 else (np.arange(n) - offset, np.arange(n))
+    rows, cols = _diag_coords(size, size, offset)
     base = np.full((size, size), padding_value, dtype=np.float64)
     base[rows, cols] = 0
     base_t = cast(_const(base, x.place), x.dtype) if x.dtype != _C.bool else _const(base != 0, x.place)
@@ -588,7 +588,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
         raise ValueError("diag_embed: dim1 and dim2 must differ, got {} and {}".format(dim1, dim2))
     n = input.shape[-1]
     size = n + builtins.abs(offset)
-    rows, cols = (np.arange(n), np.arange(n) + offset) if offset >= 0 else (np.arange(n) - offset, np.arange(n))
+    rows, cols = _diag_coords(size, size, offset)
     batch = input.shape[:-1]
     upd = _C._transpose(input, [input.ndim - 1] + list(range(input.ndim - 1)))  # [n, *batch]
     planes = _scatter_nd_add(_fill([size, size] + batch, 0.0, input.dtype, place=input.place),
