@@ -91,6 +91,20 @@ void infer_sort(InferContext& c) {
   c.outputs[1] = {DType::kInt64, x};
 }
 
+void infer_topk(InferContext& c) {
+  require_not_complex(c, 0);
+  Dims x = c.inputs[0].dims;
+  int64_t axis = normalize_axis(c, c.attrs->get_int("axis"), x.size());
+  c.attrs->set("axis", axis);
+  int64_t n = x.size() == 0 ? 1 : x[static_cast<int32_t>(axis)];
+  int64_t k = c.attrs->get_int("k");
+  OAR_ENFORCE(k >= 0 && k <= n, ErrorCode::kInvalidArgument,
+              "topk: k (" << k << ") must be between 0 and x.shape[" << axis << "] (" << n << ")");
+  if (x.size() > 0) x[static_cast<int32_t>(axis)] = k;
+  c.outputs[0] = {c.inputs[0].dtype, x};
+  c.outputs[1] = {DType::kInt64, x};
+}
+
 // nonzero(x, count): the caller counts the nonzero elements first (the output shape depends on data).
 void infer_nonzero(InferContext& c) {
   require_not_complex(c, 0);
@@ -151,6 +165,7 @@ std::vector<Tensor> put_along_axis_grad(const GradContext& c) {
   }
   return {gx, Tensor(), gv};
 }
+// sort and topk: the values' gradient goes back to the positions the indices name.
 std::vector<Tensor> sort_grad(const GradContext& c) {
   return {put_along(zeros_of(c, 0), c.outputs[1], g0(c), c.attrs.get_int("axis"), 1)};
 }
@@ -171,6 +186,8 @@ void register_manip_ops(OpRegistry& r) {
       infer_put_along_axis);
   def(r, "sort", {"x"}, {int_attr("axis", -1), int_attr("descending", 0), int_attr("stable", 0)}, infer_sort)
       .outputs = {"values", "indices"};
+  def(r, "topk", {"x"}, {req_int("k"), int_attr("axis", -1), int_attr("largest", 1)}, infer_topk).outputs = {
+      "values", "indices"};
   def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero);
 }
 
@@ -182,6 +199,7 @@ void register_manip_grads(GradRuleSetter set) {
   set("take_along_axis", take_along_axis_grad, kIndex, false);
   set("put_along_axis", put_along_axis_grad, kAll, false);
   set("sort", sort_grad, 0, true);
+  set("topk", sort_grad, 0, true);
 }
 
 }  // namespace oar

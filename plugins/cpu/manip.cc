@@ -331,6 +331,43 @@ void sort_kernel(KernelContext& ctx) {
   });
 }
 
+// topk along axis: the k smallest keys (largest: of the inverted keys) by nth_element, then sorted;
+// ties keep their order, as in sort.
+void topk_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), vals = ctx.output(0), inds = ctx.output(1);
+  const int32_t nd = x.ndim();
+  const int64_t axis = nd == 0 ? 0 : normalize_axis("topk", attr_int_or(ctx, "axis", -1), nd);
+  const bool largest = attr_int_or(ctx, "largest", 1) != 0;
+  const int64_t k = attr_int_or(ctx, "k", 1);
+  const int64_t n = nd == 0 ? 1 : x.dim(static_cast<int32_t>(axis));
+  const int64_t inner = nd == 0 ? 1 : product(x.dims(), axis + 1, nd);
+  const int64_t lines = n == 0 ? 0 : x.numel() / n;
+  OAR_SDK_CHECK(k >= 0 && k <= n, OAR_ERR_INVALID_ARGUMENT,
+                "topk: k (" << k << ") is out of range [0, " << n << "]");
+  if (k == 0) return;
+  dispatch<RealType>("topk", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const int bytes = static_cast<int>(sizeof(T) == 2 && !std::is_integral_v<T> ? 4 : sizeof(T));
+    const uint64_t flip = largest ? (bytes == 8 ? ~0ull : ((1ull << (8 * bytes)) - 1)) : 0;
+    const T* px = x.data<T>();
+    T* pv = vals.data<T>();
+    int64_t* pi = inds.data<int64_t>();
+    parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
+      std::vector<std::pair<uint64_t, int64_t>> buf(static_cast<size_t>(n));
+      for (int64_t l = lo; l < hi; ++l) {
+        const int64_t o = l / inner, i = l % inner, base = o * n * inner + i, obase = o * k * inner + i;
+        for (int64_t j = 0; j < n; ++j) buf[j] = {sort_key(px[base + j * inner]) ^ flip, j};
+        if (k < n) std::nth_element(buf.begin(), buf.begin() + k, buf.end());
+        std::sort(buf.begin(), buf.begin() + k);
+        for (int64_t j = 0; j < k; ++j) {
+          pv[obase + j * inner] = px[base + buf[j].second * inner];
+          pi[obase + j * inner] = buf[j].second;
+        }
+      }
+    });
+  });
+}
+
 // The coordinates of the nonzero elements, row-major; the core sized the output from attribute
 // "count", which must match.
 void nonzero_kernel(KernelContext& ctx) {
@@ -371,6 +408,7 @@ void register_manip_kernels(Registry& r) {
   r.add("take_along_axis", all_dtypes(), &take_along_axis_kernel);
   r.add("put_along_axis", real_dtypes(), &put_along_axis_kernel);
   r.add("sort", real_dtypes(), &sort_kernel);
+  r.add("topk", real_dtypes(), &topk_kernel);
   r.add("nonzero", real_dtypes(), &nonzero_kernel);
 }
 

@@ -6,7 +6,8 @@ import pytest
 import oar
 from _util import check, check_grad
 
-COVERED_OPS = {"gather_nd", "scatter_nd_add", "index_put", "take_along_axis", "put_along_axis", "sort", "nonzero"}
+COVERED_OPS = {"gather_nd", "scatter_nd_add", "index_put", "take_along_axis", "put_along_axis", "sort", "topk",
+               "nonzero"}
 
 RNG = np.random.default_rng(0)
 
@@ -443,3 +444,19 @@ def test_kernels_dtypes(dtype, device):
     exp = a.copy()
     exp[[0, 2], 1:3] = v[:2, :2]
     check(b, exp)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "float16", "uint8"])
+def test_topk_kernel(dtype, device):
+    a = (RNG.standard_normal((3, 700)) * 20).astype(dtype)  # repeated values: ties by position
+    t = T(a, device)
+    for k in (1, 5, 700):
+        v, i = oar.topk(t, k)
+        order = np.argsort(-a.astype(np.float64), 1, kind="stable")[:, :k]
+        check(i, order)
+        check(v, np.take_along_axis(a, order, 1))
+        v, i = oar.topk(t.transpose([1, 0]), k, axis=0, largest=False)
+        order = np.argsort(a.T, 0, kind="stable")[:k]
+        check(i, order)
+        check(v, np.take_along_axis(a.T, order, 0))
+    check_grad(lambda x: oar.topk(x, 2, axis=0, largest=False)[0], [rand(3, 4)], device)

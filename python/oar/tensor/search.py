@@ -53,6 +53,7 @@ def index_select(x, index, axis=0, name=None):
 
 
 _sort = _C.Op("sort")
+_topk = _C.Op("topk")
 _nonzero = _C.Op("nonzero")
 _sum = _C.Op("sum")
 _scatter_nd_add = _C.Op("scatter_nd_add")
@@ -84,17 +85,14 @@ def argsort(x, axis=-1, descending=False, stable=False, name=None):
 
 def topk(x, k, axis=None, largest=True, sorted=True, name=None):
     """(values, indices) of the k largest (largest=False: smallest) elements along axis (default -1);
-    always sorted."""
+    always sorted (ties: the earlier position first)."""
     axis = -1 if axis is None else axis
     a = _axis(axis, x.ndim, "topk")
     k = builtins.int(k)
     n = x.shape[a] if x.ndim else 1
     if not (0 <= k <= n):
         raise ValueError("topk: k ({}) must be between 0 and x.shape[{}] ({})".format(k, a, n))
-    v, i = _sorted(x, a, largest)
-    if x.ndim == 0:
-        return v, i
-    return _C._slice(v, a, 0, k, 1), _C._slice(i, a, 0, k, 1)
+    return _topk(x, k, a, builtins.bool(largest))
 
 
 def nonzero(x, as_tuple=False):
