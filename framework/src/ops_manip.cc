@@ -105,6 +105,13 @@ void infer_topk(InferContext& c) {
   c.outputs[1] = {DType::kInt64, x};
 }
 
+void infer_tri(InferContext& c) {
+  OAR_ENFORCE(
+      c.inputs[0].dims.size() >= 2, ErrorCode::kInvalidArgument,
+      op_name(c) << ": x must have at least 2 dimensions, got shape " << c.inputs[0].dims.to_string());
+  c.outputs[0] = c.inputs[0];
+}
+
 // nonzero(x, count): the caller counts the nonzero elements first (the output shape depends on data).
 void infer_nonzero(InferContext& c) {
   require_not_complex(c, 0);
@@ -129,6 +136,9 @@ Tensor put_along(const Tensor& x, const Tensor& index, const Tensor& v, int64_t 
   return call_op("put_along_axis", {x, index, v}, Attrs{{"axis", axis}, {"reduce", reduce}})[0];
 }
 
+std::vector<Tensor> tri_grad(const GradContext& c) {
+  return {call_op(c.op->name, {g0(c)}, Attrs{{"diagonal", c.attrs.get_int("diagonal")}})[0]};
+}
 std::vector<Tensor> gather_nd_grad(const GradContext& c) {
   return {scatter_nd_add(zeros_of(c, 0), c.inputs[1], g0(c)), Tensor()};
 }
@@ -189,6 +199,8 @@ void register_manip_ops(OpRegistry& r) {
   def(r, "topk", {"x"}, {req_int("k"), int_attr("axis", -1), int_attr("largest", 1)}, infer_topk).outputs = {
       "values", "indices"};
   def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero);
+  def(r, "tril", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
+  def(r, "triu", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
 }
 
 void register_manip_grads(GradRuleSetter set) {
@@ -200,6 +212,8 @@ void register_manip_grads(GradRuleSetter set) {
   set("put_along_axis", put_along_axis_grad, kAll, false);
   set("sort", sort_grad, 0, true);
   set("topk", sort_grad, 0, true);
+  set("tril", tri_grad, 0, false);
+  set("triu", tri_grad, 0, false);
 }
 
 }  // namespace oar

@@ -368,6 +368,40 @@ void topk_kernel(KernelContext& ctx) {
   });
 }
 
+// tril / triu of the last two dims: keeps elements with col - row <= diagonal (tril) or >= (triu).
+template <bool kLower>
+void tri_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), out = ctx.output(0);
+  const char* op = kLower ? "tril" : "triu";
+  OAR_SDK_CHECK(x.ndim() >= 2, OAR_ERR_INVALID_ARGUMENT, op << ": x must have at least 2 dimensions");
+  const int64_t diag = attr_int_or(ctx, "diagonal", 0);
+  const int64_t m = x.dim(-2), n = x.dim(-1);
+  const int64_t rows = m == 0 ? 0 : x.numel() / n;
+  Retyped xs(x, bits_dtype(x.dtype())), os(out, bits_dtype(out.dtype()));
+  visit_bits(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = xs.view().data<T>();
+    T* po = os.view().data<T>();
+    parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)),
+                 [&](int64_t lo, int64_t hi) {
+                   for (int64_t r = lo; r < hi; ++r) {
+                     const int64_t i = r % m;
+                     // Columns [0, split) are kept by tril and zeroed by triu (split - 1 - i == diagonal).
+                     const int64_t split = std::min(std::max<int64_t>(i + diag + (kLower ? 1 : 0), 0), n);
+                     const T* s = px + r * n;
+                     T* d = po + r * n;
+                     if (kLower) {
+                       std::copy(s, s + split, d);
+                       std::fill(d + split, d + n, T(0));
+                     } else {
+                       std::fill(d, d + split, T(0));
+                       std::copy(s + split, s + n, d + split);
+                     }
+                   }
+                 });
+  });
+}
+
 // The coordinates of the nonzero elements, row-major; the core sized the output from attribute
 // "count", which must match.
 void nonzero_kernel(KernelContext& ctx) {
@@ -409,6 +443,8 @@ void register_manip_kernels(Registry& r) {
   r.add("put_along_axis", real_dtypes(), &put_along_axis_kernel);
   r.add("sort", real_dtypes(), &sort_kernel);
   r.add("topk", real_dtypes(), &topk_kernel);
+  r.add("tril", all_dtypes(), &tri_kernel<true>);
+  r.add("triu", all_dtypes(), &tri_kernel<false>);
   r.add("nonzero", real_dtypes(), &nonzero_kernel);
 }
 

@@ -7,7 +7,7 @@ import oar
 from _util import check, check_grad
 
 COVERED_OPS = {"gather_nd", "scatter_nd_add", "index_put", "take_along_axis", "put_along_axis", "sort", "topk",
-               "nonzero"}
+               "nonzero", "tril", "triu"}
 
 RNG = np.random.default_rng(0)
 
@@ -128,6 +128,11 @@ def test_tril_triu_diag_diagonal(device):
         check(oar.diagonal(t, d, 1, 2), np.diagonal(a, d, 1, 2))
     check(oar.diagonal(t, 1, 2, 0), np.diagonal(a, 1, 2, 0))
     check(oar.tril(T(a[0].T, device)), np.tril(a[0].T))
+    for d in (-9, 9):
+        check(oar.tril(t, d), np.tril(a, d))
+        check(oar.triu(t, d), np.triu(a, d))
+    for dt in ("int32", "bool", "float16"):
+        check(oar.triu(T(a.astype(dt), device), 1), np.triu(a.astype(dt), 1))
     v = rand(3)
     for off in (-1, 0, 2):
         check(oar.diag(T(v, device), off), np.diag(v, off))

@@ -106,6 +106,8 @@ _gather_nd = _C.Op("gather_nd")
 _scatter_nd_add = _C.Op("scatter_nd_add")
 _take_along_axis = _C.Op("take_along_axis")
 _put_along_axis = _C.Op("put_along_axis")
+_tril = _C.Op("tril")
+_triu = _C.Op("triu")
 
 
 def _axis(axis, ndim, op):
@@ -351,24 +353,14 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
     return x
 
 
-def _tri(x, diagonal, lower, op):
-    if x.ndim < 2:
-        raise ValueError("{}: x must have at least 2 dimensions, got shape {}".format(op, x.shape))
-    m, n = x.shape[-2], x.shape[-1]
-    i = np.arange(m)[:, None]
-    j = np.arange(n)[None, :]
-    keep = (j - i <= diagonal) if lower else (j - i >= diagonal)
-    return _where(_const(keep, x.place), x, _scalar(0, x.dtype, x.place))
-
-
 def tril(x, diagonal=0, name=None):
     """The lower triangle of the last two dims (elements with col - row <= diagonal), others zero."""
-    return _tri(x, diagonal, True, "tril")
+    return _tril(x, builtins.int(diagonal))
 
 
 def triu(x, diagonal=0, name=None):
     """The upper triangle of the last two dims (elements with col - row >= diagonal), others zero."""
-    return _tri(x, diagonal, False, "triu")
+    return _triu(x, builtins.int(diagonal))
 
 
 def _diag_coords(m, n, offset):
