@@ -4,6 +4,8 @@
 // few kernels and the foundation ops (docs/ops_manip.md).
 #include <oar/core/error.h>
 
+#include <algorithm>
+
 #include "grad_util.h"
 #include "op_util.h"
 
@@ -112,6 +114,32 @@ void infer_tri(InferContext& c) {
   c.outputs[0] = c.inputs[0];
 }
 
+// pad(x; pads = [before_0, after_0, before_1, ...] for every dim, mode 0 constant / 1 reflect /
+// 2 replicate / 3 circular, value).
+void infer_pad(InferContext& c) {
+  const Dims& x = c.inputs[0].dims;
+  const std::vector<int64_t>& p = c.attrs->get_ints("pads");
+  int64_t mode = c.attrs->get_int("mode");
+  OAR_ENFORCE(mode >= 0 && mode <= 3, ErrorCode::kInvalidArgument,
+              "pad: mode must be 0 (constant), 1 (reflect), 2 (replicate) or 3 (circular), got " << mode);
+  OAR_ENFORCE(p.size() == static_cast<size_t>(2 * x.size()), ErrorCode::kInvalidArgument,
+              "pad: pads has " << p.size() << " entries, expected 2 * rank = " << 2 * x.size());
+  Dims out = x;
+  for (int32_t d = 0; d < x.size(); ++d) {
+    int64_t b = p[2 * d], a = p[2 * d + 1];
+    OAR_ENFORCE(b >= 0 && a >= 0, ErrorCode::kInvalidArgument,
+                "pad: negative padding (" << b << ", " << a << ") at dim " << d);
+    if (mode == 1)
+      OAR_ENFORCE(b < x[d] && a < x[d], ErrorCode::kInvalidArgument,
+                  "pad: reflect padding (" << b << ", " << a << ") must be smaller than dim " << d
+                                           << " (size " << x[d] << ")");
+    if (mode != 0 && (b || a))
+      OAR_ENFORCE(x[d] > 0, ErrorCode::kInvalidArgument, "pad: cannot pad the empty dim " << d);
+    out[d] = x[d] + b + a;
+  }
+  c.outputs[0] = {c.inputs[0].dtype, out};
+}
+
 // nonzero(x, count): the caller counts the nonzero elements first (the output shape depends on data).
 void infer_nonzero(InferContext& c) {
   require_not_complex(c, 0);
@@ -139,6 +167,45 @@ Tensor put_along(const Tensor& x, const Tensor& index, const Tensor& v, int64_t 
 std::vector<Tensor> tri_grad(const GradContext& c) {
   return {call_op(c.op->name, {g0(c)}, Attrs{{"diagonal", c.attrs.get_int("diagonal")}})[0]};
 }
+// The source index of each output position of a padded dim (reflect / replicate / circular).
+std::vector<int64_t> pad_map(int64_t n, int64_t before, int64_t after, int64_t mode) {
+  std::vector<int64_t> m;
+  for (int64_t j = -before; j < n + after; ++j) {
+    if (mode == 2) {
+      m.push_back(std::min(std::max<int64_t>(j, 0), n - 1));
+    } else if (mode == 3) {
+      m.push_back(((j % n) + n) % n);
+    } else {
+      const int64_t period = 2 * (n - 1);
+      int64_t k = period ? ((j % period) + period) % period : 0;
+      m.push_back(k >= n ? period - k : k);
+    }
+  }
+  return m;
+}
+// Constant: the interior of g. Otherwise the padded dims are separable, so g is folded back one dim at
+// a time with index_add (several output positions may come from one source).
+std::vector<Tensor> pad_grad(const GradContext& c) {
+  const Dims& x = in_dims(c, 0);
+  const std::vector<int64_t>& p = c.attrs.get_ints("pads");
+  const int64_t mode = c.attrs.get_int("mode");
+  Tensor g = g0(c);
+  for (int32_t d = 0; d < x.size(); ++d) {
+    const int64_t b = p[2 * d], a = p[2 * d + 1];
+    if (!b && !a) continue;
+    if (mode == 0) {
+      g = g.slice(d, b, b + x[d]);
+      continue;
+    }
+    std::vector<int64_t> m = pad_map(x[d], b, a, mode);
+    Tensor index = Tensor::from_vector(m, Dims{static_cast<int64_t>(m.size())}, DType::kInt64).to(g.place());
+    Dims shape = g.dims();
+    shape[d] = x[d];
+    g = ops::index_add(ops::zeros(shape, g.dtype(), g.place()), index, g, d);
+  }
+  return {g};
+}
+
 std::vector<Tensor> gather_nd_grad(const GradContext& c) {
   return {scatter_nd_add(zeros_of(c, 0), c.inputs[1], g0(c)), Tensor()};
 }
@@ -200,6 +267,7 @@ void register_manip_ops(OpRegistry& r) {
       "values", "indices"};
   def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero);
   def(r, "tril", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
+  def(r, "pad", {"x"}, {req_ints("pads"), int_attr("mode", 0), float_attr("value", 0.0)}, infer_pad);
   def(r, "triu", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
 }
 
@@ -213,6 +281,7 @@ void register_manip_grads(GradRuleSetter set) {
   set("sort", sort_grad, 0, true);
   set("topk", sort_grad, 0, true);
   set("tril", tri_grad, 0, false);
+  set("pad", pad_grad, 0, false);
   set("triu", tri_grad, 0, false);
 }
 

@@ -402,6 +402,76 @@ void tri_kernel(KernelContext& ctx) {
   });
 }
 
+// pad: one pass over the output rows; each dim maps an output position to its source (-1: the
+// constant value).
+void pad_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), out = ctx.output(0);
+  const int32_t nd = x.ndim();
+  const std::vector<int64_t> p = attr_ints_or(ctx, "pads", {});
+  const int64_t mode = attr_int_or(ctx, "mode", 0);
+  const double value = attr_float_or(ctx, "value", 0.0);
+  OAR_SDK_CHECK(p.size() == static_cast<size_t>(2 * nd), OAR_ERR_INVALID_ARGUMENT,
+                "pad: pads must have 2 * rank entries");
+  std::vector<std::vector<int64_t>> maps(static_cast<size_t>(nd));
+  for (int32_t d = 0; d < nd; ++d) {
+    const int64_t n = x.dim(d), b = p[2 * d], a = p[2 * d + 1];
+    for (int64_t j = -b; j < n + a; ++j) {
+      int64_t s = j;
+      if (j < 0 || j >= n) {
+        if (mode == 0) {
+          s = -1;
+        } else if (mode == 2) {
+          s = std::min(std::max<int64_t>(j, 0), n - 1);
+        } else if (mode == 3) {
+          s = ((j % n) + n) % n;
+        } else {
+          const int64_t period = 2 * (n - 1);
+          const int64_t k = period ? ((j % period) + period) % period : 0;
+          s = k >= n ? period - k : k;
+        }
+      }
+      maps[d].push_back(s);
+    }
+  }
+  if (out.numel() == 0) return;
+  if (nd == 0) {
+    Retyped xs(x, bits_dtype(x.dtype())), os(out, bits_dtype(out.dtype()));
+    std::memcpy(os.view().raw(), xs.view().raw(), static_cast<size_t>(oar::sdk::dtype_size(x.dtype())));
+    return;
+  }
+  std::vector<int64_t> xst = contiguous_strides(x.shape());
+  const int64_t on = out.dim(-1);
+  const int64_t rows = out.numel() / on;
+  const std::vector<int64_t>& last = maps[static_cast<size_t>(nd - 1)];
+  dispatch<AnyType>("pad", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T fill = from_double<T>(value);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(on, 1)),
+                 [&](int64_t lo, int64_t hi) {
+                   for (int64_t r = lo; r < hi; ++r) {
+                     int64_t rest = r, off = 0;
+                     bool outside = false;
+                     for (int32_t d = nd - 2; d >= 0; --d) {
+                       const int64_t od = out.dim(d);
+                       const int64_t s = maps[d][rest % od];
+                       rest /= od;
+                       if (s < 0) outside = true;
+                       off += s * xst[d];
+                     }
+                     T* dst = po + r * on;
+                     if (outside) {
+                       std::fill(dst, dst + on, fill);
+                       continue;
+                     }
+                     const T* src = px + off;
+                     for (int64_t j = 0; j < on; ++j) dst[j] = last[j] < 0 ? fill : src[last[j]];
+                   }
+                 });
+  });
+}
+
 // The coordinates of the nonzero elements, row-major; the core sized the output from attribute
 // "count", which must match.
 void nonzero_kernel(KernelContext& ctx) {
@@ -444,6 +514,7 @@ void register_manip_kernels(Registry& r) {
   r.add("sort", real_dtypes(), &sort_kernel);
   r.add("topk", real_dtypes(), &topk_kernel);
   r.add("tril", all_dtypes(), &tri_kernel<true>);
+  r.add("pad", all_dtypes(), &pad_kernel);
   r.add("triu", all_dtypes(), &tri_kernel<false>);
   r.add("nonzero", real_dtypes(), &nonzero_kernel);
 }

@@ -7,7 +7,7 @@ import oar
 from _util import check, check_grad
 
 COVERED_OPS = {"gather_nd", "scatter_nd_add", "index_put", "take_along_axis", "put_along_axis", "sort", "topk",
-               "nonzero", "tril", "triu"}
+               "nonzero", "tril", "triu", "pad"}
 
 RNG = np.random.default_rng(0)
 
@@ -117,6 +117,12 @@ def test_pad_all_dims_and_errors(device):
         oar.pad(T(a, device), [1], mode="constant")
     with pytest.raises(ValueError, match="pad"):
         oar.pad(T(a, device), [1, 1], mode="wrap")
+    with pytest.raises(ValueError, match="pad"):
+        oar.pad(T(a, device), [-1, 0, 0, 0])
+    for dt in ("int32", "bool", "float16"):
+        check(oar.pad(T(a.astype(dt), device), [1, 0, 2, 1], value=1), np.pad(a.astype(dt), [(1, 0), (2, 1)],
+                                                                             constant_values=1))
+    check_grad(lambda x: oar.pad(x, [1, 0, 0, 2], value=3.0), [rand(2, 3)], device)
 
 
 def test_tril_triu_diag_diagonal(device):

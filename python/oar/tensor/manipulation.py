@@ -107,6 +107,7 @@ _scatter_nd_add = _C.Op("scatter_nd_add")
 _take_along_axis = _C.Op("take_along_axis")
 _put_along_axis = _C.Op("put_along_axis")
 _tril = _C.Op("tril")
+_pad = _C.Op("pad")
 _triu = _C.Op("triu")
 
 
@@ -290,17 +291,6 @@ def moveaxis(x, source, destination, name=None):
     return _C._transpose(x, order)
 
 
-def _pad_indices(n, before, after, mode):
-    i = np.arange(-before, n + after)
-    if mode == "replicate":
-        return np.clip(i, 0, n - 1)
-    if mode == "circular":
-        return np.mod(i, n)
-    period = 2 * (n - 1)  # reflect, without repeating the edge
-    j = np.mod(i, period) if period else np.zeros_like(i)
-    return np.where(j >= n, period - j, j)
-
-
 def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
     """paddle.nn.functional.pad: `pad` lists (before, after) pairs. When it covers every dimension
     (len == 2 * ndim) it starts at the first dimension; otherwise it covers the spatial dimensions of
@@ -326,31 +316,11 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
             raise ValueError("pad: pad {} has more entries than 2 x {} spatial dims".format(pads, len(spatial)))
         for k in range(len(pads) // 2):
             pairs[spatial[len(spatial) - 1 - k]] = (pads[2 * k], pads[2 * k + 1])
-    for d, (b, e) in sorted(pairs.items()):
-        if b < 0 or e < 0:
-            raise ValueError("pad: negative padding {} is not supported".format(pads))
-        if b == 0 and e == 0:
-            continue
-        n = x.shape[d]
-        if mode == "constant":
-            parts = []
-            if b:
-                shape = list(x.shape)
-                shape[d] = b
-                parts.append(_fill(shape, builtins.float(value), x.dtype, place=x.place))
-            parts.append(x)
-            if e:
-                shape = list(x.shape)
-                shape[d] = e
-                parts.append(_fill(shape, builtins.float(value), x.dtype, place=x.place))
-            x = _concat(parts, d)
-            continue
-        if mode == "reflect" and (b >= n or e >= n):
-            raise ValueError("pad: reflect padding ({}, {}) must be smaller than the dimension size {}".format(b, e, n))
-        if n == 0:
-            raise ValueError("pad: cannot {}-pad an empty dimension".format(mode))
-        x = _index_select(x, _const(_pad_indices(n, b, e, mode), x.place), d)
-    return x
+    full = [0] * (2 * nd)
+    for d, (b, e) in pairs.items():
+        full[2 * d], full[2 * d + 1] = b, e
+    modes = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
+    return _pad(x, full, modes[mode], builtins.float(value))
 
 
 def tril(x, diagonal=0, name=None):
