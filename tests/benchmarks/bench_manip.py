@@ -23,7 +23,7 @@ except ImportError:
     torch = None
 
 
-def ms(fn, number=5, repeat=5):
+def ms(fn, number=3, repeat=9):
     fn()
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
 
@@ -50,25 +50,40 @@ def main():
     idx = rng.integers(0, 4096, 4096)
     tx, ti = oar.to_tensor(x), oar.to_tensor(idx)
     np.testing.assert_array_equal(oar.gather(tx, ti).numpy(), x[idx])
-    r = ["gather rows 4096x256[4096]", ms(lambda: oar.gather(tx, ti), 20), ms(lambda: x[idx], 20)]
+    r = ["gather rows 4096x256[4096]", ms(lambda: oar.gather(tx, ti), 3), ms(lambda: x[idx], 3)]
     if torch is not None:
         px, pi = torch.from_numpy(x), torch.from_numpy(idx)
-        r.append(ms(lambda: torch.index_select(px, 0, pi), 20))
+        r.append(ms(lambda: torch.index_select(px, 0, pi), 3))
     rows.append(r)
 
     ix = rng.integers(0, 256, (4096, 64))
     tix = oar.to_tensor(ix)
     np.testing.assert_array_equal(oar.take_along_axis(tx, tix, 1).numpy(), np.take_along_axis(x, ix, 1))
-    r = ["take_along_axis 4096x256 -> 4096x64", ms(lambda: oar.take_along_axis(tx, tix, 1), 20),
-         ms(lambda: np.take_along_axis(x, ix, 1), 20)]
+    r = ["take_along_axis 4096x256 -> 4096x64", ms(lambda: oar.take_along_axis(tx, tix, 1), 3),
+         ms(lambda: np.take_along_axis(x, ix, 1), 3)]
     if torch is not None:
         pix = torch.from_numpy(ix)
-        r.append(ms(lambda: torch.gather(px, 1, pix), 20))
+        r.append(ms(lambda: torch.gather(px, 1, pix), 3))
     rows.append(r)
 
-    r = ["x[idx] advanced getitem", ms(lambda: tx[ti], 20), ms(lambda: x[idx], 20)]
+    pads = [2, 2, 2, 2]
+    x4 = x[None, None]
+    t4 = oar.to_tensor(x4)
+    r = ["pad reflect 4096x256 by 2", ms(lambda: oar.pad(t4, pads, mode="reflect")),
+         ms(lambda: np.pad(x4, [(0, 0), (0, 0), (2, 2), (2, 2)], "reflect"))]
     if torch is not None:
-        r.append(ms(lambda: px[pi], 20))
+        p4 = torch.from_numpy(x4)
+        r.append(ms(lambda: torch.nn.functional.pad(p4, pads, mode="reflect")))
+    rows.append(r)
+
+    r = ["topk k=10 of 4096x256 rows", ms(lambda: oar.topk(tx, 10)), ms(lambda: np.argpartition(-x, 10, 1))]
+    if torch is not None:
+        r.append(ms(lambda: torch.topk(px, 10)))
+    rows.append(r)
+
+    r = ["x[idx] advanced getitem", ms(lambda: tx[ti], 3), ms(lambda: x[idx], 3)]
+    if torch is not None:
+        r.append(ms(lambda: px[pi], 3))
     rows.append(r)
 
     hdr = ["op", "oar ms", "numpy ms"] + (["torch ms"] if torch is not None else [])
