@@ -206,7 +206,8 @@ void put_along_axis_kernel(KernelContext& ctx) {
   });
 }
 
-// An unsigned key whose integer order is the value order: NaN (any sign) after +inf, signed values
+// An unsigned key whose integer order is the value order: NaN (any sign) after +inf, -0.0 equal to
+// +0.0, signed values
 // with the sign bit flipped, floats with the negative ones bit-inverted.
 template <class T>
 uint64_t sort_key(T v) {
@@ -218,12 +219,14 @@ uint64_t sort_key(T v) {
       uint64_t u;
       std::memcpy(&u, &d, 8);
       if (std::isnan(d)) u = 0x7ff8000000000000ull;
+      if (d == 0) u = 0;  // -0.0 ties with +0.0
       return (u >> 63) ? ~u : (u | (1ull << 63));
     } else {
       float f = static_cast<float>(v);  // float16 / bfloat16 widen exactly
       uint32_t u;
       std::memcpy(&u, &f, 4);
       if (std::isnan(f)) u = 0x7fc00000u;
+      if (f == 0) u = 0;
       return (u >> 31) ? static_cast<uint32_t>(~u) : (u | 0x80000000u);
     }
   } else if constexpr (std::is_signed_v<T>) {
@@ -297,6 +300,34 @@ void sort_kernel(KernelContext& ctx) {
     // Descending: inverted keys (within the key width), so equal values still keep their order.
     const uint64_t flip = desc ? (bytes == 8 ? ~0ull : ((1ull << (8 * bytes)) - 1)) : 0;
     const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1));
+    if (bytes <= 4 && n < (int64_t{1} << 32) && lines == 1 && n >= (1 << 16) && oar::sdk::max_threads() > 1) {
+      // One long line: the chunks are radix-sorted in parallel, then merged (the packed values are
+      // distinct, so the merge gives exactly the stable order).
+      const int64_t chunks = oar::sdk::max_threads();
+      std::vector<uint64_t> buf(static_cast<size_t>(n));
+      std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1));
+      for (int64_t c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
+      parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t c = lo; c < hi; ++c) {
+          std::vector<uint64_t> part, tmp;
+          part.reserve(static_cast<size_t>(bounds[c + 1] - bounds[c]));
+          for (int64_t j = bounds[c]; j < bounds[c + 1]; ++j)
+            part.push_back(((sort_key(px[j]) ^ flip) << 32) | static_cast<uint64_t>(j));
+          sort_packed(part, tmp, bytes);
+          std::copy(part.begin(), part.end(), buf.begin() + bounds[c]);
+        }
+      });
+      for (int64_t c = 1; c < chunks; ++c)
+        std::inplace_merge(buf.begin(), buf.begin() + bounds[c], buf.begin() + bounds[c + 1]);
+      parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j) {
+          const int64_t src = static_cast<int64_t>(buf[j] & 0xffffffffu);
+          pv[j] = px[src];
+          pi[j] = src;
+        }
+      });
+      return;
+    }
     if (bytes <= 4 && n < (int64_t{1} << 32)) {
       parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
         std::vector<uint64_t> buf(static_cast<size_t>(n)), tmp;
