@@ -99,6 +99,7 @@ void scatter_nd_add_kernel(KernelContext& ctx) {
 // value are contiguous (the caller makes them so).
 void index_put_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), index = ctx.input(1), val = ctx.input(2);
+  if (val.numel() == 0) return;  // nothing to write (empty tensors may carry any strides)
   OAR_SDK_CHECK(index.is_contiguous() && val.is_contiguous(), OAR_ERR_INVALID_ARGUMENT,
                 "index_put: index and value must be contiguous");
   const bool acc = attr_int_or(ctx, "accumulate", 0) != 0;

@@ -126,7 +126,8 @@ SETS = [
     ([1, 0], 9), (([0, 1], [2, 0]), np.arange(2 * 4 * 5).reshape(2, 4, 5)), ((slice(None), [0, 2]), 4.0),
     ((slice(None), [0, 2], slice(None), [1, 3]), np.arange(4)), (M > 100, -1), (M[..., 0] > 50, np.arange(5)),
     ((0, slice(None), [1, 3]), np.arange(3)[:, None]), ((Ellipsis, [4, -1]), np.float32(2.5)),
-    ((slice(None), M[0, :, 0, 0] > 10), np.ones((1, 1, 5))),
+    ((slice(None), M[0, :, 0, 0] > 10), np.ones((1, 1, 5))), (([], slice(None, None, -1)), 1.0),
+    ((np.zeros(2, bool), [[1], [0]], 2), np.float64(3)),
 ]
 
 
