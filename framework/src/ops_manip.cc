@@ -3,6 +3,7 @@
 // Most of the Python manipulation API (stack, split, tile, pad, tril, ...) is composite over these
 // few kernels and the foundation ops (docs/ops_manip.md).
 #include <oar/core/error.h>
+#include <oar/core/ops_manip.h>
 
 #include <algorithm>
 
@@ -285,4 +286,45 @@ void register_manip_grads(GradRuleSetter set) {
   set("triu", tri_grad, 0, false);
 }
 
+namespace ops {
+
+Tensor gather_nd(const Tensor& x, const Tensor& index) { return call_op("gather_nd", {x, index})[0]; }
+Tensor scatter_nd_add(const Tensor& x, const Tensor& index, const Tensor& updates) {
+  return call_op("scatter_nd_add", {x, index, updates})[0];
+}
+void index_put(const Tensor& x, const Tensor& index, const Tensor& value, bool accumulate) {
+  call_op("index_put", {x, index.contiguous(), value.contiguous()},
+          Attrs{{"accumulate", int64_t{accumulate}}});
+}
+Tensor take_along_axis(const Tensor& x, const Tensor& index, int64_t axis) {
+  return call_op("take_along_axis", {x, index}, Attrs{{"axis", axis}})[0];
+}
+Tensor put_along_axis(const Tensor& x, const Tensor& index, const Tensor& values, int64_t axis,
+                      int64_t reduce) {
+  return call_op("put_along_axis", {x, index, values}, Attrs{{"axis", axis}, {"reduce", reduce}})[0];
+}
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t axis, bool descending) {
+  auto r = call_op("sort", {x}, Attrs{{"axis", axis}, {"descending", int64_t{descending}}});
+  return {r[0], r[1]};
+}
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest) {
+  auto r = call_op("topk", {x}, Attrs{{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}});
+  return {r[0], r[1]};
+}
+Tensor nonzero(const Tensor& x) {
+  Tensor n = ops::sum(x.dtype() == DType::kBool ? x : ops::cast(x, DType::kBool));
+  const int64_t count = n.cpu().to_vector<int64_t>()[0];
+  return call_op("nonzero", {x}, Attrs{{"count", count}})[0];
+}
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  return call_op("tril", {x}, Attrs{{"diagonal", diagonal}})[0];
+}
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  return call_op("triu", {x}, Attrs{{"diagonal", diagonal}})[0];
+}
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, int64_t mode, double value) {
+  return call_op("pad", {x}, Attrs{{"pads", pads}, {"mode", mode}, {"value", value}})[0];
+}
+
+}  // namespace ops
 }  // namespace oar
