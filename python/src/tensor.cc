@@ -1,4 +1,4 @@
-// The Tensor class: numpy in and out, properties, scalars, and basic indexing as views.
+// The Tensor class: numpy in and out, properties, scalars; indexing is in indexing.cc.
 #include "common.h"
 #include <oar/sdk/types.h>  // float16 / bfloat16 conversions, shared with the plugins
 
@@ -13,6 +13,10 @@ namespace oarpy {
 PyTypeObject* g_tensor_type = nullptr;
 
 py::object wrap(oar::Tensor t) { return py::cast(PyTensor{std::move(t)}); }
+
+// indexing.cc: numpy indexing (views for basic indexing, gather_nd / index_put for advanced).
+oar::Tensor getitem(const oar::Tensor& base, py::handle index);
+void setitem(const oar::Tensor& base, py::handle index, py::handle value);
 
 namespace {
 
@@ -123,74 +127,6 @@ oar::Tensor from_numpy(const py::array& arr, oar::Place place) {
 
 std::vector<int64_t> list_of(const oar::Dims& d) { return std::vector<int64_t>(d.data(), d.data() + d.size()); }
 
-[[noreturn]] void unsupported_index(py::handle idx) {
-  throw py::type_error("oar: index " + std::string(py::repr(idx)) +
-                       " is not supported yet; use ints, slices, None and ... (advanced indexing with bool masks "
-                       "or integer arrays comes later)");
-}
-
-// Basic numpy indexing as views: ints, slices (any step, negative bounds), None and Ellipsis.
-oar::Tensor getitem(const oar::Tensor& base, py::handle index) {
-  py::tuple items = PyTuple_Check(index.ptr()) ? py::reinterpret_borrow<py::tuple>(index) : py::make_tuple(index);
-  const int32_t ndim = base.ndim();
-  int32_t consumed = 0, ellipses = 0;
-  for (auto it : items) {
-    PyObject* o = it.ptr();
-    if (o == Py_None) continue;
-    if (o == Py_Ellipsis) {
-      ++ellipses;
-      continue;
-    }
-    ++consumed;
-  }
-  if (ellipses > 1) throw py::index_error("an index can only have a single ellipsis ('...')");
-  if (consumed > ndim)
-    throw py::index_error("too many indices for tensor: tensor is " + std::to_string(ndim) + "-dimensional, but " +
-                          std::to_string(consumed) + " were indexed");
-  oar::Tensor t = base;
-  std::vector<int64_t> squeeze_axes;
-  int64_t d = 0;  // the current axis of t
-  for (auto it : items) {
-    PyObject* o = it.ptr();
-    if (o == Py_None) {
-      t = t.unsqueeze(d);
-      ++d;
-    } else if (o == Py_Ellipsis) {
-      d += ndim - consumed;
-    } else if (PySlice_Check(o)) {
-      Py_ssize_t start, stop, step;
-      if (PySlice_Unpack(o, &start, &stop, &step) < 0) throw py::error_already_set();
-      t = t.slice(d, start, stop, step);
-      ++d;
-    } else if (!PyBool_Check(o) && !is_tensor(it) && PyIndex_Check(o)) {
-      Py_ssize_t i = PyNumber_AsSsize_t(o, PyExc_IndexError);
-      if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
-      const int64_t n = t.dims()[static_cast<int32_t>(d)];
-      if (i < -n || i >= n)
-        throw py::index_error("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(d) +
-                              " with size " + std::to_string(n));
-      if (i < 0) i += n;
-      t = t.slice(d, i, i + 1, 1);
-      squeeze_axes.push_back(d);
-      ++d;
-    } else if (is_tensor(it) && tensor_of(it).t.ndim() == 0 && oar::is_integral(tensor_of(it).t.dtype())) {
-      int64_t i = item(tensor_of(it).t).cast<int64_t>();
-      const int64_t n = t.dims()[static_cast<int32_t>(d)];
-      if (i < -n || i >= n)
-        throw py::index_error("index " + std::to_string(i) + " is out of bounds for axis " + std::to_string(d) +
-                              " with size " + std::to_string(n));
-      if (i < 0) i += n;
-      t = t.slice(d, i, i + 1, 1);
-      squeeze_axes.push_back(d);
-      ++d;
-    } else {
-      unsupported_index(it);
-    }
-  }
-  if (!squeeze_axes.empty()) t = t.squeeze(squeeze_axes);
-  return t;
-}
-
 int64_t checked_len(const oar::Tensor& t) {
   if (t.ndim() == 0) throw py::type_error("len() of a 0-D tensor");
   return t.dims()[0];
@@ -241,6 +177,7 @@ void init_tensor(py::module_& m) {
       .def("_to_place", [](const PyTensor& s, py::handle place) { return PyTensor{s.t.to(to_place(place))}; })
       .def("__len__", [](const PyTensor& s) { return checked_len(s.t); })
       .def("__getitem__", [](const PyTensor& s, py::handle index) { return PyTensor{getitem(s.t, index)}; })
+      .def("__setitem__", [](const PyTensor& s, py::handle index, py::handle value) { setitem(s.t, index, value); })
       .def("__bool__",
            [](const PyTensor& s) {
              if (s.t.numel() != 1)

@@ -1,12 +1,21 @@
-"""Shape manipulation (views that share storage where possible), cast and concat."""
+"""Shape manipulation (views that share storage where possible), cast, concat, gather/scatter and
+padding. Many ops here are composites over views, concat, index_select, where and the manip kernels
+(gather_nd, scatter_nd_add, take_along_axis, put_along_axis); see docs/ops_manip.md."""
 import builtins
 import numbers
+import sys
+
+import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from .creation import _shape_list
+from .creation import _shape_list, to_tensor
 
-__all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to"]
+__all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to",
+           "stack", "unstack", "unbind", "split", "chunk", "tile", "repeat_interleave", "flip", "roll", "rot90",
+           "pad", "tril", "triu", "diag", "diagonal", "slice", "strided_slice", "moveaxis", "expand_as",
+           "broadcast_tensors", "gather", "gather_nd", "scatter", "scatter_nd_add", "scatter_nd",
+           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put"]
 
 _cast = _C.Op("cast")
 _concat = _C.Op("concat")
@@ -87,3 +96,516 @@ def expand(x, shape, name=None):
 
 def broadcast_to(x, shape, name=None):
     return _C._expand(x, _shape_list(shape))
+
+
+_fill = _C.Op("fill")
+_copy = _C.Op("copy")
+_where = _C.Op("where")
+_index_select = _C.Op("index_select")
+_gather_nd = _C.Op("gather_nd")
+_scatter_nd_add = _C.Op("scatter_nd_add")
+_take_along_axis = _C.Op("take_along_axis")
+_put_along_axis = _C.Op("put_along_axis")
+_tril = _C.Op("tril")
+_pad = _C.Op("pad")
+_triu = _C.Op("triu")
+
+
+def _axis(axis, ndim, op):
+    """axis as a non-negative int; IndexError naming the op when out of range."""
+    if isinstance(axis, Tensor):
+        axis = builtins.int(axis)
+    n = builtins.max(ndim, 1)
+    if not isinstance(axis, numbers.Integral) or not (-n <= axis < n):
+        raise IndexError("{}: axis {} is out of range for a tensor of rank {}".format(op, axis, ndim))
+    return builtins.int(axis) % n
+
+
+def _const(arr, place):
+    """A constant (index / mask) tensor from a numpy array."""
+    return to_tensor(np.ascontiguousarray(arr), place=place)
+
+
+def _scalar(value, dtype, place):
+    return _fill([], builtins.float(value), dtype, place=place)
+
+
+def _int_list(v):
+    if isinstance(v, Tensor):
+        v = v.tolist()
+    if isinstance(v, numbers.Integral):
+        return [builtins.int(v)]
+    return [builtins.int(a.item() if isinstance(a, Tensor) else a) for a in v]
+
+
+def stack(x, axis=0, name=None):
+    """Joins same-shaped tensors along a new axis."""
+    xs = list(x)
+    if not xs:
+        raise ValueError("stack: x must not be empty")
+    a = _axis(axis, xs[0].ndim + 1, "stack")
+    for i, t in enumerate(xs):
+        if t.shape != xs[0].shape:
+            raise ValueError("stack: x[{}].shape {} != x[0].shape {}".format(i, t.shape, xs[0].shape))
+    return _concat([_C._unsqueeze(t, a) for t in xs], a)
+
+
+def unbind(input, axis=0):
+    """The slices of `input` along `axis`, as a list of views with that axis removed."""
+    a = _axis(axis, input.ndim, "unbind")
+    return [_C._squeeze(_C._slice(input, a, i, i + 1, 1), [a]) for i in range(input.shape[a])]
+
+
+def unstack(x, axis=0, num=None):
+    out = unbind(x, axis)
+    if num is not None and num != len(out):
+        raise ValueError("unstack: num ({}) != x.shape[axis] ({})".format(num, len(out)))
+    return out
+
+
+def split(x, num_or_sections, axis=0, name=None):
+    """Splits x along axis into `num_or_sections` equal parts (an int) or parts of the listed sizes
+    (one of them may be -1). The parts are views."""
+    a = _axis(axis, x.ndim, "split")
+    n = x.shape[a]
+    if isinstance(num_or_sections, numbers.Integral):
+        num = builtins.int(num_or_sections)
+        if num <= 0 or n % num != 0:
+            raise ValueError("split: x.shape[{}] ({}) is not divisible by num_or_sections ({})".format(a, n, num))
+        sizes = [n // num] * num
+    else:
+        sizes = _int_list(num_or_sections)
+        unknown = [i for i, s in enumerate(sizes) if s == -1]
+        if len(unknown) > 1:
+            raise ValueError("split: at most one section may be -1, got {}".format(sizes))
+        if unknown:
+            sizes[unknown[0]] = n - (builtins.sum(sizes) + 1)
+        if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
+            raise ValueError("split: sections {} do not add up to x.shape[{}] ({})".format(
+                list(num_or_sections), a, n))
+    out, start = [], 0
+    for s in sizes:
+        out.append(_C._slice(x, a, start, start + s, 1))
+        start += s
+    return out
+
+
+def chunk(x, chunks, axis=0, name=None):
+    """Splits x into `chunks` equal parts along axis."""
+    if not isinstance(chunks, numbers.Integral) or chunks <= 0:
+        raise ValueError("chunk: chunks must be a positive int, got {}".format(chunks))
+    return split(x, builtins.int(chunks), axis)
+
+
+def tile(x, repeat_times, name=None):
+    """x repeated `repeat_times[i]` times along each dimension (shapes aligned from the right)."""
+    reps = _int_list(repeat_times)
+    if builtins.any(r < 0 for r in reps):
+        raise ValueError("tile: repeat_times must be non-negative, got {}".format(reps))
+    shape = x.shape
+    d = builtins.max(len(reps), len(shape))
+    reps = [1] * (d - len(reps)) + reps
+    shape = [1] * (d - len(shape)) + shape
+    inter, big, final = [], [], []
+    for r, s in zip(reps, shape):
+        inter += [1, s]
+        big += [r, s]
+        final.append(r * s)
+    return _C._reshape(_C._expand(_C._reshape(x, inter), big), final)
+
+
+def repeat_interleave(x, repeats, axis=None, name=None):
+    """Repeats each element (axis=None: of the flattened x) `repeats` times along axis."""
+    if axis is None:
+        x = _C._reshape(x, [-1])
+        axis = 0
+    a = _axis(axis, x.ndim, "repeat_interleave")
+    n = x.shape[a]
+    if isinstance(repeats, Tensor):
+        repeats = repeats.numpy()
+    reps = np.asarray(repeats, dtype=np.int64)
+    if reps.ndim == 0:
+        reps = np.full(n, builtins.int(reps), dtype=np.int64)
+    if reps.shape != (n,) or (reps < 0).any():
+        raise ValueError("repeat_interleave: repeats must be a non-negative int or have x.shape[axis] ({}) "
+                         "entries, got {}".format(n, list(reps)))
+    return _index_select(x, _const(np.repeat(np.arange(n, dtype=np.int64), reps), x.place), a)
+
+
+def flip(x, axis, name=None):
+    """x reversed along the given axes (a copy)."""
+    t = x
+    for a in _int_list(axis):
+        t = _C._slice(t, _axis(a, x.ndim, "flip"), sys.maxsize, -sys.maxsize - 1, -1)
+    return _copy(t)
+
+
+def roll(x, shifts, axis=None, name=None):
+    """Rolls x by `shifts` along axis (None: over the flattened tensor, keeping the shape)."""
+    shifts = _int_list(shifts)
+    if axis is None:
+        if len(shifts) != 1:
+            raise ValueError("roll: with axis=None, shifts must be a single int, got {}".format(shifts))
+        return _C._reshape(roll(_C._reshape(x, [-1]), shifts, 0), x.shape)
+    axes = _int_list(axis)
+    if len(axes) != len(shifts):
+        raise ValueError("roll: shifts ({}) and axis ({}) must have the same length".format(shifts, axes))
+    for s, a in zip(shifts, axes):
+        a = _axis(a, x.ndim, "roll")
+        n = x.shape[a]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            x = _concat([_C._slice(x, a, n - s, n, 1), _C._slice(x, a, 0, n - s, 1)], a)
+    return x
+
+
+def rot90(x, k=1, axes=[0, 1], name=None):
+    """Rotates x by 90 degrees k times in the plane of `axes` (from the first towards the second)."""
+    if len(axes) != 2:
+        raise ValueError("rot90: axes must have 2 entries, got {}".format(axes))
+    a0, a1 = _axis(axes[0], x.ndim, "rot90"), _axis(axes[1], x.ndim, "rot90")
+    if a0 == a1:
+        raise ValueError("rot90: axes must be different, got {}".format(axes))
+    k %= 4
+    if k == 0:
+        return _copy(x)
+    if k == 2:
+        return flip(x, [a0, a1])
+    perm = list(range(x.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return _copy(_C._transpose(flip(x, [a1]), perm))
+    return flip(_C._transpose(x, perm), [a1])
+
+
+def moveaxis(x, source, destination, name=None):
+    src = [_axis(a, x.ndim, "moveaxis") for a in _int_list(source)]
+    dst = [_axis(a, x.ndim, "moveaxis") for a in _int_list(destination)]
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source {} and destination {} must have the same length".format(src, dst))
+    order = [i for i in range(x.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _C._transpose(x, order)
+
+
+def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
+    """paddle.nn.functional.pad: `pad` lists (before, after) pairs. When it covers every dimension
+    (len == 2 * ndim) it starts at the first dimension; otherwise it covers the spatial dimensions of
+    `data_format` starting from the last (W first: [left, right, top, bottom, front, back])."""
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError("pad: mode must be constant, reflect, replicate or circular, got {!r}".format(mode))
+    pads = _int_list(pad)
+    nd = x.ndim
+    if len(pads) % 2:
+        raise ValueError("pad: pad must have an even length, got {}".format(pads))
+    pairs = {}
+    if len(pads) == 2 * nd and mode == "constant":
+        for d in range(nd):
+            pairs[d] = (pads[2 * d], pads[2 * d + 1])
+    else:
+        if data_format not in ("NCL", "NLC", "NCHW", "NHWC", "NCDHW", "NDHWC"):
+            raise ValueError("pad: unknown data_format {!r}".format(data_format))
+        if nd != len(data_format):
+            raise ValueError("pad: data_format {} needs a {}-D input, got shape {}".format(
+                data_format, len(data_format), x.shape))
+        spatial = [i for i, c in enumerate(data_format) if c not in "NC"]
+        if len(pads) > 2 * len(spatial):
+            raise ValueError("pad: pad {} has more entries than 2 x {} spatial dims".format(pads, len(spatial)))
+        for k in range(len(pads) // 2):
+            pairs[spatial[len(spatial) - 1 - k]] = (pads[2 * k], pads[2 * k + 1])
+    full = [0] * (2 * nd)
+    for d, (b, e) in pairs.items():
+        full[2 * d], full[2 * d + 1] = b, e
+    modes = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
+    return _pad(x, full, modes[mode], builtins.float(value))
+
+
+def tril(x, diagonal=0, name=None):
+    """The lower triangle of the last two dims (elements with col - row <= diagonal), others zero."""
+    return _tril(x, builtins.int(diagonal))
+
+
+def triu(x, diagonal=0, name=None):
+    """The upper triangle of the last two dims (elements with col - row >= diagonal), others zero."""
+    return _triu(x, builtins.int(diagonal))
+
+
+def _diag_coords(m, n, offset):
+    if offset >= 0:
+        length = builtins.max(0, builtins.min(m, n - offset))
+        rows = np.arange(length)
+        return rows, rows + offset
+    length = builtins.max(0, builtins.min(m + offset, n))
+    cols = np.arange(length)
+    return cols - offset, cols
+
+
+def diagonal(x, offset=0, axis1=0, axis2=1, name=None):
+    """The diagonal of the (axis1, axis2) planes, appended as the last dimension."""
+    a1, a2 = _axis(axis1, x.ndim, "diagonal"), _axis(axis2, x.ndim, "diagonal")
+    if a1 == a2:
+        raise ValueError("diagonal: axis1 and axis2 must differ, got {} and {}".format(axis1, axis2))
+    rest = [i for i in range(x.ndim) if i not in (a1, a2)]
+    t = _C._transpose(x, [a1, a2] + rest)
+    rows, cols = _diag_coords(x.shape[a1], x.shape[a2], offset)
+    g = _gather_nd(t, _const(np.stack([rows, cols], -1).astype(np.int64).reshape(-1, 2), x.place))
+    return _C._transpose(g, list(range(1, g.ndim)) + [0])
+
+
+def diag(x, offset=0, padding_value=0, name=None):
+    """A 1-D x: a square matrix with x on diagonal `offset`, `padding_value` elsewhere. A 2-D x: its
+    diagonal `offset`."""
+    if x.ndim == 2:
+        return diagonal(x, offset)
+    if x.ndim > 1:
+        raise ValueError("diag: x must be 0-D, 1-D or 2-D, got shape {}".format(x.shape))
+    v = _C._reshape(x, [-1])
+    n = v.shape[0]
+    size = n + builtins.abs(offset)
+    rows, cols = _diag_coords(size, size, offset)
+    base = np.full((size, size), padding_value, dtype=np.float64)
+    base[rows, cols] = 0
+    base_t = cast(_const(base, x.place), x.dtype) if x.dtype != _C.bool else _const(base != 0, x.place)
+    if x.dtype == _C.bool:
+        mask = np.zeros((size, size), dtype=bool)
+        mask[rows, cols] = True
+        return _where(_const(mask, x.place), _diag_bool(v, rows, cols, size), base_t)
+    idx = _const(np.stack([rows, cols], -1).astype(np.int64).reshape(-1, 2), x.place)
+    return _scatter_nd_add(base_t, idx, v)
+
+
+def _diag_bool(v, rows, cols, size):
+    out = _fill([size, size], 0.0, _C.int64, place=v.place)
+    idx = _const(np.stack([rows, cols], -1).astype(np.int64).reshape(-1, 2), v.place)
+    return cast(_scatter_nd_add(out, idx, cast(v, "int64")), "bool")
+
+
+def _clamp_range(n, start, end):
+    start = start + n if start < 0 else start
+    end = end + n if end < 0 else end
+    return builtins.min(builtins.max(start, 0), n), builtins.min(builtins.max(end, 0), n)
+
+
+def slice(input, axes, starts, ends):
+    """paddle.slice: input[starts[i]:ends[i]] along each axes[i] (bounds clamped, negatives from the end)."""
+    axes, starts, ends = _int_list(axes), _int_list(starts), _int_list(ends)
+    if not (len(axes) == len(starts) == len(ends)):
+        raise ValueError("slice: axes, starts and ends must have the same length, got {}, {}, {}".format(axes, starts,
+                                                                                                        ends))
+    t = input
+    for a, s, e in zip(axes, starts, ends):
+        a = _axis(a, input.ndim, "slice")
+        s, e = _clamp_range(input.shape[a], s, e)
+        t = _C._slice(t, a, s, builtins.max(s, e), 1)
+    return t
+
+
+def strided_slice(x, axes, starts, ends, strides, name=None):
+    """x[starts[i]:ends[i]:strides[i]] along each axes[i] (Python slice semantics)."""
+    axes, starts, ends, strides = _int_list(axes), _int_list(starts), _int_list(ends), _int_list(strides)
+    if not (len(axes) == len(starts) == len(ends) == len(strides)):
+        raise ValueError("strided_slice: axes, starts, ends and strides must have the same length")
+    t = x
+    for a, s, e, st in zip(axes, starts, ends, strides):
+        if st == 0:
+            raise ValueError("strided_slice: stride must not be 0")
+        t = _C._slice(t, _axis(a, x.ndim, "strided_slice"), s, e, st)
+    return t
+
+
+def expand_as(x, y, name=None):
+    """x broadcast to y's shape."""
+    return _C._expand(x, list(y.shape))
+
+
+def broadcast_tensors(input, name=None):
+    """The tensors broadcast to their common shape (views)."""
+    try:
+        shape = list(np.broadcast_shapes(*[tuple(t.shape) for t in input]))
+    except ValueError:
+        raise ValueError("broadcast_tensors: shapes {} are not broadcastable".format([t.shape for t in input]))
+    return [_C._expand(t, shape) for t in input]
+
+
+def _index_1d(index, op):
+    if not isinstance(index, Tensor):
+        index = to_tensor(np.asarray(index, dtype=np.int64))
+    if index.ndim == 0:
+        index = _C._reshape(index, [1])
+    if index.ndim != 1:
+        if index.ndim == 2 and index.shape[1] == 1:
+            index = _C._reshape(index, [-1])
+        else:
+            raise ValueError("{}: index must be 1-D, got shape {}".format(op, index.shape))
+    return index
+
+
+def gather(x, index, axis=None, name=None):
+    """Slices of x along axis (default 0) picked by the 1-D int tensor `index`."""
+    a = 0 if axis is None else _axis(axis, x.ndim, "gather")
+    return _index_select(x, _index_1d(index, "gather"), a)
+
+
+def gather_nd(x, index, name=None):
+    """x[index[..., 0], ..., index[..., k-1]]: slices of x addressed by the last dim of index."""
+    return _gather_nd(x, index)
+
+
+def scatter(x, index, updates, overwrite=True, name=None):
+    """x with rows `index` (along axis 0) replaced by the rows of updates (overwrite=True; repeated
+    indices: the last wins) or zeroed and then accumulated (overwrite=False)."""
+    index = _index_1d(index, "scatter")
+    idx = index.numpy().astype(np.int64)
+    n = x.shape[0]
+    if ((idx < -n) | (idx >= n)).any():
+        raise IndexError("scatter: index {} is out of range for x.shape[0] = {}".format(idx.tolist(), n))
+    idx = np.where(idx < 0, idx + n, idx)
+    rows = np.zeros(n, dtype=bool)
+    rows[idx] = True
+    cleared = _where(_const(rows.reshape([n] + [1] * (x.ndim - 1)), x.place), _scalar(0, x.dtype, x.place), x)
+    if overwrite:
+        last = {}
+        for pos, i in enumerate(idx.tolist()):
+            last[i] = pos
+        keep = np.array(sorted(last.values()), dtype=np.int64)
+        if len(keep) != len(idx):
+            updates = _index_select(updates, _const(keep, x.place), 0)
+            idx = idx[keep]
+    return _scatter_nd_add(cleared, _const(idx.reshape(-1, 1), x.place), updates)
+
+
+def scatter_nd_add(x, index, updates, name=None):
+    """x with updates added at the positions index[..., :] (repeated positions accumulate)."""
+    return _scatter_nd_add(x, index, updates)
+
+
+def scatter_nd(index, updates, shape, name=None):
+    """zeros(shape) with updates added at the positions index[..., :]."""
+    return _scatter_nd_add(_fill(_shape_list(shape), 0.0, updates.dtype, place=updates.place), index, updates)
+
+
+def _along_shapes(arr, indices, axis, op):
+    if arr.ndim != indices.ndim:
+        raise ValueError("{}: indices rank ({}) must equal arr rank ({})".format(op, indices.ndim, arr.ndim))
+    a = _axis(axis, arr.ndim, op)
+    try:
+        sa, si = list(arr.shape), list(indices.shape)
+        sa[a] = si[a] = 1  # the axis itself is not broadcast
+        b = list(np.broadcast_shapes(tuple(sa), tuple(si)))
+    except ValueError:
+        raise ValueError("{}: indices.shape {} does not broadcast against arr.shape {}".format(op, indices.shape,
+                                                                                              arr.shape))
+    ashape, ishape = list(b), list(b)
+    ashape[a], ishape[a] = arr.shape[a], indices.shape[a]
+    return a, ashape, ishape
+
+
+def take_along_axis(arr, indices, axis, broadcast=True):
+    """Elements of arr at `indices` along axis (numpy take_along_axis; negative indices allowed)."""
+    a, ashape, ishape = _along_shapes(arr, indices, axis, "take_along_axis")
+    if broadcast:
+        arr, indices = _C._expand(arr, ashape), _C._expand(indices, ishape)
+    return _take_along_axis(arr, indices, a)
+
+
+_REDUCE = {"assign": 0, "add": 1, "mul": 2, "multiply": 2}
+
+
+def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=True, broadcast=True):
+    """A copy of arr with `values` written at `indices` along axis; reduce 'assign', 'add' or 'multiply'."""
+    if reduce not in _REDUCE:
+        raise ValueError("put_along_axis: reduce must be 'assign', 'add' or 'multiply', got {!r}".format(reduce))
+    if not include_self:
+        raise NotImplementedError("put_along_axis: include_self=False is not supported")
+    a, ashape, ishape = _along_shapes(arr, indices, axis, "put_along_axis")
+    if broadcast and ashape != arr.shape:
+        arr = _C._expand(arr, ashape)
+    if broadcast:
+        indices = _C._expand(indices, ishape)
+    if not isinstance(values, Tensor):
+        values = to_tensor(np.asarray(values), place=arr.place)
+    if values.dtype != arr.dtype:
+        values = cast(values, arr.dtype)
+    values = _C._expand(values, list(indices.shape))
+    return _put_along_axis(arr, indices, values, a, _REDUCE[reduce])
+
+
+def masked_fill(x, mask, value, name=None):
+    """x with `value` (a scalar or a tensor, broadcast) where mask is True."""
+    if not isinstance(value, Tensor):
+        value = _scalar(value, x.dtype, x.place)
+    elif value.dtype != x.dtype:
+        value = cast(value, x.dtype)
+    return _where(mask, value, x)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """The last dim of input placed on diagonal `offset` of new (dim1, dim2) planes, zeros elsewhere."""
+    r = input.ndim + 1
+    d1, d2 = _axis(dim1, r, "diag_embed"), _axis(dim2, r, "diag_embed")
+    if d1 == d2:
+        raise ValueError("diag_embed: dim1 and dim2 must differ, got {} and {}".format(dim1, dim2))
+    n = input.shape[-1]
+    size = n + builtins.abs(offset)
+    rows, cols = _diag_coords(size, size, offset)
+    batch = input.shape[:-1]
+    upd = _C._transpose(input, [input.ndim - 1] + list(range(input.ndim - 1)))  # [n, *batch]
+    planes = _scatter_nd_add(_fill([size, size] + batch, 0.0, input.dtype, place=input.place),
+                             _const(np.stack([rows, cols], -1).astype(np.int64).reshape(-1, 2), input.place), upd)
+    perm, b = [], 2
+    for k in range(r):
+        if k == d1:
+            perm.append(0)
+        elif k == d2:
+            perm.append(1)
+        else:
+            perm.append(b)
+            b += 1
+    return _C._transpose(planes, perm)
+
+
+def crop(x, shape=None, offsets=None, name=None):
+    """x[offsets[i]:offsets[i] + shape[i]] along every dim (shape -1: to the end; default: x's shape)."""
+    shape = list(x.shape) if shape is None else _int_list(shape)
+    offsets = [0] * x.ndim if offsets is None else _int_list(offsets)
+    if len(shape) != x.ndim or len(offsets) != x.ndim:
+        raise ValueError("crop: shape {} and offsets {} must have x's rank ({})".format(shape, offsets, x.ndim))
+    t = x
+    for d, (s, o) in enumerate(zip(shape, offsets)):
+        n = x.shape[d]
+        s = n - o if s == -1 else s
+        if o < 0 or s < 0 or o + s > n:
+            raise ValueError("crop: offset {} + size {} is out of range for dim {} of size {}".format(o, s, d, n))
+        t = _C._slice(t, d, o, o + s, 1)
+    return t
+
+
+def index_put(x, indices, value, accumulate=False, name=None):
+    """A copy of x with x[indices] = value (accumulate: +=); `indices` is a tuple of int (broadcast
+    together) or bool tensors, as numpy advanced indexing. Without accumulate, repeated positions
+    receive the sum of their values."""
+    idx = []
+    for i in indices:
+        if i.dtype == _C.bool:
+            from .search import nonzero
+            idx.extend(nonzero(i, as_tuple=True))
+        else:
+            idx.append(cast(i, "int64") if i.dtype != _C.int64 else i)
+    if len(idx) > x.ndim:
+        raise ValueError("index_put: {} indices for a tensor of rank {}".format(len(idx), x.ndim))
+    shape = list(np.broadcast_shapes(*[tuple(i.shape) for i in idx]))
+    index = _concat([_C._unsqueeze(_C._expand(i, shape), len(shape)) for i in idx], -1)
+    target = shape + list(x.shape[len(idx):])
+    if not isinstance(value, Tensor):
+        value = to_tensor(np.asarray(value), place=x.place)
+    if value.dtype != x.dtype:
+        value = cast(value, x.dtype)
+    value = _C._expand(value, target)
+    if not accumulate:
+        hit = _scatter_nd_add(_fill(x.shape, 0.0, _C.int64, place=x.place), index,
+                              _fill(target, 1.0, _C.int64, place=x.place))
+        x = _where(hit > 0, _scalar(0, x.dtype, x.place), x)
+    return _scatter_nd_add(x, index, value)
