@@ -5,6 +5,8 @@
 
 #include "common.h"
 
+#include <oar/core/autograd.h>
+
 namespace oarpy {
 namespace {
 
@@ -281,7 +283,8 @@ void setitem(const oar::Tensor& base, py::handle index, py::handle value) {
   Resolved r = resolve(base, index);
   oar::Tensor v = value_tensor(value, base.dtype(), base.place());
   if (r.adv.empty()) {
-    oar::ops::assign(r.view, broadcast_value(v, r.view.dims()));
+    // Records the write on base's history when gradients are involved (x[i] = v is differentiable).
+    oar::autograd::assign_region(base, r.view, broadcast_value(v, r.view.dims()));
     return;
   }
   Gather g = prepare(r);
