@@ -1,5 +1,10 @@
 // Normalisation, activation and loss ops (oar.nn.functional).
 // Each op's schema, shape/dtype inference and gradient rule, in one place (op_util.h).
+//
+// Kernels here are the hot paths only: fused activations (each with a fused "<op>_grad" op),
+// layer_norm (+ layer_norm_grad) and softmax_cross_entropy (+ its grad). Everything else in
+// oar.nn.functional is a Python composite of existing ops (docs/ops_nn.md).
+#include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 
 #include "grad_util.h"
@@ -10,10 +15,138 @@ namespace {
 using namespace opdef;
 using namespace gradutil;
 
+// The fused activations: name, attributes. Each has a "<name>_grad" op (x, grad) -> dx.
+struct ActDef {
+  const char* name;
+  const char* grad_name;
+  std::vector<AttrDef> attrs;
+};
+const std::vector<ActDef>& activations() {
+  static const std::vector<ActDef> defs = {
+      {"gelu", "gelu_grad", {int_attr("approximate", 0)}},
+      {"silu", "silu_grad", {}},
+      {"leaky_relu", "leaky_relu_grad", {float_attr("negative_slope", 0.01)}},
+      {"elu", "elu_grad", {float_attr("alpha", 1.0)}},
+      {"softplus", "softplus_grad", {float_attr("beta", 1.0), float_attr("threshold", 20.0)}},
+      {"hardswish", "hardswish_grad", {}},
+      {"hardsigmoid", "hardsigmoid_grad", {float_attr("slope", 1.0 / 6.0), float_attr("offset", 0.5)}},
+  };
+  return defs;
+}
+
+void infer_act_grad(InferContext& c) {
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  OAR_ENFORCE(c.inputs[0].dims == c.inputs[1].dims, ErrorCode::kInvalidArgument,
+              op_name(c) << ": grad.shape " << c.inputs[1].dims.to_string() << " != x.shape "
+                         << c.inputs[0].dims.to_string());
+  c.outputs[0] = c.inputs[0];
+}
+
+// Statistics of 16-bit inputs are kept in float32.
+DType stat_dtype(DType d) { return (d == DType::kFloat16 || d == DType::kBFloat16) ? DType::kFloat32 : d; }
+
+// layer_norm(x, weight, bias): normalises over the dims from begin_norm_axis on; weight and bias
+// have that trailing shape. Outputs out, mean and rstd ([outer] each).
+void infer_layer_norm(InferContext& c) {
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  require_same_dtype(c, 0, 2);
+  const Dims& x = c.inputs[0].dims;
+  OAR_ENFORCE(x.size() >= 1, ErrorCode::kInvalidArgument, "layer_norm: x must have at least 1 dimension");
+  int64_t b = c.attrs->get_int("begin_norm_axis");
+  OAR_ENFORCE(b >= 0 && b < x.size(), ErrorCode::kOutOfRange,
+              "layer_norm: begin_norm_axis " << b << " is out of range for x of rank " << x.size());
+  Dims norm(x.data() + b, x.size() - static_cast<int32_t>(b));
+  for (int i = 1; i <= 2; ++i)
+    OAR_ENFORCE(c.inputs[i].dims.numel() == norm.numel(), ErrorCode::kInvalidArgument,
+                "layer_norm: " << c.op->inputs[i] << ".shape " << c.inputs[i].dims.to_string()
+                               << " does not match normalized_shape " << norm.to_string());
+  OAR_ENFORCE(c.attrs->get_float("epsilon") >= 0, ErrorCode::kInvalidArgument,
+              "layer_norm: epsilon " << c.attrs->get_float("epsilon") << " must be >= 0");
+  Dims outer(x.data(), static_cast<int32_t>(b));
+  DType sd = stat_dtype(c.inputs[0].dtype);
+  c.outputs[0] = c.inputs[0];
+  c.outputs[1] = {sd, outer};
+  c.outputs[2] = {sd, outer};
+}
+
+// layer_norm_grad(x, weight, mean, rstd, dy) -> dx, dweight, dbias.
+void infer_layer_norm_grad(InferContext& c) {
+  c.outputs[0] = c.inputs[0];
+  c.outputs[1] = c.inputs[1];
+  c.outputs[2] = c.inputs[1];
+}
+
+void require_label(const InferContext& c, int i) {
+  DType d = c.inputs[i].dtype;
+  OAR_ENFORCE(d == DType::kInt64 || d == DType::kInt32, ErrorCode::kType,
+              op_name(c) << ": label.dtype must be int32 or int64, got " << dtype_name(d));
+}
+
+// softmax_cross_entropy(logits [N, C], label [N]) -> loss [N], softmax [N, C]. Rows whose label is
+// ignore_index get loss 0 and no gradient.
+void infer_softmax_ce(InferContext& c) {
+  require_floating(c, 0);
+  require_label(c, 1);
+  const Dims &x = c.inputs[0].dims, &l = c.inputs[1].dims;
+  OAR_ENFORCE(x.size() == 2, ErrorCode::kInvalidArgument,
+              "softmax_cross_entropy: logits must be 2-D [N, C], got shape " << x.to_string());
+  OAR_ENFORCE(l.size() == 1 && l[0] == x[0], ErrorCode::kInvalidArgument,
+              "softmax_cross_entropy: label.shape " << l.to_string() << " must be [" << x[0] << "]");
+  c.outputs[0] = {c.inputs[0].dtype, Dims{x[0]}};
+  c.outputs[1] = c.inputs[0];
+}
+// softmax_cross_entropy_grad(softmax, label, dloss) -> dlogits.
+void infer_softmax_ce_grad(InferContext& c) { c.outputs[0] = c.inputs[0]; }
+
+// ---- gradient rules -------------------------------------------------------------------------------
+std::vector<Tensor> act_grad(const GradContext& c) {
+  std::string grad_name = std::string(c.op->name) + "_grad";
+  return {call_op(grad_name, {X(c), g0(c)}, c.attrs)[0]};
+}
+
+std::vector<Tensor> layer_norm_grad_rule(const GradContext& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
+  std::vector<Tensor> r = call_op("layer_norm_grad", {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
+                                  Attrs{{"begin_norm_axis", c.attrs.get_int("begin_norm_axis")}});
+  return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1].reshape(in_dims(c, 1)) : Tensor(),
+          c.needs_grad[2] ? r[2].reshape(in_dims(c, 2)) : Tensor()};
+}
+
+std::vector<Tensor> softmax_ce_grad_rule(const GradContext& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor(), Tensor()};
+  return {call_op("softmax_cross_entropy_grad", {c.outputs[1], c.inputs[1], g},
+                  Attrs{{"ignore_index", c.attrs.get_int("ignore_index")}})[0],
+          Tensor()};
+}
+
 }  // namespace
 
-void register_nn_ops(OpRegistry& r) { (void)r; }
+void register_nn_ops(OpRegistry& r) {
+  for (const ActDef& a : activations()) {
+    def(r, a.name, {"x"}, a.attrs, infer_unary_float);
+    def(r, a.grad_name, {"x", "grad"}, a.attrs, infer_act_grad);
+  }
+  def(r, "layer_norm", {"x", "weight", "bias"}, {req_int("begin_norm_axis"), float_attr("epsilon", 1e-5)},
+      infer_layer_norm)
+      .outputs = {"out", "mean", "rstd"};
+  def(r, "layer_norm_grad", {"x", "weight", "mean", "rstd", "dy"}, {req_int("begin_norm_axis")},
+      infer_layer_norm_grad)
+      .outputs = {"dx", "dweight", "dbias"};
+  def(r, "softmax_cross_entropy", {"logits", "label"}, {int_attr("ignore_index", -100)}, infer_softmax_ce)
+      .outputs = {"loss", "softmax"};
+  def(r, "softmax_cross_entropy_grad", {"softmax", "label", "dloss"}, {int_attr("ignore_index", -100)},
+      infer_softmax_ce_grad);
+}
 
-void register_nn_grads(GradRuleSetter set) { (void)set; }
+void register_nn_grads(GradRuleSetter set) {
+  constexpr uint32_t kX = 1, kXW = 3, kLabel = 2;
+  for (const ActDef& a : activations()) set(a.name, act_grad, kX, false);
+  set("layer_norm", layer_norm_grad_rule, kXW, true);
+  set("softmax_cross_entropy", softmax_ce_grad_rule, kLabel, true);
+}
 
 }  // namespace oar
