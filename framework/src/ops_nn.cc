@@ -106,11 +106,59 @@ std::vector<Tensor> act_grad(const GradContext& c) {
   return {call_op(grad_name, {X(c), g0(c)}, c.attrs)[0]};
 }
 
+// f''(x) of a fused activation, written with ops so the "<act>_grad" ops are differentiable as well.
+Tensor act_second_derivative(const std::string& name, const Tensor& x, const Attrs& a) {
+  using ops::multiply;
+  using ops::subtract;
+  auto s = [&](double v) { return scalar_like(v, x); };
+  if (name == "elu")
+    return multiply(mask(ops::less_equal(x, s(0)), x), multiply(s(a.get_float("alpha")), ops::exp(x)));
+  if (name == "silu") {  // s (1 - s) (2 + x (1 - 2 s))
+    Tensor sg = ops::sigmoid(x);
+    return multiply(multiply(sg, subtract(s(1), sg)),
+                    ops::add(s(2), multiply(x, subtract(s(1), multiply(s(2), sg)))));
+  }
+  if (name == "softplus") {  // beta s (1 - s) below the threshold, 0 above
+    double beta = a.get_float("beta"), th = a.get_float("threshold");
+    Tensor bx = multiply(x, s(beta));
+    Tensor sg = ops::sigmoid(bx);
+    return multiply(mask(ops::less_equal(bx, s(th)), x), multiply(s(beta), multiply(sg, subtract(s(1), sg))));
+  }
+  if (name == "hardswish")
+    return multiply(mask(ops::logical_and(ops::greater_than(x, s(-3)), ops::less_than(x, s(3))), x),
+                    s(1.0 / 3));
+  if (name == "gelu") {
+    Tensor x2 = multiply(x, x);
+    if (a.get_int("approximate") == 0)  // phi(x) (2 - x^2)
+      return multiply(multiply(s(0.3989422804014327), ops::exp(multiply(s(-0.5), x2))), subtract(s(2), x2));
+    // u = k (x + c x^3), t = tanh u: f'' = (1 - t^2) (u' - x t u'^2 + 3 k c x^2)
+    const double k = 0.7978845608028654, cc = 0.044715;
+    Tensor t = ops::tanh(multiply(s(k), ops::add(x, multiply(s(cc), multiply(x2, x)))));
+    Tensor du = multiply(s(k), ops::add(s(1), multiply(s(3 * cc), x2)));
+    Tensor inner =
+        ops::add(subtract(du, multiply(multiply(x, t), multiply(du, du))), multiply(s(3 * k * cc), x2));
+    return multiply(subtract(s(1), multiply(t, t)), inner);
+  }
+  return ops::zeros(x.dims(), x.dtype(), x.place());  // leaky_relu, hardsigmoid: piecewise linear
+}
+
+// "<act>_grad"(x, g) = g f'(x): d/dx = gg g f''(x), d/dg = gg f'(x) (the grad op again).
+std::vector<Tensor> act_grad_grad(const GradContext& c) {
+  std::string name(c.op->name);
+  name.resize(name.size() - 5);  // strip "_grad"
+  const Tensor &x = c.inputs[0], &g = c.inputs[1], &gg = g0(c);
+  Tensor dx, dg;
+  if (c.needs_grad[0]) dx = ops::multiply(ops::multiply(gg, g), act_second_derivative(name, x, c.attrs));
+  if (c.needs_grad[1]) dg = call_op(c.op->name, {x, gg}, c.attrs)[0];
+  return {dx, dg};
+}
+
 std::vector<Tensor> layer_norm_grad_rule(const GradContext& c) {
   const Tensor& g = c.grad_outputs[0];
   if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
-  std::vector<Tensor> r = call_op("layer_norm_grad", {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
-                                  Attrs{{"begin_norm_axis", c.attrs.get_int("begin_norm_axis")}});
+  std::vector<Tensor> r =
+      call_op("layer_norm_grad", {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
+              Attrs{{"begin_norm_axis", c.attrs.get_int("begin_norm_axis")}});
   return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1].reshape(in_dims(c, 1)) : Tensor(),
           c.needs_grad[2] ? r[2].reshape(in_dims(c, 2)) : Tensor()};
 }
@@ -144,7 +192,10 @@ void register_nn_ops(OpRegistry& r) {
 
 void register_nn_grads(GradRuleSetter set) {
   constexpr uint32_t kX = 1, kXW = 3, kLabel = 2;
-  for (const ActDef& a : activations()) set(a.name, act_grad, kX, false);
+  for (const ActDef& a : activations()) {
+    set(a.name, act_grad, kX, false);
+    set(a.grad_name, act_grad_grad, kXW, false);  // x and grad
+  }
   set("layer_norm", layer_norm_grad_rule, kXW, true);
   set("softmax_cross_entropy", softmax_ce_grad_rule, kLabel, true);
 }

@@ -123,8 +123,8 @@ void act_grad_kernel(KernelContext& ctx, const char* name) {
   });
 }
 
-#define OAR_NN_ACT(NAME, STR)                                                              \
-  void NAME##_fwd(KernelContext& ctx) { act_kernel<NAME>(ctx, STR); }                      \
+#define OAR_NN_ACT(NAME, STR)                                         \
+  void NAME##_fwd(KernelContext& ctx) { act_kernel<NAME>(ctx, STR); } \
   void NAME##_bwd(KernelContext& ctx) { act_grad_kernel<NAME>(ctx, STR "_grad"); }
 OAR_NN_ACT(Gelu, "gelu")
 OAR_NN_ACT(Silu, "silu")
@@ -242,8 +242,8 @@ int64_t label_at(const TensorView& label, int64_t i) {
 }
 
 template <class T, class L>
-void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorView& loss, const TensorView& sm,
-                    int64_t ignore_index, ErrorFlag& bad) {
+void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorView& loss,
+                    const TensorView& sm, int64_t ignore_index, ErrorFlag& bad) {
   using C = compute_t<T>;
   using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t N = x.dim(0), K = x.dim(1);
@@ -294,8 +294,8 @@ void softmax_ce_kernel(KernelContext& ctx) {
 }
 
 template <class T, class L>
-void softmax_ce_bwd(const TensorView& sm, const TensorView& label, const TensorView& dloss, const TensorView& dx,
-                    int64_t ignore_index) {
+void softmax_ce_bwd(const TensorView& sm, const TensorView& label, const TensorView& dloss,
+                    const TensorView& dx, int64_t ignore_index) {
   using C = compute_t<T>;
   const int64_t N = sm.dim(0), K = sm.dim(1);
   const T *ps = sm.data<T>(), *pg = dloss.data<T>();
