@@ -633,3 +633,38 @@ def test_focal_square_log_loss(device):
     q = RNG.uniform(0.1, 0.9, 3)
     check(F.log_loss(T(q, device), T(np.array([1.0, 0.0, 1.0]), device)),
           -np.array([1, 0, 1]) * np.log(q + 1e-4) - np.array([0, 1, 0]) * np.log(1 - q + 1e-4), rtol=1e-12)
+
+
+def test_more_losses(device):
+    x, t = rnd(3, 4), (RNG.uniform(0, 1, (3, 4)) > 0.5).astype("float64")
+    w = RNG.uniform(0.5, 2, 4)
+    ls = -np.logaddexp(0, -x)
+    lns = -np.logaddexp(0, x)
+    ref = -((t * ls + (1 - t) * lns) * w).mean(-1)
+    check(F.multi_label_soft_margin_loss(T(x, device), T(t, device), T(w, device), "none"), ref, rtol=1e-12)
+    check_grad(lambda a: F.multi_label_soft_margin_loss(a, oar.to_tensor(t, place=device)), [x], device)
+    y = np.array([0, 3, 1], dtype="int64")
+    m = np.maximum(0, 1.0 - x[np.arange(3), y][:, None] + x)
+    m[np.arange(3), y] = 0
+    check(F.multi_margin_loss(T(x, device), T(y, device), reduction="none"), m.sum(1) / 4, rtol=1e-12)
+    check(F.multi_margin_loss(T(x, device), T(y, device), p=2, weight=T(w, device)),
+          ((m * m).sum(1) / 4 * w[y]).mean(), rtol=1e-12)
+    check_grad(lambda a: F.multi_margin_loss(a, oar.to_tensor(y, place=device)), [x], device)
+    var = RNG.uniform(0.5, 2, (3, 4))
+    lab = rnd(3, 4)
+    ref = 0.5 * (np.log(var) + (x - lab) ** 2 / var)
+    check(F.gaussian_nll_loss(T(x, device), T(lab, device), T(var, device)), ref.mean(), rtol=1e-12)
+    check(F.gaussian_nll_loss(T(x, device), T(lab, device), T(var, device), full=True, reduction="sum"),
+          (ref + 0.5 * np.log(2 * np.pi)).sum(), rtol=1e-12)
+    check_grad(lambda a, v: F.gaussian_nll_loss(a, oar.to_tensor(lab, place=device), v), [x, var], device)
+    prob = RNG.uniform(0, 1, (2, 3, 4))
+    lbl = RNG.integers(0, 4, (2, 3, 1)).astype("int64")
+    oh = np.eye(4)[lbl[..., 0]]
+    ref = (1 - 2 * (prob * oh).sum((1, 2)) / (prob.sum((1, 2)) + oh.sum((1, 2)) + 1e-5)).mean()
+    check(F.dice_loss(T(prob, device), T(lbl, device)), ref, rtol=1e-12)
+    a, p, n = rnd(3, 4), rnd(3, 4), rnd(3, 4)
+    l1 = lambda u, v: (u - v).abs().sum(-1)  # noqa: E731
+    ref = np.maximum(np.abs(a - p).sum(-1) - np.abs(a - n).sum(-1) + 1.0, 0).mean()
+    check(F.triplet_margin_with_distance_loss(T(a, device), T(p, device), T(n, device), l1), ref, rtol=1e-12)
+    with pytest.raises(ValueError, match="multi_margin_loss"):
+        F.multi_margin_loss(T(x, device), T(y[:2], device))

@@ -9,7 +9,8 @@ __all__ = [
     "cross_entropy", "softmax_with_cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
     "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss", "sigmoid_focal_loss",
-    "square_error_cost", "log_loss", "soft_margin_loss", "poisson_nll_loss",
+    "square_error_cost", "log_loss", "soft_margin_loss", "poisson_nll_loss", "multi_label_soft_margin_loss",
+    "multi_margin_loss", "gaussian_nll_loss", "dice_loss", "triplet_margin_with_distance_loss",
 ]
 
 _softmax_ce = _C.Op("softmax_cross_entropy")
@@ -411,3 +412,74 @@ def poisson_nll_loss(input, label, log_input=True, full=False, epsilon=1e-8, red
         st = safe * _log(safe) - safe + 0.5 * _log(safe * 6.283185307179586)
         loss = loss + st * _cast(big, label.dtype)
     return _reduce(loss, reduction)
+
+
+def multi_label_soft_margin_loss(input, label, weight=None, reduction="mean", name=None):
+    """-mean over classes of (label log sigmoid(x) + (1 - label) log sigmoid(-x)), per sample."""
+    _check_reduction("multi_label_soft_margin_loss", reduction)
+    _check_same_shape("multi_label_soft_margin_loss", input, label)
+    loss = label * _softplus(-input, 1.0, _INF) + (1.0 - label) * _softplus(input, 1.0, _INF)
+    if weight is not None:
+        loss = loss * weight
+    loss = _mean(loss, [-1], False)
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, label, p=1, margin=1.0, weight=None, reduction="mean", name=None):
+    """sum over i != y of max(0, margin - x[y] + x[i])^p / C (times weight[y])."""
+    _check_reduction("multi_margin_loss", reduction)
+    if input.ndim != 2 or list(label.shape) != [input.shape[0]]:
+        raise ValueError("multi_margin_loss: expected input [N, C] and label [N], got {} and {}".format(
+            input.shape, label.shape))
+    if p not in (1, 2):
+        raise ValueError("multi_margin_loss: p must be 1 or 2, got {}".format(p))
+    c = input.shape[1]
+    oh = _onehot(label.reshape([-1]), c, input)
+    xy = _sum(input * oh, [1], True)
+    m = _relu(input - xy + float(margin)) * (1.0 - oh)
+    if p == 2:
+        m = m * m
+    if weight is not None:
+        m = m * _sum(oh * weight.reshape([1, c]), [1], True)
+    loss = _sum(m, [1], False) / float(c)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, label, variance, full=False, epsilon=1e-6, reduction="mean", name=None):
+    """0.5 (log(var) + (input - label)^2 / var) with var clamped to >= epsilon; full adds 0.5 log(2 pi)."""
+    _check_reduction("gaussian_nll_loss", reduction)
+    if epsilon <= 0:
+        raise ValueError("gaussian_nll_loss: epsilon must be positive, got {}".format(epsilon))
+    var = _maximum(variance, _const([], float(epsilon), variance))
+    d = input - label
+    loss = (_log(var) + d * d / var) * 0.5
+    if full:
+        loss = loss + 0.9189385332046727
+    return _reduce(loss, reduction)
+
+
+def dice_loss(input, label, epsilon=0.00001, name=None):
+    """1 - 2 |X n Y| / (|X| + |Y|) per sample, averaged; input [N, ..., C] probabilities, label [N, ..., 1]."""
+    if input.ndim < 2 or list(label.shape) != list(input.shape[:-1]) + [1]:
+        raise ValueError("dice_loss: label.shape {} must be input.shape[:-1] + [1] for input.shape {}".format(
+            label.shape, input.shape))
+    if not _is_int(label):
+        raise TypeError("dice_loss: label.dtype must be int32 or int64, got {}".format(label.dtype))
+    c = input.shape[-1]
+    oh = _onehot(label.reshape([-1]), c, input).reshape(list(input.shape))
+    axes = list(range(1, input.ndim))
+    inse = _sum(input * oh, axes, False)
+    denom = _sum(input, axes, False) + _sum(oh, axes, False)
+    return _mean(1.0 - inse * 2.0 / (denom + float(epsilon)), [], False)
+
+
+def triplet_margin_with_distance_loss(input, positive, negative, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean", name=None):
+    """max(d(a, p) - d(a, n) + margin, 0) with a custom distance (default: pairwise_distance)."""
+    _check_reduction("triplet_margin_with_distance_loss", reduction)
+    dist = distance_function if distance_function is not None else (lambda a, b: _pdist(a, b, 2, 1e-6))
+    dp = dist(input, positive)
+    dn = dist(input, negative)
+    if swap:
+        dn = _min(_C.Op("concat")([dn.unsqueeze(0), dist(positive, negative).unsqueeze(0)], 0), [0], False)
+    return _reduce(_relu(dp - dn + float(margin)), reduction)
