@@ -668,3 +668,35 @@ def test_more_losses(device):
     check(F.triplet_margin_with_distance_loss(T(a, device), T(p, device), T(n, device), l1), ref, rtol=1e-12)
     with pytest.raises(ValueError, match="multi_margin_loss"):
         F.multi_margin_loss(T(x, device), T(y[:2], device))
+
+
+def test_inplace_variants(device):
+    a = rnd(3, 4)
+    x = T(a, device)
+    y = F.relu_(x)
+    check(x, np.maximum(a, 0), rtol=0)
+    assert y is x
+    x = T(a, device)
+    F.elu_(x, 0.5)
+    check(x, np.where(a > 0, a, 0.5 * np.expm1(a)), rtol=1e-12)
+    x = T(a, device)
+    F.leaky_relu_(x, 0.1)
+    check(x, np.where(a > 0, a, 0.1 * a), rtol=1e-12)
+    x = T(a, device)
+    F.softmax_(x)
+    check(x, np.exp(np_log_softmax(a)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cross_entropy_half(dtype, device):
+    x = rnd(6, 5, dtype="float32")
+    y = np.array([0, 4, 2, 1, 1, 3], dtype="int64")
+    xt = T(x, device).astype(dtype)
+    xt.stop_gradient = False
+    loss = F.cross_entropy(xt, T(y, device))
+    assert loss.dtype == xt.dtype
+    lp = np_log_softmax(xt.astype("float32").numpy().astype(np.float64))
+    np.testing.assert_allclose(float(loss.astype("float32")), -lp[np.arange(6), y].mean(), rtol=2e-2)
+    loss.backward()
+    want = (np.exp(lp) - np.eye(5)[y]) / 6
+    np.testing.assert_allclose(xt.grad.astype("float32").numpy(), want, atol=1e-2)
