@@ -700,3 +700,22 @@ def test_cross_entropy_half(dtype, device):
     loss.backward()
     want = (np.exp(lp) - np.eye(5)[y]) / 6
     np.testing.assert_allclose(xt.grad.astype("float32").numpy(), want, atol=1e-2)
+
+
+def test_probability_inputs_with_zeros(device):
+    """use_softmax=False and nll_loss pick the label's entry without touching log(0) elsewhere."""
+    p = np.array([[1.0, 0.0, 0.0], [0.2, 0.8, 0.0], [0.5, 0.5, 0.0]])
+    y = np.array([0, 1, -100])
+    pt = T(p, device, stop_gradient=False)
+    loss = F.cross_entropy(pt, T(y, device), use_softmax=False, reduction="sum")
+    check(loss, -np.log(0.8), rtol=1e-12)
+    loss.backward()
+    want = np.zeros_like(p)
+    want[0, 0], want[1, 1] = -1.0, -1 / 0.8
+    check(pt.grad, want, rtol=1e-12)
+    with np.errstate(divide="ignore"):
+        lp = T(np.log(p), device, stop_gradient=False)  # -inf entries
+    nl = F.nll_loss(lp, T(y, device))
+    check(nl, np.log(0.8) / -2, rtol=1e-12)
+    nl.backward()
+    assert np.isfinite(lp.grad.numpy()).all()

@@ -130,7 +130,7 @@ def alpha_dropout(x, p=0.5, training=True, name=None):
     return (x * keep + (1.0 - keep) * alpha_p) * a + b
 
 
-def embedding(x, weight, padding_idx=None, max_norm=None, sparse=False, name=None):
+def embedding(x, weight, padding_idx=None, sparse=False, name=None):
     """weight[x] for integer ids x. The rows of ids equal to padding_idx are zero and give no gradient.
     `sparse` is accepted and ignored (gradients are dense)."""
     if x.dtype not in (_C.to_dtype("int32"), _C.to_dtype("int64")):

@@ -98,6 +98,13 @@ def _onehot(label_flat, c, like):
     return _cast(_equal(label_flat.unsqueeze(-1), rng), like.dtype)
 
 
+def _select(x2, lab, c):
+    """x2[i, lab[i]] for x2 [M, C] (0 where lab is outside [0, C)); a where, so -inf elsewhere is harmless."""
+    rng = _arange(0.0, float(c), 1.0, lab.dtype, place=x2.place)
+    hit = _equal(lab.unsqueeze(-1), rng)
+    return _sum(_where(hit, x2, _fill([], 0.0, x2.dtype, place=x2.place)), [-1], False)
+
+
 def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean", soft_label=False, axis=-1,
                   use_softmax=True, label_smoothing=0.0, name=None):
     """Softmax cross entropy (use_softmax=False: input already holds probabilities).
@@ -123,13 +130,11 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     if not soft_label and label_smoothing == 0.0:
         lab, lshape = _hard_label("cross_entropy", input, label, axis)
         x2 = _move_axis_last(input, axis).reshape([-1, c])
+        valid = _cast(lab != int(ignore_index), input.dtype)
         if use_softmax:
             loss = _softmax_ce(x2, lab, int(ignore_index))[0]
-        else:
-            loss = -_sum(_log(x2) * _onehot(lab, c, x2), [-1], False)
-        valid = _cast(lab != int(ignore_index), input.dtype)
-        if not use_softmax:
-            loss = loss * valid
+        else:  # -log p[label]; ignored rows select 1 (log 1 = 0)
+            loss = -_log(_select(x2, lab, c) + (1.0 - valid))
         if weight is not None:
             safe = _where(lab != int(ignore_index), lab, _fill([], 0.0, lab.dtype, place=lab.place))
             w = _index_select(weight, safe, 0) * valid
@@ -229,7 +234,7 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
         if lo < 0 or hi >= c:
             raise IndexError("nll_loss: label values must be in [0, {}), got values in [{}, {}]".format(c, lo, hi))
     valid = _cast(valid_b, input.dtype)
-    loss = -_sum(x2 * _onehot(lab, c, x2), [-1], False) * valid
+    loss = -_select(x2, lab, c)
     if weight is not None:
         w = _sum(_onehot(lab, c, x2) * weight.reshape([1, c]), [-1], False) * valid
         loss = loss * w
@@ -340,7 +345,7 @@ def cosine_embedding_loss(input1, input2, label, margin=0, reduction="mean", nam
     w12 = _sum(input1 * input2, [ax], False)
     w1 = _sum(input1 * input1, [ax], False)
     w2 = _sum(input2 * input2, [ax], False)
-    cos = w12 / _sqrt((w1 + 1e-12) * (w2 + 1e-12))
+    cos = w12 / _sqrt((w1 + 10e-12) * (w2 + 10e-12))  # Paddle's constant
     pos = _cast(label == 1, cos.dtype)
     neg = _cast(label == -1, cos.dtype)
     loss = (1.0 - cos) * pos + _relu(cos - float(margin)) * neg
