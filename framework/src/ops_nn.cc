@@ -6,6 +6,7 @@
 // oar.nn.functional is a Python composite of existing ops (docs/ops_nn.md).
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
+#include <oar/core/ops_nn.h>
 
 #include "grad_util.h"
 #include "op_util.h"
@@ -199,5 +200,37 @@ void register_nn_grads(GradRuleSetter set) {
   set("layer_norm", layer_norm_grad_rule, kXW, true);
   set("softmax_cross_entropy", softmax_ce_grad_rule, kLabel, true);
 }
+
+namespace ops {
+namespace {
+Tensor call1(const char* name, std::vector<Tensor> inputs, Attrs attrs = {}) {
+  return call_op(name, inputs, std::move(attrs))[0];
+}
+}  // namespace
+
+Tensor gelu(const Tensor& x, bool approximate) {
+  return call1("gelu", {x}, Attrs{{"approximate", int64_t{approximate ? 1 : 0}}});
+}
+Tensor silu(const Tensor& x) { return call1("silu", {x}); }
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return call1("leaky_relu", {x}, Attrs{{"negative_slope", negative_slope}});
+}
+Tensor elu(const Tensor& x, double alpha) { return call1("elu", {x}, Attrs{{"alpha", alpha}}); }
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  return call1("softplus", {x}, Attrs{{"beta", beta}, {"threshold", threshold}});
+}
+Tensor hardswish(const Tensor& x) { return call1("hardswish", {x}); }
+Tensor hardsigmoid(const Tensor& x, double slope, double offset) {
+  return call1("hardsigmoid", {x}, Attrs{{"slope", slope}, {"offset", offset}});
+}
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t begin_norm_axis,
+                  double epsilon) {
+  return call1("layer_norm", {x, weight, bias},
+               Attrs{{"begin_norm_axis", begin_norm_axis}, {"epsilon", epsilon}});
+}
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& label, int64_t ignore_index) {
+  return call1("softmax_cross_entropy", {logits, label}, Attrs{{"ignore_index", ignore_index}});
+}
+}  // namespace ops
 
 }  // namespace oar
