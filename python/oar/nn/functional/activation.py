@@ -3,8 +3,6 @@
 gelu, silu, leaky_relu, elu, softplus, hardswish and hardsigmoid are fused kernels (each with a fused
 gradient op); the rest are composites of elementwise ops, so autograd comes for free.
 """
-import math
-
 from ... import _C
 
 __all__ = [
@@ -24,8 +22,6 @@ _exp = _C.Op("exp")
 _expm1 = _C.Op("expm1")
 _abs = _C.Op("abs")
 _max = _C.Op("max")
-_maximum = _C.Op("maximum")
-_minimum = _C.Op("minimum")
 _log = _C.Op("log")
 _gelu = _C.Op("gelu")
 _silu = _C.Op("silu")

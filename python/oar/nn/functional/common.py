@@ -1,7 +1,5 @@
 """linear, bilinear, the dropout family, embedding, one_hot, label_smooth, cosine_similarity,
 pairwise_distance (composites of existing ops)."""
-import math
-
 from ... import _C
 
 __all__ = ["linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot",

@@ -28,7 +28,6 @@ _max = _C.Op("max")
 _min = _C.Op("min")
 _log = _C.Op("log")
 _exp = _C.Op("exp")
-_log1p = _C.Op("log1p")
 _abs = _C.Op("abs")
 _relu = _C.Op("relu")
 _sqrt = _C.Op("sqrt")
@@ -220,7 +219,8 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
     c = input.shape[1]
     want = [input.shape[0]] + list(input.shape[2:])
     if list(label.shape) != want:
-        raise ValueError("nll_loss: label.shape {} must be {} for input.shape {}".format(label.shape, want, input.shape))
+        raise ValueError("nll_loss: label.shape {} must be {} for input.shape {}".format(
+            label.shape, want, input.shape))
     if not _is_int(label):
         raise TypeError("nll_loss: label.dtype must be int32 or int64, got {}".format(label.dtype))
     if weight is not None and list(weight.shape) != [c]:
