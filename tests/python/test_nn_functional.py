@@ -426,7 +426,14 @@ def test_cross_entropy_hard(dtype, device):
     tol = 1e-5 if dtype == "float32" else 1e-12
     xt, yt = T(x, device), T(y, device)
     check(F.cross_entropy(xt, yt, reduction="none"), per.astype(dtype), rtol=tol, atol=tol)
-    check(F.cross_entropy(xt, yt), np.array(per.sum() / valid.sum(), dtype=dtype), rtol=tol)
+    # Paddle: with a negative ignore_index the mean runs over every sample; with ignore_index >= 0 over
+    # the samples not ignored
+    check(F.cross_entropy(xt, yt), np.array(per.sum() / 6, dtype=dtype), rtol=tol)
+    y4 = np.where(valid, y, 4)
+    per4 = np.where(y4 != 4, -lp[np.arange(6), y4], 0)
+    check(F.cross_entropy(xt, T(y4, device), ignore_index=4), np.array(per4.sum() / (y4 != 4).sum(), dtype=dtype),
+          rtol=tol)
+    check(F.cross_entropy(xt, T(np.full(6, 4), device), ignore_index=4), np.array(0, dtype=dtype))
     check(F.cross_entropy(xt, yt, reduction="sum"), np.array(per.sum(), dtype=dtype), rtol=tol)
     check(F.cross_entropy(xt, T(y.reshape(6, 1), device), reduction="none"), per.reshape(6, 1).astype(dtype),
           rtol=tol, atol=tol)

@@ -139,13 +139,18 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
             w = _index_select(weight, safe, 0) * valid
             loss = loss * w
             denom = _sum(w, [], False)
-        else:
+        elif ignore_index >= 0:
             denom = _sum(valid, [], False)
+        else:  # Paddle: a negative ignore_index is not counted out of the mean
+            denom = None
         if reduction == "none":
             return loss.reshape(lshape)
         if reduction == "sum":
             return _sum(loss, [], False)
-        return _sum(loss, [], False) / denom
+        if denom is None:
+            return _mean(loss, [], False)
+        # an all-ignored batch gives 0, not NaN (as Paddle)
+        return _sum(loss, [], False) / (denom + _cast(denom == 0.0, denom.dtype))
 
     # Soft labels (or smoothed hard labels).
     if soft_label:
