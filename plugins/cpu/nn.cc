@@ -136,6 +136,20 @@ OAR_NN_ACT(Hardsigmoid, "hardsigmoid")
 #undef OAR_NN_ACT
 
 // ---- layer_norm -----------------------------------------------------------------------------------
+// sum of f(i) for i < n with 8 independent accumulators, so the compiler can vectorise the float
+// reduction without reassociation flags.
+template <class S, class F>
+inline S row_sum(int64_t n, F f) {
+  S acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += f(i + k);
+  S s = 0;
+  for (; i < n; ++i) s += f(i);
+  for (int k = 0; k < 8; ++k) s += acc[k];
+  return s;
+}
+
 // x is [outer, n]; statistics in double for float64, float otherwise (two passes over a row in cache).
 template <class T>
 void layer_norm_fwd(const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& out,
@@ -151,14 +165,11 @@ void layer_norm_fwd(const TensorView& x, const TensorView& w, const TensorView& 
     for (int64_t o = lo; o < hi; ++o) {
       const T* r = px + o * n;
       T* wr = po + o * n;
-      S s = 0;
-      for (int64_t i = 0; i < n; ++i) s += S(C(r[i]));
-      const S m = s / S(n);
-      S v = 0;
-      for (int64_t i = 0; i < n; ++i) {
+      const S m = row_sum<S>(n, [&](int64_t i) { return S(C(r[i])); }) / S(n);
+      const S v = row_sum<S>(n, [&](int64_t i) {
         const S d = S(C(r[i])) - m;
-        v += d * d;
-      }
+        return d * d;
+      });
       const S rs = S(1) / std::sqrt(v / S(n) + S(eps));
       pm[o] = m;
       pr[o] = rs;
@@ -199,15 +210,14 @@ void layer_norm_bwd(const TensorView& x, const TensorView& w, const TensorView& 
         const T* gr = pg + o * n;
         T* dr = pdx + o * n;
         const S m = pm[o], rs = pr[o];
-        S sg = 0, sgx = 0;
         for (int64_t i = 0; i < n; ++i) {
           const S xh = (S(C(xr[i])) - m) * rs, g = S(C(gr[i]));
-          const S wg = g * S(C(pw[i]));
-          sg += wg;
-          sgx += wg * xh;
           aw[i] += g * xh;
           ab[i] += g;
         }
+        const S sg = row_sum<S>(n, [&](int64_t i) { return S(C(gr[i])) * S(C(pw[i])); });
+        const S sgx =
+            row_sum<S>(n, [&](int64_t i) { return S(C(gr[i])) * S(C(pw[i])) * ((S(C(xr[i])) - m) * rs); });
         const S mg = sg / S(n), mgx = sgx / S(n);
         for (int64_t i = 0; i < n; ++i) {
           const S xh = (S(C(xr[i])) - m) * rs;
