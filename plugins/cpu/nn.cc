@@ -251,6 +251,50 @@ int64_t label_at(const TensorView& label, int64_t i) {
   return static_cast<int64_t>(label.data<L>()[i]);
 }
 
+// exp(x) for float x <= 0, written so the compiler vectorises it: x = n ln2 + r, a Cephes-style polynomial
+// for exp(r) and 2^n from the exponent bits (relative error about 2e-7, like expf). Inputs below -87 give
+// exp(-87) ~ 1.6e-38, invisible next to a softmax normaliser >= 1. NaN stays NaN. GCC if-converts the
+// clamp (and so vectorises the loop) only when it may assume compares do not trap; we never read the
+// floating-point exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#define OAR_NN_NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
+#else
+#define OAR_NN_NO_TRAPPING_MATH
+#endif
+OAR_NN_NO_TRAPPING_MATH inline float exp_nonpos(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  const int32_t n = static_cast<int32_t>(x * 1.44269504088896341f - 0.5f);  // nearest (x <= 0)
+  const float fn = static_cast<float>(n);
+  const float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;  // n >= -126 (NaN: any bits, NaN result)
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return (p * r * r + r + 1.0f) * scale;
+}
+// w[i] = exp(x[i] - m) for i < n (m >= every x[i]).
+OAR_NN_NO_TRAPPING_MATH void exp_shifted(float* w, const float* x, int64_t n, float m) {
+  for (int64_t i = 0; i < n; ++i) w[i] = exp_nonpos(x[i] - m);
+}
+// max of x[i] (NaN ignored, as std::max; exp(NaN - m) still makes the row NaN), 8 lanes.
+OAR_NN_NO_TRAPPING_MATH float row_max(const float* x, int64_t n) {
+  float acc[8];
+  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] = acc[k] < x[i + k] ? x[i + k] : acc[k];
+  float m = -std::numeric_limits<float>::infinity();
+  for (; i < n; ++i) m = m < x[i] ? x[i] : m;
+  for (float a : acc) m = m < a ? a : m;
+  return m;
+}
+#undef OAR_NN_NO_TRAPPING_MATH
+
 template <class T, class L>
 void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorView& loss,
                     const TensorView& sm, int64_t ignore_index, ErrorFlag& bad) {
@@ -265,12 +309,18 @@ void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorVi
       const T* r = px + o * K;
       T* w = ps + o * K;
       S m = -std::numeric_limits<S>::infinity();
-      for (int64_t i = 0; i < K; ++i) m = std::max(m, S(C(r[i])));
       S s = 0;
-      for (int64_t i = 0; i < K; ++i) {
-        const S e = std::exp(S(C(r[i])) - m);
-        w[i] = T(C(e));
-        s += e;
+      if constexpr (std::is_same_v<T, float>) {  // vectorised: max, exp pass, then an 8-way sum
+        m = row_max(r, K);
+        exp_shifted(w, r, K, m);
+        s = row_sum<float>(K, [&](int64_t i) { return w[i]; });
+      } else {
+        for (int64_t i = 0; i < K; ++i) m = std::max(m, S(C(r[i])));
+        for (int64_t i = 0; i < K; ++i) {
+          const S e = std::exp(S(C(r[i])) - m);
+          w[i] = T(C(e));
+          s += e;
+        }
       }
       const S inv = S(1) / s;
       for (int64_t i = 0; i < K; ++i) w[i] = T(C(S(C(w[i])) * inv));
