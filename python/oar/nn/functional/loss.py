@@ -129,7 +129,9 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     if not soft_label and label_smoothing == 0.0:
         lab, lshape = _hard_label("cross_entropy", input, label, axis)
         x2 = _move_axis_last(input, axis).reshape([-1, c])
-        valid = _cast(lab != int(ignore_index), input.dtype)
+        # 1 where the label is not ignored (not needed on the common path: softmax, no weight, mean)
+        need_valid = not use_softmax or weight is not None or (reduction == "mean" and ignore_index >= 0)
+        valid = _cast(lab != int(ignore_index), input.dtype) if need_valid else None
         if use_softmax:
             loss = _softmax_ce(x2, lab, int(ignore_index))[0]
         else:  # -log p[label]; ignored rows select 1 (log 1 = 0)
