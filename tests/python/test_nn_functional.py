@@ -227,6 +227,8 @@ def test_layer_norm_grad(device):
     x, w, b = rnd(3, 2, 4), rnd(2, 4), rnd(2, 4)
     check_grad(lambda a, ww, bb: F.layer_norm(a, [2, 4], ww, bb), [x, w, b], device)
     check_grad(lambda a: F.layer_norm(a, 4), [x], device)
+    # rows longer than the kernel's 8 lanes, with a tail
+    check_grad(lambda a, ww: F.layer_norm(a, 19, ww), [rnd(2, 19), rnd(19)], device)
 
 
 def test_layer_norm_errors(device):
