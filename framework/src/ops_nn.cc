@@ -1,6 +1,12 @@
 // Normalisation, activation and loss ops (oar.nn.functional).
 // Each op's schema, shape/dtype inference and gradient rule, in one place (op_util.h).
+//
+// Kernels here are the hot paths only: fused activations (each with a fused "<op>_grad" op),
+// layer_norm (+ layer_norm_grad) and softmax_cross_entropy (+ its grad). Everything else in
+// oar.nn.functional is a Python composite of existing ops (docs/ops_nn.md).
+#include <oar/core/dispatch.h>
 #include <oar/core/error.h>
+#include <oar/core/ops_nn.h>
 
 #include "grad_util.h"
 #include "op_util.h"
@@ -10,10 +16,221 @@ namespace {
 using namespace opdef;
 using namespace gradutil;
 
+// The fused activations: name, attributes. Each has a "<name>_grad" op (x, grad) -> dx.
+struct ActDef {
+  const char* name;
+  const char* grad_name;
+  std::vector<AttrDef> attrs;
+};
+const std::vector<ActDef>& activations() {
+  static const std::vector<ActDef> defs = {
+      {"gelu", "gelu_grad", {int_attr("approximate", 0)}},
+      {"silu", "silu_grad", {}},
+      {"leaky_relu", "leaky_relu_grad", {float_attr("negative_slope", 0.01)}},
+      {"elu", "elu_grad", {float_attr("alpha", 1.0)}},
+      {"softplus", "softplus_grad", {float_attr("beta", 1.0), float_attr("threshold", 20.0)}},
+      {"hardswish", "hardswish_grad", {}},
+      {"hardsigmoid", "hardsigmoid_grad", {float_attr("slope", 1.0 / 6.0), float_attr("offset", 0.5)}},
+  };
+  return defs;
+}
+
+void infer_act_grad(InferContext& c) {
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  OAR_ENFORCE(c.inputs[0].dims == c.inputs[1].dims, ErrorCode::kInvalidArgument,
+              op_name(c) << ": grad.shape " << c.inputs[1].dims.to_string() << " != x.shape "
+                         << c.inputs[0].dims.to_string());
+  c.outputs[0] = c.inputs[0];
+}
+
+// Statistics of 16-bit inputs are kept in float32.
+DType stat_dtype(DType d) { return (d == DType::kFloat16 || d == DType::kBFloat16) ? DType::kFloat32 : d; }
+
+// layer_norm(x, weight, bias): normalises over the dims from begin_norm_axis on; weight and bias
+// have that trailing shape. Outputs out, mean and rstd ([outer] each).
+void infer_layer_norm(InferContext& c) {
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  require_same_dtype(c, 0, 2);
+  const Dims& x = c.inputs[0].dims;
+  OAR_ENFORCE(x.size() >= 1, ErrorCode::kInvalidArgument, "layer_norm: x must have at least 1 dimension");
+  int64_t b = c.attrs->get_int("begin_norm_axis");
+  OAR_ENFORCE(b >= 0 && b < x.size(), ErrorCode::kOutOfRange,
+              "layer_norm: begin_norm_axis " << b << " is out of range for x of rank " << x.size());
+  Dims norm(x.data() + b, x.size() - static_cast<int32_t>(b));
+  for (int i = 1; i <= 2; ++i)
+    OAR_ENFORCE(c.inputs[i].dims.numel() == norm.numel(), ErrorCode::kInvalidArgument,
+                "layer_norm: " << c.op->inputs[i] << ".shape " << c.inputs[i].dims.to_string()
+                               << " does not match normalized_shape " << norm.to_string());
+  OAR_ENFORCE(c.attrs->get_float("epsilon") >= 0, ErrorCode::kInvalidArgument,
+              "layer_norm: epsilon " << c.attrs->get_float("epsilon") << " must be >= 0");
+  Dims outer(x.data(), static_cast<int32_t>(b));
+  DType sd = stat_dtype(c.inputs[0].dtype);
+  c.outputs[0] = c.inputs[0];
+  c.outputs[1] = {sd, outer};
+  c.outputs[2] = {sd, outer};
+}
+
+// layer_norm_grad(x, weight, mean, rstd, dy) -> dx, dweight, dbias.
+void infer_layer_norm_grad(InferContext& c) {
+  c.outputs[0] = c.inputs[0];
+  c.outputs[1] = c.inputs[1];
+  c.outputs[2] = c.inputs[1];
+}
+
+void require_label(const InferContext& c, int i) {
+  DType d = c.inputs[i].dtype;
+  OAR_ENFORCE(d == DType::kInt64 || d == DType::kInt32, ErrorCode::kType,
+              op_name(c) << ": label.dtype must be int32 or int64, got " << dtype_name(d));
+}
+
+// softmax_cross_entropy(logits [N, C], label [N]) -> loss [N], softmax [N, C]. Rows whose label is
+// ignore_index get loss 0 and no gradient.
+void infer_softmax_ce(InferContext& c) {
+  require_floating(c, 0);
+  require_label(c, 1);
+  const Dims &x = c.inputs[0].dims, &l = c.inputs[1].dims;
+  OAR_ENFORCE(x.size() == 2, ErrorCode::kInvalidArgument,
+              "softmax_cross_entropy: logits must be 2-D [N, C], got shape " << x.to_string());
+  OAR_ENFORCE(l.size() == 1 && l[0] == x[0], ErrorCode::kInvalidArgument,
+              "softmax_cross_entropy: label.shape " << l.to_string() << " must be [" << x[0] << "]");
+  c.outputs[0] = {c.inputs[0].dtype, Dims{x[0]}};
+  c.outputs[1] = c.inputs[0];
+}
+// softmax_cross_entropy_grad(softmax, label, dloss) -> dlogits.
+void infer_softmax_ce_grad(InferContext& c) { c.outputs[0] = c.inputs[0]; }
+
+// ---- gradient rules -------------------------------------------------------------------------------
+std::vector<Tensor> act_grad(const GradContext& c) {
+  std::string grad_name = std::string(c.op->name) + "_grad";
+  return {call_op(grad_name, {X(c), g0(c)}, c.attrs)[0]};
+}
+
+// f''(x) of a fused activation, written with ops so the "<act>_grad" ops are differentiable as well.
+Tensor act_second_derivative(const std::string& name, const Tensor& x, const Attrs& a) {
+  using ops::multiply;
+  using ops::subtract;
+  auto s = [&](double v) { return scalar_like(v, x); };
+  if (name == "elu")
+    return multiply(mask(ops::less_equal(x, s(0)), x), multiply(s(a.get_float("alpha")), ops::exp(x)));
+  if (name == "silu") {  // s (1 - s) (2 + x (1 - 2 s))
+    Tensor sg = ops::sigmoid(x);
+    return multiply(multiply(sg, subtract(s(1), sg)),
+                    ops::add(s(2), multiply(x, subtract(s(1), multiply(s(2), sg)))));
+  }
+  if (name == "softplus") {  // beta s (1 - s) below the threshold, 0 above
+    double beta = a.get_float("beta"), th = a.get_float("threshold");
+    Tensor bx = multiply(x, s(beta));
+    Tensor sg = ops::sigmoid(bx);
+    return multiply(mask(ops::less_equal(bx, s(th)), x), multiply(s(beta), multiply(sg, subtract(s(1), sg))));
+  }
+  if (name == "hardswish")
+    return multiply(mask(ops::logical_and(ops::greater_than(x, s(-3)), ops::less_than(x, s(3))), x),
+                    s(1.0 / 3));
+  if (name == "gelu") {
+    Tensor x2 = multiply(x, x);
+    if (a.get_int("approximate") == 0)  // phi(x) (2 - x^2)
+      return multiply(multiply(s(0.3989422804014327), ops::exp(multiply(s(-0.5), x2))), subtract(s(2), x2));
+    // u = k (x + c x^3), t = tanh u: f'' = (1 - t^2) (u' - x t u'^2 + 3 k c x^2)
+    const double k = 0.7978845608028654, cc = 0.044715;
+    Tensor t = ops::tanh(multiply(s(k), ops::add(x, multiply(s(cc), multiply(x2, x)))));
+    Tensor du = multiply(s(k), ops::add(s(1), multiply(s(3 * cc), x2)));
+    Tensor inner =
+        ops::add(subtract(du, multiply(multiply(x, t), multiply(du, du))), multiply(s(3 * k * cc), x2));
+    return multiply(subtract(s(1), multiply(t, t)), inner);
+  }
+  return ops::zeros(x.dims(), x.dtype(), x.place());  // leaky_relu, hardsigmoid: piecewise linear
+}
+
+// "<act>_grad"(x, g) = g f'(x): d/dx = gg g f''(x), d/dg = gg f'(x) (the grad op again).
+std::vector<Tensor> act_grad_grad(const GradContext& c) {
+  std::string name(c.op->name);
+  name.resize(name.size() - 5);  // strip "_grad"
+  const Tensor &x = c.inputs[0], &g = c.inputs[1], &gg = g0(c);
+  Tensor dx, dg;
+  if (c.needs_grad[0]) dx = ops::multiply(ops::multiply(gg, g), act_second_derivative(name, x, c.attrs));
+  if (c.needs_grad[1]) dg = call_op(c.op->name, {x, gg}, c.attrs)[0];
+  return {dx, dg};
+}
+
+std::vector<Tensor> layer_norm_grad_rule(const GradContext& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
+  std::vector<Tensor> r =
+      call_op("layer_norm_grad", {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
+              Attrs{{"begin_norm_axis", c.attrs.get_int("begin_norm_axis")}});
+  return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1].reshape(in_dims(c, 1)) : Tensor(),
+          c.needs_grad[2] ? r[2].reshape(in_dims(c, 2)) : Tensor()};
+}
+
+std::vector<Tensor> softmax_ce_grad_rule(const GradContext& c) {
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor(), Tensor()};
+  return {call_op("softmax_cross_entropy_grad", {c.outputs[1], c.inputs[1], g},
+                  Attrs{{"ignore_index", c.attrs.get_int("ignore_index")}})[0],
+          Tensor()};
+}
+
 }  // namespace
 
-void register_nn_ops(OpRegistry& r) { (void)r; }
+void register_nn_ops(OpRegistry& r) {
+  for (const ActDef& a : activations()) {
+    def(r, a.name, {"x"}, a.attrs, infer_unary_float);
+    def(r, a.grad_name, {"x", "grad"}, a.attrs, infer_act_grad);
+  }
+  def(r, "layer_norm", {"x", "weight", "bias"}, {req_int("begin_norm_axis"), float_attr("epsilon", 1e-5)},
+      infer_layer_norm)
+      .outputs = {"out", "mean", "rstd"};
+  def(r, "layer_norm_grad", {"x", "weight", "mean", "rstd", "dy"}, {req_int("begin_norm_axis")},
+      infer_layer_norm_grad)
+      .outputs = {"dx", "dweight", "dbias"};
+  def(r, "softmax_cross_entropy", {"logits", "label"}, {int_attr("ignore_index", -100)}, infer_softmax_ce)
+      .outputs = {"loss", "softmax"};
+  def(r, "softmax_cross_entropy_grad", {"softmax", "label", "dloss"}, {int_attr("ignore_index", -100)},
+      infer_softmax_ce_grad);
+}
 
-void register_nn_grads(GradRuleSetter set) { (void)set; }
+void register_nn_grads(GradRuleSetter set) {
+  constexpr uint32_t kX = 1, kXW = 3, kLabel = 2;
+  for (const ActDef& a : activations()) {
+    set(a.name, act_grad, kX, false);
+    set(a.grad_name, act_grad_grad, kXW, false);  // x and grad
+  }
+  set("layer_norm", layer_norm_grad_rule, kXW, true);
+  set("softmax_cross_entropy", softmax_ce_grad_rule, kLabel, true);
+}
+
+namespace ops {
+namespace {
+Tensor call1(const char* name, std::vector<Tensor> inputs, Attrs attrs = {}) {
+  return call_op(name, inputs, std::move(attrs))[0];
+}
+}  // namespace
+
+Tensor gelu(const Tensor& x, bool approximate) {
+  return call1("gelu", {x}, Attrs{{"approximate", int64_t{approximate ? 1 : 0}}});
+}
+Tensor silu(const Tensor& x) { return call1("silu", {x}); }
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return call1("leaky_relu", {x}, Attrs{{"negative_slope", negative_slope}});
+}
+Tensor elu(const Tensor& x, double alpha) { return call1("elu", {x}, Attrs{{"alpha", alpha}}); }
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  return call1("softplus", {x}, Attrs{{"beta", beta}, {"threshold", threshold}});
+}
+Tensor hardswish(const Tensor& x) { return call1("hardswish", {x}); }
+Tensor hardsigmoid(const Tensor& x, double slope, double offset) {
+  return call1("hardsigmoid", {x}, Attrs{{"slope", slope}, {"offset", offset}});
+}
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t begin_norm_axis,
+                  double epsilon) {
+  return call1("layer_norm", {x, weight, bias},
+               Attrs{{"begin_norm_axis", begin_norm_axis}, {"epsilon", epsilon}});
+}
+Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& label, int64_t ignore_index) {
+  return call1("softmax_cross_entropy", {logits, label}, Attrs{{"ignore_index", ignore_index}});
+}
+}  // namespace ops
 
 }  // namespace oar

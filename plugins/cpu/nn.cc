@@ -1,8 +1,424 @@
-// CPU kernels of the nn op family (framework/src/ops_nn.cc defines the ops).
+// CPU kernels of the nn op family (framework/src/ops_nn.cc defines the ops): fused activations and
+// their gradients, layer_norm forward/backward, softmax cross entropy forward/backward.
+#include <algorithm>
+
 #include "elementwise.h"
 
 namespace oar_cpu {
+namespace {
 
-void register_nn_kernels(Registry& r) { (void)r; }
+using oar::sdk::compute_t;
+using oar::sdk::kElementwiseGrain;
+using oar::sdk::parallel_for;
+
+// ---- activations ----------------------------------------------------------------------------------
+// Each functor: f(x) the activation, df(x) its derivative, in the compute type C.
+template <class C>
+struct Gelu {
+  bool approx;
+  explicit Gelu(const KernelContext& ctx) : approx(attr_int_or(ctx, "approximate", 0) != 0) {}
+  static constexpr C kSqrt2OverPi = C(0.7978845608028654), kInvSqrt2 = C(0.7071067811865476);
+  static constexpr C kA = C(0.044715), kInvSqrt2Pi = C(0.3989422804014327);
+  C f(C x) const {
+    if (approx) return C(0.5) * x * (C(1) + std::tanh(kSqrt2OverPi * (x + kA * x * x * x)));
+    return C(0.5) * x * (C(1) + std::erf(x * kInvSqrt2));
+  }
+  C df(C x) const {
+    if (approx) {
+      const C u = kSqrt2OverPi * (x + kA * x * x * x), t = std::tanh(u);
+      const C du = kSqrt2OverPi * (C(1) + C(3) * kA * x * x);
+      return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du;
+    }
+    return C(0.5) * (C(1) + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(C(-0.5) * x * x);
+  }
+};
+template <class C>
+struct Silu {
+  explicit Silu(const KernelContext&) {}
+  C f(C x) const { return x / (C(1) + std::exp(-x)); }
+  C df(C x) const {
+    const C s = C(1) / (C(1) + std::exp(-x));
+    return s * (C(1) + x * (C(1) - s));
+  }
+};
+template <class C>
+struct LeakyRelu {
+  C a;
+  explicit LeakyRelu(const KernelContext& ctx) : a(C(attr_float_or(ctx, "negative_slope", 0.01))) {}
+  C f(C x) const { return x > C(0) ? x : x * a; }
+  C df(C x) const { return x > C(0) ? C(1) : a; }
+};
+template <class C>
+struct Elu {
+  C a;
+  explicit Elu(const KernelContext& ctx) : a(C(attr_float_or(ctx, "alpha", 1.0))) {}
+  C f(C x) const { return x > C(0) ? x : a * std::expm1(x); }
+  C df(C x) const { return x > C(0) ? C(1) : a * std::exp(x); }
+};
+template <class C>
+struct Softplus {
+  C beta, threshold;
+  explicit Softplus(const KernelContext& ctx)
+      : beta(C(attr_float_or(ctx, "beta", 1.0))), threshold(C(attr_float_or(ctx, "threshold", 20.0))) {}
+  // Paddle: x when beta * x > threshold, else log(1 + exp(beta x)) / beta.
+  C f(C x) const {
+    const C z = beta * x;
+    if (z > threshold) return x;
+    return (std::max(z, C(0)) + std::log1p(std::exp(-std::abs(z)))) / beta;
+  }
+  C df(C x) const {
+    const C z = beta * x;
+    if (z > threshold) return C(1);
+    return C(1) / (C(1) + std::exp(-z));
+  }
+};
+template <class C>
+struct Hardswish {
+  explicit Hardswish(const KernelContext&) {}
+  C f(C x) const { return x * std::min(std::max(x + C(3), C(0)), C(6)) / C(6); }
+  C df(C x) const {
+    if (x < C(-3)) return C(0);
+    if (x > C(3)) return C(1);
+    return (C(2) * x + C(3)) / C(6);
+  }
+};
+template <class C>
+struct Hardsigmoid {
+  C slope, offset;
+  explicit Hardsigmoid(const KernelContext& ctx)
+      : slope(C(attr_float_or(ctx, "slope", 1.0 / 6.0))), offset(C(attr_float_or(ctx, "offset", 0.5))) {}
+  C f(C x) const { return std::min(std::max(slope * x + offset, C(0)), C(1)); }
+  C df(C x) const {
+    const C v = slope * x + offset;
+    return (v > C(0) && v < C(1)) ? slope : C(0);
+  }
+};
+
+template <template <class> class Act>
+void act_kernel(KernelContext& ctx, const char* name) {
+  TensorView x = ctx.input(0), out = ctx.output(0);
+  dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const Act<C> act(ctx);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    parallel_for(0, x.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) po[i] = T(act.f(C(px[i])));
+    });
+  });
+}
+template <template <class> class Act>
+void act_grad_kernel(KernelContext& ctx, const char* name) {
+  TensorView x = ctx.input(0), g = ctx.input(1), out = ctx.output(0);
+  dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const Act<C> act(ctx);
+    const T *px = x.data<T>(), *pg = g.data<T>();
+    T* po = out.data<T>();
+    parallel_for(0, x.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) po[i] = T(C(pg[i]) * act.df(C(px[i])));
+    });
+  });
+}
+
+#define OAR_NN_ACT(NAME, STR)                                         \
+  void NAME##_fwd(KernelContext& ctx) { act_kernel<NAME>(ctx, STR); } \
+  void NAME##_bwd(KernelContext& ctx) { act_grad_kernel<NAME>(ctx, STR "_grad"); }
+OAR_NN_ACT(Gelu, "gelu")
+OAR_NN_ACT(Silu, "silu")
+OAR_NN_ACT(LeakyRelu, "leaky_relu")
+OAR_NN_ACT(Elu, "elu")
+OAR_NN_ACT(Softplus, "softplus")
+OAR_NN_ACT(Hardswish, "hardswish")
+OAR_NN_ACT(Hardsigmoid, "hardsigmoid")
+#undef OAR_NN_ACT
+
+// ---- layer_norm -----------------------------------------------------------------------------------
+// sum of f(i) for i < n with 8 independent accumulators, so the compiler can vectorise the float
+// reduction without reassociation flags.
+template <class S, class F>
+inline S row_sum(int64_t n, F f) {
+  S acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += f(i + k);
+  S s = 0;
+  for (; i < n; ++i) s += f(i);
+  for (int k = 0; k < 8; ++k) s += acc[k];
+  return s;
+}
+
+// x is [outer, n]; statistics in double for float64, float otherwise (two passes over a row in cache).
+template <class T>
+void layer_norm_fwd(const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& out,
+                    const TensorView& mean, const TensorView& rstd, int64_t axis, double eps) {
+  using C = compute_t<T>;
+  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t n = w.numel(), outer = n == 0 ? 0 : x.numel() / n;
+  const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
+  T* po = out.data<T>();
+  S *pm = mean.data<S>(), *pr = rstd.data<S>();
+  (void)axis;
+  parallel_for(0, outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      const T* r = px + o * n;
+      T* wr = po + o * n;
+      const S m = row_sum<S>(n, [&](int64_t i) { return S(C(r[i])); }) / S(n);
+      const S v = row_sum<S>(n, [&](int64_t i) {
+        const S d = S(C(r[i])) - m;
+        return d * d;
+      });
+      const S rs = S(1) / std::sqrt(v / S(n) + S(eps));
+      pm[o] = m;
+      pr[o] = rs;
+      for (int64_t i = 0; i < n; ++i) wr[i] = T(C((S(C(r[i])) - m) * rs * S(C(pw[i])) + S(C(pb[i]))));
+    }
+  });
+}
+
+void layer_norm_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), w = ctx.input(1), b = ctx.input(2);
+  const int64_t axis = ctx.attr_int("begin_norm_axis");
+  const double eps = attr_float_or(ctx, "epsilon", 1e-5);
+  dispatch<FloatType>("layer_norm", x.dtype(), [&](auto tag) {
+    layer_norm_fwd<decltype(tag)>(x, w, b, ctx.output(0), ctx.output(1), ctx.output(2), axis, eps);
+  });
+}
+
+// dx = rstd * (w*dy - mean(w*dy) - xhat * mean(w*dy*xhat)); dweight = sum(dy*xhat); dbias = sum(dy).
+template <class T>
+void layer_norm_bwd(const TensorView& x, const TensorView& w, const TensorView& mean, const TensorView& rstd,
+                    const TensorView& dy, const TensorView& dx, const TensorView& dw, const TensorView& db) {
+  using C = compute_t<T>;
+  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t n = w.numel(), outer = n == 0 ? 0 : x.numel() / n;
+  const T *px = x.data<T>(), *pw = w.data<T>(), *pg = dy.data<T>();
+  const S *pm = mean.data<S>(), *pr = rstd.data<S>();
+  T* pdx = dx.data<T>();
+  // Rows are split into chunks; each chunk accumulates its own dweight/dbias partial sums.
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(outer, 64));
+  std::vector<S> pdw(static_cast<size_t>(chunks * n), S(0)), pdb(static_cast<size_t>(chunks * n), S(0));
+  parallel_for(0, chunks, 1, [&](int64_t clo, int64_t chi) {
+    for (int64_t ch = clo; ch < chi; ++ch) {
+      const int64_t r0 = outer * ch / chunks, r1 = outer * (ch + 1) / chunks;
+      S* aw = pdw.data() + ch * n;
+      S* ab = pdb.data() + ch * n;
+      for (int64_t o = r0; o < r1; ++o) {
+        const T* xr = px + o * n;
+        const T* gr = pg + o * n;
+        T* dr = pdx + o * n;
+        const S m = pm[o], rs = pr[o];
+        // One pass: the dweight/dbias partials and the two row sums (8 lanes each, so it vectorises).
+        S lg[8] = {}, lgx[8] = {};
+        auto step = [&](int64_t i, S& sg_acc, S& sgx_acc) {
+          const S xh = (S(C(xr[i])) - m) * rs, g = S(C(gr[i]));
+          const S wg = g * S(C(pw[i]));
+          sg_acc += wg;
+          sgx_acc += wg * xh;
+          aw[i] += g * xh;
+          ab[i] += g;
+        };
+        int64_t j = 0;
+        for (; j + 8 <= n; j += 8)
+          for (int k = 0; k < 8; ++k) step(j + k, lg[k], lgx[k]);
+        S sg = 0, sgx = 0;
+        for (; j < n; ++j) step(j, sg, sgx);
+        for (int k = 0; k < 8; ++k) sg += lg[k], sgx += lgx[k];
+        const S mg = sg / S(n), mgx = sgx / S(n);
+        for (int64_t i = 0; i < n; ++i) {
+          const S xh = (S(C(xr[i])) - m) * rs;
+          dr[i] = T(C(rs * (S(C(gr[i])) * S(C(pw[i])) - mg - xh * mgx)));
+        }
+      }
+    }
+  });
+  T *pw_out = dw.data<T>(), *pb_out = db.data<T>();
+  parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      S a = 0, c = 0;
+      for (int64_t ch = 0; ch < chunks; ++ch) a += pdw[ch * n + i], c += pdb[ch * n + i];
+      pw_out[i] = T(C(a));
+      pb_out[i] = T(C(c));
+    }
+  });
+}
+
+void layer_norm_grad_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0);
+  dispatch<FloatType>("layer_norm_grad", x.dtype(), [&](auto tag) {
+    layer_norm_bwd<decltype(tag)>(x, ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), ctx.output(0),
+                                  ctx.output(1), ctx.output(2));
+  });
+}
+
+// ---- softmax cross entropy ------------------------------------------------------------------------
+template <class L>
+int64_t label_at(const TensorView& label, int64_t i) {
+  return static_cast<int64_t>(label.data<L>()[i]);
+}
+
+// exp(x) for float x <= 0, written so the compiler vectorises it: x = n ln2 + r, a Cephes-style polynomial
+// for exp(r) and 2^n from the exponent bits (relative error about 2e-7, like expf). Inputs below -87 give
+// exp(-87) ~ 1.6e-38, invisible next to a softmax normaliser >= 1. NaN stays NaN. GCC if-converts the
+// clamp (and so vectorises the loop) only when it may assume compares do not trap; we never read the
+// floating-point exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#define OAR_NN_NO_TRAPPING_MATH __attribute__((optimize("no-trapping-math")))
+#else
+#define OAR_NN_NO_TRAPPING_MATH
+#endif
+OAR_NN_NO_TRAPPING_MATH inline float exp_nonpos(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  const int32_t n = static_cast<int32_t>(x * 1.44269504088896341f - 0.5f);  // nearest (x <= 0)
+  const float fn = static_cast<float>(n);
+  const float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;  // n >= -126 (NaN: any bits, NaN result)
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return (p * r * r + r + 1.0f) * scale;
+}
+// w[i] = exp(x[i] - m) for i < n (m >= every x[i]).
+OAR_NN_NO_TRAPPING_MATH void exp_shifted(float* w, const float* x, int64_t n, float m) {
+  for (int64_t i = 0; i < n; ++i) w[i] = exp_nonpos(x[i] - m);
+}
+// max of x[i] (NaN ignored, as std::max; exp(NaN - m) still makes the row NaN), 8 lanes.
+OAR_NN_NO_TRAPPING_MATH float row_max(const float* x, int64_t n) {
+  float acc[8];
+  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] = acc[k] < x[i + k] ? x[i + k] : acc[k];
+  float m = -std::numeric_limits<float>::infinity();
+  for (; i < n; ++i) m = m < x[i] ? x[i] : m;
+  for (float a : acc) m = m < a ? a : m;
+  return m;
+}
+#undef OAR_NN_NO_TRAPPING_MATH
+
+template <class T, class L>
+void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorView& loss,
+                    const TensorView& sm, int64_t ignore_index, ErrorFlag& bad) {
+  using C = compute_t<T>;
+  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t N = x.dim(0), K = x.dim(1);
+  const T* px = x.data<T>();
+  const L* pl = label.data<L>();
+  T *ploss = loss.data<T>(), *ps = sm.data<T>();
+  parallel_for(0, N, std::max<int64_t>(1, 8192 / std::max<int64_t>(K, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      const T* r = px + o * K;
+      T* w = ps + o * K;
+      S m = -std::numeric_limits<S>::infinity();
+      S s = 0;
+      if constexpr (std::is_same_v<T, float>) {  // vectorised: max, exp pass, then an 8-way sum
+        m = row_max(r, K);
+        exp_shifted(w, r, K, m);
+        s = row_sum<float>(K, [&](int64_t i) { return w[i]; });
+      } else {
+        for (int64_t i = 0; i < K; ++i) m = std::max(m, S(C(r[i])));
+        for (int64_t i = 0; i < K; ++i) {
+          const S e = std::exp(S(C(r[i])) - m);
+          w[i] = T(C(e));
+          s += e;
+        }
+      }
+      const S inv = S(1) / s;
+      for (int64_t i = 0; i < K; ++i) w[i] = T(C(S(C(w[i])) * inv));
+      const int64_t l = static_cast<int64_t>(pl[o]);
+      if (l == ignore_index) {
+        ploss[o] = T(0);
+      } else if (l < 0 || l >= K) {
+        bad.set();
+        ploss[o] = T(0);
+      } else {
+        ploss[o] = T(C(m + std::log(s) - S(C(r[l]))));
+      }
+    }
+  });
+}
+
+void softmax_ce_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), label = ctx.input(1);
+  const int64_t ignore = attr_int_or(ctx, "ignore_index", -100);
+  ErrorFlag bad;
+  dispatch<FloatType>("softmax_cross_entropy", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (label.dtype() == OAR_DTYPE_INT64)
+      softmax_ce_fwd<T, int64_t>(x, label, ctx.output(0), ctx.output(1), ignore, bad);
+    else
+      softmax_ce_fwd<T, int32_t>(x, label, ctx.output(0), ctx.output(1), ignore, bad);
+  });
+  OAR_SDK_CHECK(!bad.get(), OAR_ERR_OUT_OF_RANGE,
+                "softmax_cross_entropy: label value out of range [0, " << x.dim(1) << ") (ignore_index is "
+                                                                       << ignore << ")");
+}
+
+template <class T, class L>
+void softmax_ce_bwd(const TensorView& sm, const TensorView& label, const TensorView& dloss,
+                    const TensorView& dx, int64_t ignore_index) {
+  using C = compute_t<T>;
+  const int64_t N = sm.dim(0), K = sm.dim(1);
+  const T *ps = sm.data<T>(), *pg = dloss.data<T>();
+  const L* pl = label.data<L>();
+  T* po = dx.data<T>();
+  parallel_for(0, N, std::max<int64_t>(1, 8192 / std::max<int64_t>(K, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      const int64_t l = static_cast<int64_t>(pl[o]);
+      T* w = po + o * K;
+      if (l == ignore_index || l < 0 || l >= K) {
+        for (int64_t i = 0; i < K; ++i) w[i] = T(0);
+        continue;
+      }
+      const C g = C(pg[o]);
+      const T* s = ps + o * K;
+      for (int64_t i = 0; i < K; ++i) w[i] = T(C(s[i]) * g);
+      w[l] = T(C(w[l]) - g);
+    }
+  });
+}
+
+void softmax_ce_grad_kernel(KernelContext& ctx) {
+  TensorView sm = ctx.input(0), label = ctx.input(1);
+  const int64_t ignore = attr_int_or(ctx, "ignore_index", -100);
+  dispatch<FloatType>("softmax_cross_entropy_grad", sm.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (label.dtype() == OAR_DTYPE_INT64)
+      softmax_ce_bwd<T, int64_t>(sm, label, ctx.input(2), ctx.output(0), ignore);
+    else
+      softmax_ce_bwd<T, int32_t>(sm, label, ctx.input(2), ctx.output(0), ignore);
+  });
+}
+
+}  // namespace
+
+void register_nn_kernels(Registry& r) {
+  const std::vector<OarDType> floats = oar::sdk::float_dtypes();
+  r.add("gelu", floats, &Gelu_fwd);
+  r.add("gelu_grad", floats, &Gelu_bwd);
+  r.add("silu", floats, &Silu_fwd);
+  r.add("silu_grad", floats, &Silu_bwd);
+  r.add("leaky_relu", floats, &LeakyRelu_fwd);
+  r.add("leaky_relu_grad", floats, &LeakyRelu_bwd);
+  r.add("elu", floats, &Elu_fwd);
+  r.add("elu_grad", floats, &Elu_bwd);
+  r.add("softplus", floats, &Softplus_fwd);
+  r.add("softplus_grad", floats, &Softplus_bwd);
+  r.add("hardswish", floats, &Hardswish_fwd);
+  r.add("hardswish_grad", floats, &Hardswish_bwd);
+  r.add("hardsigmoid", floats, &Hardsigmoid_fwd);
+  r.add("hardsigmoid_grad", floats, &Hardsigmoid_bwd);
+  r.add("layer_norm", floats, &layer_norm_kernel);
+  r.add("layer_norm_grad", floats, &layer_norm_grad_kernel);
+  r.add("softmax_cross_entropy", floats, &softmax_ce_kernel);
+  r.add("softmax_cross_entropy_grad", floats, &softmax_ce_grad_kernel);
+}
 
 }  // namespace oar_cpu

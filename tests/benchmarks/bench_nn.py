@@ -1,0 +1,118 @@
+"""layer_norm and cross_entropy forward+backward: oar vs torch (CPU, two threads).
+
+Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_nn.py
+Not a test and not part of CI. torch is skipped when it cannot be imported.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "2")
+
+import timeit  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import oar  # noqa: E402
+import oar.nn.functional as F  # noqa: E402
+
+try:
+    import torch
+    torch.set_num_threads(2)
+except ImportError:  # pragma: no cover
+    torch = None
+
+
+def best_ms(fn, number=5, repeat=5):
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
+
+
+def bench_layer_norm(rows, hidden):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((rows, hidden)).astype("float32")
+    w = rng.standard_normal(hidden).astype("float32")
+    b = rng.standard_normal(hidden).astype("float32")
+    g = rng.standard_normal((rows, hidden)).astype("float32")
+    ox = oar.to_tensor(x, stop_gradient=False)
+    ow = oar.to_tensor(w, stop_gradient=False)
+    ob = oar.to_tensor(b, stop_gradient=False)
+    og = oar.to_tensor(g)
+
+    def o_fwd():
+        with oar.no_grad():
+            return F.layer_norm(ox, hidden, ow, ob)
+
+    def o_fb():
+        y = F.layer_norm(ox, hidden, ow, ob)
+        return oar.grad([y], [ox, ow, ob], [og])
+
+    # An elementwise op of the same size: what one pass with a fresh output costs in oar here.
+    res = {"oar relu baseline": best_ms(lambda: F.relu(og)), "oar fwd": best_ms(o_fwd), "oar fwd+bwd": best_ms(o_fb)}
+    if torch is not None:
+        tx = torch.tensor(x, requires_grad=True)
+        tw = torch.tensor(w, requires_grad=True)
+        tb = torch.tensor(b, requires_grad=True)
+        tg = torch.tensor(g)
+
+        def t_fwd():
+            with torch.no_grad():
+                return torch.nn.functional.layer_norm(tx, (hidden,), tw, tb)
+
+        def t_fb():
+            y = torch.nn.functional.layer_norm(tx, (hidden,), tw, tb)
+            return torch.autograd.grad([y], [tx, tw, tb], [tg])
+
+        res["torch fwd"] = best_ms(t_fwd)
+        res["torch fwd+bwd"] = best_ms(t_fb)
+        # same numbers
+        ogr = o_fb()
+        tgr = t_fb()
+        np.testing.assert_allclose(ogr[0].numpy(), tgr[0].numpy(), rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(ogr[1].numpy(), tgr[1].numpy(), rtol=1e-3, atol=1e-2)
+    return res
+
+
+def bench_cross_entropy(n, classes):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, classes)).astype("float32")
+    y = rng.integers(0, classes, n).astype("int64")
+    ox = oar.to_tensor(x, stop_gradient=False)
+    oy = oar.to_tensor(y)
+
+    def o_fwd():
+        with oar.no_grad():
+            return F.cross_entropy(ox, oy)
+
+    def o_fb():
+        return oar.grad([F.cross_entropy(ox, oy)], [ox])
+
+    res = {"oar fwd": best_ms(o_fwd), "oar fwd+bwd": best_ms(o_fb)}
+    if torch is not None:
+        tx = torch.tensor(x, requires_grad=True)
+        ty = torch.tensor(y)
+
+        def t_fwd():
+            with torch.no_grad():
+                return torch.nn.functional.cross_entropy(tx, ty)
+
+        def t_fb():
+            return torch.autograd.grad([torch.nn.functional.cross_entropy(tx, ty)], [tx])
+
+        res["torch fwd"] = best_ms(t_fwd)
+        res["torch fwd+bwd"] = best_ms(t_fb)
+        np.testing.assert_allclose(float(o_fwd()), float(t_fwd()), rtol=1e-4)
+        np.testing.assert_allclose(o_fb()[0].numpy(), t_fb()[0].numpy(), rtol=1e-3, atol=1e-7)
+    return res
+
+
+def main():
+    for rows, hidden in [(4096, 768), (2048, 4096), (16384, 128)]:
+        r = bench_layer_norm(rows, hidden)
+        print("layer_norm [{}, {}]: ".format(rows, hidden) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))
+    for n, c in [(4096, 1000), (512, 32000), (65536, 10)]:
+        r = bench_cross_entropy(n, c)
+        print("cross_entropy [{}, {}]: ".format(n, c) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))
+
+
+if __name__ == "__main__":
+    main()
