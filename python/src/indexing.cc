@@ -300,7 +300,16 @@ void setitem(const oar::Tensor& base, py::handle index, py::handle value) {
   std::vector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   vb = vb.transpose(inv).contiguous();
-  oar::call_op("index_put", {g.front, g.index.contiguous(), vb}, oar::Attrs{{"accumulate", int64_t{0}}});
+  const oar::Attrs attrs{{"accumulate", int64_t{0}}};
+  if (oar::grad_enabled() && (oar::autograd::requires_grad(base) || oar::autograd::requires_grad(vb))) {
+    // g.front is a view of base, which autograd cannot follow a write into; write into a private copy
+    // (so index_put's node sees the old values' history), then put that copy back over the region.
+    oar::Tensor work = oar::ops::copy(g.front);
+    oar::call_op("index_put", {work, g.index.contiguous(), vb}, attrs);
+    oar::autograd::assign_region(base, g.front, work);
+    return;
+  }
+  oar::call_op("index_put", {g.front, g.index.contiguous(), vb}, attrs);
 }
 
 }  // namespace oarpy

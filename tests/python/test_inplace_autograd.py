@@ -218,3 +218,51 @@ def test_pylayer_errors(device):
         out = Cube.apply(x).sum()
         out.backward()
         out.backward()
+
+
+# ---- x[index] = value ----------------------------------------------------------------------------------
+def test_setitem_gradients(device):
+    a, v = RNG.uniform(-1, 1, (4, 5)), RNG.uniform(-1, 1, (2, 5))
+
+    def basic(x, val):
+        h = x * 1.5
+        h[1:3] = val * 2.0          # a slice, value broadcast-free
+        h[:, 0] = 7.0               # a scalar
+        h[0, ::2] = val[0, :3]      # a strided region
+        return h * h
+
+    check_grad(basic, [a, v], device)
+
+    def broadcast(x, row):
+        h = x + 0.0
+        h[::2] = row               # [5] broadcast over 2 rows
+        return h.exp()
+
+    check_grad(broadcast, [a, RNG.uniform(-1, 1, (5,))], device)
+
+
+def test_setitem_into_constant_makes_it_depend_on_the_value(device):
+    v = leaf([1.0, 2.0], device)
+    buf = paddle.zeros([3, 2]).to(device)
+    buf[1] = v * 3
+    assert not buf.stop_gradient
+    buf.sum().backward()
+    check(v.grad, [3, 3])
+
+
+def test_setitem_advanced_index_gradient(device):
+    def f(x, val):
+        h = x * 1.0
+        h[paddle.to_tensor([0, 2], place=device)] = val
+        return h * 2
+
+    check_grad(f, [RNG.uniform(-1, 1, (4, 3)), RNG.uniform(-1, 1, (2, 3))], device)
+
+
+def test_setitem_on_leaf_requiring_grad_is_refused(device):
+    x = leaf([1.0, 2.0, 3.0], device)
+    with pytest.raises(RuntimeError, match="leaf tensor"):
+        x[0] = 5.0
+    with paddle.no_grad():
+        x[0] = 5.0
+    check(x, [5, 2, 3])
