@@ -418,7 +418,7 @@ def test_eye_empty_meshgrid_diagflat(device):
     check(oar.diagflat(T(a, device), 1), np.diagflat(a, 1))
     check(oar.diagflat(T(np.array([[1.0, 2.0], [3.0, 4.0]]), device), -2), np.diagflat([[1, 2], [3, 4]], -2))
     check_grad(lambda t: oar.diagflat(t, 1), [a], device)
-    check_grad(lambda s, t: oar.meshgrid(s, t)[1], [a, b], device)
+    check_grad(lambda s, t: oar.meshgrid(s, t)[0] * oar.meshgrid(s, t)[1], [a, b], device)
 
 
 def test_tri_indices():
