@@ -85,6 +85,12 @@ void infer_bernoulli(InferContext& c) {
   require_floating(c, 0);
   c.outputs[0] = c.inputs[0];
 }
+void infer_polygamma(InferContext& c) {
+  require_floating(c, 0);
+  int64_t n = c.attrs->get_int("n");
+  OAR_ENFORCE(n >= 0, ErrorCode::kInvalidArgument, "polygamma: n (" << n << ") must be >= 0");
+  c.outputs[0] = c.inputs[0];
+}
 void infer_multinomial(InferContext& c) {
   require_floating(c, 0);
   const Dims& in = c.inputs[0].dims;
@@ -147,6 +153,11 @@ std::vector<Tensor> zero_grad(const GradContext& c) {  // trunc: piecewise const
   return {ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place())};
 }
 std::vector<Tensor> lgamma_grad(const GradContext& c) { return {multiply(g0(c), op1("digamma", X(c)))}; }
+Tensor polygamma_call(const Tensor& x, int64_t n) { return call_op("polygamma", {x}, Attrs{{"n", n}})[0]; }
+std::vector<Tensor> digamma_grad(const GradContext& c) { return {multiply(g0(c), polygamma_call(X(c), 1))}; }
+std::vector<Tensor> polygamma_grad(const GradContext& c) {
+  return {multiply(g0(c), polygamma_call(X(c), c.attrs.get_int("n") + 1))};
+}
 std::vector<Tensor> erfinv_grad(const GradContext& c) {  // sqrt(pi)/2 * exp(out^2)
   return {
       multiply(g0(c), multiply(ops::exp(multiply(OUT(c), OUT(c))), scalar_like(0.886226925452758, OUT(c))))};
@@ -214,6 +225,7 @@ void register_math_ops(OpRegistry& r) {
                         "log10", "lgamma", "digamma", "erfinv"})
     def(r, n, {"x"}, {}, infer_unary_float);
   def(r, "trunc", {"x"}, {}, infer_unary_real);
+  def(r, "polygamma", {"x"}, {req_int("n")}, infer_polygamma);
 
   def(r, "atan2", {"x", "y"}, {}, infer_binary_float);
   def(r, "heaviside", {"x", "y"}, {}, infer_binary_float);
@@ -239,6 +251,7 @@ void register_math_ops(OpRegistry& r) {
   def(r, "multinomial", {"x"},
       {req_int("num_samples"), int_attr("replacement", 0), req_int("seed"), int_attr("offset", 0)},
       infer_multinomial);
+  def(r, "poisson", {"x"}, {req_int("seed"), int_attr("offset", 0)}, infer_bernoulli);
   def(r, "randperm", {}, {req_int("n"), req_int("seed"), int_attr("offset", 0), req_int("dtype")},
       infer_randperm, -1);
 }
@@ -259,7 +272,10 @@ void register_math_grads(GradRuleSetter set) {
   set("log10", log10_grad, kX, kNoOut);
   set("trunc", zero_grad, kNone, kNoOut);
   set("lgamma", lgamma_grad, kX, kNoOut);
+  set("digamma", digamma_grad, kX, kNoOut);
+  set("polygamma", polygamma_grad, kX, kNoOut);
   set("erfinv", erfinv_grad, kNone, kOut);
+  set("poisson", zero_grad, kNone, kNoOut);  // as Paddle: samples do not depend smoothly on the rate
   set("atan2", atan2_grad, kXY, kNoOut);
   set("fmax", fmax_grad, kXY, kNoOut);
   set("fmin", fmin_grad, kXY, kNoOut);

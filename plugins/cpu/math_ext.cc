@@ -39,6 +39,24 @@ double digamma(double x) {
   return result + std::log(x) - 0.5 / x - series;
 }
 
+// polygamma(n, x) for n >= 1: the recurrence psi_n(x) = psi_n(x + 1) + (-1)^(n+1) n! / x^(n+1) up to
+// x >= 20 + n, then the asymptotic series with Bernoulli numbers B2..B14.
+double polygamma(int64_t n, double x) {
+  if (n == 0) return digamma(x);
+  if (std::isnan(x) || (x <= 0 && std::floor(x) == x)) return std::nan("");  // poles
+  if (x == std::numeric_limits<double>::infinity()) return 0.0;
+  const double dn = static_cast<double>(n);
+  const double nfact = std::tgamma(dn + 1);
+  double near = 0;
+  for (const double bound = 20 + dn; x < bound; x += 1) near += std::pow(x, -(dn + 1));
+  static const double kB[] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6};
+  double far = std::tgamma(dn) * std::pow(x, -dn) + nfact * 0.5 * std::pow(x, -(dn + 1));
+  for (int k = 1; k <= 7; ++k)
+    far +=
+        kB[k - 1] * std::exp(std::lgamma(2 * k + dn) - std::lgamma(2.0 * k + 1)) * std::pow(x, -(2 * k + dn));
+  return (n % 2 == 1 ? 1.0 : -1.0) * (nfact * near + far);
+}
+
 // erfinv: Giles' single-precision approximation, then Newton steps on erf for full precision.
 double erfinv(double y) {
   if (std::isnan(y) || y < -1 || y > 1) return std::nan("");
@@ -441,6 +459,67 @@ void multinomial_kernel(KernelContext& ctx) {
   });
 }
 
+// Poisson(rate x[i]): element i draws from its own stream, seeded by random_bits(seed, offset + i).
+// Small rates multiply uniforms (Knuth); rates >= 10 use Hoermann's PTRS rejection (as numpy).
+double poisson_sample(double lam, uint64_t stream) {
+  uint64_t k = 0;
+  auto u = [&] { return oar::sdk::uniform01(stream, k++); };
+  if (lam == 0) return 0;
+  if (lam < 10) {
+    const double limit = std::exp(-lam);
+    double prod = u();
+    double count = 0;
+    while (prod > limit) {
+      prod *= u();
+      count += 1;
+    }
+    return count;
+  }
+  const double slam = std::sqrt(lam), loglam = std::log(lam);
+  const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  const double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+  for (;;) {
+    const double U = u() - 0.5, V = u();
+    const double us = 0.5 - std::fabs(U);
+    const double kk = std::floor((2 * a / us + b) * U + lam + 0.43);
+    if (us >= 0.07 && V <= vr) return kk;
+    if (kk < 0 || (us < 0.013 && V > us)) continue;
+    if (std::log(V) + std::log(invalpha) - std::log(a / (us * us) + b) <=
+        -lam + kk * loglam - std::lgamma(kk + 1))
+      return kk;
+  }
+}
+
+void poisson_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), out = ctx.output(0);
+  const uint64_t seed = attr_seed(ctx), offset = attr_offset(ctx);
+  dispatch<FloatType>("poisson", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* px = x.data<T>();
+    ErrorFlag bad;
+    generate<T>(out, [&](int64_t i) {
+      const double lam = static_cast<double>(C(px[i]));
+      if (!(lam >= 0 && std::isfinite(lam))) {
+        bad.set();
+        return T(C(0));
+      }
+      return T(C(poisson_sample(lam, oar::sdk::random_bits(seed, offset + static_cast<uint64_t>(i)))));
+    });
+    OAR_SDK_CHECK(!bad.get(), OAR_ERR_INVALID_ARGUMENT, "poisson: x must hold finite rates >= 0");
+  });
+}
+
+void polygamma_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), out = ctx.output(0);
+  const int64_t n = ctx.attr_int("n");
+  dispatch<FloatType>("polygamma", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    unary_loop<T, T>(out, x, [n](C v) { return C(polygamma(n, double(v))); });
+  });
+}
+
 // Fisher-Yates with counter offset + i for the swap at position i.
 void randperm_kernel(KernelContext& ctx) {
   TensorView out = ctx.output(0);
@@ -506,6 +585,8 @@ void register_math_ext_kernels(Registry& r) {
   r.add("bernoulli", floats, &bernoulli_kernel);
   r.add("multinomial", floats, &multinomial_kernel);
   r.add("randperm", real_nb, &randperm_kernel);
+  r.add("poisson", floats, &poisson_kernel);
+  r.add("polygamma", floats, &polygamma_kernel, kStrided);
 }
 
 }  // namespace oar_cpu

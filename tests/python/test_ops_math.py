@@ -12,7 +12,7 @@ COVERED_OPS = {
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
     "digamma", "erfinv", "atan2", "heaviside", "fmax", "fmin", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "gcd", "lcm", "clip", "cumsum", "cumprod", "all", "any", "linspace", "eye", "bernoulli",
-    "multinomial", "randperm",
+    "multinomial", "randperm", "polygamma", "poisson",
 }
 
 rng = np.random.default_rng(0)
@@ -83,6 +83,20 @@ def test_digamma(device):
     assert np.isnan(oar.digamma(T(np.array([-2.0]), device)).numpy()[0])
     # lgamma's gradient is digamma
     check_grad(oar.lgamma, [np.array([0.7, 2.5, 11.0])], device)
+
+
+def test_polygamma(device):
+    import mpmath
+    a = np.array([0.3, 1.0, 2.5, 7.0, 31.0, -0.5, -2.3])
+    for n in (0, 1, 2, 3):
+        ref = [float(mpmath.polygamma(n, v)) for v in a]
+        check(oar.polygamma(T(a, device), n), ref, rtol=1e-10, atol=1e-10)
+    check(oar.polygamma(T(a.astype(np.float32), device), 1), [float(mpmath.polygamma(1, v)) for v in a], rtol=1e-5)
+    # digamma's gradient is polygamma(x, 1); polygamma's is polygamma(x, n + 1)
+    check_grad(oar.digamma, [np.array([0.7, 2.5, 11.0, -0.4])], device)
+    check_grad(lambda t: oar.polygamma(t, 2), [np.array([0.7, 2.5, 11.0])], device, rtol=1e-4)
+    with pytest.raises(ValueError, match="polygamma"):
+        oar.polygamma(T(a, device), -1)
 
 
 def test_erfinv(device):
@@ -449,6 +463,26 @@ def test_bernoulli(device):
         oar.bernoulli(T(np.array([1.5]), device))
     with pytest.raises(TypeError, match="bernoulli"):
         oar.bernoulli(T(np.array([1]), device))
+
+
+def test_poisson(device):
+    lam = np.array([0.0, 0.5, 4.0, 30.0, 500.0])
+    x = T(np.tile(lam, (4000, 1)), device)
+    oar.seed(21)
+    s = oar.poisson(x)
+    assert s.dtype == oar.float64 and s.shape == [4000, 5]
+    v = s.numpy()
+    assert (v == np.floor(v)).all() and (v >= 0).all() and (v[:, 0] == 0).all()
+    np.testing.assert_allclose(v.mean(0)[1:], lam[1:], rtol=0.05)
+    np.testing.assert_allclose(v.var(0)[1:], lam[1:], rtol=0.15)
+    oar.seed(21)
+    np.testing.assert_array_equal(oar.poisson(x).numpy(), v)
+    with pytest.raises(ValueError, match="poisson"):
+        oar.poisson(T(np.array([-1.0]), device))
+    r = T(np.array([2.0, 3.0]), device, stop_gradient=False)
+    s = oar.poisson(r)
+    (s * r).sum().backward()  # poisson passes a zero gradient, so d/dr (s * r) = s
+    check(r.grad, s.numpy())
 
 
 def test_multinomial(device):

@@ -7,7 +7,7 @@ __all__ = [
     "floor", "ceil", "round", "reciprocal", "erf", "abs", "neg", "sum", "mean", "max", "min", "prod", "matmul",
     # the math family (docs/ops_math.md)
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
-    "digamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin",
+    "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin",
     "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "all", "any",
     "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
@@ -176,7 +176,15 @@ log2 = _unary("log2")
 log10 = _unary("log10")
 trunc = _unary("trunc", "Rounds toward zero; integer inputs are returned unchanged.")
 lgamma = _unary("lgamma", "log|Gamma(x)|, elementwise.")
-digamma = _unary("digamma", "The logarithmic derivative of Gamma; no gradient (it would need polygamma).")
+digamma = _unary("digamma", "The logarithmic derivative of Gamma (its gradient is polygamma(x, 1)).")
+_polygamma = _C.Op("polygamma")
+
+
+def polygamma(x, n, name=None):
+    """The n-th derivative of digamma (n >= 0; n = 0 is digamma)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError("polygamma: n must be an int, got {!r}".format(n))
+    return _polygamma(x, n)
 erfinv = _unary("erfinv", "The inverse of erf on (-1, 1); +-inf at +-1, NaN outside.")
 
 

@@ -5,7 +5,8 @@ from .creation import _shape_list, _dtype_or_default
 
 __all__ = ["rand", "randn", "uniform", "normal", "seed",
            # the math family (docs/ops_math.md)
-           "standard_normal", "randint", "randint_like", "bernoulli", "multinomial", "randperm"]
+           "standard_normal", "randint", "randint_like", "bernoulli", "poisson", "multinomial",
+           "randperm"]
 
 
 def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None):
@@ -85,6 +86,11 @@ def randint_like(x, low=0, high=None, dtype=None, name=None):
 def bernoulli(x, name=None):
     """1 with probability x (elementwise), else 0, in x's dtype."""
     return _bernoulli(x, _draw_seed(), 0)
+
+
+def poisson(x, name=None):
+    """Poisson samples with rates x (elementwise), in x's dtype. The gradient is zero, as in Paddle."""
+    return _C.Op("poisson")(x, _draw_seed(), 0)
 
 
 def multinomial(x, num_samples=1, replacement=False, name=None):
