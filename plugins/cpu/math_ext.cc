@@ -168,7 +168,56 @@ struct IntOnly : std::bool_constant<is_int_v<T>> {};
       binary_loop<T, T, T>(o, x, y, [](C a, C b) -> C { return EXPR; });             \
     }                                                                                \
   };
-OAR_MATH_BINARY_OP(Atan2, "atan2", FloatType, std::atan2(a, b))
+// atan2 in float (float32 and 16-bit floats): libm's atan2f is scalar and slow, so the quotient
+// min/max in [0, 1] goes through cephes' atanf polynomial (about 2 ulp), then the quadrant is restored.
+// Branch-free (selects only) so the compiler vectorises the loop (math_ext.cc is built with
+// -fno-trapping-math, plugins/cpu/CMakeLists.txt, which GCC needs to if-convert the selects); zeros,
+// infinities and NaN come out as atan2's special values through the selects.
+inline float fast_atan2f(float a, float b) {
+  const float ax = std::fabs(a), bx = std::fabs(b);
+  const bool swap = ax > bx;
+  const float num = swap ? bx : ax, den = swap ? ax : bx;
+  float t = num / den;                  // in [0, 1]; NaN when an input is NaN
+  t = den == 0 ? 0.0f : t;              // atan2(+-0, +-0)
+  t = num == INFINITY ? 1.0f : t;       // both infinite: pi/4 per quadrant
+  const bool reduce = t > 0.41421356f;  // tan(pi/8): reduce to |t| <= tan(pi/8)
+  const float tr = (t - 1) / (t + 1);   // computed unconditionally so the select needs no branch
+  t = reduce ? tr : t;
+  const float z = t * t;
+  float r = ((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) *
+             z * t) +
+            t;
+  r = reduce ? r + 0.78539816f : r;
+  r = swap ? 1.57079633f - r : r;
+  r = std::signbit(b) ? 3.14159265f - r : r;
+  return std::copysign(r, a);
+}
+void atan2_block(float* o, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = fast_atan2f(a[i], b[i]);
+}
+
+struct Atan2 {
+  static constexpr const char* name = "atan2";
+  template <class T>
+  using allowed = FloatType<T>;
+  template <class T>
+  static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
+    using C = compute_t<T>;
+    if constexpr (std::is_same_v<T, float>) {
+      if (x.is_contiguous() && y.is_contiguous() && x.numel() == o.numel() && y.numel() == o.numel()) {
+        const float *pa = x.data<float>(), *pb = y.data<float>();
+        float* po = o.data<float>();
+        parallel_for(0, o.numel(), kElementwiseGrain,
+                     [&](int64_t lo, int64_t hi) { atan2_block(po + lo, pa + lo, pb + lo, hi - lo); });
+        return;
+      }
+    }
+    if constexpr (std::is_same_v<C, float>)
+      binary_loop<T, T, T>(o, x, y, [](float a, float b) { return fast_atan2f(a, b); });
+    else
+      binary_loop<T, T, T>(o, x, y, [](C a, C b) { return std::atan2(a, b); });
+  }
+};
 // numpy's heaviside: 0 for x < 0, y for x == 0, 1 for x > 0, NaN for NaN.
 OAR_MATH_BINARY_OP(Heaviside, "heaviside", FloatType, a != a ? a : (a < 0 ? C(0) : (a == 0 ? b : C(1))))
 // fmax/fmin ignore a NaN operand (NaN only when both are).

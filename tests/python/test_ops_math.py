@@ -154,6 +154,22 @@ def test_atan2(dtype, device):
     check_grad(oar.atan2, [rng.uniform(0.5, 2, (2, 3)), rng.uniform(0.5, 2, (3,))], device)
 
 
+def test_atan2_float32_accuracy_and_special_values(device):
+    # the float32 kernel has its own polynomial: all quadrants, both octants, tiny and huge ratios
+    x = np.concatenate([rng.uniform(-10, 10, 2000), rng.uniform(-1e-30, 1e-30, 50), [1e30, -1e30, 3.0, -3.0]])
+    y = np.concatenate([rng.uniform(-10, 10, 2000), rng.uniform(-1, 1, 50), [1e-30, 1e-30, -1e30, 1e30]])
+    x, y = x.astype(np.float32), y.astype(np.float32)
+    got = oar.atan2(T(x, device), T(y, device)).numpy()
+    ref = np.arctan2(x.astype(np.float64), y.astype(np.float64))
+    np.testing.assert_allclose(got, ref, rtol=3e-7, atol=0)
+    s = np.array([0.0, -0.0, 0.0, -0.0, np.inf, np.inf, -np.inf, 1.0, np.nan, 1.0, np.inf], dtype=np.float32)
+    t = np.array([0.0, 0.0, -0.0, -0.0, np.inf, -np.inf, 1.0, np.inf, 1.0, np.nan, 2.0], dtype=np.float32)
+    got = oar.atan2(T(s, device), T(t, device)).numpy()
+    ref = np.arctan2(s, t)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+    np.testing.assert_allclose(got, ref, rtol=1e-7)
+
+
 def test_fmax_fmin(device):
     x = np.array([1.0, np.nan, 3.0, np.nan, 2.0])
     y = np.array([2.0, 1.0, np.nan, np.nan, 2.0])
