@@ -63,6 +63,10 @@ void infer_scan(InferContext& c) {
   c.attrs->set("axis", normalize_axis(c, c.attrs->get_int("axis"), in.size()));
   c.outputs[0] = c.inputs[0];
 }
+void infer_scan_float(InferContext& c) {
+  require_floating(c, 0);
+  infer_scan(c);
+}
 void infer_bool_reduce(InferContext& c) {  // all, any
   require_not_complex(c, 0);
   c.outputs[0] = {DType::kBool, reduce_dims(c)};
@@ -218,6 +222,25 @@ std::vector<Tensor> cumprod_grad(const GradContext& c) {
   return {divide(s, X(c))};
 }
 
+// logcumsumexp: grad_i = sum over later j of g_j exp(x_i - out_j). Split g into positive and negative
+// parts so each sum is a (reversed) logcumsumexp in the log domain, which stays finite.
+std::vector<Tensor> logcumsumexp_grad(const GradContext& c) {
+  int64_t axis = c.attrs.get_int("axis");
+  bool reverse = c.attrs.get_int("reverse") != 0;
+  const Tensor& g = g0(c);
+  Tensor x = X(c).reshape(OUT(c).dims());
+  Tensor zero = scalar_like(0, g);
+  auto part = [&](const Tensor& gp) {
+    Tensor lg = subtract(ops::log(gp), OUT(c));  // log(0) = -inf: no contribution
+    Tensor s = call_op("logcumsumexp", {lg},
+                       Attrs{{"axis", axis}, {"flatten", int64_t{0}}, {"reverse", int64_t{!reverse}}})[0];
+    return ops::exp(ops::add(x, s));
+  };
+  Tensor pos = ops::where(ops::greater_than(g, zero), g, zero);
+  Tensor neg = ops::where(ops::less_than(g, zero), ops::neg(g), zero);
+  return {subtract(part(pos), part(neg)).reshape(in_dims(c, 0))};
+}
+
 }  // namespace
 
 void register_math_ops(OpRegistry& r) {
@@ -237,6 +260,8 @@ void register_math_ops(OpRegistry& r) {
   const double inf = std::numeric_limits<double>::infinity();
   def(r, "clip", {"x"}, {float_attr("min", -inf), float_attr("max", inf)}, infer_clip);
   def(r, "cumsum", {"x"}, {int_attr("axis", -1), int_attr("flatten", 0), int_attr("reverse", 0)}, infer_scan);
+  def(r, "logcumsumexp", {"x"}, {int_attr("axis", -1), int_attr("flatten", 0), int_attr("reverse", 0)},
+      infer_scan_float);
   def(r, "cumprod", {"x"}, {int_attr("axis", -1), int_attr("flatten", 0)}, infer_scan);
   std::vector<AttrDef> reduce_attrs = {ints_attr("axis"), int_attr("keepdim", 0)};
   def(r, "all", {"x"}, reduce_attrs, infer_bool_reduce);
@@ -283,6 +308,7 @@ void register_math_grads(GradRuleSetter set) {
   set("clip", clip_grad, kX, kNoOut);
   set("cumsum", cumsum_grad, kNone, kNoOut);
   set("cumprod", cumprod_grad, kX, kOut);
+  set("logcumsumexp", logcumsumexp_grad, kX, kOut);
 }
 
 }  // namespace oar

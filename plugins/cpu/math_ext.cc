@@ -264,7 +264,18 @@ template <class T>
 using scan_acc_t =
     std::conditional_t<is_int_v<T>, uwide_t<T>, std::conditional_t<(sizeof(T) == 2), float, double>>;
 
-template <class T, bool kProd>
+enum ScanMode { kSum, kProd, kLogSumExp };
+
+// logaddexp(a, v), stable; equal values (also +-inf) give a + log 2, NaN propagates.
+template <class A>
+inline A log_add_exp(A a, A v) {
+  if (a == v) return a + A(0.6931471805599453);
+  const A m = a > v ? a : v;
+  if (m != m || v != v) return a + v;  // NaN
+  return m + std::log1p(std::exp(-std::fabs(a - v)));
+}
+
+template <class T, int kMode>
 void scan_impl(const TensorView& out, const TensorView& x, int64_t axis, bool flatten, bool reverse) {
   using A = scan_acc_t<T>;
   const int64_t numel = x.numel();
@@ -278,16 +289,18 @@ void scan_impl(const TensorView& out, const TensorView& x, int64_t axis, bool fl
   const T* px = x.data<T>();
   T* po = out.data<T>();
   auto combine = [](A acc, T v) -> A {
-    if constexpr (kProd)
+    if constexpr (kMode == kProd)
       return acc * A(compute_t<T>(v));
+    else if constexpr (kMode == kLogSumExp)
+      return log_add_exp(acc, A(compute_t<T>(v)));
     else
       return acc + A(compute_t<T>(v));
   };
-  const A identity = kProd ? A(1) : A(0);
+  const A identity = kMode == kProd ? A(1) : (kMode == kLogSumExp ? A(-INFINITY) : A(0));
   // One long row (the whole tensor): scan chunks in parallel, then add each chunk's carry-in.
   // Only for sums: products would need the same treatment but are rarely that long.
   const int threads = max_threads();
-  if (!kProd && outer * inner == 1 && n >= 4 * kElementwiseGrain && threads > 1) {
+  if (kMode == kSum && outer * inner == 1 && n >= 4 * kElementwiseGrain && threads > 1) {
     const int64_t chunks = threads;
     const int64_t len = (n + chunks - 1) / chunks;
     std::vector<A> carry(static_cast<size_t>(chunks), A(0));
@@ -351,15 +364,19 @@ void scan_impl(const TensorView& out, const TensorView& x, int64_t axis, bool fl
       });
 }
 
-template <bool kProd>
+template <int kMode>
 void scan_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
-  const char* name = kProd ? "cumprod" : "cumsum";
+  const char* name = kMode == kProd ? "cumprod" : (kMode == kSum ? "cumsum" : "logcumsumexp");
   const bool flatten = attr_int_or(ctx, "flatten", 0) != 0;
-  const bool reverse = !kProd && attr_int_or(ctx, "reverse", 0) != 0;
+  const bool reverse = kMode != kProd && attr_int_or(ctx, "reverse", 0) != 0;
   const int64_t axis = flatten ? 0 : normalize_axis(name, attr_int_or(ctx, "axis", -1), x.ndim());
-  dispatch<IntOrFloat>(name, x.dtype(),
-                       [&](auto tag) { scan_impl<decltype(tag), kProd>(out, x, axis, flatten, reverse); });
+  if constexpr (kMode == kLogSumExp)
+    dispatch<FloatType>(name, x.dtype(),
+                        [&](auto tag) { scan_impl<decltype(tag), kMode>(out, x, axis, flatten, reverse); });
+  else
+    dispatch<IntOrFloat>(name, x.dtype(),
+                         [&](auto tag) { scan_impl<decltype(tag), kMode>(out, x, axis, flatten, reverse); });
 }
 
 // ---- all / any ------------------------------------------------------------------------------------
@@ -624,8 +641,9 @@ void register_math_ext_kernels(Registry& r) {
   r.add("lcm", int_dtypes(), &binary_kernel<Lcm>, kStrided);
 
   r.add("clip", real_nb, &clip_kernel, kStrided);
-  r.add("cumsum", real_nb, &scan_kernel<false>);
-  r.add("cumprod", real_nb, &scan_kernel<true>);
+  r.add("cumsum", real_nb, &scan_kernel<kSum>);
+  r.add("cumprod", real_nb, &scan_kernel<kProd>);
+  r.add("logcumsumexp", floats, &scan_kernel<kLogSumExp>);
   r.add("all", real_dtypes(), &bool_reduce_kernel<true>, kStrided);
   r.add("any", real_dtypes(), &bool_reduce_kernel<false>, kStrided);
 

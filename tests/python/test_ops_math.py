@@ -13,6 +13,7 @@ COVERED_OPS = {
     "digamma", "erfinv", "atan2", "heaviside", "fmax", "fmin", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "gcd", "lcm", "clip", "cumsum", "cumprod", "all", "any", "linspace", "eye", "bernoulli",
     "multinomial", "randperm", "polygamma", "poisson",
+    "logcumsumexp",
 }
 
 rng = np.random.default_rng(0)
@@ -320,6 +321,24 @@ def test_cumprod_grad(device):
     check_grad(lambda t: oar.cumprod(t, 1), [rng.uniform(0.5, 1.5, (2, 3)) * np.array([1, -1, 1])], device)
     check_grad(lambda t: oar.cumprod(t, 0), [rng.uniform(0.5, 1.5, (3, 2))], device)
     check_grad(lambda t: oar.cumprod(t), [rng.uniform(0.5, 1.5, (2, 2))], device)
+
+
+def test_logcumsumexp(device):
+    a = rng.uniform(-3, 3, (3, 4))
+    ref = lambda v, ax: np.logaddexp.accumulate(v, ax)  # noqa: E731
+    for axis in (0, 1, -1):
+        check(oar.logcumsumexp(T(a, device), axis), ref(a, axis), rtol=1e-12)
+    check(oar.logcumsumexp(T(a, device)), ref(a.reshape(-1), 0), rtol=1e-12)
+    check(T(a, device).transpose([1, 0]).logcumsumexp(1), ref(a.T, 1), rtol=1e-12)
+    big = np.array([1000.0, 1000.0, -np.inf, -1000.0])
+    check(oar.logcumsumexp(T(big, device), 0), ref(big, 0))
+    check(oar.logcumsumexp(T(np.array([-np.inf, -np.inf, 0.0]), device), 0), [-np.inf, -np.inf, 0.0])
+    check(oar.logcumsumexp(T(a.astype(np.float32), device), 1), ref(a, 1), rtol=1e-5)
+    check_grad(lambda t: oar.logcumsumexp(t, 1), [a[:2]], device)
+    check_grad(lambda t: oar.logcumsumexp(t, 0), [a[:, :2]], device)
+    check_grad(lambda t: oar.logcumsumexp(t), [a[:2, :2]], device)
+    with pytest.raises(TypeError, match="logcumsumexp"):
+        oar.logcumsumexp(T(np.array([1, 2]), device))
 
 
 def test_scan_errors(device):

@@ -8,7 +8,7 @@ __all__ = [
     # the math family (docs/ops_math.md)
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
     "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin",
-    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "all", "any",
+    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "logcumsumexp", "all", "any",
     "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
 
@@ -357,6 +357,18 @@ def cumprod(x, dim=None, dtype=None, name=None):
     if dim is None:
         return _cumprod(x, 0, True)
     return _cumprod(x, dim, False)
+
+
+_logcumsumexp = _C.Op("logcumsumexp")
+
+
+def logcumsumexp(x, axis=None, dtype=None, name=None):
+    """log(cumsum(exp(x))) along `axis`, computed stably; axis None scans the flattened tensor."""
+    if dtype is not None and x.dtype != _C.to_dtype(dtype):
+        x = _cast(x, dtype)
+    if axis is None:
+        return _logcumsumexp(x, 0, True)
+    return _logcumsumexp(x, axis, False)
 
 
 _all = _C.Op("all")
