@@ -7,7 +7,10 @@ import numpy as np
 from .. import _C
 from .._C import Tensor
 
-__all__ = ["to_tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange"]
+__all__ = ["to_tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange",
+           # the math family (docs/ops_math.md)
+           "linspace", "logspace", "eye", "empty", "empty_like", "diagflat", "meshgrid", "tril_indices",
+           "triu_indices"]
 
 _fill = _C.Op("fill")
 _arange = _C.Op("arange")
@@ -165,3 +168,104 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
         all_int = builtins.all(isinstance(v, numbers.Integral) for v in vals)
         dtype = _C.int64 if all_int else _default_dtype()
     return _arange(builtins.float(vals[0]), builtins.float(vals[1]), builtins.float(vals[2]), dtype)
+
+
+
+# ---- the math family (docs/ops_math.md) -------------------------------------------------------------
+_linspace = _C.Op("linspace")
+_eye = _C.Op("eye")
+
+
+def _number(v, what):
+    if isinstance(v, Tensor):
+        if v.size != 1:
+            raise ValueError("{} must be a number or a one-element tensor, got shape {}".format(what, v.shape))
+        return v.item()
+    return v
+
+
+def linspace(start, stop, num, dtype=None, name=None):
+    """`num` evenly spaced values from start to stop (both included); dtype default: the default float."""
+    start, stop, num = _number(start, "linspace: start"), _number(stop, "linspace: stop"), _number(num, "linspace: num")
+    if not isinstance(num, numbers.Integral) or isinstance(num, builtins.bool):
+        raise TypeError("linspace: num must be an int, got {!r}".format(num))
+    return _linspace(builtins.float(start), builtins.float(stop), builtins.int(num), _dtype_or_default(dtype))
+
+
+def logspace(start, stop, num, base=10.0, dtype=None, name=None):
+    """base ** linspace(start, stop, num), computed in float64 then cast to dtype."""
+    exps = linspace(start, stop, num, _C.float64)
+    b = _fill([], builtins.float(_number(base, "logspace: base")), _C.float64, place=exps.place)
+    out = _C.Op("pow")(b, exps)
+    dtype = _dtype_or_default(dtype)
+    return out if dtype == _C.float64 else _cast(out, dtype)
+
+
+def eye(num_rows, num_columns=None, dtype=None, name=None):
+    """A [num_rows, num_columns] matrix with ones on the diagonal (num_columns default: num_rows)."""
+    num_rows = _number(num_rows, "eye: num_rows")
+    num_columns = num_rows if num_columns is None else _number(num_columns, "eye: num_columns")
+    for what, v in (("num_rows", num_rows), ("num_columns", num_columns)):
+        if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
+            raise TypeError("eye: {} must be an int, got {!r}".format(what, v))
+    return _eye(builtins.int(num_rows), builtins.int(num_columns), _dtype_or_default(dtype))
+
+
+def empty(shape, dtype=None, name=None):
+    """An uninitialised tensor in Paddle; here it is zero-filled."""
+    return zeros(shape, dtype)
+
+
+def empty_like(x, dtype=None, name=None):
+    return zeros_like(x, dtype)
+
+
+def diagflat(x, offset=0, name=None):
+    """A 2-D tensor with the flattened x on diagonal `offset` (differentiable: built with index_add)."""
+    flat = x.reshape([-1])
+    n = flat.shape[0]
+    size = n + builtins.abs(offset)
+    row0, col0 = (0, offset) if offset >= 0 else (-offset, 0)
+    index = _arange(builtins.float(row0 * size + col0), builtins.float(row0 * size + col0 + n * (size + 1)),
+                    builtins.float(size + 1), _C.int64, place=x.place)
+    base = _fill([size * size], 0.0, x.dtype, place=x.place)
+    return _C.Op("index_add")(base, index, flat, 0).reshape([size, size])
+
+
+def meshgrid(*args, **kwargs):
+    """Coordinate grids from 1-D tensors (indexing 'ij', as Paddle); also accepts one list of tensors."""
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    for i, t in enumerate(args):
+        if t.ndim > 1:
+            raise ValueError("meshgrid: input {} must be 0-D or 1-D, got shape {}".format(i, t.shape))
+    shape = [t.size for t in args]
+    out = []
+    for i, t in enumerate(args):
+        view = [1] * len(args)
+        view[i] = shape[i]
+        out.append(t.reshape(view).expand(shape))
+    return out
+
+
+def _tri_indices(name, row, col, offset, dtype, upper):
+    if col is None:
+        col = row
+    for what, v in (("row", row), ("col", col), ("offset", offset)):
+        if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
+            raise TypeError("{}: {} must be an int, got {!r}".format(name, what, v))
+    if row < 0 or col < 0:
+        raise ValueError("{}: row ({}) and col ({}) must be >= 0".format(name, row, col))
+    r, c = np.indices((row, col))
+    keep = (c - r >= offset) if upper else (c - r <= offset)
+    return to_tensor(np.stack([r[keep], c[keep]]), dtype=dtype)
+
+
+def tril_indices(row, col, offset=0, dtype="int64"):
+    """The [2, N] row/column indices of the lower triangle (diagonal `offset` included), row-major."""
+    return _tri_indices("tril_indices", row, col, offset, dtype, upper=False)
+
+
+def triu_indices(row, col=None, offset=0, dtype="int64"):
+    """The [2, N] row/column indices of the upper triangle (diagonal `offset` included), row-major."""
+    return _tri_indices("triu_indices", row, col, offset, dtype, upper=True)

@@ -5,6 +5,11 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod", "maximum", "minimum",
     "pow", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "sign", "sin", "cos", "tanh", "sigmoid",
     "floor", "ceil", "round", "reciprocal", "erf", "abs", "neg", "sum", "mean", "max", "min", "prod", "matmul",
+    # the math family (docs/ops_math.md)
+    "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
+    "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin",
+    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "logcumsumexp", "all", "any",
+    "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
 
 _add = _C.Op("add")
@@ -134,3 +139,329 @@ def prod(x, axis=None, keepdim=False, dtype=None, name=None):
     if dtype is not None and x.dtype != _C.to_dtype(dtype):
         x = _cast(x, dtype)
     return _prod(x, axis, keepdim)
+
+
+
+# ---- the math family (docs/ops_math.md) -------------------------------------------------------------
+import builtins as _builtins
+import math as _math
+
+from .._C import Tensor as _Tensor
+
+_where = _C.Op("where")
+_isnan = _C.Op("isnan")
+_not_equal = _C.Op("not_equal")
+_fill = _C.Op("fill")
+
+
+def _is_float(t):
+    return t.dtype in (_C.float16, _C.bfloat16, _C.float32, _C.float64)
+
+
+def _like(v, t):
+    """A 0-d tensor of value v with t's dtype and place."""
+    return _fill([], _builtins.float(v), t.dtype, place=t.place)
+
+
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+log2 = _unary("log2")
+log10 = _unary("log10")
+trunc = _unary("trunc", "Rounds toward zero; integer inputs are returned unchanged.")
+lgamma = _unary("lgamma", "log|Gamma(x)|, elementwise.")
+digamma = _unary("digamma", "The logarithmic derivative of Gamma (its gradient is polygamma(x, 1)).")
+_polygamma = _C.Op("polygamma")
+
+
+def polygamma(x, n, name=None):
+    """The n-th derivative of digamma (n >= 0; n = 0 is digamma)."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError("polygamma: n must be an int, got {!r}".format(n))
+    return _polygamma(x, n)
+erfinv = _unary("erfinv", "The inverse of erf on (-1, 1); +-inf at +-1, NaN outside.")
+
+
+def frac(x, name=None):
+    """x - trunc(x): the fractional part, with x's sign."""
+    return _subtract(x, trunc(x))
+
+
+def deg2rad(x, name=None):
+    if not _is_float(x):
+        x = _cast(x, _C.float32)
+    return _multiply(x, _like(_math.pi / 180.0, x))
+
+
+def rad2deg(x, name=None):
+    if not _is_float(x):
+        x = _cast(x, _C.float32)
+    return _multiply(x, _like(180.0 / _math.pi, x))
+
+
+def logit(x, eps=None, name=None):
+    """log(x / (1 - x)); with eps, x is first clipped to [eps, 1 - eps]."""
+    if eps is not None:
+        x = clip(x, eps, 1.0 - eps)
+    return log(_divide(x, _subtract(_like(1, x), x)))
+
+
+def stanh(x, scale_a=0.67, scale_b=1.7159, name=None):
+    """scale_b * tanh(scale_a * x)."""
+    return _multiply(tanh(_multiply(x, _like(scale_a, x))), _like(scale_b, x))
+
+
+def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
+    """scale * x + bias (bias_after_scale) or scale * (x + bias); `scale` may be a one-element tensor."""
+    s = _cast(scale, x.dtype) if isinstance(scale, _Tensor) else _like(scale, x)
+    b = _like(bias, x)
+    out = _add(_multiply(x, s), b) if bias_after_scale else _multiply(_add(x, b), s)
+    if act is not None:
+        from ..nn import functional as F
+        out = getattr(F, act)(out)
+    return out
+
+
+def sgn(x, name=None):
+    """sign(x) for real x (complex inputs are not supported)."""
+    return sign(x)
+
+
+def _float_pair(op_name, x, y):
+    """Promotes x and y like Paddle's binary ops; integer inputs compute in float64 (as Paddle's atan2)."""
+    x, y = _C._promote(x, y)
+    if not _is_float(x):
+        x, y = _cast(x, _C.float64), _cast(y, _C.float64)
+    return x, y
+
+
+_atan2 = _C.Op("atan2")
+_heaviside = _C.Op("heaviside")
+_fmax = _C.Op("fmax")
+_fmin = _C.Op("fmin")
+_gcd = _C.Op("gcd")
+_lcm = _C.Op("lcm")
+
+
+def atan2(x, y, name=None):
+    """Elementwise atan(x / y) with the quadrant of (y, x); integer inputs give float64."""
+    return _atan2(*_float_pair("atan2", x, y))
+
+
+def heaviside(x, y, name=None):
+    """0 where x < 0, y where x == 0, 1 where x > 0."""
+    x, y = _C._promote(x, y)
+    return _heaviside(x, y)
+
+
+def fmax(x, y, name=None):
+    """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
+    return _fmax(*_C._promote(x, y))
+
+
+def fmin(x, y, name=None):
+    """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
+    return _fmin(*_C._promote(x, y))
+
+
+def gcd(x, y, name=None):
+    return _gcd(*_C._promote(x, y))
+
+
+def lcm(x, y, name=None):
+    return _lcm(*_C._promote(x, y))
+
+
+def logaddexp(x, y, name=None):
+    """log(exp(x) + exp(y)), stable: max(x, y) + log1p(exp(-|x - y|))."""
+    x, y = _float_pair("logaddexp", x, y)
+    m = maximum(x, y)
+    return _add(m, log1p(exp(neg(abs(_subtract(x, y))))))
+
+
+def add_n(inputs, name=None):
+    """The sum of a list of tensors of the same shape and dtype."""
+    if isinstance(inputs, _Tensor):
+        return inputs
+    if len(inputs) == 0:
+        raise ValueError("add_n: inputs must not be empty")
+    out = inputs[0]
+    for t in inputs[1:]:
+        out = _add(out, t)
+    return out
+
+
+def lerp(x, y, weight, name=None):
+    """x + weight * (y - x); weight is a float or a tensor (broadcast)."""
+    if not isinstance(weight, _Tensor):
+        weight = _like(weight, x)
+    return _add(x, _multiply(weight, _subtract(y, x)))
+
+
+def hypot(x, y, name=None):
+    """sqrt(x^2 + y^2), scaled by max(|x|, |y|) so it neither overflows nor underflows."""
+    x, y = _float_pair("hypot", x, y)
+    ax, ay = abs(x), abs(y)
+    big, small = maximum(ax, ay), minimum(ax, ay)
+    safe = _where(_C.Op("equal")(big, _like(0, big)), _like(1, big), big)
+    r = _divide(small, safe)
+    return _multiply(big, sqrt(_add(_like(1, r), _multiply(r, r))))
+
+
+_clip = _C.Op("clip")
+
+
+def _bound(v, name):
+    if v is None:
+        return None
+    if isinstance(v, _Tensor):
+        if v.size != 1:
+            raise ValueError("clip: {} must be a number or a one-element tensor, got shape {}".format(name, v.shape))
+        return _builtins.float(v.item())
+    return _builtins.float(v)
+
+
+def clip(x, min=None, max=None, name=None):
+    """Clamps x to [min, max]; None leaves that side unbounded. The gradient passes where min < x < max."""
+    lo, hi = _bound(min, "min"), _bound(max, "max")
+    return _clip(x, lo, hi)
+
+
+_cumsum = _C.Op("cumsum")
+_cumprod = _C.Op("cumprod")
+
+
+def cumsum(x, axis=None, dtype=None, name=None):
+    """Cumulative sum along `axis`; axis None scans the flattened tensor. bool inputs sum as int64."""
+    if dtype is not None:
+        if x.dtype != _C.to_dtype(dtype):
+            x = _cast(x, dtype)
+    elif x.dtype == _C.bool:
+        x = _cast(x, _C.int64)
+    if axis is None:
+        return _cumsum(x, 0, True)
+    return _cumsum(x, axis, False)
+
+
+def cumprod(x, dim=None, dtype=None, name=None):
+    """Cumulative product along `dim`; dim None scans the flattened tensor. The gradient is exact for
+    nonzero x (a zero in x gives inf/NaN gradients; docs/ops_math.md)."""
+    if dtype is not None and x.dtype != _C.to_dtype(dtype):
+        x = _cast(x, dtype)
+    if dim is None:
+        return _cumprod(x, 0, True)
+    return _cumprod(x, dim, False)
+
+
+_logcumsumexp = _C.Op("logcumsumexp")
+
+
+def logcumsumexp(x, axis=None, dtype=None, name=None):
+    """log(cumsum(exp(x))) along `axis`, computed stably; axis None scans the flattened tensor."""
+    if dtype is not None and x.dtype != _C.to_dtype(dtype):
+        x = _cast(x, dtype)
+    if axis is None:
+        return _logcumsumexp(x, 0, True)
+    return _logcumsumexp(x, axis, False)
+
+
+_all = _C.Op("all")
+_any = _C.Op("any")
+
+
+def _axes(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, (list, tuple)):
+        return [_builtins.int(a) for a in axis]
+    return [_builtins.int(axis)]
+
+
+def all(x, axis=None, keepdim=False, name=None):
+    """True where every element along `axis` (int, list or None for all) is nonzero."""
+    return _all(x, _axes(axis), keepdim)
+
+
+def any(x, axis=None, keepdim=False, name=None):
+    """True where some element along `axis` (int, list or None for all) is nonzero."""
+    return _any(x, _axes(axis), keepdim)
+
+
+def count_nonzero(x, axis=None, keepdim=False, name=None):
+    """The number of nonzero elements along `axis`, as int64."""
+    nz = _cast(_not_equal(x, _like(0, x)), _C.int64)
+    return _sum(nz, _axes(axis), keepdim)
+
+
+def nansum(x, axis=None, dtype=None, keepdim=False, name=None):
+    """sum with NaN counted as zero."""
+    if _is_float(x):
+        x = _where(_isnan(x), _like(0, x), x)
+    return sum(x, axis, dtype, keepdim)
+
+
+def nanmean(x, axis=None, keepdim=False, name=None):
+    """mean over the non-NaN elements (NaN where all are NaN)."""
+    if not _is_float(x):
+        raise TypeError("nanmean: x.dtype {} is not supported; expected a floating dtype".format(x.dtype))
+    keep = _C.Op("logical_not")(_isnan(x))
+    total = _sum(_where(keep, x, _like(0, x)), _axes(axis), keepdim)
+    count = _sum(_cast(keep, x.dtype), _axes(axis), keepdim)
+    return _divide(total, count)
+
+
+def _reduced_count(x, axis):
+    axes = _axes(axis)
+    if axes is None or len(axes) == 0:
+        return x.size
+    n = 1
+    for a in set(a % _builtins.max(x.ndim, 1) for a in axes):
+        n *= x.shape[a] if x.ndim else 1
+    return n
+
+
+def var(x, axis=None, unbiased=True, keepdim=False, name=None):
+    """Variance over `axis`; unbiased divides by N - 1."""
+    if not _is_float(x):
+        raise TypeError("var: x.dtype {} is not supported; expected a floating dtype".format(x.dtype))
+    n = _reduced_count(x, axis)
+    d = _subtract(x, mean(x, _axes(axis), True))
+    ss = _sum(_multiply(d, d), _axes(axis), keepdim)
+    return _divide(ss, _like(_builtins.max(n - 1, 0) if unbiased else n, ss))
+
+
+def std(x, axis=None, unbiased=True, keepdim=False, name=None):
+    """Standard deviation over `axis`; unbiased divides by N - 1."""
+    return sqrt(var(x, axis, unbiased, keepdim))
+
+
+def logsumexp(x, axis=None, keepdim=False, name=None):
+    """log(sum(exp(x))) over `axis`, computed as m + log(sum(exp(x - m))) with m the (detached) max."""
+    if not _is_float(x):
+        raise TypeError("logsumexp: x.dtype {} is not supported; expected a floating dtype".format(x.dtype))
+    axes = _axes(axis)
+    m = max(x, axes, True).detach()
+    m = _where(_C.Op("isfinite")(m), m, _like(0, m))  # all -inf rows: no shift
+    s = _add(log(_sum(exp(_subtract(x, m)), axes, True)), m)
+    if not keepdim:
+        if axes is None:
+            return s.reshape([])
+        nd = _builtins.max(x.ndim, 1)
+        s = s.squeeze(sorted(set(a % nd for a in axes))) if x.ndim else s
+    return s
+
+
+def amax(x, axis=None, keepdim=False, name=None):
+    """Maximum over `axis`; the gradient is split evenly among tied maxima."""
+    return max(x, axis, keepdim)
+
+
+def amin(x, axis=None, keepdim=False, name=None):
+    """Minimum over `axis`; the gradient is split evenly among tied minima."""
+    return min(x, axis, keepdim)

@@ -3,7 +3,10 @@ from .. import _C
 from .._C import Tensor, seed
 from .creation import _shape_list, _dtype_or_default
 
-__all__ = ["rand", "randn", "uniform", "normal", "seed"]
+__all__ = ["rand", "randn", "uniform", "normal", "seed",
+           # the math family (docs/ops_math.md)
+           "standard_normal", "randint", "randint_like", "bernoulli", "poisson", "multinomial",
+           "randperm"]
 
 
 def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None):
@@ -33,3 +36,71 @@ def normal(mean=0.0, std=1.0, shape=None, name=None):
     if shape is None:
         raise ValueError("normal: shape is required when mean and std are numbers")
     return _C._normal(_shape_list(shape), float(mean), float(std), _dtype_or_default(None), 0, None)
+
+
+
+# ---- the math family (docs/ops_math.md) -------------------------------------------------------------
+import builtins as _builtins
+import numbers as _numbers
+
+_bernoulli = _C.Op("bernoulli")
+_multinomial = _C.Op("multinomial")
+_randperm = _C.Op("randperm")
+_cast = _C.Op("cast")
+
+
+def _draw_seed():
+    """A seed for one random op, drawn from the global generator (one uniform float64 = 53 bits), so
+    oar.seed makes these ops reproducible and each call advances the generator like uniform does. The
+    op then uses counters 0.. of that stream, so results match on every device."""
+    u = _C._uniform([1], 0.0, 1.0, _C.float64, 0, "cpu").item()
+    return _builtins.int(u * 9007199254740992.0) + 1
+
+
+def standard_normal(shape, dtype=None, name=None):
+    return randn(shape, dtype)
+
+
+def randint(low=0, high=None, shape=[1], dtype=None, name=None):
+    """Integers uniform in [low, high) (or [0, low) when high is None); dtype default int64."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError("randint: high ({}) must be greater than low ({})".format(high, low))
+    dtype = _C.int64 if dtype is None else _C.to_dtype(dtype)
+    u = _C._uniform(_shape_list(shape), float(low), float(high), _C.float64, 0, None)
+    return _cast(_C.Op("floor")(u), dtype)
+
+
+def randint_like(x, low=0, high=None, dtype=None, name=None):
+    """randint with x's shape (dtype default: x's dtype)."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ValueError("randint_like: high ({}) must be greater than low ({})".format(high, low))
+    dtype = x.dtype if dtype is None else _C.to_dtype(dtype)
+    u = _C._uniform(list(x.shape), float(low), float(high), _C.float64, 0, x.place)
+    return _cast(_C.Op("floor")(u), dtype)
+
+
+def bernoulli(x, name=None):
+    """1 with probability x (elementwise), else 0, in x's dtype."""
+    return _bernoulli(x, _draw_seed(), 0)
+
+
+def poisson(x, name=None):
+    """Poisson samples with rates x (elementwise), in x's dtype. The gradient is zero, as in Paddle."""
+    return _C.Op("poisson")(x, _draw_seed(), 0)
+
+
+def multinomial(x, num_samples=1, replacement=False, name=None):
+    """Draws num_samples category indices per row of x (1-D or 2-D weights, not necessarily
+    normalised); int64."""
+    return _multinomial(x, num_samples, replacement, _draw_seed(), 0)
+
+
+def randperm(n, dtype="int64", name=None):
+    """A random permutation of 0 .. n-1."""
+    if not isinstance(n, _numbers.Integral) or isinstance(n, bool):
+        raise TypeError("randperm: n must be an int, got {!r}".format(n))
+    return _randperm(_builtins.int(n), _draw_seed(), 0, dtype)
