@@ -150,6 +150,12 @@ Tensor normal(const Dims& shape, double mean, double std, DType dtype, uint64_t 
   OAR_ENFORCE(std >= 0, ErrorCode::kInvalidArgument, "normal: std (" << std << ") must be >= 0");
   return random_op("normal", shape, "mean", mean, "std", std, dtype, seed, place);
 }
+void reserve_random(uint64_t count, uint64_t* seed, uint64_t* offset) {
+  Generator& g = generator();
+  *seed = g.seed.load();
+  *offset = g.offset.fetch_add(count);
+}
+
 void manual_seed(uint64_t seed) {
   generator().seed = seed;
   generator().offset = 0;

@@ -408,6 +408,11 @@ void init_ops(py::module_& m) {
     return PyTensor{oar::ops::normal(oar::Dims(shape), mean, std, to_dtype(dtype), seed, to_place(place))};
   });
   m.def("seed", [](uint64_t s) { oar::ops::manual_seed(s); }, py::arg("seed"));
+  m.def("_reserve_random", [](uint64_t count) {
+    uint64_t seed = 0, offset = 0;
+    oar::ops::reserve_random(count, &seed, &offset);
+    return py::make_tuple(seed, offset);
+  });
 
   // Tensor operators, straight to run_op with the op definitions looked up here, once.
   py::class_<PyTensor> cls = py::reinterpret_borrow<py::class_<PyTensor>>(m.attr("Tensor"));

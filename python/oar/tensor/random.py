@@ -49,12 +49,12 @@ _randperm = _C.Op("randperm")
 _cast = _C.Op("cast")
 
 
-def _draw_seed():
-    """A seed for one random op, drawn from the global generator (one uniform float64 = 53 bits), so
-    oar.seed makes these ops reproducible and each call advances the generator like uniform does. The
-    op then uses counters 0.. of that stream, so results match on every device."""
-    u = _C._uniform([1], 0.0, 1.0, _C.float64, 0, "cpu").item()
-    return _builtins.int(u * 9007199254740992.0) + 1
+def _reserve(count):
+    """(seed, offset) for one random op: `count` counters of the global generator's stream, so oar.seed
+    makes the op reproducible, each call advances the generator, and every device gives the same
+    numbers (the kernels use counters offset .. offset + count - 1)."""
+    seed, offset = _C._reserve_random(_builtins.max(_builtins.int(count), 1))
+    return _builtins.int(seed), _builtins.int(offset)
 
 
 def standard_normal(shape, dtype=None, name=None):
@@ -85,22 +85,22 @@ def randint_like(x, low=0, high=None, dtype=None, name=None):
 
 def bernoulli(x, name=None):
     """1 with probability x (elementwise), else 0, in x's dtype."""
-    return _bernoulli(x, _draw_seed(), 0)
+    return _bernoulli(x, *_reserve(2 * x.size))
 
 
 def poisson(x, name=None):
     """Poisson samples with rates x (elementwise), in x's dtype. The gradient is zero, as in Paddle."""
-    return _C.Op("poisson")(x, _draw_seed(), 0)
+    return _C.Op("poisson")(x, *_reserve(x.size))
 
 
 def multinomial(x, num_samples=1, replacement=False, name=None):
     """Draws num_samples category indices per row of x (1-D or 2-D weights, not necessarily
     normalised); int64."""
-    return _multinomial(x, num_samples, replacement, _draw_seed(), 0)
+    return _multinomial(x, num_samples, replacement, *_reserve(2 * x.size * _builtins.max(num_samples, 1)))
 
 
 def randperm(n, dtype="int64", name=None):
     """A random permutation of 0 .. n-1."""
     if not isinstance(n, _numbers.Integral) or isinstance(n, bool):
         raise TypeError("randperm: n must be an int, got {!r}".format(n))
-    return _randperm(_builtins.int(n), _draw_seed(), 0, dtype)
+    return _randperm(_builtins.int(n), *_reserve(2 * n), dtype)

@@ -66,6 +66,9 @@ Tensor uniform(const Dims& shape, double min = -1, double max = 1, DType dtype =
 Tensor normal(const Dims& shape, double mean = 0, double std = 1, DType dtype = DType::kFloat32,
               uint64_t seed = 0, Place place = cpu_place());
 void manual_seed(uint64_t seed);
+// For random ops outside this API: the global generator's seed and `count` counters reserved for the
+// caller starting at *offset (the generator moves past them), so oar.seed makes the op reproducible.
+void reserve_random(uint64_t count, uint64_t* seed, uint64_t* offset);
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis = 0);
 Tensor index_select(const Tensor& x, const Tensor& index, int64_t axis = 0);
