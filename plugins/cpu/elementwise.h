@@ -3,29 +3,29 @@
 // `template <class T> static void run(out, x[, y])` (the loop for one dtype).
 #pragma once
 
-#include "cpu_common.h"
-
 #include <atomic>
+
+#include "cpu_common.h"
 
 namespace oar_cpu {
 
-template <class Op> void binary_kernel(KernelContext& ctx) {
+template <class Op>
+void binary_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), y = ctx.input(1), out = ctx.output(0);
   check_rank(Op::name, out);
   OAR_SDK_CHECK(x.dtype() == y.dtype(), OAR_ERR_TYPE,
                 Op::name << ": x is " << oar::sdk::dtype_name(x.dtype()) << " but y is "
                          << oar::sdk::dtype_name(y.dtype()));
-  dispatch<Op::template allowed>(Op::name, x.dtype(), [&](auto tag) {
-    Op::template run<decltype(tag)>(out, x, y);
-  });
+  dispatch<Op::template allowed>(Op::name, x.dtype(),
+                                 [&](auto tag) { Op::template run<decltype(tag)>(out, x, y); });
 }
 
-template <class Op> void unary_kernel(KernelContext& ctx) {
+template <class Op>
+void unary_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   check_rank(Op::name, x);
-  dispatch<Op::template allowed>(Op::name, x.dtype(), [&](auto tag) {
-    Op::template run<decltype(tag)>(out, x);
-  });
+  dispatch<Op::template allowed>(Op::name, x.dtype(),
+                                 [&](auto tag) { Op::template run<decltype(tag)>(out, x); });
 }
 
 // Set from inside parallel loops (where nothing may throw) and checked after them.
@@ -36,5 +36,18 @@ struct ErrorFlag {
 };
 
 constexpr uint32_t kStrided = OAR_KERNEL_STRIDED_INPUTS;
+
+// A float-only unary op as a kernel struct (unary.cc, math_ext.cc): out = EXPR(v) in the compute type C.
+#define OAR_CPU_FLOAT_OP(NAME, STR, EXPR)                              \
+  struct NAME {                                                        \
+    static constexpr const char* name = STR;                           \
+    template <class T>                                                 \
+    using allowed = FloatType<T>;                                      \
+    template <class T>                                                 \
+    static void run(const TensorView& o, const TensorView& x) {        \
+      using C = oar::sdk::compute_t<T>;                                \
+      oar::sdk::unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; }); \
+    }                                                                  \
+  };
 
 }  // namespace oar_cpu

@@ -97,32 +97,20 @@ double erfinv(double y) {
 }
 
 // ---- unary ----------------------------------------------------------------------------------------
-#define OAR_MATH_FLOAT_OP(NAME, STR, EXPR)                      \
-  struct NAME {                                                 \
-    static constexpr const char* name = STR;                    \
-    template <class T>                                          \
-    using allowed = FloatType<T>;                               \
-    template <class T>                                          \
-    static void run(const TensorView& o, const TensorView& x) { \
-      using C = compute_t<T>;                                   \
-      unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; });    \
-    }                                                           \
-  };
-OAR_MATH_FLOAT_OP(Sinh, "sinh", std::sinh(v))
-OAR_MATH_FLOAT_OP(Cosh, "cosh", std::cosh(v))
-OAR_MATH_FLOAT_OP(Tan, "tan", std::tan(v))
-OAR_MATH_FLOAT_OP(Asin, "asin", std::asin(v))
-OAR_MATH_FLOAT_OP(Acos, "acos", std::acos(v))
-OAR_MATH_FLOAT_OP(Atan, "atan", std::atan(v))
-OAR_MATH_FLOAT_OP(Asinh, "asinh", std::asinh(v))
-OAR_MATH_FLOAT_OP(Acosh, "acosh", std::acosh(v))
-OAR_MATH_FLOAT_OP(Atanh, "atanh", std::atanh(v))
-OAR_MATH_FLOAT_OP(Log2, "log2", std::log2(v))
-OAR_MATH_FLOAT_OP(Log10, "log10", std::log10(v))
-OAR_MATH_FLOAT_OP(Lgamma, "lgamma", std::lgamma(v))
-OAR_MATH_FLOAT_OP(Digamma, "digamma", C(digamma(double(v))))
-OAR_MATH_FLOAT_OP(Erfinv, "erfinv", C(erfinv(double(v))))
-#undef OAR_MATH_FLOAT_OP
+OAR_CPU_FLOAT_OP(Sinh, "sinh", std::sinh(v))
+OAR_CPU_FLOAT_OP(Cosh, "cosh", std::cosh(v))
+OAR_CPU_FLOAT_OP(Tan, "tan", std::tan(v))
+OAR_CPU_FLOAT_OP(Asin, "asin", std::asin(v))
+OAR_CPU_FLOAT_OP(Acos, "acos", std::acos(v))
+OAR_CPU_FLOAT_OP(Atan, "atan", std::atan(v))
+OAR_CPU_FLOAT_OP(Asinh, "asinh", std::asinh(v))
+OAR_CPU_FLOAT_OP(Acosh, "acosh", std::acosh(v))
+OAR_CPU_FLOAT_OP(Atanh, "atanh", std::atanh(v))
+OAR_CPU_FLOAT_OP(Log2, "log2", std::log2(v))
+OAR_CPU_FLOAT_OP(Log10, "log10", std::log10(v))
+OAR_CPU_FLOAT_OP(Lgamma, "lgamma", std::lgamma(v))
+OAR_CPU_FLOAT_OP(Digamma, "digamma", C(digamma(double(v))))
+OAR_CPU_FLOAT_OP(Erfinv, "erfinv", C(erfinv(double(v))))
 
 struct Trunc {
   static constexpr const char* name = "trunc";

@@ -7,19 +7,6 @@ namespace {
 using oar::sdk::compute_t;
 using oar::sdk::unary_loop;
 
-// A float-only op: out = EXPR(v) in the compute type C.
-#define OAR_CPU_FLOAT_OP(NAME, STR, EXPR)                       \
-  struct NAME {                                                 \
-    static constexpr const char* name = STR;                    \
-    template <class T>                                          \
-    using allowed = FloatType<T>;                               \
-    template <class T>                                          \
-    static void run(const TensorView& o, const TensorView& x) { \
-      using C = compute_t<T>;                                   \
-      unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; });    \
-    }                                                           \
-  };
-
 OAR_CPU_FLOAT_OP(Exp, "exp", std::exp(v))
 OAR_CPU_FLOAT_OP(Log, "log", std::log(v))
 OAR_CPU_FLOAT_OP(Log1p, "log1p", std::log1p(v))
@@ -35,7 +22,6 @@ OAR_CPU_FLOAT_OP(Ceil, "ceil", std::ceil(v))
 OAR_CPU_FLOAT_OP(Round, "round", std::round(v))  // std::round: half away from zero
 OAR_CPU_FLOAT_OP(Reciprocal, "reciprocal", C(1) / v)
 OAR_CPU_FLOAT_OP(Erf, "erf", std::erf(v))
-#undef OAR_CPU_FLOAT_OP
 
 // Ints and floats (not bool): ints wrap through unsigned arithmetic (neg/abs of MIN is MIN, as numpy).
 struct Neg {
