@@ -125,13 +125,6 @@ Tensor tri_mask(int64_t rows, int64_t cols, int kind, const Tensor& like) {
 Tensor eye_like(int64_t n, const Tensor& like) { return tri_mask(n, n, 0, like); }
 // [..., n] -> [..., n, n] with v on the diagonal.
 Tensor diag_embed(const Tensor& v) { return mul(v.unsqueeze(-1), eye_like(v.dim(-1), v)); }
-Tensor zeros_as(const GradContext& c, int out) {
-  const TensorMeta& m = c.output_meta[out];
-  return ops::zeros(m.dims, m.dtype, c.outputs[0].defined() ? c.outputs[0].place() : c.inputs[0].place());
-}
-Tensor grad_or_zeros(const GradContext& c, int out) {
-  return c.grad_outputs[out].defined() ? c.grad_outputs[out] : zeros_as(c, out);
-}
 Tensor call1(const char* op, const std::vector<Tensor>& in, Attrs attrs = {}) {
   return call_op(op, in, std::move(attrs))[0];
 }
@@ -155,9 +148,14 @@ std::vector<Tensor> inverse_grad(const GradContext& c) {
 std::vector<Tensor> det_grad(const GradContext& c) {
   return {mul(per_matrix(mul(g0(c), OUT(c))), mT(inverse_of(X(c))))};
 }
+// Output i's gradient, undefined when it has none. The engine sizes grad_outputs by the outputs that got
+// a gradient (GradNode::num_outputs is not set for op nodes), so later entries may be missing.
+Tensor gout(const GradContext& c, size_t i) {
+  return i < c.grad_outputs.size() ? c.grad_outputs[i] : Tensor();
+}
 // Only logabsdet is differentiable: gA = g A^-T.
 std::vector<Tensor> slogdet_grad(const GradContext& c) {
-  const Tensor& g = c.grad_outputs[1];
+  Tensor g = gout(c, 1);
   if (!g.defined()) return {Tensor()};
   return {mul(per_matrix(g), mT(inverse_of(X(c))))};
 }
@@ -205,7 +203,7 @@ std::vector<Tensor> qr_grad(const GradContext& c) {
               "qr: the gradient needs rows >= cols and mode='reduced', got a "
                   << m << "x" << n << " matrix" << (complete ? " in mode='complete'" : ""));
   const Tensor &q = c.outputs[0], &r = c.outputs[1];
-  const Tensor &gq = c.grad_outputs[0], &gr = c.grad_outputs[1];
+  Tensor gq = gout(c, 0), gr = gout(c, 1);
   Tensor mmat;
   if (gr.defined()) mmat = mm(gr, r, false, true);
   if (gq.defined())
@@ -228,7 +226,7 @@ std::vector<Tensor> svd_grad(const GradContext& c) {
   OAR_ENFORCE(!full || m == n, ErrorCode::kUnimplemented,
               "svd: the gradient needs full_matrices=False for a non-square matrix, got " << m << "x" << n);
   const Tensor &u = c.outputs[0], &s = c.outputs[1], &vh = c.outputs[2];
-  const Tensor &gu = c.grad_outputs[0], &gs = c.grad_outputs[1], &gvh = c.grad_outputs[2];
+  Tensor gu = gout(c, 0), gs = gout(c, 1), gvh = gout(c, 2);
   if (!gu.defined() && !gs.defined() && !gvh.defined()) return {Tensor()};
   Tensor inner;
   if (gs.defined()) inner = diag_embed(gs);
@@ -264,7 +262,7 @@ std::vector<Tensor> svd_grad(const GradContext& c) {
 // A = V diag(w) V^T (distinct eigenvalues): gA = V (diag(gw) + sym(F o V^T gV)) V^T, F_ij = 1/(w_j - w_i).
 std::vector<Tensor> eigh_grad(const GradContext& c) {
   const Tensor &w = c.outputs[0], &v = c.outputs[1];
-  const Tensor &gw = c.grad_outputs[0], &gv = c.grad_outputs[1];
+  Tensor gw = gout(c, 0), gv = gout(c, 1);
   if (!gw.defined() && !gv.defined()) return {Tensor()};
   const int64_t n = w.dim(-1);
   Tensor inner;
