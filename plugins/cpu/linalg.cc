@@ -4,8 +4,11 @@
 // Each matrix of a batch is independent; the batch runs in parallel, one LAPACK call per matrix.
 // Failures (singular, not positive definite) are collected and reported after the parallel loop, so
 // no exception crosses an OpenMP region.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "elementwise.h"
 
@@ -41,61 +44,111 @@ namespace {
 
 using oar::sdk::parallel_for;
 
+// ---- loading LAPACK -----------------------------------------------------------------------------------
+// LAPACK is opened with RTLD_DEEPBIND instead of linked: a process that has already loaded another
+// LAPACK/BLAS into the global scope (torch's MKL, which exports the same Fortran names with other
+// integer widths) would otherwise capture our calls and LAPACK's internal ones. The declarations above
+// only give the function types.
+struct Lapack {
+#define OAR_LAPACK_FN(name) decltype(&::name) name = nullptr;
+  OAR_LAPACK_FN(sgetrf_)
+  OAR_LAPACK_FN(dgetrf_) OAR_LAPACK_FN(sgetri_) OAR_LAPACK_FN(dgetri_) OAR_LAPACK_FN(sgetrs_)
+      OAR_LAPACK_FN(dgetrs_) OAR_LAPACK_FN(spotrf_) OAR_LAPACK_FN(dpotrf_) OAR_LAPACK_FN(strtrs_)
+          OAR_LAPACK_FN(dtrtrs_) OAR_LAPACK_FN(sgeqrf_) OAR_LAPACK_FN(dgeqrf_) OAR_LAPACK_FN(sorgqr_)
+              OAR_LAPACK_FN(dorgqr_) OAR_LAPACK_FN(sgesdd_) OAR_LAPACK_FN(dgesdd_) OAR_LAPACK_FN(ssyevd_)
+                  OAR_LAPACK_FN(dsyevd_)
+#undef OAR_LAPACK_FN
+};
+
+Lapack load_lapack() {
+  void* h = nullptr;
+  for (const char* name : {"liblapack.so.3", "liblapack.so"}) {
+    h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (h) break;
+  }
+  OAR_SDK_CHECK(h, OAR_ERR_UNAVAILABLE, "linalg: cannot load LAPACK (liblapack.so.3): " << dlerror());
+  Lapack l;
+  auto get = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+    OAR_SDK_CHECK(fn, OAR_ERR_UNAVAILABLE, "linalg: LAPACK has no symbol " << name);
+  };
+#define OAR_LAPACK_GET(name) get(l.name, #name);
+  OAR_LAPACK_GET(sgetrf_)
+  OAR_LAPACK_GET(dgetrf_) OAR_LAPACK_GET(sgetri_) OAR_LAPACK_GET(dgetri_) OAR_LAPACK_GET(sgetrs_)
+      OAR_LAPACK_GET(dgetrs_) OAR_LAPACK_GET(spotrf_) OAR_LAPACK_GET(dpotrf_) OAR_LAPACK_GET(strtrs_)
+          OAR_LAPACK_GET(dtrtrs_) OAR_LAPACK_GET(sgeqrf_) OAR_LAPACK_GET(dgeqrf_) OAR_LAPACK_GET(sorgqr_)
+              OAR_LAPACK_GET(dorgqr_) OAR_LAPACK_GET(sgesdd_) OAR_LAPACK_GET(dgesdd_) OAR_LAPACK_GET(ssyevd_)
+                  OAR_LAPACK_GET(dsyevd_)
+#undef OAR_LAPACK_GET
+                      return l;  // the handle stays open for the life of the process
+}
+
+// Loaded on first use (kernels call it before their parallel loop, so a failure throws there).
+const Lapack& lapack() {
+  static const Lapack l = load_lapack();
+  return l;
+}
+
 // ---- overloads by element type ----------------------------------------------------------------------
-void getrf(int m, int n, float* a, int lda, int* ipiv, int* info) { sgetrf_(&m, &n, a, &lda, ipiv, info); }
-void getrf(int m, int n, double* a, int lda, int* ipiv, int* info) { dgetrf_(&m, &n, a, &lda, ipiv, info); }
+void getrf(int m, int n, float* a, int lda, int* ipiv, int* info) {
+  lapack().sgetrf_(&m, &n, a, &lda, ipiv, info);
+}
+void getrf(int m, int n, double* a, int lda, int* ipiv, int* info) {
+  lapack().dgetrf_(&m, &n, a, &lda, ipiv, info);
+}
 void getri(int n, float* a, int* ipiv, float* w, int lw, int* info) {
-  sgetri_(&n, a, &n, ipiv, w, &lw, info);
+  lapack().sgetri_(&n, a, &n, ipiv, w, &lw, info);
 }
 void getri(int n, double* a, int* ipiv, double* w, int lw, int* info) {
-  dgetri_(&n, a, &n, ipiv, w, &lw, info);
+  lapack().dgetri_(&n, a, &n, ipiv, w, &lw, info);
 }
 void getrs(char t, int n, int k, float* a, int* ipiv, float* b, int* info) {
-  sgetrs_(&t, &n, &k, a, &n, ipiv, b, &n, info);
+  lapack().sgetrs_(&t, &n, &k, a, &n, ipiv, b, &n, info);
 }
 void getrs(char t, int n, int k, double* a, int* ipiv, double* b, int* info) {
-  dgetrs_(&t, &n, &k, a, &n, ipiv, b, &n, info);
+  lapack().dgetrs_(&t, &n, &k, a, &n, ipiv, b, &n, info);
 }
-void potrf(char u, int n, float* a, int* info) { spotrf_(&u, &n, a, &n, info); }
-void potrf(char u, int n, double* a, int* info) { dpotrf_(&u, &n, a, &n, info); }
+void potrf(char u, int n, float* a, int* info) { lapack().spotrf_(&u, &n, a, &n, info); }
+void potrf(char u, int n, double* a, int* info) { lapack().dpotrf_(&u, &n, a, &n, info); }
 void trtrs(char u, char t, char d, int n, int k, float* a, float* b, int* info) {
-  strtrs_(&u, &t, &d, &n, &k, a, &n, b, &n, info);
+  lapack().strtrs_(&u, &t, &d, &n, &k, a, &n, b, &n, info);
 }
 void trtrs(char u, char t, char d, int n, int k, double* a, double* b, int* info) {
-  dtrtrs_(&u, &t, &d, &n, &k, a, &n, b, &n, info);
+  lapack().dtrtrs_(&u, &t, &d, &n, &k, a, &n, b, &n, info);
 }
 void geqrf(int m, int n, float* a, int lda, float* tau, float* w, int lw, int* info) {
-  sgeqrf_(&m, &n, a, &lda, tau, w, &lw, info);
+  lapack().sgeqrf_(&m, &n, a, &lda, tau, w, &lw, info);
 }
 void geqrf(int m, int n, double* a, int lda, double* tau, double* w, int lw, int* info) {
-  dgeqrf_(&m, &n, a, &lda, tau, w, &lw, info);
+  lapack().dgeqrf_(&m, &n, a, &lda, tau, w, &lw, info);
 }
 void orgqr(int m, int n, int k, float* a, int lda, float* tau, float* w, int lw, int* info) {
-  sorgqr_(&m, &n, &k, a, &lda, tau, w, &lw, info);
+  lapack().sorgqr_(&m, &n, &k, a, &lda, tau, w, &lw, info);
 }
 void orgqr(int m, int n, int k, double* a, int lda, double* tau, double* w, int lw, int* info) {
-  dorgqr_(&m, &n, &k, a, &lda, tau, w, &lw, info);
+  lapack().dorgqr_(&m, &n, &k, a, &lda, tau, w, &lw, info);
 }
 void gesdd(char j, int m, int n, float* a, int lda, float* s, float* u, int ldu, float* vt, int ldvt,
            float* w, int lw, int* iw, int* info) {
-  sgesdd_(&j, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, w, &lw, iw, info);
+  lapack().sgesdd_(&j, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, w, &lw, iw, info);
 }
 void gesdd(char j, int m, int n, double* a, int lda, double* s, double* u, int ldu, double* vt, int ldvt,
            double* w, int lw, int* iw, int* info) {
-  dgesdd_(&j, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, w, &lw, iw, info);
+  lapack().dgesdd_(&j, &m, &n, a, &lda, s, u, &ldu, vt, &ldvt, w, &lw, iw, info);
 }
 void syevd(char u, int n, float* a, float* w, float* wk, int lw, int* iw, int liw, int* info) {
   char j = 'V';
-  ssyevd_(&j, &u, &n, a, &n, w, wk, &lw, iw, &liw, info);
+  lapack().ssyevd_(&j, &u, &n, a, &n, w, wk, &lw, iw, &liw, info);
 }
 void syevd(char u, int n, double* a, double* w, double* wk, int lw, int* iw, int liw, int* info) {
   char j = 'V';
-  dsyevd_(&j, &u, &n, a, &n, w, wk, &lw, iw, &liw, info);
+  lapack().dsyevd_(&j, &u, &n, a, &n, w, wk, &lw, iw, &liw, info);
 }
 
 // ---- shared plumbing ----------------------------------------------------------------------------------
 template <class Fn>
 void dispatch_lapack(const char* op, int32_t dtype, Fn&& fn) {
+  lapack();
   if (dtype == OAR_DTYPE_FLOAT32)
     fn(float{});
   else if (dtype == OAR_DTYPE_FLOAT64)
