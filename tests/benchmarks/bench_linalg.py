@@ -10,6 +10,7 @@ _THREADS = os.environ.get("OAR_BENCH_THREADS", "2")
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, _THREADS)
 
+import sys  # noqa: E402
 import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -31,6 +32,7 @@ def main():
     rows = []
 
     def add(name, label, fn, to_np, ref):
+        print("  running {} ({})".format(name, label), file=sys.stderr, flush=True)
         np.testing.assert_allclose(to_np(fn()), ref, rtol=1e-8, atol=1e-8)
         rows.append((name, label, best_ms(fn)))
 
@@ -40,7 +42,8 @@ def main():
     try:
         import torch
 
-        torch.set_num_threads(int(_THREADS))
+        # Threads come from OMP_NUM_THREADS: torch.set_num_threads(2) makes this torch build's MKL
+        # getrf fail ("Parameter 6 was incorrect on entry to DLASWP").
         ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
         add("inverse", "torch", lambda: torch.linalg.inv(ta), lambda r: r.numpy(), ref_inv)
         add("solve", "torch", lambda: torch.linalg.solve(ta, tb), lambda r: r.numpy(), ref_solve)
