@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev                   # C++ tests
   libbenchmark-dev                            # C++ benchmarks
   libdnnl-dev                                 # oneDNN kernels in the CPU plugin
+  liblapack-dev                               # LAPACK decompositions/solvers in the CPU plugin (linalg)
   ocl-icd-opencl-dev opencl-c-headers         # Debian's oneDNN CMake config requires OpenCL
   libgloo-dev                                 # CPU collectives
   pybind11-dev                                # Python extension
