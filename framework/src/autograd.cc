@@ -122,6 +122,9 @@ class OpNode final : public GradNode, public std::enable_shared_from_this<OpNode
           outputs_[i].unpack(self, static_cast<int32_t>(i), op_.name, "output", static_cast<int32_t>(i)));
     std::vector<bool> needs(next.size());
     for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i].valid();
+    // The engine hands over as many gradients as the highest output that received one; the rule
+    // sees one (possibly undefined) per output.
+    if (grad_outputs.size() < output_meta_.size()) grad_outputs.resize(output_meta_.size());
     GradContext ctx{&op_, in, out, input_meta_, output_meta_, attrs_, grad_outputs, needs};
     std::vector<Tensor> grads = rule_(ctx);
     grads.resize(next.size());
