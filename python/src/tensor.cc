@@ -146,8 +146,19 @@ oar::Tensor scalar_tensor(py::handle value, oar::DType d, oar::Place p) {
 }
 
 void init_tensor(py::module_& m) {
-  py::class_<PyTensor> cls(m, "Tensor", "An n-dimensional array on one device (oar.to_tensor makes one).");
+  // dynamic_attr: Python code attaches attributes (name, persistable, and a Parameter's trainable,
+  // optimize_attr, ...) to tensor objects; the __dict__ is only created when one is set.
+  py::class_<PyTensor> cls(m, "Tensor", py::dynamic_attr(),
+                           "An n-dimensional array on one device (oar.to_tensor makes one).");
   g_tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  // Tensor(t) shares t's storage and autograd state (it is how Python subclasses such as Parameter wrap
+  // a tensor); Tensor(data) is oar.to_tensor(data).
+  cls.def(py::init([](py::handle data) {
+           if (is_tensor(data)) return PyTensor{tensor_of(data).t};
+           py::object t = py::module_::import("oar").attr("to_tensor")(data);
+           return PyTensor{tensor_of(t).t};
+         }),
+          py::arg("data"));
   cls.def_property_readonly("shape", [](const PyTensor& s) { return list_of(s.t.dims()); })
       .def_property_readonly("dtype", [](const PyTensor& s) { return dtype_object(s.t.dtype()); })
       .def_property_readonly("place", [](const PyTensor& s) { return place_object(s.t.place()); })

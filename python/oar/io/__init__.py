@@ -1,1 +1,4 @@
-"""oar.io: Dataset, DataLoader and samplers (Paddle's paddle.io). Empty until later work fills it."""
+"""oar.io: datasets, samplers and the DataLoader (Paddle's paddle.io)."""
+from .dataset import Dataset, IterableDataset  # noqa: F401
+
+__all__ = ["Dataset", "IterableDataset"]

@@ -225,6 +225,45 @@ for _name, _fn in [("__repr__", __repr__), ("__str__", __repr__), ("__format__",
                    ("cast", astype), ("clone", clone), ("_copy_to", _copy_to), ("to", to)]:
     setattr(Tensor, _name, _fn)
 
+# Names and persistence (Paddle's Tensor.name / .persistable). Kept in the object's __dict__, so only
+# tensors that are asked for a name pay for one; unnamed tensors get "generated_tensor_<n>".
+_name_counter = [0]
+
+
+def _get_name(self):
+    name = self.__dict__.get("_name")
+    if name is None:
+        name = "generated_tensor_{}".format(_name_counter[0])
+        _name_counter[0] += 1
+        self.__dict__["_name"] = name
+    return name
+
+
+def _set_name(self, value):
+    if not isinstance(value, str):
+        raise TypeError("Tensor.name must be a str, got {}".format(type(value).__name__))
+    self.__dict__["_name"] = value
+
+
+Tensor.name = property(_get_name, _set_name, doc="The tensor's name (a parameter's unique name, e.g. linear_0.w_0).")
+Tensor.persistable = property(lambda self: self.__dict__.get("_persistable", False),
+                              lambda self, v: self.__dict__.__setitem__("_persistable", bool(v)),
+                              doc="True for tensors saved with a model (parameters and persistable buffers).")
+
+
+def __deepcopy__(self, memo):
+    """A detached copy with the same stop_gradient and attributes (name, Parameter fields, ...)."""
+    new = type(self)(self.detach().clone()) if type(self) is not Tensor else self.detach().clone()
+    new.stop_gradient = self.stop_gradient
+    memo[id(self)] = new
+    import copy
+    for k, v in self.__dict__.items():
+        new.__dict__[k] = copy.deepcopy(v, memo)
+    return new
+
+
+Tensor.__deepcopy__ = __deepcopy__
+
 # numpy must not swallow tensors in mixed expressions (np_scalar * tensor calls Tensor.__rmul__).
 Tensor.__array_ufunc__ = None
 
