@@ -17,6 +17,8 @@ from .tensor.logic import is_tensor  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 
+from . import framework  # noqa: F401
+from .framework import ParamAttr, create_parameter  # noqa: F401
 from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, optimizer, static, utils, vision  # noqa: F401
 
 

@@ -180,6 +180,9 @@ void init_tensor(py::module_& m) {
       .def("contiguous", [](const PyTensor& s) { return PyTensor{s.t.contiguous()}; })
       .def("data_ptr", [](const PyTensor& s) { return reinterpret_cast<uintptr_t>(s.t.data_ptr()); })
       .def("_is_shared_buffer_with", [](const PyTensor& s, const PyTensor& o) { return s.t.shares_storage(o.t); })
+      // Re-points this Python object at another tensor (Layer.to / astype move parameters in place, so
+      // optimizers and user references keep working). Autograd state is the new tensor's.
+      .def("_replace_with", [](PyTensor& s, const PyTensor& o) { s.t = o.t; })
       .def("_storage_version", [](const PyTensor& s) { return s.t.storage()->version(); })
       .def("numpy", [](const PyTensor& s) { return to_numpy(s.t); },
            "A numpy array: it shares memory with a contiguous CPU tensor, otherwise it is a copy.")

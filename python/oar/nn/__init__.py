@@ -1,6 +1,6 @@
-"""oar.nn: neural-network layers (Paddle's paddle.nn).
-
-Only the functional ops (oar.nn.functional) exist so far; Layer, Linear, Conv2D, losses and the rest of
-paddle.nn arrive with autograd in later work.
-"""
-from . import functional  # noqa: F401
+"""oar.nn: neural-network layers (Paddle's paddle.nn): the Layer base class, containers, layers,
+initializers and the functional ops (oar.nn.functional)."""
+from . import functional, initializer  # noqa: F401
+from .layer import *  # noqa: F401,F403
+from .layer import Layer, LayerDict, LayerList, ParameterList, Sequential  # noqa: F401
+from ..framework.parameter import Parameter  # noqa: F401

@@ -1,0 +1,92 @@
+"""Parameter: a trainable tensor owned by a layer (Paddle's EagerParamBase), and oar.create_parameter."""
+import copy
+
+from .. import _C
+from .._C import Tensor
+from . import unique_name
+from .param_attr import ParamAttr
+
+__all__ = ["Parameter", "create_parameter"]
+
+
+class Parameter(Tensor):
+    """A leaf tensor with a unique name and training attributes.
+
+    isinstance(p, oar.Tensor) holds; every tensor method and op accepts it. `trainable` is the inverse of
+    `stop_gradient`. Optimizers read `optimize_attr["learning_rate"]` (a multiplier), `regularizer` and
+    `need_clip`.
+    """
+
+    def __init__(self, value, name=None, trainable=True, optimize_attr=None, regularizer=None,
+                 do_model_average=True, need_clip=True):
+        if not isinstance(value, Tensor):
+            raise TypeError("Parameter: value must be a Tensor, got {}".format(type(value).__name__))
+        super().__init__(value.detach())
+        self.name = name if name is not None else unique_name.generate("_param_base")
+        self.persistable = True
+        self.trainable = trainable
+        self.optimize_attr = dict(optimize_attr) if optimize_attr else {"learning_rate": 1.0}
+        self.regularizer = regularizer
+        self.do_model_average = do_model_average
+        self.need_clip = need_clip
+        self.is_distributed = False
+
+    @property
+    def trainable(self):
+        return not self.stop_gradient
+
+    @trainable.setter
+    def trainable(self, value):
+        if not isinstance(value, bool):
+            raise TypeError("Parameter.trainable must be a bool, got {!r}".format(value))
+        self.stop_gradient = not value
+
+    def __repr__(self):
+        return "Parameter containing:\n" + Tensor.__repr__(self)
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        # As Paddle: the copy is a new parameter with a new unique name.
+        new = Parameter(self.detach().clone(), name=unique_name.generate(self.name + "_deepcopy"))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            if k != "_name":
+                new.__dict__[k] = copy.deepcopy(v, memo)
+        new.stop_gradient = self.stop_gradient
+        return new
+
+    def __reduce__(self):
+        raise TypeError("a Parameter cannot be pickled directly; save layer.state_dict() with oar.save")
+
+
+def _resolve_initializer(attr, is_bias, default_initializer):
+    from ..nn import initializer as init
+    if attr.initializer is not None:
+        return attr.initializer
+    glob = init._global_initializer(is_bias)
+    if glob is not None:
+        return glob
+    if default_initializer is not None:
+        return default_initializer
+    return init.Constant(0.0) if is_bias else init.XavierUniform()
+
+
+def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_initializer=None):
+    """A new Parameter of `shape` and `dtype`, initialised by attr.initializer, else the global
+    initializer (set_global_initializer), else `default_initializer`, else Constant(0) for biases and
+    XavierUniform for weights (Paddle's defaults)."""
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ValueError("create_parameter: shape must be a list of non-negative ints, got {!r}".format(shape))
+    attr = ParamAttr._to_attr(attr)
+    if attr is False:
+        raise ValueError("create_parameter: attr=False means no parameter; do not call create_parameter")
+    dtype = _C.to_dtype(dtype if dtype is not None else _C.get_default_dtype())
+    if name is None:
+        name = attr.name if attr.name is not None else unique_name.generate("create_parameter_0." + ("b" if is_bias else "w"))
+    from ..tensor.creation import zeros
+    p = Parameter(zeros(list(shape), dtype=dtype), name=name, trainable=attr.trainable,
+                  optimize_attr={"learning_rate": attr.learning_rate}, regularizer=attr.regularizer,
+                  do_model_average=attr.do_model_average, need_clip=attr.need_clip)
+    _resolve_initializer(attr, is_bias, default_initializer)(p)
+    return p

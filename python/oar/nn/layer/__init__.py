@@ -1,0 +1,3 @@
+"""The layer classes of oar.nn, one module per family."""
+from .layers import Layer  # noqa: F401
+from .container import LayerDict, LayerList, ParameterList, Sequential  # noqa: F401
