@@ -24,15 +24,22 @@ def _read_gz(path, what):
         raise ValueError("{}: {!r} is not a readable gzip file (corrupt or truncated?): {}".format(what, path, e)) from e
 
 
+def _check_header(buf, header_len, magic_expected, kind, path, what):
+    if len(buf) >= 4:
+        magic = struct.unpack_from(">I", buf, 0)[0]
+        if magic != magic_expected:
+            raise ValueError("{}: {!r} has magic number {} but an idx {} file has {}".format(
+                what, path, magic, kind, magic_expected))
+    if len(buf) < header_len:
+        raise ValueError("{}: {!r} is too short ({} bytes) to hold an idx {} header".format(
+            what, path, len(buf), kind))
+
+
 def read_idx_images(path, what="idx"):
     """Reads an idx3-ubyte(.gz) image file into a uint8 array [N, rows, cols], checking magic and sizes."""
     buf = _read_gz(path, what) if str(path).endswith(".gz") else open(path, "rb").read()
-    if len(buf) < 16:
-        raise ValueError("{}: {!r} is too short ({} bytes) to hold an idx image header".format(what, path, len(buf)))
-    magic, n, rows, cols = struct.unpack_from(">IIII", buf, 0)
-    if magic != _IMAGE_MAGIC:
-        raise ValueError("{}: {!r} has magic number {} but an idx image file has {}".format(
-            what, path, magic, _IMAGE_MAGIC))
+    _check_header(buf, 16, _IMAGE_MAGIC, "image", path, what)
+    _, n, rows, cols = struct.unpack_from(">IIII", buf, 0)
     expected = 16 + n * rows * cols
     if len(buf) != expected:
         raise ValueError("{}: {!r} holds {} bytes but its header ({} images of {}x{}) needs {} (truncated?)".format(
@@ -43,12 +50,8 @@ def read_idx_images(path, what="idx"):
 def read_idx_labels(path, what="idx"):
     """Reads an idx1-ubyte(.gz) label file into a uint8 array [N], checking magic and sizes."""
     buf = _read_gz(path, what) if str(path).endswith(".gz") else open(path, "rb").read()
-    if len(buf) < 8:
-        raise ValueError("{}: {!r} is too short ({} bytes) to hold an idx label header".format(what, path, len(buf)))
-    magic, n = struct.unpack_from(">II", buf, 0)
-    if magic != _LABEL_MAGIC:
-        raise ValueError("{}: {!r} has magic number {} but an idx label file has {}".format(
-            what, path, magic, _LABEL_MAGIC))
+    _check_header(buf, 8, _LABEL_MAGIC, "label", path, what)
+    _, n = struct.unpack_from(">II", buf, 0)
     if len(buf) != 8 + n:
         raise ValueError("{}: {!r} holds {} bytes but its header ({} labels) needs {} (truncated?)".format(
             what, path, len(buf), n, 8 + n))
