@@ -213,6 +213,15 @@ def resize(img, size, interpolation="bilinear"):
 # ---------------------------------------------------------------------------------------------- pad / crop / flip
 
 
+def _pil_fill(img, fill):
+    """A number fills every band (PIL alone would read 7 as the colour (7, 0, 0) of an RGB image)."""
+    if isinstance(fill, list):
+        fill = tuple(fill)
+    if isinstance(fill, numbers.Number) and len(img.getbands()) > 1:
+        return (fill,) * len(img.getbands())
+    return fill
+
+
 def _parse_padding(padding):
     """(left, top, right, bottom) from an int, (lr, tb) or (l, t, r, b)."""
     if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
@@ -260,8 +269,7 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     if kind == "pil":
         if padding_mode == "constant":
             from PIL import ImageOps
-            return ImageOps.expand(img, border=(left, top, right, bottom),
-                                   fill=tuple(fill) if isinstance(fill, list) else fill)
+            return ImageOps.expand(img, border=(left, top, right, bottom), fill=_pil_fill(img, fill))
         Image = _pil()
         out = _pad_numpy(np.asarray(img), left, top, right, bottom, fill, padding_mode)
         res = Image.fromarray(out)
@@ -387,7 +395,7 @@ def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=
         if interpolation not in ("nearest", "bilinear", "bicubic"):
             raise ValueError("rotate: interpolation should be nearest, bilinear or bicubic, got {!r}".format(
                 interpolation))
-        return img.rotate(angle, _PIL_INTERP[interpolation], expand, center, fillcolor=fill)
+        return img.rotate(angle, _PIL_INTERP[interpolation], expand, center, fillcolor=_pil_fill(img, fill))
     return _rotate_numpy(img, angle, interpolation, expand, center, fill)
 
 
@@ -406,7 +414,8 @@ def _gray_float(rgb):
 
 def _blend(degenerate, img, factor):
     # PIL's Image.blend: degenerate + factor * (img - degenerate) in float32, truncated for uint8.
-    out = degenerate.astype(np.float32) + np.float32(factor) * (img.astype(np.float32) - degenerate)
+    degenerate = degenerate.astype(np.float32)
+    out = degenerate + np.float32(factor) * (img.astype(np.float32) - degenerate)
     return _as_uint8_like(out, img.dtype)
 
 

@@ -301,6 +301,8 @@ class HueTransform(BaseTransform):
 
     def __init__(self, value, keys=None):
         super().__init__(keys)
+        if isinstance(value, numbers.Number) and not 0 <= value <= 0.5:
+            raise ValueError("hue value should be in [0, 0.5], got {}".format(value))
         self.value = _check_input(value, "hue", center=0, bound=(-0.5, 0.5), clip_first_on_zero=False)
 
     def _apply_image(self, img):
