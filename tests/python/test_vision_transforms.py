@@ -194,6 +194,53 @@ def test_rotate():
     assert (F.rotate(img, 45, fill=255)[0, 0] == 255).all()  # corners come from outside
 
 
+def test_affine():
+    img = _img(9, 11)
+    # identity
+    np.testing.assert_array_equal(F.affine(img, 0, (0, 0), 1.0, 0), img)
+    # pure integer translation: out[y, x] = img[y - dy, x - dx], fill elsewhere
+    out = F.affine(img, 0, (2, 1), 1.0, 0, fill=7)
+    expect = np.full_like(img, 7)
+    expect[1:, 2:] = img[:-1, :-2]
+    np.testing.assert_array_equal(out, expect)
+    # affine's angle turns clockwise (rotate's counter-clockwise), as Paddle
+    sq = _img(7, 7)
+    np.testing.assert_array_equal(F.affine(sq, 90, (0, 0), 1.0, 0), np.rot90(sq, -1))
+    np.testing.assert_array_equal(F.affine(sq, 90, (0, 0), 1.0, 0), F.rotate(sq, -90))
+    # numpy and PIL agree
+    for args, kw in (((30, (2, -1), 1.2, (10, 5)), {}), ((-15, [0, 0], 0.8, 7), {"interpolation": "bilinear",
+                                                                                   "fill": (1, 2, 3)})):
+        ours = F.affine(img, *args, **kw).astype(int)
+        pil = np.asarray(F.affine(Image.fromarray(img), *args, **kw)).astype(int)
+        assert np.abs(ours - pil).max() <= 1
+    with pytest.raises(ValueError, match="scale"):
+        F.affine(img, 0, (0, 0), 0.0, 0)
+    random.seed(4)
+    a = T.RandomAffine(20, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-5, 5, -3, 3))(img)
+    random.seed(4)
+    b = np.asarray(T.RandomAffine(20, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-5, 5, -3, 3))(
+        Image.fromarray(img)))
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="translation"):
+        T.RandomAffine(10, translate=(0.5, 2))
+
+
+def test_perspective():
+    img = _img(9, 11)
+    corners = [[0, 0], [10, 0], [10, 8], [0, 8]]
+    np.testing.assert_array_equal(F.perspective(img, corners, corners), img)
+    ends = [[2, 1], [9, 0], [10, 7], [1, 8]]
+    for interp in ("nearest", "bilinear"):
+        ours = F.perspective(img, corners, ends, interp).astype(int)
+        pil = np.asarray(F.perspective(Image.fromarray(img), corners, ends, interp)).astype(int)
+        assert np.abs(ours - pil).max() <= 1
+    random.seed(1)
+    a = T.RandomPerspective(prob=1.0)(img)
+    random.seed(1)
+    np.testing.assert_array_equal(a, np.asarray(T.RandomPerspective(prob=1.0)(Image.fromarray(img))))
+    assert T.RandomPerspective(prob=0.0)(img) is img
+
+
 def test_grayscale():
     img = _img(5, 6)
     r, g, b = (img[..., i].astype(int) for i in range(3))
