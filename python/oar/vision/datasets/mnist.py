@@ -21,7 +21,8 @@ def _read_gz(path, what):
         with gzip.open(path, "rb") as f:
             return f.read()
     except (OSError, EOFError, zlib.error) as e:
-        raise ValueError("{}: {!r} is not a readable gzip file (corrupt or truncated?): {}".format(what, path, e)) from e
+        raise ValueError("{}: {!r} is not a readable gzip file (corrupt or truncated?): {}".format(
+            what, path, e)) from e
 
 
 def _read_raw(path, what):
@@ -122,11 +123,11 @@ class MNIST(Dataset):
         return path
 
     def __getitem__(self, idx):
-        image = self.images[idx]
+        image = np.array(self.images[idx])  # a private, writable copy (the split is a read-only buffer)
         label = np.array([self.labels[idx]], dtype=np.int64)
         if self.backend == "pil":
             from PIL import Image
-            image = Image.fromarray(np.ascontiguousarray(image))  # uint8 2-D: mode "L"
+            image = Image.fromarray(image)  # uint8 2-D: mode "L"
         if self.transform is not None:
             image = self.transform(image)
         if self.backend == "pil":

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["to_tensor", "normalize", "resize", "pad", "crop", "center_crop", "hflip", "vflip", "rotate", "affine",
-           "perspective", "to_grayscale", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "erase"]
+           "perspective", "to_grayscale", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+           "erase"]
 
 
 def _pil():
