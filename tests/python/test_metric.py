@@ -52,6 +52,9 @@ def test_accuracy_compute_matrix(as_tensor):
     # labels given as [N] or one-hot give the same matrix
     np.testing.assert_array_equal(m.compute(PRED, LABEL[:, 0]), CORRECT)
     np.testing.assert_array_equal(m.compute(PRED, np.eye(3)[LABEL[:, 0]]), CORRECT)
+    # sequence outputs [B, T, C] with labels [B, T]
+    seq = m.compute(np.stack([PRED, PRED]), np.stack([LABEL[:, 0], LABEL[:, 0]]))
+    np.testing.assert_array_equal(seq, np.stack([CORRECT, CORRECT]))
 
 
 def test_accuracy_update_accumulate():
