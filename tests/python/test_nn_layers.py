@@ -251,6 +251,10 @@ def test_conv_transpose_output_size_and_1d_3d():
     x = T(rng.standard_normal((1, 2, 4, 4)), dtype="float32")
     assert t(x).shape == [1, 3, 7, 7]
     assert t(x, output_size=[8, 8]).shape == [1, 3, 8, 8]
+    # padding 'SAME' (Paddle): padded as a forward conv of x would be, out = (in-1)*s - pad_sum + k
+    for n, s, k, out in ((7, 2, 3, 13), (6, 2, 3, 12), (5, 3, 2, 14), (9, 2, 4, 17)):
+        same = nn.Conv2DTranspose(1, 1, k, stride=s, padding="SAME")
+        assert same(oar.randn([1, 1, n, n])).shape == [1, 1, out, out]
     t1 = nn.Conv1DTranspose(2, 3, 3, stride=2)
     x1 = rng.standard_normal((2, 2, 4))
     check(t1(T(x1, dtype="float32")), np_conv_transpose(x1, t1.weight.numpy(), t1.bias.numpy(), 2),

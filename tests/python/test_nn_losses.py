@@ -68,6 +68,9 @@ def test_cross_entropy_weight_ignore_smoothing_soft(device):
     li = -(soft * L).sum(-1)
     check(nn.CrossEntropyLoss(label_smoothing=0.1)(T(x, device, "float32"), T(y2, device)), np.float32(li.mean()),
           rtol=1e-5, atol=1e-5)
+    # reduction 'none' with smoothing keeps the class axis, [N, 1] (Paddle's soft-label path)
+    check(nn.CrossEntropyLoss(label_smoothing=0.1, reduction="none")(T(x, device, "float32"), T(y2, device)),
+          li[:, None].astype(np.float32), rtol=1e-5, atol=1e-5)
     wi = (soft * w).sum(-1)
     check(nn.CrossEntropyLoss(label_smoothing=0.1, weight=T(w, device, "float32"))(T(x, device, "float32"),
                                                                                  T(y2, device)),

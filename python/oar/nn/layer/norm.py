@@ -210,9 +210,6 @@ class BatchNorm(Layer):
                          data_format=self._data_layout, use_global_stats=use_global)
         return getattr(F, self._act)(y) if self._act is not None else y
 
-    def extra_repr(self):
-        return "num_channels={}, momentum={}, epsilon={}".format(self._num_channels, self._momentum, self._epsilon)
-
 
 class LayerNorm(Layer):
     """Normalises over the trailing dims `normalized_shape`; weight (ones) and bias (zeros) have shape
