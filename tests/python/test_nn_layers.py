@@ -859,3 +859,22 @@ def test_model_trains_on_device(device):
                     p.set_value(p - p.grad * 0.1)
         net.clear_gradients()
     assert losses[-1] < losses[0]
+
+
+def test_default_dtype_and_deepcopy():
+    import copy
+    oar.set_default_dtype("float64")
+    try:
+        lin, conv, bn, ln = nn.Linear(2, 3), nn.Conv2D(1, 2, 3), nn.BatchNorm2D(2), nn.LayerNorm(3)
+        assert all(p.dtype == oar.float64 for l in (lin, conv, bn, ln) for p in l.parameters())
+        assert repr(lin) == "Linear(in_features=2, out_features=3, dtype=float64)"
+        assert lin(oar.randn([4, 2], dtype="float64")).dtype == oar.float64
+    finally:
+        oar.set_default_dtype("float32")
+    net = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1D(2))
+    twin = copy.deepcopy(net)
+    assert twin[0].weight is not net[0].weight
+    np.testing.assert_array_equal(twin[0].weight.numpy(), net[0].weight.numpy())
+    assert twin[0].weight.name != net[0].weight.name
+    x = T(rng.standard_normal((3, 2)).astype(np.float32))
+    np.testing.assert_allclose(twin(x).numpy(), net(x).numpy(), rtol=1e-6)
