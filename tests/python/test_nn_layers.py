@@ -8,7 +8,6 @@ import pytest
 
 import oar
 import oar.nn as nn
-import oar.nn.functional as F
 from _util import check
 
 rng = np.random.default_rng(0)

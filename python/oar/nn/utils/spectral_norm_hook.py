@@ -5,7 +5,6 @@ iteration's singular vectors. A forward pre-hook sets layer.<name> = weight_orig
 u . (W v) estimates the largest singular value of W (weight_orig reshaped to [shape[dim], -1]); in
 training mode it first runs n_power_iterations steps v = normalize(W^T u), u = normalize(W v).
 """
-from ... import _C
 from ...autograd import no_grad
 from .. import functional as F
 
