@@ -121,6 +121,16 @@ def test_cell_default_states_and_shapes():
     assert nn.GRUCell(3, 4).get_initial_states(oar.zeros([2, 6, 3]), batch_dim_idx=1).shape == [6, 4]
 
 
+def test_get_initial_states_nested_shapes_and_dtype():
+    cell = nn.GRUCell(3, 4)
+    ref = oar.zeros([5, 3], dtype="float64")
+    a, (b, c) = cell.get_initial_states(ref, shape=[[-1, 2], [[3], [2, 2]]], init_value=2.0)
+    assert a.shape == [5, 2] and b.shape == [5, 3] and c.shape == [5, 2, 2]
+    assert a.dtype == oar.float64 and float(c.numpy()[0, 1, 1]) == 2.0
+    s = cell.get_initial_states(ref, dtype="float32")
+    assert s.shape == [5, 4] and s.dtype == oar.float32
+
+
 def test_simple_rnn_cell_relu_and_repr():
     oar.seed(3)
     cell = nn.SimpleRNNCell(2, 3, activation="relu")

@@ -6,7 +6,7 @@ import pytest
 import oar
 import oar.nn as nn
 
-from _util import check
+from _util import check, check_grad
 
 
 def _w(layer):
@@ -130,6 +130,28 @@ def test_mha_gradients_flow_to_projections():
     for name, p in mha.named_parameters():
         assert p.grad is not None, name
     assert np.abs(mha.q_proj.weight.grad.numpy()).sum() > 0
+
+
+def test_mha_input_gradients_match_finite_differences():
+    oar.seed(7)
+    mha = nn.MultiHeadAttention(4, 2, kdim=3).to(dtype="float64")
+    mask = np.array([[True, True, False], [True, False, True]])
+    rng = np.random.default_rng(7)
+    check_grad(lambda q, k: mha(q, k, k[..., :3] @ oar.ones([3, 4], dtype="float64"), attn_mask=oar.to_tensor(mask)),
+               [rng.standard_normal((1, 2, 4)), rng.standard_normal((1, 3, 3))])
+
+
+def test_attrs_without_bias_and_attr_lists():
+    mha = nn.MultiHeadAttention(4, 2, bias_attr=False)
+    assert list(mha.state_dict().keys()) == ["q_proj.weight", "k_proj.weight", "v_proj.weight", "out_proj.weight"]
+    layer = nn.TransformerEncoderLayer(4, 2, 8, bias_attr=[False, None])
+    keys = list(layer.state_dict().keys())
+    assert "self_attn.q_proj.bias" not in keys and "linear1.bias" in keys
+    model = nn.Transformer(4, 2, 1, 1, 8, bias_attr=[None, None, False])
+    keys = model.state_dict().keys()
+    assert "decoder.layers.0.linear1.bias" not in keys and "encoder.layers.0.linear1.bias" not in keys
+    assert "decoder.layers.0.cross_attn.q_proj.bias" in keys
+    assert model(oar.randn([1, 3, 4]), oar.randn([1, 2, 4])).shape == [1, 2, 4]
 
 
 @pytest.mark.parametrize("normalize_before", [False, True])
