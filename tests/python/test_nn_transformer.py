@@ -81,7 +81,8 @@ def test_mha_matches_numpy_with_masks(device):
     out, _ = mha(oar.to_tensor(q), oar.to_tensor(kv), oar.to_tensor(kv), attn_mask=oar.to_tensor(fmask))
     check(out, np_mha(w, q, kv, kv, 2, fmask)[0], rtol=1e-4, atol=1e-5)
     # int mask behaves like bool
-    out_i, _ = mha(oar.to_tensor(q), oar.to_tensor(kv), oar.to_tensor(kv), attn_mask=oar.to_tensor(bmask.astype(np.int64)))
+    imask = oar.to_tensor(bmask.astype(np.int64))
+    out_i, _ = mha(oar.to_tensor(q), oar.to_tensor(kv), oar.to_tensor(kv), attn_mask=imask)
     out_b, _ = mha(oar.to_tensor(q), oar.to_tensor(kv), oar.to_tensor(kv), attn_mask=oar.to_tensor(bmask))
     check(out_i, out_b.numpy())
 
