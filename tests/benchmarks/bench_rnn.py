@@ -42,6 +42,7 @@ def run_oar():
     print("oar fwd            %8.2f ms" % best_ms(fwd))
     print("oar fwd+bwd        %8.2f ms" % best_ms(fb))
     net[0].cell.register_forward_pre_hook(lambda layer, inputs: None)
+    print("oar fwd, per-step input matmul     %8.2f ms" % best_ms(fwd))
     print("oar fwd+bwd, per-step input matmul %8.2f ms" % best_ms(fb))
 
 
