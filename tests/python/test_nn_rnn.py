@@ -226,6 +226,25 @@ class _SumCell(nn.RNNCellBase):
         return (self.input_size,)
 
 
+class _GridCell(nn.RNNCellBase):
+    """A user cell with a rank-3 state [batch, 2, 3] (masking must broadcast along the batch axis)."""
+
+    def forward(self, x, state=None):
+        new = state + x.reshape([x.shape[0], 1, 1])
+        return new.sum(axis=[1, 2]), new
+
+    @property
+    def state_shape(self):
+        return (2, 3)
+
+
+def test_custom_cell_rank3_state_with_sequence_length():
+    x = np.array([[1.0, 2.0, 4.0], [1.0, 2.0, 4.0]], np.float32)[..., None]  # [batch 2, time 3, 1]
+    y, s = nn.RNN(_GridCell())(oar.to_tensor(x), sequence_length=oar.to_tensor([3, 2]))
+    assert s.shape == [2, 2, 3]
+    check(s, np.stack([np.full((2, 3), 7.0), np.full((2, 3), 3.0)]).astype(np.float32))
+
+
 def test_custom_cell_runs_through_the_generic_loop():
     x = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
     y, s = nn.RNN(_SumCell(2))(oar.to_tensor(x), sequence_length=oar.to_tensor([3, 1]))

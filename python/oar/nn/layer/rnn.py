@@ -296,15 +296,20 @@ def _uses_builtin_step(cell, kwargs):
 
 
 def _step_masks(sequence_length, steps, dtype):
-    """Per-step masks [batch, 1] (bool, and `dtype` for multiplying), True where t < length."""
+    """Per-step masks [batch] (bool, and `dtype` for multiplying), True where t < length."""
     if not isinstance(sequence_length, Tensor):
         sequence_length = T.to_tensor(sequence_length)
     if sequence_length.ndim != 1:
         raise ValueError("sequence_length must be a 1-D tensor of lengths [batch], got shape {}".format(
             sequence_length.shape))
     t = T.arange(steps, dtype=sequence_length.dtype)
-    keep = T.unsqueeze(T.unsqueeze(t, 1) < T.unsqueeze(sequence_length, 0), -1)  # [time, batch, 1]
+    keep = T.unsqueeze(t, 1) < T.unsqueeze(sequence_length, 0)  # [time, batch]
     return T.unbind(keep, 0), T.unbind(keep.astype(dtype), 0)
+
+
+def _along_batch(mask, like):
+    # [batch] -> [batch, 1, ...] so it broadcasts over a state or output of any rank (batch first).
+    return T.reshape(mask, [mask.shape[0]] + [1] * (like.ndim - 1))
 
 
 def _run_cell(cell, inputs, initial_states=None, sequence_length=None, time_major=False, is_reverse=False,
@@ -343,10 +348,10 @@ def _run_cell(cell, inputs, initial_states=None, sequence_length=None, time_majo
         else:
             out, new_states = cell(xs[t], states, **kwargs)
         if masks is not None:
-            m = masks[t]
-            new_states = _map(lambda new, old: T.where(m, new, old), new_states, states)
+            m, fm = masks[t], fmasks[t]
+            new_states = _map(lambda new, old: T.where(_along_batch(m, new), new, old), new_states, states)
             if zero_padded_outputs:
-                out = _map(lambda o: o * fmasks[t], out)
+                out = _map(lambda o: o * _along_batch(fm, o), out)
         states = new_states
         outputs[t] = out
     time_axis = 0 if time_major else 1
