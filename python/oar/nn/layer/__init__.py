@@ -10,3 +10,5 @@ from .norm import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403

@@ -1,0 +1,106 @@
+"""LSTM(128, 256) forward+backward on a [32 batch, 50 steps, 128] input: oar vs torch vs paddle (CPU).
+
+Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_rnn.py
+Not a test and not part of CI. Each framework runs in its own subprocess with BENCH_THREADS threads
+(default 1) and is timed in process CPU time: on a shared, loaded machine multi-threaded BLAS spin-waits
+(small matmuls get 50x slower) and wall time mostly measures the other jobs. torch and paddle are
+skipped when they cannot be imported. "oar ... per-step input matmul" forces the generic loop (a no-op
+hook on the cell), i.e. without the whole-sequence input projection, to show what that saves.
+"""
+import os
+import subprocess
+import sys
+
+BATCH, STEPS, INPUT, HIDDEN = 32, 50, 128, 256
+THREADS = os.environ.get("BENCH_THREADS", "1")
+
+
+def best_ms(fn, number=3, repeat=7):
+    # CPU time of this process (all its threads), best of `repeat`: on a shared machine wall time mostly
+    # measures the other jobs.
+    import time
+    import timeit
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=repeat, timer=time.process_time)) / number * 1e3
+
+
+def run_oar():
+    import numpy as np
+    import oar
+    x = oar.to_tensor(np.random.default_rng(0).standard_normal((BATCH, STEPS, INPUT)).astype("float32"))
+    net = oar.nn.LSTM(INPUT, HIDDEN)
+
+    def fb():
+        y, (h, c) = net(x)
+        (y.sum() + h.sum()).backward()
+        net.clear_gradients()
+
+    def fwd():
+        with oar.no_grad():
+            net(x)
+
+    print("oar fwd            %8.2f ms" % best_ms(fwd))
+    print("oar fwd+bwd        %8.2f ms" % best_ms(fb))
+    net[0].cell.register_forward_pre_hook(lambda layer, inputs: None)
+    print("oar fwd, per-step input matmul     %8.2f ms" % best_ms(fwd))
+    print("oar fwd+bwd, per-step input matmul %8.2f ms" % best_ms(fb))
+
+
+def run_torch():
+    import torch
+    torch.set_num_threads(int(THREADS))
+    x = torch.randn(BATCH, STEPS, INPUT)
+    net = torch.nn.LSTM(INPUT, HIDDEN, batch_first=True)
+
+    def fb():
+        y, (h, c) = net(x)
+        (y.sum() + h.sum()).backward()
+        net.zero_grad()
+
+    def fwd():
+        with torch.no_grad():
+            net(x)
+
+    print("torch fwd          %8.2f ms" % best_ms(fwd))
+    print("torch fwd+bwd      %8.2f ms" % best_ms(fb))
+
+
+def run_paddle():
+    import paddle
+    paddle.set_device("cpu")
+    x = paddle.randn([BATCH, STEPS, INPUT])
+    net = paddle.nn.LSTM(INPUT, HIDDEN)
+
+    def fb():
+        y, (h, c) = net(x)
+        (y.sum() + h.sum()).backward()
+        net.clear_gradients()
+
+    def fwd():
+        with paddle.no_grad():
+            net(x)
+
+    print("paddle fwd         %8.2f ms" % best_ms(fwd))
+    print("paddle fwd+bwd     %8.2f ms" % best_ms(fb))
+
+
+def main():
+    if len(sys.argv) > 1:
+        {"oar": run_oar, "torch": run_torch, "paddle": run_paddle}[sys.argv[1]]()
+        return
+    print("LSTM({}, {}), input [{}, {}, {}], float32, CPU, {} thread(s)".format(INPUT, HIDDEN, BATCH, STEPS, INPUT,
+                                                                             THREADS))
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = THREADS
+    for fw in ("oar", "torch", "paddle"):
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), fw], env=env, capture_output=True, text=True)
+        lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["failed"])[-1]
+            print("{:<18} skipped ({})".format(fw, last[:100]))
+        print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
