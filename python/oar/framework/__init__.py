@@ -1,0 +1,1 @@
+"""oar.framework: framework-level utilities (save/load in oar.framework.io)."""
