@@ -189,12 +189,14 @@ class _MultiProcessIter:
     def __init__(self, loader):
         import multiprocessing as mp
         from multiprocessing import resource_tracker
-        self._loader = loader
+        # A persistent iterator is owned by its loader: a weak reference back avoids a cycle, so that
+        # dropping the loader shuts the workers down at once.
+        self._persistent = loader._persistent_workers
+        self._loader_ref = weakref.ref(loader) if self._persistent else (lambda: loader)
         self._is_shutdown = True  # until the workers exist
         self._num_workers = loader.num_workers
         self._place = loader.places
         self._timeout = loader.timeout
-        self._persistent = loader._persistent_workers
         self._prefetch = loader.prefetch_factor * loader.num_workers
         ctx = mp.get_context("fork") if sys.platform.startswith("linux") else mp.get_context()
         if loader.use_shared_memory:
@@ -223,6 +225,10 @@ class _MultiProcessIter:
         self._is_shutdown = False
         _live_iterators.add(self)
         self._start_epoch()
+
+    @property
+    def _loader(self):
+        return self._loader_ref()
 
     # --- epoch state --------------------------------------------------------------------------------
     def _start_epoch(self):
@@ -281,10 +287,10 @@ class _MultiProcessIter:
             if dead:
                 w = dead[0]
                 msg = "DataLoader worker (pid {}) {}".format(w.pid, _describe_exit(w.exitcode))
-                self._shutdown()
+                self._shutdown(graceful=False)
                 raise RuntimeError(msg + "; the DataLoader has been shut down")
             if deadline is not None and time.monotonic() >= deadline:
-                self._shutdown()
+                self._shutdown(graceful=False)
                 raise RuntimeError("DataLoader timed out: no batch from the worker processes within timeout={} "
                                    "seconds".format(self._timeout))
 
@@ -300,10 +306,10 @@ class _MultiProcessIter:
         while True:
             # Skip tasks given to workers whose stream has ended (IterableDataset).
             while self._rcvd_idx < self._send_idx:
-                task = self._tasks[self._rcvd_idx]
-                if len(task) == 2 or self._active[task[0]]:
+                task = self._tasks.get(self._rcvd_idx)
+                if task is not None and (len(task) == 2 or self._active[task[0]]):
                     break
-                del self._tasks[self._rcvd_idx]
+                self._tasks.pop(self._rcvd_idx, None)
                 self._rcvd_idx += 1
             else:
                 if not self._persistent:
@@ -338,7 +344,9 @@ class _MultiProcessIter:
         return _worker._unpack(data, self._place)
 
     # --- shutdown -----------------------------------------------------------------------------------
-    def _shutdown(self):
+    def _shutdown(self, graceful=True):
+        """Stop the workers: ask them to exit (graceful) or terminate them at once (a worker is stuck
+        or dead), then release the batches still in the pipe."""
         if self._is_shutdown:
             return
         self._is_shutdown = True
@@ -350,7 +358,7 @@ class _MultiProcessIter:
                 except Exception:
                     pass
             # Read what the workers still send (they may be blocked writing) until they have exited.
-            deadline = time.monotonic() + _SHUTDOWN_WAIT_S
+            deadline = time.monotonic() + (_SHUTDOWN_WAIT_S if graceful else 0.0)
             while any(w.is_alive() for w in self._workers) and time.monotonic() < deadline:
                 try:
                     if self._result_reader.poll(0.01):

@@ -18,6 +18,11 @@ class Dataset:
         raise NotImplementedError("'{}' does not implement __len__".format(type(self).__name__))
 
 
+class _NoLengthError(TypeError, RuntimeError):
+    """len() of an IterableDataset: a RuntimeError as in Paddle, and a TypeError so that list(dataset)
+    (which asks for a length hint) still works."""
+
+
 class IterableDataset(Dataset):
     """A stream of samples: subclasses implement __iter__()."""
 
@@ -28,7 +33,7 @@ class IterableDataset(Dataset):
         raise RuntimeError("'{}' is an IterableDataset: it cannot be indexed".format(type(self).__name__))
 
     def __len__(self):
-        raise RuntimeError("'{}' is an IterableDataset: it has no len()".format(type(self).__name__))
+        raise _NoLengthError("'{}' is an IterableDataset: it has no len()".format(type(self).__name__))
 
 
 def _is_tensor(x):

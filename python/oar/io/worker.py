@@ -61,7 +61,7 @@ class _WorkerError:
     def __init__(self, worker_id, where):
         exc_type, exc, _ = sys.exc_info()
         self.exc_type = exc_type
-        self.msg = "Caught {} in DataLoader worker process {}{}.\nOriginal Traceback (most recent call last):\n{}".format(
+        self.msg = "Caught {} in DataLoader worker process {}{}.\nOriginal {}".format(
             exc_type.__name__, worker_id, where, "".join(traceback.format_exception(exc_type, exc, exc.__traceback__)))
 
     def __getstate__(self):
