@@ -99,6 +99,8 @@ class Big(Dataset):
         return 12
 
     def __getitem__(self, i):
+        if i < 2:
+            time.sleep(0.2)  # the first batch comes last: the other worker's batches wait out of turn
         return {"x": np.full((64, 64), i, dtype=np.float32), "y": i}
 
 
@@ -386,8 +388,8 @@ def test_workers_shared_memory_no_leak():
         assert [b["y"].numpy().tolist() for b in got] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
         for b in got:
             np.testing.assert_array_equal(b["x"].numpy()[:, 0, 0], b["y"].numpy().astype(np.float32))
-    # break early: batches already in flight are released too
-    for b in DataLoader(Big(), batch_size=2, num_workers=2):
+    # break early: batches in flight and batches that arrived out of turn are released too
+    for b in DataLoader(Big(), batch_size=2, num_workers=2, prefetch_factor=3):
         break
     del b
     assert _no_children()

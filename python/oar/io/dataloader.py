@@ -231,7 +231,15 @@ class _MultiProcessIter:
         return self._loader_ref()
 
     # --- epoch state --------------------------------------------------------------------------------
+    def _release_early_batches(self):
+        """Free the batches that arrived ahead of their turn and will not be handed out."""
+        for task in getattr(self, "_tasks", {}).values():
+            if len(task) == 2:
+                _worker._release(task[1])
+        self._tasks = {}
+
     def _start_epoch(self):
+        self._release_early_batches()
         self._index_iter = self._loader._index_iter()
         self._send_idx = 0
         self._rcvd_idx = 0
@@ -352,6 +360,7 @@ class _MultiProcessIter:
         self._is_shutdown = True
         _live_iterators.discard(self)
         try:
+            self._release_early_batches()
             for q in self._index_queues:
                 try:
                     q.put(None)
