@@ -514,3 +514,43 @@ def test_unpicklable_batch_reports_error():
     with pytest.raises(Exception, match="sending the batch"):
         list(dl)
     assert _no_children()
+
+
+_EXIT_SCRIPT = r"""
+import os, sys, numpy as np
+import oar.io as io
+class D(io.Dataset):
+    def __len__(self): return 1000
+    def __getitem__(self, i): return np.zeros((64, 64), np.float32)
+it = iter(io.DataLoader(D(), batch_size=4, num_workers=2))
+next(it)
+print(" ".join(str(w.pid) for w in it._workers), flush=True)
+if sys.argv[1] == "hard":
+    os._exit(0)  # no atexit handlers: the orphaned workers must notice and exit on their own
+"""
+
+
+def _gone(pid):
+    try:
+        with open("/proc/{}/stat".format(pid)) as f:
+            return f.read().split(") ")[1][0] in "ZX"  # a zombie waiting for init counts as gone
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("how", ["normal", "hard"])
+def test_workers_exit_with_the_interpreter(how):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, how], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if how == "normal":  # after os._exit the resource tracker frees (and reports) the in-flight segments
+        assert "leaked" not in proc.stderr, proc.stderr
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.time() + 10
+    while not all(_gone(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(p) for p in pids)

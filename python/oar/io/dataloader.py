@@ -9,7 +9,6 @@ the main process builds the oar Tensors."""
 import atexit
 import itertools
 import pickle
-import random
 import signal
 import sys
 import time
@@ -207,7 +206,7 @@ class _MultiProcessIter:
         result_lock = ctx.Lock()
         # Worker seeds: drawn from numpy's global generator, so np.random.seed in the main process makes
         # them reproducible; each worker adds its id.
-        base_seed = int(np.random.randint(0, 2 ** 31 - 1)) * 1000 + random.randrange(1000)
+        base_seed = int(np.random.randint(0, 2 ** 31 - 1))
         self._index_queues = []
         self._workers = []
         collate = loader._collate()
