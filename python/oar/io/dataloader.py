@@ -8,6 +8,7 @@ task order whatever order they arrive in. Workers return numpy (large arrays thr
 the main process builds the oar Tensors."""
 import atexit
 import itertools
+import os
 import pickle
 import signal
 import sys
@@ -210,17 +211,24 @@ class _MultiProcessIter:
         self._index_queues = []
         self._workers = []
         collate = loader._collate()
-        import os
-        for wid in range(self._num_workers):
-            q = ctx.Queue()
-            w = ctx.Process(target=_worker._worker_loop, daemon=True,
-                            args=(loader.dataset, loader._is_iterable, q, result_writer, result_lock,
-                                  loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
-                                  base_seed + wid, loader.worker_init_fn, loader.use_shared_memory, os.getpid()))
-            w.start()
-            self._index_queues.append(q)
-            self._workers.append(w)
-        result_writer.close()  # only the workers write
+        try:
+            for wid in range(self._num_workers):
+                q = ctx.Queue()
+                w = ctx.Process(target=_worker._worker_loop, daemon=True,
+                                args=(loader.dataset, loader._is_iterable, q, result_writer, result_lock,
+                                      loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
+                                      base_seed + wid, loader.worker_init_fn, loader.use_shared_memory,
+                                      os.getpid()))
+                w.start()
+                self._index_queues.append(q)
+                self._workers.append(w)
+        except BaseException:
+            for w in self._workers:  # do not leave the ones already started behind
+                w.terminate()
+                w.join()
+            raise
+        finally:
+            result_writer.close()  # only the workers write
         self._is_shutdown = False
         _live_iterators.add(self)
         self._start_epoch()
