@@ -210,6 +210,7 @@ class _MultiProcessIter:
         base_seed = int(np.random.randint(0, 2 ** 31 - 1))
         self._index_queues = []
         self._workers = []
+        self._slots = _worker._SlotReader()
         collate = loader._collate()
         try:
             for wid in range(self._num_workers):
@@ -218,7 +219,7 @@ class _MultiProcessIter:
                                 args=(loader.dataset, loader._is_iterable, q, result_writer, result_lock,
                                       loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
                                       base_seed + wid, loader.worker_init_fn, loader.use_shared_memory,
-                                      os.getpid()))
+                                      self._prefetch, os.getpid()))
                 w.start()
                 self._index_queues.append(q)
                 self._workers.append(w)
@@ -238,15 +239,7 @@ class _MultiProcessIter:
         return self._loader_ref()
 
     # --- epoch state --------------------------------------------------------------------------------
-    def _release_early_batches(self):
-        """Free the batches that arrived ahead of their turn and will not be handed out."""
-        for task in getattr(self, "_tasks", {}).values():
-            if len(task) == 2:
-                _worker._release(task[1])
-        self._tasks = {}
-
     def _start_epoch(self):
-        self._release_early_batches()
         self._index_iter = self._loader._index_iter()
         self._send_idx = 0
         self._rcvd_idx = 0
@@ -281,11 +274,9 @@ class _MultiProcessIter:
             q.put(_worker._ResumeIteration())
         acks = 0
         while acks < self._num_workers:
-            idx, data = self._recv()
+            idx, data = self._recv()  # results of the old epoch are dropped unread
             if isinstance(data, _worker._ResumeAck):
                 acks += 1
-            else:
-                _worker._release(data)
         self._start_epoch()
 
     # --- receiving ----------------------------------------------------------------------------------
@@ -338,12 +329,14 @@ class _MultiProcessIter:
                 return self._process(task[1])
             idx, data = self._recv()
             if idx not in self._tasks:  # a task skipped after its worker's stream ended
-                _worker._release(data)
                 continue
             if isinstance(data, _worker._IterableEnd):
                 self._active[data.worker_id] = False
                 del self._tasks[idx]
                 continue
+            if not isinstance(data, _worker._WorkerError):
+                # Copy out of the worker's shared-memory slot now: the worker reuses the slot later.
+                data = _worker._unpack(data, self._slots, self._place)
             if idx != self._rcvd_idx:  # arrived early: keep it until its turn
                 self._tasks[idx].append(data)
                 continue
@@ -356,18 +349,18 @@ class _MultiProcessIter:
         if isinstance(data, _worker._WorkerError):
             self._shutdown()
             data.reraise()
-        return _worker._unpack(data, self._place)
+        return data
 
     # --- shutdown -----------------------------------------------------------------------------------
     def _shutdown(self, graceful=True):
-        """Stop the workers: ask them to exit (graceful) or terminate them at once (a worker is stuck
-        or dead), then release the batches still in the pipe."""
+        """Stop the workers: ask them to exit (graceful; what they still send is read and dropped) or
+        terminate them at once (a worker is stuck or dead). Workers unlink their shared memory."""
         if self._is_shutdown:
             return
         self._is_shutdown = True
         _live_iterators.discard(self)
         try:
-            self._release_early_batches()
+            self._tasks = {}
             for q in self._index_queues:
                 try:
                     q.put(None)
@@ -378,22 +371,15 @@ class _MultiProcessIter:
             while any(w.is_alive() for w in self._workers) and time.monotonic() < deadline:
                 try:
                     if self._result_reader.poll(0.01):
-                        _, data = pickle.loads(self._result_reader.recv_bytes())
-                        _worker._release(data)
+                        self._result_reader.recv_bytes()  # dropped
                 except (EOFError, OSError):
                     break
             for w in self._workers:
                 if w.is_alive():
                     w.terminate()
                 w.join(timeout=_SHUTDOWN_WAIT_S)
-            # Batches written just before the workers exited.
-            try:
-                while self._result_reader.poll(0):
-                    _, data = pickle.loads(self._result_reader.recv_bytes())
-                    _worker._release(data)
-            except Exception:
-                pass
         finally:
+            self._slots.close()
             for q in self._index_queues:
                 q.cancel_join_thread()
                 q.close()
