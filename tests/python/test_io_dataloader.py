@@ -396,6 +396,29 @@ def test_workers_shared_memory_no_leak():
     assert set(glob.glob("/dev/shm/psm_*")) <= before
 
 
+class Growing(Dataset):
+    """Every sample larger than the one before: the workers' shared-memory slots must grow."""
+
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, i):
+        if i % 7 == 0:
+            time.sleep(0.01)  # some batches finish late and others wait out of turn
+        return np.full(4096 + 512 * i, i, dtype=np.float32)
+
+
+def test_shared_memory_slots_reuse_and_grow():
+    # 40 batches through rings of prefetch_factor * num_workers + 1 slots: slots are reused and
+    # regrown many times; a slot overwritten too early would show up as wrong values.
+    for prefetch in (1, 2):
+        out = [b.numpy() for b in DataLoader(Growing(), batch_size=1, num_workers=2, prefetch_factor=prefetch)]
+        assert len(out) == 40
+        for i, b in enumerate(out):
+            assert b.shape == (1, 4096 + 512 * i) and (b == i).all()
+    assert _no_children()
+
+
 def test_worker_exception_has_traceback():
     dl = DataLoader(Failing(), batch_size=2, num_workers=2)
     with pytest.raises(ValueError) as err:
