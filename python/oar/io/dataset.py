@@ -163,7 +163,8 @@ class ConcatDataset(Dataset):
     def __getitem__(self, idx):
         if idx < 0:
             if -idx > len(self):
-                raise ValueError("ConcatDataset: absolute value of index {} exceeds the length {}".format(idx, len(self)))
+                raise ValueError("ConcatDataset: absolute value of index {} exceeds the length {}".format(
+                    idx, len(self)))
             idx += len(self)
         if idx >= len(self):
             raise IndexError("ConcatDataset: index {} out of range for length {}".format(idx, len(self)))
