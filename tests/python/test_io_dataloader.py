@@ -118,6 +118,13 @@ def _no_children():
 
 # --- datasets ------------------------------------------------------------------------------------------
 
+def test_public_names():
+    import oar.io
+    for name in oar.io.__all__:
+        assert hasattr(oar.io, name), name
+    assert callable(oar.save) and callable(oar.load)
+
+
 def test_tensor_dataset():
     x = oar.to_tensor(np.arange(12, dtype=np.float32).reshape(4, 3))
     y = oar.to_tensor(np.arange(4))
@@ -463,7 +470,7 @@ def test_iterable_dataset_with_workers():
 
 def _init_fn(worker_id):
     info = get_worker_info()
-    assert info is not None and info.id == worker_id
+    assert info is not None and info.id == worker_id and isinstance(info.dataset, WhoAmI)
     np.random.seed(1000 + worker_id)
 
 
