@@ -358,6 +358,19 @@ def test_tensor_dataset_loader():
     assert _no_children()
 
 
+def test_device_tensor_dataset_with_workers():
+    # Workers must not call into a device runtime after fork: TensorDataset hands them host copies
+    # made in the main process (also through Subset / ComposeDataset).
+    others = [d for d in oar.device.get_available_device() if not d.startswith("cpu")]
+    if not others:
+        pytest.skip("no non-CPU device")
+    x = oar.to_tensor(np.arange(20, dtype=np.float32).reshape(10, 2), place=others[0])
+    for ds in (TensorDataset([x]), Subset(TensorDataset([x]), list(range(10))), ComposeDataset([TensorDataset([x])])):
+        out = [b[0].numpy() for b in DataLoader(ds, batch_size=4, num_workers=2, timeout=20)]
+        np.testing.assert_array_equal(np.concatenate(out), x.numpy())
+    assert _no_children()
+
+
 # --- DataLoader with worker processes ------------------------------------------------------------------
 
 def test_workers_order_and_values():

@@ -19,7 +19,7 @@ import numpy as np
 
 from .batch_sampler import BatchSampler, _InfiniteIterableSampler
 from .collate import _numpy_to_tensors, default_collate_fn, default_convert_fn
-from .dataset import IterableDataset
+from .dataset import IterableDataset, _prepare_for_workers
 from .sampler import RandomSampler, SequenceSampler
 from . import worker as _worker
 
@@ -212,6 +212,7 @@ class _MultiProcessIter:
         self._workers = []
         self._slots = _worker._SlotReader()
         collate = loader._collate()
+        _prepare_for_workers(loader.dataset)
         try:
             for wid in range(self._num_workers):
                 q = ctx.Queue()

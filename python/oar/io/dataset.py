@@ -4,6 +4,8 @@ import bisect
 import math
 import warnings
 
+import numpy as np
+
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ComposeDataset", "ChainDataset", "ConcatDataset",
            "Subset", "random_split"]
 
@@ -71,6 +73,12 @@ class TensorDataset(Dataset):
             return tuple(a[index] for a in self._arrays)
         return tuple(t[index] for t in self.tensors)
 
+    def _prepare_for_workers(self):
+        """Main process, before forking: host copies of the tensors. A forked worker must not call into
+        the device runtime (its threads do not survive fork), so workers read these arrays."""
+        if self.tensors is not None and self._arrays is None:
+            self._arrays = [np.asarray(t.numpy()) for t in self.tensors]
+
     def __getstate__(self):
         # Tensors cannot be pickled; a spawned worker gets numpy arrays instead.
         state = dict(self.__dict__)
@@ -85,6 +93,19 @@ class TensorDataset(Dataset):
         if self.tensors is None:
             return self._arrays[0].shape[0]
         return self.tensors[0].shape[0]
+
+
+def _prepare_for_workers(dataset):
+    """Let datasets (and the datasets they wrap) get ready to be read from forked worker processes."""
+    prepare = getattr(dataset, "_prepare_for_workers", None)
+    if callable(prepare):
+        prepare()
+    inner = getattr(dataset, "dataset", None)
+    if isinstance(inner, Dataset):
+        _prepare_for_workers(inner)
+    for d in getattr(dataset, "datasets", None) or ():
+        if isinstance(d, Dataset):
+            _prepare_for_workers(d)
 
 
 def _to_list(value):
