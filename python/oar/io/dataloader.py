@@ -1,7 +1,7 @@
 """DataLoader (Paddle's paddle.io.DataLoader): batches from a dataset, in the main process or in worker
 processes.
 
-Multi-process design: one index queue per worker (main -> worker: (task index, sample indices)), one
+Multi-process design: one task pipe per worker (main -> worker: (task index, sample indices)), one
 result pipe shared by all workers under a lock (worker -> main: (task index, batch)). Tasks go to the
 workers round robin, at most prefetch_factor * num_workers outstanding, and batches are handed out in
 task order whatever order they arrive in. Workers return numpy (large arrays through shared memory);
@@ -215,14 +215,18 @@ class _MultiProcessIter:
         _prepare_for_workers(loader.dataset)
         try:
             for wid in range(self._num_workers):
-                q = ctx.Queue()
+                # Tasks go through a plain pipe per worker: small synchronous writes, no feeder thread.
+                task_reader, q = ctx.Pipe(duplex=False)
                 w = ctx.Process(target=_worker._worker_loop, daemon=True,
-                                args=(loader.dataset, loader._is_iterable, q, result_writer, result_lock,
+                                args=(loader.dataset, loader._is_iterable, task_reader, result_writer, result_lock,
                                       loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
                                       base_seed + wid, loader.worker_init_fn, loader.use_shared_memory,
                                       self._prefetch, os.getpid()))
-                w.start()
                 self._index_queues.append(q)
+                try:
+                    w.start()
+                finally:
+                    task_reader.close()  # the worker's end
                 self._workers.append(w)
         except BaseException:
             for w in self._workers:  # do not leave the ones already started behind
@@ -265,14 +269,14 @@ class _MultiProcessIter:
         except StopIteration:
             self._sampler_done = True
             return
-        self._index_queues[wid].put((self._send_idx, indices))
+        self._index_queues[wid].send((self._send_idx, indices))
         self._tasks[self._send_idx] = [wid]
         self._send_idx += 1
 
     def _reset(self):
         """Persistent workers, next epoch: restart the workers' iterators and forget the old epoch."""
         for q in self._index_queues:
-            q.put(_worker._ResumeIteration())
+            q.send(_worker._ResumeIteration())
         acks = 0
         while acks < self._num_workers:
             idx, data = self._recv()  # results of the old epoch are dropped unread
@@ -364,8 +368,8 @@ class _MultiProcessIter:
             self._tasks = {}
             for q in self._index_queues:
                 try:
-                    q.put(None)
-                except Exception:
+                    q.send(None)
+                except Exception:  # that worker is gone already
                     pass
             # Read what the workers still send (they may be blocked writing) until they have exited.
             deadline = time.monotonic() + (_SHUTDOWN_WAIT_S if graceful else 0.0)
@@ -382,7 +386,6 @@ class _MultiProcessIter:
         finally:
             self._slots.close()
             for q in self._index_queues:
-                q.cancel_join_thread()
                 q.close()
             self._result_reader.close()
 

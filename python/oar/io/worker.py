@@ -1,7 +1,6 @@
 """DataLoader worker processes: the loop each worker runs, get_worker_info(), and the messages and
 shared-memory arrays that travel between workers and the main process."""
 import os
-import queue
 import random
 import signal
 import sys
@@ -276,7 +275,7 @@ def _send(conn, lock, msg):
         conn.send_bytes(payload)
 
 
-def _worker_loop(dataset, is_iterable, index_queue, result_conn, result_lock, auto_collate, collate_fn, drop_last,
+def _worker_loop(dataset, is_iterable, task_conn, result_conn, result_lock, auto_collate, collate_fn, drop_last,
                  worker_id, num_workers, seed, worker_init_fn, use_shared_memory, outstanding, parent_pid):
     """Runs in each worker process until it reads None (shutdown) or its parent is gone."""
     global _worker_info
@@ -304,11 +303,13 @@ def _worker_loop(dataset, is_iterable, index_queue, result_conn, result_lock, au
     try:
         while True:
             try:
-                task = index_queue.get(timeout=_POLL_S)
-            except queue.Empty:
-                if os.getppid() != parent_pid:  # orphaned: the main process died
-                    break
-                continue
+                if not task_conn.poll(_POLL_S):
+                    if os.getppid() != parent_pid:  # orphaned: the main process died
+                        break
+                    continue
+                task = task_conn.recv()
+            except (EOFError, OSError):  # the main process closed its end
+                break
             if task is None:
                 break
             if isinstance(task, _ResumeIteration):
