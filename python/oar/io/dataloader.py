@@ -208,7 +208,7 @@ class _MultiProcessIter:
         # Worker seeds: drawn from numpy's global generator, so np.random.seed in the main process makes
         # them reproducible; each worker adds its id.
         base_seed = int(np.random.randint(0, 2 ** 31 - 1))
-        self._index_queues = []
+        self._task_conns = []
         self._workers = []
         self._slots = _worker._SlotReader()
         collate = loader._collate()
@@ -216,13 +216,13 @@ class _MultiProcessIter:
         try:
             for wid in range(self._num_workers):
                 # Tasks go through a plain pipe per worker: small synchronous writes, no feeder thread.
-                task_reader, q = ctx.Pipe(duplex=False)
+                task_reader, task_writer = ctx.Pipe(duplex=False)
                 w = ctx.Process(target=_worker._worker_loop, daemon=True,
                                 args=(loader.dataset, loader._is_iterable, task_reader, result_writer, result_lock,
                                       loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
                                       base_seed + wid, loader.worker_init_fn, loader.use_shared_memory,
                                       self._prefetch, os.getpid()))
-                self._index_queues.append(q)
+                self._task_conns.append(task_writer)
                 try:
                     w.start()
                 finally:
@@ -269,13 +269,13 @@ class _MultiProcessIter:
         except StopIteration:
             self._sampler_done = True
             return
-        self._index_queues[wid].send((self._send_idx, indices))
+        self._task_conns[wid].send((self._send_idx, indices))
         self._tasks[self._send_idx] = [wid]
         self._send_idx += 1
 
     def _reset(self):
         """Persistent workers, next epoch: restart the workers' iterators and forget the old epoch."""
-        for q in self._index_queues:
+        for q in self._task_conns:
             q.send(_worker._ResumeIteration())
         acks = 0
         while acks < self._num_workers:
@@ -366,7 +366,7 @@ class _MultiProcessIter:
         _live_iterators.discard(self)
         try:
             self._tasks = {}
-            for q in self._index_queues:
+            for q in self._task_conns:
                 try:
                     q.send(None)
                 except Exception:  # that worker is gone already
@@ -385,7 +385,7 @@ class _MultiProcessIter:
                 w.join(timeout=_SHUTDOWN_WAIT_S)
         finally:
             self._slots.close()
-            for q in self._index_queues:
+            for q in self._task_conns:
                 q.close()
             self._result_reader.close()
 
