@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "elementwise.h"
+#include "vec_math.h"
 
 namespace oar_cpu {
 namespace {
@@ -20,12 +21,12 @@ struct Gelu {
   static constexpr C kSqrt2OverPi = C(0.7978845608028654), kInvSqrt2 = C(0.7071067811865476);
   static constexpr C kA = C(0.044715), kInvSqrt2Pi = C(0.3989422804014327);
   C f(C x) const {
-    if (approx) return C(0.5) * x * (C(1) + std::tanh(kSqrt2OverPi * (x + kA * x * x * x)));
+    if (approx) return C(0.5) * x * (C(1) + vtanh(kSqrt2OverPi * (x + kA * x * x * x)));
     return C(0.5) * x * (C(1) + std::erf(x * kInvSqrt2));
   }
   C df(C x) const {
     if (approx) {
-      const C u = kSqrt2OverPi * (x + kA * x * x * x), t = std::tanh(u);
+      const C u = kSqrt2OverPi * (x + kA * x * x * x), t = vtanh(u);
       const C du = kSqrt2OverPi * (C(1) + C(3) * kA * x * x);
       return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du;
     }

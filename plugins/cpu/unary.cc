@@ -1,5 +1,6 @@
 // Elementwise unary ops. 16-bit floats are computed in float (compute_t) and rounded once.
 #include "elementwise.h"
+#include "vec_math.h"
 
 namespace oar_cpu {
 namespace {
@@ -15,7 +16,7 @@ OAR_CPU_FLOAT_OP(Sqrt, "sqrt", std::sqrt(v))
 OAR_CPU_FLOAT_OP(Rsqrt, "rsqrt", C(1) / std::sqrt(v))
 OAR_CPU_FLOAT_OP(Sin, "sin", std::sin(v))
 OAR_CPU_FLOAT_OP(Cos, "cos", std::cos(v))
-OAR_CPU_FLOAT_OP(Tanh, "tanh", std::tanh(v))
+OAR_CPU_FLOAT_OP(Tanh, "tanh", vtanh(v))  // compute_t is float for 16-bit types too
 OAR_CPU_FLOAT_OP(Sigmoid, "sigmoid", C(1) / (C(1) + std::exp(-v)))
 OAR_CPU_FLOAT_OP(Floor, "floor", std::floor(v))
 OAR_CPU_FLOAT_OP(Ceil, "ceil", std::ceil(v))

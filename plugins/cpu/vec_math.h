@@ -50,10 +50,10 @@ inline float fast_tanh(float x) {
   p = p * z + -5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z + -3.33332819422e-1f;
-  const float small = x + x * z * p;
+  const float small = ax + ax * z * p;        // tanh(|x|); the sign is applied below (keeps -0.0)
   const float axc = ax > 10.0f ? 10.0f : ax;  // tanh(x >= 8.7) rounds to 1 in float
   const float big = 1.0f - 2.0f / (fast_exp(2.0f * axc) + 1.0f);
-  const float y = ax < 0.625f ? small : std::copysign(big, x);
+  const float y = std::copysign(ax < 0.625f ? small : big, x);
   return x != x ? x : y;
 }
 
