@@ -346,3 +346,21 @@ def test_bad_arguments():
         models.ShuffleNetV2(act="gelu")
     with pytest.raises(NotImplementedError, match="Dilation"):
         models.BasicBlock(64, 64, dilation=2)
+
+
+def test_lenet_on_device_matches_cpu(device):
+    model = models.LeNet()
+    x = np.random.default_rng(9).normal(size=[2, 1, 28, 28]).astype("float32")
+    label = np.array([[1], [4]], dtype="int64")
+    loss = F.cross_entropy(model(oar.to_tensor(x)), oar.to_tensor(label))
+    loss.backward()
+    grads = [p.grad.numpy() for p in model.parameters()]
+    model.clear_gradients()
+
+    model.to(device)
+    assert all(str(p.place) == str(oar.to_tensor(x, place=device).place) for p in model.parameters())
+    loss_d = F.cross_entropy(model(oar.to_tensor(x, place=device)), oar.to_tensor(label, place=device))
+    loss_d.backward()
+    np.testing.assert_allclose(float(loss_d), float(loss), rtol=1e-5)
+    for g, p in zip(grads, model.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)
