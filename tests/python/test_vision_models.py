@@ -1,6 +1,6 @@
-"""oar.vision.models (every family of paddle.vision.models): structure identical to paddle.vision.models (state_dict keys, shapes, parameter
-counts), forward outputs equal to Paddle's for fixed weights, LeNet training step and a numpy
-reference, the pretrained=True error."""
+"""oar.vision.models (every family of paddle.vision.models): structure identical to Paddle's
+(state_dict keys, shapes, parameter counts), forward outputs equal to Paddle's for fixed weights,
+LeNet training step, numpy reference and devices, the pretrained=True error."""
 import hashlib
 import math
 import os
@@ -184,8 +184,8 @@ def test_public_names():
                 "mobilenet_v3_small", "mobilenet_v3_large", "LeNet", "AlexNet", "alexnet", "SqueezeNet",
                 "squeezenet1_0", "squeezenet1_1", "DenseNet", "densenet121", "densenet161", "densenet169",
                 "densenet201", "densenet264", "InceptionV3", "inception_v3", "GoogLeNet", "googlenet",
-                "ShuffleNetV2", "shufflenet_v2_x0_25", "shufflenet_v2_x0_33", "shufflenet_v2_x0_5", "shufflenet_v2_x1_0",
-                "shufflenet_v2_x1_5", "shufflenet_v2_x2_0", "shufflenet_v2_swish"}
+                "ShuffleNetV2", "shufflenet_v2_x0_25", "shufflenet_v2_x0_33", "shufflenet_v2_x0_5",
+                "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0", "shufflenet_v2_swish"}
     assert set(models.__all__) == expected
     for name in expected:
         assert getattr(models, name) is not None

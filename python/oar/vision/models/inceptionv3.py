@@ -164,7 +164,8 @@ class InceptionV3(nn.Layer):
         if num_classes > 0:
             self.dropout = nn.Dropout(p=0.2, mode="downscale_in_infer")
             stdv = 1.0 / math.sqrt(2048 * 1.0)
-            self.fc = nn.Linear(2048, num_classes, weight_attr=ParamAttr(initializer=nn.initializer.Uniform(-stdv, stdv)),
+            self.fc = nn.Linear(2048, num_classes,
+                                weight_attr=ParamAttr(initializer=nn.initializer.Uniform(-stdv, stdv)),
                                 bias_attr=ParamAttr())
 
     def forward(self, x):
