@@ -364,3 +364,20 @@ def test_lenet_on_device_matches_cpu(device):
     np.testing.assert_allclose(float(loss_d), float(loss), rtol=1e-5)
     for g, p in zip(grads, model.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)
+
+
+def test_deepcopy_and_float64():
+    import copy
+    # MobileNetV1 keeps its blocks in a plain list as well as registered sublayers (as Paddle):
+    # a deep copy must keep both pointing at the same copied blocks.
+    a = models.mobilenet_v1(scale=0.25, num_classes=3).eval()
+    b = copy.deepcopy(a)
+    assert b.dwsl[0] is b.conv2_1 and b.dwsl[0] is not a.conv2_1
+    x = oar.randn([1, 3, 32, 32])
+    with oar.no_grad():
+        np.testing.assert_array_equal(a(x).numpy(), b(x).numpy())
+        y32 = a(x).numpy()
+        a.to(dtype="float64")
+        y64 = a(x.astype("float64"))
+    assert y64.dtype == oar.float64
+    np.testing.assert_allclose(y64.numpy(), y32, rtol=1e-4, atol=1e-5)
