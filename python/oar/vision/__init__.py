@@ -1,4 +1,4 @@
-"""oar.vision: data sets, transforms and image backends (Paddle's paddle.vision)."""
+"""oar.vision: data sets, transforms, models and image backends (Paddle's paddle.vision)."""
 from . import datasets, transforms  # noqa: F401
 from .datasets import MNIST, Cifar10, Cifar100, DatasetFolder, FashionMNIST, ImageFolder  # noqa: F401
 from .image import get_image_backend, image_load, set_image_backend  # noqa: F401
@@ -7,6 +7,7 @@ from .transforms import (BaseTransform, BrightnessTransform, CenterCrop, ColorJi
                          ContrastTransform, Grayscale, HueTransform, Normalize, Pad, RandomCrop, RandomHorizontalFlip,
                          RandomResizedCrop, RandomRotation, RandomVerticalFlip, Resize, SaturationTransform, ToTensor,
                          Transpose)
-# models: added by later work (from . import models, and its classes/functions as Paddle re-exports them).
+from . import models  # noqa: F401
+from .models import *  # noqa: F401,F403  (Paddle re-exports the model classes and constructors here)
 
 __all__ = ["set_image_backend", "get_image_backend", "image_load"]
