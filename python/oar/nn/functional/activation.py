@@ -135,11 +135,9 @@ def hardshrink(x, threshold=0.5, name=None):
 
 
 def hardtanh(x, min=-1.0, max=1.0, name=None):
-    """x clipped to [min, max] (gradient 0 outside)."""
-    lo = _mask(x < float(min), x)
-    hi = _mask(x > float(max), x)
-    mid = 1.0 - lo - hi
-    return x * mid + lo * float(min) + hi * float(max)
+    """x clipped to [min, max]: one clip kernel; the gradient passes where min < x < max (as Paddle)."""
+    from ...tensor.math import clip
+    return clip(x, float(min), float(max))
 
 
 def relu6(x, name=None):
