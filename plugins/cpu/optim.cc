@@ -59,12 +59,25 @@ void scale_scalar(const TensorView& t, double factor) {
     *t.data<float>() = static_cast<float>(static_cast<double>(*t.data<float>()) * factor);
 }
 
-// Runs body(chunk) for every chunk, in parallel.
+// Below this many elements in all, an update runs on the calling thread: waking the thread pool costs
+// more than the work (and much more when the machine is busy).
+constexpr int64_t kParallelMin = 65536;
+
+// Runs body(ci) for every chunk index, in parallel when there is enough work.
+template <class Body>
+void for_chunk_index(const std::vector<Chunk>& chunks, Body&& body) {
+  int64_t total = 0;
+  for (const Chunk& c : chunks) total += c.hi - c.lo;
+  const auto n = static_cast<int64_t>(chunks.size());
+  parallel_for(0, n, total < kParallelMin ? n : 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) body(c);
+  });
+}
+
+// Runs body(chunk) for every chunk.
 template <class Body>
 void for_chunks(const std::vector<Chunk>& chunks, Body&& body) {
-  parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) body(chunks[c]);
-  });
+  for_chunk_index(chunks, [&](int64_t c) { body(chunks[c]); });
 }
 
 template <class T>
@@ -315,8 +328,8 @@ void lamb_kernel(KernelContext& ctx) {
       return (m1v * static_cast<C>(c1[k])) / (std::sqrt(m2v * static_cast<C>(c2[k])) + ce) +
              static_cast<C>(wd[k]) * pv;
     };
-    parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t ci = b; ci < e; ++ci) {
+    for_chunk_index(chunks, [&](int64_t ci) {
+      {
         const Chunk& c = chunks[ci];
         const T* p = ptr<T>(l, 0, c.k);
         const T* g = ptr<T>(l, 1, c.k);

@@ -251,17 +251,16 @@ class Optimizer:
             params_grads = clip(params_grads)
         hyper = {k: self._group_value(group, k) for k in self._hyper_keys}
         base_lr = self.get_lr()
-        # Split by (dtype, place): one fused op each.
-        buckets = defaultdict(list)
+        # Split by dtype and place: one fused op each.
+        buckets = {}
         for p, g in params_grads:
-            if g is None:
-                continue
-            buckets[(str(p.dtype), str(p.place))].append((p, g))
+            if g is not None:
+                buckets.setdefault((p.dtype, p.place), []).append((p, g))
         for items in buckets.values():
-            self._update(items, base_lr, hyper, group)
+            self._update(items, base_lr, hyper)
 
     def _regularize(self, p, g):
-        """Returns (grad, l2 coefficient to fuse)."""
+        """Returns (grad, L2 coefficient to fuse into the update)."""
         reg = getattr(p, "regularizer", None)
         if reg is None:
             reg = self.regularization
@@ -271,26 +270,36 @@ class Optimizer:
             return g, reg.coeff
         return g + reg(p, g), 0.0
 
-    def _update(self, items, base_lr, hyper, group):
-        params, grads, l2, lrs = [], [], [], []
-        for p, g in items:
-            g, c = self._regularize(p, g)
-            params.append(p)
-            grads.append(g)
-            l2.append(c)
-            lrs.append(base_lr * float(_optimize_attr(p).get("learning_rate", 1.0)) * self._lr_scale(p))
-        accs = []
+    def _state_inputs(self, params, hyper):
+        """The accumulator inputs of the fused op for these parameters (block by block), cached per
+        parameter list: accumulators are created once and then updated in place."""
+        key = tuple(map(id, params))
+        cache = self.__dict__.setdefault("_input_cache", {})
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[1]
+        flat = []
         for name, kind, fill in self._acc_specs:
             fill = hyper[fill] if isinstance(fill, str) else fill
-            accs.append([self._add_accumulator(name, p, fill, kind) for p in params])
+            flat += [self._add_accumulator(name, p, fill, kind) for p in params]
+        flat += self._extra_inputs(params)
+        cache[key] = (params, flat)  # holding params keeps their ids from being reused
+        return flat
+
+    def _update(self, items, base_lr, hyper):
+        params = [p for p, _ in items]
+        grads, l2, lrs = [], [], []
+        for p, g in items:
+            g, c = self._regularize(p, g)
+            grads.append(g)
+            l2.append(c)
+            attr = getattr(p, "optimize_attr", None)
+            mult = 1.0 if attr is None else float(attr.get("learning_rate", 1.0))
+            lrs.append(base_lr * mult * self._lr_scale(p))
         attrs = self._op_attrs(params, hyper)
         attrs["learning_rate"] = lrs if len(set(lrs)) > 1 else lrs[:1]
         attrs["l2_coeff"] = l2 if len(set(l2)) > 1 else l2[:1]
-        flat = params + grads
-        for a in accs:
-            flat += a
-        flat += self._extra_inputs(params)
-        _C.Op(self._op)(flat, **attrs)
+        _C.Op(self._op)(params + grads + self._state_inputs(params, hyper), **attrs)
 
     # Subclass hooks.
     def _lr_scale(self, p):
