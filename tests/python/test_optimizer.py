@@ -423,3 +423,27 @@ def test_merged_op_errors():
     with oar.no_grad():
         oar._C.Op("merged_sgd")([w, oar.ones([3])], [0.1])
     np.testing.assert_allclose(w.numpy(), np.full(3, 0.9), rtol=1e-6)
+
+
+def test_merged_op_writes_through_contiguous_views(device):
+    # parameters living inside one flat buffer (offset views): the update, and under the CPU fallback
+    # the write-back, touch exactly their ranges
+    buf = oar.to_tensor(np.arange(12, dtype="float32"), place=device)
+    a, b = buf[2:5], buf[7:11]
+    oar._C.Op("merged_sgd")([a, b, oar.ones([3]).to(device), oar.ones([4]).to(device)], [0.5, 2.0])
+    want = np.arange(12, dtype="float32")
+    want[2:5] -= 0.5
+    want[7:11] -= 2.0
+    np.testing.assert_array_equal(buf.numpy(), want)
+
+
+def test_group_overrides_adam_hyperparameters():
+    ps = make_params()
+    opt = O.Adam(0.1, parameters=[{"params": [ps[0]], "beta1": 0.5, "epsilon": 1e-3}, {"params": [ps[1]]}])
+    for gs in GRADS:
+        for p, g in zip(ps, gs):
+            (p * oar.to_tensor(g.astype("float32"))).sum().backward()
+        opt.step()
+        opt.clear_grad()
+    check([p.numpy() for p in ps], [ref(adam, b1=0.5, eps=1e-3)[0], ref(adam)[1]])
+    np.testing.assert_allclose(opt.state_dict()["lin_0.w_0_beta1_pow_acc_0"].numpy(), [0.5 ** 5], rtol=1e-6)
