@@ -9,6 +9,7 @@
 // Attributes that may differ per parameter (learning rate with its multipliers, L2 coefficients,
 // decoupled weight decay) are float lists with one value for all parameters or one per parameter.
 // "l2_coeff" adds coeff * param to the gradient first (Paddle's L2Decay regularizer, fused).
+// "merged_sum_squares" (an ordinary op) gives the squared global norm of a list for gradient clipping.
 #include <oar/core/error.h>
 
 #include <cstring>
@@ -159,9 +160,20 @@ void infer_optim(InferContext& c) {
     }
 }
 
+// merged_sum_squares: sum of x*x over every element of every input (gradient clipping's global norm);
+// a 0-d float32 result (float64 for float64 inputs).
+void infer_sum_squares(InferContext& c) {
+  for (int32_t k = 0; k < c.num_inputs; ++k) {
+    require_floating(c, k);
+    require_same_dtype(c, 0, k);
+  }
+  c.outputs[0] = {c.inputs[0].dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32, Dims()};
+}
+
 }  // namespace
 
 void register_optim_ops(OpRegistry& r) {
+  def(r, "merged_sum_squares", {"x"}, {}, infer_sum_squares, 0, /*variadic=*/true);
   for (const Layout& l : layouts()) {
     uint32_t mask = 0;
     for (size_t b = 0; b < l.blocks.size(); ++b)

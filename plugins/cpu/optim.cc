@@ -380,9 +380,39 @@ void lamb_kernel(KernelContext& ctx) {
   }
 }
 
+// ---- merged_sum_squares: sum of x^2 over all inputs, in double, per chunk and then in chunk order (the
+// result does not depend on the thread count) -----------------------------------------------------------
+void sum_squares_kernel(KernelContext& ctx) {
+  const Lists l{ctx, ctx.num_inputs()};
+  const std::vector<Chunk> chunks = chunks_of(l);
+  std::vector<double> part(chunks.size());
+  dispatch<FloatType>("merged_sum_squares", l.at(0, 0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    for_chunk_index(chunks, [&](int64_t ci) {
+      const Chunk& c = chunks[ci];
+      const T* x = ptr<T>(l, 0, c.k);
+      double acc = 0;
+      for (int64_t i = c.lo; i < c.hi; ++i) {
+        const double v = static_cast<double>(static_cast<C>(x[i]));
+        acc += v * v;
+      }
+      part[ci] = acc;
+    });
+  });
+  double total = 0;
+  for (double v : part) total += v;
+  TensorView out = ctx.output(0);
+  if (out.dtype() == OAR_DTYPE_FLOAT64)
+    *out.data<double>() = total;
+  else
+    *out.data<float>() = static_cast<float>(total);
+}
+
 }  // namespace
 
 void register_optim_kernels(Registry& r) {
+  r.add("merged_sum_squares", oar::sdk::float_dtypes(), &sum_squares_kernel);
   const auto& f = oar::sdk::float_dtypes();
   r.add("merged_sgd", f, &sgd_kernel);
   r.add("sgd", f, &sgd_kernel);

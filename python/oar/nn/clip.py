@@ -11,13 +11,10 @@ __all__ = ["ClipGradBase", "GradientClipBase", "ClipGradByValue", "ClipGradByNor
 
 
 def _flat_sum_squares(grads):
-    """sum(g * g) over every element of every tensor in grads, as a 0-d float tensor: one concat and
-    one reduction for the whole list instead of a reduction per tensor."""
-    flat = [g.reshape([-1]) for g in grads]
-    x = flat[0] if len(flat) == 1 else _C.Op("concat")(flat, 0)
-    if x.dtype not in (_C.float32, _C.float64):  # 16-bit floats: sum in float32
-        x = x.astype("float32")
-    return (x * x).sum()
+    """sum(g * g) over every element of every tensor in grads, as a 0-d float tensor (float64 for
+    float64 gradients): one fused op over the whole list ("merged_sum_squares"), not a reduction per
+    tensor."""
+    return _C.Op("merged_sum_squares")(list(grads))
 
 
 def _check_number(owner, name, value):
