@@ -8,7 +8,8 @@
 //
 // Attributes that may differ per parameter (learning rate with its multipliers, L2 coefficients,
 // decoupled weight decay) are float lists with one value for all parameters or one per parameter.
-// "l2_coeff" adds coeff * param to the gradient first (Paddle's L2Decay regularizer, fused).
+// The gradient used is grad_scale * grad + l2_coeff * param: "grad_scale" is global-norm gradient
+// clipping folded into the update, "l2_coeff" Paddle's L2Decay regularizer, fused.
 // "merged_sum_squares" (an ordinary op) gives the squared global norm of a list for gradient clipping.
 #include <oar/core/error.h>
 
@@ -32,6 +33,7 @@ struct Layout {
 std::vector<AttrDef> with_common(std::vector<AttrDef> attrs) {
   attrs.insert(attrs.begin(), AttrDef{"learning_rate", AttrType::kFloats, true, std::vector<double>{}});
   attrs.push_back(AttrDef{"l2_coeff", AttrType::kFloats, false, std::vector<double>{}});
+  attrs.push_back(AttrDef{"grad_scale", AttrType::kFloats, false, std::vector<double>{}});
   return attrs;
 }
 
@@ -150,6 +152,7 @@ void infer_optim(InferContext& c) {
   }
   check_list(c, "learning_rate", n, true);
   check_list(c, "l2_coeff", n, false);
+  check_list(c, "grad_scale", n, false);
   for (const char* a : {"coeff", "weight_decay"})
     if (c.attrs->find(a)) check_list(c, a, n, false);
   if (c.attrs->find("amsgrad") && c.attrs->get_int("amsgrad"))

@@ -85,20 +85,24 @@ T* ptr(const Lists& l, int32_t block, int32_t k) {
   return l.at(block, k).template data<T>();
 }
 
+// Every update first forms g' = grad_scale * g + l2_coeff * p (grad_scale: global-norm clipping folded
+// into the update; l2_coeff: L2Decay).
+
 // ---- sgd: p -= lr * (g + l2 * p) ----------------------------------------------------------------------
 void sgd_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 2);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   dispatch<FloatType>("merged_sgd", l.at(0, 0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
     for_chunks(chunks_of(l), [&](const Chunk& c) {
       T* p = ptr<T>(l, 0, c.k);
       const T* g = ptr<T>(l, 1, c.k);
-      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]);
+      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        p[i] = T(pv - a * (static_cast<C>(g[i]) + w * pv));
+        p[i] = T(pv - a * (sc * static_cast<C>(g[i]) + w * pv));
       }
     });
   });
@@ -109,6 +113,7 @@ void sgd_kernel(KernelContext& ctx) {
 void momentum_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 3);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double mu = ctx.attr_float("mu"), rescale = ctx.attr_float("rescale_grad");
   const bool nesterov = ctx.attr_int("use_nesterov") != 0;
   dispatch<FloatType>("merged_momentum", l.at(0, 0).dtype(), [&](auto tag) {
@@ -119,10 +124,10 @@ void momentum_kernel(KernelContext& ctx) {
       T* p = ptr<T>(l, 0, c.k);
       const T* g = ptr<T>(l, 1, c.k);
       T* v = ptr<T>(l, 2, c.k);
-      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]);
+      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = rs * static_cast<C>(g[i]) + w * pv;
+        const C gv = rs * sc * static_cast<C>(g[i]) + w * pv;
         const C vv = m * static_cast<C>(v[i]) + gv;
         v[i] = T(vv);
         p[i] = T(nesterov ? pv - (gv + m * vv) * a : pv - a * vv);
@@ -137,6 +142,7 @@ void momentum_kernel(KernelContext& ctx) {
 void adam_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 7);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const auto coeff = per_param(ctx, "coeff", l.n, 0);
   const double b1 = ctx.attr_float("beta1"), b2 = ctx.attr_float("beta2"), eps = ctx.attr_float("epsilon");
   const bool amsgrad = ctx.attr_int("amsgrad") != 0;
@@ -156,12 +162,13 @@ void adam_kernel(KernelContext& ctx) {
       T* m1 = ptr<T>(l, 2, c.k);
       T* m2 = ptr<T>(l, 3, c.k);
       T* mx = amsgrad ? ptr<T>(l, 6, c.k) : nullptr;
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr_t[c.k]), e = static_cast<C>(eps_t[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr_t[c.k]),
+              e = static_cast<C>(eps_t[c.k]);
       const C decay = static_cast<C>(1 - lr[c.k] * coeff[c.k]);
       const bool decoupled = coeff[c.k] != 0;
       for (int64_t i = c.lo; i < c.hi; ++i) {
         C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C m1v = cb1 * static_cast<C>(m1[i]) + (1 - cb1) * gv;
         C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
         m1[i] = T(m1v);
@@ -185,6 +192,7 @@ void adam_kernel(KernelContext& ctx) {
 void adamax_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 5);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double b1 = ctx.attr_float("beta1"), b2 = ctx.attr_float("beta2"), eps = ctx.attr_float("epsilon");
   std::vector<double> lr_t(l.n);
   for (int32_t k = 0; k < l.n; ++k) lr_t[k] = lr[k] / (1 - read_scalar(l.at(4, k)));
@@ -197,10 +205,10 @@ void adamax_kernel(KernelContext& ctx) {
       const T* g = ptr<T>(l, 1, c.k);
       T* m = ptr<T>(l, 2, c.k);
       T* u = ptr<T>(l, 3, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr_t[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr_t[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C mv = cb1 * static_cast<C>(m[i]) + (1 - cb1) * gv;
         const C uv = std::max(cb2 * static_cast<C>(u[i]) + ce, std::abs(gv));
         m[i] = T(mv);
@@ -216,6 +224,7 @@ void adamax_kernel(KernelContext& ctx) {
 void adagrad_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 3);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double eps = ctx.attr_float("epsilon");
   dispatch<FloatType>("merged_adagrad", l.at(0, 0).dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -225,10 +234,10 @@ void adagrad_kernel(KernelContext& ctx) {
       T* p = ptr<T>(l, 0, c.k);
       const T* g = ptr<T>(l, 1, c.k);
       T* m = ptr<T>(l, 2, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C mv = static_cast<C>(m[i]) + gv * gv;
         m[i] = T(mv);
         p[i] = T(pv - a * gv / (std::sqrt(mv) + ce));
@@ -242,6 +251,7 @@ void adagrad_kernel(KernelContext& ctx) {
 void adadelta_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 4);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double rho = ctx.attr_float("rho"), eps = ctx.attr_float("epsilon");
   dispatch<FloatType>("merged_adadelta", l.at(0, 0).dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -252,10 +262,10 @@ void adadelta_kernel(KernelContext& ctx) {
       const T* g = ptr<T>(l, 1, c.k);
       T* sg = ptr<T>(l, 2, c.k);
       T* su = ptr<T>(l, 3, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C sgv = r * static_cast<C>(sg[i]) + (1 - r) * gv * gv;
         const C d = -std::sqrt((static_cast<C>(su[i]) + ce) / (sgv + ce)) * gv;
         sg[i] = T(sgv);
@@ -272,6 +282,7 @@ void adadelta_kernel(KernelContext& ctx) {
 void rmsprop_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 5);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double rho = ctx.attr_float("rho"), eps = ctx.attr_float("epsilon"), mom = ctx.attr_float("momentum");
   const bool centered = ctx.attr_int("centered") != 0;
   dispatch<FloatType>("merged_rmsprop", l.at(0, 0).dtype(), [&](auto tag) {
@@ -284,10 +295,10 @@ void rmsprop_kernel(KernelContext& ctx) {
       T* ms = ptr<T>(l, 2, c.k);
       T* mg = ptr<T>(l, 3, c.k);
       T* mo = ptr<T>(l, 4, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C msv = r * static_cast<C>(ms[i]) + (1 - r) * gv * gv;
         ms[i] = T(msv);
         C denom = msv + ce;
@@ -310,6 +321,7 @@ void rmsprop_kernel(KernelContext& ctx) {
 void lamb_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 6);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const auto wd = per_param(ctx, "weight_decay", l.n, 0);
   const double b1 = ctx.attr_float("beta1"), b2 = ctx.attr_float("beta2"), eps = ctx.attr_float("epsilon");
   const bool always_adapt = ctx.attr_int("always_adapt") != 0;
@@ -335,11 +347,11 @@ void lamb_kernel(KernelContext& ctx) {
         const T* g = ptr<T>(l, 1, c.k);
         T* m1 = ptr<T>(l, 2, c.k);
         T* m2 = ptr<T>(l, 3, c.k);
-        const C w = static_cast<C>(l2[c.k]);
+        const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]);
         double ps = 0, rs = 0;
         for (int64_t i = c.lo; i < c.hi; ++i) {
           const C pv = static_cast<C>(p[i]);
-          const C gv = static_cast<C>(g[i]) + w * pv;
+          const C gv = sc * static_cast<C>(g[i]) + w * pv;
           const C m1v = cb1 * static_cast<C>(m1[i]) + (1 - cb1) * gv;
           const C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
           m1[i] = T(m1v);

@@ -110,6 +110,17 @@ class ClipGradByGlobalNorm(ClipGradBase):
         grads = [g for p, g in params_grads if _to_clip(p, g)]
         return _flat_sum_squares(grads).sqrt() if grads else None
 
+    def _scale(self, params_grads):
+        """The factor the clipped gradients get (a float), or None when nothing is to be scaled. The
+        optimizers pass it to their fused update instead of multiplying each gradient."""
+        norm = self.global_norm(params_grads)
+        if norm is None:
+            return None
+        norm = float(norm)
+        if self.auto_skip_clip and norm <= self.clip_norm:
+            return None
+        return self.clip_norm / max(norm, self.clip_norm)
+
     def _dygraph_clip(self, params_grads):
         norm = self.global_norm(params_grads)
         if norm is None:

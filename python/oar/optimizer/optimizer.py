@@ -247,8 +247,14 @@ class Optimizer:
         if not params_grads:
             return
         clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
+        grad_scale = None
         if clip is not None:
-            params_grads = clip(params_grads)
+            from ..nn.clip import ClipGradByGlobalNorm
+            if type(clip) is ClipGradByGlobalNorm:
+                # one norm op, then the scale goes into the fused update (no multiply per gradient)
+                grad_scale = clip._scale(params_grads)
+            else:
+                params_grads = clip(params_grads)
         hyper = {k: self._group_value(group, k) for k in self._hyper_keys}
         base_lr = self.get_lr()
         # Split by dtype and place: one fused op each.
@@ -257,18 +263,21 @@ class Optimizer:
             if g is not None:
                 buckets.setdefault((p.dtype, p.place), []).append((p, g))
         for items in buckets.values():
-            self._update(items, base_lr, hyper)
+            self._update(items, base_lr, hyper, grad_scale)
 
-    def _regularize(self, p, g):
-        """Returns (grad, L2 coefficient to fuse into the update)."""
+    def _regularize(self, p, g, scale):
+        """Returns (grad, L2 coefficient, gradient scale) for the fused update: L2Decay and the clipping
+        scale are applied by the kernel; any other regularizer is added here, after the scaling."""
         reg = getattr(p, "regularizer", None)
         if reg is None:
             reg = self.regularization
         if reg is None:
-            return g, 0.0
+            return g, 0.0, scale
         if type(reg) is L2Decay:
-            return g, reg.coeff
-        return g + reg(p, g), 0.0
+            return g, reg.coeff, scale
+        if scale != 1.0:
+            g = g.scale(scale)
+        return g + reg(p, g), 0.0, 1.0
 
     def _state_inputs(self, params, hyper):
         """The accumulator inputs of the fused op for these parameters (block by block), cached per
@@ -286,19 +295,22 @@ class Optimizer:
         cache[key] = (params, flat)  # holding params keeps their ids from being reused
         return flat
 
-    def _update(self, items, base_lr, hyper):
+    def _update(self, items, base_lr, hyper, grad_scale=None):
         params = [p for p, _ in items]
-        grads, l2, lrs = [], [], []
+        grads, l2, lrs, scales = [], [], [], []
         for p, g in items:
-            g, c = self._regularize(p, g)
+            sc = 1.0 if grad_scale is None or not getattr(p, "need_clip", True) else grad_scale
+            g, c, sc = self._regularize(p, g, sc)
             grads.append(g)
             l2.append(c)
+            scales.append(sc)
             attr = getattr(p, "optimize_attr", None)
             mult = 1.0 if attr is None else float(attr.get("learning_rate", 1.0))
             lrs.append(base_lr * mult * self._lr_scale(p))
         attrs = self._op_attrs(params, hyper)
         attrs["learning_rate"] = lrs if len(set(lrs)) > 1 else lrs[:1]
         attrs["l2_coeff"] = l2 if len(set(l2)) > 1 else l2[:1]
+        attrs["grad_scale"] = scales if len(set(scales)) > 1 else scales[:1]
         _C.Op(self._op)(params + grads + self._state_inputs(params, hyper), **attrs)
 
     # Subclass hooks.
