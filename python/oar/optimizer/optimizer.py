@@ -49,7 +49,7 @@ class Optimizer:
         owner = type(self).__name__
         if parameters is None:
             raise AttributeError(f"{owner}: parameters must be given (a list of tensors or of parameter-group dicts)")
-        if _C.Tensor is not None and isinstance(parameters, _C.Tensor):
+        if isinstance(parameters, _C.Tensor):
             raise TypeError(f"{owner}: parameters must be a list of tensors, not one Tensor")
         if isinstance(parameters, dict):
             raise TypeError(f"{owner}: parameters must be a list; for parameter groups pass a list of dicts")
@@ -72,7 +72,8 @@ class Optimizer:
         elif weight_decay is None or isinstance(weight_decay, WeightDecayRegularizer):
             self.regularization = weight_decay
         else:
-            raise TypeError(f"{owner}: weight_decay must be a float, L1Decay or L2Decay, got {type(weight_decay).__name__}")
+            raise TypeError(f"{owner}: weight_decay must be a float, L1Decay or L2Decay, got "
+                            f"{type(weight_decay).__name__}")
         self._grad_clip = grad_clip
         self._name = name
         self._accumulators = defaultdict(dict)  # accumulator name -> {param.name: tensor}
