@@ -164,22 +164,27 @@ void adam_kernel(KernelContext& ctx) {
       T* mx = amsgrad ? ptr<T>(l, 6, c.k) : nullptr;
       const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr_t[c.k]),
               e = static_cast<C>(eps_t[c.k]);
-      const C decay = static_cast<C>(1 - lr[c.k] * coeff[c.k]);
-      const bool decoupled = coeff[c.k] != 0;
-      for (int64_t i = c.lo; i < c.hi; ++i) {
-        C pv = static_cast<C>(p[i]);
-        const C gv = sc * static_cast<C>(g[i]) + w * pv;
-        const C m1v = cb1 * static_cast<C>(m1[i]) + (1 - cb1) * gv;
-        C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
-        m1[i] = T(m1v);
-        m2[i] = T(m2v);
-        if (amsgrad) {
-          m2v = std::max(m2v, static_cast<C>(mx[i]));
-          mx[i] = T(m2v);
+      const C decay = static_cast<C>(1 - lr[c.k] * coeff[c.k]);  // exactly 1 without decoupled decay
+      // amsgrad as a compile-time flag: a loop without branches vectorizes
+      auto loop = [&](auto ams) {
+        for (int64_t i = c.lo; i < c.hi; ++i) {
+          const C pv = static_cast<C>(p[i]);
+          const C gv = sc * static_cast<C>(g[i]) + w * pv;
+          const C m1v = cb1 * static_cast<C>(m1[i]) + (1 - cb1) * gv;
+          C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
+          m1[i] = T(m1v);
+          m2[i] = T(m2v);
+          if constexpr (decltype(ams)::value) {
+            m2v = std::max(m2v, static_cast<C>(mx[i]));
+            mx[i] = T(m2v);
+          }
+          p[i] = T(pv * decay - a * (m1v / (std::sqrt(m2v) + e)));
         }
-        if (decoupled) pv *= decay;
-        p[i] = T(pv - a * (m1v / (std::sqrt(m2v) + e)));
-      }
+      };
+      if (amsgrad)
+        loop(std::true_type{});
+      else
+        loop(std::false_type{});
     });
   });
   for (int32_t k = 0; k < l.n; ++k) {
@@ -296,21 +301,27 @@ void rmsprop_kernel(KernelContext& ctx) {
       T* mg = ptr<T>(l, 3, c.k);
       T* mo = ptr<T>(l, 4, c.k);
       const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr[c.k]);
-      for (int64_t i = c.lo; i < c.hi; ++i) {
-        const C pv = static_cast<C>(p[i]);
-        const C gv = sc * static_cast<C>(g[i]) + w * pv;
-        const C msv = r * static_cast<C>(ms[i]) + (1 - r) * gv * gv;
-        ms[i] = T(msv);
-        C denom = msv + ce;
-        if (centered) {
-          const C mgv = r * static_cast<C>(mg[i]) + (1 - r) * gv;
-          mg[i] = T(mgv);
-          denom = msv - mgv * mgv + ce;
+      auto loop = [&](auto is_centered) {  // a compile-time flag: the loop vectorizes
+        for (int64_t i = c.lo; i < c.hi; ++i) {
+          const C pv = static_cast<C>(p[i]);
+          const C gv = sc * static_cast<C>(g[i]) + w * pv;
+          const C msv = r * static_cast<C>(ms[i]) + (1 - r) * gv * gv;
+          ms[i] = T(msv);
+          C denom = msv + ce;
+          if constexpr (decltype(is_centered)::value) {
+            const C mgv = r * static_cast<C>(mg[i]) + (1 - r) * gv;
+            mg[i] = T(mgv);
+            denom = msv - mgv * mgv + ce;
+          }
+          const C mov = cm * static_cast<C>(mo[i]) + a * gv / std::sqrt(denom);
+          mo[i] = T(mov);
+          p[i] = T(pv - mov);
         }
-        const C mov = cm * static_cast<C>(mo[i]) + a * gv / std::sqrt(denom);
-        mo[i] = T(mov);
-        p[i] = T(pv - mov);
-      }
+      };
+      if (centered)
+        loop(std::true_type{});
+      else
+        loop(std::false_type{});
     });
   });
 }
@@ -336,13 +347,14 @@ void lamb_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     using C = compute_t<T>;
     const C cb1 = static_cast<C>(b1), cb2 = static_cast<C>(b2), ce = static_cast<C>(eps);
-    auto r_of = [&](int32_t k, C pv, C m1v, C m2v) {
-      return (m1v * static_cast<C>(c1[k])) / (std::sqrt(m2v * static_cast<C>(c2[k])) + ce) +
-             static_cast<C>(wd[k]) * pv;
+    // r for one element, with the parameter's bias corrections and decay passed in (hoisted per chunk)
+    auto r_of = [ce](C k1, C k2, C d, C pv, C m1v, C m2v) {
+      return (m1v * k1) / (std::sqrt(m2v * k2) + ce) + d * pv;
     };
     for_chunk_index(chunks, [&](int64_t ci) {
       {
         const Chunk& c = chunks[ci];
+        const C k1 = static_cast<C>(c1[c.k]), k2 = static_cast<C>(c2[c.k]), d = static_cast<C>(wd[c.k]);
         const T* p = ptr<T>(l, 0, c.k);
         const T* g = ptr<T>(l, 1, c.k);
         T* m1 = ptr<T>(l, 2, c.k);
@@ -356,7 +368,7 @@ void lamb_kernel(KernelContext& ctx) {
           const C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
           m1[i] = T(m1v);
           m2[i] = T(m2v);
-          const C rv = r_of(c.k, pv, static_cast<C>(T(m1v)), static_cast<C>(T(m2v)));
+          const C rv = r_of(k1, k2, d, pv, static_cast<C>(T(m1v)), static_cast<C>(T(m2v)));
           ps += static_cast<double>(pv) * pv;
           rs += static_cast<double>(rv) * rv;
         }
@@ -380,9 +392,10 @@ void lamb_kernel(KernelContext& ctx) {
       const T* m1 = ptr<T>(l, 2, c.k);
       const T* m2 = ptr<T>(l, 3, c.k);
       const C s = static_cast<C>(step[c.k]);
+      const C k1 = static_cast<C>(c1[c.k]), k2 = static_cast<C>(c2[c.k]), d = static_cast<C>(wd[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        p[i] = T(pv - s * r_of(c.k, pv, static_cast<C>(m1[i]), static_cast<C>(m2[i])));
+        p[i] = T(pv - s * r_of(k1, k2, d, pv, static_cast<C>(m1[i]), static_cast<C>(m2[i])));
       }
     });
   });
