@@ -1,4 +1,9 @@
-"""oar.nn.utils (Paddle's paddle.nn.utils): gradient clipping helpers."""
+"""oar.nn.utils (Paddle's paddle.nn.utils): gradient clipping, weight and spectral normalisation,
+parameters <-> vector."""
 from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
+from .spectral_norm_hook import spectral_norm  # noqa: F401
+from .transform_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
+from .weight_norm_hook import remove_weight_norm, weight_norm  # noqa: F401
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "weight_norm", "remove_weight_norm", "spectral_norm",
+           "parameters_to_vector", "vector_to_parameters"]
