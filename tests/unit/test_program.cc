@@ -592,3 +592,17 @@ TEST(ParamsInfo, RoundTripAndHostile) {
     many["p" + std::to_string(i)] = {"m.p" + std::to_string(i), i % 2 == 0, true};
   EXPECT_EQ(parse_params_info(serialize_params_info(many)), many);
 }
+
+TEST(Program, NanAttributesCompareEqual) {
+  Program p;
+  OpDesc op;
+  op.type = "scale";
+  op.set_attr("scale", std::numeric_limits<float>::quiet_NaN());
+  op.set_attr("vals", std::vector<double>{std::numeric_limits<double>::quiet_NaN()});
+  p.global_block().append_op(op);
+  Program q = Program::parse(p.serialize());
+  EXPECT_EQ(p, q);
+  EXPECT_TRUE(attr_equal(Attribute(0.f), Attribute(0.f)));
+  EXPECT_FALSE(attr_equal(Attribute(0.f), Attribute(-0.f)));
+  EXPECT_FALSE(attr_equal(Attribute(int32_t{1}), Attribute(int64_t{1})));
+}

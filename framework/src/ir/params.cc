@@ -463,13 +463,17 @@ std::map<std::string, ParamInfo> parse_params_info(const std::string& bytes) {
   OAR_ENFORCE(root->kind == PValue::Kind::kDict, ErrorCode::kInvalidArgument,
               kInfo << ": the pickle is not a dict");
   std::map<std::string, ParamInfo> out;
-  for (auto& [k, v] : root->items) {
+  for (auto& kv : root->items) {
+    PValue* k = kv.first;
+    PValue* v = kv.second;
     OAR_ENFORCE(k->kind == PValue::Kind::kStr, ErrorCode::kInvalidArgument,
                 kInfo << ": a key is not a string");
     OAR_ENFORCE(v->kind == PValue::Kind::kDict, ErrorCode::kInvalidArgument,
                 kInfo << ": the entry for '" << k->s << "' is not a dict");
     ParamInfo info;
-    for (auto& [ik, iv] : v->items) {
+    for (auto& ikv : v->items) {
+      PValue* ik = ikv.first;
+      PValue* iv = ikv.second;
       OAR_ENFORCE(ik->kind == PValue::Kind::kStr, ErrorCode::kInvalidArgument,
                   kInfo << ": the entry for '" << k->s << "' has a key that is not a string");
       auto want = [&](PValue::Kind kind, const char* what) {

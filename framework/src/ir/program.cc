@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -182,6 +183,21 @@ const char* attr_type_name(AttrType t) {
 
 // ---- attributes -----------------------------------------------------------------------------------
 
+namespace {
+// Bit equality for floating values: a program with a NaN attribute equals its own copy.
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(a[i], b[i])) return false;
+  return true;
+}
+}  // namespace
+
 bool Scalar::operator==(const Scalar& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
@@ -190,11 +206,27 @@ bool Scalar::operator==(const Scalar& o) const {
     case Kind::kLong:
       return i == o.i;
     case Kind::kFloat64:
-      return r == o.r || (std::isnan(r) && std::isnan(o.r));
+      return same_bits(r, o.r);
     case Kind::kComplex128:
-      return re == o.re && im == o.im;
+      return same_bits(re, o.re) && same_bits(im, o.im);
   }
   return false;
+}
+
+bool attr_equal(const Attribute& a, const Attribute& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                      std::is_same_v<T, std::vector<float>> || std::is_same_v<T, std::vector<double>>) {
+          return same_bits(x, y);
+        } else {
+          return x == y;
+        }
+      },
+      a);
 }
 
 namespace {
@@ -272,11 +304,21 @@ void throw_attr_error(const OpDesc& op, const std::string& name, const Attribute
 
 // ---- VarDesc / OpDesc -----------------------------------------------------------------------------
 
+namespace {
+bool attrs_equal(const std::vector<std::pair<std::string, Attribute>>& a,
+                 const std::vector<std::pair<std::string, Attribute>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].first != b[i].first || !attr_equal(a[i].second, b[i].second)) return false;
+  return true;
+}
+}  // namespace
+
 bool VarDesc::operator==(const VarDesc& o) const {
   bool tensor_eq = !has_tensor() || (dtype == o.dtype && shape == o.shape && lod_level == o.lod_level);
   return name == o.name && type == o.type && tensor_eq && persistable == o.persistable &&
          need_check_feed == o.need_check_feed && is_parameter == o.is_parameter &&
-         stop_gradient == o.stop_gradient && attrs == o.attrs;
+         stop_gradient == o.stop_gradient && attrs_equal(attrs, o.attrs);
 }
 
 const std::vector<std::string>& OpDesc::input(const std::string& slot) const {
@@ -305,7 +347,7 @@ void OpDesc::set_attr(const std::string& name, Attribute value) {
   attrs.emplace_back(name, std::move(value));
 }
 bool OpDesc::operator==(const OpDesc& o) const {
-  return type == o.type && inputs == o.inputs && outputs == o.outputs && attrs == o.attrs &&
+  return type == o.type && inputs == o.inputs && outputs == o.outputs && attrs_equal(attrs, o.attrs) &&
          is_target == o.is_target;
 }
 

@@ -117,7 +117,9 @@ using Attribute = std::variant<int32_t, float, std::string, std::vector<int32_t>
                                std::vector<VarRef>, double, Scalar, std::vector<Scalar>>;
 static_assert(std::variant_size_v<Attribute> == kNumAttrTypes);
 inline AttrType attr_type(const Attribute& a) { return static_cast<AttrType>(a.index()); }
-std::string attr_to_string(const Attribute& a);  // Python-like: 1, 0.5, 's', [1, 2], True, block[1]
+std::string attr_to_string(const Attribute& a);
+// Equality with floating values compared bit for bit (so NaN attributes compare equal to themselves).
+bool attr_equal(const Attribute& a, const Attribute& b);  // Python-like: 1, 0.5, 's', [1, 2], True, block[1]
 
 // ---- variables and operators ------------------------------------------------------------------------
 
