@@ -10,6 +10,10 @@ if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not installed; skipped"
   exit 0
 fi
+if [ ! -f "$(clang++ -print-file-name=libclang_rt.fuzzer-x86_64.a)" ]; then
+  echo "fuzz: clang's libFuzzer runtime (libclang-rt-dev) not installed; skipped"
+  exit 0
+fi
 BUILD=${OAR_FUZZ_BUILD_DIR:-build-fuzz}
 SECONDS_PER=${FUZZ_SECONDS:-20}
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOAR_BUILD_TESTS=ON \
