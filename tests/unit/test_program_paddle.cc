@@ -7,6 +7,8 @@
 #include <oar/ir/params.h>
 #include <oar/ir/program.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -197,4 +199,100 @@ TEST(PaddleFiles, TruncatedAndCorruptRealFiles) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
     }
   }
+}
+
+// ---- the other direction: a model built and written by oar, for PaddlePaddle to load ---------------
+
+namespace {
+
+VarDesc tensor_var(const std::string& name, std::vector<int64_t> shape, bool persistable = false) {
+  VarDesc v;
+  v.name = name;
+  v.shape = std::move(shape);
+  v.persistable = persistable;
+  return v;
+}
+
+// sin(0.3 * i + dims[0]) for element i: check_oar_written.py recomputes the same values.
+TensorData pattern(std::vector<int64_t> dims) {
+  TensorData t;
+  t.dims = dims;
+  t.data.resize(static_cast<size_t>(t.numel() * 4));
+  float* f = reinterpret_cast<float*>(t.data.data());
+  for (int64_t i = 0; i < t.numel(); ++i) f[i] = static_cast<float>(std::sin(0.3 * i + dims[0]));
+  return t;
+}
+
+// y = relu(x @ w + b) with x: [-1, 4], w: [4, 3], b: [3], built op by op as a static-graph front end will.
+Program build_mlp() {
+  Program p;
+  Block& g = p.global_block();
+  VarDesc feed;
+  feed.name = kFeedVarName;
+  feed.type = VarType::kFeedMinibatch;
+  feed.persistable = true;
+  g.add_var(feed);
+  VarDesc fetch = feed;
+  fetch.name = kFetchVarName;
+  fetch.type = VarType::kFetchList;
+  g.add_var(fetch);
+  g.add_var(tensor_var("x", {-1, 4}));
+  g.add_var(tensor_var("w", {4, 3}, true));
+  g.add_var(tensor_var("b", {3}, true));
+  g.add_var(tensor_var("h", {-1, 3}));
+  g.add_var(tensor_var("hb", {-1, 3}));
+  g.add_var(tensor_var("y", {-1, 3}));
+  OpDesc f;
+  f.type = "feed";
+  f.set_input("X", {kFeedVarName});
+  f.set_output("Out", {"x"});
+  f.set_attr("col", int32_t{0});
+  g.append_op(f);
+  OpDesc mm;
+  mm.type = "matmul_v2";
+  mm.set_input("X", {"x"});
+  mm.set_input("Y", {"w"});
+  mm.set_output("Out", {"h"});
+  mm.set_attr("trans_x", false);
+  mm.set_attr("trans_y", false);
+  g.append_op(mm);
+  OpDesc add;
+  add.type = "elementwise_add";
+  add.set_input("X", {"h"});
+  add.set_input("Y", {"b"});
+  add.set_output("Out", {"hb"});
+  add.set_attr("axis", int32_t{-1});
+  g.append_op(add);
+  OpDesc relu;
+  relu.type = "relu";
+  relu.set_input("X", {"hb"});
+  relu.set_output("Out", {"y"});
+  g.append_op(relu);
+  OpDesc ft;
+  ft.type = "fetch";
+  ft.set_input("X", {"y"});
+  ft.set_output("Out", {kFetchVarName});
+  ft.set_attr("col", int32_t{0});
+  g.append_op(ft);
+  fill_op_version_map(&p);
+  return p;
+}
+
+}  // namespace
+
+TEST(PaddleFiles, OarBuiltModel) {
+  Program p = build_mlp();
+  std::map<std::string, TensorData> params{{"w", pattern({4, 3})}, {"b", pattern({3})}};
+  std::map<std::string, ParamInfo> info{{"w", {"fc.weight", false, true}}, {"b", {"fc.bias", false, true}}};
+  Program q = Program::parse(p.serialize());
+  EXPECT_EQ(p, q);
+  EXPECT_EQ(load_combined_params(q, save_combined_params(params)), params);
+  // With OAR_IR_EXPORT_DIR set, write the model for tests/fixtures/paddle/check_oar_written.py, which
+  // loads it with PaddlePaddle and runs it.
+  const char* dir = std::getenv("OAR_IR_EXPORT_DIR");
+  if (dir == nullptr) GTEST_SKIP() << "OAR_IR_EXPORT_DIR not set: not exporting the model for PaddlePaddle";
+  std::string base = std::string(dir) + "/oar_mlp";
+  p.save(base + ".pdmodel");
+  write_file_bytes(base + ".pdiparams", save_combined_params(params));
+  write_file_bytes(base + ".pdiparams.info", serialize_params_info(info));
 }
