@@ -27,7 +27,7 @@ for m in "$ROOT"/tests/fixtures/paddle/*/; do
   n=$(basename "$m")
   cp "$m/model.pdmodel" "$WORK/program/$n"
   # fuzz_params: the first byte picks the reader (0 stream, 1 combined params of a fixed program, 2 info).
-  { printf '\x00'; cat "$m/model.pdiparams"; } >"$WORK/params/$n.stream"
+  if [ -f "$m/model.pdiparams" ]; then { printf '\x00'; cat "$m/model.pdiparams"; } >"$WORK/params/$n.stream"; fi
   if [ -f "$m/model.pdiparams.info" ]; then { printf '\x02'; cat "$m/model.pdiparams.info"; } >"$WORK/params/$n.info"; fi
 done
 cd "$WORK"

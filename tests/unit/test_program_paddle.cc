@@ -149,6 +149,34 @@ TEST(PaddleFiles, StaticSaveInferenceModel) {
   check_params("static_mlp", p, 4);
 }
 
+TEST(PaddleFiles, WhileLoopSubBlock) {
+  std::string bytes = read_all(fixture("while_loop/model.pdmodel"));
+  Program p = Program::parse(bytes);
+  ASSERT_EQ(p.num_blocks(), 2);
+  EXPECT_EQ(p.block(1).parent_idx(), 0);
+  EXPECT_EQ(op_types(p), (std::vector<std::string>{"feed", "fill_constant", "fill_constant", "less_than",
+                                                   "while", "scale", "fetch"}));
+  const OpDesc& w = p.global_block().ops()[4];
+  EXPECT_EQ(w.attr<BlockRef>("sub_block").idx, 1);
+  EXPECT_EQ(w.input("Condition"), std::vector<std::string>{"less_than_0.tmp_0"});
+  EXPECT_EQ(p.global_block().find_var("_generated_var_0")->type, VarType::kStepScopes);
+  // The loop body reads the parent block's variables.
+  const OpDesc& body0 = p.block(1).ops()[0];
+  EXPECT_EQ(body0.type, "scale");
+  EXPECT_EQ(p.block(1).find_var(body0.input("X")[0]), nullptr);
+  EXPECT_NE(p.find_var_recursive(1, body0.input("X")[0]), nullptr);
+  EXPECT_NE(p.to_string().find("{ // block_idx:1  parent_idx:0"), std::string::npos);
+  EXPECT_TRUE(combined_param_names(p).empty());
+  EXPECT_EQ(first_diff(p.serialize(), bytes), -1);
+  // Tampering with the block structure is refused.
+  Program bad = p;
+  bad.global_block().mutable_ops()[4].set_attr("sub_block", BlockRef{0});
+  EXPECT_THROW(Program::parse(bad.serialize()), Error);
+  bad = p;
+  bad.global_block().mutable_ops()[4].set_attr("sub_block", BlockRef{2});
+  EXPECT_THROW(Program::parse(bad.serialize()), Error);
+}
+
 TEST(PaddleFiles, WrittenByOarReadBack) {
   // A program edited and saved by oar, then loaded again.
   Program p = Program::load(fixture("mlp/model.pdmodel"));
