@@ -316,6 +316,18 @@ TEST(ProgramParse, DuplicateAttributeAndSlots) {
                "input slot 'X' appears twice");
 }
 
+TEST(ProgramParse, ManyAttributesAndSlotsStayLinear) {
+  // 100000 attributes and slots on one op: the duplicate checks must not be quadratic.
+  using namespace pbw;
+  std::string o;
+  for (int i = 0; i < 100000; ++i) o += b(1, op_var("S" + std::to_string(i), {}));
+  o += b(3, "relu");
+  for (int i = 0; i < 100000; ++i) o += b(4, b(1, "a" + std::to_string(i)) + u(2, 0) + u(3, i));
+  Program p = Program::parse(program({block(0, -1, {}, {o})}));
+  EXPECT_EQ(p.global_block().ops()[0].attrs.size(), 100000u);
+  EXPECT_EQ(p.global_block().ops()[0].attr<int32_t>("a99999"), 99999);
+}
+
 TEST(ProgramParse, NestingAndGarbage) {
   const auto kInv = ErrorCode::kInvalidArgument;
   // Deeply nested length-delimited field 1: below BlockDesc it is a wire-type mismatch (kept as an
@@ -505,6 +517,15 @@ TEST(TensorStream, HostileRecords) {
   lim.max_rank = 1;
   std::string r2 = record(0, {}, 0, pbw::u(1, 5) + pbw::u(2, 1) + pbw::u(2, 2), data8);
   EXPECT_ERROR(parse_tensor_stream(r2.data(), r2.size(), lim), kInv, "rank 2 exceeds the limit 1");
+}
+
+TEST(TensorStream, OneVariableFiles) {
+  TensorData t = make_tensor(DType::kFloat64, {2, 2}, 9);
+  std::string bytes = serialize_tensor_file(t);
+  EXPECT_EQ(bytes, serialize_tensor_stream({t}));
+  EXPECT_EQ(parse_tensor_file(bytes), t);
+  EXPECT_ERROR(parse_tensor_file(bytes + bytes), ErrorCode::kInvalidArgument, "bytes follow the tensor");
+  EXPECT_ERROR(parse_tensor_file(""), ErrorCode::kInvalidArgument, "truncated at offset 0");
 }
 
 TEST(TensorStream, EveryPrefixIsRefused) {

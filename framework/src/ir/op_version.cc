@@ -6,6 +6,8 @@
 #include <oar/ir/program.h>
 
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 namespace oar::ir {
 
@@ -64,6 +66,9 @@ std::optional<int32_t> supported_op_version(const std::string& op_type) {
 }
 
 void check_op_versions(const Program& program, bool require_known_ops) {
+  // Hash lookups: a hostile program may list millions of op types and version entries.
+  std::unordered_map<std::string_view, int32_t> recorded;
+  for (auto& [name, v] : program.op_version_map()) recorded.emplace(name, v);
   std::set<std::string> used;
   for (int32_t bi = 0; bi < program.num_blocks(); ++bi)
     for (const OpDesc& op : program.block(bi).ops()) used.insert(op.type);
@@ -74,7 +79,8 @@ void check_op_versions(const Program& program, bool require_known_ops) {
                   type << ": oar does not implement this PaddlePaddle op type");
       continue;
     }
-    int32_t needed = program.op_version(type).value_or(0);
+    auto it = recorded.find(type);
+    int32_t needed = it == recorded.end() ? 0 : it->second;
     OAR_ENFORCE(needed <= *ours, ErrorCode::kUnimplemented,
                 type << ": the model needs version " << needed << " of this op, oar implements version "
                      << *ours << " (the model was saved by a newer PaddlePaddle)");

@@ -189,6 +189,22 @@ std::string serialize_tensor_stream(const std::vector<TensorData>& tensors) {
   return out;
 }
 
+TensorData parse_tensor_file(const std::string& bytes, const TensorStreamLimits& limits) {
+  size_t offset = 0;
+  TensorData t =
+      read_tensor_record(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &offset, limits);
+  OAR_ENFORCE(
+      offset == bytes.size(), ErrorCode::kInvalidArgument,
+      kStream << ": " << (bytes.size() - offset) << " bytes follow the tensor in a one-variable file");
+  return t;
+}
+
+std::string serialize_tensor_file(const TensorData& t) {
+  std::string out;
+  append_tensor_record(&out, t);
+  return out;
+}
+
 std::vector<std::string> combined_param_names(const Program& program) {
   std::set<std::string> names;
   for (int32_t bi = 0; bi < program.num_blocks(); ++bi) {

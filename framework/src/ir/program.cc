@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 namespace oar::ir {
 
@@ -538,12 +540,12 @@ void Program::validate(const ParseOptions& limits) const {
                                         << "', which is not declared in this block or its ancestors");
         }
       }
+      // A hash set keeps this linear: a hostile op may carry millions of attributes.
+      std::unordered_set<std::string_view> seen;
       for (size_t i = 0; i < op.attrs.size(); ++i) {
-        for (size_t j = 0; j < i; ++j) {
-          OAR_ENFORCE(op.attrs[j].first != op.attrs[i].first, ErrorCode::kInvalidArgument,
-                      "program: block " << b.idx() << ", op #" << k << " '" << op.type << "': attribute '"
-                                        << op.attrs[i].first << "' appears twice");
-        }
+        OAR_ENFORCE(seen.insert(op.attrs[i].first).second, ErrorCode::kInvalidArgument,
+                    "program: block " << b.idx() << ", op #" << k << " '" << op.type << "': attribute '"
+                                      << op.attrs[i].first << "' appears twice");
         check_attr(*this, b, op, op.attrs[i].first, op.attrs[i].second);
       }
     }

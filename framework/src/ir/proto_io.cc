@@ -5,6 +5,9 @@
 #include <oar/ir/op_version.h>
 #include <oar/ir/program.h>
 
+#include <string_view>
+#include <unordered_set>
+
 #include "proto/framework.pb.h"
 
 namespace oar::ir {
@@ -299,11 +302,10 @@ Attribute attr_from_pb(const pb::OpDesc::Attr& a, const std::string& where) {
 
 void slots_from_pb(const google::protobuf::RepeatedPtrField<pb::OpDesc::Var>& in, Slots* out,
                    const std::string& where, const char* what) {
+  std::unordered_set<std::string_view> seen;  // linear even for hostile slot counts
   for (auto& v : in) {
-    for (auto& s : *out) {
-      OAR_ENFORCE(s.first != v.parameter(), ErrorCode::kInvalidArgument,
-                  where << ": " << what << " slot '" << v.parameter() << "' appears twice");
-    }
+    OAR_ENFORCE(seen.insert(v.parameter()).second, ErrorCode::kInvalidArgument,
+                where << ": " << what << " slot '" << v.parameter() << "' appears twice");
     out->emplace_back(v.parameter(), std::vector<std::string>(v.arguments().begin(), v.arguments().end()));
   }
 }

@@ -57,6 +57,11 @@ std::vector<TensorData> parse_tensor_stream(const void* data, size_t size,
                                             const TensorStreamLimits& limits = {});
 std::string serialize_tensor_stream(const std::vector<TensorData>& tensors);
 
+// One variable in its own file, as Paddle's non-combined save writes it (one file per variable, named
+// after it): exactly one record; trailing bytes are refused.
+TensorData parse_tensor_file(const std::string& bytes, const TensorStreamLimits& limits = {});
+std::string serialize_tensor_file(const TensorData& t);
+
 // The variables whose values a combined `.pdiparams` holds for `program`: persistable variables of
 // every block (feed/fetch/reader kinds excluded), unique, sorted by name, as Paddle saves them.
 std::vector<std::string> combined_param_names(const Program& program);
