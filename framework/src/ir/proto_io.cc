@@ -1,4 +1,4 @@
-// Program <-> ProgramDesc protobuf bytes. The generated classes are used only in this file.
+// Program <-> ProgramDesc protobuf bytes. The generated classes are used only here and in params.cc.
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <oar/core/error.h>
