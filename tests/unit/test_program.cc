@@ -234,6 +234,18 @@ TEST(ProgramParse, HandWrittenBytesParse) {
   EXPECT_EQ(p.serialize(), bytes);  // same presence rules as the hand-written bytes
 }
 
+TEST(ProgramParse, KeepsPaddle2OpCompatibleMap) {
+  // Paddle 2.x writes op_compatible_map (field 3): {pair {op_name, compatible_info {version, type}},
+  // default_required_version}. oar keeps it as it was.
+  using namespace pbw;
+  std::string compat = b(1, b(1, "conv2d") + b(2, b(1, "1.6.0") + u(2, 0))) + b(2, "1.5.0");
+  std::string bytes = program({block(0, -1, {}, {})}) + b(3, compat) + b(4, u(1, 2004002));
+  Program p = Program::parse(bytes);
+  EXPECT_EQ(p.version(), 2004002);
+  EXPECT_EQ(p.op_compatible_map_bytes(), compat);
+  EXPECT_EQ(p.serialize(), bytes);
+}
+
 TEST(ProgramParse, RefusesStructuralErrors) {
   using namespace pbw;
   auto x = lod_tensor_var("x", 5, {2});
