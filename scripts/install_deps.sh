@@ -17,6 +17,7 @@ APT_PACKAGES=(
   pybind11-dev                                # Python extension
   dataset-fashion-mnist zlib1g-dev            # the real data set for the main job, and gzip to read it
   clang-format
+  clang libclang-rt-dev                       # libFuzzer targets for the model-file parsers (scripts/fuzz.sh)
 )
 PIP_PACKAGES=(numpy pytest scikit-build-core pybind11 pillow)  # pillow: images in oar.vision
 

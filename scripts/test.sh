@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 bash scripts/build.sh
 (cd "${OAR_BUILD_DIR:-build}" && ctest --output-on-failure -j "${OAR_TEST_JOBS:-2}")
+# The model-file parsers under libFuzzer for a short while (clang build in build-fuzz; skipped without clang).
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
 
 PY=${PYTHON:-python3}
 # scikit-build-core keeps its build in build/python/<wheel tag> (pyproject.toml), so a reinstall is

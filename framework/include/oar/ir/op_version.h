@@ -1,0 +1,31 @@
+// Operator versions, as PaddlePaddle keeps them: each op type has an integer version that grows when
+// its definition changes (a new input, an attribute with new meaning). A program records the versions
+// it was written with (ProgramDesc.op_version_map); a program that needs a newer version of an op than
+// oar implements is refused on load, naming the op and both versions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace oar::ir {
+
+class Program;
+
+// The Paddle op types oar maps, each with the newest version oar implements.
+const std::vector<std::pair<std::string, int32_t>>& supported_op_versions();
+// nullopt when oar does not know the op type at all.
+std::optional<int32_t> supported_op_version(const std::string& op_type);
+
+// For every op type used in `program` (all blocks) that oar knows: the version the program needs
+// (its op_version_map entry, 0 when absent) must be <= oar's. Throws kUnimplemented otherwise:
+//   "conv2d: the model needs version 3 of this op, oar implements version 1".
+// With `require_known_ops`, an op type oar does not know is refused too (kUnimplemented).
+void check_op_versions(const Program& program, bool require_known_ops = false);
+
+// Sets program's op_version_map to oar's supported versions (what a saved model records).
+void fill_op_version_map(Program* program);
+
+}  // namespace oar::ir

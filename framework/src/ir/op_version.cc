@@ -1,0 +1,95 @@
+// The op versions oar implements for the Paddle op types it maps. A version here is the newest
+// PaddlePaddle op definition (its REGISTER_OP_VERSION checkpoint count) whose semantics oar's mapping
+// follows; ops Paddle never versioned are 0. Older versions are accepted: the mapping handles them.
+#include <oar/core/error.h>
+#include <oar/ir/op_version.h>
+#include <oar/ir/program.h>
+
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+namespace oar::ir {
+
+const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
+  static const std::vector<std::pair<std::string, int32_t>> kVersions = {
+      {"feed", 0},
+      {"fetch", 0},
+      {"elementwise_add", 1},
+      {"elementwise_sub", 1},
+      {"elementwise_mul", 1},
+      {"elementwise_div", 1},
+      {"elementwise_pow", 1},
+      {"matmul", 1},
+      {"matmul_v2", 0},
+      {"mul", 0},
+      {"relu", 0},
+      {"sigmoid", 0},
+      {"tanh", 0},
+      {"leaky_relu", 1},
+      {"softplus", 1},
+      {"softmax", 0},
+      {"conv2d", 1},
+      {"depthwise_conv2d", 1},
+      {"conv2d_transpose", 2},
+      {"pool2d", 0},
+      {"batch_norm", 0},
+      {"layer_norm", 0},
+      {"scale", 0},
+      {"reshape2", 0},
+      {"transpose2", 0},
+      {"flatten_contiguous_range", 0},
+      {"concat", 0},
+      {"dropout", 0},
+      {"fill_constant", 2},
+      {"lookup_table", 1},
+      {"lookup_table_v2", 1},
+      {"clip", 1},
+      {"gather", 1},
+      {"cumsum", 1},
+      {"flip", 1},
+      {"roll", 2},
+      {"equal", 1},
+      {"not_equal", 1},
+      {"less_than", 1},
+      {"less_equal", 1},
+      {"greater_than", 1},
+      {"greater_equal", 1},
+  };
+  return kVersions;
+}
+
+std::optional<int32_t> supported_op_version(const std::string& op_type) {
+  for (auto& [name, v] : supported_op_versions())
+    if (name == op_type) return v;
+  return std::nullopt;
+}
+
+void check_op_versions(const Program& program, bool require_known_ops) {
+  // Hash lookups: a hostile program may list millions of op types and version entries.
+  std::unordered_map<std::string_view, int32_t> recorded;
+  for (auto& [name, v] : program.op_version_map()) recorded.emplace(name, v);
+  std::set<std::string> used;
+  for (int32_t bi = 0; bi < program.num_blocks(); ++bi)
+    for (const OpDesc& op : program.block(bi).ops()) used.insert(op.type);
+  for (const std::string& type : used) {
+    auto ours = supported_op_version(type);
+    if (!ours) {
+      OAR_ENFORCE(!require_known_ops, ErrorCode::kUnimplemented,
+                  type << ": oar does not implement this PaddlePaddle op type");
+      continue;
+    }
+    auto it = recorded.find(type);
+    int32_t needed = it == recorded.end() ? 0 : it->second;
+    OAR_ENFORCE(needed <= *ours, ErrorCode::kUnimplemented,
+                type << ": the model needs version " << needed << " of this op, oar implements version "
+                     << *ours << " (the model was saved by a newer PaddlePaddle)");
+  }
+}
+
+void fill_op_version_map(Program* program) {
+  program->set_op_version_map(supported_op_versions());
+  program->set_has_op_version_map(true);
+}
+
+}  // namespace oar::ir
