@@ -242,7 +242,11 @@ void clip_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     using C = compute_t<T>;
     const C l = bound<T>(lo), h = bound<T>(hi);
-    unary_loop<T, T>(out, x, [=](C v) { return v < l ? l : (v > h ? h : v); });  // NaN stays NaN
+    // Two independent selects (not nested) so GCC emits blends and vectorises; NaN stays NaN.
+    unary_loop<T, T>(out, x, [=](C v) {
+      const C upper = v > h ? h : v;
+      return v < l ? l : upper;
+    });
   });
 }
 
