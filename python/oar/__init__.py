@@ -24,6 +24,9 @@ from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, 
 
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
 
+from . import hapi  # noqa: F401,E402
+from .hapi import Model, callbacks, flops, summary  # noqa: F401,E402
+
 
 def _dtype_from_name(name):
     """Unpickling helper for dtype objects."""
