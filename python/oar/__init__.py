@@ -23,6 +23,7 @@ from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, 
 
 
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
+from .framework.io import load, save  # noqa: F401,E402
 
 from . import hapi  # noqa: F401,E402
 from .hapi import Model, callbacks, flops, summary  # noqa: F401,E402
