@@ -1,1 +1,4 @@
-"""oar.metric: metrics such as Accuracy (Paddle's paddle.metric). Empty until later work fills it."""
+"""oar.metric: Metric, Accuracy, Precision, Recall, Auc and accuracy() (Paddle's paddle.metric)."""
+from .metrics import Accuracy, Auc, Metric, Precision, Recall, accuracy
+
+__all__ = ["Metric", "Accuracy", "Precision", "Recall", "Auc", "accuracy"]

@@ -1,1 +1,7 @@
-"""oar.vision: datasets, transforms and models (Paddle's paddle.vision). Empty until later work fills it."""
+"""oar.vision: data sets, transforms and image backends (Paddle's paddle.vision)."""
+from . import datasets, transforms  # noqa: F401
+from .datasets import MNIST, Cifar10, Cifar100, DatasetFolder, FashionMNIST, ImageFolder  # noqa: F401
+from .image import get_image_backend, image_load, set_image_backend  # noqa: F401
+# models: added by later work (from . import models).
+
+__all__ = ["set_image_backend", "get_image_backend", "image_load"]
