@@ -26,7 +26,8 @@ from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
 from .framework.io import load, save  # noqa: F401,E402
 
 from . import hapi  # noqa: F401,E402
-from .hapi import Model, callbacks, flops, summary  # noqa: F401,E402
+from . import callbacks  # noqa: F401,E402
+from .hapi import Model, flops, summary  # noqa: F401,E402
 
 
 def _dtype_from_name(name):
