@@ -149,9 +149,9 @@ def _conv_transpose_nd(nd, op, x, weight, bias, stride, padding, output_padding,
     in_sizes = x.shape[2:]
     ks = weight.shape[2:]
     pads = _explicit_padding(padding, nd, last, op)
-    if pads is None:  # 'SAME': the output is in * stride, padded as a convolution of it would be
+    if pads is None:  # Paddle's 'SAME': the padding a forward convolution of x would get (dilation 1)
         dilations = [1] * nd
-        pads = _same_padding([n * s for n, s in zip(in_sizes, strides)], ks, strides)
+        pads = _same_padding(in_sizes, ks, strides)
     base = [(n - 1) * s - pads[2 * i] - pads[2 * i + 1] + d * (k - 1) + 1
             for i, (n, s, d, k) in enumerate(zip(in_sizes, strides, dilations, ks))]
     if output_size is not None:

@@ -179,8 +179,8 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
         wshape[axis] = c
         w = _sum(soft * weight.reshape(wshape), [axis], True)
         loss = loss * w
-    if reduction == "none":
-        return loss if soft_label else loss.reshape(lshape)
+    if reduction == "none":  # Paddle keeps the class axis (size 1) here, smoothed hard labels included
+        return loss
     if reduction == "sum":
         return _sum(loss, [], False)
     if weight is not None:

@@ -50,8 +50,8 @@ class Linear(Layer):
 
     def forward(self, input):
         if input.ndim < 1 or input.shape[-1] != self.weight.shape[0]:
-            raise ValueError("Linear: the last dimension of the input must be in_features={}, got input shape {}".format(
-                self.weight.shape[0], input.shape))
+            raise ValueError("Linear: the last dimension of the input must be in_features={}, got input shape {}"
+                             .format(self.weight.shape[0], input.shape))
         return F.linear(input, self.weight, self.bias, name=self.name)
 
     def extra_repr(self):
@@ -85,7 +85,8 @@ class Upsample(Layer):
                              name=self.name)
 
     def extra_repr(self):
-        main = "scale_factor={}".format(self.scale_factor) if self.scale_factor is not None else "size={}".format(self.size)
+        main = ("scale_factor={}".format(self.scale_factor) if self.scale_factor is not None
+                else "size={}".format(self.size))
         return "{}, mode={}, align_corners={}, align_mode={}, data_format={}{}".format(
             main, self.mode, self.align_corners, self.align_mode, self.data_format, _name_str(self.name))
 
@@ -108,7 +109,8 @@ class _Upsampling2D(Layer):
                              name=self.name)
 
     def extra_repr(self):
-        main = "scale_factor={}".format(self.scale_factor) if self.scale_factor is not None else "size={}".format(self.size)
+        main = ("scale_factor={}".format(self.scale_factor) if self.scale_factor is not None
+                else "size={}".format(self.size))
         return "{}, data_format={}{}".format(main, self.data_format, _name_str(self.name))
 
 

@@ -13,11 +13,11 @@ from ... import _C
 from ...autograd import no_grad
 from ...framework.param_attr import ParamAttr
 from .. import functional as F
-from ..initializer import Constant
+from ..initializer import Constant, Normal
 from .layers import Layer
 
 __all__ = ["BatchNorm", "BatchNorm1D", "BatchNorm2D", "BatchNorm3D", "SyncBatchNorm", "LayerNorm", "GroupNorm",
-           "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "LocalResponseNorm"]
+           "InstanceNorm1D", "InstanceNorm2D", "InstanceNorm3D", "LocalResponseNorm", "SpectralNorm"]
 
 
 def _float_dtype():
@@ -210,9 +210,6 @@ class BatchNorm(Layer):
                          data_format=self._data_layout, use_global_stats=use_global)
         return getattr(F, self._act)(y) if self._act is not None else y
 
-    def extra_repr(self):
-        return "num_channels={}, momentum={}, epsilon={}".format(self._num_channels, self._momentum, self._epsilon)
-
 
 class LayerNorm(Layer):
     """Normalises over the trailing dims `normalized_shape`; weight (ones) and bias (zeros) have shape
@@ -372,3 +369,44 @@ class LocalResponseNorm(Layer):
         if self.name is not None:
             s += ", name={}".format(self.name)
         return s
+
+
+class SpectralNorm(Layer):
+    """forward(weight) = weight / sigma, sigma the largest singular value of weight reshaped to
+    [weight_shape[dim], -1], estimated by `power_iters` power-iteration steps that start, at every call,
+    from the stored vectors weight_u [h] and weight_v [w] (non-trainable parameters drawn from N(0, 1);
+    as Paddle's op they are not updated)."""
+
+    def __init__(self, weight_shape, dim=0, power_iters=1, eps=1e-12, dtype="float32"):
+        super().__init__()
+        self._power_iters = power_iters
+        self._eps = eps
+        self._dim = dim
+        self._dtype = dtype
+        self._weight_shape = list(weight_shape)
+        if int(np.prod(self._weight_shape)) <= 0:
+            raise ValueError("SpectralNorm: every dimension of weight_shape must be positive, got {}".format(
+                self._weight_shape))
+        if not 0 <= dim < len(self._weight_shape):
+            raise ValueError("SpectralNorm: dim must be in [0, {}), got {}".format(len(self._weight_shape), dim))
+        h = self._weight_shape[dim]
+        w = int(np.prod(self._weight_shape)) // h
+        self.weight_u = self.create_parameter(attr=ParamAttr(), shape=[h], dtype=dtype,
+                                              default_initializer=Normal(0.0, 1.0))
+        self.weight_u.stop_gradient = True
+        self.weight_v = self.create_parameter(attr=ParamAttr(), shape=[w], dtype=dtype,
+                                              default_initializer=Normal(0.0, 1.0))
+        self.weight_v.stop_gradient = True
+
+    def forward(self, x):
+        if list(x.shape) != self._weight_shape:
+            raise ValueError("SpectralNorm: expected a weight of shape {}, got {}".format(self._weight_shape, x.shape))
+        perm = [self._dim] + [d for d in range(x.ndim) if d != self._dim]
+        mat = x.transpose(perm).reshape([x.shape[self._dim], -1]) if self._dim != 0 else x.reshape([x.shape[0], -1])
+        u, v = self.weight_u.detach(), self.weight_v.detach()
+        with no_grad():
+            for _ in range(self._power_iters):
+                v = F.normalize(mat.t().matmul(u), axis=0, epsilon=self._eps)
+                u = F.normalize(mat.matmul(v), axis=0, epsilon=self._eps)
+        sigma = (u * mat.matmul(v)).sum()
+        return x / sigma
