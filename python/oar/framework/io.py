@@ -332,5 +332,6 @@ def load(path, **configs):
     result = _merge_big_arrays(result)
     if _contains(result, _is_named_array):
         # tensors saved inside other objects: (name, array) tuples
-        return _convert(result, _is_named_array, (lambda t: t[1]) if return_numpy else (lambda t: _to_tensor(t[1], t[0])))
+        fn = (lambda t: t[1]) if return_numpy else (lambda t: _to_tensor(t[1], t[0]))
+        return _convert(result, _is_named_array, fn)
     return _convert(result, lambda x: isinstance(x, np.ndarray), (lambda a: a) if return_numpy else _to_tensor)

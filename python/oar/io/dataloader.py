@@ -1,15 +1,15 @@
 """DataLoader (Paddle's paddle.io.DataLoader): batches from a dataset, in the main process or in worker
 processes.
 
-Multi-process design: one index queue per worker (main -> worker: (task index, sample indices)), one
+Multi-process design: one task pipe per worker (main -> worker: (task index, sample indices)), one
 result pipe shared by all workers under a lock (worker -> main: (task index, batch)). Tasks go to the
 workers round robin, at most prefetch_factor * num_workers outstanding, and batches are handed out in
 task order whatever order they arrive in. Workers return numpy (large arrays through shared memory);
 the main process builds the oar Tensors."""
 import atexit
 import itertools
+import os
 import pickle
-import random
 import signal
 import sys
 import time
@@ -19,7 +19,7 @@ import numpy as np
 
 from .batch_sampler import BatchSampler, _InfiniteIterableSampler
 from .collate import _numpy_to_tensors, default_collate_fn, default_convert_fn
-from .dataset import IterableDataset
+from .dataset import IterableDataset, _prepare_for_workers
 from .sampler import RandomSampler, SequenceSampler
 from . import worker as _worker
 
@@ -189,12 +189,14 @@ class _MultiProcessIter:
     def __init__(self, loader):
         import multiprocessing as mp
         from multiprocessing import resource_tracker
-        self._loader = loader
+        # A persistent iterator is owned by its loader: a weak reference back avoids a cycle, so that
+        # dropping the loader shuts the workers down at once.
+        self._persistent = loader._persistent_workers
+        self._loader_ref = weakref.ref(loader) if self._persistent else (lambda: loader)
         self._is_shutdown = True  # until the workers exist
         self._num_workers = loader.num_workers
         self._place = loader.places
         self._timeout = loader.timeout
-        self._persistent = loader._persistent_workers
         self._prefetch = loader.prefetch_factor * loader.num_workers
         ctx = mp.get_context("fork") if sys.platform.startswith("linux") else mp.get_context()
         if loader.use_shared_memory:
@@ -205,24 +207,41 @@ class _MultiProcessIter:
         result_lock = ctx.Lock()
         # Worker seeds: drawn from numpy's global generator, so np.random.seed in the main process makes
         # them reproducible; each worker adds its id.
-        base_seed = int(np.random.randint(0, 2 ** 31 - 1)) * 1000 + random.randrange(1000)
+        base_seed = int(np.random.randint(0, 2 ** 31 - 1))
         self._index_queues = []
         self._workers = []
+        self._slots = _worker._SlotReader()
         collate = loader._collate()
-        import os
-        for wid in range(self._num_workers):
-            q = ctx.Queue()
-            w = ctx.Process(target=_worker._worker_loop, daemon=True,
-                            args=(loader.dataset, loader._is_iterable, q, result_writer, result_lock,
-                                  loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
-                                  base_seed + wid, loader.worker_init_fn, loader.use_shared_memory, os.getpid()))
-            w.start()
-            self._index_queues.append(q)
-            self._workers.append(w)
-        result_writer.close()  # only the workers write
+        _prepare_for_workers(loader.dataset)
+        try:
+            for wid in range(self._num_workers):
+                # Tasks go through a plain pipe per worker: small synchronous writes, no feeder thread.
+                task_reader, q = ctx.Pipe(duplex=False)
+                w = ctx.Process(target=_worker._worker_loop, daemon=True,
+                                args=(loader.dataset, loader._is_iterable, task_reader, result_writer, result_lock,
+                                      loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
+                                      base_seed + wid, loader.worker_init_fn, loader.use_shared_memory,
+                                      self._prefetch, os.getpid()))
+                self._index_queues.append(q)
+                try:
+                    w.start()
+                finally:
+                    task_reader.close()  # the worker's end
+                self._workers.append(w)
+        except BaseException:
+            for w in self._workers:  # do not leave the ones already started behind
+                w.terminate()
+                w.join()
+            raise
+        finally:
+            result_writer.close()  # only the workers write
         self._is_shutdown = False
         _live_iterators.add(self)
         self._start_epoch()
+
+    @property
+    def _loader(self):
+        return self._loader_ref()
 
     # --- epoch state --------------------------------------------------------------------------------
     def _start_epoch(self):
@@ -250,21 +269,19 @@ class _MultiProcessIter:
         except StopIteration:
             self._sampler_done = True
             return
-        self._index_queues[wid].put((self._send_idx, indices))
+        self._index_queues[wid].send((self._send_idx, indices))
         self._tasks[self._send_idx] = [wid]
         self._send_idx += 1
 
     def _reset(self):
         """Persistent workers, next epoch: restart the workers' iterators and forget the old epoch."""
         for q in self._index_queues:
-            q.put(_worker._ResumeIteration())
+            q.send(_worker._ResumeIteration())
         acks = 0
         while acks < self._num_workers:
-            idx, data = self._recv()
+            idx, data = self._recv()  # results of the old epoch are dropped unread
             if isinstance(data, _worker._ResumeAck):
                 acks += 1
-            else:
-                _worker._release(data)
         self._start_epoch()
 
     # --- receiving ----------------------------------------------------------------------------------
@@ -281,10 +298,10 @@ class _MultiProcessIter:
             if dead:
                 w = dead[0]
                 msg = "DataLoader worker (pid {}) {}".format(w.pid, _describe_exit(w.exitcode))
-                self._shutdown()
+                self._shutdown(graceful=False)
                 raise RuntimeError(msg + "; the DataLoader has been shut down")
             if deadline is not None and time.monotonic() >= deadline:
-                self._shutdown()
+                self._shutdown(graceful=False)
                 raise RuntimeError("DataLoader timed out: no batch from the worker processes within timeout={} "
                                    "seconds".format(self._timeout))
 
@@ -300,10 +317,10 @@ class _MultiProcessIter:
         while True:
             # Skip tasks given to workers whose stream has ended (IterableDataset).
             while self._rcvd_idx < self._send_idx:
-                task = self._tasks[self._rcvd_idx]
-                if len(task) == 2 or self._active[task[0]]:
+                task = self._tasks.get(self._rcvd_idx)
+                if task is not None and (len(task) == 2 or self._active[task[0]]):
                     break
-                del self._tasks[self._rcvd_idx]
+                self._tasks.pop(self._rcvd_idx, None)
                 self._rcvd_idx += 1
             else:
                 if not self._persistent:
@@ -317,12 +334,14 @@ class _MultiProcessIter:
                 return self._process(task[1])
             idx, data = self._recv()
             if idx not in self._tasks:  # a task skipped after its worker's stream ended
-                _worker._release(data)
                 continue
             if isinstance(data, _worker._IterableEnd):
                 self._active[data.worker_id] = False
                 del self._tasks[idx]
                 continue
+            if not isinstance(data, _worker._WorkerError):
+                # Copy out of the worker's shared-memory slot now: the worker reuses the slot later.
+                data = _worker._unpack(data, self._slots, self._place)
             if idx != self._rcvd_idx:  # arrived early: keep it until its turn
                 self._tasks[idx].append(data)
                 continue
@@ -335,43 +354,38 @@ class _MultiProcessIter:
         if isinstance(data, _worker._WorkerError):
             self._shutdown()
             data.reraise()
-        return _worker._unpack(data, self._place)
+        return data
 
     # --- shutdown -----------------------------------------------------------------------------------
-    def _shutdown(self):
+    def _shutdown(self, graceful=True):
+        """Stop the workers: ask them to exit (graceful; what they still send is read and dropped) or
+        terminate them at once (a worker is stuck or dead). Workers unlink their shared memory."""
         if self._is_shutdown:
             return
         self._is_shutdown = True
         _live_iterators.discard(self)
         try:
+            self._tasks = {}
             for q in self._index_queues:
                 try:
-                    q.put(None)
-                except Exception:
+                    q.send(None)
+                except Exception:  # that worker is gone already
                     pass
             # Read what the workers still send (they may be blocked writing) until they have exited.
-            deadline = time.monotonic() + _SHUTDOWN_WAIT_S
+            deadline = time.monotonic() + (_SHUTDOWN_WAIT_S if graceful else 0.0)
             while any(w.is_alive() for w in self._workers) and time.monotonic() < deadline:
                 try:
                     if self._result_reader.poll(0.01):
-                        _, data = pickle.loads(self._result_reader.recv_bytes())
-                        _worker._release(data)
+                        self._result_reader.recv_bytes()  # dropped
                 except (EOFError, OSError):
                     break
             for w in self._workers:
                 if w.is_alive():
                     w.terminate()
                 w.join(timeout=_SHUTDOWN_WAIT_S)
-            # Batches written just before the workers exited.
-            try:
-                while self._result_reader.poll(0):
-                    _, data = pickle.loads(self._result_reader.recv_bytes())
-                    _worker._release(data)
-            except Exception:
-                pass
         finally:
+            self._slots.close()
             for q in self._index_queues:
-                q.cancel_join_thread()
                 q.close()
             self._result_reader.close()
 

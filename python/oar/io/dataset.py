@@ -4,6 +4,8 @@ import bisect
 import math
 import warnings
 
+import numpy as np
+
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ComposeDataset", "ChainDataset", "ConcatDataset",
            "Subset", "random_split"]
 
@@ -18,6 +20,11 @@ class Dataset:
         raise NotImplementedError("'{}' does not implement __len__".format(type(self).__name__))
 
 
+class _NoLengthError(TypeError, RuntimeError):
+    """len() of an IterableDataset: a RuntimeError as in Paddle, and a TypeError so that list(dataset)
+    (which asks for a length hint) still works."""
+
+
 class IterableDataset(Dataset):
     """A stream of samples: subclasses implement __iter__()."""
 
@@ -28,7 +35,7 @@ class IterableDataset(Dataset):
         raise RuntimeError("'{}' is an IterableDataset: it cannot be indexed".format(type(self).__name__))
 
     def __len__(self):
-        raise RuntimeError("'{}' is an IterableDataset: it has no len()".format(type(self).__name__))
+        raise _NoLengthError("'{}' is an IterableDataset: it has no len()".format(type(self).__name__))
 
 
 def _is_tensor(x):
@@ -66,6 +73,12 @@ class TensorDataset(Dataset):
             return tuple(a[index] for a in self._arrays)
         return tuple(t[index] for t in self.tensors)
 
+    def _prepare_for_workers(self):
+        """Main process, before forking: host copies of the tensors. A forked worker must not call into
+        the device runtime (its threads do not survive fork), so workers read these arrays."""
+        if self.tensors is not None and self._arrays is None:
+            self._arrays = [np.asarray(t.numpy()) for t in self.tensors]
+
     def __getstate__(self):
         # Tensors cannot be pickled; a spawned worker gets numpy arrays instead.
         state = dict(self.__dict__)
@@ -80,6 +93,19 @@ class TensorDataset(Dataset):
         if self.tensors is None:
             return self._arrays[0].shape[0]
         return self.tensors[0].shape[0]
+
+
+def _prepare_for_workers(dataset):
+    """Let datasets (and the datasets they wrap) get ready to be read from forked worker processes."""
+    prepare = getattr(dataset, "_prepare_for_workers", None)
+    if callable(prepare):
+        prepare()
+    inner = getattr(dataset, "dataset", None)
+    if isinstance(inner, Dataset):
+        _prepare_for_workers(inner)
+    for d in getattr(dataset, "datasets", None) or ():
+        if isinstance(d, Dataset):
+            _prepare_for_workers(d)
 
 
 def _to_list(value):
@@ -158,7 +184,8 @@ class ConcatDataset(Dataset):
     def __getitem__(self, idx):
         if idx < 0:
             if -idx > len(self):
-                raise ValueError("ConcatDataset: absolute value of index {} exceeds the length {}".format(idx, len(self)))
+                raise ValueError("ConcatDataset: absolute value of index {} exceeds the length {}".format(
+                    idx, len(self)))
             idx += len(self)
         if idx >= len(self):
             raise IndexError("ConcatDataset: index {} out of range for length {}".format(idx, len(self)))

@@ -1,7 +1,6 @@
 """DataLoader worker processes: the loop each worker runs, get_worker_info(), and the messages and
 shared-memory arrays that travel between workers and the main process."""
 import os
-import queue
 import random
 import signal
 import sys
@@ -61,7 +60,7 @@ class _WorkerError:
     def __init__(self, worker_id, where):
         exc_type, exc, _ = sys.exc_info()
         self.exc_type = exc_type
-        self.msg = "Caught {} in DataLoader worker process {}{}.\nOriginal Traceback (most recent call last):\n{}".format(
+        self.msg = "Caught {} in DataLoader worker process {}{}.\nOriginal {}".format(
             exc_type.__name__, worker_id, where, "".join(traceback.format_exception(exc_type, exc, exc.__traceback__)))
 
     def __getstate__(self):
@@ -83,80 +82,142 @@ class _WorkerError:
         raise err
 
 
-class _ShmArray:
-    """A numpy array parked in a named shared-memory segment by a worker."""
+class _SlotArray:
+    """An array a worker left in one of its shared-memory slots: (slot key, segment name, offset,
+    shape, dtype)."""
 
-    def __init__(self, arr):
-        from multiprocessing import shared_memory
-        shm = shared_memory.SharedMemory(create=True, size=max(arr.nbytes, 1))
-        view = np.ndarray(arr.shape, dtype=arr.dtype, buffer=shm.buf)
-        view[...] = arr
-        del view
-        self.name = shm.name
-        self.shape = arr.shape
-        self.dtype = arr.dtype.str
-        shm.close()  # the segment lives on until the main process unlinks it
+    def __init__(self, key, name, offset, shape, dtype):
+        self.key = key
+        self.name = name
+        self.offset = offset
+        self.shape = shape
+        self.dtype = dtype
 
-    def to_tensor(self, place=None):
-        """Main process: copy into an oar Tensor, then release the segment."""
-        from multiprocessing import shared_memory
-        from .. import to_tensor
-        shm = shared_memory.SharedMemory(name=self.name)
-        try:
-            view = np.ndarray(self.shape, dtype=np.dtype(self.dtype), buffer=shm.buf)
-            t = to_tensor(view, place=place)
+
+_ALIGN = 64
+
+
+class _SlotRing:
+    """Worker side of use_shared_memory: a ring of reusable shared-memory segments.
+
+    A batch's large arrays are copied into the next slot and only their place is sent. The main
+    process copies them out as soon as it receives the message, and a worker never has more than
+    `outstanding` results unread, so with outstanding + 1 slots a slot is always free again when its
+    turn comes. Reusing segments avoids creating, mapping and page-faulting fresh memory per batch."""
+
+    def __init__(self, worker_id, outstanding):
+        self.worker_id = worker_id
+        self.slots = [None] * (outstanding + 1)
+        self.count = 0
+
+    def pack(self, batch):
+        leaves = []
+        _collect_large(batch, leaves)
+        if not leaves:
+            return batch
+        sizes = [(a.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN for a in leaves]
+        total = max(sum(sizes), 1)
+        slot = self.count % len(self.slots)
+        self.count += 1
+        shm = self.slots[slot]
+        if shm is None or shm.size < total:
+            from multiprocessing import shared_memory
+            if shm is not None:
+                shm.close()
+                shm.unlink()
+            # some headroom, so that slightly larger batches do not reallocate
+            shm = self.slots[slot] = shared_memory.SharedMemory(create=True, size=total + total // 8)
+        placed = {}
+        offset = 0
+        for a, size in zip(leaves, sizes):
+            view = np.ndarray(a.shape, dtype=a.dtype, buffer=shm.buf, offset=offset)
+            view[...] = a
             del view
-        finally:
-            shm.close()
-            shm.unlink()
-        return t
+            placed[id(a)] = _SlotArray((self.worker_id, slot), shm.name, offset, a.shape, a.dtype.str)
+            offset += size
+        return _replace_large(batch, placed)
 
-    def release(self):
-        """Drop the segment without reading it (batches discarded at shutdown)."""
-        from multiprocessing import shared_memory
-        try:
-            shm = shared_memory.SharedMemory(name=self.name)
-            shm.close()
-            shm.unlink()
-        except FileNotFoundError:
-            pass
+    def close(self):
+        for shm in self.slots:
+            if shm is not None:
+                shm.close()
+                try:
+                    shm.unlink()
+                except FileNotFoundError:
+                    pass
+        self.slots = [None] * len(self.slots)
 
 
-def _pack_shm(obj):
-    """Worker: move large numeric arrays of a batch into shared memory."""
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.kind in "biufc" and obj.nbytes >= _SHM_MIN_BYTES:
-            return _ShmArray(obj)
-        return obj
+def _is_large(a):
+    return isinstance(a, np.ndarray) and a.dtype.kind in "biufc" and a.nbytes >= _SHM_MIN_BYTES
+
+
+def _collect_large(obj, out):
+    if _is_large(obj):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _collect_large(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _collect_large(v, out)
+
+
+def _replace_large(obj, placed):
+    if _is_large(obj):
+        return placed[id(obj)]
     if isinstance(obj, dict):
-        return {k: _pack_shm(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_pack_shm(v) for v in obj]
+        return {k: _replace_large(v, placed) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_replace_large(v, placed) for v in obj]
     return obj
 
 
-def _unpack(obj, place=None):
-    """Main process: shared-memory arrays and numeric numpy arrays -> oar Tensors."""
+class _SlotReader:
+    """Main-process side: the workers' slots, each mapped once (again when a worker had to grow it)."""
+
+    def __init__(self):
+        self.maps = {}  # slot key -> SharedMemory
+
+    def to_tensor(self, arr, place=None):
+        from multiprocessing import shared_memory
+        from .. import to_tensor
+        shm = self.maps.get(arr.key)
+        if shm is None or shm.name.lstrip("/") != arr.name.lstrip("/"):
+            if shm is not None:
+                self._close(shm)
+            shm = self.maps[arr.key] = shared_memory.SharedMemory(name=arr.name)
+        view = np.ndarray(arr.shape, dtype=np.dtype(arr.dtype), buffer=shm.buf, offset=arr.offset)
+        t = to_tensor(view, place=place)
+        del view
+        return t
+
+    @staticmethod
+    def _close(shm):
+        # Only unmap: the segment belongs to the worker, which unlinks it. (Attaching registered the
+        # name with the resource tracker, as creating it did; the tracker keeps one entry per name,
+        # and the worker's unlink removes it.)
+        try:
+            shm.close()
+        except BufferError:
+            pass
+
+    def close(self):
+        for shm in self.maps.values():
+            self._close(shm)
+        self.maps = {}
+
+
+def _unpack(obj, reader, place=None):
+    """Main process: slot arrays and numeric numpy arrays -> oar Tensors."""
     from .collate import _numpy_to_tensors
-    if isinstance(obj, _ShmArray):
-        return obj.to_tensor(place)
+    if isinstance(obj, _SlotArray):
+        return reader.to_tensor(obj, place)
     if isinstance(obj, dict):
-        return {k: _unpack(v, place) for k, v in obj.items()}
+        return {k: _unpack(v, reader, place) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_unpack(v, place) for v in obj]
+        return [_unpack(v, reader, place) for v in obj]
     return _numpy_to_tensors(obj, place)
-
-
-def _release(obj):
-    """Free the shared memory of a batch that will never be read."""
-    if isinstance(obj, _ShmArray):
-        obj.release()
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _release(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _release(v)
 
 
 class _MapFetcher:
@@ -214,8 +275,8 @@ def _send(conn, lock, msg):
         conn.send_bytes(payload)
 
 
-def _worker_loop(dataset, is_iterable, index_queue, result_conn, result_lock, auto_collate, collate_fn, drop_last,
-                 worker_id, num_workers, seed, worker_init_fn, use_shared_memory, parent_pid):
+def _worker_loop(dataset, is_iterable, task_conn, result_conn, result_lock, auto_collate, collate_fn, drop_last,
+                 worker_id, num_workers, seed, worker_init_fn, use_shared_memory, outstanding, parent_pid):
     """Runs in each worker process until it reads None (shutdown) or its parent is gone."""
     global _worker_info
     # Ctrl-C goes to the whole process group: the main process handles it and shuts the workers down.
@@ -227,6 +288,7 @@ def _worker_loop(dataset, is_iterable, index_queue, result_conn, result_lock, au
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     init_error = None
     fetcher = None
+    ring = _SlotRing(worker_id, outstanding) if use_shared_memory else None
     try:
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
@@ -234,38 +296,48 @@ def _worker_loop(dataset, is_iterable, index_queue, result_conn, result_lock, au
     except Exception:
         init_error = _WorkerError(worker_id, " (in worker_init_fn / dataset setup)")
 
-    while True:
-        try:
-            task = index_queue.get(timeout=_POLL_S)
-        except queue.Empty:
-            if os.getppid() != parent_pid:  # orphaned: the main process died
-                break
-            continue
-        if task is None:
-            break
-        if isinstance(task, _ResumeIteration):
-            if init_error is None:
-                try:
-                    fetcher = _make_fetcher(is_iterable, dataset, auto_collate, collate_fn, drop_last)
-                except Exception:
-                    init_error = _WorkerError(worker_id, " (restarting the dataset iterator)")
-            _send(result_conn, result_lock, (None, _ResumeAck(worker_id)))
-            continue
-        idx, indices = task
-        if init_error is not None:
-            data = init_error
-        else:
+    def _on_sigterm(signum, frame):
+        raise SystemExit(0)  # unwind, so that the finally below frees the shared memory
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        while True:
             try:
-                data = _tensors_to_numpy(fetcher.fetch(indices))
-                if use_shared_memory:
-                    data = _pack_shm(data)
-            except StopIteration:
-                data = _IterableEnd(worker_id)
-            except Exception:
-                data = _WorkerError(worker_id, "")
-        try:
-            _send(result_conn, result_lock, (idx, data))
-        except Exception:  # e.g. an unpicklable batch from a custom collate_fn
-            _release(data)
-            _send(result_conn, result_lock, (idx, _WorkerError(worker_id, " (sending the batch to the main process)")))
-        del data
+                if not task_conn.poll(_POLL_S):
+                    if os.getppid() != parent_pid:  # orphaned: the main process died
+                        break
+                    continue
+                task = task_conn.recv()
+            except (EOFError, OSError):  # the main process closed its end
+                break
+            if task is None:
+                break
+            if isinstance(task, _ResumeIteration):
+                if init_error is None:
+                    try:
+                        fetcher = _make_fetcher(is_iterable, dataset, auto_collate, collate_fn, drop_last)
+                    except Exception:
+                        init_error = _WorkerError(worker_id, " (restarting the dataset iterator)")
+                _send(result_conn, result_lock, (None, _ResumeAck(worker_id)))
+                continue
+            idx, indices = task
+            if init_error is not None:
+                data = init_error
+            else:
+                try:
+                    data = _tensors_to_numpy(fetcher.fetch(indices))
+                    if ring is not None:
+                        data = ring.pack(data)
+                except StopIteration:
+                    data = _IterableEnd(worker_id)
+                except Exception:
+                    data = _WorkerError(worker_id, "")
+            try:
+                _send(result_conn, result_lock, (idx, data))
+            except Exception:  # e.g. an unpicklable batch from a custom collate_fn
+                error = _WorkerError(worker_id, " (sending the batch to the main process)")
+                _send(result_conn, result_lock, (idx, error))
+            del data
+    finally:
+        if ring is not None:
+            ring.close()
