@@ -18,7 +18,7 @@ APT_PACKAGES=(
   dataset-fashion-mnist zlib1g-dev            # the real data set for the main job, and gzip to read it
   clang-format
 )
-PIP_PACKAGES=(numpy pytest scikit-build-core pybind11)
+PIP_PACKAGES=(numpy pytest scikit-build-core pybind11 pillow)  # pillow: images in oar.vision
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
@@ -38,6 +38,7 @@ PY=${PYTHON:-python3}
 pip_missing=()
 for p in "${PIP_PACKAGES[@]}"; do
   mod=${p//-/_}
+  [ "$p" = pillow ] && mod=PIL  # the one package whose module name differs
   "$PY" -c "import ${mod}" 2>/dev/null || pip_missing+=("$p")
 done
 if [ ${#pip_missing[@]} -gt 0 ]; then

@@ -6,6 +6,7 @@ import os
 import pickle
 import struct
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,7 +134,7 @@ def test_mnist_truncated_files(tmp_path, tiny_mnist):
         datasets.MNIST(image_path=str(short), label_path=lp)
     # A cut gzip stream.
     cut = tmp_path / "cut.gz"
-    cut.write_bytes(open(ip, "rb").read()[:100])
+    cut.write_bytes(Path(ip).read_bytes()[:100])
     with pytest.raises(ValueError, match="cut.gz.*corrupt or truncated"):
         datasets.MNIST(image_path=str(cut), label_path=lp)
     # Not gzip at all.
@@ -331,7 +332,7 @@ def test_dataset_folder(image_tree):
     np.testing.assert_array_equal(x, np.arange(4))
     assert t == 2
 
-    txt = datasets.DatasetFolder(str(root), loader=lambda p: open(p).read(),
+    txt = datasets.DatasetFolder(str(root), loader=lambda p: Path(p).read_text(),
                                  is_valid_file=lambda p: p.endswith(".txt"))
     assert txt[0] == ("skip me", 1)
 

@@ -83,8 +83,8 @@ class Accuracy(Metric):
             raise ValueError("Accuracy: pred has {} classes but topk asks for {}".format(p.shape[-1], self.maxk))
         # Stable sort of the negated scores: among equal scores the lower class index ranks first.
         order = np.argsort(-p, axis=-1, kind="stable")[..., :self.maxk]
-        if lab.ndim == 1 or (lab.ndim == p.ndim and lab.shape[-1] == 1):
-            lab = lab.reshape(p.shape[:-1] + (1,))
+        if lab.shape == p.shape[:-1] or lab.ndim == 1 or (lab.ndim == p.ndim and lab.shape[-1] == 1):
+            lab = lab.reshape(p.shape[:-1] + (1,))  # class indices
         elif lab.shape[-1] != 1:
             lab = np.argmax(lab, axis=-1)[..., None]
         correct = (order == lab.astype(order.dtype)).astype(np.float32)

@@ -21,7 +21,15 @@ def _read_gz(path, what):
         with gzip.open(path, "rb") as f:
             return f.read()
     except (OSError, EOFError, zlib.error) as e:
-        raise ValueError("{}: {!r} is not a readable gzip file (corrupt or truncated?): {}".format(what, path, e)) from e
+        raise ValueError("{}: {!r} is not a readable gzip file (corrupt or truncated?): {}".format(
+            what, path, e)) from e
+
+
+def _read_raw(path, what):
+    if str(path).endswith(".gz"):
+        return _read_gz(path, what)
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _check_header(buf, header_len, magic_expected, kind, path, what):
@@ -37,7 +45,7 @@ def _check_header(buf, header_len, magic_expected, kind, path, what):
 
 def read_idx_images(path, what="idx"):
     """Reads an idx3-ubyte(.gz) image file into a uint8 array [N, rows, cols], checking magic and sizes."""
-    buf = _read_gz(path, what) if str(path).endswith(".gz") else open(path, "rb").read()
+    buf = _read_raw(path, what)
     _check_header(buf, 16, _IMAGE_MAGIC, "image", path, what)
     _, n, rows, cols = struct.unpack_from(">IIII", buf, 0)
     expected = 16 + n * rows * cols
@@ -49,7 +57,7 @@ def read_idx_images(path, what="idx"):
 
 def read_idx_labels(path, what="idx"):
     """Reads an idx1-ubyte(.gz) label file into a uint8 array [N], checking magic and sizes."""
-    buf = _read_gz(path, what) if str(path).endswith(".gz") else open(path, "rb").read()
+    buf = _read_raw(path, what)
     _check_header(buf, 8, _LABEL_MAGIC, "label", path, what)
     _, n = struct.unpack_from(">II", buf, 0)
     if len(buf) != 8 + n:
@@ -115,11 +123,11 @@ class MNIST(Dataset):
         return path
 
     def __getitem__(self, idx):
-        image = self.images[idx]
+        image = np.array(self.images[idx])  # a private, writable copy (the split is a read-only buffer)
         label = np.array([self.labels[idx]], dtype=np.int64)
         if self.backend == "pil":
             from PIL import Image
-            image = Image.fromarray(np.ascontiguousarray(image))  # uint8 2-D: mode "L"
+            image = Image.fromarray(image)  # uint8 2-D: mode "L"
         if self.transform is not None:
             image = self.transform(image)
         if self.backend == "pil":

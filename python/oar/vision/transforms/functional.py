@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["to_tensor", "normalize", "resize", "pad", "crop", "center_crop", "hflip", "vflip", "rotate",
-           "to_grayscale", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "erase"]
+__all__ = ["to_tensor", "normalize", "resize", "pad", "crop", "center_crop", "hflip", "vflip", "rotate", "affine",
+           "perspective", "to_grayscale", "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue",
+           "erase"]
 
 
 def _pil():
@@ -213,6 +214,15 @@ def resize(img, size, interpolation="bilinear"):
 # ---------------------------------------------------------------------------------------------- pad / crop / flip
 
 
+def _pil_fill(img, fill):
+    """A number fills every band (PIL alone would read 7 as the colour (7, 0, 0) of an RGB image)."""
+    if isinstance(fill, list):
+        fill = tuple(fill)
+    if isinstance(fill, numbers.Number) and len(img.getbands()) > 1:
+        return (fill,) * len(img.getbands())
+    return fill
+
+
 def _parse_padding(padding):
     """(left, top, right, bottom) from an int, (lr, tb) or (l, t, r, b)."""
     if isinstance(padding, numbers.Integral) and not isinstance(padding, bool):
@@ -260,8 +270,7 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     if kind == "pil":
         if padding_mode == "constant":
             from PIL import ImageOps
-            return ImageOps.expand(img, border=(left, top, right, bottom),
-                                   fill=tuple(fill) if isinstance(fill, list) else fill)
+            return ImageOps.expand(img, border=(left, top, right, bottom), fill=_pil_fill(img, fill))
         Image = _pil()
         out = _pad_numpy(np.asarray(img), left, top, right, bottom, fill, padding_mode)
         res = Image.fromarray(out)
@@ -346,18 +355,23 @@ def _rotate_numpy(img, angle, interpolation, expand, center, fill):
     yy, xx = np.meshgrid(np.arange(oh) + 0.5 - ocy, np.arange(ow) + 0.5 - ocx, indexing="ij")
     sx = xx * cos_a - yy * sin_a + cx
     sy = xx * sin_a + yy * cos_a + cy
+    return _sample_numpy(img, sx, sy, interpolation, fill, "rotate")
+
+
+def _sample_numpy(img, sx, sy, interpolation, fill, fn):
+    """Reads img at the continuous points (sx, sy) (pixel i spans [i, i+1)), as PIL's geometric
+    transforms do: a point outside the image takes fill; inside, 'nearest' takes the pixel holding
+    it, 'bilinear' the 2x2 neighbourhood of pixel centres with edge pixels repeated."""
+    h, w = img.shape[:2]
     fill_px = np.zeros(img.shape[2:], dtype=np.float64)
     fill_px[...] = fill if not isinstance(fill, (list, tuple)) else np.asarray(fill, dtype=np.float64)
+    inside = (sx >= 0) & (sx < w) & (sy >= 0) & (sy < h)
     if interpolation == "nearest":
-        ix, iy = np.floor(sx).astype(np.int64), np.floor(sy).astype(np.int64)
-        inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
-        out = img[np.clip(iy, 0, h - 1), np.clip(ix, 0, w - 1)].astype(np.float64)
-        out[~inside] = fill_px
+        ix = np.clip(np.floor(np.where(inside, sx, 0)).astype(np.int64), 0, w - 1)
+        iy = np.clip(np.floor(np.where(inside, sy, 0)).astype(np.int64), 0, h - 1)
+        out = img[iy, ix].astype(np.float64)
     elif interpolation == "bilinear":
-        # As PIL: a sample point outside the image takes the fill value; inside, the 2x2
-        # neighbourhood is read with edge pixels repeated.
-        inside = (sx >= 0) & (sx < w) & (sy >= 0) & (sy < h)
-        px, py = sx - 0.5, sy - 0.5
+        px, py = np.where(inside, sx, 0.5) - 0.5, np.where(inside, sy, 0.5) - 0.5
         x0, y0 = np.floor(px).astype(np.int64), np.floor(py).astype(np.int64)
         extra = (None,) * (img.ndim - 2)
         fx, fy = (px - x0)[(Ellipsis,) + extra], (py - y0)[(Ellipsis,) + extra]
@@ -367,12 +381,105 @@ def _rotate_numpy(img, angle, interpolation, expand, center, fill):
         top = f[ya, xa] * (1 - fx) + f[ya, xb] * fx
         bot = f[yb, xa] * (1 - fx) + f[yb, xb] * fx
         out = top * (1 - fy) + bot * fy
-        out[~inside] = fill_px
     else:
-        raise ValueError("rotate: numpy images support 'nearest' or 'bilinear', got {!r}".format(interpolation))
+        raise ValueError("{}: numpy images support 'nearest' or 'bilinear', got {!r}".format(fn, interpolation))
+    out[~inside] = fill_px
     if np.issubdtype(img.dtype, np.integer):
-        return np.clip(np.rint(out), 0, 255).astype(img.dtype)
+        info = np.iinfo(img.dtype)
+        return np.clip(np.rint(out), info.min, info.max).astype(img.dtype)
     return out.astype(img.dtype)
+
+
+def _pixel_centres(h, w):
+    yy, xx = np.meshgrid(np.arange(h) + 0.5, np.arange(w) + 0.5, indexing="ij")
+    return xx, yy
+
+
+def _get_affine_matrix(center, angle, translate, scale, shear):
+    """Inverse affine map (output point -> input point) as 6 numbers (a, b, c, d, e, f):
+    rotation by angle degrees clockwise and shear (degrees, x and y) about center, scaling by
+    scale, then translation (the same matrix Paddle and torchvision hand to PIL)."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    cx, cy = center
+    tx, ty = translate
+    # forward matrix without scale: [[a, b], [c, d]]
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    # its inverse (determinant 1), divided by scale
+    m = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0]
+    m[2] = m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
+    m[5] = m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
+    return m
+
+
+def affine(img, angle, translate, scale, shear, interpolation="nearest", fill=0, center=None):
+    """Affine transform keeping the image size: rotation by angle (degrees, clockwise, as Paddle;
+    rotate() turns counter-clockwise),
+    translate (dx, dy) pixels, scale, shear (a number: x shear; or (x, y), degrees), about center
+    ((x, y), default the image centre)."""
+    kind = _kind(img, "affine")
+    if not isinstance(angle, (int, float)):
+        raise TypeError("affine: angle should be int or float, got {!r}".format(angle))
+    if not isinstance(translate, (list, tuple)) or len(translate) != 2:
+        raise ValueError("affine: translate should be a sequence of length 2, got {!r}".format(translate))
+    if scale <= 0.0:
+        raise ValueError("affine: scale should be positive, got {}".format(scale))
+    if isinstance(shear, numbers.Number):
+        shear = [shear, 0.0]
+    shear = list(shear)
+    if len(shear) == 1:
+        shear = [shear[0], shear[0]]
+    if len(shear) != 2:
+        raise ValueError("affine: shear should be a number or a sequence of two values, got {!r}".format(shear))
+    h, w = _image_hw(img)
+    if center is None:
+        center = (w * 0.5, h * 0.5)
+    m = _get_affine_matrix(center, float(angle), [float(t) for t in translate], scale, shear)
+    if kind == "pil":
+        if interpolation not in ("nearest", "bilinear", "bicubic"):
+            raise ValueError("affine: interpolation should be nearest, bilinear or bicubic, got {!r}".format(
+                interpolation))
+        Image = _pil()
+        return img.transform(img.size, Image.AFFINE, m, _PIL_INTERP[interpolation], fillcolor=_pil_fill(img, fill))
+    xx, yy = _pixel_centres(h, w)
+    sx = m[0] * xx + m[1] * yy + m[2]
+    sy = m[3] * xx + m[4] * yy + m[5]
+    return _sample_numpy(img, sx, sy, interpolation, fill, "affine")
+
+
+def _get_perspective_coeffs(startpoints, endpoints):
+    """The 8 coefficients of the perspective map sending each endpoint to its startpoint (the
+    inverse map PIL samples with)."""
+    a = np.zeros((8, 8))
+    for i, (p1, p2) in enumerate(zip(endpoints, startpoints)):
+        a[2 * i] = [p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]]
+        a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
+    return list(np.linalg.lstsq(a, np.asarray(startpoints, dtype=np.float64).reshape(8), rcond=None)[0])
+
+
+def perspective(img, startpoints, endpoints, interpolation="nearest", fill=0):
+    """Perspective transform moving the four startpoints ([x, y]: top-left, top-right,
+    bottom-right, bottom-left) to endpoints; the image size is kept."""
+    kind = _kind(img, "perspective")
+    if len(startpoints) != 4 or len(endpoints) != 4:
+        raise ValueError("perspective: startpoints and endpoints should hold 4 points each")
+    c = _get_perspective_coeffs(startpoints, endpoints)
+    if kind == "pil":
+        if interpolation not in ("nearest", "bilinear", "bicubic"):
+            raise ValueError("perspective: interpolation should be nearest, bilinear or bicubic, got {!r}".format(
+                interpolation))
+        Image = _pil()
+        return img.transform(img.size, Image.PERSPECTIVE, c, _PIL_INTERP[interpolation],
+                             fillcolor=_pil_fill(img, fill))
+    h, w = _image_hw(img)
+    xx, yy = _pixel_centres(h, w)
+    den = c[6] * xx + c[7] * yy + 1.0
+    sx = (c[0] * xx + c[1] * yy + c[2]) / den
+    sy = (c[3] * xx + c[4] * yy + c[5]) / den
+    return _sample_numpy(img, sx, sy, interpolation, fill, "perspective")
 
 
 def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=0):
@@ -387,7 +494,7 @@ def rotate(img, angle, interpolation="nearest", expand=False, center=None, fill=
         if interpolation not in ("nearest", "bilinear", "bicubic"):
             raise ValueError("rotate: interpolation should be nearest, bilinear or bicubic, got {!r}".format(
                 interpolation))
-        return img.rotate(angle, _PIL_INTERP[interpolation], expand, center, fillcolor=fill)
+        return img.rotate(angle, _PIL_INTERP[interpolation], expand, center, fillcolor=_pil_fill(img, fill))
     return _rotate_numpy(img, angle, interpolation, expand, center, fill)
 
 
@@ -406,7 +513,8 @@ def _gray_float(rgb):
 
 def _blend(degenerate, img, factor):
     # PIL's Image.blend: degenerate + factor * (img - degenerate) in float32, truncated for uint8.
-    out = degenerate.astype(np.float32) + np.float32(factor) * (img.astype(np.float32) - degenerate)
+    degenerate = degenerate.astype(np.float32)
+    out = degenerate + np.float32(factor) * (img.astype(np.float32) - degenerate)
     return _as_uint8_like(out, img.dtype)
 
 

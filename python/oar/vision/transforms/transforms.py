@@ -13,7 +13,8 @@ import numpy as np
 from . import functional as F
 
 __all__ = ["BaseTransform", "Compose", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomCrop",
-           "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRotation", "Transpose",
+           "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "RandomRotation", "RandomAffine",
+           "RandomPerspective", "Transpose",
            "Pad", "Grayscale", "BrightnessTransform", "ContrastTransform", "SaturationTransform",
            "HueTransform", "ColorJitter", "RandomErasing"]
 
@@ -301,6 +302,8 @@ class HueTransform(BaseTransform):
 
     def __init__(self, value, keys=None):
         super().__init__(keys)
+        if isinstance(value, numbers.Number) and not 0 <= value <= 0.5:
+            raise ValueError("hue value should be in [0, 0.5], got {}".format(value))
         self.value = _check_input(value, "hue", center=0, bound=(-0.5, 0.5), clip_first_on_zero=False)
 
     def _apply_image(self, img):
@@ -418,6 +421,107 @@ class RandomRotation(BaseTransform):
     def _apply_image(self, img):
         angle = random.uniform(self.degrees[0], self.degrees[1])
         return F.rotate(img, angle, self.interpolation, self.expand, self.center, self.fill)
+
+
+def _setup_angle(x, name, req_sizes=(2,)):
+    if isinstance(x, numbers.Number):
+        if x < 0:
+            raise ValueError("If {} is a single number, it must be positive.".format(name))
+        x = [-x, x]
+    elif not isinstance(x, Sequence) or len(x) not in req_sizes:
+        raise ValueError("{} should be a number or a sequence of length {}.".format(
+            name, " or ".join(str(s) for s in req_sizes)))
+    return [float(d) for d in x]
+
+
+class RandomAffine(BaseTransform):
+    """Random affine transform: angle uniform in degrees, translation up to translate (fractions of
+    width, height), scale uniform in scale, shear uniform in shear ((min, max) for x, or 4 values for
+    x and y)."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation="nearest", fill=0,
+                 center=None, keys=None):
+        self.degrees = _setup_angle(degrees, "degrees", (2,))
+        super().__init__(keys)
+        if interpolation not in ("nearest", "bilinear", "bicubic"):
+            raise ValueError("interpolation should be nearest, bilinear or bicubic, got {!r}".format(interpolation))
+        self.interpolation = interpolation
+        if translate is not None:
+            if not isinstance(translate, Sequence) or len(translate) != 2:
+                raise ValueError("translate should be a sequence of length 2, got {!r}".format(translate))
+            if not all(0.0 <= t <= 1.0 for t in translate):
+                raise ValueError("translation values should be between 0 and 1, got {!r}".format(translate))
+        self.translate = translate
+        if scale is not None:
+            if not isinstance(scale, Sequence) or len(scale) != 2:
+                raise ValueError("scale should be a sequence of length 2, got {!r}".format(scale))
+            if not all(s > 0 for s in scale):
+                raise ValueError("scale values should be positive, got {!r}".format(scale))
+        self.scale = scale
+        self.shear = _setup_angle(shear, "shear", (2, 4)) if shear is not None else None
+        if fill is None:
+            fill = 0
+        elif not isinstance(fill, (Sequence, numbers.Number)):
+            raise TypeError("Fill should be either a sequence or a number.")
+        self.fill = fill
+        if center is not None and (not isinstance(center, Sequence) or len(center) != 2):
+            raise ValueError("center should be a sequence of length 2, got {!r}".format(center))
+        self.center = center
+
+    def _get_param(self, img_size, degrees, translate=None, scale_ranges=None, shears=None):
+        angle = random.uniform(degrees[0], degrees[1])
+        if translate is not None:
+            max_dx, max_dy = float(translate[0] * img_size[0]), float(translate[1] * img_size[1])
+            translations = (int(random.uniform(-max_dx, max_dx)), int(random.uniform(-max_dy, max_dy)))
+        else:
+            translations = (0, 0)
+        scale = random.uniform(scale_ranges[0], scale_ranges[1]) if scale_ranges is not None else 1.0
+        shear_x = shear_y = 0.0
+        if shears is not None:
+            shear_x = random.uniform(shears[0], shears[1])
+            if len(shears) == 4:
+                shear_y = random.uniform(shears[2], shears[3])
+        return angle, translations, scale, (shear_x, shear_y)
+
+    def _apply_image(self, img):
+        w, h = _image_size(img)
+        ret = self._get_param([w, h], self.degrees, self.translate, self.scale, self.shear)
+        return F.affine(img, *ret, interpolation=self.interpolation, fill=self.fill, center=self.center)
+
+
+class RandomPerspective(BaseTransform):
+    """With probability prob, a random perspective transform moving each corner inwards by up to
+    distortion_scale of half the width / height."""
+
+    def __init__(self, prob=0.5, distortion_scale=0.5, interpolation="nearest", fill=0, keys=None):
+        super().__init__(keys)
+        if not 0 <= prob <= 1:
+            raise ValueError("probability must be between 0 and 1, got {}".format(prob))
+        if not 0 <= distortion_scale <= 1:
+            raise ValueError("distortion_scale must be between 0 and 1, got {}".format(distortion_scale))
+        if interpolation not in ("nearest", "bilinear", "bicubic"):
+            raise ValueError("interpolation should be nearest, bilinear or bicubic, got {!r}".format(interpolation))
+        self.prob = prob
+        self.distortion_scale = distortion_scale
+        self.interpolation = interpolation
+        self.fill = fill
+
+    def get_params(self, width, height, distortion_scale):
+        hh, hw = height // 2, width // 2
+        dx, dy = int(distortion_scale * hw), int(distortion_scale * hh)
+        topleft = [int(random.uniform(0, dx + 1)), int(random.uniform(0, dy + 1))]
+        topright = [int(random.uniform(width - dx - 1, width)), int(random.uniform(0, dy + 1))]
+        botright = [int(random.uniform(width - dx - 1, width)), int(random.uniform(height - dy - 1, height))]
+        botleft = [int(random.uniform(0, dx + 1)), int(random.uniform(height - dy - 1, height))]
+        startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+        return startpoints, [topleft, topright, botright, botleft]
+
+    def _apply_image(self, img):
+        width, height = _image_size(img)
+        if random.random() < self.prob:
+            startpoints, endpoints = self.get_params(width, height, self.distortion_scale)
+            return F.perspective(img, startpoints, endpoints, self.interpolation, self.fill)
+        return img
 
 
 class Grayscale(BaseTransform):
