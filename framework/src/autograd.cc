@@ -304,6 +304,8 @@ void check_inplace(const OpDef& op, const Tensor* inputs, int32_t n_in) {
   bool any = false;
   for (int32_t i = 0; i < n_in && !any; ++i) any = requires_grad(inputs[i]);
   if (!any) return;
+  OAR_ENFORCE(op.inplace_input >= 0, ErrorCode::kPrecondition,
+              op.name << ": writes into its inputs in place and is not differentiable; run it under no_grad");
   const Tensor& dst = inputs[op.inplace_input];
   OAR_ENFORCE(!(requires_grad(dst) && is_leaf(dst)), ErrorCode::kPrecondition,
               op.name << ": a leaf tensor that requires gradients (stop_gradient=False) cannot be modified in "

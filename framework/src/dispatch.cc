@@ -183,16 +183,28 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
   }
   std::vector<Tensor> host_inputs;
   host_inputs.reserve(n_in);
-  int64_t first = 0, count = 0;  // the device range behind the input an in-place op writes
-  for (int32_t i = 0; i < n_in; ++i)
-    host_inputs.push_back(i == op.inplace_input ? host_view(inputs[i], &first, &count) : host_view(inputs[i]));
+  // The device range behind each input an in-place op writes: (input, first element, count).
+  struct WriteBack {
+    int32_t input;
+    int64_t first, count;
+  };
+  std::vector<WriteBack> written;
+  for (int32_t i = 0; i < n_in; ++i) {
+    if (op_writes_input(op, i, n_in)) {
+      WriteBack w{i, 0, 0};
+      host_inputs.push_back(host_view(inputs[i], &w.first, &w.count));
+      if (w.count > 0) written.push_back(w);
+    } else {
+      host_inputs.push_back(host_view(inputs[i]));
+    }
+  }
   run_op(op, host_inputs.data(), n_in, attrs, cpu_place(), outputs);
   for (size_t i = 0; i < op.outputs.size(); ++i) outputs[i] = outputs[i].to(place);
-  if (op.inplace_input >= 0 && count > 0) {  // write the modified host copy back to the device
-    const Tensor& dst = inputs[op.inplace_input];
+  for (const WriteBack& w : written) {  // write the modified host copies back to the device
+    const Tensor& dst = inputs[w.input];
     const int64_t esize = dtype_size(dst.dtype());
-    rt.copy_bytes(static_cast<char*>(dst.storage()->data()) + first * esize, place,
-                  host_inputs[op.inplace_input].storage()->data(), cpu_place(), static_cast<size_t>(count * esize));
+    rt.copy_bytes(static_cast<char*>(dst.storage()->data()) + w.first * esize, place,
+                  host_inputs[w.input].storage()->data(), cpu_place(), static_cast<size_t>(w.count * esize));
   }
 }
 
@@ -230,7 +242,13 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
 
   const DType kd = op.dispatch_input >= 0 ? inputs[op.dispatch_input].dtype()
                                           : static_cast<DType>(attrs.get_int("dtype"));
-  if (op.inplace_input >= 0 && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
+  const bool writes = op.inplace_input >= 0 || op.inplace_mask != 0;
+  if (writes && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
+  if (op.inplace_mask)  // a kernel writing a contiguous copy of a strided input would lose the update
+    for (int32_t i = 0; i < n_in; ++i)
+      OAR_ENFORCE(!op_writes_input(op, i, n_in) || inputs[i].is_contiguous(), ErrorCode::kInvalidArgument,
+                  op.name << ": input " << i << " ('" << op.inputs[op.variadic ? 0 : i]
+                          << "') is written in place and must be contiguous");
   Runtime& rt = Runtime::get();
   FallbackState& st = fallback_state();
   const bool forced = !place.is_cpu() && st.forced[op.id].load(std::memory_order_relaxed);
@@ -239,10 +257,12 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
     run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
   else
     run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
-  if (op.inplace_input >= 0) inputs[op.inplace_input].storage()->bump_version();
+  if (writes)
+    for (int32_t i = 0; i < n_in; ++i)
+      if (op_writes_input(op, i, n_in)) inputs[i].storage()->bump_version();
   if (grad_enabled()) {
     if (op.inplace_input >= 0) autograd::record_inplace(op, inputs, n_in, attrs);
-    else autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
+    else if (!op.inplace_mask) autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
   }
 }
 

@@ -347,6 +347,7 @@ void register_builtin_ops(OpRegistry& r) {
   register_conv_ops(r);
   register_nn_ops(r);
   register_linalg_ops(r);
+  register_optim_ops(r);
 }
 
 // The first op set: arithmetic, unary math, reductions, matmul, creation, random, concat, indexing,

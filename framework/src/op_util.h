@@ -18,6 +18,7 @@ void register_manip_ops(OpRegistry& r);   // ops_manip.cc: manipulation, gather/
 void register_conv_ops(OpRegistry& r);    // ops_conv.cc: convolution, pooling, resampling
 void register_nn_ops(OpRegistry& r);      // ops_nn.cc: normalisation, activations, losses
 void register_linalg_ops(OpRegistry& r);  // ops_linalg.cc: LAPACK-backed linear algebra
+void register_optim_ops(OpRegistry& r);   // ops_optim.cc: fused optimizer updates (no gradients)
 
 // Gradient rules: each family adds its rules through this setter (autograd.cc builds the table).
 // `saved_inputs`: bit i set when the rule reads input i's values; `saved_outputs`: it reads the outputs.

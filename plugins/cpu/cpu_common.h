@@ -42,6 +42,7 @@ void register_manip_kernels(Registry& r);
 void register_conv_kernels(Registry& r);
 void register_nn_kernels(Registry& r);
 void register_linalg_kernels(Registry& r);
+void register_optim_kernels(Registry& r);  // fused optimizer updates
 void matmul_shutdown();
 
 // ---- attributes -----------------------------------------------------------------------------------

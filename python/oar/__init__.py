@@ -20,6 +20,7 @@ from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enab
 from . import framework  # noqa: F401
 from .framework import ParamAttr, create_parameter  # noqa: F401
 from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, optimizer, static, utils, vision  # noqa: F401
+from . import regularizer  # noqa: F401,E402
 
 
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402

@@ -76,8 +76,24 @@ struct OpDef {
   // An op that writes into one of its inputs (e.g. assign) names it here; it bumps that storage's
   // version, and a CPU fallback writes the host copy back to the device.
   int32_t inplace_input = -1;
+  // Ops that write into several inputs (the fused optimizer updates, framework/src/ops_optim.cc;
+  // not differentiable): the inputs are cut into `inplace_groups` equal consecutive blocks (0: one
+  // input per block) and every input of block b is written when bit b of `inplace_mask` is set. Each
+  // written input gets its storage version bumped and, under the CPU fallback, its host copy written
+  // back; written inputs must be contiguous.
+  uint32_t inplace_mask = 0;
+  int32_t inplace_groups = 0;
   std::string doc;
 };
+
+// Whether op writes into input i of n_in (inplace_input or inplace_mask).
+inline bool op_writes_input(const OpDef& op, int32_t i, int32_t n_in) {
+  if (i == op.inplace_input) return true;
+  if (!op.inplace_mask) return false;
+  const int32_t per = op.inplace_groups > 0 ? n_in / op.inplace_groups : 1;
+  const int32_t block = per > 0 ? i / per : 0;
+  return block < 32 && (op.inplace_mask >> block & 1u);
+}
 
 class OpRegistry {
  public:

@@ -1,0 +1,184 @@
+// Fused optimizer updates (oar.optimizer; docs/optimizer.md). Each op updates parameters and their
+// accumulators in place in one kernel and has no outputs and no gradient rule.
+//
+// "merged_<opt>" ops take one flat list of tensors made of equal blocks, one block per role:
+// [params..., grads..., accumulator 1..., ...], n tensors per block, so one dispatch updates a whole
+// parameter group. The per-parameter ops ("sgd", "momentum", "adam") are the same update for one
+// parameter with named inputs. Every block but the gradients is written (OpDef::inplace_mask).
+//
+// Attributes that may differ per parameter (learning rate with its multipliers, L2 coefficients,
+// decoupled weight decay) are float lists with one value for all parameters or one per parameter.
+// "l2_coeff" adds coeff * param to the gradient first (Paddle's L2Decay regularizer, fused).
+#include <oar/core/error.h>
+
+#include <cstring>
+
+#include "op_util.h"
+
+namespace oar {
+namespace {
+using namespace opdef;
+
+// The inputs of one update, block by block.
+enum Role { kParam, kGrad, kState, kScalar, kOptional };
+struct Layout {
+  const char* merged;  // the multi-tensor op
+  const char* single;  // the per-parameter op, or nullptr
+  std::vector<std::pair<const char*, Role>> blocks;
+  std::vector<AttrDef> attrs;
+};
+
+std::vector<AttrDef> with_common(std::vector<AttrDef> attrs) {
+  attrs.insert(attrs.begin(), AttrDef{"learning_rate", AttrType::kFloats, true, std::vector<double>{}});
+  attrs.push_back(AttrDef{"l2_coeff", AttrType::kFloats, false, std::vector<double>{}});
+  return attrs;
+}
+
+const std::vector<Layout>& layouts() {
+  static const std::vector<Layout> defs = {
+      {"merged_sgd", "sgd", {{"param", kParam}, {"grad", kGrad}}, with_common({})},
+      {"merged_momentum",
+       "momentum",
+       {{"param", kParam}, {"grad", kGrad}, {"velocity", kState}},
+       with_common({float_attr("mu", 0.9), int_attr("use_nesterov", 0), float_attr("rescale_grad", 1.0)})},
+      // Adam and AdamW: coeff (per parameter) is AdamW's decoupled weight decay, 0 for Adam.
+      // moment2_max is read and written only when amsgrad is set (otherwise any tensor will do).
+      {"merged_adam",
+       "adam",
+       {{"param", kParam},
+        {"grad", kGrad},
+        {"moment1", kState},
+        {"moment2", kState},
+        {"beta1_pow", kScalar},
+        {"beta2_pow", kScalar},
+        {"moment2_max", kOptional}},
+       with_common({float_attr("beta1", 0.9), float_attr("beta2", 0.999), float_attr("epsilon", 1e-8),
+                    AttrDef{"coeff", AttrType::kFloats, false, std::vector<double>{}},
+                    int_attr("amsgrad", 0)})},
+      {"merged_adamax",
+       nullptr,
+       {{"param", kParam}, {"grad", kGrad}, {"moment", kState}, {"inf_norm", kState}, {"beta1_pow", kScalar}},
+       with_common({float_attr("beta1", 0.9), float_attr("beta2", 0.999), float_attr("epsilon", 1e-8)})},
+      {"merged_adagrad",
+       nullptr,
+       {{"param", kParam}, {"grad", kGrad}, {"moment", kState}},
+       with_common({float_attr("epsilon", 1e-6)})},
+      {"merged_adadelta",
+       nullptr,
+       {{"param", kParam}, {"grad", kGrad}, {"avg_squared_grad", kState}, {"avg_squared_update", kState}},
+       with_common({float_attr("rho", 0.95), float_attr("epsilon", 1e-6)})},
+      {"merged_rmsprop",
+       nullptr,
+       {{"param", kParam},
+        {"grad", kGrad},
+        {"mean_square", kState},
+        {"mean_grad", kState},
+        {"moment", kState}},
+       with_common({float_attr("rho", 0.95), float_attr("epsilon", 1e-6), float_attr("momentum", 0.0),
+                    int_attr("centered", 0)})},
+      // lamb_weight_decay per parameter (0 for the excluded ones).
+      {"merged_lamb",
+       nullptr,
+       {{"param", kParam},
+        {"grad", kGrad},
+        {"moment1", kState},
+        {"moment2", kState},
+        {"beta1_pow", kScalar},
+        {"beta2_pow", kScalar}},
+       with_common({AttrDef{"weight_decay", AttrType::kFloats, false, std::vector<double>{}},
+                    float_attr("beta1", 0.9), float_attr("beta2", 0.999), float_attr("epsilon", 1e-6),
+                    int_attr("always_adapt", 0)})},
+  };
+  return defs;
+}
+
+const Layout& layout_of(const InferContext& c) {
+  for (const Layout& l : layouts())
+    if (!std::strcmp(c.op->name, l.merged) || (l.single && !std::strcmp(c.op->name, l.single))) return l;
+  OAR_THROW(ErrorCode::kInternal, op_name(c) << ": no optimizer layout");
+}
+
+// A per-parameter float list: empty (default), one value, or one per parameter.
+void check_list(const InferContext& c, const char* attr, int64_t n, bool required) {
+  const auto& v = c.attrs->get_floats(attr);
+  OAR_ENFORCE((!required && v.empty()) || v.size() == 1 || static_cast<int64_t>(v.size()) == n,
+              ErrorCode::kInvalidArgument,
+              op_name(c) << ": attribute '" << attr << "' needs 1 or " << n
+                         << " values (one per parameter), got " << v.size());
+}
+
+// Every block has n tensors; parameters are floating; gradients and states match their parameter;
+// scalar accumulators (beta powers) are one float32/float64 element.
+void infer_optim(InferContext& c) {
+  const Layout& l = layout_of(c);
+  const int32_t blocks = static_cast<int32_t>(l.blocks.size());
+  OAR_ENFORCE(
+      c.num_inputs % blocks == 0, ErrorCode::kInvalidArgument,
+      op_name(c) << ": expects " << blocks << " equal lists of tensors (" <<
+          [&] {
+            std::string s;
+            for (const auto& b : l.blocks) s += (s.empty() ? "" : ", ") + std::string(b.first);
+            return s;
+          }() << "), got "
+                 << c.num_inputs << " tensors");
+  const int32_t n = c.num_inputs / blocks;
+  for (int32_t k = 0; k < n; ++k) {
+    const TensorMeta& p = c.inputs[k];
+    require_floating(c, k);
+    for (int32_t b = 1; b < blocks; ++b) {
+      const TensorMeta& t = c.inputs[b * n + k];
+      const char* role = l.blocks[b].first;
+      switch (l.blocks[b].second) {
+        case kGrad:
+        case kState:
+          OAR_ENFORCE(t.dtype == p.dtype && t.dims == p.dims, ErrorCode::kInvalidArgument,
+                      op_name(c) << ": " << role << "[" << k << "] is " << dtype_name(t.dtype)
+                                 << t.dims.to_string() << " but param[" << k << "] is " << dtype_name(p.dtype)
+                                 << p.dims.to_string());
+          break;
+        case kScalar:
+          OAR_ENFORCE(t.dims.numel() == 1 && (t.dtype == DType::kFloat32 || t.dtype == DType::kFloat64),
+                      ErrorCode::kInvalidArgument,
+                      op_name(c) << ": " << role << "[" << k << "] must be one float32/float64 element, got "
+                                 << dtype_name(t.dtype) << t.dims.to_string());
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  check_list(c, "learning_rate", n, true);
+  check_list(c, "l2_coeff", n, false);
+  for (const char* a : {"coeff", "weight_decay"})
+    if (c.attrs->find(a)) check_list(c, a, n, false);
+  if (c.attrs->find("amsgrad") && c.attrs->get_int("amsgrad"))
+    for (int32_t k = 0; k < n; ++k) {
+      const TensorMeta& t = c.inputs[6 * n + k];
+      OAR_ENFORCE(t.dtype == c.inputs[k].dtype && t.dims == c.inputs[k].dims, ErrorCode::kInvalidArgument,
+                  op_name(c) << ": amsgrad needs moment2_max[" << k << "] shaped like param[" << k << "]");
+    }
+}
+
+}  // namespace
+
+void register_optim_ops(OpRegistry& r) {
+  for (const Layout& l : layouts()) {
+    uint32_t mask = 0;
+    for (size_t b = 0; b < l.blocks.size(); ++b)
+      if (l.blocks[b].second != kGrad) mask |= 1u << b;
+    const auto n_blocks = static_cast<int32_t>(l.blocks.size());
+    OpDef& m = def(r, l.merged, {l.blocks[0].first}, l.attrs, infer_optim, 0, /*variadic=*/true);
+    m.outputs.clear();
+    m.inplace_mask = mask;
+    m.inplace_groups = n_blocks;
+    if (l.single) {
+      std::vector<const char*> names;
+      for (const auto& b : l.blocks) names.push_back(b.first);
+      OpDef& s = def(r, l.single, names, l.attrs, infer_optim);
+      s.outputs.clear();
+      s.inplace_mask = mask;  // one input per block
+    }
+  }
+}
+
+}  // namespace oar

@@ -1,0 +1,4 @@
+"""oar.nn.utils (Paddle's paddle.nn.utils): gradient clipping helpers."""
+from .clip_grad import clip_grad_norm_, clip_grad_value_  # noqa: F401
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
