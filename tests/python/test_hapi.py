@@ -11,7 +11,7 @@ import pytest
 import oar
 import oar.nn.functional as F
 from oar import nn
-from oar.callbacks import (Callback, EarlyStopping, LRScheduler, MetricsLogger, ModelCheckpoint, ProgBarLogger,
+from oar.callbacks import (Callback, EarlyStopping, LRScheduler, MetricsLogger, ModelCheckpoint,
                            ReduceLROnPlateau)
 from oar.hapi.progressbar import ProgressBar
 

@@ -61,10 +61,6 @@ def _add_n(losses):
     return total
 
 
-def _spec_name(spec):
-    return getattr(spec, "name", None)
-
-
 class _Input:
     """A placeholder input spec (shape, dtype, name) used when Model infers inputs from forward()."""
 
