@@ -1,0 +1,303 @@
+"""The Optimizer base class (Paddle's paddle.optimizer.Optimizer, dygraph behaviour).
+
+A step: collect (param, grad) for every parameter with stop_gradient False and a gradient; clip
+(grad_clip); add weight decay (the parameter's regularizer, else the optimizer's; L2Decay is fused
+into the update kernel); then ONE fused op per parameter group and dtype/place ("merged_<opt>",
+framework/src/ops_optim.cc) updates every parameter and its accumulators in place.
+
+Accumulators (moments, beta powers, ...) are created at the first step, named as Paddle names them:
+"<param.name>_<accumulator>_0" (with the optimizer's `name` as prefix of <accumulator> when given);
+state_dict() maps those names to the tensors (plus "LR_Scheduler" with a scheduler's state).
+"""
+from collections import defaultdict
+
+from .. import _C
+from ..autograd import no_grad
+from ..regularizer import L2Decay, WeightDecayRegularizer
+from .lr import LambdaDecay, LRScheduler
+
+__all__ = ["Optimizer"]
+
+
+def _float(owner, name, v):
+    if hasattr(v, "numpy") and not isinstance(v, (int, float)):  # a one-element tensor
+        v = float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{owner}: {name} must be a float, got {type(v).__name__}")
+    return float(v)
+
+
+def _optimize_attr(p):
+    attr = getattr(p, "optimize_attr", None)
+    if attr is None:
+        attr = {"learning_rate": 1.0}
+        p.optimize_attr = attr
+    return attr
+
+
+class Optimizer:
+    """Base class; subclasses set `_op` (the merged op), `_acc_specs` (accumulators in the op's block
+    order: (name, kind, fill) with kind "state" (param-shaped) or "pow" (one element, a beta power))
+    and `_hyper_keys` (group-overridable hyperparameters), and may override `_op_attrs`."""
+
+    _op = None
+    _acc_specs = ()
+    _hyper_keys = ()
+    _group_sets_regularizer = True  # Paddle's groups set param.regularizer from their weight_decay
+
+    def __init__(self, learning_rate, parameters=None, weight_decay=None, grad_clip=None, name=None):
+        owner = type(self).__name__
+        if parameters is None:
+            raise AttributeError(f"{owner}: parameters must be given (a list of tensors or of parameter-group dicts)")
+        if _C.Tensor is not None and isinstance(parameters, _C.Tensor):
+            raise TypeError(f"{owner}: parameters must be a list of tensors, not one Tensor")
+        if isinstance(parameters, dict):
+            raise TypeError(f"{owner}: parameters must be a list; for parameter groups pass a list of dicts")
+        if isinstance(parameters, set):
+            raise TypeError(f"{owner}: parameters must be an ordered collection (list), not a set")
+        self._parameter_list = list(parameters)
+        if not self._parameter_list:
+            raise ValueError(f"{owner}: parameters is empty")
+        if isinstance(learning_rate, LRScheduler):
+            self._learning_rate = learning_rate
+        else:
+            self._learning_rate = _float(owner, "learning_rate", learning_rate)
+        if grad_clip is not None and not callable(grad_clip):
+            raise TypeError(f"{owner}: grad_clip must be a ClipGradByValue/ByNorm/ByGlobalNorm, "
+                            f"got {type(grad_clip).__name__}")
+        if isinstance(weight_decay, bool):
+            raise TypeError(f"{owner}: weight_decay must be a float or a regularizer, got bool")
+        if isinstance(weight_decay, (int, float)):
+            self.regularization = L2Decay(float(weight_decay))
+        elif weight_decay is None or isinstance(weight_decay, WeightDecayRegularizer):
+            self.regularization = weight_decay
+        else:
+            raise TypeError(f"{owner}: weight_decay must be a float, L1Decay or L2Decay, got {type(weight_decay).__name__}")
+        self._grad_clip = grad_clip
+        self._name = name
+        self._accumulators = defaultdict(dict)  # accumulator name -> {param.name: tensor}
+        self._accumulators_holder = {}          # state loaded before the accumulators exist
+        self._dummies = {}
+        self._default_dict = {"weight_decay": self.regularization, "grad_clip": self._grad_clip,
+                              **getattr(self, "_hyper_defaults", {})}
+        self._param_groups = []
+        if isinstance(self._parameter_list[0], dict):
+            for group in self._parameter_list:
+                self._add_param_group(dict(group))
+        else:
+            self._param_groups = self._parameter_list
+        self.clear_gradients = self.clear_grad
+
+    # ---- parameter groups -------------------------------------------------------------------------
+    def _add_param_group(self, group):
+        if "params" not in group:
+            raise ValueError(f"{type(self).__name__}: a parameter group needs a 'params' entry")
+        params = group["params"]
+        if isinstance(params, set):
+            raise TypeError(f"{type(self).__name__}: a group's params must be a list, not a set")
+        group["params"] = [params] if isinstance(params, _C.Tensor) else list(params)
+        for k, v in self._default_dict.items():
+            group.setdefault(k, v)
+        seen = {id(p) for g in self._param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError(f"{type(self).__name__}: some parameters appear in more than one parameter group")
+        for p in group["params"]:
+            if self._group_sets_regularizer:
+                wd = group["weight_decay"]
+                p.regularizer = L2Decay(float(wd)) if isinstance(wd, (int, float)) and not isinstance(wd, bool) else wd
+            # Paddle: the group's learning_rate is a multiplier of the optimizer's rate
+            _optimize_attr(p)["learning_rate"] = group.get("learning_rate", 1.0)
+        self._param_groups.append(group)
+
+    def _all_params(self):
+        if self._param_groups and isinstance(self._param_groups[0], dict):
+            return [p for g in self._param_groups for p in g["params"]]
+        return list(self._param_groups)
+
+    # ---- learning rate ----------------------------------------------------------------------------
+    def get_lr(self):
+        """The current learning rate (the scheduler's value when one is used)."""
+        lr = self._learning_rate
+        return float(lr()) if isinstance(lr, LRScheduler) else float(lr)
+
+    def set_lr(self, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"set_lr: value must be a float, got {type(value).__name__}")
+        if isinstance(self._learning_rate, LRScheduler):
+            raise RuntimeError("set_lr: the optimizer's learning rate is an LRScheduler; step the scheduler "
+                               "instead (setting it would conflict)")
+        self._learning_rate = float(value)
+
+    def set_lr_scheduler(self, scheduler):
+        if not isinstance(scheduler, LRScheduler):
+            raise TypeError(f"set_lr_scheduler: scheduler must be an LRScheduler, got {type(scheduler).__name__}")
+        self._learning_rate = scheduler
+
+    # ---- accumulators -----------------------------------------------------------------------------
+    def _add_accumulator(self, name, param, fill_value=0.0, kind="state"):
+        if self._name is not None:
+            name = self._name + "_" + name
+        acc = self._accumulators[name].get(param.name)
+        if acc is not None:
+            return acc
+        from .. import full
+        if kind == "pow":  # one element; float32 unless the parameter is float64
+            dtype = "float64" if param.dtype == _C.float64 else "float32"
+            acc = full([1], fill_value, dtype=dtype)
+        else:
+            acc = full(param.shape, fill_value, dtype=param.dtype)
+        if not acc.place == param.place:
+            acc = acc.to(param.place)
+        acc.name = f"{param.name}_{name}_0"
+        acc.persistable = True
+        if acc.name in self._accumulators_holder:
+            acc.set_value(self._accumulators_holder.pop(acc.name))
+        self._accumulators[name][param.name] = acc
+        return acc
+
+    def _get_accumulator(self, name, param):
+        if self._name is not None:
+            name = self._name + "_" + name
+        return self._accumulators[name][param.name]
+
+    def _dummy(self, param):
+        key = (str(param.dtype), str(param.place))
+        if key not in self._dummies:
+            from .. import zeros
+            self._dummies[key] = zeros([1], dtype=param.dtype).to(param.place)
+        return self._dummies[key]
+
+    # ---- state --------------------------------------------------------------------------------------
+    def state_dict(self):
+        """{accumulator name: tensor} (+ "LR_Scheduler": the scheduler's state dict). Empty before the
+        first step, as in Paddle (except for state loaded and not yet used)."""
+        out = dict(self._accumulators_holder)
+        for accs in self._accumulators.values():
+            for t in accs.values():
+                out[t.name] = t
+        if isinstance(self._learning_rate, LRScheduler):
+            out["LR_Scheduler"] = self._learning_rate.state_dict()
+        return out
+
+    def set_state_dict(self, state_dict):
+        """Loads accumulators (tensors or arrays, by name) and the scheduler state. Accumulators not
+        created yet take their values when the first step creates them."""
+        state_dict = dict(state_dict)
+        lr_state = state_dict.pop("LR_Scheduler", None)
+        if isinstance(self._learning_rate, LRScheduler):
+            if lr_state is None and not isinstance(self._learning_rate, LambdaDecay):
+                raise ValueError("set_state_dict: the state dict has no 'LR_Scheduler' entry, but this optimizer "
+                                 "uses an LRScheduler")
+            if lr_state:
+                self._learning_rate.set_state_dict(lr_state)
+        state_dict.pop("master_weights", None)
+        existing = {t.name: t for accs in self._accumulators.values() for t in accs.values()}
+        for name, t in existing.items():
+            if name not in state_dict:
+                raise ValueError(f"set_state_dict: optimizer tensor '{name}' not found in the state dict")
+            t.set_value(state_dict.pop(name))
+        self._accumulators_holder = state_dict
+
+    load_state_dict = set_state_dict
+
+    # ---- gradients ----------------------------------------------------------------------------------
+    def clear_grad(self, set_to_zero=True):
+        """Clears the gradients of the optimized parameters (zeros them, or sets them to None)."""
+        for p in self._all_params():
+            if not p.stop_gradient:
+                p.clear_gradient(set_to_zero)
+
+    def zero_grad(self, set_to_none=True):
+        self.clear_grad(set_to_zero=not set_to_none)
+
+    # ---- steps ----------------------------------------------------------------------------------------
+    @staticmethod
+    def _params_grads(params):
+        return [(p, p.grad) for p in params if not p.stop_gradient and p.grad is not None]
+
+    def step(self):
+        """Updates the parameters from their current gradients (backward must have run)."""
+        with no_grad():
+            if self._param_groups and isinstance(self._param_groups[0], dict):
+                for group in self._param_groups:
+                    self._apply(self._params_grads(group["params"]), group)
+            else:
+                self._apply(self._params_grads(self._param_groups), None)
+
+    def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
+        """Dygraph minimize, as Paddle's: does NOT run backward (call loss.backward() first); updates the
+        given parameters (tensors or names; default: all) except no_grad_set, and returns
+        (None, [(param, grad), ...])."""
+        params = self._all_params()
+        if parameters:
+            wanted = {p if isinstance(p, str) else p.name for p in parameters}
+            params = [p for p in params if p.name in wanted]
+        if no_grad_set:
+            skip = {p if isinstance(p, str) else p.name for p in no_grad_set}
+            params = [p for p in params if p.name not in skip]
+        params_grads = self._params_grads(params)
+        with no_grad():
+            self._apply(params_grads, None)
+        return None, params_grads
+
+    def _group_value(self, group, key):
+        return group[key] if group is not None and key in group else self._default_dict[key]
+
+    def _apply(self, params_grads, group):
+        if not params_grads:
+            return
+        clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
+        if clip is not None:
+            params_grads = clip(params_grads)
+        hyper = {k: self._group_value(group, k) for k in self._hyper_keys}
+        base_lr = self.get_lr()
+        # Split by (dtype, place): one fused op each.
+        buckets = defaultdict(list)
+        for p, g in params_grads:
+            if g is None:
+                continue
+            buckets[(str(p.dtype), str(p.place))].append((p, g))
+        for items in buckets.values():
+            self._update(items, base_lr, hyper, group)
+
+    def _regularize(self, p, g):
+        """Returns (grad, l2 coefficient to fuse)."""
+        reg = getattr(p, "regularizer", None)
+        if reg is None:
+            reg = self.regularization
+        if reg is None:
+            return g, 0.0
+        if type(reg) is L2Decay:
+            return g, reg.coeff
+        return g + reg(p, g), 0.0
+
+    def _update(self, items, base_lr, hyper, group):
+        params, grads, l2, lrs = [], [], [], []
+        for p, g in items:
+            g, c = self._regularize(p, g)
+            params.append(p)
+            grads.append(g)
+            l2.append(c)
+            lrs.append(base_lr * float(_optimize_attr(p).get("learning_rate", 1.0)) * self._lr_scale(p))
+        accs = []
+        for name, kind, fill in self._acc_specs:
+            fill = hyper[fill] if isinstance(fill, str) else fill
+            accs.append([self._add_accumulator(name, p, fill, kind) for p in params])
+        attrs = self._op_attrs(params, hyper)
+        attrs["learning_rate"] = lrs if len(set(lrs)) > 1 else lrs[:1]
+        attrs["l2_coeff"] = l2 if len(set(l2)) > 1 else l2[:1]
+        flat = params + grads
+        for a in accs:
+            flat += a
+        flat += self._extra_inputs(params)
+        _C.Op(self._op)(flat, **attrs)
+
+    # Subclass hooks.
+    def _lr_scale(self, p):
+        return 1.0
+
+    def _op_attrs(self, params, hyper):
+        return {}
+
+    def _extra_inputs(self, params):
+        return []
