@@ -110,6 +110,13 @@ def test_fit_with_dataloader_and_num_iters():
     assert rec.calls[-1] == "train_end"
 
 
+@needs_optim
+def test_fit_and_evaluate_with_worker_processes():
+    model = make_model()
+    model.fit(ToyData(64), batch_size=16, epochs=3, verbose=0, num_workers=1)
+    assert model.evaluate(ToyData(32, 1), batch_size=8, verbose=0, num_workers=1)["acc"] >= 0.8
+
+
 # ---- one batch ----
 @needs_optim
 def test_batch_apis_shapes():
