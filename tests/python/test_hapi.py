@@ -117,6 +117,58 @@ def test_fit_and_evaluate_with_worker_processes():
     assert model.evaluate(ToyData(32, 1), batch_size=8, verbose=0, num_workers=1)["acc"] >= 0.8
 
 
+class Spec:
+    """An InputSpec-like object (oar.static.InputSpec does not exist yet)."""
+
+    def __init__(self, shape, dtype="float32", name=None):
+        self.shape, self.dtype, self.name = shape, dtype, name
+
+
+class TwoInputs(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(2, 2)
+        self.b = nn.Linear(2, 2)
+
+    def forward(self, x1, x2, scale=1.0):  # `scale` has a default: not an input
+        return (self.a(x1) + self.b(x2)) * scale
+
+
+class SplitData(oar.io.Dataset):
+    """ToyData's 4 features as two inputs of 2: samples (x1, x2, label)."""
+
+    def __init__(self, n, seed=0):
+        self.toy = ToyData(n, seed)
+
+    def __getitem__(self, i):
+        x, y = self.toy[i]
+        return x[:2], x[2:], y
+
+    def __len__(self):
+        return len(self.toy)
+
+
+@needs_optim
+@pytest.mark.parametrize("explicit", [False, True])
+def test_several_inputs_split_from_labels(explicit, capsys):
+    oar.seed(0)
+    net = TwoInputs()
+    inputs = [Spec([None, 2], name="x1"), Spec([None, 2], name="x2")] if explicit else None
+    model = oar.Model(net, inputs=inputs, labels=[Spec([None, 1], "int64", "label")] if explicit else None)
+    assert len(model._inputs) == 2
+    model.prepare(oar.optimizer.SGD(learning_rate=0.5, parameters=net.parameters()), nn.CrossEntropyLoss(),
+                  oar.metric.Accuracy())
+    model.fit(SplitData(192), batch_size=16, epochs=4, verbose=0)
+    assert model.evaluate(SplitData(96, 1), batch_size=32, verbose=0)["acc"] >= 0.9
+    out = model.predict(SplitData(10, 1), batch_size=4, stack_outputs=True, verbose=0)
+    assert out[0].shape == (10, 2)
+    if explicit:  # Model.summary reads the shapes of the inputs given to Model
+        assert model.summary()["total_params"] == 12
+        assert "Linear" in capsys.readouterr().out
+    with pytest.raises(TypeError, match="InputSpec"):
+        oar.Model(net, inputs=[3])
+
+
 # ---- one batch ----
 @needs_optim
 def test_batch_apis_shapes():
