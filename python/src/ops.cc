@@ -262,11 +262,15 @@ py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwarg
         throw py::type_error(std::string(def.name) + ": expects tensors or Python scalars for x and y, got " +
                              type_name(args[0]) + " and " + type_name(args[1]));
     } else {
+      if (want > 4) {  // more inputs than the small buffer holds
+        large.resize(want);
+        inputs = large.data();
+      }
       for (size_t i = 0; i < want; ++i) {
         if (!is_tensor(args[i]))
           throw py::type_error(std::string(def.name) + ": input '" + def.inputs[i] + "' must be a Tensor, got " +
                                type_name(args[i]));
-        small[i] = fast_tensor(args[i]);
+        inputs[i] = fast_tensor(args[i]);
       }
     }
     n_in = static_cast<int32_t>(want);
