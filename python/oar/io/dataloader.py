@@ -208,7 +208,7 @@ class _MultiProcessIter:
         # Worker seeds: drawn from numpy's global generator, so np.random.seed in the main process makes
         # them reproducible; each worker adds its id.
         base_seed = int(np.random.randint(0, 2 ** 31 - 1))
-        self._index_queues = []
+        self._task_conns = []
         self._workers = []
         self._slots = _worker._SlotReader()
         collate = loader._collate()
@@ -216,13 +216,13 @@ class _MultiProcessIter:
         try:
             for wid in range(self._num_workers):
                 # Tasks go through a plain pipe per worker: small synchronous writes, no feeder thread.
-                task_reader, q = ctx.Pipe(duplex=False)
+                task_reader, task_writer = ctx.Pipe(duplex=False)
                 w = ctx.Process(target=_worker._worker_loop, daemon=True,
                                 args=(loader.dataset, loader._is_iterable, task_reader, result_writer, result_lock,
                                       loader.auto_collate_batch, collate, loader.drop_last, wid, self._num_workers,
                                       base_seed + wid, loader.worker_init_fn, loader.use_shared_memory,
                                       self._prefetch, os.getpid()))
-                self._index_queues.append(q)
+                self._task_conns.append(task_writer)
                 try:
                     w.start()
                 finally:
@@ -269,14 +269,23 @@ class _MultiProcessIter:
         except StopIteration:
             self._sampler_done = True
             return
-        self._index_queues[wid].send((self._send_idx, indices))
+        self._send_task(wid, (self._send_idx, indices))
         self._tasks[self._send_idx] = [wid]
         self._send_idx += 1
 
+    def _send_task(self, wid, task):
+        try:
+            self._task_conns[wid].send(task)
+        except OSError as e:  # BrokenPipeError: the worker is gone (or going)
+            self._workers[wid].join(timeout=_STATUS_CHECK_S)
+            self._check_workers()
+            self._shutdown(graceful=False)
+            raise RuntimeError("DataLoader: cannot send work to worker {}: {}".format(wid, e)) from e
+
     def _reset(self):
         """Persistent workers, next epoch: restart the workers' iterators and forget the old epoch."""
-        for q in self._index_queues:
-            q.send(_worker._ResumeIteration())
+        for wid in range(self._num_workers):
+            self._send_task(wid, _worker._ResumeIteration())
         acks = 0
         while acks < self._num_workers:
             idx, data = self._recv()  # results of the old epoch are dropped unread
@@ -294,16 +303,19 @@ class _MultiProcessIter:
                 wait = max(0.0, min(wait, deadline - time.monotonic()))
             if self._result_reader.poll(wait):
                 return pickle.loads(self._result_reader.recv_bytes())
-            dead = [w for w in self._workers if not w.is_alive()]
-            if dead:
-                w = dead[0]
-                msg = "DataLoader worker (pid {}) {}".format(w.pid, _describe_exit(w.exitcode))
-                self._shutdown(graceful=False)
-                raise RuntimeError(msg + "; the DataLoader has been shut down")
+            self._check_workers()
             if deadline is not None and time.monotonic() >= deadline:
                 self._shutdown(graceful=False)
                 raise RuntimeError("DataLoader timed out: no batch from the worker processes within timeout={} "
                                    "seconds".format(self._timeout))
+
+    def _check_workers(self):
+        """Raise (after shutting down) if a worker has died."""
+        for w in self._workers:
+            if not w.is_alive():
+                msg = "DataLoader worker (pid {}) {}".format(w.pid, _describe_exit(w.exitcode))
+                self._shutdown(graceful=False)
+                raise RuntimeError(msg + "; the DataLoader has been shut down")
 
     def __iter__(self):
         return self
@@ -366,7 +378,7 @@ class _MultiProcessIter:
         _live_iterators.discard(self)
         try:
             self._tasks = {}
-            for q in self._index_queues:
+            for q in self._task_conns:
                 try:
                     q.send(None)
                 except Exception:  # that worker is gone already
@@ -385,7 +397,7 @@ class _MultiProcessIter:
                 w.join(timeout=_SHUTDOWN_WAIT_S)
         finally:
             self._slots.close()
-            for q in self._index_queues:
+            for q in self._task_conns:
                 q.close()
             self._result_reader.close()
 

@@ -2,6 +2,7 @@
 ConcatDataset, Subset, random_split)."""
 import bisect
 import math
+import numbers
 import warnings
 
 import numpy as np
@@ -12,6 +13,9 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ComposeDataset", "Cha
 
 class Dataset:
     """A map-style dataset: subclasses implement __getitem__(idx) and __len__()."""
+
+    def __class_getitem__(cls, item):  # Dataset[T] in type hints, as with Paddle's Generic classes
+        return cls
 
     def __getitem__(self, idx):
         raise NotImplementedError("'{}' does not implement __getitem__".format(type(self).__name__))
@@ -230,8 +234,9 @@ def random_split(dataset, lengths, generator=None):
                 warnings.warn("random_split: length of split at index {} is 0".format(i))
         lengths = sizes
     for i, s in enumerate(lengths):
-        if not isinstance(s, int) or s < 0:
+        if not isinstance(s, numbers.Integral) or s < 0:
             raise ValueError("random_split: lengths[{}] = {!r} is not a non-negative integer".format(i, s))
+    lengths = [int(s) for s in lengths]
     if sum(lengths) != n:
         raise ValueError("random_split: sum of input lengths ({}) does not equal the length of the input dataset "
                          "({})".format(sum(lengths), n))

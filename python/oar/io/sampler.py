@@ -7,6 +7,9 @@ __all__ = ["Sampler", "SequenceSampler", "RandomSampler", "WeightedRandomSampler
 class Sampler:
     """Base class: subclasses implement __iter__ (indices) and usually __len__."""
 
+    def __class_getitem__(cls, item):  # Sampler[T] in type hints
+        return cls
+
     def __init__(self, data_source=None):
         self.data_source = data_source
 

@@ -12,8 +12,8 @@ __all__ = ["get_worker_info", "WorkerInfo"]
 
 _worker_info = None
 
-# Arrays at least this large travel through shared memory; smaller ones are pickled into the queue,
-# which is cheaper than creating a shared-memory segment.
+# Arrays at least this large travel through shared memory; smaller ones are simply pickled into the
+# result pipe, which costs about the same for them.
 _SHM_MIN_BYTES = 16 * 1024
 # How often a waiting worker checks that its parent is still alive.
 _POLL_S = 1.0
