@@ -1,6 +1,6 @@
-"""oar.vision.models: structure identical to paddle.vision.models (state_dict keys, shapes, parameter
-counts), forward outputs equal to Paddle's for fixed weights, LeNet training step and a numpy
-reference, the pretrained=True error."""
+"""oar.vision.models (every family of paddle.vision.models): structure identical to Paddle's
+(state_dict keys, shapes, parameter counts), forward outputs equal to Paddle's for fixed weights,
+LeNet training step, numpy reference and devices, the pretrained=True error."""
 import hashlib
 import math
 import os
@@ -60,6 +60,24 @@ PADDLE_STRUCTURE = {
     "squeezenet1_0": ("squeezenet1_0", {}, 52, 1248424, 1248424, "2495369e06fdac6a"),
     "squeezenet1_1": ("squeezenet1_1", {}, 52, 1235496, 1235496, "80b353c6b40f55b4"),
     "squeezenet1_1_nc10": ("squeezenet1_1", {"num_classes": 10}, 52, 727626, 727626, "f13647c6793798c7"),
+    "densenet121": ("densenet121", {}, 606, 8062504, 7978856, "efb822bce29d738f"),
+    "densenet161": ("densenet161", {}, 806, 28900936, 28681000, "662377bc4d5e44f5"),
+    "densenet169": ("densenet169", {}, 846, 14307880, 14149480, "465fda48bc2c55ed"),
+    "densenet201": ("densenet201", {}, 1006, 20242984, 20013928, "255bec708afe3a48"),
+    "densenet264": ("densenet264", {}, 1326, 33736232, 33337704, "9270be70b8d6ff94"),
+    "densenet121_drop_nc10": ("densenet121", {"dropout": 0.2, "num_classes": 10, "bn_size": 2}, 606, 3946570, 3870346,
+                              "e2717f9f6e9976cf"),
+    "googlenet": ("googlenet", {}, 69, 11535736, 11535736, "fbd81914b26a4ca3"),
+    "googlenet_nc0": ("googlenet", {"num_classes": 0}, 57, 5966272, 5966272, "d9117bf1fbae322b"),
+    "inception_v3": ("inception_v3", {}, 472, 23869000, 23834568, "cb11f9b72627a201"),
+    "inception_v3_nc10": ("inception_v3", {"num_classes": 10}, 472, 21840490, 21806058, "bd0dca3afdf2f2f4"),
+    "shufflenet_v2_x0_25": ("shufflenet_v2_x0_25", {}, 282, 607712, 603688, "e6921ba4510eab78"),
+    "shufflenet_v2_x0_33": ("shufflenet_v2_x0_33", {}, 282, 652264, 647272, "75f03c9b5e46c62f"),
+    "shufflenet_v2_x0_5": ("shufflenet_v2_x0_5", {}, 282, 1374744, 1366792, "2889a4602756830d"),
+    "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", {}, 282, 2294784, 2278604, "d6aaee9c568d285e"),
+    "shufflenet_v2_x1_5": ("shufflenet_v2_x1_5", {}, 282, 3527064, 3503624, "0408da4907efb8b6"),
+    "shufflenet_v2_x2_0": ("shufflenet_v2_x2_0", {}, 282, 7399952, 7366536, "d2d75274dac05e87"),
+    "shufflenet_v2_swish": ("shufflenet_v2_swish", {}, 282, 2294784, 2278604, "d6aaee9c568d285e"),
 }
 
 # LeNet's state_dict, literally (from paddle.vision.models.LeNet().state_dict()).
@@ -89,6 +107,12 @@ PADDLE_OUTPUTS = [
      [[-0.0420873, 0.192661, -0.108312, -0.0215378, 0.0228326]]),
     ("squeezenet1_0", {"num_classes": 5}, [1, 3, 64, 64], [[0.103526, 0.0962664, 0.0236702, 0.0, 0.097976]]),
     ("squeezenet1_1", {"num_classes": 5}, [1, 3, 64, 64], [[0.0, 0.0, 0.19226, 0.0607634, 0.0229673]]),
+    ("densenet121", {"num_classes": 5}, [1, 3, 32, 32], [[-0.0252795, 0.045414, 0.0891146, 0.209796, 0.00227414]]),
+    ("shufflenet_v2_x0_25", {"num_classes": 5}, [1, 3, 32, 32],
+     [[0.00354347, -0.0751759, -0.223795, -0.0377083, -0.0897073]]),
+    ("shufflenet_v2_swish", {"num_classes": 5}, [1, 3, 32, 32],
+     [[-0.00871562, 0.135319, 0.114864, 0.123898, 0.0721867]]),
+    ("inception_v3", {"num_classes": 5}, [1, 3, 75, 75], [[0.0914651, -0.0842297, 0.0898677, 0.0513205, -0.330076]]),
 ]
 
 
@@ -152,14 +176,16 @@ def test_literal_keys(cheap_init):
 
 
 def test_public_names():
-    # Paddle's paddle.vision.models.__all__ less the families not written yet (DenseNet, GoogLeNet,
-    # InceptionV3, ShuffleNetV2).
+    # Paddle 3.3.1's paddle.vision.models.__all__.
     expected = {"ResNet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d",
                 "resnext50_64x4d", "resnext101_32x4d", "resnext101_64x4d", "resnext152_32x4d", "resnext152_64x4d",
                 "wide_resnet50_2", "wide_resnet101_2", "VGG", "vgg11", "vgg13", "vgg16", "vgg19", "MobileNetV1",
                 "mobilenet_v1", "MobileNetV2", "mobilenet_v2", "MobileNetV3Small", "MobileNetV3Large",
                 "mobilenet_v3_small", "mobilenet_v3_large", "LeNet", "AlexNet", "alexnet", "SqueezeNet",
-                "squeezenet1_0", "squeezenet1_1"}
+                "squeezenet1_0", "squeezenet1_1", "DenseNet", "densenet121", "densenet161", "densenet169",
+                "densenet201", "densenet264", "InceptionV3", "inception_v3", "GoogLeNet", "googlenet",
+                "ShuffleNetV2", "shufflenet_v2_x0_25", "shufflenet_v2_x0_33", "shufflenet_v2_x0_5",
+                "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0", "shufflenet_v2_swish"}
     assert set(models.__all__) == expected
     for name in expected:
         assert getattr(models, name) is not None
@@ -197,6 +223,13 @@ def test_forward_shapes():
         assert m(x64).shape == [1, 7, 3, 3]
         m = models.LeNet(num_classes=0).eval()
         assert m(oar.randn([2, 1, 28, 28])).shape == [2, 16, 5, 5]
+        m = models.densenet121(num_classes=0, with_pool=False).eval()
+        assert m(x64).shape == [1, 1024, 2, 2]
+        # GoogLeNet returns (main, auxiliary 1, auxiliary 2): here the three feature maps.
+        m = models.googlenet(num_classes=0, with_pool=False).eval()
+        assert [o.shape for o in m(x64)] == [[1, 1024, 1, 1], [1, 512, 3, 3], [1, 528, 3, 3]]
+        m = models.shufflenet_v2_x0_5(num_classes=0).eval()
+        assert m(x64).shape == [1, 1024, 1, 1]
 
 
 def test_train_mode_updates_batchnorm_stats():
@@ -285,7 +318,10 @@ PRETRAINED_CTORS = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"
                     "resnext50_64x4d", "resnext101_32x4d", "resnext101_64x4d", "resnext152_32x4d",
                     "resnext152_64x4d", "wide_resnet50_2", "wide_resnet101_2", "vgg11", "vgg13", "vgg16", "vgg19",
                     "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "alexnet",
-                    "squeezenet1_0", "squeezenet1_1"]
+                    "squeezenet1_0", "squeezenet1_1", "densenet121", "densenet161", "densenet169", "densenet201",
+                    "densenet264", "googlenet", "inception_v3", "shufflenet_v2_x0_25", "shufflenet_v2_x0_33",
+                    "shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0",
+                    "shufflenet_v2_swish"]
 
 
 @pytest.mark.parametrize("name", PRETRAINED_CTORS)
@@ -302,5 +338,46 @@ def test_bad_arguments():
         models.ResNet(models.BasicBlock, depth=20)
     with pytest.raises(ValueError, match="version"):
         models.SqueezeNet("2.0")
+    with pytest.raises(ValueError, match="layers"):
+        models.DenseNet(layers=100)
+    with pytest.raises(ValueError, match="scale"):
+        models.ShuffleNetV2(scale=0.75)
+    with pytest.raises(ValueError, match="activation"):
+        models.ShuffleNetV2(act="gelu")
     with pytest.raises(NotImplementedError, match="Dilation"):
         models.BasicBlock(64, 64, dilation=2)
+
+
+def test_lenet_on_device_matches_cpu(device):
+    model = models.LeNet()
+    x = np.random.default_rng(9).normal(size=[2, 1, 28, 28]).astype("float32")
+    label = np.array([[1], [4]], dtype="int64")
+    loss = F.cross_entropy(model(oar.to_tensor(x)), oar.to_tensor(label))
+    loss.backward()
+    grads = [p.grad.numpy() for p in model.parameters()]
+    model.clear_gradients()
+
+    model.to(device)
+    assert all(str(p.place) == str(oar.to_tensor(x, place=device).place) for p in model.parameters())
+    loss_d = F.cross_entropy(model(oar.to_tensor(x, place=device)), oar.to_tensor(label, place=device))
+    loss_d.backward()
+    np.testing.assert_allclose(float(loss_d), float(loss), rtol=1e-5)
+    for g, p in zip(grads, model.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)
+
+
+def test_deepcopy_and_float64():
+    import copy
+    # MobileNetV1 keeps its blocks in a plain list as well as registered sublayers (as Paddle):
+    # a deep copy must keep both pointing at the same copied blocks.
+    a = models.mobilenet_v1(scale=0.25, num_classes=3).eval()
+    b = copy.deepcopy(a)
+    assert b.dwsl[0] is b.conv2_1 and b.dwsl[0] is not a.conv2_1
+    x = oar.randn([1, 3, 32, 32])
+    with oar.no_grad():
+        np.testing.assert_array_equal(a(x).numpy(), b(x).numpy())
+        y32 = a(x).numpy()
+        a.to(dtype="float64")
+        y64 = a(x.astype("float64"))
+    assert y64.dtype == oar.float64
+    np.testing.assert_allclose(y64.numpy(), y32, rtol=1e-4, atol=1e-5)
