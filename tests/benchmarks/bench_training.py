@@ -2,8 +2,8 @@
 
 Tasks (each framework and task in its own subprocess, so peak RSS is that run's alone):
   lenet   LeNet (Paddle's: conv3x3(6)-pool-conv5x5(16)-pool-fc120-fc84-fc10) on Fashion-MNIST, batch 64,
-          Adam: training throughput in images/s over a fixed number of steps after a warm-up.
-  mlp     784-512-512-10 MLP (ReLU), batch 128, Adam: train steps/s.
+          Adam: training throughput in images/s (best of 5 windows of steps/5 steps, after a warm-up).
+  mlp     784-512-512-10 MLP (ReLU), batch 128, Adam: train steps/s (measured the same way).
   to88    time to 88% test accuracy: the main job's recipe for all three (LeNet, batch 64, Adam with
           lr 2e-3 and cosine decay over 5 epochs, the same shuffled order), evaluated after every epoch;
           the time counts training only (not evaluation).
@@ -195,25 +195,31 @@ class PaddleRunner:
 RUNNERS = {"oar": OarRunner, "hapi": HapiRunner, "torch": TorchRunner, "paddle": PaddleRunner}
 
 
-def timed_steps(runner, x, y, batch, steps, warmup=10):
+def timed_steps(runner, x, y, batch, steps, warmup=10, windows=5):
+    """Seconds per step: the best of `windows` timed windows of steps/windows steps each (the machine is
+    shared, so the best window is the least disturbed one)."""
     n = len(x)
     rng = np.random.RandomState(0)
-    idx = rng.randint(0, n - batch, size=steps + warmup)
+    per = max(1, steps // windows)
+    idx = rng.randint(0, n - batch, size=per * windows + warmup)
     for i in range(warmup):
         runner.sync(runner.step(x[idx[i]:idx[i] + batch], y[idx[i]:idx[i] + batch]))
-    start = time.perf_counter()
-    loss = None
-    for i in range(warmup, warmup + steps):
-        loss = runner.step(x[idx[i]:idx[i] + batch], y[idx[i]:idx[i] + batch])
-    runner.sync(loss)
-    return time.perf_counter() - start
+    best = float("inf")
+    for w in range(windows):
+        start = time.perf_counter()
+        loss = None
+        for i in range(warmup + w * per, warmup + (w + 1) * per):
+            loss = runner.step(x[idx[i]:idx[i] + batch], y[idx[i]:idx[i] + batch])
+        runner.sync(loss)
+        best = min(best, (time.perf_counter() - start) / per)
+    return best
 
 
 def task_lenet(runner, steps, **_):
     xtr, ytr, _, _ = load_fashion_mnist()
     runner.setup(runner.lenet(), 1e-3)
     t = timed_steps(runner, xtr, ytr, 64, steps)
-    return {"images_per_s": steps * 64 / t, "ms_per_step": t / steps * 1e3}
+    return {"images_per_s": 64 / t, "ms_per_step": t * 1e3}
 
 
 def task_mlp(runner, steps, **_):
@@ -222,7 +228,7 @@ def task_mlp(runner, steps, **_):
     y = rng.randint(0, 10, size=4096).astype(np.int64)
     runner.setup(runner.mlp(), 1e-3)
     t = timed_steps(runner, x, y, 128, steps)
-    return {"steps_per_s": steps / t, "ms_per_step": t / steps * 1e3}
+    return {"steps_per_s": 1 / t, "ms_per_step": t * 1e3}
 
 
 def task_to88(runner, epochs, **_):
