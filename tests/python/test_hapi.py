@@ -400,6 +400,22 @@ def test_progbar_logger_output(capsys):
     assert "Eval begin..." in out and "Eval samples: 16" in out
 
 
+@needs_optim
+def test_iterable_dataset_without_len(capsys):
+    class Stream(oar.io.IterableDataset):
+        def __iter__(self):
+            data = ToyData(20)
+            for i in range(len(data)):
+                yield data[i]
+    model = make_model()
+    model.fit(Stream(), batch_size=8, epochs=2, verbose=2, log_freq=2)
+    result = model.evaluate(Stream(), batch_size=8, verbose=2, log_freq=2)
+    out = capsys.readouterr().out
+    # Unknown step counts: "step   n" lines, and the last (3rd, partial) batch is still shown.
+    assert "step   2 - loss" in out and "step   3 - loss" in out and "Eval samples: 20" in out
+    assert set(result) == {"loss", "acc"}
+
+
 def test_progress_bar_tty_redraws_one_line():
     class FakeTTY(io.StringIO):
         def isatty(self):

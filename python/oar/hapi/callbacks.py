@@ -238,7 +238,8 @@ class ProgBarLogger(Callback):
         self._train_timer["batch_start_time"] = time.time()
 
     def on_epoch_end(self, epoch, logs=None):
-        if self._is_print() and self.steps is not None:
+        # Also with an unknown number of steps (Paddle prints nothing then), unless just shown.
+        if self._is_print() and (self.steps is not None or self.train_step % self.log_freq != 0):
             self._updates(logs, "train")
 
     def on_eval_begin(self, logs=None):
@@ -265,8 +266,9 @@ class ProgBarLogger(Callback):
         self._eval_timer["batch_start_time"] = time.time()
 
     def on_eval_end(self, logs=None):
-        if self._is_print() and self.eval_steps is not None:
-            self._updates(logs, "eval")
+        if self._is_print():
+            if self.eval_steps is not None or self.eval_step % self.log_freq != 0:
+                self._updates(logs, "eval")
             print("Eval samples: {}".format(self.evaled_samples))
 
     def on_predict_begin(self, logs=None):
