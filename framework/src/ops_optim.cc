@@ -8,7 +8,9 @@
 //
 // Attributes that may differ per parameter (learning rate with its multipliers, L2 coefficients,
 // decoupled weight decay) are float lists with one value for all parameters or one per parameter.
-// "l2_coeff" adds coeff * param to the gradient first (Paddle's L2Decay regularizer, fused).
+// The gradient used is grad_scale * grad + l2_coeff * param: "grad_scale" is global-norm gradient
+// clipping folded into the update, "l2_coeff" Paddle's L2Decay regularizer, fused.
+// "merged_sum_squares" (an ordinary op) gives the squared global norm of a list for gradient clipping.
 #include <oar/core/error.h>
 
 #include <cstring>
@@ -31,6 +33,7 @@ struct Layout {
 std::vector<AttrDef> with_common(std::vector<AttrDef> attrs) {
   attrs.insert(attrs.begin(), AttrDef{"learning_rate", AttrType::kFloats, true, std::vector<double>{}});
   attrs.push_back(AttrDef{"l2_coeff", AttrType::kFloats, false, std::vector<double>{}});
+  attrs.push_back(AttrDef{"grad_scale", AttrType::kFloats, false, std::vector<double>{}});
   return attrs;
 }
 
@@ -149,6 +152,7 @@ void infer_optim(InferContext& c) {
   }
   check_list(c, "learning_rate", n, true);
   check_list(c, "l2_coeff", n, false);
+  check_list(c, "grad_scale", n, false);
   for (const char* a : {"coeff", "weight_decay"})
     if (c.attrs->find(a)) check_list(c, a, n, false);
   if (c.attrs->find("amsgrad") && c.attrs->get_int("amsgrad"))
@@ -159,9 +163,20 @@ void infer_optim(InferContext& c) {
     }
 }
 
+// merged_sum_squares: sum of x*x over every element of every input (gradient clipping's global norm);
+// a 0-d float32 result (float64 for float64 inputs).
+void infer_sum_squares(InferContext& c) {
+  for (int32_t k = 0; k < c.num_inputs; ++k) {
+    require_floating(c, k);
+    require_same_dtype(c, 0, k);
+  }
+  c.outputs[0] = {c.inputs[0].dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32, Dims()};
+}
+
 }  // namespace
 
 void register_optim_ops(OpRegistry& r) {
+  def(r, "merged_sum_squares", {"x"}, {}, infer_sum_squares, 0, /*variadic=*/true);
   for (const Layout& l : layouts()) {
     uint32_t mask = 0;
     for (size_t b = 0; b < l.blocks.size(); ++b)

@@ -59,12 +59,25 @@ void scale_scalar(const TensorView& t, double factor) {
     *t.data<float>() = static_cast<float>(static_cast<double>(*t.data<float>()) * factor);
 }
 
-// Runs body(chunk) for every chunk, in parallel.
+// Below this many elements in all, an update runs on the calling thread: waking the thread pool costs
+// more than the work (and much more when the machine is busy).
+constexpr int64_t kParallelMin = 65536;
+
+// Runs body(ci) for every chunk index, in parallel when there is enough work.
+template <class Body>
+void for_chunk_index(const std::vector<Chunk>& chunks, Body&& body) {
+  int64_t total = 0;
+  for (const Chunk& c : chunks) total += c.hi - c.lo;
+  const auto n = static_cast<int64_t>(chunks.size());
+  parallel_for(0, n, total < kParallelMin ? n : 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) body(c);
+  });
+}
+
+// Runs body(chunk) for every chunk.
 template <class Body>
 void for_chunks(const std::vector<Chunk>& chunks, Body&& body) {
-  parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t c = b; c < e; ++c) body(chunks[c]);
-  });
+  for_chunk_index(chunks, [&](int64_t c) { body(chunks[c]); });
 }
 
 template <class T>
@@ -72,20 +85,24 @@ T* ptr(const Lists& l, int32_t block, int32_t k) {
   return l.at(block, k).template data<T>();
 }
 
+// Every update first forms g' = grad_scale * g + l2_coeff * p (grad_scale: global-norm clipping folded
+// into the update; l2_coeff: L2Decay).
+
 // ---- sgd: p -= lr * (g + l2 * p) ----------------------------------------------------------------------
 void sgd_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 2);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   dispatch<FloatType>("merged_sgd", l.at(0, 0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
     for_chunks(chunks_of(l), [&](const Chunk& c) {
       T* p = ptr<T>(l, 0, c.k);
       const T* g = ptr<T>(l, 1, c.k);
-      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]);
+      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        p[i] = T(pv - a * (static_cast<C>(g[i]) + w * pv));
+        p[i] = T(pv - a * (sc * static_cast<C>(g[i]) + w * pv));
       }
     });
   });
@@ -96,6 +113,7 @@ void sgd_kernel(KernelContext& ctx) {
 void momentum_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 3);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double mu = ctx.attr_float("mu"), rescale = ctx.attr_float("rescale_grad");
   const bool nesterov = ctx.attr_int("use_nesterov") != 0;
   dispatch<FloatType>("merged_momentum", l.at(0, 0).dtype(), [&](auto tag) {
@@ -106,10 +124,10 @@ void momentum_kernel(KernelContext& ctx) {
       T* p = ptr<T>(l, 0, c.k);
       const T* g = ptr<T>(l, 1, c.k);
       T* v = ptr<T>(l, 2, c.k);
-      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]);
+      const C a = static_cast<C>(lr[c.k]), w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = rs * static_cast<C>(g[i]) + w * pv;
+        const C gv = rs * sc * static_cast<C>(g[i]) + w * pv;
         const C vv = m * static_cast<C>(v[i]) + gv;
         v[i] = T(vv);
         p[i] = T(nesterov ? pv - (gv + m * vv) * a : pv - a * vv);
@@ -124,6 +142,7 @@ void momentum_kernel(KernelContext& ctx) {
 void adam_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 7);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const auto coeff = per_param(ctx, "coeff", l.n, 0);
   const double b1 = ctx.attr_float("beta1"), b2 = ctx.attr_float("beta2"), eps = ctx.attr_float("epsilon");
   const bool amsgrad = ctx.attr_int("amsgrad") != 0;
@@ -143,23 +162,29 @@ void adam_kernel(KernelContext& ctx) {
       T* m1 = ptr<T>(l, 2, c.k);
       T* m2 = ptr<T>(l, 3, c.k);
       T* mx = amsgrad ? ptr<T>(l, 6, c.k) : nullptr;
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr_t[c.k]), e = static_cast<C>(eps_t[c.k]);
-      const C decay = static_cast<C>(1 - lr[c.k] * coeff[c.k]);
-      const bool decoupled = coeff[c.k] != 0;
-      for (int64_t i = c.lo; i < c.hi; ++i) {
-        C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
-        const C m1v = cb1 * static_cast<C>(m1[i]) + (1 - cb1) * gv;
-        C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
-        m1[i] = T(m1v);
-        m2[i] = T(m2v);
-        if (amsgrad) {
-          m2v = std::max(m2v, static_cast<C>(mx[i]));
-          mx[i] = T(m2v);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr_t[c.k]),
+              e = static_cast<C>(eps_t[c.k]);
+      const C decay = static_cast<C>(1 - lr[c.k] * coeff[c.k]);  // exactly 1 without decoupled decay
+      // amsgrad as a compile-time flag: a loop without branches vectorizes
+      auto loop = [&](auto ams) {
+        for (int64_t i = c.lo; i < c.hi; ++i) {
+          const C pv = static_cast<C>(p[i]);
+          const C gv = sc * static_cast<C>(g[i]) + w * pv;
+          const C m1v = cb1 * static_cast<C>(m1[i]) + (1 - cb1) * gv;
+          C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
+          m1[i] = T(m1v);
+          m2[i] = T(m2v);
+          if constexpr (decltype(ams)::value) {
+            m2v = std::max(m2v, static_cast<C>(mx[i]));
+            mx[i] = T(m2v);
+          }
+          p[i] = T(pv * decay - a * (m1v / (std::sqrt(m2v) + e)));
         }
-        if (decoupled) pv *= decay;
-        p[i] = T(pv - a * (m1v / (std::sqrt(m2v) + e)));
-      }
+      };
+      if (amsgrad)
+        loop(std::true_type{});
+      else
+        loop(std::false_type{});
     });
   });
   for (int32_t k = 0; k < l.n; ++k) {
@@ -172,6 +197,7 @@ void adam_kernel(KernelContext& ctx) {
 void adamax_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 5);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double b1 = ctx.attr_float("beta1"), b2 = ctx.attr_float("beta2"), eps = ctx.attr_float("epsilon");
   std::vector<double> lr_t(l.n);
   for (int32_t k = 0; k < l.n; ++k) lr_t[k] = lr[k] / (1 - read_scalar(l.at(4, k)));
@@ -184,10 +210,10 @@ void adamax_kernel(KernelContext& ctx) {
       const T* g = ptr<T>(l, 1, c.k);
       T* m = ptr<T>(l, 2, c.k);
       T* u = ptr<T>(l, 3, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr_t[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr_t[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C mv = cb1 * static_cast<C>(m[i]) + (1 - cb1) * gv;
         const C uv = std::max(cb2 * static_cast<C>(u[i]) + ce, std::abs(gv));
         m[i] = T(mv);
@@ -203,6 +229,7 @@ void adamax_kernel(KernelContext& ctx) {
 void adagrad_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 3);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double eps = ctx.attr_float("epsilon");
   dispatch<FloatType>("merged_adagrad", l.at(0, 0).dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -212,10 +239,10 @@ void adagrad_kernel(KernelContext& ctx) {
       T* p = ptr<T>(l, 0, c.k);
       const T* g = ptr<T>(l, 1, c.k);
       T* m = ptr<T>(l, 2, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C mv = static_cast<C>(m[i]) + gv * gv;
         m[i] = T(mv);
         p[i] = T(pv - a * gv / (std::sqrt(mv) + ce));
@@ -229,6 +256,7 @@ void adagrad_kernel(KernelContext& ctx) {
 void adadelta_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 4);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double rho = ctx.attr_float("rho"), eps = ctx.attr_float("epsilon");
   dispatch<FloatType>("merged_adadelta", l.at(0, 0).dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -239,10 +267,10 @@ void adadelta_kernel(KernelContext& ctx) {
       const T* g = ptr<T>(l, 1, c.k);
       T* sg = ptr<T>(l, 2, c.k);
       T* su = ptr<T>(l, 3, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr[c.k]);
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
+        const C gv = sc * static_cast<C>(g[i]) + w * pv;
         const C sgv = r * static_cast<C>(sg[i]) + (1 - r) * gv * gv;
         const C d = -std::sqrt((static_cast<C>(su[i]) + ce) / (sgv + ce)) * gv;
         sg[i] = T(sgv);
@@ -259,6 +287,7 @@ void adadelta_kernel(KernelContext& ctx) {
 void rmsprop_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 5);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const double rho = ctx.attr_float("rho"), eps = ctx.attr_float("epsilon"), mom = ctx.attr_float("momentum");
   const bool centered = ctx.attr_int("centered") != 0;
   dispatch<FloatType>("merged_rmsprop", l.at(0, 0).dtype(), [&](auto tag) {
@@ -271,22 +300,28 @@ void rmsprop_kernel(KernelContext& ctx) {
       T* ms = ptr<T>(l, 2, c.k);
       T* mg = ptr<T>(l, 3, c.k);
       T* mo = ptr<T>(l, 4, c.k);
-      const C w = static_cast<C>(l2[c.k]), a = static_cast<C>(lr[c.k]);
-      for (int64_t i = c.lo; i < c.hi; ++i) {
-        const C pv = static_cast<C>(p[i]);
-        const C gv = static_cast<C>(g[i]) + w * pv;
-        const C msv = r * static_cast<C>(ms[i]) + (1 - r) * gv * gv;
-        ms[i] = T(msv);
-        C denom = msv + ce;
-        if (centered) {
-          const C mgv = r * static_cast<C>(mg[i]) + (1 - r) * gv;
-          mg[i] = T(mgv);
-          denom = msv - mgv * mgv + ce;
+      const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]), a = static_cast<C>(lr[c.k]);
+      auto loop = [&](auto is_centered) {  // a compile-time flag: the loop vectorizes
+        for (int64_t i = c.lo; i < c.hi; ++i) {
+          const C pv = static_cast<C>(p[i]);
+          const C gv = sc * static_cast<C>(g[i]) + w * pv;
+          const C msv = r * static_cast<C>(ms[i]) + (1 - r) * gv * gv;
+          ms[i] = T(msv);
+          C denom = msv + ce;
+          if constexpr (decltype(is_centered)::value) {
+            const C mgv = r * static_cast<C>(mg[i]) + (1 - r) * gv;
+            mg[i] = T(mgv);
+            denom = msv - mgv * mgv + ce;
+          }
+          const C mov = cm * static_cast<C>(mo[i]) + a * gv / std::sqrt(denom);
+          mo[i] = T(mov);
+          p[i] = T(pv - mov);
         }
-        const C mov = cm * static_cast<C>(mo[i]) + a * gv / std::sqrt(denom);
-        mo[i] = T(mov);
-        p[i] = T(pv - mov);
-      }
+      };
+      if (centered)
+        loop(std::true_type{});
+      else
+        loop(std::false_type{});
     });
   });
 }
@@ -297,6 +332,7 @@ void rmsprop_kernel(KernelContext& ctx) {
 void lamb_kernel(KernelContext& ctx) {
   const Lists l = lists_of(ctx, 6);
   const auto lr = per_param(ctx, "learning_rate", l.n, 0), l2 = per_param(ctx, "l2_coeff", l.n, 0);
+  const auto gs = per_param(ctx, "grad_scale", l.n, 1);
   const auto wd = per_param(ctx, "weight_decay", l.n, 0);
   const double b1 = ctx.attr_float("beta1"), b2 = ctx.attr_float("beta2"), eps = ctx.attr_float("epsilon");
   const bool always_adapt = ctx.attr_int("always_adapt") != 0;
@@ -311,27 +347,28 @@ void lamb_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     using C = compute_t<T>;
     const C cb1 = static_cast<C>(b1), cb2 = static_cast<C>(b2), ce = static_cast<C>(eps);
-    auto r_of = [&](int32_t k, C pv, C m1v, C m2v) {
-      return (m1v * static_cast<C>(c1[k])) / (std::sqrt(m2v * static_cast<C>(c2[k])) + ce) +
-             static_cast<C>(wd[k]) * pv;
+    // r for one element, with the parameter's bias corrections and decay passed in (hoisted per chunk)
+    auto r_of = [ce](C k1, C k2, C d, C pv, C m1v, C m2v) {
+      return (m1v * k1) / (std::sqrt(m2v * k2) + ce) + d * pv;
     };
-    parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t ci = b; ci < e; ++ci) {
+    for_chunk_index(chunks, [&](int64_t ci) {
+      {
         const Chunk& c = chunks[ci];
+        const C k1 = static_cast<C>(c1[c.k]), k2 = static_cast<C>(c2[c.k]), d = static_cast<C>(wd[c.k]);
         const T* p = ptr<T>(l, 0, c.k);
         const T* g = ptr<T>(l, 1, c.k);
         T* m1 = ptr<T>(l, 2, c.k);
         T* m2 = ptr<T>(l, 3, c.k);
-        const C w = static_cast<C>(l2[c.k]);
+        const C w = static_cast<C>(l2[c.k]), sc = static_cast<C>(gs[c.k]);
         double ps = 0, rs = 0;
         for (int64_t i = c.lo; i < c.hi; ++i) {
           const C pv = static_cast<C>(p[i]);
-          const C gv = static_cast<C>(g[i]) + w * pv;
+          const C gv = sc * static_cast<C>(g[i]) + w * pv;
           const C m1v = cb1 * static_cast<C>(m1[i]) + (1 - cb1) * gv;
           const C m2v = cb2 * static_cast<C>(m2[i]) + (1 - cb2) * gv * gv;
           m1[i] = T(m1v);
           m2[i] = T(m2v);
-          const C rv = r_of(c.k, pv, static_cast<C>(T(m1v)), static_cast<C>(T(m2v)));
+          const C rv = r_of(k1, k2, d, pv, static_cast<C>(T(m1v)), static_cast<C>(T(m2v)));
           ps += static_cast<double>(pv) * pv;
           rs += static_cast<double>(rv) * rv;
         }
@@ -355,9 +392,10 @@ void lamb_kernel(KernelContext& ctx) {
       const T* m1 = ptr<T>(l, 2, c.k);
       const T* m2 = ptr<T>(l, 3, c.k);
       const C s = static_cast<C>(step[c.k]);
+      const C k1 = static_cast<C>(c1[c.k]), k2 = static_cast<C>(c2[c.k]), d = static_cast<C>(wd[c.k]);
       for (int64_t i = c.lo; i < c.hi; ++i) {
         const C pv = static_cast<C>(p[i]);
-        p[i] = T(pv - s * r_of(c.k, pv, static_cast<C>(m1[i]), static_cast<C>(m2[i])));
+        p[i] = T(pv - s * r_of(k1, k2, d, pv, static_cast<C>(m1[i]), static_cast<C>(m2[i])));
       }
     });
   });
@@ -367,9 +405,39 @@ void lamb_kernel(KernelContext& ctx) {
   }
 }
 
+// ---- merged_sum_squares: sum of x^2 over all inputs, in double, per chunk and then in chunk order (the
+// result does not depend on the thread count) -----------------------------------------------------------
+void sum_squares_kernel(KernelContext& ctx) {
+  const Lists l{ctx, ctx.num_inputs()};
+  const std::vector<Chunk> chunks = chunks_of(l);
+  std::vector<double> part(chunks.size());
+  dispatch<FloatType>("merged_sum_squares", l.at(0, 0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    for_chunk_index(chunks, [&](int64_t ci) {
+      const Chunk& c = chunks[ci];
+      const T* x = ptr<T>(l, 0, c.k);
+      double acc = 0;
+      for (int64_t i = c.lo; i < c.hi; ++i) {
+        const double v = static_cast<double>(static_cast<C>(x[i]));
+        acc += v * v;
+      }
+      part[ci] = acc;
+    });
+  });
+  double total = 0;
+  for (double v : part) total += v;
+  TensorView out = ctx.output(0);
+  if (out.dtype() == OAR_DTYPE_FLOAT64)
+    *out.data<double>() = total;
+  else
+    *out.data<float>() = static_cast<float>(total);
+}
+
 }  // namespace
 
 void register_optim_kernels(Registry& r) {
+  r.add("merged_sum_squares", oar::sdk::float_dtypes(), &sum_squares_kernel);
   const auto& f = oar::sdk::float_dtypes();
   r.add("merged_sgd", f, &sgd_kernel);
   r.add("sgd", f, &sgd_kernel);

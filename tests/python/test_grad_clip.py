@@ -7,6 +7,8 @@ import oar
 from oar.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from oar.nn.utils import clip_grad_norm_, clip_grad_value_
 
+COVERED_OPS = {"merged_sum_squares"}
+
 RNG = np.random.default_rng(3)
 GS = [RNG.standard_normal((3, 4)) * 2, RNG.standard_normal((5,)), RNG.standard_normal((2, 2)) * 0.1]
 
@@ -122,3 +124,24 @@ def test_errors():
         ClipGradByGlobalNorm(0.0)
     with pytest.raises(TypeError, match="group_name"):
         ClipGradByGlobalNorm(1.0, group_name=3)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_merged_sum_squares(device, dtype):
+    xs = [oar.to_tensor(g, dtype=dtype).to(device) for g in GS]
+    xs.append(oar.to_tensor(RNG.standard_normal((4, 6)), dtype=dtype).to(device)[:, ::2])  # strided input
+    out = oar._C.Op("merged_sum_squares")(xs)
+    assert out.shape == [] and out.dtype == (oar.float64 if dtype == "float64" else oar.float32)
+    want = sum(float((x.astype("float64").numpy() ** 2).sum()) for x in xs)
+    np.testing.assert_allclose(float(out), want, rtol=1e-12 if dtype == "float64" else 1e-6)
+    # many chunks (more than 16K elements each) sum the same as numpy
+    big = RNG.standard_normal(100_000)
+    got = float(oar._C.Op("merged_sum_squares")([oar.to_tensor(big).to(device)]))
+    np.testing.assert_allclose(got, (big ** 2).sum(), rtol=1e-12)
+
+
+def test_merged_sum_squares_errors():
+    with pytest.raises(TypeError, match="merged_sum_squares"):
+        oar._C.Op("merged_sum_squares")([oar.ones([2], dtype="int32")])
+    with pytest.raises(TypeError, match="merged_sum_squares"):
+        oar._C.Op("merged_sum_squares")([oar.ones([2]), oar.ones([2], dtype="float64")])

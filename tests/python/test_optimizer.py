@@ -423,3 +423,52 @@ def test_merged_op_errors():
     with oar.no_grad():
         oar._C.Op("merged_sgd")([w, oar.ones([3])], [0.1])
     np.testing.assert_allclose(w.numpy(), np.full(3, 0.9), rtol=1e-6)
+
+
+def test_merged_op_writes_through_contiguous_views(device):
+    # parameters living inside one flat buffer (offset views): the update, and under the CPU fallback
+    # the write-back, touch exactly their ranges
+    buf = oar.to_tensor(np.arange(12, dtype="float32"), place=device)
+    a, b = buf[2:5], buf[7:11]
+    oar._C.Op("merged_sgd")([a, b, oar.ones([3]).to(device), oar.ones([4]).to(device)], [0.5, 2.0])
+    want = np.arange(12, dtype="float32")
+    want[2:5] -= 0.5
+    want[7:11] -= 2.0
+    np.testing.assert_array_equal(buf.numpy(), want)
+
+
+def test_group_overrides_adam_hyperparameters():
+    ps = make_params()
+    opt = O.Adam(0.1, parameters=[{"params": [ps[0]], "beta1": 0.5, "epsilon": 1e-3}, {"params": [ps[1]]}])
+    for gs in GRADS:
+        for p, g in zip(ps, gs):
+            (p * oar.to_tensor(g.astype("float32"))).sum().backward()
+        opt.step()
+        opt.clear_grad()
+    check([p.numpy() for p in ps], [ref(adam, b1=0.5, eps=1e-3)[0], ref(adam)[1]])
+    np.testing.assert_allclose(opt.state_dict()["lin_0.w_0_beta1_pow_acc_0"].numpy(), [0.5 ** 5], rtol=1e-6)
+
+
+def test_global_norm_clip_folds_into_update_before_decay():
+    # the clipping scale reaches the kernel (grad_scale); L1Decay is added after scaling, L2Decay in
+    # the kernel after scaling too; the parameters' .grad stay unscaled
+    ps = make_params()
+    ps[0].regularizer = L1Decay(0.1)
+    opt = O.Momentum(0.5, momentum=0.9, parameters=ps, weight_decay=0.05, grad_clip=ClipGradByGlobalNorm(1.0))
+    for p, g in zip(ps, GRADS[0]):
+        (p * oar.to_tensor(g.astype("float32"))).sum().backward()
+    opt.step()
+    s = 1.0 / max(np.sqrt(sum((g ** 2).sum() for g in GRADS[0])), 1.0)
+    want0 = W0[0] - 0.5 * (s * GRADS[0][0] + 0.1 * np.sign(W0[0]))
+    want1 = W0[1] - 0.5 * (s * GRADS[0][1] + 0.05 * W0[1])
+    check([p.numpy() for p in ps], [want0, want1])
+    np.testing.assert_allclose(ps[1].grad.numpy(), GRADS[0][1], rtol=1e-6)
+
+
+def test_grad_scale_attribute(device):
+    p = oar.to_tensor(W0[1].astype("float32"), place=device)
+    g = oar.to_tensor(GRADS[0][1].astype("float32"), place=device)
+    oar._C.Op("merged_sgd")([p, g], [0.5], l2_coeff=[0.1], grad_scale=[0.25])
+    check([p.numpy()], [W0[1] - 0.5 * (0.25 * GRADS[0][1] + 0.1 * W0[1])])
+    with pytest.raises(ValueError, match="grad_scale"):
+        oar._C.Op("merged_sgd")([p, g], [0.5], grad_scale=[1.0, 2.0])

@@ -11,13 +11,10 @@ __all__ = ["ClipGradBase", "GradientClipBase", "ClipGradByValue", "ClipGradByNor
 
 
 def _flat_sum_squares(grads):
-    """sum(g * g) over every element of every tensor in grads, as a 0-d float tensor: one concat and
-    one reduction for the whole list instead of a reduction per tensor."""
-    flat = [g.reshape([-1]) for g in grads]
-    x = flat[0] if len(flat) == 1 else _C.Op("concat")(flat, 0)
-    if x.dtype not in (_C.float32, _C.float64):  # 16-bit floats: sum in float32
-        x = x.astype("float32")
-    return (x * x).sum()
+    """sum(g * g) over every element of every tensor in grads, as a 0-d float tensor (float64 for
+    float64 gradients): one fused op over the whole list ("merged_sum_squares"), not a reduction per
+    tensor."""
+    return _C.Op("merged_sum_squares")(list(grads))
 
 
 def _check_number(owner, name, value):
@@ -112,6 +109,17 @@ class ClipGradByGlobalNorm(ClipGradBase):
         """The global L2 norm (0-d float tensor) of the gradients this strategy clips, or None."""
         grads = [g for p, g in params_grads if _to_clip(p, g)]
         return _flat_sum_squares(grads).sqrt() if grads else None
+
+    def _scale(self, params_grads):
+        """The factor the clipped gradients get (a float), or None when nothing is to be scaled. The
+        optimizers pass it to their fused update instead of multiplying each gradient."""
+        norm = self.global_norm(params_grads)
+        if norm is None:
+            return None
+        norm = float(norm)
+        if self.auto_skip_clip and norm <= self.clip_norm:
+            return None
+        return self.clip_norm / max(norm, self.clip_norm)
 
     def _dygraph_clip(self, params_grads):
         norm = self.global_norm(params_grads)

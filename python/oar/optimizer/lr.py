@@ -300,7 +300,8 @@ class ReduceOnPlateau(LRScheduler):
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if hasattr(metrics, "numpy") or isinstance(metrics, np.ndarray):
             if int(np.prod(metrics.shape)) != 1:
-                raise ValueError(f"ReduceOnPlateau.step: metrics must have one element, got shape {list(metrics.shape)}")
+                raise ValueError("ReduceOnPlateau.step: metrics must have one element, got shape "
+                                 f"{list(metrics.shape)}")
             metrics = float(np.asarray(metrics.numpy() if hasattr(metrics, "numpy") else metrics).reshape(()))
         elif isinstance(metrics, bool) or not isinstance(metrics, (int, float, np.floating, np.integer)):
             raise TypeError(f"ReduceOnPlateau.step: metrics must be a number or a one-element tensor, got "

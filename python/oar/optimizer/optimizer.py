@@ -49,7 +49,7 @@ class Optimizer:
         owner = type(self).__name__
         if parameters is None:
             raise AttributeError(f"{owner}: parameters must be given (a list of tensors or of parameter-group dicts)")
-        if _C.Tensor is not None and isinstance(parameters, _C.Tensor):
+        if isinstance(parameters, _C.Tensor):
             raise TypeError(f"{owner}: parameters must be a list of tensors, not one Tensor")
         if isinstance(parameters, dict):
             raise TypeError(f"{owner}: parameters must be a list; for parameter groups pass a list of dicts")
@@ -72,7 +72,8 @@ class Optimizer:
         elif weight_decay is None or isinstance(weight_decay, WeightDecayRegularizer):
             self.regularization = weight_decay
         else:
-            raise TypeError(f"{owner}: weight_decay must be a float, L1Decay or L2Decay, got {type(weight_decay).__name__}")
+            raise TypeError(f"{owner}: weight_decay must be a float, L1Decay or L2Decay, got "
+                            f"{type(weight_decay).__name__}")
         self._grad_clip = grad_clip
         self._name = name
         self._accumulators = defaultdict(dict)  # accumulator name -> {param.name: tensor}
@@ -247,50 +248,71 @@ class Optimizer:
         if not params_grads:
             return
         clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
+        grad_scale = None
         if clip is not None:
-            params_grads = clip(params_grads)
+            from ..nn.clip import ClipGradByGlobalNorm
+            if type(clip) is ClipGradByGlobalNorm:
+                # one norm op, then the scale goes into the fused update (no multiply per gradient)
+                grad_scale = clip._scale(params_grads)
+            else:
+                params_grads = clip(params_grads)
         hyper = {k: self._group_value(group, k) for k in self._hyper_keys}
         base_lr = self.get_lr()
-        # Split by (dtype, place): one fused op each.
-        buckets = defaultdict(list)
+        # Split by dtype and place: one fused op each.
+        buckets = {}
         for p, g in params_grads:
-            if g is None:
-                continue
-            buckets[(str(p.dtype), str(p.place))].append((p, g))
+            if g is not None:
+                buckets.setdefault((p.dtype, p.place), []).append((p, g))
         for items in buckets.values():
-            self._update(items, base_lr, hyper, group)
+            self._update(items, base_lr, hyper, grad_scale)
 
-    def _regularize(self, p, g):
-        """Returns (grad, l2 coefficient to fuse)."""
+    def _regularize(self, p, g, scale):
+        """Returns (grad, L2 coefficient, gradient scale) for the fused update: L2Decay and the clipping
+        scale are applied by the kernel; any other regularizer is added here, after the scaling."""
         reg = getattr(p, "regularizer", None)
         if reg is None:
             reg = self.regularization
         if reg is None:
-            return g, 0.0
+            return g, 0.0, scale
         if type(reg) is L2Decay:
-            return g, reg.coeff
-        return g + reg(p, g), 0.0
+            return g, reg.coeff, scale
+        if scale != 1.0:
+            g = g.scale(scale)
+        return g + reg(p, g), 0.0, 1.0
 
-    def _update(self, items, base_lr, hyper, group):
-        params, grads, l2, lrs = [], [], [], []
-        for p, g in items:
-            g, c = self._regularize(p, g)
-            params.append(p)
-            grads.append(g)
-            l2.append(c)
-            lrs.append(base_lr * float(_optimize_attr(p).get("learning_rate", 1.0)) * self._lr_scale(p))
-        accs = []
+    def _state_inputs(self, params, hyper):
+        """The accumulator inputs of the fused op for these parameters (block by block), cached per
+        parameter list: accumulators are created once and then updated in place."""
+        key = tuple(map(id, params))
+        cache = self.__dict__.setdefault("_input_cache", {})
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[1]
+        flat = []
         for name, kind, fill in self._acc_specs:
             fill = hyper[fill] if isinstance(fill, str) else fill
-            accs.append([self._add_accumulator(name, p, fill, kind) for p in params])
+            flat += [self._add_accumulator(name, p, fill, kind) for p in params]
+        flat += self._extra_inputs(params)
+        cache[key] = (params, flat)  # holding params keeps their ids from being reused
+        return flat
+
+    def _update(self, items, base_lr, hyper, grad_scale=None):
+        params = [p for p, _ in items]
+        grads, l2, lrs, scales = [], [], [], []
+        for p, g in items:
+            sc = 1.0 if grad_scale is None or not getattr(p, "need_clip", True) else grad_scale
+            g, c, sc = self._regularize(p, g, sc)
+            grads.append(g)
+            l2.append(c)
+            scales.append(sc)
+            attr = getattr(p, "optimize_attr", None)
+            mult = 1.0 if attr is None else float(attr.get("learning_rate", 1.0))
+            lrs.append(base_lr * mult * self._lr_scale(p))
         attrs = self._op_attrs(params, hyper)
         attrs["learning_rate"] = lrs if len(set(lrs)) > 1 else lrs[:1]
         attrs["l2_coeff"] = l2 if len(set(l2)) > 1 else l2[:1]
-        flat = params + grads
-        for a in accs:
-            flat += a
-        flat += self._extra_inputs(params)
-        _C.Op(self._op)(flat, **attrs)
+        attrs["grad_scale"] = scales if len(set(scales)) > 1 else scales[:1]
+        _C.Op(self._op)(params + grads + self._state_inputs(params, hyper), **attrs)
 
     # Subclass hooks.
     def _lr_scale(self, p):
