@@ -1,6 +1,6 @@
 """The main job: trains LeNet on the real Fashion-MNIST with the Paddle-style high-level API.
 
-    python samples/train_lenet.py [--epochs 5] [--batch-size 64] [--lr 0.002] [--device cpu]
+    python samples/train_lenet.py [--epochs 8] [--batch-size 64] [--lr 0.002] [--device cpu]
                                   [--train-subset N] [--save-dir output/lenet]
 
 Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). The script is written the way a
@@ -38,7 +38,7 @@ class Subset(paddle.io.Dataset):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3, help="Adam's initial learning rate (cosine decay to 0)")
     p.add_argument("--device", default="cpu", help="cpu, sim:0, ...")

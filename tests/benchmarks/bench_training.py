@@ -5,7 +5,7 @@ Tasks (each framework and task in its own subprocess, so peak RSS is that run's 
           Adam: training throughput in images/s (best of 5 windows of steps/5 steps, after a warm-up).
   mlp     784-512-512-10 MLP (ReLU), batch 128, Adam: train steps/s (measured the same way).
   to88    time to 88% test accuracy: the main job's recipe for all three (LeNet, batch 64, Adam with
-          lr 2e-3 and cosine decay over 5 epochs, the same shuffled order), evaluated after every epoch;
+          lr 2e-3 and cosine decay, here over --epochs 5; the same shuffled order), evaluated after every epoch;
           the time counts training only (not evaluation).
   hapi    oar only: the lenet task through oar.Model.train_batch (the high-level API's overhead).
 Every framework trains from the same in-memory numpy batches (no data-loader cost) with a hand-written
