@@ -26,6 +26,10 @@ from . import regularizer  # noqa: F401,E402
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
 from .framework.io import load, save  # noqa: F401,E402
 
+from . import hapi  # noqa: F401,E402
+from . import callbacks  # noqa: F401,E402
+from .hapi import Model, flops, summary  # noqa: F401,E402
+
 
 def _dtype_from_name(name):
     """Unpickling helper for dtype objects."""
