@@ -221,3 +221,80 @@ TEST(Executor, CommonOps) {
   std::vector<float> s = r[1].to_vector<float>();
   for (size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(s[i], 1 / (1 + std::exp(i % 2 ? -1.0 : 1.0)), 1e-4) << i;
 }
+
+// conv2d with SAME padding and stride, global pooling, scale with the bias first, reshape2 with 0,
+// the 1.x matmul with alpha, and mul with x_num_col_dims = 2, against the same computation in eager ops.
+TEST(Executor, MoreOpsAgainstEager) {
+  Program p;
+  Block& g = p.global_block();
+  for (auto n : {"x", "w", "c", "pool", "flat", "sc", "r", "mm", "ones", "ml"}) {
+    VarDesc v;
+    v.name = n;
+    if (v.name == "x") v.shape = {-1, 2, 5, 5};
+    if (v.name == "w") v.shape = {3, 2, 3, 3};
+    g.add_var(v);
+  }
+  auto add_op = [&](const std::string& type, Slots in, Slots out,
+                    std::vector<std::pair<std::string, Attribute>> attrs = {}) {
+    OpDesc o;
+    o.type = type;
+    o.inputs = std::move(in);
+    o.outputs = std::move(out);
+    o.attrs = std::move(attrs);
+    g.append_op(o);
+  };
+  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
+  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"w"}}}, {{"col", int32_t{1}}});
+  add_op("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"c"}}},
+         {{"strides", std::vector<int32_t>{2, 2}},
+          {"paddings", std::vector<int32_t>{0, 0}},
+          {"dilations", std::vector<int32_t>{1, 1}},
+          {"groups", int32_t{1}},
+          {"padding_algorithm", std::string("SAME")},
+          {"data_format", std::string("NCHW")}});
+  add_op("pool2d", {{"X", {"c"}}}, {{"Out", {"pool"}}},
+         {{"pooling_type", std::string("avg")},
+          {"ksize", std::vector<int32_t>{2, 2}},
+          {"global_pooling", true},
+          {"strides", std::vector<int32_t>{1, 1}},
+          {"paddings", std::vector<int32_t>{0, 0}}});
+  add_op("flatten_contiguous_range", {{"X", {"pool"}}}, {{"Out", {"flat"}}, {"XShape", {}}},
+         {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{-1}}});
+  add_op("scale", {{"X", {"flat"}}}, {{"Out", {"sc"}}},
+         {{"scale", 3.0f}, {"bias", 1.0f}, {"bias_after_scale", false}});
+  add_op("reshape2", {{"X", {"sc"}}}, {{"Out", {"r"}}, {"XShape", {"r_xshape"}}},
+         {{"shape", std::vector<int32_t>{0, 3, 1}}});
+  add_op("matmul", {{"X", {"flat"}}, {"Y", {"sc"}}}, {{"Out", {"mm"}}},
+         {{"transpose_X", false}, {"transpose_Y", true}, {"alpha", 0.5f}});
+  add_op("fill_constant", {}, {{"Out", {"ones"}}},
+         {{"shape", std::vector<int32_t>{1, 4}}, {"dtype", int32_t{5}}, {"value", 2.0f}});
+  add_op("mul", {{"X", {"r"}}, {"Y", {"ones"}}}, {{"Out", {"ml"}}},
+         {{"x_num_col_dims", int32_t{2}}, {"y_num_col_dims", int32_t{1}}});
+  int32_t col = 0;
+  for (auto n : {"c", "sc", "mm", "ml"})
+    add_op("fetch", {{"X", {n}}}, {{"Out", {"fetch"}}}, {{"col", col++}});
+
+  Tensor x = ops::uniform(Dims{1, 2, 5, 5}, -1, 1, DType::kFloat32, 7);
+  Tensor w = ops::uniform(Dims{3, 2, 3, 3}, -1, 1, DType::kFloat32, 8);
+  Executor ex(p);
+  auto r = ex.run({{"x", x}, {"w", w}});
+  ASSERT_EQ(r.size(), 4u);
+
+  // SAME with stride 2 on 5x5 and a 3x3 kernel: output 3x3, one pixel of padding on each side.
+  Tensor c = call_op("conv", {x, w},
+                     Attrs{{"strides", std::vector<int64_t>{2, 2}},
+                           {"paddings", std::vector<int64_t>{1, 1, 1, 1}},
+                           {"dilations", std::vector<int64_t>{1, 1}},
+                           {"groups", int64_t{1}}})[0];
+  Tensor flat = ops::mean(c, {2, 3});
+  Tensor sc = ops::multiply(ops::add(flat, ops::full(Dims{}, 1.0)), ops::full(Dims{}, 3.0));
+  Tensor mm = ops::multiply(ops::matmul(flat, sc, false, true), ops::full(Dims{}, 0.5));
+  Tensor ml = ops::multiply(sc.reshape(Dims{1, 3, 1}), ops::full(Dims{1, 1, 4}, 2.0));
+  std::vector<Tensor> want{c, sc, mm, ml};
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(r[i].dims(), want[i].dims()) << i;
+    std::vector<float> a = r[i].to_vector<float>(), b = want[i].to_vector<float>();
+    for (size_t j = 0; j < a.size(); ++j)
+      EXPECT_NEAR(a[j], b[j], 1e-5 + 1e-5 * std::fabs(b[j])) << i << "/" << j;
+  }
+}
