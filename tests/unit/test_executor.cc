@@ -8,6 +8,7 @@
 #include <oar/ir/program.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "program_test_util.h"
@@ -93,6 +94,11 @@ TEST(Executor, GarbageCollectionLowersPeak) {
   auto b = load_model("lenet", cpu_place(), gc);
   expect_close(a->run({{"image", npy_tensor(in)}})[0], out, "no gc");
   expect_close(b->run({{"image", npy_tensor(in)}})[0], out, "gc");
+  std::printf("lenet peak live tensors / bytes: %lld / %lld without GC, %lld / %lld with GC\n",
+              static_cast<long long>(a->stats().peak_live_tensors),
+              static_cast<long long>(a->stats().peak_live_bytes),
+              static_cast<long long>(b->stats().peak_live_tensors),
+              static_cast<long long>(b->stats().peak_live_bytes));
   EXPECT_EQ(a->stats().released, 0);
   EXPECT_GT(b->stats().released, 10);
   // Without GC every intermediate stays alive: image + 14 temporaries (XShape / SavedMean are not
