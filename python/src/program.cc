@@ -202,13 +202,14 @@ void init_program(py::module_& m) {
 
   // The block-0 executor (framework/include/oar/ir/executor.h); private until oar.static wraps it.
   py::class_<Executor>(m, "_Executor", "Runs block 0 of a _ProgramDesc on one place; private")
-      .def(py::init([](const Program& p, py::handle place, bool gc) {
+      .def(py::init([](const Program& p, py::handle place, bool gc, bool stats) {
              ExecutorOptions o;
              o.garbage_collect = gc;
-             o.collect_stats = true;
+             o.collect_stats = stats;
              return std::make_unique<Executor>(p, to_place(place), o);
            }),
-           py::arg("program"), py::arg("place") = py::none(), py::arg("garbage_collect") = true)
+           py::arg("program"), py::arg("place") = py::none(), py::arg("garbage_collect") = true,
+           py::arg("collect_stats") = false)
       .def(
           "load_params", [](Executor& e, const py::bytes& b) { e.load_params(bytes_of(b)); }, py::arg("data"),
           "Loads a combined .pdiparams (bytes) into the executor's scope")

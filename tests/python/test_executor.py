@@ -17,7 +17,7 @@ def read(rel):
 
 def load(model, device, gc=True):
     p = oar._C._ProgramDesc.from_bytes(read(model + "/model.pdmodel"))
-    ex = oar._C._Executor(p, device, garbage_collect=gc)
+    ex = oar._C._Executor(p, device, garbage_collect=gc, collect_stats=True)
     ex.load_params(read(model + "/model.pdiparams"))
     return ex
 

@@ -162,6 +162,23 @@ TEST(Executor, BadFeeds) {
   EXPECT_EQ(ex->run({{"x", ops::ones(Dims{5, 4})}})[0].dims(), (Dims{5, 3}));
 }
 
+TEST(Executor, RunTimeErrorNamesTheOpAndCleansUp) {
+  Program p = Program::load(fixture("mlp/model.pdmodel"));
+  p.global_block().find_var("x")->shape = {-1, -1};  // so the bad width gets past the feed check
+  Executor ex(p);
+  ex.load_params_file(fixture("mlp/model.pdiparams"));
+  try {
+    ex.run({{"x", ops::ones(Dims{2, 5})}});
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("running op 1 (matmul_v2) of block 0"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(ex.scope().size(), 4u);  // the parameters only
+  EXPECT_EQ(ex.run({{"x", ops::ones(Dims{2, 4})}})[0].dims(), (Dims{2, 3}));
+}
+
 TEST(Executor, MissingParameters) {
   Program p = Program::load(fixture("mlp/model.pdmodel"));
   Executor ex(p);

@@ -205,6 +205,14 @@ void Executor::update_stats() {
   stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, bytes);
 }
 
+void Executor::clear_temporaries() {
+  const Block& b = program_->global_block();
+  for (auto& n : scope_.names()) {
+    const VarDesc* v = b.find_var(n);
+    if (v == nullptr || !v->persistable) scope_.erase(n);
+  }
+}
+
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   std::vector<Tensor> feed_list(feed_names_.size()), fetch_list(fetch_names_.size());
   for (auto& [name, t] : feeds) {
@@ -231,8 +239,12 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
     try {
       ins.fn(ctx);
     } catch (const Error& e) {
+      clear_temporaries();  // a failed run leaves only the persistables behind
       throw Error(e.code(), "executor: running op " + std::to_string(ins.op_idx) + " (" + ins.op->type +
                                 ") of block 0: " + e.what());
+    } catch (...) {
+      clear_temporaries();
+      throw;
     }
     if (track) update_stats();
     for (auto& n : ins.release) stats_.released += scope_.erase(n) ? 1 : 0;

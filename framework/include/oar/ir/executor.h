@@ -115,6 +115,7 @@ class Executor {
   void lower();
   void check_feed(const std::string& name, const Tensor& t) const;
   void update_stats();
+  void clear_temporaries();  // erases every non-persistable variable from the scope
 
   std::unique_ptr<Program> program_;
   Place place_;
