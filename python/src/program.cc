@@ -1,5 +1,6 @@
 // A minimal, private binding of the program IR and the model-file formats, for testing from Python
 // (phase 2's static-graph API will build on it): oar._C._ProgramDesc and the parameter-file helpers.
+#include <oar/ir/executor.h>
 #include <oar/ir/op_version.h>
 #include <oar/ir/params.h>
 #include <oar/ir/program.h>
@@ -198,6 +199,48 @@ void init_program(py::module_& m) {
         return py::bytes(serialize_params_info(out));
       },
       py::arg("info"));
+
+  // The block-0 executor (framework/include/oar/ir/executor.h); private until oar.static wraps it.
+  py::class_<Executor>(m, "_Executor", "Runs block 0 of a _ProgramDesc on one place; private")
+      .def(py::init([](const Program& p, py::handle place, bool gc, bool stats) {
+             ExecutorOptions o;
+             o.garbage_collect = gc;
+             o.collect_stats = stats;
+             return std::make_unique<Executor>(p, to_place(place), o);
+           }),
+           py::arg("program"), py::arg("place") = py::none(), py::arg("garbage_collect") = true,
+           py::arg("collect_stats") = false)
+      .def(
+          "load_params", [](Executor& e, const py::bytes& b) { e.load_params(bytes_of(b)); }, py::arg("data"),
+          "Loads a combined .pdiparams (bytes) into the executor's scope")
+      .def_property_readonly("feed_names", &Executor::feed_names)
+      .def_property_readonly("fetch_names", &Executor::fetch_names)
+      .def(
+          "run",
+          [](Executor& e, const py::dict& feeds) {
+            std::map<std::string, oar::Tensor> f;
+            for (auto& [k, v] : feeds) {
+              std::string name = py::str(k);
+              OAR_ENFORCE(is_tensor(v), oar::ErrorCode::kType,
+                          "_Executor.run: feed '" << name << "' must be a Tensor, got "
+                                                  << std::string(py::str(py::type::of(v))));
+              f.emplace(name, tensor_of(v).t);
+            }
+            std::vector<oar::Tensor> r = e.run(f);
+            py::list out;
+            for (auto& t : r) out.append(wrap(t));
+            return out;
+          },
+          py::arg("feeds"), "Runs with {feed name: Tensor}; returns the fetched Tensors in col order")
+      .def("stats", [](const Executor& e) {
+        py::dict d;
+        d["live_tensors"] = e.stats().live_tensors;
+        d["peak_live_tensors"] = e.stats().peak_live_tensors;
+        d["peak_live_bytes"] = e.stats().peak_live_bytes;
+        d["released"] = e.stats().released;
+        d["runs"] = e.stats().runs;
+        return d;
+      });
 }
 
 }  // namespace oarpy

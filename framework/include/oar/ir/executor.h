@@ -1,0 +1,130 @@
+// Executor (phase 2a): runs block 0 of a Program on one Place.
+//
+// The program is lowered once, at construction, to an instruction list: each OpDesc goes through the
+// translation function registered for its Paddle op type (framework/src/ir/paddle_ops.cc), which reads
+// the op's slots and attributes and returns a closure calling oar ops through the normal dispatch.
+// Variables live in a Scope (name -> Tensor). Each non-persistable variable that is not a fetch target
+// is released right after the last instruction that reads or writes it (Paddle's eager deletion).
+#pragma once
+
+#include <oar/core/tensor.h>
+#include <oar/ir/program.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace oar::ir {
+
+class Scope {
+ public:
+  Tensor* find(const std::string& name);
+  const Tensor* find(const std::string& name) const;
+  bool has(const std::string& name) const { return find(name) != nullptr; }
+  void set(const std::string& name, Tensor t) { vars_[name] = std::move(t); }
+  bool erase(const std::string& name) { return vars_.erase(name) > 0; }
+  size_t size() const { return vars_.size(); }
+  std::vector<std::string> names() const;  // sorted
+
+ private:
+  std::unordered_map<std::string, Tensor> vars_;
+};
+
+// What an instruction sees when it runs: the scope and the place. Missing inputs throw kNotFound naming
+// the op and the variable.
+struct OpRunContext {
+  Scope* scope;
+  Place place;
+  const OpDesc* op;
+  int32_t block_idx, op_idx;
+  const std::vector<Tensor>* feed_list;  // by feed `col`
+  std::vector<Tensor>* fetch_list;       // by fetch `col`
+
+  // The tensor bound to input slot `slot` (argument i).
+  const Tensor& in(const std::string& slot, size_t i = 0) const;
+  // Whether the slot is bound to at least i+1 variables.
+  bool has_in(const std::string& slot, size_t i = 0) const { return op->input(slot).size() > i; }
+  std::vector<Tensor> in_list(const std::string& slot) const;
+  // Stores `t` as output slot `slot` (argument i); an unbound optional output is ignored.
+  void set_out(const std::string& slot, Tensor t, size_t i = 0) const;
+};
+
+using OpKernelFn = std::function<void(OpRunContext&)>;
+// A translation: called once at lowering with the op description; returns what runs each time.
+// Throws (kInvalidArgument / kUnimplemented) for attribute values it does not support.
+using OpTranslation = OpKernelFn (*)(const OpDesc& op);
+
+// The table of Paddle op types the executor can run (paddle_ops.cc); nullptr when unknown.
+OpTranslation find_op_translation(const std::string& paddle_op_type);
+std::vector<std::string> translated_op_types();  // sorted
+
+struct ExecutorOptions {
+  bool garbage_collect = true;  // release variables after their last use
+  bool collect_stats = false;   // fill ExecutorStats' live/peak counts (walks the scope per instruction)
+};
+
+struct ExecutorStats {
+  int64_t live_tensors = 0;       // non-persistable variables in the scope now
+  int64_t peak_live_tensors = 0;  // the maximum during the last run
+  int64_t peak_live_bytes = 0;    // sum of numel * dtype size of those, at its maximum
+  int64_t released = 0;           // variables released by garbage collection in the last run
+  int64_t runs = 0;
+};
+
+class Executor {
+ public:
+  // Lowers block 0; throws kUnimplemented naming the op type and its block/op index for an op type
+  // without a translation.
+  Executor(const Program& program, Place place = cpu_place(), ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Loads a combined .pdiparams (bytes / path) into the scope, on the executor's place: records are
+  // matched to the program's persistable variables sorted by name (see params.h).
+  void load_params(const std::string& pdiparams_bytes);
+  void load_params_file(const std::string& path);
+
+  // Feed targets (the Out of each feed op) and fetch sources (the X of each fetch op), by `col`.
+  const std::vector<std::string>& feed_names() const { return feed_names_; }
+  const std::vector<std::string>& fetch_names() const { return fetch_names_; }
+
+  // Runs block 0 with one tensor per feed name (moved to the executor's place when elsewhere); returns
+  // the fetched tensors in `col` order, on the executor's place. Throws kInvalidArgument for a missing
+  // or unknown feed name or a feed whose dtype or shape disagrees with the variable's description.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds);
+
+  Scope& scope() { return scope_; }
+  Place place() const { return place_; }
+  const ExecutorStats& stats() const { return stats_; }
+  size_t num_instructions() const { return instrs_.size(); }
+  // The variables released after instruction i (for tests and debugging).
+  const std::vector<std::string>& released_after(size_t i) const;
+
+ private:
+  struct Instr {
+    const OpDesc* op;
+    int32_t op_idx;
+    OpKernelFn fn;
+    std::vector<std::string> release;  // garbage collected after this instruction
+  };
+  void lower();
+  void check_feed(const std::string& name, const Tensor& t) const;
+  void update_stats();
+  void clear_temporaries();  // erases every non-persistable variable from the scope
+
+  std::unique_ptr<Program> program_;
+  Place place_;
+  ExecutorOptions options_;
+  Scope scope_;
+  std::vector<Instr> instrs_;
+  std::vector<std::string> feed_names_, fetch_names_;
+  std::map<std::string, size_t> feed_col_;
+  ExecutorStats stats_;
+};
+
+}  // namespace oar::ir

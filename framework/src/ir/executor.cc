@@ -1,0 +1,267 @@
+// Executor: lowering of block 0 to instructions, variable lifetimes, feeding and fetching.
+#include <oar/core/error.h>
+#include <oar/ir/executor.h>
+#include <oar/ir/params.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace oar::ir {
+
+// ---- Scope ------------------------------------------------------------------------------------------
+
+Tensor* Scope::find(const std::string& name) {
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : &it->second;
+}
+const Tensor* Scope::find(const std::string& name) const {
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : &it->second;
+}
+std::vector<std::string> Scope::names() const {
+  std::vector<std::string> out;
+  out.reserve(vars_.size());
+  for (auto& kv : vars_) out.push_back(kv.first);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// ---- OpRunContext -----------------------------------------------------------------------------------
+
+const Tensor& OpRunContext::in(const std::string& slot, size_t i) const {
+  const auto& args = op->input(slot);
+  OAR_ENFORCE(i < args.size(), ErrorCode::kNotFound,
+              op->type << " (block " << block_idx << ", op " << op_idx << "): input slot " << slot
+                       << " has no argument " << i);
+  const Tensor* t = scope->find(args[i]);
+  OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
+              op->type << " (block " << block_idx << ", op " << op_idx << "): input " << slot << " variable '"
+                       << args[i] << "' has no value (not fed, not a loaded parameter, not computed)");
+  return *t;
+}
+
+std::vector<Tensor> OpRunContext::in_list(const std::string& slot) const {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < op->input(slot).size(); ++i) out.push_back(in(slot, i));
+  return out;
+}
+
+void OpRunContext::set_out(const std::string& slot, Tensor t, size_t i) const {
+  const auto& args = op->output(slot);
+  if (i >= args.size() || args[i] == kEmptyVarName) return;
+  scope->set(args[i], std::move(t));
+}
+
+// ---- Executor ---------------------------------------------------------------------------------------
+
+namespace {
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+int32_t col_attr(const OpDesc& op, int32_t op_idx) {
+  const Attribute* a = op.find_attr("col");
+  OAR_ENFORCE(a != nullptr, ErrorCode::kInvalidArgument,
+              op.type << " (block 0, op " << op_idx << "): missing attribute col");
+  if (auto* v = std::get_if<int32_t>(a)) return *v;
+  if (auto* v = std::get_if<int64_t>(a)) return static_cast<int32_t>(*v);
+  OAR_THROW(ErrorCode::kInvalidArgument,
+            op.type << " (block 0, op " << op_idx << "): attribute col is not an int");
+}
+
+// Names bound to slots by `col`: checks that the columns are 0..n-1 without gaps or repeats.
+std::vector<std::string> by_col(const std::map<int32_t, std::string>& cols, const char* what) {
+  std::vector<std::string> out;
+  for (auto& [c, name] : cols) {
+    OAR_ENFORCE(c == static_cast<int32_t>(out.size()), ErrorCode::kInvalidArgument,
+                "executor: " << what << " columns must be 0.." << cols.size() - 1 << ", found col " << c);
+    out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+Executor::Executor(const Program& program, Place place, ExecutorOptions options)
+    : program_(std::make_unique<Program>(program)), place_(place), options_(options) {
+  lower();
+}
+
+Executor::~Executor() = default;
+
+void Executor::lower() {
+  const Block& b = program_->global_block();
+  std::map<int32_t, std::string> feed_cols, fetch_cols;
+  std::unordered_set<std::string> keep;  // never garbage collected
+  for (const VarDesc& v : b.vars())
+    if (v.persistable) keep.insert(v.name);
+  keep.insert(kEmptyVarName);
+
+  instrs_.clear();
+  for (size_t i = 0; i < b.ops().size(); ++i) {
+    const OpDesc& op = b.ops()[i];
+    int32_t idx = static_cast<int32_t>(i);
+    OpTranslation tr = find_op_translation(op.type);
+    OAR_ENFORCE(tr != nullptr, ErrorCode::kUnimplemented,
+                "executor: op type '"
+                    << op.type << "' (block 0, op " << idx
+                    << ") has no translation to oar ops; supported: see translated_op_types()");
+    if (op.type == "feed") {
+      OAR_ENFORCE(op.output("Out").size() == 1, ErrorCode::kInvalidArgument,
+                  "feed (block 0, op " << idx << "): needs exactly one Out variable");
+      int32_t c = col_attr(op, idx);
+      OAR_ENFORCE(feed_cols.emplace(c, op.output("Out")[0]).second, ErrorCode::kInvalidArgument,
+                  "feed (block 0, op " << idx << "): col " << c << " is used twice");
+    } else if (op.type == "fetch") {
+      OAR_ENFORCE(op.input("X").size() == 1, ErrorCode::kInvalidArgument,
+                  "fetch (block 0, op " << idx << "): needs exactly one X variable");
+      int32_t c = col_attr(op, idx);
+      OAR_ENFORCE(fetch_cols.emplace(c, op.input("X")[0]).second, ErrorCode::kInvalidArgument,
+                  "fetch (block 0, op " << idx << "): col " << c << " is used twice");
+      keep.insert(op.input("X")[0]);
+    }
+    OpKernelFn fn;
+    try {
+      fn = tr(op);
+    } catch (const Error& e) {
+      throw Error(e.code(), "executor: lowering op " + std::to_string(idx) + " of block 0: " + e.what());
+    }
+    instrs_.push_back(Instr{&op, idx, std::move(fn), {}});
+  }
+  feed_names_ = by_col(feed_cols, "feed");
+  fetch_names_ = by_col(fetch_cols, "fetch");
+  feed_col_.clear();
+  for (size_t c = 0; c < feed_names_.size(); ++c) {
+    OAR_ENFORCE(feed_col_.emplace(feed_names_[c], c).second, ErrorCode::kInvalidArgument,
+                "executor: variable '" << feed_names_[c] << "' is fed twice");
+  }
+
+  // Lifetimes: a variable dies after the last instruction that names it (as input or output).
+  if (!options_.garbage_collect) return;
+  std::unordered_map<std::string, size_t> last;
+  std::vector<std::string> order;  // first-seen order, so release lists are deterministic
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    for (const Slots* slots : {&instrs_[i].op->inputs, &instrs_[i].op->outputs})
+      for (auto& [slot, names] : *slots)
+        for (auto& n : names) {
+          if (keep.count(n)) continue;
+          if (last.emplace(n, i).second)
+            order.push_back(n);
+          else
+            last[n] = i;
+        }
+  }
+  for (auto& n : order) instrs_[last[n]].release.push_back(n);
+}
+
+const std::vector<std::string>& Executor::released_after(size_t i) const {
+  OAR_ENFORCE(i < instrs_.size(), ErrorCode::kOutOfRange,
+              "executor: instruction " << i << " out of range (" << instrs_.size() << " instructions)");
+  return instrs_[i].release;
+}
+
+void Executor::load_params(const std::string& bytes) {
+  auto params = load_combined_params(*program_, bytes);
+  for (auto& [name, t] : params)
+    scope_.set(name, Tensor::from_host(t.data.data(), Dims(t.dims), t.dtype, place_));
+}
+
+void Executor::load_params_file(const std::string& path) {
+  load_params(read_file_bytes(path, uint64_t{64} << 30));
+}
+
+void Executor::check_feed(const std::string& name, const Tensor& t) const {
+  OAR_ENFORCE(t.defined(), ErrorCode::kInvalidArgument,
+              "executor: feed '" << name << "' is an undefined tensor");
+  const VarDesc* v = program_->global_block().find_var(name);
+  if (v == nullptr || !v->has_tensor()) return;
+  OAR_ENFORCE(t.dtype() == v->dtype, ErrorCode::kInvalidArgument,
+              "executor: feed '" << name << "' has dtype " << dtype_name(t.dtype())
+                                 << " but the program declares " << dtype_name(v->dtype));
+  std::vector<int64_t> got = t.dims().to_vector();
+  bool ok = got.size() == v->shape.size();
+  for (size_t i = 0; ok && i < got.size(); ++i) ok = v->shape[i] < 0 || v->shape[i] == got[i];
+  OAR_ENFORCE(ok, ErrorCode::kInvalidArgument,
+              "executor: feed '" << name << "' has shape " << dims_str(got) << " but the program declares "
+                                 << dims_str(v->shape) << " (-1 = any)");
+}
+
+void Executor::update_stats() {
+  const Block& b = program_->global_block();
+  int64_t live = 0, bytes = 0;
+  for (auto& n : scope_.names()) {
+    const VarDesc* v = b.find_var(n);
+    if (v != nullptr && v->persistable) continue;
+    const Tensor* t = scope_.find(n);
+    ++live;
+    if (t->defined()) bytes += t->numel() * dtype_size(t->dtype());
+  }
+  stats_.live_tensors = live;
+  stats_.peak_live_tensors = std::max(stats_.peak_live_tensors, live);
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, bytes);
+}
+
+void Executor::clear_temporaries() {
+  const Block& b = program_->global_block();
+  for (auto& n : scope_.names()) {
+    const VarDesc* v = b.find_var(n);
+    if (v == nullptr || !v->persistable) scope_.erase(n);
+  }
+}
+
+std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
+  std::vector<Tensor> feed_list(feed_names_.size()), fetch_list(fetch_names_.size());
+  for (auto& [name, t] : feeds) {
+    auto it = feed_col_.find(name);
+    if (it == feed_col_.end()) {
+      std::string known;
+      for (auto& n : feed_names_) known += (known.empty() ? "" : ", ") + n;
+      OAR_THROW(ErrorCode::kInvalidArgument,
+                "executor: '" << name << "' is not a feed target of the program (feeds: " << known << ")");
+    }
+    check_feed(name, t);
+    feed_list[it->second] = t.to(place_);
+  }
+  for (size_t c = 0; c < feed_names_.size(); ++c)
+    OAR_ENFORCE(feed_list[c].defined(), ErrorCode::kInvalidArgument,
+                "executor: feed '" << feed_names_[c] << "' (col " << c << ") is missing");
+
+  stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = 0;
+  bool track = options_.collect_stats;
+  OpRunContext ctx{&scope_, place_, nullptr, 0, 0, &feed_list, &fetch_list};
+  for (Instr& ins : instrs_) {
+    ctx.op = ins.op;
+    ctx.op_idx = ins.op_idx;
+    try {
+      ins.fn(ctx);
+    } catch (const Error& e) {
+      clear_temporaries();  // a failed run leaves only the persistables behind
+      throw Error(e.code(), "executor: running op " + std::to_string(ins.op_idx) + " (" + ins.op->type +
+                                ") of block 0: " + e.what());
+    } catch (...) {
+      clear_temporaries();
+      throw;
+    }
+    if (track) update_stats();
+    for (auto& n : ins.release) stats_.released += scope_.erase(n) ? 1 : 0;
+  }
+  if (options_.garbage_collect) {
+    // The fetched values now belong to the caller.
+    for (auto& n : fetch_names_) {
+      const VarDesc* v = program_->global_block().find_var(n);
+      if (v == nullptr || !v->persistable) scope_.erase(n);
+    }
+  }
+  if (track) update_stats();
+  ++stats_.runs;
+  for (size_t c = 0; c < fetch_list.size(); ++c)
+    OAR_ENFORCE(fetch_list[c].defined(), ErrorCode::kInternal,
+                "executor: fetch col " << c << " was not produced");
+  return fetch_list;
+}
+
+}  // namespace oar::ir

@@ -1,0 +1,491 @@
+// Paddle op type -> oar ops: one translation per op type. A translation runs once, at lowering: it
+// reads the OpDesc's attributes (refusing values oar does not implement) and returns the closure that
+// runs each time, reading inputs from and writing outputs to the scope through OpRunContext.
+#include <oar/core/dispatch.h>
+#include <oar/core/error.h>
+#include <oar/core/ops.h>
+#include <oar/core/ops_nn.h>
+#include <oar/ir/executor.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+namespace oar::ir {
+namespace {
+
+// ---- attribute readers: Paddle writes some attributes with different widths across versions -------
+
+[[noreturn]] void bad_attr(const OpDesc& op, const std::string& name, const std::string& why) {
+  OAR_THROW(ErrorCode::kInvalidArgument, op.type << ": attribute " << name << " " << why);
+}
+
+int64_t attr_int(const OpDesc& op, const std::string& name, int64_t def) {
+  const Attribute* a = op.find_attr(name);
+  if (a == nullptr) return def;
+  if (auto* v = std::get_if<int32_t>(a)) return *v;
+  if (auto* v = std::get_if<int64_t>(a)) return *v;
+  if (auto* v = std::get_if<bool>(a)) return *v ? 1 : 0;
+  bad_attr(op, name, "is not an integer");
+}
+
+bool attr_bool(const OpDesc& op, const std::string& name, bool def) { return attr_int(op, name, def) != 0; }
+
+double attr_float(const OpDesc& op, const std::string& name, double def) {
+  const Attribute* a = op.find_attr(name);
+  if (a == nullptr) return def;
+  if (auto* v = std::get_if<float>(a)) return *v;
+  if (auto* v = std::get_if<double>(a)) return *v;
+  if (auto* v = std::get_if<int32_t>(a)) return *v;
+  if (auto* v = std::get_if<int64_t>(a)) return static_cast<double>(*v);
+  bad_attr(op, name, "is not a number");
+}
+
+std::vector<int64_t> attr_ints(const OpDesc& op, const std::string& name, std::vector<int64_t> def = {}) {
+  const Attribute* a = op.find_attr(name);
+  if (a == nullptr) return def;
+  if (auto* v = std::get_if<std::vector<int32_t>>(a)) return std::vector<int64_t>(v->begin(), v->end());
+  if (auto* v = std::get_if<std::vector<int64_t>>(a)) return *v;
+  bad_attr(op, name, "is not a list of integers");
+}
+
+std::string attr_str(const OpDesc& op, const std::string& name, const std::string& def) {
+  const Attribute* a = op.find_attr(name);
+  if (a == nullptr) return def;
+  if (auto* v = std::get_if<std::string>(a)) return *v;
+  bad_attr(op, name, "is not a string");
+}
+
+// Optional input slots the translation does not implement must be empty.
+void require_unbound(const OpDesc& op, const char* slot) {
+  OAR_ENFORCE(
+      op.input(slot).empty(), ErrorCode::kUnimplemented,
+      op.type << ": input " << slot << " (a tensor-valued attribute) is not supported by the executor yet");
+}
+
+void require_nchw(const OpDesc& op, const char* name) {
+  std::string f = attr_str(op, name, "NCHW");
+  OAR_ENFORCE(f == "NCHW" || f == "AnyLayout", ErrorCode::kUnimplemented,
+              op.type << ": " << name << " '" << f << "' is not supported (only NCHW)");
+}
+
+Tensor scalar_like(double v, const Tensor& like) { return ops::full(Dims{}, v, like.dtype(), like.place()); }
+
+// ---- feed / fetch -----------------------------------------------------------------------------------
+
+OpKernelFn tr_feed(const OpDesc& op) {
+  size_t col = static_cast<size_t>(attr_int(op, "col", 0));
+  return [col](OpRunContext& c) { c.set_out("Out", (*c.feed_list)[col]); };
+}
+
+OpKernelFn tr_fetch(const OpDesc& op) {
+  size_t col = static_cast<size_t>(attr_int(op, "col", 0));
+  return [col](OpRunContext& c) { (*c.fetch_list)[col] = c.in("X"); };
+}
+
+// ---- elementwise ------------------------------------------------------------------------------------
+
+// Paddle's elementwise `axis`: with -1 (or equal ranks) numpy broadcasting; otherwise the lower-rank
+// operand's dims (trailing 1s dropped) line up with the other's starting at `axis`.
+Tensor align_for_axis(const OpDesc& op, const Tensor& small, int32_t big_rank, int64_t axis) {
+  std::vector<int64_t> d = small.dims().to_vector();
+  while (!d.empty() && d.back() == 1) d.pop_back();
+  int64_t r = static_cast<int64_t>(d.size());
+  OAR_ENFORCE(axis >= 0 && axis + r <= big_rank, ErrorCode::kInvalidArgument,
+              op.type << ": axis " << axis << " does not fit a shape " << small.dims().to_string()
+                      << " operand into rank " << big_rank);
+  std::vector<int64_t> shape(static_cast<size_t>(axis), 1);
+  shape.insert(shape.end(), d.begin(), d.end());
+  shape.resize(static_cast<size_t>(big_rank), 1);
+  return small.reshape(Dims(shape));
+}
+
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+OpKernelFn tr_elementwise(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", -1);
+  OAR_ENFORCE(axis >= -1, ErrorCode::kUnimplemented,
+              op.type << ": axis " << axis << " < -1 is not supported");
+  const OpDesc* o = &op;
+  return [axis, o](OpRunContext& c) {
+    Tensor x = c.in("X"), y = c.in("Y");
+    if (axis != -1 && x.ndim() != y.ndim()) {
+      if (y.ndim() < x.ndim())
+        y = align_for_axis(*o, y, x.ndim(), axis);
+      else
+        x = align_for_axis(*o, x, y.ndim(), axis);
+    }
+    c.set_out("Out", F(x, y));
+  };
+}
+
+// ---- unary ------------------------------------------------------------------------------------------
+
+template <const char* Name>
+OpKernelFn tr_unary(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", ops::unary(Name, c.in("X"))); };
+}
+constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp", kLog[] = "log",
+               kSqrt[] = "sqrt", kRsqrt[] = "rsqrt", kAbs[] = "abs", kSquare[] = "square", kSilu[] = "silu",
+               kHardswish[] = "hardswish";
+
+OpKernelFn tr_gelu(const OpDesc& op) {
+  bool approx = attr_bool(op, "approximate", false);
+  return [approx](OpRunContext& c) { c.set_out("Out", ops::gelu(c.in("X"), approx)); };
+}
+
+OpKernelFn tr_leaky_relu(const OpDesc& op) {
+  double alpha = attr_float(op, "alpha", 0.02);
+  return [alpha](OpRunContext& c) { c.set_out("Out", ops::leaky_relu(c.in("X"), alpha)); };
+}
+
+OpKernelFn tr_softmax(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", -1);
+  return [axis](OpRunContext& c) { c.set_out("Out", ops::softmax(c.in("X"), axis)); };
+}
+
+// scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias).
+OpKernelFn tr_scale(const OpDesc& op) {
+  require_unbound(op, "ScaleTensor");
+  require_unbound(op, "BiasTensor");
+  double s = attr_float(op, "scale", 1.0), b = attr_float(op, "bias", 0.0);
+  bool after = attr_bool(op, "bias_after_scale", true);
+  return [s, b, after](OpRunContext& c) {
+    Tensor x = c.in("X");
+    Tensor out;
+    if (after) {
+      out = s == 1.0 ? x : ops::multiply(x, scalar_like(s, x));
+      if (b != 0.0) out = ops::add(out, scalar_like(b, x));
+    } else {
+      out = b == 0.0 ? x : ops::add(x, scalar_like(b, x));
+      if (s != 1.0) out = ops::multiply(out, scalar_like(s, x));
+    }
+    c.set_out("Out", out);
+  };
+}
+
+// dropout at inference: identity for upscale_in_train, X * (1 - p) for downgrade_in_infer (Paddle's
+// default). The executor runs programs for inference only, so is_test is not consulted.
+OpKernelFn tr_dropout(const OpDesc& op) {
+  require_unbound(op, "Seed");
+  double p = attr_float(op, "dropout_prob", 0.5);
+  std::string impl = attr_str(op, "dropout_implementation", "downgrade_in_infer");
+  OAR_ENFORCE(
+      impl == "downgrade_in_infer" || impl == "upscale_in_train", ErrorCode::kInvalidArgument,
+      "dropout: dropout_implementation '" << impl << "' is not one of downgrade_in_infer, upscale_in_train");
+  bool downgrade = impl == "downgrade_in_infer";
+  return [p, downgrade](OpRunContext& c) {
+    Tensor x = c.in("X");
+    c.set_out("Out", downgrade ? ops::multiply(x, scalar_like(1.0 - p, x)) : x);
+  };
+}
+
+// ---- matmul -----------------------------------------------------------------------------------------
+
+OpKernelFn tr_matmul_v2(const OpDesc& op) {
+  bool tx = attr_bool(op, "trans_x", false), ty = attr_bool(op, "trans_y", false);
+  return [tx, ty](OpRunContext& c) { c.set_out("Out", ops::matmul(c.in("X"), c.in("Y"), tx, ty)); };
+}
+
+OpKernelFn tr_matmul(const OpDesc& op) {  // the 1.x matmul with alpha
+  bool tx = attr_bool(op, "transpose_X", false), ty = attr_bool(op, "transpose_Y", false);
+  double alpha = attr_float(op, "alpha", 1.0);
+  return [tx, ty, alpha](OpRunContext& c) {
+    Tensor out = ops::matmul(c.in("X"), c.in("Y"), tx, ty);
+    c.set_out("Out", alpha == 1.0 ? out : ops::multiply(out, scalar_like(alpha, out)));
+  };
+}
+
+// mul: X flattened to 2-D at x_num_col_dims, Y at y_num_col_dims; Out is X.dims[:xn] + Y.dims[yn:].
+OpKernelFn tr_mul(const OpDesc& op) {
+  int64_t xn = attr_int(op, "x_num_col_dims", 1), yn = attr_int(op, "y_num_col_dims", 1);
+  return [xn, yn](OpRunContext& c) {
+    Tensor x = c.in("X"), y = c.in("Y");
+    OAR_ENFORCE(xn >= 1 && xn < x.ndim() && yn >= 1 && yn < y.ndim(), ErrorCode::kInvalidArgument,
+                "mul: x_num_col_dims " << xn << " / y_num_col_dims " << yn << " do not fit X "
+                                       << x.dims().to_string() << " and Y " << y.dims().to_string());
+    auto prod = [](const Dims& d, int64_t a, int64_t b) {
+      int64_t p = 1;
+      for (int64_t i = a; i < b; ++i) p *= d[static_cast<int32_t>(i)];
+      return p;
+    };
+    Tensor x2 = x.reshape(Dims{prod(x.dims(), 0, xn), prod(x.dims(), xn, x.ndim())});
+    Tensor y2 = y.reshape(Dims{prod(y.dims(), 0, yn), prod(y.dims(), yn, y.ndim())});
+    std::vector<int64_t> od(x.dims().begin(), x.dims().begin() + xn);
+    od.insert(od.end(), y.dims().begin() + yn, y.dims().end());
+    c.set_out("Out", ops::matmul(x2, y2).reshape(Dims(od)));
+  };
+}
+
+// ---- conv / pool ------------------------------------------------------------------------------------
+
+// Paddle paddings: [ph, pw] (symmetric) or [top, bottom, left, right]; oar wants before/after per dim.
+std::vector<int64_t> expand_pads(const OpDesc& op, std::vector<int64_t> p, size_t nd) {
+  if (p.size() == nd) {
+    std::vector<int64_t> out;
+    for (int64_t v : p) out.insert(out.end(), {v, v});
+    return out;
+  }
+  OAR_ENFORCE(p.size() == 2 * nd, ErrorCode::kInvalidArgument,
+              op.type << ": paddings must have " << nd << " or " << 2 * nd << " values, got " << p.size());
+  return p;
+}
+
+// SAME / VALID padding (padding_algorithm), computed from the input size at run time.
+std::vector<int64_t> algo_pads(const std::string& algo, const std::vector<int64_t>& pads, const Dims& x,
+                               const std::vector<int64_t>& k, const std::vector<int64_t>& s) {
+  if (algo == "VALID") return std::vector<int64_t>(pads.size(), 0);
+  if (algo != "SAME") return pads;
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < k.size(); ++i) {
+    int64_t in = x[static_cast<int32_t>(2 + i)];
+    int64_t o = (in + s[i] - 1) / s[i];
+    int64_t total = std::max<int64_t>((o - 1) * s[i] + k[i] - in, 0);
+    out.insert(out.end(), {total / 2, total - total / 2});
+  }
+  return out;
+}
+
+OpKernelFn tr_conv2d(const OpDesc& op) {
+  require_nchw(op, "data_format");
+  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
+  std::vector<int64_t> dil = attr_ints(op, "dilations", {1, 1});
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+  int64_t groups = attr_int(op, "groups", 1);
+  std::string algo = attr_str(op, "padding_algorithm", "EXPLICIT");
+  OAR_ENFORCE(algo == "EXPLICIT" || algo == "SAME" || algo == "VALID", ErrorCode::kInvalidArgument,
+              op.type << ": padding_algorithm '" << algo << "' is not EXPLICIT, SAME or VALID");
+  return [=](OpRunContext& c) {
+    const Tensor& x = c.in("Input");
+    const Tensor& w = c.in("Filter");
+    std::vector<int64_t> k{w.dim(2), w.dim(3)}, eff_k = k;
+    for (size_t i = 0; i < 2; ++i) eff_k[i] = dil[i] * (k[i] - 1) + 1;
+    std::vector<int64_t> p = algo_pads(algo, pads, x.dims(), eff_k, strides);
+    Attrs a{{"strides", strides}, {"paddings", p}, {"dilations", dil}, {"groups", groups}};
+    Tensor out = call_op("conv", {x, w}, a)[0];
+    if (c.has_in("Bias")) out = ops::add(out, c.in("Bias").reshape(Dims{1, -1, 1, 1}));
+    c.set_out("Output", out);
+  };
+}
+
+OpKernelFn tr_pool2d(const OpDesc& op) {
+  require_nchw(op, "data_format");
+  std::string type = attr_str(op, "pooling_type", "max");
+  OAR_ENFORCE(type == "max" || type == "avg", ErrorCode::kInvalidArgument,
+              "pool2d: pooling_type '" << type << "' is not max or avg");
+  std::vector<int64_t> ksize = attr_ints(op, "ksize");
+  OAR_ENFORCE(ksize.size() == 2, ErrorCode::kInvalidArgument,
+              "pool2d: ksize must have 2 values, got " << ksize.size());
+  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+  bool global = attr_bool(op, "global_pooling", false), adaptive = attr_bool(op, "adaptive", false);
+  bool ceil = attr_bool(op, "ceil_mode", false), exclusive = attr_bool(op, "exclusive", true);
+  std::string algo = attr_str(op, "padding_algorithm", "EXPLICIT");
+  return [=](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    std::vector<int64_t> k = ksize, p = pads, s = strides;
+    if (global) {
+      // One window over the whole plane; oar's adaptive pooling to 1x1 is exactly that.
+      k = {1, 1};
+      p.assign(4, 0);
+    } else if (!adaptive) {
+      p = algo_pads(algo, pads, x.dims(), k, s);
+    }
+    Attrs a{{"kernel_size", k},
+            {"strides", s},
+            {"paddings", p},
+            {"ceil_mode", int64_t{ceil}},
+            {"adaptive", int64_t{adaptive || global}}};
+    if (type == "max") {
+      c.set_out("Out", call_op("max_pool", {x}, a)[0]);
+    } else {
+      a.set("exclusive", int64_t{exclusive});
+      c.set_out("Out", call_op("avg_pool", {x}, a)[0]);
+    }
+  };
+}
+
+// ---- normalisation ----------------------------------------------------------------------------------
+
+// batch_norm for inference: Y = (X - Mean) / sqrt(Variance + eps) * Scale + Bias per channel (axis 1).
+// MeanOut / VarianceOut alias Mean / Variance (unchanged); SavedMean / SavedVariance are not produced.
+OpKernelFn tr_batch_norm(const OpDesc& op) {
+  require_nchw(op, "data_layout");
+  bool infer = attr_bool(op, "is_test", false) || attr_bool(op, "use_global_stats", false);
+  OAR_ENFORCE(infer, ErrorCode::kUnimplemented,
+              "batch_norm: only inference (is_test or use_global_stats true) is supported by the executor");
+  double eps = attr_float(op, "epsilon", 1e-5);
+  return [eps](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    Tensor mean = c.in("Mean"), var = c.in("Variance");
+    Dims bd(std::vector<int64_t>(static_cast<size_t>(x.ndim()), 1));
+    bd[1] = -1;
+    Tensor inv = ops::divide(c.in("Scale"), ops::sqrt(ops::add(var, scalar_like(eps, var))));
+    Tensor y = ops::add(ops::multiply(ops::subtract(x, mean.reshape(bd)), inv.reshape(bd)),
+                        c.in("Bias").reshape(bd));
+    c.set_out("Y", y);
+    c.set_out("MeanOut", mean);
+    c.set_out("VarianceOut", var);
+  };
+}
+
+OpKernelFn tr_layer_norm(const OpDesc& op) {
+  int64_t begin = attr_int(op, "begin_norm_axis", 1);
+  double eps = attr_float(op, "epsilon", 1e-5);
+  return [begin, eps](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    int64_t b = begin < 0 ? begin + x.ndim() : begin;
+    OAR_ENFORCE(b >= 0 && b < x.ndim(), ErrorCode::kInvalidArgument,
+                "layer_norm: begin_norm_axis " << begin << " out of range for X of rank " << x.ndim());
+    int64_t n = 1;
+    for (int64_t i = b; i < x.ndim(); ++i) n *= x.dim(static_cast<int32_t>(i));
+    Tensor w = c.has_in("Scale") ? c.in("Scale") : ops::ones(Dims{n}, x.dtype(), x.place());
+    Tensor bias = c.has_in("Bias") ? c.in("Bias") : ops::zeros(Dims{n}, x.dtype(), x.place());
+    std::vector<Tensor> r =
+        call_op("layer_norm", {x, w, bias}, Attrs{{"begin_norm_axis", b}, {"epsilon", eps}});
+    c.set_out("Y", r[0]);
+  };
+}
+
+// ---- shape ops --------------------------------------------------------------------------------------
+
+// reshape2: 0 copies the input's extent, -1 is inferred. XShape (shape bookkeeping for the grad op) is
+// not produced.
+OpKernelFn tr_reshape2(const OpDesc& op) {
+  require_unbound(op, "ShapeTensor");
+  std::vector<int64_t> shape = attr_ints(op, "shape");
+  return [shape](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    std::vector<int64_t> s = shape;
+    if (c.has_in("Shape")) {
+      Tensor st = ops::cast(c.in("Shape"), DType::kInt64).cpu();
+      s = st.to_vector<int64_t>();
+    }
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] == 0) {
+        OAR_ENFORCE(static_cast<int32_t>(i) < x.ndim(), ErrorCode::kInvalidArgument,
+                    "reshape2: shape " << Dims(s).to_string() << " copies dim " << i << " of X "
+                                       << x.dims().to_string() << " which has no such dim");
+        s[i] = x.dim(static_cast<int32_t>(i));
+      }
+    c.set_out("Out", x.reshape(Dims(s)));
+  };
+}
+
+OpKernelFn tr_flatten_range(const OpDesc& op) {
+  int64_t start = attr_int(op, "start_axis", 1), stop = attr_int(op, "stop_axis", 1);
+  return [start, stop](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    int64_t r = std::max<int64_t>(x.ndim(), 1);
+    int64_t a = start < 0 ? start + r : start, b = stop < 0 ? stop + r : stop;
+    OAR_ENFORCE(a >= 0 && a <= b && b < r, ErrorCode::kInvalidArgument,
+                "flatten_contiguous_range: start_axis " << start << " / stop_axis " << stop
+                                                        << " invalid for rank " << x.ndim());
+    std::vector<int64_t> s;
+    for (int64_t i = 0; i < x.ndim(); ++i) {
+      if (i <= a || i > b)
+        s.push_back(x.dim(static_cast<int32_t>(i)));
+      else
+        s.back() *= x.dim(static_cast<int32_t>(i));
+    }
+    c.set_out("Out", x.reshape(Dims(s)));
+  };
+}
+
+OpKernelFn tr_transpose2(const OpDesc& op) {
+  std::vector<int64_t> perm = attr_ints(op, "axis");
+  return [perm](OpRunContext& c) { c.set_out("Out", c.in("X").transpose(perm)); };
+}
+
+OpKernelFn tr_concat(const OpDesc& op) {
+  require_unbound(op, "AxisTensor");
+  int64_t axis = attr_int(op, "axis", 0);
+  return [axis](OpRunContext& c) { c.set_out("Out", ops::concat(c.in_list("X"), axis)); };
+}
+
+OpKernelFn tr_assign(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", c.in("X")); };
+}
+
+OpKernelFn tr_fill_constant(const OpDesc& op) {
+  require_unbound(op, "ShapeTensor");
+  require_unbound(op, "ShapeTensorList");
+  require_unbound(op, "ValueTensor");
+  std::vector<int64_t> shape = attr_ints(op, "shape");
+  int64_t code = attr_int(op, "dtype", 5);
+  std::optional<DType> dt = paddle_code_to_dtype(static_cast<int32_t>(code));
+  OAR_ENFORCE(dt.has_value(), ErrorCode::kInvalidArgument,
+              "fill_constant: dtype code " << code << " is not supported");
+  double value = attr_float(op, "value", 0.0);
+  std::string sv = attr_str(op, "str_value", "");
+  if (!sv.empty()) value = std::stod(sv);  // Paddle writes big or exact values as a string
+  DType d = *dt;
+  return [shape, d, value](OpRunContext& c) { c.set_out("Out", ops::full(Dims(shape), value, d, c.place)); };
+}
+
+const std::map<std::string, OpTranslation>& table() {
+  static const std::map<std::string, OpTranslation> t = {
+      {"feed", tr_feed},
+      {"fetch", tr_fetch},
+      {"elementwise_add", tr_elementwise<ops::add>},
+      {"elementwise_sub", tr_elementwise<ops::subtract>},
+      {"elementwise_mul", tr_elementwise<ops::multiply>},
+      {"elementwise_div", tr_elementwise<ops::divide>},
+      {"elementwise_max", tr_elementwise<ops::maximum>},
+      {"elementwise_min", tr_elementwise<ops::minimum>},
+      {"elementwise_pow", tr_elementwise<ops::pow>},
+      {"less_than", tr_elementwise<ops::less_than>},
+      {"less_equal", tr_elementwise<ops::less_equal>},
+      {"greater_than", tr_elementwise<ops::greater_than>},
+      {"greater_equal", tr_elementwise<ops::greater_equal>},
+      {"equal", tr_elementwise<ops::equal>},
+      {"not_equal", tr_elementwise<ops::not_equal>},
+      {"relu", tr_unary<kRelu>},
+      {"sigmoid", tr_unary<kSigmoid>},
+      {"tanh", tr_unary<kTanh>},
+      {"exp", tr_unary<kExp>},
+      {"log", tr_unary<kLog>},
+      {"sqrt", tr_unary<kSqrt>},
+      {"rsqrt", tr_unary<kRsqrt>},
+      {"abs", tr_unary<kAbs>},
+      {"square", tr_unary<kSquare>},
+      {"silu", tr_unary<kSilu>},
+      {"swish", tr_unary<kSilu>},
+      {"hard_swish", tr_unary<kHardswish>},
+      {"gelu", tr_gelu},
+      {"leaky_relu", tr_leaky_relu},
+      {"softmax", tr_softmax},
+      {"scale", tr_scale},
+      {"dropout", tr_dropout},
+      {"matmul_v2", tr_matmul_v2},
+      {"matmul", tr_matmul},
+      {"mul", tr_mul},
+      {"conv2d", tr_conv2d},
+      {"depthwise_conv2d", tr_conv2d},
+      {"pool2d", tr_pool2d},
+      {"batch_norm", tr_batch_norm},
+      {"layer_norm", tr_layer_norm},
+      {"reshape2", tr_reshape2},
+      {"flatten_contiguous_range", tr_flatten_range},
+      {"transpose2", tr_transpose2},
+      {"concat", tr_concat},
+      {"assign", tr_assign},
+      {"fill_constant", tr_fill_constant},
+  };
+  return t;
+}
+
+}  // namespace
+
+OpTranslation find_op_translation(const std::string& paddle_op_type) {
+  auto it = table().find(paddle_op_type);
+  return it == table().end() ? nullptr : it->second;
+}
+
+std::vector<std::string> translated_op_types() {
+  std::vector<std::string> out;
+  for (auto& kv : table()) out.push_back(kv.first);
+  return out;
+}
+
+}  // namespace oar::ir

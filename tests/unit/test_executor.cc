@@ -1,0 +1,323 @@
+// The executor runs models written by the real PaddlePaddle (tests/fixtures/paddle) and reproduces
+// Paddle's own outputs; garbage collection, and the errors for unknown ops and bad feeds.
+#include <gtest/gtest.h>
+#include <oar/core/error.h>
+#include <oar/core/ops.h>
+#include <oar/ir/executor.h>
+#include <oar/ir/params.h>
+#include <oar/ir/program.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "program_test_util.h"
+
+using namespace oar;
+using namespace oar::ir;
+
+namespace {
+
+std::string fixture(const std::string& rel) {
+  return std::string(OAR_SOURCE_DIR) + "/tests/fixtures/paddle/" + rel;
+}
+
+Tensor npy_tensor(const Npy& n) {
+  EXPECT_EQ(n.descr, "<f4");
+  return Tensor::from_host(n.data.data(), Dims(n.shape), DType::kFloat32);
+}
+
+// Like numpy.allclose(got, ref, rtol=1e-5, atol=1e-6).
+void expect_close(const Tensor& got, const Npy& ref, const std::string& what) {
+  ASSERT_EQ(got.dims().to_vector(), ref.shape) << what;
+  ASSERT_EQ(got.dtype(), DType::kFloat32) << what;
+  std::vector<float> g = got.cpu().to_vector<float>();
+  std::vector<float> r(g.size());
+  ASSERT_EQ(ref.data.size(), r.size() * 4) << what;
+  std::memcpy(r.data(), ref.data.data(), ref.data.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_LE(std::fabs(g[i] - r[i]), 1e-6 + 1e-5 * std::fabs(r[i])) << what << " element " << i;
+}
+
+std::unique_ptr<Executor> load_model(const std::string& model, Place place, ExecutorOptions opts = {}) {
+  Program p = Program::load(fixture(model + "/model.pdmodel"));
+  auto ex = std::make_unique<Executor>(p, place, opts);
+  ex->load_params_file(fixture(model + "/model.pdiparams"));
+  return ex;
+}
+
+class PaddleModels : public ::testing::TestWithParam<std::string> {};
+
+void run_fixture(const std::string& model, Place place) {
+  auto ex = load_model(model, place);
+  ASSERT_EQ(ex->feed_names().size(), 1u);
+  ASSERT_EQ(ex->fetch_names().size(), 1u);
+  Npy in = read_npy(fixture(model + "/input.npy"));
+  Npy out = read_npy(fixture(model + "/output.npy"));
+  std::vector<Tensor> r = ex->run({{ex->feed_names()[0], npy_tensor(in)}});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].place(), place);
+  expect_close(r[0], out, model + " on " + place.to_string());
+  // A second run reuses the lowered program and gives the same result.
+  r = ex->run({{ex->feed_names()[0], npy_tensor(in)}});
+  expect_close(r[0], out, model + " (second run)");
+  EXPECT_EQ(ex->stats().runs, 2);
+  // Only the parameters stay in the scope between runs.
+  EXPECT_EQ(ex->scope().size(),
+            combined_param_names(Program::load(fixture(model + "/model.pdmodel"))).size());
+}
+
+}  // namespace
+
+TEST_P(PaddleModels, MatchesPaddleOnCpu) { run_fixture(GetParam(), cpu_place()); }
+
+TEST_P(PaddleModels, MatchesPaddleOnSim) { run_fixture(GetParam(), Place::parse("sim:0")); }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleModels, ::testing::Values("mlp", "lenet", "static_mlp"));
+
+TEST(Executor, FeedAndFetchNames) {
+  auto ex = load_model("lenet", cpu_place());
+  EXPECT_EQ(ex->feed_names(), std::vector<std::string>{"image"});
+  EXPECT_EQ(ex->fetch_names(), std::vector<std::string>{"linear_0.tmp_1"});
+  EXPECT_EQ(ex->num_instructions(), 16u);
+}
+
+TEST(Executor, GarbageCollectionLowersPeak) {
+  Npy in = read_npy(fixture("lenet/input.npy"));
+  Npy out = read_npy(fixture("lenet/output.npy"));
+  ExecutorOptions keep;
+  keep.garbage_collect = false;
+  keep.collect_stats = true;
+  ExecutorOptions gc;
+  gc.collect_stats = true;
+  auto a = load_model("lenet", cpu_place(), keep);
+  auto b = load_model("lenet", cpu_place(), gc);
+  expect_close(a->run({{"image", npy_tensor(in)}})[0], out, "no gc");
+  expect_close(b->run({{"image", npy_tensor(in)}})[0], out, "gc");
+  std::printf("lenet peak live tensors / bytes: %lld / %lld without GC, %lld / %lld with GC\n",
+              static_cast<long long>(a->stats().peak_live_tensors),
+              static_cast<long long>(a->stats().peak_live_bytes),
+              static_cast<long long>(b->stats().peak_live_tensors),
+              static_cast<long long>(b->stats().peak_live_bytes));
+  EXPECT_EQ(a->stats().released, 0);
+  EXPECT_GT(b->stats().released, 10);
+  // Without GC every intermediate stays alive: image + 14 temporaries (XShape / SavedMean are not
+  // produced). With GC at most a producer's inputs and outputs are alive at once.
+  EXPECT_GE(a->stats().peak_live_tensors, 14);
+  EXPECT_LE(b->stats().peak_live_tensors, 3);
+  EXPECT_LT(b->stats().peak_live_bytes, a->stats().peak_live_bytes);
+  EXPECT_EQ(b->stats().live_tensors, 0);
+  // The conv output dies right after the elementwise_add that reads it.
+  const auto& rel = b->released_after(3);
+  EXPECT_NE(std::find(rel.begin(), rel.end(), "conv2d_0.tmp_0"), rel.end());
+  // Persistables and the fetch target are never in a release list.
+  for (size_t i = 0; i < b->num_instructions(); ++i)
+    for (auto& n : b->released_after(i)) {
+      EXPECT_NE(n, "conv2d_0.w_0");
+      EXPECT_NE(n, "linear_0.tmp_1");
+      EXPECT_NE(n, "feed");
+    }
+}
+
+TEST(Executor, UnknownOpFailsAtLowering) {
+  Program p = Program::load(fixture("mlp/model.pdmodel"));
+  p.global_block().mutable_ops()[3].type = "my_custom_relu";
+  try {
+    Executor ex(p);
+    ADD_FAILURE() << "lowered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    std::string m = e.what();
+    EXPECT_NE(m.find("'my_custom_relu'"), std::string::npos) << m;
+    EXPECT_NE(m.find("block 0, op 3"), std::string::npos) << m;
+  }
+  // Sub-block control flow is not lowered yet: the while op is named.
+  Program w = Program::load(fixture("while_loop/model.pdmodel"));
+  try {
+    Executor ex(w);
+    ADD_FAILURE() << "lowered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'while' (block 0, op 4)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Executor, BadFeeds) {
+  auto ex = load_model("mlp", cpu_place());
+  Tensor good = ops::ones(Dims{2, 4});
+  auto expect_error = [&](const std::map<std::string, Tensor>& feeds, const std::string& needle) {
+    try {
+      ex->run(feeds);
+      ADD_FAILURE() << "ran with bad feeds, expected " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"y", good}}, "'y' is not a feed target");
+  expect_error({}, "feed 'x' (col 0) is missing");
+  expect_error({{"x", ops::ones(Dims{2, 5})}}, "feed 'x' has shape [2, 5] but the program declares [-1, 4]");
+  expect_error({{"x", ops::ones(Dims{4})}}, "feed 'x' has shape [4]");
+  expect_error({{"x", ops::ones(Dims{2, 4}, DType::kFloat64)}}, "feed 'x' has dtype float64");
+  // The executor is still usable after refused runs; any batch size works.
+  EXPECT_EQ(ex->run({{"x", ops::ones(Dims{5, 4})}})[0].dims(), (Dims{5, 3}));
+}
+
+TEST(Executor, RunTimeErrorNamesTheOpAndCleansUp) {
+  Program p = Program::load(fixture("mlp/model.pdmodel"));
+  p.global_block().find_var("x")->shape = {-1, -1};  // so the bad width gets past the feed check
+  Executor ex(p);
+  ex.load_params_file(fixture("mlp/model.pdiparams"));
+  try {
+    ex.run({{"x", ops::ones(Dims{2, 5})}});
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("running op 1 (matmul_v2) of block 0"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(ex.scope().size(), 4u);  // the parameters only
+  EXPECT_EQ(ex.run({{"x", ops::ones(Dims{2, 4})}})[0].dims(), (Dims{2, 3}));
+}
+
+TEST(Executor, MissingParameters) {
+  Program p = Program::load(fixture("mlp/model.pdmodel"));
+  Executor ex(p);
+  try {
+    ex.run({{"x", ops::ones(Dims{2, 4})}});
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("linear_0.w_0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("matmul_v2"), std::string::npos) << e.what();
+  }
+}
+
+// Ops the fixtures do not contain, in a program built here, against values computed by hand.
+TEST(Executor, CommonOps) {
+  Program p;
+  Block& g = p.global_block();
+  auto var = [&](const std::string& n, std::vector<int64_t> shape) {
+    VarDesc v;
+    v.name = n;
+    v.shape = std::move(shape);
+    g.add_var(v);
+  };
+  var("x", {2, 3});
+  var("c", {3});
+  for (auto n : {"a", "b", "d", "e", "f", "t", "k", "s"}) var(n, {});
+  auto add_op = [&](const std::string& type, Slots in, Slots out,
+                    std::vector<std::pair<std::string, Attribute>> attrs = {}) {
+    OpDesc o;
+    o.type = type;
+    o.inputs = std::move(in);
+    o.outputs = std::move(out);
+    o.attrs = std::move(attrs);
+    g.append_op(o);
+  };
+  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
+  add_op("fill_constant", {}, {{"Out", {"c"}}},
+         {{"shape", std::vector<int64_t>{3}}, {"dtype", int32_t{5}}, {"value", 2.0f}});
+  add_op("elementwise_sub", {{"X", {"x"}}, {"Y", {"c"}}}, {{"Out", {"a"}}}, {{"axis", int32_t{1}}});  // x - 2
+  add_op("elementwise_mul", {{"X", {"a"}}, {"Y", {"c"}}}, {{"Out", {"b"}}}, {{"axis", int32_t{-1}}});  // *2
+  add_op("dropout", {{"X", {"b"}}}, {{"Out", {"d"}}, {"Mask", {}}},
+         {{"dropout_prob", 0.5f}, {"dropout_implementation", std::string("downgrade_in_infer")}});  // *0.5
+  add_op("transpose2", {{"X", {"d"}}}, {{"Out", {"t"}}, {"XShape", {}}},
+         {{"axis", std::vector<int32_t>{1, 0}}});
+  add_op("concat", {{"X", {"t", "t"}}}, {{"Out", {"k"}}}, {{"axis", int32_t{1}}});
+  add_op("elementwise_div", {{"X", {"k"}}, {"Y", {"c"}}}, {{"Out", {"e"}}},
+         {{"axis", int32_t{0}}});  // /2 per row
+  add_op("layer_norm", {{"X", {"e"}}}, {{"Y", {"f"}}, {"Mean", {}}, {"Variance", {}}},
+         {{"begin_norm_axis", int32_t{1}}, {"epsilon", 1e-5f}});
+  add_op("sigmoid", {{"X", {"f"}}}, {{"Out", {"s"}}});
+  add_op("fetch", {{"X", {"e"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{0}}});
+  add_op("fetch", {{"X", {"s"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{1}}});
+  Executor ex(p);
+  std::vector<float> xv{1, 2, 3, 4, 5, 6};
+  auto r = ex.run({{"x", Tensor::from_vector(xv, Dims{2, 3}, DType::kFloat32)}});
+  ASSERT_EQ(r.size(), 2u);
+  // d = (x - 2) * 2 * 0.5 = x - 2; t = d^T [3, 2]; k = [t, t] [3, 4]; e = k / 2.
+  ASSERT_EQ(r[0].dims(), (Dims{3, 4}));
+  std::vector<float> e = r[0].to_vector<float>();
+  std::vector<float> want{-0.5f, 1.f, -0.5f, 1.f, 0.f, 1.5f, 0.f, 1.5f, 0.5f, 2.f, 0.5f, 2.f};
+  for (size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(e[i], want[i], 1e-6) << i;
+  // Each row of e is [u, v, u, v]: normalised it is [-1, 1, -1, 1] (up to epsilon).
+  std::vector<float> s = r[1].to_vector<float>();
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_NEAR(s[i], 1 / (1 + std::exp(i % 2 ? -1.0 : 1.0)), 1e-4) << i;
+}
+
+// conv2d with SAME padding and stride, global pooling, scale with the bias first, reshape2 with 0,
+// the 1.x matmul with alpha, and mul with x_num_col_dims = 2, against the same computation in eager ops.
+TEST(Executor, MoreOpsAgainstEager) {
+  Program p;
+  Block& g = p.global_block();
+  for (auto n : {"x", "w", "c", "pool", "flat", "sc", "r", "mm", "ones", "ml"}) {
+    VarDesc v;
+    v.name = n;
+    if (v.name == "x") v.shape = {-1, 2, 5, 5};
+    if (v.name == "w") v.shape = {3, 2, 3, 3};
+    g.add_var(v);
+  }
+  auto add_op = [&](const std::string& type, Slots in, Slots out,
+                    std::vector<std::pair<std::string, Attribute>> attrs = {}) {
+    OpDesc o;
+    o.type = type;
+    o.inputs = std::move(in);
+    o.outputs = std::move(out);
+    o.attrs = std::move(attrs);
+    g.append_op(o);
+  };
+  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
+  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"w"}}}, {{"col", int32_t{1}}});
+  add_op("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"c"}}},
+         {{"strides", std::vector<int32_t>{2, 2}},
+          {"paddings", std::vector<int32_t>{0, 0}},
+          {"dilations", std::vector<int32_t>{1, 1}},
+          {"groups", int32_t{1}},
+          {"padding_algorithm", std::string("SAME")},
+          {"data_format", std::string("NCHW")}});
+  add_op("pool2d", {{"X", {"c"}}}, {{"Out", {"pool"}}},
+         {{"pooling_type", std::string("avg")},
+          {"ksize", std::vector<int32_t>{2, 2}},
+          {"global_pooling", true},
+          {"strides", std::vector<int32_t>{1, 1}},
+          {"paddings", std::vector<int32_t>{0, 0}}});
+  add_op("flatten_contiguous_range", {{"X", {"pool"}}}, {{"Out", {"flat"}}, {"XShape", {}}},
+         {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{-1}}});
+  add_op("scale", {{"X", {"flat"}}}, {{"Out", {"sc"}}},
+         {{"scale", 3.0f}, {"bias", 1.0f}, {"bias_after_scale", false}});
+  add_op("reshape2", {{"X", {"sc"}}}, {{"Out", {"r"}}, {"XShape", {"r_xshape"}}},
+         {{"shape", std::vector<int32_t>{0, 3, 1}}});
+  add_op("matmul", {{"X", {"flat"}}, {"Y", {"sc"}}}, {{"Out", {"mm"}}},
+         {{"transpose_X", false}, {"transpose_Y", true}, {"alpha", 0.5f}});
+  add_op("fill_constant", {}, {{"Out", {"ones"}}},
+         {{"shape", std::vector<int32_t>{1, 4}}, {"dtype", int32_t{5}}, {"value", 2.0f}});
+  add_op("mul", {{"X", {"r"}}, {"Y", {"ones"}}}, {{"Out", {"ml"}}},
+         {{"x_num_col_dims", int32_t{2}}, {"y_num_col_dims", int32_t{1}}});
+  int32_t col = 0;
+  for (auto n : {"c", "sc", "mm", "ml"})
+    add_op("fetch", {{"X", {n}}}, {{"Out", {"fetch"}}}, {{"col", col++}});
+
+  Tensor x = ops::uniform(Dims{1, 2, 5, 5}, -1, 1, DType::kFloat32, 7);
+  Tensor w = ops::uniform(Dims{3, 2, 3, 3}, -1, 1, DType::kFloat32, 8);
+  Executor ex(p);
+  auto r = ex.run({{"x", x}, {"w", w}});
+  ASSERT_EQ(r.size(), 4u);
+
+  // SAME with stride 2 on 5x5 and a 3x3 kernel: output 3x3, one pixel of padding on each side.
+  Tensor c = call_op("conv", {x, w},
+                     Attrs{{"strides", std::vector<int64_t>{2, 2}},
+                           {"paddings", std::vector<int64_t>{1, 1, 1, 1}},
+                           {"dilations", std::vector<int64_t>{1, 1}},
+                           {"groups", int64_t{1}}})[0];
+  Tensor flat = ops::mean(c, {2, 3});
+  Tensor sc = ops::multiply(ops::add(flat, ops::full(Dims{}, 1.0)), ops::full(Dims{}, 3.0));
+  Tensor mm = ops::multiply(ops::matmul(flat, sc, false, true), ops::full(Dims{}, 0.5));
+  Tensor ml = ops::multiply(sc.reshape(Dims{1, 3, 1}), ops::full(Dims{1, 1, 4}, 2.0));
+  std::vector<Tensor> want{c, sc, mm, ml};
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(r[i].dims(), want[i].dims()) << i;
+    std::vector<float> a = r[i].to_vector<float>(), b = want[i].to_vector<float>();
+    for (size_t j = 0; j < a.size(); ++j)
+      EXPECT_NEAR(a[j], b[j], 1e-5 + 1e-5 * std::fabs(b[j])) << i << "/" << j;
+  }
+}
