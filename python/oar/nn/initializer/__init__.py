@@ -137,27 +137,28 @@ class TruncatedNormal(Initializer):
         return clip(x, self.a, self.b).astype(_work_dtype(p))
 
 
-class XavierUniform(Initializer):
+class _Xavier(Initializer):
+    """Shared by XavierUniform / XavierNormal: explicit fans override the parameter's."""
+
     def __init__(self, fan_in=None, fan_out=None, name=None, gain=1.0):
         self.fan_in, self.fan_out, self.gain = fan_in, fan_out, gain
 
-    def _init(self, p):
+    def _fan_sum(self, p):
         fi, fo = _fans(p.shape)
         fi = self.fan_in if self.fan_in is not None else fi
         fo = self.fan_out if self.fan_out is not None else fo
-        limit = self.gain * math.sqrt(6.0 / float(fi + fo))
+        return float(fi + fo)
+
+
+class XavierUniform(_Xavier):
+    def _init(self, p):
+        limit = self.gain * math.sqrt(6.0 / self._fan_sum(p))
         return Uniform(-limit, limit)._init(p)
 
 
-class XavierNormal(Initializer):
-    def __init__(self, fan_in=None, fan_out=None, name=None, gain=1.0):
-        self.fan_in, self.fan_out, self.gain = fan_in, fan_out, gain
-
+class XavierNormal(_Xavier):
     def _init(self, p):
-        fi, fo = _fans(p.shape)
-        fi = self.fan_in if self.fan_in is not None else fi
-        fo = self.fan_out if self.fan_out is not None else fo
-        return Normal(0.0, self.gain * math.sqrt(2.0 / float(fi + fo)))._init(p)
+        return Normal(0.0, self.gain * math.sqrt(2.0 / self._fan_sum(p)))._init(p)
 
 
 class KaimingNormal(Initializer):
