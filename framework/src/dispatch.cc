@@ -4,6 +4,7 @@
 
 #include <oar/core/autograd.h>
 #include <oar/core/dispatch.h>
+#include <oar/ir/static_graph.h>
 #include <oar/core/error.h>
 
 #include <glog/logging.h>
@@ -210,6 +211,24 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
 
 }  // namespace
 
+namespace {
+// Static mode: the op is appended to the program being built; autograd records it as in eager mode, so
+// that gradients of a program are built by the same rules (static_graph.h).
+void record_static(ir::ProgramBuilder& b, const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
+                   const InferContext& ic, Place place, Tensor* outputs) {
+  const bool writes = op.inplace_input >= 0 || op.inplace_mask != 0;
+  if (writes && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
+  b.record(op, inputs, n_in, attrs, ic, place, outputs);
+  if (writes)
+    for (int32_t i = 0; i < n_in; ++i)
+      if (op_writes_input(op, i, n_in)) inputs[i].storage()->bump_version();
+  if (grad_enabled()) {
+    if (op.inplace_input >= 0) autograd::record_inplace(op, inputs, n_in, attrs);
+    else if (!op.inplace_mask) autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
+  }
+}
+}  // namespace
+
 void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place, Tensor* outputs) {
   OAR_ENFORCE(op.variadic ? n_in >= 1 : n_in == static_cast<int32_t>(op.inputs.size()), ErrorCode::kInvalidArgument,
               op.name << ": expects " << (op.variadic ? "at least 1" : std::to_string(op.inputs.size()))
@@ -221,10 +240,12 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
     meta_large.resize(n_in);
     metas = meta_large.data();
   }
+  bool any_symbolic = false;
   for (int32_t i = 0; i < n_in; ++i) {
     const Tensor& t = inputs[i];
     OAR_ENFORCE(t.defined(), ErrorCode::kInvalidArgument,
                 op.name << ": input '" << op.inputs[op.variadic ? 0 : i] << "' is an undefined tensor");
+    any_symbolic |= t.impl()->symbol != nullptr;
     if (i == 0) {
       place = t.place();
     } else {
@@ -239,6 +260,13 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
   complete_attrs(op, attrs);
   InferContext ic{&op, metas, n_in, &attrs, {}};
   op.infer(ic);
+  if (ir::ProgramBuilder* b = ir::current_builder()) {  // static mode: record instead of run
+    record_static(*b, op, inputs, n_in, attrs, ic, place, outputs);
+    return;
+  }
+  OAR_ENFORCE(!any_symbolic, ErrorCode::kInvalidArgument,
+              op.name << ": an input is a static-graph variable, used outside of the program being built "
+                         "(program_guard / to_static)");
 
   const DType kd = op.dispatch_input >= 0 ? inputs[op.dispatch_input].dtype()
                                           : static_cast<DType>(attrs.get_int("dtype"));

@@ -5,6 +5,7 @@
 #include <oar/core/ops.h>
 #include <oar/core/runtime.h>
 #include <oar/core/tensor.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cstring>
@@ -67,6 +68,7 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::data_ptr() const {
+  if (impl_->symbol) ir::throw_symbolic_access(*this);
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * dtype_size(impl_->dtype);
 }
 
@@ -77,6 +79,7 @@ Tensor make_view(const Tensor& base, const Dims& dims, const Dims& strides, int6
   impl->strides = strides;
   impl->offset = offset;
   impl->storage = base.storage();
+  impl->symbol = base.impl()->symbol;  // a detached program variable is still that variable
   return Tensor(std::move(impl));
 }
 
@@ -105,6 +108,7 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : ops::copy(*
 
 Tensor Tensor::to(Place place) const {
   if (place == this->place()) return *this;
+  if (impl_->symbol) ir::throw_symbolic_access(*this);
   Tensor out;
   {
     NoGradGuard no_grad;  // the copy's own history is recorded below, as one node
@@ -124,6 +128,7 @@ Tensor Tensor::to(Place place) const {
 }
 
 void Tensor::copy_to_host(void* dst, size_t bytes) const {
+  if (impl_->symbol) ir::throw_symbolic_access(*this);
   OAR_ENFORCE(bytes == static_cast<size_t>(numel() * dtype_size(dtype())), ErrorCode::kInvalidArgument,
               "copy_to_host: buffer of " << bytes << " bytes for a " << dtype_name(dtype()) << " tensor of shape "
                                          << dims().to_string());
@@ -133,6 +138,20 @@ void Tensor::copy_to_host(void* dst, size_t bytes) const {
 
 // ---- views --------------------------------------------------------------------------------------
 namespace {
+
+std::vector<int64_t> shape_vector(const Dims& d) { return std::vector<int64_t>(d.begin(), d.end()); }
+
+// A view of a program variable (static mode) is recorded as a view op whose result is a new
+// variable with the view's dims; `v` is returned unchanged for a concrete base.
+Tensor recorded_view(const Tensor& base, const Tensor& v, const char* op, Attrs attrs) {
+  if (!ir::is_symbolic(base)) return v;
+  ir::ProgramBuilder* b = ir::current_builder();
+  OAR_ENFORCE(b != nullptr, ErrorCode::kInvalidArgument,
+              op << ": '" << ir::symbolic_name(base)
+                 << "' is a static-graph variable, used outside of the program being built (program_guard)");
+  return b->record_view(base, *ir::find_view_op(op), attrs, v.dims());
+}
+
 
 int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
   OAR_ENFORCE(axis >= -ndim && axis < ndim, ErrorCode::kOutOfRange,
@@ -207,7 +226,7 @@ Tensor Tensor::view(const Dims& shape) const {
   OAR_ENFORCE(view_strides(dims(), strides(), nd, ns), ErrorCode::kInvalidArgument,
               "view: shape " << nd.to_string() << " is not compatible with the strides of the input "
                              << strides().to_string() << "; use reshape (which copies)");
-  Tensor v = make_view(*this, nd, ns, offset());
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -215,7 +234,7 @@ Tensor Tensor::view(const Dims& shape) const {
 Tensor Tensor::reshape(const Dims& shape) const {
   Dims nd = infer_reshape(dims(), shape), ns;
   if (!view_strides(dims(), strides(), nd, ns)) return contiguous().view(nd);
-  Tensor v = make_view(*this, nd, ns, offset());
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -235,7 +254,7 @@ Tensor Tensor::transpose(const std::vector<int64_t>& perm) const {
     nd[i] = dims()[p];
     ns[i] = strides()[p];
   }
-  Tensor v = make_view(*this, nd, ns, offset());
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "transpose", {{"perm", perm}});
   std::vector<int64_t> inverse(n);
   for (int32_t i = 0; i < n; ++i) inverse[perm[i] < 0 ? perm[i] + n : perm[i]] = i;
   autograd::record_view(*this, v, "transpose", [inverse](const Tensor& g) { return g.transpose(inverse); });
@@ -244,6 +263,7 @@ Tensor Tensor::transpose(const std::vector<int64_t>& perm) const {
 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
   axis = normalize_axis(axis, ndim(), "slice");
+  const Attrs recorded{{"axis", axis}, {"start", start}, {"end", end}, {"step", step}};  // as given
   OAR_ENFORCE(step != 0, ErrorCode::kInvalidArgument, "slice: step must not be 0");
   const int64_t n = dims()[axis];
   // Python's slice rules: negative indices count from the end, then clamp.
@@ -265,7 +285,7 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
   nd[static_cast<int32_t>(axis)] = len;
   ns[static_cast<int32_t>(axis)] = strides()[static_cast<int32_t>(axis)] * step;
   int64_t off = offset() + (len > 0 ? start * strides()[static_cast<int32_t>(axis)] : 0);
-  Tensor v = make_view(*this, nd, ns, off);
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, off), "slice", recorded);
   autograd::record_view(*this, v, "slice", [axis, start, step, len, n](const Tensor& g) {
     // Scatter g back along `axis`: position j takes g[(j - start) / step] if it was selected, else 0
     // (the extra zero slice appended at index len).
@@ -296,7 +316,7 @@ Tensor Tensor::squeeze(const std::vector<int64_t>& axes) const {
     nd.push_back(dims()[i]);
     ns.push_back(strides()[i]);
   }
-  Tensor v = make_view(*this, nd, ns, offset());
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "squeeze", {{"axes", axes}});
   autograd::record_view(*this, v, "squeeze", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -317,7 +337,7 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
       ns.push_back(strides()[i]);
     }
   }
-  Tensor v = make_view(*this, nd, ns, offset());
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "unsqueeze", {{"axis", axis}});
   autograd::record_view(*this, v, "unsqueeze", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -347,7 +367,7 @@ Tensor Tensor::expand(const Dims& shape) const {
       ns[i] = 0;
     }
   }
-  Tensor v = make_view(*this, nd, ns, offset());
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "expand", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "expand", [d = dims()](const Tensor& g) { return autograd::sum_to(g, d); });
   return v;
 }

@@ -37,5 +37,20 @@ def _dtype_from_name(name):
 
 
 def in_dynamic_mode():
-    """True: oar runs eagerly (static graphs come with oar.static in later work)."""
-    return True
+    """True unless static mode is on (enable_static)."""
+    return not static.program._in_static_mode()
+
+
+def enable_static():
+    """Static mode: oar ops build the default main program instead of running (oar.static)."""
+    static.program._enable_static()
+
+
+def disable_static(place=None):
+    """Back to eager (dynamic graph) execution."""
+    static.program._disable_static()
+    if place is not None:
+        set_device(place)
+
+
+in_dygraph_mode = in_dynamic_mode

@@ -133,7 +133,7 @@ TensorData numpy_to_tensor(const std::string& name, py::handle h) {
 }  // namespace
 
 void init_program(py::module_& m) {
-  py::class_<Program>(m, "_ProgramDesc", "Program IR (framework/include/oar/ir/program.h); private")
+  py::class_<Program, std::shared_ptr<Program>>(m, "_ProgramDesc", "Program IR (framework/include/oar/ir/program.h); private")
       .def_static(
           "from_bytes", [](const py::bytes& b) { return Program::parse(bytes_of(b)); }, py::arg("data"),
           "Parses and validates ProgramDesc bytes (a .pdmodel); ValueError on bad input")
@@ -143,6 +143,8 @@ void init_program(py::module_& m) {
       .def("clone", &Program::clone)
       .def("validate", [](const Program& p) { p.validate(); })
       .def_property_readonly("num_blocks", &Program::num_blocks)
+      .def("num_ops", [](const Program& p, int32_t b) { return p.block(b).ops().size(); }, py::arg("block") = 0)
+      .def("num_vars", [](const Program& p, int32_t b) { return p.block(b).vars().size(); }, py::arg("block") = 0)
       .def_property_readonly("version", [](const Program& p) { return p.version(); })
       .def_property_readonly("op_version_map",
                              [](const Program& p) {
@@ -202,14 +204,23 @@ void init_program(py::module_& m) {
 
   // The block-0 executor (framework/include/oar/ir/executor.h); private until oar.static wraps it.
   py::class_<Executor>(m, "_Executor", "Runs block 0 of a _ProgramDesc on one place; private")
-      .def(py::init([](const Program& p, py::handle place, bool gc, bool stats) {
+      .def(py::init([](const Program& p, py::handle place, bool gc, bool stats, std::shared_ptr<Scope> scope,
+                       std::vector<std::string> feed_names, std::vector<std::string> fetch_names,
+                       std::vector<std::string> keep) {
              ExecutorOptions o;
              o.garbage_collect = gc;
              o.collect_stats = stats;
+             o.scope = std::move(scope);
+             o.feed_names = std::move(feed_names);
+             o.fetch_names = std::move(fetch_names);
+             o.keep = std::move(keep);
              return std::make_unique<Executor>(p, to_place(place), o);
            }),
            py::arg("program"), py::arg("place") = py::none(), py::arg("garbage_collect") = true,
-           py::arg("collect_stats") = false)
+           py::arg("collect_stats") = false, py::arg("scope") = nullptr,
+           py::arg("feed_names") = std::vector<std::string>{}, py::arg("fetch_names") = std::vector<std::string>{},
+           py::arg("keep") = std::vector<std::string>{})
+      .def_property_readonly("scope", &Executor::scope_ptr)
       .def(
           "load_params", [](Executor& e, const py::bytes& b) { e.load_params(bytes_of(b)); }, py::arg("data"),
           "Loads a combined .pdiparams (bytes) into the executor's scope")

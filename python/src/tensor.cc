@@ -1,5 +1,7 @@
 // The Tensor class: numpy in and out, properties, scalars; indexing is in indexing.cc.
 #include "common.h"
+
+#include <oar/ir/static_graph.h>
 #include <oar/sdk/types.h>  // float16 / bfloat16 conversions, shared with the plugins
 
 #include <oar/core/runtime.h>
@@ -159,7 +161,12 @@ void init_tensor(py::module_& m) {
            return PyTensor{tensor_of(t).t};
          }),
           py::arg("data"));
-  cls.def_property_readonly("shape", [](const PyTensor& s) { return list_of(s.t.dims()); })
+  cls.def_property_readonly("shape",
+                            [](const PyTensor& s) -> py::object {
+                              // a static-graph variable shows its unknown extents as -1, as in Paddle
+                              if (s.t.impl()->symbol) return py::cast(oar::ir::visible_dims(s.t.dims()));
+                              return list_of(s.t.dims());
+                            })
       .def_property_readonly("dtype", [](const PyTensor& s) { return dtype_object(s.t.dtype()); })
       .def_property_readonly("place", [](const PyTensor& s) { return place_object(s.t.place()); })
       .def_property_readonly("ndim", [](const PyTensor& s) { return s.t.ndim(); })

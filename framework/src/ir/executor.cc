@@ -2,6 +2,7 @@
 #include <oar/core/error.h>
 #include <oar/ir/executor.h>
 #include <oar/ir/params.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -87,7 +88,10 @@ std::vector<std::string> by_col(const std::map<int32_t, std::string>& cols, cons
 }  // namespace
 
 Executor::Executor(const Program& program, Place place, ExecutorOptions options)
-    : program_(std::make_unique<Program>(program)), place_(place), options_(options) {
+    : program_(std::make_unique<Program>(program)),
+      place_(place),
+      options_(options),
+      scope_(options.scope ? options.scope : std::make_shared<Scope>()) {
   lower();
 }
 
@@ -100,12 +104,13 @@ void Executor::lower() {
   for (const VarDesc& v : b.vars())
     if (v.persistable) keep.insert(v.name);
   keep.insert(kEmptyVarName);
+  keep.insert(options_.keep.begin(), options_.keep.end());
 
   instrs_.clear();
   for (size_t i = 0; i < b.ops().size(); ++i) {
     const OpDesc& op = b.ops()[i];
     int32_t idx = static_cast<int32_t>(i);
-    OpTranslation tr = find_op_translation(op.type);
+    OpTranslation tr = is_native_op_type(op.type) ? translate_native_op : find_op_translation(op.type);
     OAR_ENFORCE(tr != nullptr, ErrorCode::kUnimplemented,
                 "executor: op type '"
                     << op.type << "' (block 0, op " << idx
@@ -132,8 +137,26 @@ void Executor::lower() {
     }
     instrs_.push_back(Instr{&op, idx, std::move(fn), {}});
   }
-  feed_names_ = by_col(feed_cols, "feed");
-  fetch_names_ = by_col(fetch_cols, "fetch");
+  direct_feeds_ = !options_.feed_names.empty() || !options_.fetch_names.empty();
+  if (direct_feeds_) {
+    OAR_ENFORCE(feed_cols.empty() && fetch_cols.empty(), ErrorCode::kInvalidArgument,
+                "executor: the program has feed/fetch ops; do not name feeds and fetches in the options too");
+    feed_names_ = options_.feed_names;
+    fetch_names_ = options_.fetch_names;
+    for (auto& n : fetch_names_) keep.insert(n);
+  } else {
+    feed_names_ = by_col(feed_cols, "feed");
+    fetch_names_ = by_col(fetch_cols, "fetch");
+  }
+  unknown_positions_.clear();
+  for (auto& n : feed_names_) {
+    const VarDesc* v = b.find_var(n);
+    if (v == nullptr) continue;
+    std::vector<size_t> pos;
+    for (size_t i = 0; i < v->shape.size(); ++i)
+      if (v->shape[i] < 0) pos.push_back(i);
+    if (!pos.empty()) unknown_positions_.emplace_back(n, std::move(pos));
+  }
   feed_col_.clear();
   for (size_t c = 0; c < feed_names_.size(); ++c) {
     OAR_ENFORCE(feed_col_.emplace(feed_names_[c], c).second, ErrorCode::kInvalidArgument,
@@ -167,7 +190,7 @@ const std::vector<std::string>& Executor::released_after(size_t i) const {
 void Executor::load_params(const std::string& bytes) {
   auto params = load_combined_params(*program_, bytes);
   for (auto& [name, t] : params)
-    scope_.set(name, Tensor::from_host(t.data.data(), Dims(t.dims), t.dtype, place_));
+    scope_->set(name, Tensor::from_host(t.data.data(), Dims(t.dims), t.dtype, place_));
 }
 
 void Executor::load_params_file(const std::string& path) {
@@ -193,10 +216,10 @@ void Executor::check_feed(const std::string& name, const Tensor& t) const {
 void Executor::update_stats() {
   const Block& b = program_->global_block();
   int64_t live = 0, bytes = 0;
-  for (auto& n : scope_.names()) {
+  for (auto& n : scope_->names()) {
     const VarDesc* v = b.find_var(n);
-    if (v != nullptr && v->persistable) continue;
-    const Tensor* t = scope_.find(n);
+    if (v == nullptr || v->persistable) continue;
+    const Tensor* t = scope_->find(n);
     ++live;
     if (t->defined()) bytes += t->numel() * dtype_size(t->dtype());
   }
@@ -207,9 +230,9 @@ void Executor::update_stats() {
 
 void Executor::clear_temporaries() {
   const Block& b = program_->global_block();
-  for (auto& n : scope_.names()) {
+  for (auto& n : scope_->names()) {  // the scope may be shared: only this program's variables
     const VarDesc* v = b.find_var(n);
-    if (v == nullptr || !v->persistable) scope_.erase(n);
+    if (v != nullptr && !v->persistable) scope_->erase(n);
   }
 }
 
@@ -230,9 +253,22 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
     OAR_ENFORCE(feed_list[c].defined(), ErrorCode::kInvalidArgument,
                 "executor: feed '" << feed_names_[c] << "' (col " << c << ") is missing");
 
+  // The size of the unknown extents in this run, when every -1 of the fed variables agrees (-1 when
+  // they differ: only native ops that captured the sentinel need it, and they refuse then).
+  int64_t extent = 0;
+  for (auto& [name, pos] : unknown_positions_) {
+    const Tensor& t = feed_list[feed_col_.at(name)];
+    for (size_t p : pos) {
+      const int64_t e = t.dims()[static_cast<int32_t>(p)];
+      extent = (extent == 0 || extent == e) ? e : -1;
+    }
+  }
+  if (direct_feeds_)
+    for (size_t c = 0; c < feed_names_.size(); ++c) scope_->set(feed_names_[c], feed_list[c]);
+
   stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = 0;
   bool track = options_.collect_stats;
-  OpRunContext ctx{&scope_, place_, nullptr, 0, 0, &feed_list, &fetch_list};
+  OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent};
   for (Instr& ins : instrs_) {
     ctx.op = ins.op;
     ctx.op_idx = ins.op_idx;
@@ -247,13 +283,21 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
       throw;
     }
     if (track) update_stats();
-    for (auto& n : ins.release) stats_.released += scope_.erase(n) ? 1 : 0;
+    for (auto& n : ins.release) stats_.released += scope_->erase(n) ? 1 : 0;
+  }
+  if (direct_feeds_) {
+    for (size_t c = 0; c < fetch_names_.size(); ++c) {
+      const Tensor* t = scope_->find(fetch_names_[c]);
+      OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
+                  "executor: fetch '" << fetch_names_[c] << "' has no value after the run (not computed by the program)");
+      fetch_list[c] = *t;
+    }
   }
   if (options_.garbage_collect) {
     // The fetched values now belong to the caller.
     for (auto& n : fetch_names_) {
       const VarDesc* v = program_->global_block().find_var(n);
-      if (v == nullptr || !v->persistable) scope_.erase(n);
+      if (v == nullptr || !v->persistable) scope_->erase(n);
     }
   }
   if (track) update_stats();

@@ -299,6 +299,11 @@ def load(path, **configs):
         if key not in ("return_numpy", "keep_name_table", "allowed_globals", "model_filename", "params_filename"):
             raise ValueError("oar.load: unsupported config {!r}; supported: return_numpy, keep_name_table, "
                              "allowed_globals".format(key))
+    if isinstance(path, str) and not os.path.exists(path) and os.path.exists(path + ".pdmodel") and \
+            os.path.exists(path + ".pdiparams"):
+        from ..jit.api import _jit_state_dict  # a model written by jit.save: its parameters by structured name
+        state = _jit_state_dict(path)
+        return {k: v.numpy() for k, v in state.items()} if configs.get("return_numpy") else state
     return_numpy = bool(configs.get("return_numpy", False))
     keep_name_table = bool(configs.get("keep_name_table", False))
     allowed = [_global_name(g) for g in configs.get("allowed_globals", ()) or ()]

@@ -30,6 +30,9 @@ class Parameter(Tensor):
         self.do_model_average = do_model_average
         self.need_clip = need_clip
         self.is_distributed = False
+        from ..static import program as _prog
+        if _prog._in_static_mode():  # static mode: the current main program uses it under its name
+            _prog.default_main_program()._bind_parameter(self)
 
     @property
     def trainable(self):

@@ -33,6 +33,16 @@ class ClipGradBase:
         with no_grad():
             return self._dygraph_clip(list(params_grads))
 
+    def _symbolic_clip(self, params_grads):
+        """Clipping recorded into a static program: the scale is computed when the program runs."""
+        from ..tensor.math import maximum
+        norm = self.global_norm(params_grads)
+        if norm is None:
+            return params_grads
+        scale = self.clip_norm / maximum(norm, norm * 0 + self.clip_norm)
+        return [(p, g * scale.astype(g.dtype) if g is not None and getattr(p, "need_clip", True) else g)
+                for p, g in params_grads]
+
     def _dygraph_clip(self, params_grads):
         raise NotImplementedError
 

@@ -228,7 +228,10 @@ class Optimizer:
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         """Dygraph minimize, as Paddle's: does NOT run backward (call loss.backward() first); updates the
         given parameters (tensors or names; default: all) except no_grad_set, and returns
-        (None, [(param, grad), ...])."""
+        (None, [(param, grad), ...]). In a static program (loss is a program variable) it appends the
+        backward ops and the update ops to the program instead, as Paddle's static minimize."""
+        if _C._is_symbolic(loss):
+            return self._minimize_static(loss, parameters, no_grad_set)
         params = self._all_params()
         if parameters:
             wanted = {p if isinstance(p, str) else p.name for p in parameters}
@@ -241,6 +244,22 @@ class Optimizer:
             self._apply(params_grads, None)
         return None, params_grads
 
+    def _minimize_static(self, loss, parameters, no_grad_set):
+        from ..static import append_backward
+        if parameters is None and self._parameter_list:
+            parameters = self._all_params()
+        params_grads = append_backward(loss, parameter_list=parameters, no_grad_set=no_grad_set)
+        from ..static import program as _prog
+        builder = _prog.default_main_program()._builder
+        role = builder.op_role
+        builder.op_role = 2  # Paddle's op_role Optimize
+        try:
+            with no_grad():
+                self._apply(params_grads, None)
+        finally:
+            builder.op_role = role
+        return None, params_grads
+
     def _group_value(self, group, key):
         return group[key] if group is not None and key in group else self._default_dict[key]
 
@@ -251,7 +270,9 @@ class Optimizer:
         grad_scale = None
         if clip is not None:
             from ..nn.clip import ClipGradByGlobalNorm
-            if type(clip) is ClipGradByGlobalNorm:
+            if type(clip) is ClipGradByGlobalNorm and any(_C._is_symbolic(g) for _, g in params_grads):
+                params_grads = clip._symbolic_clip(params_grads)  # a static program: the scale is a variable
+            elif type(clip) is ClipGradByGlobalNorm:
                 # one norm op, then the scale goes into the fused update (no multiply per gradient)
                 grad_scale = clip._scale(params_grads)
             else:
@@ -312,7 +333,12 @@ class Optimizer:
         attrs["learning_rate"] = lrs if len(set(lrs)) > 1 else lrs[:1]
         attrs["l2_coeff"] = l2 if len(set(l2)) > 1 else l2[:1]
         attrs["grad_scale"] = scales if len(set(scales)) > 1 else scales[:1]
-        _C.Op(self._op)(params + grads + self._state_inputs(params, hyper), **attrs)
+        prev = _C._set_builder(None)  # accumulators are created with values, also while a program is built
+        try:
+            state = self._state_inputs(params, hyper)
+        finally:
+            _C._set_builder(prev)
+        _C.Op(self._op)(params + grads + state, **attrs)
 
     # Subclass hooks.
     def _lr_scale(self, p):

@@ -20,6 +20,9 @@ def _host_array(t):
 
 
 def __repr__(self):
+    if _C._is_symbolic(self):
+        return "var {} : LOD_TENSOR.shape({}).dtype({}).stop_gradient({})".format(
+            self.name, tuple(self.shape), self.dtype.name, self.stop_gradient)
     head = "Tensor(shape={}, dtype={}, place={}, stop_gradient={},\n       ".format(
         self.shape, self.dtype.name, self.place, self.stop_gradient)
     return head + np.array2string(_host_array(self), separator=", ", prefix="       ") + ")"
@@ -231,6 +234,8 @@ _name_counter = [0]
 
 
 def _get_name(self):
+    if _C._is_symbolic(self):  # a program variable's name is its variable's
+        return _C._symbolic_name(self)
     name = self.__dict__.get("_name")
     if name is None:
         name = "generated_tensor_{}".format(_name_counter[0])

@@ -15,6 +15,9 @@ namespace oar {
 
 class Device;
 struct AutogradMeta;
+namespace ir {
+struct SymbolicVar;
+}
 
 class Storage {
  public:
@@ -54,6 +57,9 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   std::shared_ptr<Storage> storage;
   std::shared_ptr<AutogradMeta> autograd;  // null unless the tensor takes part in differentiation
+  // Set on the variables of a program being built (static mode, oar/ir/static_graph.h): such a tensor
+  // has dims and dtype but no memory.
+  std::shared_ptr<ir::SymbolicVar> symbol;
 };
 
 class Tensor {

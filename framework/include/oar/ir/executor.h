@@ -43,6 +43,9 @@ struct OpRunContext {
   int32_t block_idx, op_idx;
   const std::vector<Tensor>* feed_list;  // by feed `col`
   std::vector<Tensor>* fetch_list;       // by fetch `col`
+  // The run's size of the program's unknown (-1) extents, taken from the feeds (0: none). Native ops
+  // whose attributes captured the unknown-extent sentinel substitute it (static_graph.h).
+  int64_t unknown_extent = 0;
 
   // The tensor bound to input slot `slot` (argument i).
   const Tensor& in(const std::string& slot, size_t i = 0) const;
@@ -61,10 +64,20 @@ using OpTranslation = OpKernelFn (*)(const OpDesc& op);
 // The table of Paddle op types the executor can run (paddle_ops.cc); nullptr when unknown.
 OpTranslation find_op_translation(const std::string& paddle_op_type);
 std::vector<std::string> translated_op_types();  // sorted
+// The translation of native ops ("oar.<op>", recorded in static mode; static_graph.cc).
+OpKernelFn translate_native_op(const OpDesc& op);
 
 struct ExecutorOptions {
   bool garbage_collect = true;  // release variables after their last use
   bool collect_stats = false;   // fill ExecutorStats' live/peak counts (walks the scope per instruction)
+  // The scope to run in, shared with other executors (a startup and a main program); a new one when null.
+  std::shared_ptr<Scope> scope;
+  // Programs without feed/fetch ops (built in static mode) name their feeds and fetches here: feeds are
+  // set into the scope before the run, fetches read from it after, both in this order.
+  std::vector<std::string> feed_names, fetch_names;
+  // Variables never garbage collected (read later by another program on the same scope, e.g. the
+  // backward part of a to_static program).
+  std::vector<std::string> keep;
 };
 
 struct ExecutorStats {
@@ -98,7 +111,8 @@ class Executor {
   // or unknown feed name or a feed whose dtype or shape disagrees with the variable's description.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& feeds);
 
-  Scope& scope() { return scope_; }
+  Scope& scope() { return *scope_; }
+  const std::shared_ptr<Scope>& scope_ptr() const { return scope_; }
   Place place() const { return place_; }
   const ExecutorStats& stats() const { return stats_; }
   size_t num_instructions() const { return instrs_.size(); }
@@ -120,7 +134,10 @@ class Executor {
   std::unique_ptr<Program> program_;
   Place place_;
   ExecutorOptions options_;
-  Scope scope_;
+  std::shared_ptr<Scope> scope_;
+  bool direct_feeds_ = false;  // feeds/fetches by name (options.feed_names), not by feed/fetch ops
+  // Positions of -1 extents in the fed variables, for unknown_extent.
+  std::vector<std::pair<std::string, std::vector<size_t>>> unknown_positions_;
   std::vector<Instr> instrs_;
   std::vector<std::string> feed_names_, fetch_names_;
   std::map<std::string, size_t> feed_col_;

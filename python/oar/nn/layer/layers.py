@@ -6,6 +6,7 @@ state_dict; parameter names ("linear_0.w_0") are unique across the process and k
 """
 import collections
 import copy
+import functools
 import re
 import warnings
 
@@ -55,6 +56,25 @@ def _to_tensor_value(value, like, key):
 
 class Layer:
     """Base class of layers: subclass it, create parameters and sublayers in __init__, define forward."""
+
+    def __init_subclass__(cls, **kwargs):
+        # Layers are constructed eagerly even while a program is being built (static mode, to_static):
+        # parameters and buffers get their initial values now and programs capture them.
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_oar_eager_init", False):
+            return
+
+        @functools.wraps(init)
+        def eager_init(self, *args, **kw):
+            prev = _C._set_builder(None)
+            try:
+                init(self, *args, **kw)
+            finally:
+                _C._set_builder(prev)
+
+        eager_init._oar_eager_init = True
+        cls.__init__ = eager_init
 
     def __init__(self, name_scope=None, dtype="float32"):
         self.training = True

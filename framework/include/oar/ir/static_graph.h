@@ -1,0 +1,143 @@
+// Static graph building: in static mode every oar op call is recorded into a Program instead of run.
+//
+// A ProgramBuilder owns the Program being built. While one is current (thread-local, set by
+// oar.static.program_guard and by jit.to_static), run_op appends an OpDesc per call and returns
+// *symbolic* tensors: tensors whose TensorImpl names a program variable and holds no memory. Shape and
+// dtype inference still run, so errors surface while building, as in eager mode.
+//
+// Recorded ops are "native": OpDesc.type is "oar." + the OpDef name, one input slot per OpDef input
+// (a variadic op has one slot holding all variables), one output slot per OpDef output, and every
+// attribute with defaults completed (int -> LONG, float -> FLOAT64, ints -> LONGS, floats -> FLOAT64S,
+// string -> STRING). An op that writes into inputs lists each written input again as an output in a
+// slot of the same name. The view methods of Tensor record "oar.reshape", "oar.transpose",
+// "oar.slice", "oar.squeeze", "oar.unsqueeze" and "oar.expand" (find_view_op below).
+//
+// Unknown extents (None in static.data / InputSpec) are carried as the sentinel kUnknownDim, a large
+// prime, so that shape inference, views and gradient rules run unchanged; products of it stay
+// recognisable. Python sees -1 for them, VarDescs store -1, and the executor substitutes the run's
+// actual size into attributes that captured the sentinel (see executor.h).
+//
+// Concrete tensors used by a recorded op (a Layer's parameters under to_static, constants) are
+// *captured*: they become persistable variables of the program and the builder keeps them, so an
+// executor can bind them by reference (updates in place are seen by both).
+#pragma once
+
+#include <oar/core/op.h>
+#include <oar/core/tensor.h>
+#include <oar/ir/program.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace oar::ir {
+
+inline constexpr int64_t kUnknownDim = 1000003;  // prime; see above
+// Whether v is a nonzero multiple of the sentinel (an extent derived from an unknown one).
+inline bool is_unknown_extent(int64_t v) { return v != 0 && v % kUnknownDim == 0; }
+// Dims as the user sees them: extents derived from the sentinel become -1.
+std::vector<int64_t> visible_dims(const Dims& d);
+// The reverse, for shapes given by users: -1 / None becomes the sentinel.
+Dims internal_dims(const std::vector<int64_t>& shape);
+
+class ProgramBuilder;
+
+// Reading the memory of a symbolic tensor: an error naming the variable (its value exists only when
+// an executor runs the program).
+[[noreturn]] void throw_symbolic_access(const Tensor& t);
+
+// What makes a tensor symbolic: the variable it stands for.
+struct SymbolicVar {
+  std::string name;
+  const ProgramBuilder* builder = nullptr;  // identity only: which program it belongs to
+  bool is_view = false;                     // made by a view op (in-place writes into it are refused)
+};
+
+bool is_symbolic(const Tensor& t);
+// The variable name of a symbolic tensor; throws kInvalidArgument for a concrete one.
+const std::string& symbolic_name(const Tensor& t);
+
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(std::shared_ptr<Program> program = nullptr);
+
+  Program& program() { return *program_; }
+  const std::shared_ptr<Program>& program_ptr() const { return program_; }
+  int32_t current_block() const { return block_; }
+  void set_current_block(int32_t idx);
+  // A new sub-block of the current one, made current; returns its index.
+  int32_t push_block();
+  // Back to the current block's parent.
+  void pop_block();
+
+  // A fresh variable name: prefix + "_" + counter (unique in this program).
+  std::string unique_name(const std::string& prefix);
+
+  // Declares a variable in the current block (global block when persistable) and returns the
+  // symbolic tensor standing for it. Negative extents are unknown. Throws on a duplicate name.
+  Tensor create_var(const std::string& name, const std::vector<int64_t>& shape, DType dtype, Place place,
+                    bool persistable = false, bool is_parameter = false, bool stop_gradient = true);
+  // A symbolic tensor for an existing variable (looked up from the current block outwards).
+  Tensor var(const std::string& name, Place place);
+
+  // Concrete tensors the program reads (see the header comment). bind_capture names one in advance
+  // (a parameter's name) and marks it a parameter or not.
+  void bind_capture(const Tensor& t, const std::string& name, bool is_parameter);
+  const std::map<std::string, Tensor>& captures() const { return captures_; }
+  // The variable standing for concrete tensor `t`, capturing it on first use.
+  std::string capture(const Tensor& t);
+
+  // Records op `op` with `inputs` (symbolic or concrete) and completed `attrs`; `metas` are the
+  // inferred outputs. Fills `outputs` with new symbolic tensors (none for in-place ops).
+  void record(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs, const InferContext& ic,
+              Place place, Tensor* outputs);
+  // Records view op `view_def` (find_view_op) of `base` whose result has `dims`; returns the result.
+  Tensor record_view(const Tensor& base, const OpDef& view_def, const Attrs& attrs, const Dims& dims);
+
+  // Renames variable `t` (symbolic, of this program) everywhere in the program; every tensor standing
+  // for it follows. Throws when `new_name` is taken.
+  void rename(const Tensor& t, const std::string& new_name);
+
+  // Op role of ops recorded from now on (Paddle's op_role attribute: 0 forward, 1 backward, 2 optimize).
+  void set_op_role(int32_t role) { op_role_ = role; }
+  int32_t op_role() const { return op_role_; }
+
+ private:
+  Tensor make_symbolic(const std::string& name, const Dims& dims, DType dtype, Place place, bool is_view = false);
+  std::string input_var(const Tensor& t, const OpDef& op, int32_t i);
+
+  std::shared_ptr<Program> program_;
+  int32_t block_ = 0;
+  int32_t op_role_ = 0;
+  std::unordered_map<std::string, int64_t> counters_;
+  std::map<std::string, Tensor> captures_;
+  std::unordered_map<const TensorImpl*, std::string> capture_names_;
+};
+
+// The builder ops are recorded into on this thread (nullptr: eager execution).
+ProgramBuilder* current_builder();
+// Makes `b` current; returns the previous one. Pass nullptr for eager execution.
+std::shared_ptr<ProgramBuilder> set_current_builder(std::shared_ptr<ProgramBuilder> b);
+
+// The view ops the builder records, as op definitions outside the registry (input "x", output "out"):
+// reshape(shape), transpose(perm), slice(axis, start, end, step), squeeze(axes), unsqueeze(axis),
+// expand(shape). nullptr for other names.
+const OpDef* find_view_op(const std::string& name);
+// Runs a recorded view op on a concrete tensor (the executor's side of record_view).
+Tensor run_view_op(const OpDef& view_def, const Tensor& x, const Attrs& attrs);
+
+// A copy of `program` keeping, in every block, only the ops whose op_role attribute (0 when absent) is
+// in `roles` (e.g. the forward part {0} and the backward part {1} of a to_static program).
+Program filter_ops_by_role(const Program& program, const std::vector<int32_t>& roles);
+
+// Whether an op type is a native one ("oar.<name>").
+bool is_native_op_type(const std::string& type);
+
+// oar attribute value -> program attribute (the native encoding above), and back by the schema.
+Attribute to_ir_attr(const AttrValue& v);
+AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op, const std::string& name);
+
+}  // namespace oar::ir

@@ -1,0 +1,484 @@
+// Static graph building (see static_graph.h).
+#include <oar/core/dispatch.h>
+#include <oar/core/error.h>
+#include <oar/core/runtime.h>
+#include <oar/ir/executor.h>
+#include <oar/ir/static_graph.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace oar::ir {
+
+std::vector<int64_t> visible_dims(const Dims& d) {
+  std::vector<int64_t> out(d.begin(), d.end());
+  for (auto& v : out)
+    if (is_unknown_extent(v)) v = -1;
+  return out;
+}
+
+Dims internal_dims(const std::vector<int64_t>& shape) {
+  Dims d;
+  for (int64_t v : shape) d.push_back(v < 0 ? kUnknownDim : v);
+  return d;
+}
+
+bool is_symbolic(const Tensor& t) { return t.defined() && t.impl()->symbol != nullptr; }
+
+const std::string& symbolic_name(const Tensor& t) {
+  OAR_ENFORCE(is_symbolic(t), ErrorCode::kInvalidArgument, "the tensor is not a static-graph variable");
+  return t.impl()->symbol->name;
+}
+
+void throw_symbolic_access(const Tensor& t) {
+  OAR_THROW(ErrorCode::kInvalidArgument,
+            "'" << symbolic_name(t) << "' is a variable of a static program: it has no value while the program is "
+                << "being built; run the program with an Executor and fetch it");
+}
+
+// ---- attributes -------------------------------------------------------------------------------------
+
+Attribute to_ir_attr(const AttrValue& v) {
+  switch (v.index()) {
+    case 0: return std::get<int64_t>(v);
+    case 1: return std::get<double>(v);
+    case 2: return std::get<std::vector<int64_t>>(v);
+    case 3: return std::get<std::vector<double>>(v);
+    default: return std::get<std::string>(v);
+  }
+}
+
+AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op, const std::string& name) {
+  auto bad = [&]() -> AttrValue {
+    OAR_THROW(ErrorCode::kType, op << ": attribute '" << name << "' has type " << attr_type_name(attr_type(a))
+                                   << ", which does not fit the op's schema");
+  };
+  switch (want) {
+    case oar::AttrType::kInt:
+      if (auto* v = std::get_if<int64_t>(&a)) return *v;
+      if (auto* v = std::get_if<int32_t>(&a)) return int64_t{*v};
+      if (auto* v = std::get_if<bool>(&a)) return int64_t{*v};
+      return bad();
+    case oar::AttrType::kFloat:
+      if (auto* v = std::get_if<double>(&a)) return *v;
+      if (auto* v = std::get_if<float>(&a)) return double{*v};
+      if (auto* v = std::get_if<int64_t>(&a)) return static_cast<double>(*v);
+      if (auto* v = std::get_if<int32_t>(&a)) return double{static_cast<double>(*v)};
+      return bad();
+    case oar::AttrType::kInts:
+      if (auto* v = std::get_if<std::vector<int64_t>>(&a)) return *v;
+      if (auto* v = std::get_if<std::vector<int32_t>>(&a)) return std::vector<int64_t>(v->begin(), v->end());
+      return bad();
+    case oar::AttrType::kFloats:
+      if (auto* v = std::get_if<std::vector<double>>(&a)) return *v;
+      if (auto* v = std::get_if<std::vector<float>>(&a)) return std::vector<double>(v->begin(), v->end());
+      return bad();
+    case oar::AttrType::kString:
+      if (auto* v = std::get_if<std::string>(&a)) return *v;
+      return bad();
+  }
+  return bad();
+}
+
+// ---- the current builder -------------------------------------------------------------------------------
+
+namespace {
+thread_local std::shared_ptr<ProgramBuilder> t_builder;
+
+VarDesc tensor_var(const std::string& name, const Dims& dims, DType dtype) {
+  VarDesc v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = visible_dims(dims);
+  return v;
+}
+}  // namespace
+
+ProgramBuilder* current_builder() { return t_builder.get(); }
+
+std::shared_ptr<ProgramBuilder> set_current_builder(std::shared_ptr<ProgramBuilder> b) {
+  std::swap(t_builder, b);
+  return b;
+}
+
+// ---- ProgramBuilder ------------------------------------------------------------------------------------
+
+ProgramBuilder::ProgramBuilder(std::shared_ptr<Program> program)
+    : program_(program ? std::move(program) : std::make_shared<Program>()) {}
+
+void ProgramBuilder::set_current_block(int32_t idx) {
+  OAR_ENFORCE(idx >= 0 && idx < program_->num_blocks(), ErrorCode::kInvalidArgument,
+              "program has no block " << idx);
+  block_ = idx;
+}
+
+int32_t ProgramBuilder::push_block() {
+  Block& b = program_->append_block(block_);
+  block_ = b.idx();
+  return block_;
+}
+
+void ProgramBuilder::pop_block() {
+  const int32_t parent = program_->block(block_).parent_idx();
+  OAR_ENFORCE(parent >= 0, ErrorCode::kInvalidArgument, "pop_block: already in the global block");
+  block_ = parent;
+}
+
+std::string ProgramBuilder::unique_name(const std::string& prefix) {
+  for (;;) {
+    std::string name = prefix + "_" + std::to_string(counters_[prefix]++);
+    if (program_->find_var_recursive(block_, name) == nullptr && captures_.count(name) == 0) return name;
+  }
+}
+
+Tensor ProgramBuilder::make_symbolic(const std::string& name, const Dims& dims, DType dtype, Place place,
+                                     bool is_view) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = dtype;
+  impl->dims = dims;
+  impl->strides = contiguous_strides(dims);
+  Device& dev = Runtime::get().device(place);
+  impl->storage = std::make_shared<Storage>(&dev, nullptr, 0, nullptr);  // no memory: a name only
+  impl->symbol = std::make_shared<SymbolicVar>(SymbolicVar{name, this, is_view});
+  return Tensor(std::move(impl));
+}
+
+Tensor ProgramBuilder::create_var(const std::string& name, const std::vector<int64_t>& shape, DType dtype,
+                                  Place place, bool persistable, bool is_parameter, bool stop_gradient) {
+  OAR_ENFORCE(!name.empty(), ErrorCode::kInvalidArgument, "a program variable needs a name");
+  Block& blk = program_->block(persistable ? 0 : block_);
+  OAR_ENFORCE(!blk.has_var(name) && captures_.count(name) == 0, ErrorCode::kInvalidArgument,
+              "the program already has a variable named '" << name << "'");
+  Dims dims = internal_dims(shape);
+  VarDesc v = tensor_var(name, dims, dtype);
+  v.persistable = persistable;
+  v.is_parameter = is_parameter;
+  v.stop_gradient = stop_gradient;
+  blk.add_var(std::move(v));
+  return make_symbolic(name, dims, dtype, place);
+}
+
+Tensor ProgramBuilder::var(const std::string& name, Place place) {
+  const VarDesc* v = program_->find_var_recursive(block_, name);
+  OAR_ENFORCE(v != nullptr && v->has_tensor(), ErrorCode::kNotFound,
+              "the program has no tensor variable named '" << name << "'");
+  return make_symbolic(name, internal_dims(v->shape), v->dtype, place);
+}
+
+void ProgramBuilder::bind_capture(const Tensor& t, const std::string& name, bool is_parameter) {
+  OAR_ENFORCE(t.defined() && !is_symbolic(t), ErrorCode::kInvalidArgument,
+              "bind_capture: '" << name << "' must be a concrete tensor");
+  Block& g = program_->global_block();
+  OAR_ENFORCE(!g.has_var(name) && captures_.count(name) == 0, ErrorCode::kInvalidArgument,
+              "the program already has a variable named '" << name << "'");
+  VarDesc v = tensor_var(name, t.dims(), t.dtype());
+  v.persistable = true;
+  v.is_parameter = is_parameter;
+  v.stop_gradient = !is_parameter;
+  g.add_var(std::move(v));
+  captures_[name] = t;
+  capture_names_[t.impl()] = name;
+}
+
+std::string ProgramBuilder::capture(const Tensor& t) {
+  auto it = capture_names_.find(t.impl());
+  if (it != capture_names_.end()) return it->second;
+  const std::string name = unique_name("captured");
+  bind_capture(t, name, false);
+  return name;
+}
+
+std::string ProgramBuilder::input_var(const Tensor& t, const OpDef& op, int32_t i) {
+  if (!is_symbolic(t)) return capture(t);
+  const SymbolicVar& s = *t.impl()->symbol;
+  OAR_ENFORCE(s.builder == this, ErrorCode::kInvalidArgument,
+              op.name << ": input '" << op.inputs[op.variadic ? 0 : i] << "' is variable '" << s.name
+                      << "' of another program");
+  return s.name;
+}
+
+void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
+                            const InferContext& ic, Place place, Tensor* outputs) {
+  Block& blk = program_->block(block_);
+  OpDesc od;
+  od.type = std::string("oar.") + op.name;
+  std::vector<std::string> names(n_in);
+  for (int32_t i = 0; i < n_in; ++i) names[i] = input_var(inputs[i], op, i);
+  if (op.variadic) {
+    od.set_input(op.inputs[0], names);
+  } else {
+    for (int32_t i = 0; i < n_in; ++i) od.set_input(op.inputs[i], {names[i]});
+  }
+  // Inputs written in place reappear as outputs under their slot name.
+  std::vector<std::string> written;
+  for (int32_t i = 0; i < n_in; ++i) {
+    if (!op_writes_input(op, i, n_in)) continue;
+    OAR_ENFORCE(!is_symbolic(inputs[i]) || !inputs[i].impl()->symbol->is_view, ErrorCode::kUnimplemented,
+                op.name << ": writing in place into '" << names[i]
+                        << "', a view (reshape/slice/...) of another static-graph variable, is not supported; "
+                           "compute the new value out of place (e.g. with oar.where or oar.scatter)");
+    written.push_back(names[i]);
+  }
+  if (!written.empty()) {
+    if (op.variadic) {
+      od.set_output(op.inputs[0], written);
+    } else {
+      int32_t w = 0;
+      for (int32_t i = 0; i < n_in; ++i)
+        if (op_writes_input(op, i, n_in)) od.set_output(op.inputs[i], {written[w++]});
+    }
+  }
+  const int32_t n_out = static_cast<int32_t>(op.outputs.size());
+  for (int32_t i = 0; i < n_out; ++i) {
+    const TensorMeta& m = ic.outputs[i];
+    std::string name = unique_name(std::string(op.name) + ".tmp");
+    blk.add_var(tensor_var(name, m.dims, m.dtype));
+    od.set_output(op.outputs[i], {name});
+    outputs[i] = make_symbolic(name, m.dims, m.dtype, place);
+  }
+  for (size_t i = 0; i < attrs.size(); ++i) od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
+  od.set_attr("op_role", int32_t{op_role_});
+  blk.append_op(std::move(od));
+}
+
+Tensor ProgramBuilder::record_view(const Tensor& base, const OpDef& view_def, const Attrs& attrs, const Dims& dims) {
+  OpDesc od;
+  od.type = std::string("oar.") + view_def.name;
+  od.set_input("x", {input_var(base, view_def, 0)});
+  std::string name = unique_name(std::string(view_def.name) + ".tmp");
+  program_->block(block_).add_var(tensor_var(name, dims, base.dtype()));
+  od.set_output("out", {name});
+  for (size_t i = 0; i < attrs.size(); ++i) od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
+  od.set_attr("op_role", int32_t{op_role_});
+  program_->block(block_).append_op(std::move(od));
+  return make_symbolic(name, dims, base.dtype(), base.place(), /*is_view=*/true);
+}
+
+void ProgramBuilder::rename(const Tensor& t, const std::string& new_name) {
+  const std::string old = symbolic_name(t);
+  if (old == new_name) return;
+  OAR_ENFORCE(t.impl()->symbol->builder == this, ErrorCode::kInvalidArgument,
+              "rename: '" << old << "' is a variable of another program");
+  for (int32_t b = 0; b < program_->num_blocks(); ++b)
+    OAR_ENFORCE(!program_->block(b).has_var(new_name), ErrorCode::kInvalidArgument,
+                "rename: the program already has a variable named '" << new_name << "'");
+  for (int32_t b = 0; b < program_->num_blocks(); ++b) {
+    Block& blk = program_->block(b);
+    for (VarDesc& v : blk.mutable_vars())
+      if (v.name == old) v.name = new_name;
+    blk.reindex();
+    for (OpDesc& op : blk.mutable_ops())
+      for (Slots* slots : {&op.inputs, &op.outputs})
+        for (auto& [slot, args] : *slots)
+          for (auto& a : args)
+            if (a == old) a = new_name;
+  }
+  t.impl()->symbol->name = new_name;
+}
+
+Program filter_ops_by_role(const Program& program, const std::vector<int32_t>& roles) {
+  Program out(program);
+  for (int32_t b = 0; b < out.num_blocks(); ++b) {
+    auto& ops = out.block(b).mutable_ops();
+    ops.erase(std::remove_if(ops.begin(), ops.end(),
+                             [&](const OpDesc& op) {
+                               int32_t role = 0;
+                               if (const Attribute* a = op.find_attr("op_role")) {
+                                 if (auto* v = std::get_if<int32_t>(a)) role = *v;
+                                 else if (auto* w = std::get_if<int64_t>(a)) role = static_cast<int32_t>(*w);
+                               }
+                               return std::find(roles.begin(), roles.end(), role) == roles.end();
+                             }),
+              ops.end());
+  }
+  return out;
+}
+
+// ---- view ops ---------------------------------------------------------------------------------------------
+
+namespace {
+OpDef view_def(const char* name, std::vector<AttrDef> attrs) {
+  OpDef d;
+  d.name = name;
+  d.inputs = {"x"};
+  d.outputs = {"out"};
+  d.attrs = std::move(attrs);
+  return d;
+}
+AttrDef ints_attr(const char* n) { return {n, oar::AttrType::kInts, true, std::vector<int64_t>{}}; }
+AttrDef int_attr(const char* n) { return {n, oar::AttrType::kInt, true, int64_t{0}}; }
+
+const std::vector<OpDef>& view_defs() {
+  static const std::vector<OpDef> defs = {
+      view_def("reshape", {ints_attr("shape")}),
+      view_def("transpose", {ints_attr("perm")}),
+      view_def("slice", {int_attr("axis"), int_attr("start"), int_attr("end"), int_attr("step")}),
+      view_def("squeeze", {ints_attr("axes")}),
+      view_def("unsqueeze", {int_attr("axis")}),
+      view_def("expand", {ints_attr("shape")}),
+  };
+  return defs;
+}
+}  // namespace
+
+const OpDef* find_view_op(const std::string& name) {
+  for (const OpDef& d : view_defs())
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+Tensor run_view_op(const OpDef& view, const Tensor& x, const Attrs& a) {
+  const std::string n = view.name;
+  if (n == "reshape") return x.reshape(Dims(a.get_ints("shape")));
+  if (n == "transpose") return x.transpose(a.get_ints("perm"));
+  if (n == "slice") return x.slice(a.get_int("axis"), a.get_int("start"), a.get_int("end"), a.get_int("step"));
+  if (n == "squeeze") return x.squeeze(a.get_ints("axes"));
+  if (n == "unsqueeze") return x.unsqueeze(a.get_int("axis"));
+  if (n == "expand") return x.expand(Dims(a.get_ints("shape")));
+  OAR_THROW(ErrorCode::kNotFound, "unknown view op '" << n << "'");
+}
+
+}  // namespace oar::ir
+
+// ---- running native ops (the executor's side) -------------------------------------------------------------
+
+namespace oar::ir {
+namespace {
+
+bool mentions_unknown(double v) {
+  if (v == 0 || !std::isfinite(v)) return false;
+  const double a = std::fabs(v), r = 1.0 / a;
+  auto near_multiple = [](double x) {
+    if (x < kUnknownDim / 2.0 || x > 9.0e15) return false;
+    const double k = std::round(x / kUnknownDim);
+    return k >= 1 && std::fabs(x - k * kUnknownDim) <= 1e-9 * x;
+  };
+  return near_multiple(a) || near_multiple(r);
+}
+
+double substitute(double v, int64_t extent) {
+  if (!mentions_unknown(v)) return v;
+  const double a = std::fabs(v), s = v < 0 ? -1.0 : 1.0;
+  if (a >= kUnknownDim / 2.0) return s * std::round(a / kUnknownDim) * static_cast<double>(extent);
+  return s / (std::round((1.0 / a) / kUnknownDim) * static_cast<double>(extent));
+}
+
+int64_t substitute(int64_t v, int64_t extent) { return is_unknown_extent(v) ? v / kUnknownDim * extent : v; }
+
+bool mentions_unknown(const AttrValue& v) {
+  switch (v.index()) {
+    case 0: return is_unknown_extent(std::get<int64_t>(v));
+    case 1: return mentions_unknown(std::get<double>(v));
+    case 2:
+      for (int64_t x : std::get<std::vector<int64_t>>(v))
+        if (is_unknown_extent(x)) return true;
+      return false;
+    case 3:
+      for (double x : std::get<std::vector<double>>(v))
+        if (mentions_unknown(x)) return true;
+      return false;
+    default: return false;
+  }
+}
+
+AttrValue substitute(const AttrValue& v, int64_t extent) {
+  switch (v.index()) {
+    case 0: return substitute(std::get<int64_t>(v), extent);
+    case 1: return substitute(std::get<double>(v), extent);
+    case 2: {
+      auto out = std::get<std::vector<int64_t>>(v);
+      for (auto& x : out) x = substitute(x, extent);
+      return out;
+    }
+    case 3: {
+      auto out = std::get<std::vector<double>>(v);
+      for (auto& x : out) x = substitute(x, extent);
+      return out;
+    }
+    default: return v;
+  }
+}
+
+// One native instruction: the op's definition, its attributes by schema and the variables it binds.
+struct NativeOp {
+  const OpDef* def = nullptr;
+  bool is_view = false;
+  Attrs attrs;
+  bool needs_extent = false;  // an attribute captured the unknown-extent sentinel
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;  // empty names: outputs nobody reads
+};
+
+}  // namespace
+
+bool is_native_op_type(const std::string& type) { return type.rfind("oar.", 0) == 0; }
+
+OpKernelFn translate_native_op(const OpDesc& od) {
+  auto n = std::make_shared<NativeOp>();
+  const std::string name = od.type.substr(4);
+  n->def = find_view_op(name);
+  n->is_view = n->def != nullptr;
+  if (!n->def) n->def = OpRegistry::get().find(name);
+  OAR_ENFORCE(n->def != nullptr, ErrorCode::kUnimplemented,
+              od.type << ": this build of oar has no op named '" << name << "' (a custom op library not loaded?)");
+  const OpDef& def = *n->def;
+  for (const AttrDef& a : def.attrs) {
+    const Attribute* v = od.find_attr(a.name);
+    if (v == nullptr) continue;  // the schema's default
+    AttrValue av = from_ir_attr(*v, a.type, od.type, a.name);
+    n->needs_extent |= mentions_unknown(av);
+    n->attrs.set(a.name, std::move(av));
+  }
+  if (def.variadic) {
+    n->inputs = od.input(def.inputs[0]);
+  } else {
+    for (const char* slot : def.inputs) {
+      const auto& args = od.input(slot);
+      OAR_ENFORCE(args.size() == 1, ErrorCode::kInvalidArgument,
+                  od.type << ": input slot '" << slot << "' must name exactly one variable, got " << args.size());
+      n->inputs.push_back(args[0]);
+    }
+  }
+  for (const char* slot : def.outputs) {
+    const auto& args = od.output(slot);
+    n->outputs.push_back(args.empty() ? std::string() : args[0]);
+  }
+  return [n](OpRunContext& c) {
+    const OpDef& def = *n->def;
+    Tensor small[4];
+    std::vector<Tensor> large;
+    Tensor* in = small;
+    const auto n_in = static_cast<int32_t>(n->inputs.size());
+    if (n_in > 4) {
+      large.resize(n_in);
+      in = large.data();
+    }
+    for (int32_t i = 0; i < n_in; ++i) {
+      const Tensor* t = c.scope->find(n->inputs[i]);
+      OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
+                  c.op->type << ": input variable '" << n->inputs[i]
+                             << "' has no value (not fed, not a parameter, not computed)");
+      in[i] = *t;
+    }
+    Attrs attrs = n->attrs;
+    if (n->needs_extent) {
+      OAR_ENFORCE(c.unknown_extent > 0, ErrorCode::kInvalidArgument,
+                  c.op->type << ": an attribute depends on the unknown (-1) extent of the inputs, but "
+                             << (c.unknown_extent < 0 ? "the fed variables' -1 extents have different sizes in this run"
+                                                      : "no fed variable has one"));
+      Attrs sub;
+      for (size_t i = 0; i < attrs.size(); ++i) sub.set(attrs[i].first, substitute(attrs[i].second, c.unknown_extent));
+      attrs = std::move(sub);
+    }
+    if (n->is_view) {
+      c.scope->set(n->outputs[0], run_view_op(def, in[0], attrs));
+      return;
+    }
+    Tensor outs[kMaxOpOutputs];
+    run_op(def, in, n_in, attrs, c.place, outs);
+    for (size_t i = 0; i < n->outputs.size(); ++i)
+      if (!n->outputs[i].empty()) c.scope->set(n->outputs[i], std::move(outs[i]));
+  };
+}
+
+}  // namespace oar::ir

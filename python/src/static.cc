@@ -1,0 +1,91 @@
+// Static-graph building (oar/ir/static_graph.h) for oar.static and oar.jit: the program builder, the
+// scope executors share, and symbolic-tensor queries. Private (underscored); oar.static wraps them.
+#include <oar/ir/executor.h>
+#include <oar/ir/inference_program.h>
+#include <oar/ir/static_graph.h>
+
+#include "common.h"
+
+namespace oarpy {
+
+using namespace oar::ir;
+
+void init_static(py::module_& m) {
+  py::class_<Scope, std::shared_ptr<Scope>>(m, "_Scope", "Variables by name (oar::ir::Scope); private")
+      .def(py::init([]() { return std::make_shared<Scope>(); }))
+      .def("set", [](Scope& s, const std::string& name, const PyTensor& t) { s.set(name, t.t); })
+      .def("find",
+           [](Scope& s, const std::string& name) -> py::object {
+             oar::Tensor* t = s.find(name);
+             if (t == nullptr || !t->defined()) return py::none();
+             return wrap(*t);
+           })
+      .def("erase", &Scope::erase)
+      .def("names", &Scope::names)
+      .def("__len__", &Scope::size)
+      .def("__contains__", [](const Scope& s, const std::string& n) { return s.has(n); });
+
+  py::class_<ProgramBuilder, std::shared_ptr<ProgramBuilder>>(m, "_ProgramBuilder",
+                                                              "Records oar op calls into a program; private")
+      .def(py::init([](std::shared_ptr<Program> p) { return std::make_shared<ProgramBuilder>(std::move(p)); }),
+           py::arg("program") = nullptr)
+      .def_property_readonly("desc", &ProgramBuilder::program_ptr)
+      .def_property("current_block", &ProgramBuilder::current_block, &ProgramBuilder::set_current_block)
+      .def_property("op_role", &ProgramBuilder::op_role, &ProgramBuilder::set_op_role)
+      .def("push_block", &ProgramBuilder::push_block)
+      .def("pop_block", &ProgramBuilder::pop_block)
+      .def("unique_name", &ProgramBuilder::unique_name, py::arg("prefix"))
+      .def(
+          "create_var",
+          [](ProgramBuilder& b, const std::string& name, const std::vector<int64_t>& shape, py::handle dtype,
+             py::handle place, bool persistable, bool is_parameter, bool stop_gradient) {
+            return wrap(b.create_var(name, shape, to_dtype(dtype), place.is_none() ? current_place() : to_place(place),
+                                     persistable, is_parameter, stop_gradient));
+          },
+          py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("place") = py::none(),
+          py::arg("persistable") = false, py::arg("is_parameter") = false, py::arg("stop_gradient") = true)
+      .def(
+          "var",
+          [](ProgramBuilder& b, const std::string& name, py::handle place) {
+            return wrap(b.var(name, place.is_none() ? current_place() : to_place(place)));
+          },
+          py::arg("name"), py::arg("place") = py::none())
+      .def(
+          "bind_capture",
+          [](ProgramBuilder& b, const PyTensor& t, const std::string& name, bool is_parameter) {
+            b.bind_capture(t.t, name, is_parameter);
+          },
+          py::arg("tensor"), py::arg("name"), py::arg("is_parameter") = false)
+      .def("capture", [](ProgramBuilder& b, const PyTensor& t) { return b.capture(t.t); })
+      .def(
+          "rename", [](ProgramBuilder& b, const PyTensor& t, const std::string& n) { b.rename(t.t, n); },
+          py::arg("tensor"), py::arg("new_name"))
+      .def("captures", [](const ProgramBuilder& b) {
+        py::dict d;
+        for (auto& [name, t] : b.captures()) d[py::str(name)] = wrap(t);
+        return d;
+      });
+
+  m.def(
+      "_set_builder", [](std::shared_ptr<ProgramBuilder> b) { return set_current_builder(std::move(b)); },
+      py::arg("builder").none(true), "Makes `builder` current (None: eager); returns the previous one");
+  m.def(
+      "_filter_ops_by_role",
+      [](const Program& p, const std::vector<int32_t>& roles) {
+        return std::make_shared<Program>(filter_ops_by_role(p, roles));
+      },
+      py::arg("program"), py::arg("roles"));
+  m.def(
+      "_prepare_inference_program",
+      [](const Program& p, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches) {
+        return std::make_shared<Program>(prepare_inference_program(p, feeds, fetches));
+      },
+      py::arg("program"), py::arg("feed_names"), py::arg("fetch_names"));
+  m.def("_persistable_inputs", &persistable_inputs, py::arg("program"));
+  m.def("_is_symbolic_building", []() { return current_builder() != nullptr; });
+  m.def("_is_symbolic", [](const PyTensor& t) { return is_symbolic(t.t); });
+  m.def("_symbolic_name", [](const PyTensor& t) { return symbolic_name(t.t); });
+  m.def("_unknown_dim", []() { return kUnknownDim; });
+}
+
+}  // namespace oarpy
