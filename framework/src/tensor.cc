@@ -141,11 +141,12 @@ namespace {
 
 std::vector<int64_t> shape_vector(const Dims& d) { return std::vector<int64_t>(d.begin(), d.end()); }
 
-// A view of a program variable (static mode) is recorded as a view op whose result is a new
-// variable with the view's dims; `v` is returned unchanged for a concrete base.
+// While a program is built (static mode), a view is recorded as a view op whose result is a new
+// variable with the view's dims; a concrete base (a parameter) is captured, so that the program reads
+// its current value when it runs. Without a program, `v` is returned unchanged.
 Tensor recorded_view(const Tensor& base, const Tensor& v, const char* op, Attrs attrs) {
-  if (!ir::is_symbolic(base)) return v;
   ir::ProgramBuilder* b = ir::current_builder();
+  if (b == nullptr && !ir::is_symbolic(base)) return v;
   OAR_ENFORCE(b != nullptr, ErrorCode::kInvalidArgument,
               op << ": '" << ir::symbolic_name(base)
                  << "' is a static-graph variable, used outside of the program being built (program_guard)");

@@ -162,9 +162,9 @@ void init_tensor(py::module_& m) {
          }),
           py::arg("data"));
   cls.def_property_readonly("shape",
-                            [](const PyTensor& s) -> py::object {
+                            [](const PyTensor& s) {
                               // a static-graph variable shows its unknown extents as -1, as in Paddle
-                              if (s.t.impl()->symbol) return py::cast(oar::ir::visible_dims(s.t.dims()));
+                              if (s.t.impl()->symbol) return oar::ir::visible_dims(s.t.dims());
                               return list_of(s.t.dims());
                             })
       .def_property_readonly("dtype", [](const PyTensor& s) { return dtype_object(s.t.dtype()); })

@@ -47,6 +47,10 @@ class Optimizer:
 
     def __init__(self, learning_rate, parameters=None, weight_decay=None, grad_clip=None, name=None):
         owner = type(self).__name__
+        from ..static import program as _prog
+        static_default = parameters is None and _prog._in_static_mode()
+        if static_default:
+            parameters = [None]  # static mode: minimize() takes the program's parameters
         if parameters is None:
             raise AttributeError(f"{owner}: parameters must be given (a list of tensors or of parameter-group dicts)")
         if isinstance(parameters, _C.Tensor):
@@ -87,6 +91,8 @@ class Optimizer:
                 self._add_param_group(dict(group))
         else:
             self._param_groups = self._parameter_list
+        if static_default:
+            self._parameter_list, self._param_groups = None, []
         self.clear_gradients = self.clear_grad
 
     # ---- parameter groups -------------------------------------------------------------------------

@@ -89,5 +89,7 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
         target_gradients = [target_gradients]
     for x in inputs_list:
         if x.stop_gradient:
-            x.stop_gradient = False  # as Paddle: asking for a gradient makes the input differentiable
+            raise ValueError("gradients: '{}' has stop_gradient=True, so the program recorded no gradient path "
+                             "from it; set {}.stop_gradient = False before building the ops that use it".format(
+                                 x.name, x.name))
     return _grads(prog, targets, inputs_list, target_gradients)

@@ -51,7 +51,7 @@ def _param_values(program, names, scope=None):
             t = scope._get(n)
         if t is None:
             raise ValueError("save: persistable variable '{}' has no value (run the startup program first?)".format(n))
-        out[n] = np.ascontiguousarray(t.numpy())
+        out[n] = np.array(t.numpy(), order="C")
     return out
 
 

@@ -49,19 +49,13 @@ def _builder_guard(builder):
         _C._set_builder(prev)
 
 
-class Variable:
-    """Paddle's static Variable type, for isinstance checks: program variables are oar Tensors."""
-
-    def __instancecheck__(cls, obj):  # pragma: no cover - replaced by the metaclass below
-        return is_symbolic(obj)
-
-
 class _VariableMeta(type):
     def __instancecheck__(cls, obj):
         return is_symbolic(obj)
 
 
-Variable = _VariableMeta("Variable", (), {"__doc__": Variable.__doc__})
+class Variable(metaclass=_VariableMeta):
+    """Paddle's static Variable type, for isinstance checks: program variables are oar Tensors."""
 
 
 class Block:

@@ -1,0 +1,172 @@
+"""oar.jit: to_static (results and gradients equal to eager, the program cache), jit.save / jit.load
+(round trip, fine-tuning the loaded layer, oar.load of a jit model)."""
+import os
+
+import numpy as np
+import pytest
+
+import oar
+import oar.nn.functional as F
+from oar.static import InputSpec
+
+
+class Net(oar.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = oar.nn.Linear(6, 16)
+        self.bn = oar.nn.BatchNorm1D(16)
+        self.fc2 = oar.nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = F.relu(self.bn(self.fc1(x)))
+        return self.fc2(h).reshape([-1, 2, 2])
+
+
+def _twins():
+    oar.seed(5)
+    a = Net()
+    b = Net()
+    b.set_state_dict({k: oar.to_tensor(v.numpy()) for k, v in a.state_dict().items()})
+    return a, b
+
+
+def test_to_static_function_matches_eager():
+    def f(x, y, scale=2.0):
+        z = oar.matmul(x, y) * scale
+        return z.sum(axis=1), F.softmax(z)
+
+    sf = oar.jit.to_static(f)
+    rs = np.random.RandomState(0)
+    x, y = oar.to_tensor(rs.randn(3, 4).astype("float32")), oar.to_tensor(rs.randn(4, 5).astype("float32"))
+    got = sf(x, y)
+    ref = f(x, y)
+    for g, r in zip(got, ref):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-6, atol=1e-6)
+    assert len(sf._cache) == 1
+    sf(x, y)
+    assert len(sf._cache) == 1  # same signature: cached
+    sf(x, y, scale=3.0)
+    assert len(sf._cache) == 2  # a Python argument is part of the signature
+    x2 = oar.to_tensor(rs.randn(7, 4).astype("float32"))
+    np.testing.assert_allclose(sf(x2, y)[0].numpy(), f(x2, y)[0].numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_to_static_layer_training_matches_eager(device):
+    oar.set_device(device)
+    a, b = _twins()
+    a = oar.jit.to_static(a)
+    oa = oar.optimizer.Adam(0.01, parameters=a.parameters())
+    ob = oar.optimizer.Adam(0.01, parameters=b.parameters())
+    rs = np.random.RandomState(1)
+    for step in range(3):
+        x = oar.to_tensor(rs.randn(8, 6).astype("float32"))
+        t = oar.to_tensor(rs.randn(8, 2, 2).astype("float32"))
+        la = F.mse_loss(a(x), t)
+        lb = F.mse_loss(b(x), t)
+        np.testing.assert_allclose(la.numpy(), lb.numpy(), rtol=1e-5, atol=1e-6, err_msg=str(step))
+        la.backward()
+        lb.backward()
+        for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
+            np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=k)
+        oa.step()
+        ob.step()
+        oa.clear_grad()
+        ob.clear_grad()
+    # BatchNorm running statistics were updated through the program, in place.
+    np.testing.assert_allclose(a.bn._mean.numpy(), b.bn._mean.numpy(), rtol=1e-5, atol=1e-6)
+    a.eval()
+    b.eval()
+    x = oar.to_tensor(rs.randn(2, 6).astype("float32"))
+    np.testing.assert_allclose(a(x).numpy(), b(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_to_static_decorator_on_method():
+    class M(oar.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.w = self.create_parameter([3, 3])
+
+        @oar.jit.to_static
+        def forward(self, x):
+            return oar.matmul(x, self.w).tanh()
+
+    oar.seed(0)
+    m = M()
+    x = oar.to_tensor(np.ones((2, 3), "float32"))
+    ref = oar.matmul(x, m.w).tanh().numpy()
+    np.testing.assert_allclose(m(x).numpy(), ref, rtol=1e-6)
+    assert "oar.tanh" in str(m.forward.main_program)
+
+
+def test_enable_to_static_false_runs_eagerly():
+    calls = []
+
+    @oar.jit.to_static
+    def f(x):
+        calls.append(1)
+        return x + 1
+
+    x = oar.ones([2])
+    oar.jit.enable_to_static(False)
+    try:
+        f(x)
+        f(x)
+        assert len(calls) == 2
+    finally:
+        oar.jit.enable_to_static(True)
+    f(x)
+    f(x)
+    assert len(calls) == 3  # traced once, then the program runs
+
+
+def test_jit_save_load_roundtrip(tmp_path):
+    a, _ = _twins()
+    a.eval()
+    path = str(tmp_path / "net" / "model")
+    oar.jit.save(a, path, input_spec=[InputSpec([None, 6], "float32", "x")])
+    for ext in (".pdmodel", ".pdiparams", ".pdiparams.info"):
+        assert os.path.exists(path + ext)
+    loaded = oar.jit.load(path)
+    rs = np.random.RandomState(2)
+    for n in (1, 5):
+        x = oar.to_tensor(rs.randn(n, 6).astype("float32"))
+        np.testing.assert_allclose(loaded(x).numpy(), a(x).numpy(), rtol=1e-5, atol=1e-6)
+    # The saved program is an inference program: feed, forward ops, fetch.
+    types = [op["type"] for op in loaded.program().global_block().ops]
+    assert types[0] == "feed" and types[-1] == "fetch"
+    # oar.load of a jit model gives its parameters by structured name.
+    state = oar.load(path)
+    np.testing.assert_allclose(state["fc1.weight"].numpy(), a.fc1.weight.numpy())
+
+
+def test_translated_layer_fine_tunes(tmp_path):
+    oar.seed(3)
+    m = oar.nn.Sequential(oar.nn.Linear(4, 4), oar.nn.ReLU(), oar.nn.Linear(4, 1))
+    path = str(tmp_path / "m")
+    oar.jit.save(m, path, input_spec=[InputSpec([None, 4])])
+    t = oar.jit.load(path)
+    t.train()
+    params = t.parameters()
+    assert len(params) == 4 and all(not p.stop_gradient for p in params)
+    opt = oar.optimizer.SGD(0.1, parameters=params)
+    x = oar.to_tensor(np.random.RandomState(0).randn(16, 4).astype("float32"))
+    y = oar.zeros([16, 1])
+    first = None
+    for _ in range(20):
+        loss = F.mse_loss(t(x), y)
+        if first is None:
+            first = float(loss)
+        loss.backward()
+        opt.step()
+        opt.clear_grad()
+    assert float(loss) < first * 0.5
+
+
+def test_jit_errors(tmp_path):
+    with pytest.raises(ValueError, match="no model file"):
+        oar.jit.load(str(tmp_path / "missing"))
+    m = oar.nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="input_spec"):
+        oar.jit.save(m, str(tmp_path / "x"))
+    with pytest.raises(ValueError, match="bad extent"):
+        InputSpec([2, "a"])

@@ -1,0 +1,227 @@
+"""Static mode (oar.static): programs built from oar ops, run by the executor, differentiated with
+append_backward, trained with minimize, saved as inference models. Results are compared with eager
+execution of the same model and parameters."""
+import os
+
+import numpy as np
+import pytest
+
+import oar
+import oar.nn.functional as F
+from oar import static
+
+
+@pytest.fixture
+def static_mode():
+    oar.enable_static()
+    yield
+    oar.disable_static()
+
+
+def _mlp(seed=0):
+    oar.seed(seed)
+    return oar.nn.Sequential(oar.nn.Linear(4, 8), oar.nn.Tanh(), oar.nn.Linear(8, 3))
+
+
+def _eager_copy(model):
+    """An eager twin of `model` with the same parameter values."""
+    twin = _mlp(1)
+    twin.set_state_dict({k: oar.to_tensor(v.numpy()) for k, v in model.state_dict().items()})
+    return twin
+
+
+def test_mode_switches():
+    assert oar.in_dynamic_mode()
+    oar.enable_static()
+    try:
+        assert not oar.in_dynamic_mode()
+    finally:
+        oar.disable_static()
+    assert oar.in_dynamic_mode()
+
+
+def test_forward_matches_eager(static_mode):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4], "float32")
+        model = _mlp()
+        y = model(x)
+        assert y.shape == [-1, 3]
+        assert isinstance(y, static.Variable) and isinstance(oar.ones([1]), static.Variable)
+    exe = static.Executor()
+    exe.run(startup)
+    xs = np.random.RandomState(0).randn(5, 4).astype("float32")
+    out, = exe.run(main, feed={"x": xs}, fetch_list=[y])
+    oar.disable_static()
+    ref = _eager_copy(model)(oar.to_tensor(xs)).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    # Another batch size through the same program.
+    out7, = exe.run(main, feed={"x": np.ones((7, 4), "float32")}, fetch_list=[y])
+    assert out7.shape == (7, 3)
+
+
+def test_program_print_and_vars(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [2, 3])
+        y = oar.nn.functional.relu(x) * 2.0
+    text = str(main)
+    assert "oar.relu" in text and "oar.multiply" in text
+    assert "var x : LOD_TENSOR.shape((2, 3)).dtype(float32)" in text
+    assert main.global_block().has_var(y.name)
+    with pytest.raises(ValueError, match="has no value while the program is being built"):
+        y.numpy()
+
+
+def test_append_backward_matches_eager_gradients(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 4])
+        label = static.data("label", [None, 3])
+        model = _mlp()
+        loss = F.mse_loss(model(x), label)
+        pg = static.append_backward(loss)
+    assert {p.name for p, _ in pg} == {p.name for p in model.parameters()}
+    assert all(g.name == p.name + "@GRAD" for p, g in pg)
+    rs = np.random.RandomState(1)
+    xs, ls = rs.randn(6, 4).astype("float32"), rs.randn(6, 3).astype("float32")
+    exe = static.Executor()
+    grads = exe.run(main, feed={"x": xs, "label": ls}, fetch_list=[g for _, g in pg])
+    oar.disable_static()
+    twin = _eager_copy(model)
+    F.mse_loss(twin(oar.to_tensor(xs)), oar.to_tensor(ls)).backward()
+    by_name = dict(zip([p.name for p, _ in pg], grads))
+    for (k, p), tp in zip(model.named_parameters(), twin.parameters()):
+        np.testing.assert_allclose(by_name[p.name], tp.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=k)
+    # The unknown batch size enters the mean's gradient: another batch size must still be right.
+    xs2, ls2 = rs.randn(3, 4).astype("float32"), rs.randn(3, 3).astype("float32")
+    oar.enable_static()
+    grads2 = exe.run(main, feed={"x": xs2, "label": ls2}, fetch_list=[g for _, g in pg])
+    oar.disable_static()
+    twin.clear_gradients()
+    F.mse_loss(twin(oar.to_tensor(xs2)), oar.to_tensor(ls2)).backward()
+    np.testing.assert_allclose(grads2[0], list(twin.parameters())[0].grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_gradients_of_input(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [3])
+        x.stop_gradient = False
+        y = (x * x).sum()
+        gx, = static.gradients([y], [x])
+    out, = static.Executor().run(main, feed={"x": np.array([1.0, -2.0, 3.0], "float32")}, fetch_list=[gx])
+    np.testing.assert_allclose(out, [2.0, -4.0, 6.0])
+
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+def test_minimize_trains_like_eager(static_mode, opt):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4])
+        label = static.data("label", [None, 3])
+        model = _mlp()
+        loss = F.mse_loss(model(x), label)
+        getattr(oar.optimizer, opt)(learning_rate=0.05).minimize(loss)
+    oar.disable_static()
+    twin = _eager_copy(model)
+    eager_opt = getattr(oar.optimizer, opt)(learning_rate=0.05, parameters=twin.parameters())
+    oar.enable_static()
+    exe = static.Executor()
+    exe.run(startup)
+    rs = np.random.RandomState(2)
+    for step in range(4):
+        xs, ls = rs.randn(8, 4).astype("float32"), rs.randn(8, 3).astype("float32")
+        lv, = exe.run(main, feed={"x": xs, "label": ls}, fetch_list=[loss])
+        oar.disable_static()
+        el = F.mse_loss(twin(oar.to_tensor(xs)), oar.to_tensor(ls))
+        el.backward()
+        eager_opt.step()
+        eager_opt.clear_grad()
+        oar.enable_static()
+        np.testing.assert_allclose(lv, el.numpy(), rtol=1e-5, atol=1e-6, err_msg="step {}".format(step))
+    oar.disable_static()
+    for p, tp in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.numpy(), tp.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_clone_for_test_drops_training_ops(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 4])
+        model = _mlp()
+        out = model(x)
+        loss = out.mean()
+        test_prog = main.clone(for_test=True)
+        oar.optimizer.SGD(0.1).minimize(loss)
+    n_main, n_test = main.desc.num_ops(0), test_prog.desc.num_ops(0)
+    assert n_test < n_main
+    xs = np.ones((2, 4), "float32")
+    exe = static.Executor()
+    before = [p.numpy().copy() for p in model.parameters()]
+    r, = exe.run(test_prog, feed={"x": xs}, fetch_list=[out.name])
+    for b, p in zip(before, model.parameters()):
+        np.testing.assert_array_equal(b, p.numpy())  # the test program does not update
+    assert r.shape == (2, 3)
+
+
+def test_save_and_load_inference_model(static_mode, tmp_path):
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4])
+        model = _mlp()
+        y = F.softmax(model(x))
+        loss = y.mean()
+        oar.optimizer.SGD(0.1).minimize(loss)
+    exe = static.Executor()
+    exe.run(startup)
+    xs = np.random.RandomState(3).randn(5, 4).astype("float32")
+    ref, = exe.run(main, feed={"x": xs}, fetch_list=[y])  # also one SGD step
+    ref, = exe.run(main.clone(for_test=True), feed={"x": xs}, fetch_list=[y])
+    prefix = str(tmp_path / "mlp")
+    static.save_inference_model(prefix, [x], [y], exe, program=main)
+    assert os.path.exists(prefix + ".pdmodel") and os.path.exists(prefix + ".pdiparams")
+    prog, feeds, fetches = static.load_inference_model(prefix, exe)
+    assert feeds == ["x"]
+    optypes = [op["type"] for op in prog.global_block().ops]
+    assert optypes[0] == "feed" and optypes[-1] == "fetch"
+    assert not any("sgd" in t for t in optypes)  # pruned to the forward
+    out, = exe.run(prog, feed={"x": xs}, fetch_list=fetches)
+    np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_static_nn_fc_and_errors(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 2, 3])
+        y = static.nn.fc(x, 5, num_flatten_dims=1, activation="relu")
+        assert y.shape == [-1, 5]
+    exe = static.Executor()
+    out, = exe.run(main, feed={"x": np.ones((4, 2, 3), "float32")}, fetch_list=[y])
+    assert out.shape == (4, 5) and (out >= 0).all()
+    with pytest.raises(ValueError, match="no variable 'nope'"):
+        exe.run(main, feed={"nope": np.ones(1, "float32")}, fetch_list=[y])
+    with pytest.raises(TypeError, match="dtype"):
+        exe.run(main, feed={"x": np.ones((4, 2, 3), "int64")}, fetch_list=[y])
+    with pytest.raises(ValueError, match="shape"):
+        exe.run(main, feed={"x": np.ones((4, 3, 3), "float32")}, fetch_list=[y])
+
+
+def test_concrete_control_flow_in_static_nn(static_mode):
+    # cond/while_loop with Python or concrete conditions pick branches now.
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [2])
+        y = static.nn.cond(True, lambda: x + 1, lambda: x - 1)
+        i, = static.nn.while_loop(lambda i: i < 3, lambda i: [i + 1], [0])
+    out, = static.Executor().run(main, feed={"x": np.zeros(2, "float32")}, fetch_list=[y])
+    np.testing.assert_array_equal(out, [1, 1])
+    assert i == 3
+
+
+def test_symbolic_outside_guard_is_refused():
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [2])
+    with pytest.raises(ValueError, match="static-graph variable"):
+        oar.nn.functional.relu(x)
