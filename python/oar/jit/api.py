@@ -1,0 +1,484 @@
+"""to_static, save and load (Paddle's paddle.jit).
+
+to_static records a function (or a Layer's forward) into a Program once per input signature (shapes,
+dtypes, stop_gradient, Python arguments, the layer's training mode) and from then on runs the program
+with the C++ executor: one call instead of a Python call per op. Gradients work as in eager mode: the
+executor runs the same oar ops, so autograd records them as they run, and loss.backward() reaches the
+layer's parameters (they are captured by reference; see oar.static.program). Source-level control flow
+on tensors is converted first (oar.jit.dy2static) when that converter is available.
+
+jit.save traces with the InputSpecs (None = unknown extent) and writes an inference model
+(path.pdmodel / .pdiparams / .pdiparams.info); jit.load returns a TranslatedLayer running it.
+"""
+import functools
+import inspect
+import os
+import warnings
+
+import numpy as np
+
+from .. import _C
+from ..static import program as _prog
+from ..static.input import InputSpec
+
+__all__ = ["to_static", "not_to_static", "save", "load", "TranslatedLayer", "enable_to_static", "ignore_module",
+           "StaticFunction"]
+
+_config = {"enabled": True}
+
+
+def enable_to_static(enable_to_static_bool):
+    """False: to_static functions run eagerly (for debugging), as Paddle's jit.enable_to_static."""
+    _config["enabled"] = bool(enable_to_static_bool)
+
+
+def ignore_module(modules):
+    """Accepted for compatibility: functions of these modules are never converted."""
+
+
+def not_to_static(func=None):
+    """Marks a function to run as plain Python inside converted code (never converted itself)."""
+    if func is None:
+        return not_to_static
+    func._oar_not_to_static = True
+    return func
+
+
+def _convert(fn):
+    """The function with tensor control flow converted to cond/while_loop (dy2static), when available."""
+    try:
+        from .dy2static import convert_to_static
+    except ImportError:
+        return fn
+    try:
+        return convert_to_static(fn)
+    except Exception as e:  # an unconvertible source still traces as it is
+        warnings.warn("to_static: could not convert {} ({}); tracing it unconverted".format(
+            getattr(fn, "__qualname__", fn), e))
+        return fn
+
+
+# ---- flattening nested inputs and outputs ------------------------------------------------------------------
+def _flatten(obj, out):
+    """Replaces each Tensor in nested lists/tuples/dicts by its index in `out` (appending it)."""
+    if isinstance(obj, _C.Tensor):
+        out.append(obj)
+        return _Slot(len(out) - 1)
+    if isinstance(obj, (list, tuple)):
+        items = [_flatten(o, out) for o in obj]
+        return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
+    if isinstance(obj, dict):
+        return {k: _flatten(v, out) for k, v in obj.items()}
+    return obj
+
+
+def _unflatten(obj, values):
+    if isinstance(obj, _Slot):
+        return values[obj.i]
+    if isinstance(obj, (list, tuple)):
+        items = [_unflatten(o, values) for o in obj]
+        return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
+    if isinstance(obj, dict):
+        return {k: _unflatten(v, values) for k, v in obj.items()}
+    return obj
+
+
+class _Slot:
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+    def __repr__(self):
+        return "_Slot({})".format(self.i)
+
+
+def _hashable(obj):
+    if isinstance(obj, _Slot):
+        return ("T", obj.i)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__,) + tuple(_hashable(o) for o in obj)
+    if isinstance(obj, dict):
+        return ("dict",) + tuple((k, _hashable(v)) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0])))
+    try:
+        hash(obj)
+        return obj
+    except TypeError:
+        return ("id", id(obj))
+
+
+# ---- one traced program ------------------------------------------------------------------------------------
+class ConcreteProgram:
+    """A program traced for one input signature, with its executor."""
+
+    def __init__(self, program, feed_names, fetch_names, out_structure, place):
+        self.main_program = program
+        self.feed_names = feed_names
+        self.fetch_names = fetch_names
+        self.out_structure = out_structure
+        self.place = place
+        self._exe = None
+        self._fetch_captured = {}  # fetch index -> captured tensor (outputs that are parameters/constants)
+
+    def _executor(self):
+        if self._exe is None:
+            fetch = [n for n in self.fetch_names if n is not None]
+            self._exe = _C._Executor(self.main_program.desc, self.place, feed_names=list(self.feed_names),
+                                     fetch_names=fetch)
+            scope = self._exe.scope
+            for name, t in self.main_program._all_captures().items():
+                scope.set(name, t)
+        return self._exe
+
+    def run(self, tensors):
+        exe = self._executor()
+        prev = _C._set_builder(None)
+        try:
+            outs = exe.run(dict(zip(self.feed_names, tensors)))
+        finally:
+            _C._set_builder(prev)
+        return _unflatten(self.out_structure, outs)
+
+
+def _trace(fn, args, kwargs, layer, specs=None, place=None):
+    """Records fn(*args, **kwargs) into a new Program. `specs` (InputSpecs, one per tensor argument)
+    replace the arguments' shapes (None extents become -1)."""
+    prog = _prog.Program()
+    prog._for_to_static = True
+    builder = prog._builder
+    if layer is not None:
+        for p in layer.parameters():
+            prog._bind_parameter(p)
+        for name, b in layer.named_buffers():
+            if b is not None and not _C._is_symbolic(b):
+                builder.bind_capture(b, builder.unique_name(name.replace(".", "_")), False)
+    tensors = []
+    structure = _flatten((list(args), kwargs), tensors)
+    names = _feed_names(fn, args, len(tensors), specs)
+    syms = []
+    for i, t in enumerate(tensors):
+        if specs is not None and i < len(specs) and specs[i] is not None:
+            shape, dtype = specs[i]._dims(), specs[i].dtype
+        else:
+            shape, dtype = list(t.shape), t.dtype
+        s = builder.create_var(names[i], shape, dtype, place=place)
+        s.stop_gradient = t.stop_gradient
+        syms.append(s)
+    sym_args, sym_kwargs = _unflatten(structure, syms)
+    converted = _convert(fn)
+    prev = _C._set_builder(builder)
+    grad = _C.is_grad_enabled()
+    _C._set_grad_enabled(False)  # the executor's run is what autograd records
+    try:
+        out = converted(*sym_args, **sym_kwargs) if layer is None else converted(layer, *sym_args, **sym_kwargs)
+    finally:
+        _C._set_grad_enabled(grad)
+        _C._set_builder(prev)
+    flat_out = []
+    out_structure = _flatten(out, flat_out)
+    fetch_names = []
+    for t in flat_out:
+        fetch_names.append(_C._symbolic_name(t) if _C._is_symbolic(t) else builder.capture(t))
+    return prog, names, fetch_names, out_structure
+
+
+def _feed_names(fn, args, n, specs):
+    names = []
+    try:
+        params = [p for p in inspect.signature(fn).parameters if p != "self"]
+    except (TypeError, ValueError):
+        params = []
+    for i in range(n):
+        spec_name = specs[i].name if specs is not None and i < len(specs) and specs[i] is not None else None
+        base = spec_name or (params[i] if i < len(params) and n == len(args) else "input_{}".format(i))
+        while base in names:
+            base = base + "_"
+        names.append(base)
+    return names
+
+
+# ---- StaticFunction -----------------------------------------------------------------------------------------
+class StaticFunction:
+    """What to_static returns: calls run the traced program of their input signature."""
+
+    def __init__(self, function, input_spec=None, build_strategy=None, full_graph=True, instance=None):
+        if isinstance(function, StaticFunction):
+            function = function._dygraph_function
+        self._dygraph_function = function
+        self._input_spec = list(input_spec) if input_spec is not None else None
+        self._build_strategy = build_strategy
+        self._full_graph = full_graph
+        self._instance = instance
+        self._cache = {}
+        functools.update_wrapper(self, function)
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        key = "_oar_static_" + self._dygraph_function.__name__
+        bound = instance.__dict__.get(key)
+        if bound is None or bound._dygraph_function is not self._dygraph_function:
+            bound = StaticFunction(self._dygraph_function, self._input_spec, self._build_strategy, self._full_graph,
+                                   instance)
+            instance.__dict__[key] = bound
+        return bound
+
+    @property
+    def dygraph_function(self):
+        return self._dygraph_function
+
+    def _call_dygraph(self, args, kwargs):
+        if self._instance is not None:
+            return self._dygraph_function(self._instance, *args, **kwargs)
+        return self._dygraph_function(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        if not _config["enabled"] or _C._is_symbolic_building():
+            # disabled, or called while another program is built (nested to_static): inline the Python
+            return self._call_dygraph(args, kwargs)
+        tensors = []
+        structure = _flatten((list(args), kwargs), tensors)
+        key = (_hashable(structure), tuple((tuple(t.shape), t.dtype.name, t.stop_gradient, str(t.place))
+                                           for t in tensors),
+               getattr(self._instance, "training", None))
+        cp = self._cache.get(key)
+        if cp is None:
+            cp = self._build(args, kwargs, tensors)
+            self._cache[key] = cp
+        return cp.run(tensors)
+
+    def _build(self, args, kwargs, tensors, specs=None):
+        place = tensors[0].place if tensors else None
+        prog, names, fetch_names, out_structure = _trace(self._dygraph_function, args, kwargs, self._instance,
+                                                         specs, place)
+        return ConcreteProgram(prog, names, fetch_names, out_structure, place)
+
+    # Paddle's introspection
+    def get_concrete_program(self, *args, **kwargs):
+        tensors = []
+        _flatten((list(args), kwargs), tensors)
+        cp = self._build(args, kwargs, tensors)
+        return cp, cp.main_program
+
+    @property
+    def concrete_program(self):
+        if self._cache:
+            return next(reversed(self._cache.values()))
+        if self._input_spec is None:
+            raise ValueError("concrete_program: call the function once or give input_spec to to_static")
+        return self.concrete_program_specify_input_spec(self._input_spec)
+
+    def concrete_program_specify_input_spec(self, input_spec=None):
+        specs = list(input_spec or self._input_spec or [])
+        dummies = [_dummy(s) for s in specs]
+        return self._build(dummies, {}, dummies, specs)
+
+    @property
+    def main_program(self):
+        return self.concrete_program.main_program
+
+    @property
+    def code(self):
+        try:
+            from .dy2static import converted_source
+            return converted_source(self._dygraph_function)
+        except ImportError:
+            return inspect.getsource(self._dygraph_function)
+
+    def rollback(self):
+        if self._instance is not None:
+            self._instance.__dict__.pop("_oar_static_" + self._dygraph_function.__name__, None)
+            return functools.partial(self._dygraph_function, self._instance)
+        return self._dygraph_function
+
+
+def _dummy(spec):
+    """A concrete zero tensor for an InputSpec (None extents as 1); only its shape and dtype matter."""
+    from ..tensor.creation import zeros
+    if not isinstance(spec, InputSpec):
+        raise TypeError("input_spec entries must be InputSpec, got {}".format(type(spec).__name__))
+    return zeros([1 if d is None else d for d in spec.shape], dtype=spec.dtype)
+
+
+def to_static(function=None, input_spec=None, build_strategy=None, backend=None, full_graph=True, **kwargs):
+    """Converts a function or a Layer (its forward) to run as a static program; usable as a decorator."""
+    from ..nn import Layer
+
+    def decorate(fn):
+        if isinstance(fn, Layer):
+            fn.forward = StaticFunction(type(fn).forward, input_spec, build_strategy, full_graph, fn)
+            fn._oar_static_forward = fn.forward
+            return fn
+        if isinstance(fn, StaticFunction):
+            return fn
+        if not callable(fn):
+            raise TypeError("to_static: expected a function or a Layer, got {}".format(type(fn).__name__))
+        return StaticFunction(fn, input_spec, build_strategy, full_graph)
+
+    if function is None:
+        return decorate
+    return decorate(function)
+
+
+# ---- save / load --------------------------------------------------------------------------------------------
+def _forward_of(layer):
+    fwd = layer.__dict__.get("forward")
+    if isinstance(fwd, StaticFunction):
+        return fwd
+    cls_fwd = type(layer).forward
+    if isinstance(cls_fwd, StaticFunction):
+        return cls_fwd.__get__(layer, type(layer))
+    return StaticFunction(cls_fwd, None, None, True, layer)
+
+
+def save(layer, path, input_spec=None, **configs):
+    """Writes path.pdmodel (the forward as an inference program, Paddle's op types where mapped),
+    path.pdiparams and path.pdiparams.info. input_spec: InputSpecs (or example Tensors) for forward's
+    tensor arguments; by default the to_static input_spec or the last traced signature."""
+    from ..nn import Layer
+    from ..static.io import _export, save_to_file
+    if not isinstance(path, str) or not path or os.path.basename(path) == "":
+        raise ValueError("jit.save: path must be a file prefix such as 'out/model', got {!r}".format(path))
+    if isinstance(layer, Layer):
+        sf = _forward_of(layer)
+    elif isinstance(layer, StaticFunction):
+        sf = layer
+    elif callable(layer):
+        sf = StaticFunction(layer)
+    else:
+        raise TypeError("jit.save: expected a Layer or a function, got {}".format(type(layer).__name__))
+    if input_spec is not None:
+        specs = [s if isinstance(s, InputSpec) else InputSpec.from_tensor(s) for s in input_spec]
+    elif sf._input_spec is not None:
+        specs = list(sf._input_spec)
+    elif sf._cache:
+        cp = next(reversed(sf._cache.values()))
+        specs = [InputSpec(v["shape"], v["dtype"], n) for n, v in
+                 ((n, cp.main_program.global_block().vars[n]) for n in cp.feed_names)]
+    else:
+        raise ValueError("jit.save: give input_spec (or call the layer once, or decorate forward with "
+                         "to_static(input_spec=...))")
+    dummies = [_dummy(s) for s in specs]
+    cp = sf._build(dummies, {}, dummies, specs)
+    fetch = list(dict.fromkeys(cp.fetch_names))
+    desc = _C._prepare_inference_program(cp.main_program.desc, cp.feed_names, fetch)
+    desc = _export(desc)
+    names = _C._persistable_inputs(desc)
+    caps = cp.main_program._all_captures()
+    arrays = {}
+    for n in names:
+        if n not in caps:
+            raise ValueError("jit.save: persistable variable '{}' has no value".format(n))
+        arrays[n] = np.array(caps[n].numpy(), order="C")  # (ascontiguousarray would make 0-d 1-d)
+    d = os.path.dirname(path)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    save_to_file(path + ".pdmodel", desc.to_bytes())
+    save_to_file(path + ".pdiparams", _C._save_combined_params(arrays))
+    info = {}
+    if isinstance(layer, Layer):
+        structured = {}
+        for k, v in layer.state_dict().items():
+            structured.setdefault(v.name, k)
+        for n in names:
+            p = cp.main_program._params.get(n)
+            info[n] = {"structured_name": structured.get(n, n),
+                       "stop_gradient": bool(p.stop_gradient) if p is not None else True,
+                       "trainable": bool(p.trainable) if p is not None else False}
+    else:
+        info = {n: {"structured_name": n, "stop_gradient": True, "trainable": False} for n in names}
+    save_to_file(path + ".pdiparams.info", _C._serialize_params_info(info))
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class TranslatedLayer:
+    pass  # replaced below (needs oar.nn.Layer, imported lazily)
+
+
+def _make_translated_layer_class():
+    from ..framework.parameter import Parameter
+    from ..nn import Layer
+    from ..tensor.creation import to_tensor
+
+    class TranslatedLayer(Layer):
+        """A model loaded by jit.load: runs its program with the executor. Its parameters are
+        Parameters (trainable as saved), so it can be fine-tuned: gradients flow as in eager mode."""
+
+        def __init__(self, desc, arrays, info):
+            super().__init__()
+            self._desc = desc
+            self._program = _prog.Program(desc)
+            from ..static.io import _feed_fetch_names
+            self._feed_names, self._fetch_names = _feed_fetch_names(desc)
+            self._tensors = {}
+            for name, a in arrays.items():
+                meta = info.get(name, {})
+                trainable = bool(meta.get("trainable", True))
+                p = Parameter(to_tensor(a), name=name, trainable=trainable)
+                self._tensors[name] = p
+                attr = meta.get("structured_name", name).replace(".", "_")
+                while attr in self._parameters:
+                    attr += "_"
+                self.add_parameter(attr, p)
+            self._program._inherited = dict(self._tensors)
+            self._exe = None
+
+        def _executor(self):
+            if self._exe is None:
+                self._exe = _C._Executor(self._desc, None)
+                for name, t in self._tensors.items():
+                    self._exe.scope.set(name, t)
+            return self._exe
+
+        def forward(self, *inputs):
+            if len(inputs) != len(self._feed_names):
+                raise ValueError("TranslatedLayer: the model takes {} inputs ({}), got {}".format(
+                    len(self._feed_names), ", ".join(self._feed_names), len(inputs)))
+            feeds = {}
+            for name, x in zip(self._feed_names, inputs):
+                feeds[name] = x if isinstance(x, _C.Tensor) else to_tensor(np.asarray(x))
+            outs = self._executor().run(feeds)
+            return outs[0] if len(outs) == 1 else outs
+
+        def program(self, method_name="forward"):
+            return self._program
+
+    return TranslatedLayer
+
+
+def load(path, **configs):
+    """Loads a model written by jit.save (or Paddle's jit.save / save_inference_model) as a
+    TranslatedLayer."""
+    model = path + ".pdmodel"
+    if not os.path.exists(model):
+        raise ValueError("jit.load: no model file '{}'".format(model))
+    desc = _C._ProgramDesc.from_bytes(_read(model))
+    arrays = {}
+    if os.path.exists(path + ".pdiparams"):
+        arrays = _C._load_combined_params(desc, _read(path + ".pdiparams"))
+    elif _C._persistable_inputs(desc):
+        raise ValueError("jit.load: no parameter file '{}'".format(path + ".pdiparams"))
+    info = _C._parse_params_info(_read(path + ".pdiparams.info")) if os.path.exists(path + ".pdiparams.info") else {}
+    global TranslatedLayer
+    if not isinstance(TranslatedLayer, type) or TranslatedLayer.__module__ != __name__ or \
+            TranslatedLayer.__name__ != "TranslatedLayer" or not hasattr(TranslatedLayer, "program"):
+        TranslatedLayer = _make_translated_layer_class()
+    return TranslatedLayer(desc, arrays, info)
+
+
+def _jit_state_dict(path):
+    """oar.load(path) of a jit model: {structured name: Tensor}."""
+    from ..tensor.creation import to_tensor
+    desc = _C._ProgramDesc.from_bytes(_read(path + ".pdmodel"))
+    arrays = _C._load_combined_params(desc, _read(path + ".pdiparams"))
+    info = _C._parse_params_info(_read(path + ".pdiparams.info")) if os.path.exists(path + ".pdiparams.info") else {}
+    out = {}
+    for name, a in arrays.items():
+        t = to_tensor(a)
+        t.name = name
+        out[info.get(name, {}).get("structured_name", name)] = t
+    return out

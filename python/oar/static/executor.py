@@ -1,0 +1,151 @@
+"""Executor, CompiledProgram and the strategies (Paddle's paddle.static.Executor and friends).
+
+Executor.run(program, feed, fetch_list) lowers the program once per (program state, feed names, fetch
+names) to the C++ executor (oar::ir::Executor) and caches it. Variables are freed after their last use;
+parameters and other persistables live in the scope (global_scope() by default).
+"""
+import numpy as np
+
+from .. import _C
+from . import program as _prog
+
+__all__ = ["Executor", "CompiledProgram", "BuildStrategy", "ExecutionStrategy"]
+
+
+class BuildStrategy:
+    """Program build options (Paddle's BuildStrategy). Passes run for inference models (the C++
+    predictor); here the flags are kept for compatibility and for jit.to_static(build_strategy=...)."""
+
+    def __init__(self):
+        self.fuse_elewise_add_act_ops = False
+        self.fuse_bn_act_ops = False
+        self.fuse_relu_depthwise_conv = False
+        self.enable_inplace = True
+        self.memory_optimize = True
+        self.enable_addto = False
+        self.build_cinn_pass = False
+        self.debug_graphviz_path = ""
+
+
+class ExecutionStrategy:
+    def __init__(self):
+        self.num_threads = 1
+        self.num_iteration_per_drop_scope = 100
+
+
+class CompiledProgram:
+    """A program with a BuildStrategy (Paddle's CompiledProgram); runs like the program itself."""
+
+    def __init__(self, program_or_graph, build_strategy=None):
+        if not isinstance(program_or_graph, _prog.Program):
+            raise TypeError("CompiledProgram: expected a Program, got {}".format(type(program_or_graph).__name__))
+        self._program = program_or_graph
+        self._build_strategy = build_strategy or BuildStrategy()
+
+    def with_data_parallel(self, *args, **kwargs):
+        return self
+
+
+def _fetch_name(f):
+    if isinstance(f, str):
+        return f
+    if isinstance(f, _C.Tensor) and _C._is_symbolic(f):
+        return _C._symbolic_name(f)
+    raise TypeError("Executor.run: fetch_list items must be program variables or names, got {}".format(
+        type(f).__name__))
+
+
+def _as_feed_tensor(name, value, var):
+    from ..tensor.creation import to_tensor
+    if isinstance(value, _C.Tensor):
+        if _C._is_symbolic(value):
+            raise TypeError("Executor.run: feed '{}' is a program variable, not a value".format(name))
+        return value
+    if var is not None and "dtype" in var:
+        a = np.asarray(value)
+        want = var["dtype"]
+        if a.dtype == np.float64 and want in (_C.float32, _C.float16, _C.bfloat16):
+            a = a.astype(np.float32)  # Python floats: as Paddle, fed values take the variable's float type
+        t = to_tensor(a)
+        if t.dtype != want:
+            raise TypeError("Executor.run: feed '{}' has dtype {} but the variable is {}".format(
+                name, t.dtype.name, want.name))
+        return t
+    return to_tensor(np.asarray(value))
+
+
+class Executor:
+    """Runs programs on `place` (default: the current device)."""
+
+    def __init__(self, place=None):
+        self.place = place
+        self._cache = {}
+
+    def close(self):
+        self._cache.clear()
+
+    def _lowered(self, program, feed_names, fetch_names, scope):
+        desc = program.desc
+        state = (desc.num_blocks, tuple(desc.num_ops(i) for i in range(desc.num_blocks)), desc.num_vars(0))
+        key = (id(program), state, tuple(feed_names), tuple(fetch_names), id(scope))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is program:
+            return hit[1]
+        for name in feed_names:
+            if not program.global_block().has_var(name):
+                raise ValueError("Executor.run: the program has no variable '{}' to feed".format(name))
+        if getattr(program, "_feed_fetch", None):  # a loaded inference model: its own feed/fetch ops
+            exe = _C._Executor(desc, self.place, scope=scope._scope)
+        else:
+            exe = _C._Executor(desc, self.place, scope=scope._scope, feed_names=list(feed_names),
+                               fetch_names=list(fetch_names))
+        # The program's captured tensors (parameters, optimizer state, constants) are bound by reference.
+        for name, t in program._all_captures().items():
+            scope._scope.set(name, t)
+        self._cache[key] = (program, exe)
+        return exe
+
+    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed", fetch_var_name="fetch",
+            scope=None, return_numpy=True, use_program_cache=True, use_prune=False):
+        if isinstance(program, CompiledProgram):
+            program = program._program
+        if program is None:
+            program = _prog.default_main_program()
+        if not isinstance(program, _prog.Program):
+            raise TypeError("Executor.run: program must be a Program, got {}".format(type(program).__name__))
+        scope = scope or _prog.global_scope()
+        feed = feed or {}
+        if not isinstance(feed, dict):
+            raise TypeError("Executor.run: feed must be a dict {name: value}, got {}".format(type(feed).__name__))
+        if fetch_list is None:
+            fetch_list = []
+        elif not isinstance(fetch_list, (list, tuple)):
+            fetch_list = [fetch_list]
+        fetch_names = [_fetch_name(f) for f in fetch_list]
+        main = getattr(program, "_main", None)
+        if program.desc.num_ops(0) == 0 and main is not None:
+            # A startup program: parameters already hold their initial values; bind them.
+            for name, t in main._all_captures().items():
+                scope._scope.set(name, t)
+            return []
+        vars_ = program.global_block().vars
+        feeds = {k: _as_feed_tensor(k, v, vars_.get(k)) for k, v in feed.items()}
+        exe = self._lowered(program, list(feeds), fetch_names, scope)
+        prev = _C._set_builder(None)  # running is eager even while a program is being built
+        grad = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)  # a program's gradients are its own backward ops
+        try:
+            outs = exe.run(feeds)
+        finally:
+            _C._set_grad_enabled(grad)
+            _C._set_builder(prev)
+        ff = getattr(program, "_feed_fetch", None)
+        if ff:
+            by_name = dict(zip(ff[1], outs))
+            missing = [n for n in fetch_names if n not in by_name]
+            if missing:
+                raise ValueError("Executor.run: the model fetches {}; {} is not among them".format(ff[1], missing))
+            outs = [by_name[n] for n in fetch_names] if fetch_names else outs
+        if return_numpy:
+            return [o.numpy() for o in outs]
+        return outs
