@@ -58,6 +58,30 @@ void init_static(py::module_& m) {
           py::arg("tensor"), py::arg("name"), py::arg("is_parameter") = false)
       .def("capture", [](ProgramBuilder& b, const PyTensor& t) { return b.capture(t.t); })
       .def(
+          "append_op",
+          [](ProgramBuilder& b, const std::string& type, const std::map<std::string, std::vector<std::string>>& inputs,
+             const std::map<std::string, std::vector<std::string>>& outputs, const py::dict& attrs,
+             const std::map<std::string, int32_t>& block_attrs) {
+            OpDesc op;
+            op.type = type;
+            for (auto& [k, v] : inputs) op.set_input(k, v);
+            for (auto& [k, v] : outputs) op.set_output(k, v);
+            for (auto& [k, v] : attrs) {
+              const std::string name = py::str(k);
+              if (py::isinstance<py::bool_>(v)) op.set_attr(name, v.cast<bool>());
+              else if (py::isinstance<py::int_>(v)) op.set_attr(name, v.cast<int32_t>());
+              else if (py::isinstance<py::float_>(v)) op.set_attr(name, v.cast<float>());
+              else if (py::isinstance<py::str>(v)) op.set_attr(name, v.cast<std::string>());
+              else throw py::type_error("append_op: attribute '" + name + "' must be a bool, int, float or str");
+            }
+            for (auto& [k, v] : block_attrs) op.set_attr(k, BlockRef{v});
+            b.append_op(std::move(op));
+          },
+          py::arg("type"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs") = py::dict(),
+          py::arg("block_attrs") = std::map<std::string, int32_t>{})
+      .def("outer_reads", &ProgramBuilder::outer_reads, py::arg("block"))
+      .def("outer_writes", &ProgramBuilder::outer_writes, py::arg("block"))
+      .def(
           "rename", [](ProgramBuilder& b, const PyTensor& t, const std::string& n) { b.rename(t.t, n); },
           py::arg("tensor"), py::arg("new_name"))
       .def("captures", [](const ProgramBuilder& b) {
@@ -83,6 +107,14 @@ void init_static(py::module_& m) {
       py::arg("program"), py::arg("feed_names"), py::arg("fetch_names"));
   m.def("_persistable_inputs", &persistable_inputs, py::arg("program"));
   m.def("_is_symbolic_building", []() { return current_builder() != nullptr; });
+  m.def("_current_builder", []() -> py::object {
+    ProgramBuilder* b = current_builder();
+    if (b == nullptr) return py::none();
+    // the current builder is held by set_current_builder's thread-local shared_ptr; hand out a copy
+    std::shared_ptr<ProgramBuilder> held = set_current_builder(nullptr);
+    set_current_builder(held);
+    return py::cast(held);
+  });
   m.def("_is_symbolic", [](const PyTensor& t) { return is_symbolic(t.t); });
   m.def("_symbolic_name", [](const PyTensor& t) { return symbolic_name(t.t); });
   m.def("_unknown_dim", []() { return kUnknownDim; });

@@ -225,3 +225,73 @@ def test_symbolic_outside_guard_is_refused():
         x = static.data("x", [2])
     with pytest.raises(ValueError, match="static-graph variable"):
         oar.nn.functional.relu(x)
+
+
+def test_cond_on_a_variable_runs_the_right_branch(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [3])
+        pred = x.sum() > 0
+        y, z = static.nn.cond(pred, lambda: (x * 2, x.max()), lambda: (x - 1, x.min()))
+    exe = static.Executor()
+    pos = np.array([1.0, 2.0, -0.5], "float32")
+    neg = -pos
+    a, b = exe.run(main, feed={"x": pos}, fetch_list=[y, z])
+    np.testing.assert_allclose(a, pos * 2)
+    np.testing.assert_allclose(b, 2.0)
+    a, b = exe.run(main, feed={"x": neg}, fetch_list=[y, z])
+    np.testing.assert_allclose(a, neg - 1)
+    np.testing.assert_allclose(b, -2.0)
+    types = [op["type"] for op in main.global_block().ops]
+    assert types.count("conditional_block") == 2 and main.num_blocks == 3
+
+
+def test_while_loop_on_a_variable(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        n = static.data("n", [], "int64")
+        x = static.data("x", [2])
+
+        def body(i, acc, a, b):
+            return i + 1, acc + x * i.astype("float32"), b, a  # a and b swap each step
+
+        i, acc, a, b = static.nn.while_loop(lambda i, acc, a, b: i < n, body,
+                                            [oar.zeros([], "int64"), oar.zeros([2]), oar.ones([1]), oar.zeros([1])])
+    exe = static.Executor()
+    for steps in (0, 1, 4):
+        ri, racc, ra = exe.run(main, feed={"n": np.array(steps, "int64"), "x": np.array([1.0, 2.0], "float32")},
+                               fetch_list=[i, acc, a])
+        assert int(ri) == steps
+        np.testing.assert_allclose(racc, np.array([1.0, 2.0]) * sum(range(steps)))
+        np.testing.assert_allclose(ra, [1.0 if steps % 2 == 0 else 0.0])
+
+
+def test_append_backward_through_cond_is_refused(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 4])
+        lin = oar.nn.Linear(4, 1)
+        h = lin(x)
+        y = static.nn.cond(h.sum() > 0, lambda: h * 2, lambda: h)
+        with pytest.raises(NotImplementedError, match="cond/while_loop"):
+            static.append_backward(y.mean())
+
+
+def test_to_static_trains_through_cond():
+    oar.seed(0)
+    lin = oar.nn.Linear(3, 1)
+
+    @oar.jit.to_static
+    def f(x):
+        h = lin(x)
+        return static.nn.cond(h.sum() > 0, lambda: h * 3.0, lambda: h * -1.0)
+
+    for sign in (1.0, -1.0):
+        x = oar.to_tensor(np.full((2, 3), sign, "float32"))
+        lin.clear_gradients()
+        f(x).sum().backward()
+        g_static = lin.weight.grad.numpy().copy()
+        lin.clear_gradients()
+        h = lin(x)
+        (h * 3.0 if float(h.sum()) > 0 else h * -1.0).sum().backward()
+        np.testing.assert_allclose(g_static, lin.weight.grad.numpy(), rtol=1e-6)

@@ -110,6 +110,10 @@ void Executor::lower() {
   for (size_t i = 0; i < b.ops().size(); ++i) {
     const OpDesc& op = b.ops()[i];
     int32_t idx = static_cast<int32_t>(i);
+    if (op.type == "conditional_block" || op.type == "while") {
+      instrs_.push_back(Instr{&op, idx, control_flow(op, 0, idx), {}});
+      continue;
+    }
     OpTranslation tr = is_native_op_type(op.type) ? translate_native_op : find_op_translation(op.type);
     OAR_ENFORCE(tr != nullptr, ErrorCode::kUnimplemented,
                 "executor: op type '"
@@ -179,6 +183,90 @@ void Executor::lower() {
         }
   }
   for (auto& n : order) instrs_[last[n]].release.push_back(n);
+}
+
+std::vector<Executor::Instr> Executor::lower_block(int32_t idx) {
+  const Block& b = program_->block(idx);
+  std::vector<Instr> out;
+  for (size_t i = 0; i < b.ops().size(); ++i) {
+    const OpDesc& op = b.ops()[i];
+    const auto op_idx = static_cast<int32_t>(i);
+    if (op.type == "conditional_block" || op.type == "while") {
+      out.push_back(Instr{&op, op_idx, control_flow(op, idx, op_idx), {}});
+      continue;
+    }
+    OAR_ENFORCE(op.type != "feed" && op.type != "fetch", ErrorCode::kInvalidArgument,
+                "executor: " << op.type << " op in sub-block " << idx);
+    OpTranslation tr = is_native_op_type(op.type) ? translate_native_op : find_op_translation(op.type);
+    OAR_ENFORCE(tr != nullptr, ErrorCode::kUnimplemented,
+                "executor: op type '" << op.type << "' (block " << idx << ", op " << i << ") has no translation");
+    try {
+      out.push_back(Instr{&op, op_idx, tr(op), {}});
+    } catch (const Error& e) {
+      throw Error(e.code(), "executor: lowering op " + std::to_string(i) + " of block " + std::to_string(idx) + ": " +
+                                e.what());
+    }
+  }
+  return out;
+}
+
+namespace {
+bool read_condition(const OpRunContext& c, const char* slot) {
+  const Tensor& t = c.in(slot);
+  OAR_ENFORCE(t.numel() == 1, ErrorCode::kInvalidArgument,
+              c.op->type << ": the condition must have one element, got shape " << t.dims().to_string());
+  OAR_ENFORCE(t.dtype() == DType::kBool, ErrorCode::kType,
+              c.op->type << ": the condition must be bool, got " << dtype_name(t.dtype()));
+  uint8_t v = 0;
+  t.copy_to_host(&v, 1);
+  return v != 0;
+}
+}  // namespace
+
+OpKernelFn Executor::control_flow(const OpDesc& op, int32_t block_idx, int32_t op_idx) {
+  const Attribute* a = op.find_attr("sub_block");
+  OAR_ENFORCE(a != nullptr && std::holds_alternative<BlockRef>(*a), ErrorCode::kInvalidArgument,
+              op.type << " (block " << block_idx << ", op " << op_idx << "): missing the sub_block attribute");
+  const int32_t sub = std::get<BlockRef>(*a).idx;
+  OAR_ENFORCE(sub > 0 && sub < program_->num_blocks() && sub != block_idx, ErrorCode::kInvalidArgument,
+              op.type << " (block " << block_idx << ", op " << op_idx << "): sub_block " << sub << " is not a valid block");
+  auto body = std::make_shared<std::vector<Instr>>(lower_block(sub));
+  std::vector<std::string> locals;  // erased after each run of the sub-block
+  for (const VarDesc& v : program_->block(sub).vars())
+    if (!v.persistable) locals.push_back(v.name);
+  auto run_body = [body, locals, sub](OpRunContext& c) {
+    OpRunContext inner = c;
+    inner.block_idx = sub;
+    for (Instr& ins : *body) {
+      inner.op = ins.op;
+      inner.op_idx = ins.op_idx;
+      try {
+        ins.fn(inner);
+      } catch (const Error& e) {
+        throw Error(e.code(), "running op " + std::to_string(ins.op_idx) + " (" + ins.op->type + ") of block " +
+                                  std::to_string(sub) + ": " + e.what());
+      }
+    }
+    for (auto& n : locals) c.scope->erase(n);
+  };
+  if (op.type == "conditional_block") {
+    // Runs the sub-block when Cond (a one-element bool) is true; its writes to outer variables remain.
+    const bool scalar = !op.find_attr("is_scalar_condition") || std::get_if<bool>(op.find_attr("is_scalar_condition")) == nullptr ||
+                        std::get<bool>(*op.find_attr("is_scalar_condition"));
+    OAR_ENFORCE(scalar, ErrorCode::kUnimplemented,
+                "conditional_block: only is_scalar_condition=True is supported");
+    return [run_body](OpRunContext& c) {
+      if (read_condition(c, "Cond")) run_body(c);
+    };
+  }
+  // while: runs the sub-block while Condition is true; the sub-block updates Condition.
+  return [run_body](OpRunContext& c) {
+    constexpr int64_t kMaxIterations = int64_t{1} << 40;
+    for (int64_t i = 0; read_condition(c, "Condition"); ++i) {
+      OAR_ENFORCE(i < kMaxIterations, ErrorCode::kInvalidArgument, "while: too many iterations");
+      run_body(c);
+    }
+  };
 }
 
 const std::vector<std::string>& Executor::released_after(size_t i) const {

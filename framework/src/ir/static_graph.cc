@@ -276,6 +276,42 @@ void ProgramBuilder::rename(const Tensor& t, const std::string& new_name) {
   t.impl()->symbol->name = new_name;
 }
 
+void ProgramBuilder::append_op(OpDesc op) {
+  op.set_attr("op_role", int32_t{op_role_});
+  program_->block(block_).append_op(std::move(op));
+}
+
+namespace {
+// Names the ops of block `idx` (recursively) bind in `in` or `out` slots, minus those declared in it.
+void outer_names(const Program& p, int32_t idx, bool writes, std::vector<std::string>& out) {
+  const Block& b = p.block(idx);
+  for (const OpDesc& op : b.ops()) {
+    for (auto& [slot, args] : writes ? op.outputs : op.inputs)
+      for (auto& a : args)
+        if (!b.has_var(a) && std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+    for (auto& [name, attr] : op.attrs)
+      if (auto* r = std::get_if<BlockRef>(&attr)) {
+        std::vector<std::string> inner;
+        outer_names(p, r->idx, writes, inner);
+        for (auto& a : inner)
+          if (!b.has_var(a) && std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+      }
+  }
+}
+}  // namespace
+
+std::vector<std::string> ProgramBuilder::outer_reads(int32_t idx) const {
+  std::vector<std::string> out;
+  outer_names(*program_, idx, false, out);
+  return out;
+}
+
+std::vector<std::string> ProgramBuilder::outer_writes(int32_t idx) const {
+  std::vector<std::string> out;
+  outer_names(*program_, idx, true, out);
+  return out;
+}
+
 Program filter_ops_by_role(const Program& program, const std::vector<int32_t>& roles) {
   Program out(program);
   for (int32_t b = 0; b < out.num_blocks(); ++b) {

@@ -1,4 +1,5 @@
-// Executor (phase 2a): runs block 0 of a Program on one Place.
+// Executor: runs block 0 of a Program on one Place, with the sub-blocks of its control-flow ops
+// (conditional_block, while).
 //
 // The program is lowered once, at construction, to an instruction list: each OpDesc goes through the
 // translation function registered for its Paddle op type (framework/src/ir/paddle_ops.cc), which reads
@@ -127,6 +128,10 @@ class Executor {
     std::vector<std::string> release;  // garbage collected after this instruction
   };
   void lower();
+  // The instructions of sub-block `idx` (control flow): no garbage collection inside; the block's own
+  // variables are erased after each run of it.
+  std::vector<Instr> lower_block(int32_t idx);
+  OpKernelFn control_flow(const OpDesc& op, int32_t block_idx, int32_t op_idx);
   void check_feed(const std::string& name, const Tensor& t) const;
   void update_stats();
   void clear_temporaries();  // erases every non-persistable variable from the scope

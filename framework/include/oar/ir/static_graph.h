@@ -101,6 +101,13 @@ class ProgramBuilder {
   // for it follows. Throws when `new_name` is taken.
   void rename(const Tensor& t, const std::string& new_name);
 
+  // Appends `op` as it is to the current block (control-flow ops built by oar.static.nn).
+  void append_op(OpDesc op);
+  // The variables that the ops of block `idx` (and of its sub-blocks) read / write and that are declared
+  // outside it: a control-flow op's inputs and outputs.
+  std::vector<std::string> outer_reads(int32_t idx) const;
+  std::vector<std::string> outer_writes(int32_t idx) const;
+
   // Op role of ops recorded from now on (Paddle's op_role attribute: 0 forward, 1 backward, 2 optimize).
   void set_op_role(int32_t role) { op_role_ = role; }
   int32_t op_role() const { return op_role_; }

@@ -1,0 +1,131 @@
+"""Program control flow: cond and while_loop whose condition is a program variable.
+
+cond records each branch into a sub-block ending with `assign` ops into output variables of the
+enclosing block, and appends one `conditional_block` op per branch (the false one conditioned on
+logical_not(pred)); while_loop records the body into a sub-block that writes the loop variables and the
+condition back, under a `while` op. The executor runs the sub-blocks (framework/src/ir/executor.cc).
+
+Gradients: when a program runs with autograd recording (to_static training, TranslatedLayer), the ops
+of the branch taken and of each iteration are recorded as they run, so gradients flow. append_backward
+through control flow is not supported yet and refuses (rather than missing gradients).
+"""
+from .. import _C
+
+_copy = _C.Op("copy")
+_logical_not = _C.Op("logical_not")
+
+# Programs (by id of their builder, alive as long as the Program) with differentiable values passing through control flow.
+_nondifferentiable = set()
+
+
+def _builder():
+    b = _C._current_builder()
+    if b is None:
+        raise RuntimeError("control flow on a program variable needs a program being built (static mode, "
+                           "program_guard or to_static)")
+    return b
+
+
+def _name(b, t):
+    return _C._symbolic_name(t) if _C._is_symbolic(t) else b.capture(t)
+
+
+def _as_tensor(v, what):
+    from ..tensor.creation import full as _full
+    if isinstance(v, _C.Tensor):
+        return v
+    if isinstance(v, bool):
+        return _full([], bool(v), dtype=_C.bool)
+    if isinstance(v, int):
+        return _full([], v, dtype=_C.int64)
+    if isinstance(v, float):
+        return _full([], v, dtype=_C.get_default_dtype())
+    raise TypeError("{}: expected tensors or Python numbers, got {}".format(what, type(v).__name__))
+
+
+def _note_gradients(b, flat):
+    if any(_C._is_symbolic(t) and not t.stop_gradient for t in flat):
+        _nondifferentiable.add(id(b))
+
+
+def blocks_gradients(program):
+    """Whether differentiable values pass through control flow in `program` (append_backward refuses)."""
+    return id(program._builder) in _nondifferentiable
+
+
+def _branch(b, fn):
+    from ..jit.api import _flatten
+    parent = b.current_block
+    idx = b.push_block()
+    try:
+        out = fn() if fn is not None else None
+        flat = []
+        structure = _flatten(out, flat)
+    finally:
+        b.current_block = parent
+    return idx, structure, flat
+
+
+def cond(pred, true_fn, false_fn):
+    from ..jit.api import _hashable, _unflatten
+    b = _builder()
+    if pred.size != 1 or pred.dtype != _C.bool:
+        raise ValueError("cond: pred must be a one-element bool tensor, got shape {} {}".format(pred.shape,
+                                                                                          pred.dtype.name))
+    parent = b.current_block
+    ti, ts, tf = _branch(b, true_fn)
+    fi, fs, ff = _branch(b, false_fn)
+    if _hashable(ts) != _hashable(fs):
+        raise ValueError("cond: true_fn and false_fn must return the same structure of tensors; got {!r} and {!r}"
+                         .format(ts, fs))
+    outs = []
+    for i, (t, f) in enumerate(zip(tf, ff)):
+        if t.dtype != f.dtype:
+            raise TypeError("cond: output {} is {} in true_fn but {} in false_fn".format(i, t.dtype.name,
+                                                                                       f.dtype.name))
+        if len(t.shape) != len(f.shape):
+            raise ValueError("cond: output {} has shape {} in true_fn but {} in false_fn".format(i, t.shape, f.shape))
+        shape = [a if a == c else -1 for a, c in zip(t.shape, f.shape)]
+        outs.append(b.create_var(b.unique_name("cond.out"), shape, t.dtype, place=t.place))
+    _note_gradients(b, tf + ff)
+    for idx, flat in ((ti, tf), (fi, ff)):
+        b.current_block = idx
+        for src, dst in zip(flat, outs):
+            b.append_op("assign", {"X": [_name(b, src)]}, {"Out": [_C._symbolic_name(dst)]})
+        b.current_block = parent
+    not_pred = _logical_not(pred)
+    for idx, p in ((ti, pred), (fi, not_pred)):
+        b.append_op("conditional_block", {"Cond": [_C._symbolic_name(p)], "Input": b.outer_reads(idx)},
+                    {"Out": b.outer_writes(idx)}, {"is_scalar_condition": True}, {"sub_block": idx})
+    return _unflatten(ts, outs)
+
+
+def while_loop(cond_fn, body, loop_vars):
+    b = _builder()
+    parent = b.current_block
+    lvs = [_copy(_as_tensor(v, "while_loop")) for v in loop_vars]
+    c = cond_fn(*lvs)
+    if not isinstance(c, _C.Tensor) or c.size != 1 or c.dtype != _C.bool:
+        raise ValueError("while_loop: cond must return a one-element bool tensor")
+    c_var = _copy(c)
+    idx = b.push_block()
+    try:
+        out = body(*lvs)
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        if len(out) != len(lvs):
+            raise ValueError("while_loop: body returned {} values for {} loop variables".format(len(out), len(lvs)))
+        out = [_as_tensor(o, "while_loop body") for o in out]
+        for i, (o, v) in enumerate(zip(out, lvs)):
+            if o.dtype != v.dtype or len(o.shape) != len(v.shape):
+                raise ValueError("while_loop: loop variable {} is {} {} before the loop but {} {} after the body"
+                                 .format(i, v.dtype.name, v.shape, o.dtype.name, o.shape))
+        new_c = cond_fn(*out)
+        _note_gradients(b, out)
+        tmps = [_copy(o) for o in out] + [_copy(new_c)]  # copies first: the body may swap loop variables
+        for t, dst in zip(tmps, lvs + [c_var]):
+            b.append_op("assign", {"X": [_C._symbolic_name(t)]}, {"Out": [_C._symbolic_name(dst)]})
+    finally:
+        b.current_block = parent
+    b.append_op("while", {"X": b.outer_reads(idx), "Condition": [_C._symbolic_name(c_var)]},
+                {"Out": b.outer_writes(idx)}, {"is_test": False}, {"sub_block": idx})
+    return lvs
