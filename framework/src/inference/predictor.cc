@@ -471,7 +471,11 @@ Predictor::Predictor(const Config& config) : state_(std::make_shared<PredictorSt
     std::error_code ec;
     OAR_ENFORCE(fs::is_regular_file(config.params_file(), ec), ErrorCode::kNotFound,
                 "oar_infer: parameter file '" << config.params_file() << "' does not exist");
-    s.exec->load_params_file(config.params_file());
+    try {
+      s.exec->load_params_file(config.params_file());
+    } catch (const Error& e) {
+      throw Error(e.code(), "oar_infer: parameter file '" + config.params_file() + "': " + e.what());
+    }
   } else if (num_params > 0) {
     OAR_ENFORCE(
         !config.model_dir().empty(), ErrorCode::kNotFound,
