@@ -31,6 +31,7 @@ for _cls, _name in ((Config, "Config"), (Predictor, "Predictor"), (Tensor, "Tens
                     (PredictorPool, "PredictorPool"), (DataType, "DataType"),
                     (PrecisionType, "PrecisionType"), (PlaceType, "PlaceType")):
     _cls.__module__ = __name__
+    _cls.__name__ = _name
     _cls.__qualname__ = _name
 del _cls, _name
 
