@@ -176,10 +176,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--batches", default="1,64")
-    ap.add_argument("--threads", type=int, default=0, help="CPU math threads for both predictors (0: default)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="CPU math threads for the predictors, and OMP_NUM_THREADS for eager oar (0: default)")
     ap.add_argument("--paddle-path", default=os.environ.get("OAR_PADDLE_PATH", "/tmp/paddle_pkgs"))
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
+    if args.threads:
+        # Eager oar has no thread setting of its own: OpenMP reads this when the plugins load (oar is
+        # imported below). On a loaded machine, --threads 1 avoids OpenMP teams waiting for a
+        # descheduled thread (tens of ms per run).
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
 
     results = {}
     results["oar predictor"] = bench_oar_predictor(batches, args.runs, args.threads)
