@@ -208,6 +208,10 @@ void init_inference(py::module_& m) {
       .def(py::init([](const Config& c) { return oar_infer::CreatePredictor(c); }), py::arg("config"))
       .def("get_input_names", &Predictor::GetInputNames)
       .def("get_output_names", &Predictor::GetOutputNames)
+      .def("get_input_tensor_shape", &Predictor::GetInputTensorShape)
+      .def("get_output_tensor_shape", &Predictor::GetOutputTensorShape)
+      .def("get_input_types", &Predictor::GetInputTypes)
+      .def("get_output_types", &Predictor::GetOutputTypes)
       .def("get_input_handle", &Predictor::GetInputHandle, py::arg("name"))
       .def("get_output_handle", &Predictor::GetOutputHandle, py::arg("name"))
       .def("run", &run_with, py::arg("inputs") = py::none(),

@@ -61,6 +61,14 @@ def test_run_with_lists(device):
     assert str(t.place).lower().find(device.split(":")[0]) >= 0
     np.testing.assert_allclose(t.numpy(), want, rtol=1e-5, atol=1e-6)
     assert p.get_output_handle(p.get_output_names()[0]).to_tensor() is not None
+    h = p.get_input_handle("image")
+    xt = oar.to_tensor(x[:1])
+    h.share_external_data(xt)
+    assert h.shape() == [1, 1, 12, 12] and h.lod() == []
+    p.run()
+    np.testing.assert_allclose(p.get_output_handle("linear_0.tmp_1").copy_to_cpu(), want[:1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="expected an oar.Tensor"):
+        h.share_external_data(x)
     with pytest.raises(ValueError, match="the model has 1 inputs, got 2"):
         p.run([x, x])
 
@@ -69,6 +77,10 @@ def test_names_types_config():
     p = inference.create_predictor(config("lenet"))
     assert p.get_input_names() == ["image"]
     assert p.get_output_names() == ["linear_0.tmp_1"]
+    assert p.get_input_tensor_shape() == {"image": [-1, 1, 12, 12]}
+    assert p.get_output_tensor_shape() == {"linear_0.tmp_1": [-1, 5]}
+    assert p.get_input_types() == {"image": inference.DataType.FLOAT32}
+    assert p.get_output_types() == {"linear_0.tmp_1": inference.DataType.FLOAT32}
     h = p.get_input_handle("image")
     assert h.name() == "image"
     assert h.shape() == [-1, 1, 12, 12]

@@ -126,6 +126,11 @@ TEST(Predictor, NamesTypesAndShapes) {
   auto p = oar_infer::CreatePredictor(fixture_config("lenet"));
   EXPECT_EQ(p->GetInputNames(), std::vector<std::string>{"image"});
   EXPECT_EQ(p->GetOutputNames(), std::vector<std::string>{"linear_0.tmp_1"});
+  using Shapes = std::map<std::string, std::vector<int64_t>>;
+  EXPECT_EQ(p->GetInputTensorShape(), (Shapes{{"image", {-1, 1, 12, 12}}}));
+  EXPECT_EQ(p->GetOutputTensorShape(), (Shapes{{"linear_0.tmp_1", {-1, 5}}}));
+  EXPECT_EQ(p->GetInputTypes().at("image"), oar_infer::DataType::FLOAT32);
+  EXPECT_EQ(p->GetOutputTypes().at("linear_0.tmp_1"), oar_infer::DataType::FLOAT32);
   auto in = p->GetInputHandle("image");
   EXPECT_EQ(in->name(), "image");
   EXPECT_TRUE(in->is_input());

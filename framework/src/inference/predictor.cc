@@ -500,6 +500,43 @@ void Predictor::apply_ir_passes() {
 std::vector<std::string> Predictor::GetInputNames() const { return state_->input_names; }
 std::vector<std::string> Predictor::GetOutputNames() const { return state_->output_names; }
 
+namespace {
+
+std::map<std::string, std::vector<int64_t>> declared_shapes(const PredictorState& s,
+                                                            const std::vector<std::string>& names) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const std::string& n : names) {
+    const oar::ir::VarDesc* v = s.var(n);
+    out[n] = v != nullptr ? v->shape : std::vector<int64_t>{};
+  }
+  return out;
+}
+
+std::map<std::string, DataType> declared_types(const PredictorState& s,
+                                               const std::vector<std::string>& names) {
+  std::map<std::string, DataType> out;
+  for (const std::string& n : names) {
+    const oar::ir::VarDesc* v = s.var(n);
+    out[n] = ToDataType(v != nullptr && v->has_tensor() ? v->dtype : DType::kFloat32);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<int64_t>> Predictor::GetInputTensorShape() const {
+  return declared_shapes(*state_, state_->input_names);
+}
+std::map<std::string, std::vector<int64_t>> Predictor::GetOutputTensorShape() const {
+  return declared_shapes(*state_, state_->output_names);
+}
+std::map<std::string, DataType> Predictor::GetInputTypes() const {
+  return declared_types(*state_, state_->input_names);
+}
+std::map<std::string, DataType> Predictor::GetOutputTypes() const {
+  return declared_types(*state_, state_->output_names);
+}
+
 std::unique_ptr<Tensor> Predictor::GetInputHandle(const std::string& name) {
   state_->input(name);  // throws for an unknown name
   return std::make_unique<Tensor>(state_, name, true);

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -222,6 +223,12 @@ class Predictor {
   // Feed targets and fetch sources of the program, in `col` order.
   std::vector<std::string> GetInputNames() const;
   std::vector<std::string> GetOutputNames() const;
+  // The declared shapes (-1: any extent) and element types, by name (Paddle's GetInputTensorShape,
+  // GetInputTypes, ...).
+  std::map<std::string, std::vector<int64_t>> GetInputTensorShape() const;
+  std::map<std::string, std::vector<int64_t>> GetOutputTensorShape() const;
+  std::map<std::string, DataType> GetInputTypes() const;
+  std::map<std::string, DataType> GetOutputTypes() const;
   // Throws kNotFound naming the known inputs (outputs) for an unknown name.
   std::unique_ptr<Tensor> GetInputHandle(const std::string& name);
   std::unique_ptr<Tensor> GetOutputHandle(const std::string& name);
