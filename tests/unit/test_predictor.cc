@@ -480,3 +480,78 @@ TEST(Predictor, OarTensorsInAndOut) {
                  "only inputs can be written");
   }
 }
+
+// Two inputs of different dtypes and two outputs (fetch order differs from feed order), in a program
+// built here and given as a buffer without parameters.
+TEST(Predictor, SeveralInputsAndOutputs) {
+  oar::ir::Program prog;
+  oar::ir::Block& g = prog.global_block();
+  auto var = [&](const std::string& n, oar::DType d, std::vector<int64_t> shape) {
+    oar::ir::VarDesc v;
+    v.name = n;
+    v.dtype = d;
+    v.shape = std::move(shape);
+    g.add_var(v);
+  };
+  oar::ir::VarDesc feed, fetch;
+  feed.name = "feed";
+  feed.type = oar::ir::VarType::kFeedMinibatch;
+  feed.persistable = true;
+  fetch.name = "fetch";
+  fetch.type = oar::ir::VarType::kFetchList;
+  fetch.persistable = true;
+  g.add_var(feed);
+  g.add_var(fetch);
+  var("x", oar::DType::kFloat32, {-1, 3});
+  var("k", oar::DType::kInt64, {2, 2});
+  var("y", oar::DType::kFloat32, {-1, 3});
+  var("kk", oar::DType::kInt64, {2, 2});
+  auto add_op = [&](const std::string& type, oar::ir::Slots in, oar::ir::Slots out,
+                    std::vector<std::pair<std::string, oar::ir::Attribute>> attrs) {
+    oar::ir::OpDesc o;
+    o.type = type;
+    o.inputs = std::move(in);
+    o.outputs = std::move(out);
+    o.attrs = std::move(attrs);
+    g.append_op(o);
+  };
+  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
+  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"k"}}}, {{"col", int32_t{1}}});
+  add_op("scale", {{"X", {"x"}}}, {{"Out", {"y"}}},
+         {{"scale", 2.0f}, {"bias", 1.0f}, {"bias_after_scale", true}});
+  add_op("elementwise_add", {{"X", {"k"}}, {"Y", {"k"}}}, {{"Out", {"kk"}}}, {{"axis", int32_t{-1}}});
+  add_op("fetch", {{"X", {"kk"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{0}}});
+  add_op("fetch", {{"X", {"y"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{1}}});
+  std::string bytes = prog.serialize();
+
+  for (const char* dev : {"cpu", "sim:0"}) {
+    oar_infer::Config c;
+    c.SetModelBuffer(bytes.data(), bytes.size(), nullptr, 0);
+    c.SetDevice(dev);
+    auto p = oar_infer::CreatePredictor(c);
+    EXPECT_EQ(p->GetInputNames(), (std::vector<std::string>{"x", "k"}));
+    EXPECT_EQ(p->GetOutputNames(), (std::vector<std::string>{"kk", "y"}));
+    EXPECT_EQ(p->GetInputTypes().at("k"), oar_infer::DataType::INT64);
+    auto hx = p->GetInputHandle("x");
+    auto hk = p->GetInputHandle("k");
+    hx->Reshape({1, 3});
+    std::vector<float> x{1, 2, 3};
+    hx->CopyFromCpu(x.data());
+    expect_error([&] { p->Run(); }, ErrorCode::kPrecondition, "input 'k' has no data");
+    std::vector<int64_t> k{1, -2, 3, int64_t{1} << 40};
+    hk->CopyFromCpu(k.data());  // the declared shape [2, 2] is fixed: no Reshape needed
+    ASSERT_TRUE(p->Run());
+    auto hkk = p->GetOutputHandle("kk");
+    EXPECT_EQ(hkk->type(), oar_infer::DataType::INT64);
+    std::vector<int64_t> kk(4);
+    hkk->CopyToCpu(kk.data());
+    EXPECT_EQ(kk, (std::vector<int64_t>{2, -4, 6, int64_t{1} << 41})) << dev;
+    std::vector<float> y(3);
+    p->GetOutputHandle("y")->CopyToCpu(y.data());
+    EXPECT_EQ(y, (std::vector<float>{3, 5, 7})) << dev;
+    std::vector<float> wrong(4);
+    expect_error([&] { hkk->CopyToCpu(wrong.data()); }, ErrorCode::kType,
+                 "which is INT64 into a FLOAT32 buffer");
+    expect_error([&] { hk->Reshape({4}); }, ErrorCode::kInvalidArgument, "the model declares [2, 2]");
+  }
+}
