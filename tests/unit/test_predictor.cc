@@ -182,8 +182,10 @@ TEST(Predictor, CloneSharesWeightsAndHasItsOwnState) {
   expect_close(run_once(*cc, in), out, "clone of a clone");
 }
 
-TEST(Predictor, ClonesRunConcurrently) {
-  auto p = oar_infer::CreatePredictor(fixture_config("lenet"));
+class ConcurrentClones : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ConcurrentClones, GiveCorrectResults) {
+  auto p = oar_infer::CreatePredictor(fixture_config("lenet", GetParam()));
   Npy in = read_npy(fixture("lenet/input.npy"));
   Npy out = read_npy(fixture("lenet/output.npy"));
   std::vector<std::unique_ptr<oar_infer::Predictor>> clones;
@@ -202,6 +204,11 @@ TEST(Predictor, ClonesRunConcurrently) {
   for (auto& th : threads) th.join();
   for (size_t t = 0; t < clones.size(); ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
 }
+
+INSTANTIATE_TEST_SUITE_P(Devices, ConcurrentClones, ::testing::Values("cpu", "sim:0"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return i.param == "cpu" ? std::string("cpu") : std::string("sim");
+                         });
 
 TEST(Predictor, Pool) {
   oar_infer::services::PredictorPool pool(fixture_config("mlp"), 3);
