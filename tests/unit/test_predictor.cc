@@ -324,6 +324,12 @@ TEST(Predictor, ModelFromMemory) {
   auto p = oar_infer::CreatePredictor(c);
   expect_close(run_once(*p, read_npy(fixture("mlp/input.npy"))), read_npy(fixture("mlp/output.npy")),
                "memory");
+  // Clones (which copy the config) work without the buffers; the caller's config keeps them.
+  expect_close(run_once(*p->Clone(), read_npy(fixture("mlp/input.npy"))), read_npy(fixture("mlp/output.npy")),
+               "clone of a predictor from memory");
+  EXPECT_TRUE(p->config().model_from_memory());
+  expect_close(run_once(*oar_infer::CreatePredictor(c), read_npy(fixture("mlp/input.npy"))),
+               read_npy(fixture("mlp/output.npy")), "second predictor from the same config");
 }
 
 // Config(model_dir): a folder with one .pdmodel; inference.pdmodel preferred; Paddle 1.x's __model__ with

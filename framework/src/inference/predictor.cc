@@ -268,8 +268,11 @@ void Config::SetCpuMathLibraryNumThreads(int n) {
 std::string Config::Summary() const {
   std::vector<std::pair<std::string, std::string>> rows;
   if (from_memory_) {
-    rows.push_back({"model", "from memory (" + std::to_string(prog_buffer_.size()) + " + " +
-                                 std::to_string(params_buffer_.size()) + " bytes)"});
+    // (A predictor's own copy of the config has dropped the buffers once the model was loaded.)
+    rows.push_back({"model", prog_buffer_.empty()
+                                 ? std::string("from memory")
+                                 : "from memory (" + std::to_string(prog_buffer_.size()) + " + " +
+                                       std::to_string(params_buffer_.size()) + " bytes)"});
   } else {
     if (!model_dir_.empty()) rows.push_back({"model_dir", model_dir_});
     rows.push_back({"prog_file", prog_file_});
@@ -482,6 +485,10 @@ Predictor::Predictor(const Config& config) : state_(std::make_shared<PredictorSt
         "oar_infer: the model has " << num_params << " parameters but the Config names no parameter file");
     load_separate_params(s, config.model_dir());
   }
+  // The predictor's copy of the config need not keep a second copy of an in-memory model (clones copy
+  // the config too).
+  std::string().swap(s.config.prog_buffer_);
+  std::string().swap(s.config.params_buffer_);
 }
 
 Predictor::Predictor(std::shared_ptr<PredictorState> state) : state_(std::move(state)) {}
