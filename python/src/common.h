@@ -67,7 +67,8 @@ void init_ops(py::module_& m);
 void init_runtime(py::module_& m);
 void init_dlpack(py::module_& m);    // dlpack.cc: Tensor.__dlpack__, oar.utils.dlpack
 void init_autograd(py::module_& m);  // autograd.cc: Tensor.backward/grad/..., grad mode, oar._C.grad
-void init_program(py::module_& m);
-void init_static(py::module_& m);    // static.cc: program building (static mode, to_static)   // program.cc: the program IR and model files (private helpers)
+void init_program(py::module_& m);    // program.cc: the program IR and model files (private helpers)
+void init_static(py::module_& m);     // static.cc: program building (static mode, to_static)
+void init_inference(py::module_& m);  // inference.cc: the inference API (oar.inference)
 
 }  // namespace oarpy
