@@ -172,3 +172,23 @@ def test_jit_errors(tmp_path):
         oar.jit.save(m, str(tmp_path / "x"))
     with pytest.raises(ValueError, match="bad extent"):
         InputSpec([2, "a"])
+
+
+def test_jit_saved_model_runs_in_the_predictor(tmp_path):
+    """A model saved by jit.save runs in the inference API (C++ predictor) with the eager results."""
+    import oar.inference as inference
+    oar.seed(4)
+    m = oar.vision.models.LeNet()
+    m.eval()
+    path = str(tmp_path / "lenet")
+    oar.jit.save(m, path, input_spec=[InputSpec([None, 1, 28, 28], "float32", "image")])
+    config = inference.Config(path + ".pdmodel", path + ".pdiparams")
+    predictor = inference.create_predictor(config)
+    assert predictor.get_input_names() == ["image"]
+    x = np.random.RandomState(0).randn(3, 1, 28, 28).astype("float32")
+    h = predictor.get_input_handle("image")
+    h.reshape(x.shape)
+    h.copy_from_cpu(x)
+    predictor.run()
+    out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(out, m(oar.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
