@@ -109,35 +109,136 @@ def _hashable(obj):
 
 # ---- one traced program ------------------------------------------------------------------------------------
 class ConcreteProgram:
-    """A program traced for one input signature, with its executor."""
+    """A program traced for one input signature, with its executors.
 
-    def __init__(self, program, feed_names, fetch_names, out_structure, place):
+    Without gradients (eval, no_grad) the whole program runs in one executor call. With gradients, the
+    forward part runs with autograd off and one autograd node stands for the whole program: its
+    backward runs the backward program, recorded once from the eager gradient rules (as append_backward
+    does), on the same scope, where the forward left the values the backward reads (Paddle's run_program
+    design). A second call before the first one's backward (the program used twice in one graph) falls
+    back to replaying the forward under autograd, which needs no saved scope."""
+
+    def __init__(self, program, feed_names, fetch_names, out_structure, place, sym_inputs, sym_outputs, params):
         self.main_program = program
         self.feed_names = feed_names
         self.fetch_names = fetch_names
         self.out_structure = out_structure
         self.place = place
+        self._sym_inputs, self._sym_outputs, self._params = sym_inputs, sym_outputs, params
         self._exe = None
-        self._fetch_captured = {}  # fetch index -> captured tensor (outputs that are parameters/constants)
+        self._train = None  # (forward executor, backward executor, output-grad names, wrt) once built
+        self._pending = 0   # forward runs whose backward has not run yet
+
+    def _bind(self, exe):
+        scope = exe.scope
+        for name, t in self.main_program._all_captures().items():
+            scope.set(name, t)
+        return exe
 
     def _executor(self):
         if self._exe is None:
-            fetch = [n for n in self.fetch_names if n is not None]
-            self._exe = _C._Executor(self.main_program.desc, self.place, feed_names=list(self.feed_names),
-                                     fetch_names=fetch)
-            scope = self._exe.scope
-            for name, t in self.main_program._all_captures().items():
-                scope.set(name, t)
+            forward = _C._filter_ops_by_role(self.main_program.desc, [0])  # without a recorded backward
+            self._exe = self._bind(_C._Executor(forward, self.place,
+                                                feed_names=list(self.feed_names), fetch_names=list(self.fetch_names)))
         return self._exe
 
+    def _build_training(self):
+        """Records the backward program (op_role 1) and makes the two executors sharing one scope."""
+        builder = self.main_program._builder
+        outs = [t for t in self._sym_outputs if _C._is_symbolic(t) and not t.stop_gradient]
+        wrt_params = [p for p in self._params if not p.stop_gradient]
+        input_idx = [i for i, x in enumerate(self._sym_inputs) if not x.stop_gradient]
+        wrt = wrt_params + [self._sym_inputs[i] for i in input_idx]
+        if not outs or not wrt:
+            self._train = False
+            return
+        seeds = [builder.create_var(_C._symbolic_name(o) + "@GRAD", o.shape, o.dtype, place=o.place) for o in outs]
+        builder.op_role = 1
+        prev = _C._set_builder(builder)
+        try:
+            grads = _C._grad(outs, wrt, seeds, False, False, True)
+        finally:
+            _C._set_builder(prev)
+            builder.op_role = 0
+        desc = self.main_program.desc
+        fwd = _C._filter_ops_by_role(desc, [0])
+        bwd = _C._filter_ops_by_role(desc, [1])
+        persistable = {v["name"] for v in desc.block(0)["vars"] if v["persistable"]}
+        seed_names = [_C._symbolic_name(g) for g in seeds]
+        read_by_bwd = set()
+        for op in bwd.block(0)["ops"]:
+            for names in op["inputs"].values():
+                read_by_bwd.update(names)
+        keep = sorted(read_by_bwd - persistable - set(seed_names))
+        grad_names = [_C._symbolic_name(g) if g is not None and _C._is_symbolic(g) else None for g in grads]
+        fetch = [n for n in grad_names if n is not None]
+        fexe = self._bind(_C._Executor(fwd, self.place, feed_names=list(self.feed_names),
+                                       fetch_names=list(self.fetch_names), keep=keep))
+        bexe = _C._Executor(bwd, self.place, scope=fexe.scope, feed_names=seed_names,
+                            fetch_names=fetch if fetch else [seed_names[0]])
+        diff_out = [self.fetch_names.index(_C._symbolic_name(o)) for o in outs]
+        self._train = (fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out)
+
     def run(self, tensors):
-        exe = self._executor()
         prev = _C._set_builder(None)
         try:
-            outs = exe.run(dict(zip(self.feed_names, tensors)))
+            if _C.is_grad_enabled() and (any(not p.stop_gradient for p in self._params) or
+                                         any(not t.stop_gradient for t in tensors)):
+                if self._train is None:
+                    self._build_training()
+                if self._train and self._pending == 0:
+                    return _unflatten(self.out_structure, self._run_training(tensors))
+            outs = self._executor().run(dict(zip(self.feed_names, tensors)))  # autograd replays if on
         finally:
             _C._set_builder(prev)
         return _unflatten(self.out_structure, outs)
+
+    def _run_training(self, tensors):
+        fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out = self._train
+        _C._set_grad_enabled(False)
+        try:
+            outs = fexe.run(dict(zip(self.feed_names, tensors)))
+        finally:
+            _C._set_grad_enabled(True)
+        # One autograd node for the program, whose inputs are what gradients flow to.
+        node_inputs = wrt_params + [tensors[i] for i in input_idx]
+        recorded = [outs[i] if i in diff_out else None for i in range(len(outs))]
+        pending = _Pending(self)
+        shapes = [(outs[i].shape, outs[i].dtype) for i in diff_out]
+
+        def backward(ctx, *gouts):
+            pending.done()
+            feeds = {}
+            for name, i, (shape, dtype) in zip(seed_names, diff_out, shapes):
+                g = gouts[i]
+                feeds[name] = g if g is not None else _zeros(shape, dtype)
+            got = bexe.run(feeds)
+            by_name = dict(zip([n for n in grad_names if n is not None], got))
+            return tuple(by_name.get(n) if n is not None else None for n in grad_names)
+
+        res = _C._pylayer_record(backward, None, node_inputs, recorded, True, "run_program")
+        return [r if r is not None else o for r, o in zip(res, outs)]
+
+
+class _Pending:
+    """Counts a forward run whose backward has not run; released when its autograd node goes away."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        cp._pending += 1
+
+    def done(self):
+        if self.cp is not None:
+            self.cp._pending -= 1
+            self.cp = None
+
+    def __del__(self):
+        self.done()
+
+
+def _zeros(shape, dtype):
+    from ..tensor.creation import zeros
+    return zeros(shape, dtype=dtype)
 
 
 def _trace(fn, args, kwargs, layer, specs=None, place=None):
@@ -168,7 +269,7 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     converted = _convert(fn)
     prev = _C._set_builder(builder)
     grad = _C.is_grad_enabled()
-    _C._set_grad_enabled(False)  # the executor's run is what autograd records
+    _C._set_grad_enabled(True)  # autograd nodes on the variables: the backward program is recorded from them
     try:
         out = converted(*sym_args, **sym_kwargs) if layer is None else converted(layer, *sym_args, **sym_kwargs)
     finally:
@@ -179,7 +280,9 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     fetch_names = []
     for t in flat_out:
         fetch_names.append(_C._symbolic_name(t) if _C._is_symbolic(t) else builder.capture(t))
-    return prog, names, fetch_names, out_structure
+    params = list(layer.parameters()) if layer is not None else []
+    params += [t for n, t in builder.captures().items() if n not in prog._params and not t.stop_gradient]
+    return prog, names, fetch_names, out_structure, syms, flat_out, params
 
 
 def _feed_names(fn, args, n, specs):
@@ -249,9 +352,9 @@ class StaticFunction:
 
     def _build(self, args, kwargs, tensors, specs=None):
         place = tensors[0].place if tensors else None
-        prog, names, fetch_names, out_structure = _trace(self._dygraph_function, args, kwargs, self._instance,
-                                                         specs, place)
-        return ConcreteProgram(prog, names, fetch_names, out_structure, place)
+        prog, names, fetch_names, out_structure, syms, outs, params = _trace(
+            self._dygraph_function, args, kwargs, self._instance, specs, place)
+        return ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
 
     # Paddle's introspection
     def get_concrete_program(self, *args, **kwargs):
