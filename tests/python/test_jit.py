@@ -192,3 +192,32 @@ def test_jit_saved_model_runs_in_the_predictor(tmp_path):
     predictor.run()
     out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
     np.testing.assert_allclose(out, m(oar.to_tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_to_static_called_twice_in_one_graph():
+    oar.seed(6)
+    a = oar.nn.Sequential(oar.nn.Linear(3, 3), oar.nn.Tanh())
+    b = oar.nn.Sequential(oar.nn.Linear(3, 3), oar.nn.Tanh())
+    b.set_state_dict({k: oar.to_tensor(v.numpy()) for k, v in a.state_dict().items()})
+    sa = oar.jit.to_static(a)
+    x = oar.to_tensor(np.random.RandomState(0).randn(4, 3).astype("float32"))
+    (sa(sa(x)) * 2).sum().backward()  # the second run happens before the first one's backward
+    (b(b(x)) * 2).sum().backward()
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        np.testing.assert_allclose(pa.grad.numpy(), pb.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # A forward with gradients on but no backward does not block the fast path afterwards.
+    sa(x)
+    cp = next(iter(sa.forward._cache.values()))
+    import gc
+    gc.collect()
+    assert cp._pending == 0
+
+
+def test_to_static_input_gradient():
+    @oar.jit.to_static
+    def f(x):
+        return (x * x).sum()
+
+    x = oar.to_tensor(np.array([1.0, -2.0, 3.0], "float32"), stop_gradient=False)
+    f(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, -4.0, 6.0])

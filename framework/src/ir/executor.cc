@@ -382,10 +382,11 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
     }
   }
   if (options_.garbage_collect) {
-    // The fetched values now belong to the caller.
+    // The fetched values now belong to the caller (unless another program reads them: options.keep).
     for (auto& n : fetch_names_) {
       const VarDesc* v = program_->global_block().find_var(n);
-      if (v == nullptr || !v->persistable) scope_->erase(n);
+      const bool kept = std::find(options_.keep.begin(), options_.keep.end(), n) != options_.keep.end();
+      if ((v == nullptr || !v->persistable) && !kept) scope_->erase(n);
     }
   }
   if (track) update_stats();
