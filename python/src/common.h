@@ -68,5 +68,6 @@ void init_runtime(py::module_& m);
 void init_dlpack(py::module_& m);    // dlpack.cc: Tensor.__dlpack__, oar.utils.dlpack
 void init_autograd(py::module_& m);  // autograd.cc: Tensor.backward/grad/..., grad mode, oar._C.grad
 void init_program(py::module_& m);   // program.cc: the program IR and model files (private helpers)
+void init_passes(py::module_& m);   // passes.cc: the inference passes (private helpers)
 
 }  // namespace oarpy

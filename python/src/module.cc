@@ -302,4 +302,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_autograd(m);
   oarpy::init_dlpack(m);
   oarpy::init_program(m);
+  oarpy::init_passes(m);
 }
