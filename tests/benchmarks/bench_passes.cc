@@ -7,6 +7,7 @@
 #include <oar/ir/passes.h>
 #include <oar/ir/program.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -21,13 +22,15 @@ std::string lenet(const std::string& f) {
   return std::string(OAR_SOURCE_DIR) + "/tests/fixtures/paddle/lenet/" + f;
 }
 
-// args: passes (0 off, 1 on), batch.
+// args: passes (0 off, 1 all but memory reuse, 2 all), batch, stats (collect ExecutorStats).
 void BM_LenetRun(benchmark::State& state) {
-  bool passes = state.range(0) != 0;
+  int64_t passes = state.range(0);
   int64_t batch = state.range(1);
   Program p = Program::load(lenet("model.pdmodel"));
   Scope params = load_param_scope(p, read_file_bytes(lenet("model.pdiparams"), 1 << 24));
-  if (passes) run_inference_passes(p, params);
+  PassOptions po;
+  po.memory_reuse = passes == 2;
+  if (passes > 0) run_inference_passes(p, params, po);
   ExecutorOptions eo;
   eo.collect_stats = state.range(2) != 0;
   Executor ex(p, cpu_place(), eo);
@@ -47,12 +50,10 @@ void BM_LenetRun(benchmark::State& state) {
 // Timing runs without stats collection (it walks the scope per instruction); the stats rows report bytes.
 BENCHMARK(BM_LenetRun)
     ->ArgNames({"passes", "batch", "stats"})
-    ->Args({0, 1, 0})
-    ->Args({1, 1, 0})
-    ->Args({0, 64, 0})
-    ->Args({1, 64, 0})
-    ->Args({0, 64, 1})
-    ->Args({1, 64, 1})
+    ->ArgsProduct({{0, 2}, {1, 64}, {0}})
+    ->ArgsProduct({{0, 1, 2}, {1, 64}, {1}})
+    ->ComputeStatistics("min",
+                        [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); })
     ->UseRealTime()
     ->MinTime(1.0)
     ->Unit(benchmark::kMicrosecond);
