@@ -193,6 +193,20 @@ TEST(Passes, CommonSubexpressionElimination) {
   expect_same(run(b.p, params, {{"x", x}}), ref, "cse");
 }
 
+// Attribute values are compared exactly (not through their 9-digit text form).
+TEST(Passes, CommonSubexpressionEliminationComparesAttributesExactly) {
+  Builder b;
+  for (auto n : {"x", "a", "c", "d"}) b.var(n, {2});
+  b.feed("x");
+  b.op("scale", {{"X", {"x"}}}, {{"Out", {"a"}}}, {{"scale", 0.1}});
+  b.op("scale", {{"X", {"x"}}}, {{"Out", {"c"}}}, {{"scale", 0.1 + 1e-15}});
+  b.op("elementwise_add", {{"X", {"a"}}, {"Y", {"c"}}}, {{"Out", {"d"}}});
+  b.fetch("d");
+  EXPECT_EQ(common_subexpression_elimination(b.p).ops_removed, 0);
+  b.p.global_block().mutable_ops()[2].set_attr("scale", 0.1);
+  EXPECT_EQ(common_subexpression_elimination(b.p).ops_removed, 1);
+}
+
 // ---- constant folding -------------------------------------------------------------------------------
 
 TEST(Passes, ConstantFoldingFoldsFillConstantChains) {
@@ -543,8 +557,11 @@ TEST(Passes, MemoryReuseLowersLenetPeak) {
   PassOptions without;
   without.memory_reuse = false;
   PassOptions with;
+  FixtureRun none = run_fixture("lenet", nullptr);
   FixtureRun a = run_fixture("lenet", &without), b = run_fixture("lenet", &with);
   expect_same(b.out, a.out, "lenet memory reuse");
+  std::printf("lenet peak live bytes without passes: %lld\n",
+              static_cast<long long>(none.stats.peak_live_bytes));
   std::printf(
       "lenet peak live bytes / tensors: %lld / %lld without memory reuse, %lld / %lld with\n",
       static_cast<long long>(a.stats.peak_live_bytes), static_cast<long long>(a.stats.peak_live_tensors),

@@ -9,8 +9,10 @@
 #include <oar/ir/passes.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -220,6 +222,46 @@ bool is_bookkeeping_attr(const std::string& n) {
          n == "op_device" || n == "with_quant_attr" || n == "use_mkldnn" || n == "use_cudnn";
 }
 
+// An exact, unambiguous text form of a value for CSE keys: strings length-prefixed, floating values as
+// their bits (attr_to_string rounds doubles to 9 digits).
+void key_of(std::ostream& o, const std::string& v) { o << v.size() << '"' << v; }
+void key_of(std::ostream& o, float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  o << 'f' << u;
+}
+void key_of(std::ostream& o, double v) {
+  uint64_t u;
+  std::memcpy(&u, &v, 8);
+  o << 'd' << u;
+}
+void key_of(std::ostream& o, int32_t v) { o << 'i' << v; }
+void key_of(std::ostream& o, int64_t v) { o << 'l' << v; }
+void key_of(std::ostream& o, bool v) { o << (v ? 'T' : 'F'); }
+void key_of(std::ostream& o, const BlockRef& v) { o << 'B' << v.idx; }
+void key_of(std::ostream& o, const VarRef& v) { key_of(o, v.name); }
+void key_of(std::ostream& o, const Scalar& v) {
+  o << 'S' << static_cast<int>(v.kind);
+  key_of(o, v.b);
+  key_of(o, v.i);
+  key_of(o, v.r);
+  key_of(o, v.re);
+  key_of(o, v.im);
+}
+template <typename T>
+void key_of(std::ostream& o, const std::vector<T>& v) {
+  o << '[' << v.size();
+  for (const auto& x : v) {
+    o << ',';
+    key_of(o, static_cast<T>(x));
+  }
+  o << ']';
+}
+void key_of(std::ostream& o, const Attribute& a) {
+  o << a.index() << ':';
+  std::visit([&](const auto& v) { key_of(o, v); }, a);
+}
+
 }  // namespace
 
 // ---- report -----------------------------------------------------------------------------------------
@@ -302,27 +344,33 @@ PassStat common_subexpression_elimination(Program& p) {
       // The key: type, inputs with the version of each (a variable rewritten in between is another
       // value), output slot shapes, and the attributes that matter, sorted by name.
       std::ostringstream key;
-      key << op.type << '\n';
+      key_of(key, op.type);
       auto ins = op.inputs;
       std::sort(ins.begin(), ins.end());
       for (auto& [slot, names] : ins) {
-        key << slot << ':';
-        for (auto& n : names) key << n << '#' << ver(n) << ',';
-        key << '\n';
+        key_of(key, slot);
+        key << '(' << names.size();
+        for (auto& n : names) {
+          key_of(key, n);
+          key << '#' << ver(n);
+        }
+        key << ')';
       }
       auto outs = op.outputs;
       std::sort(outs.begin(), outs.end());
       for (auto& [slot, names] : outs) {
-        key << slot << '>';
-        for (auto& n : names) key << (n == kEmptyVarName ? "-" : "v") << ',';
-        key << '\n';
+        key_of(key, slot);
+        key << '>';
+        for (auto& n : names) key << (n == kEmptyVarName ? '-' : 'v');
       }
       std::vector<std::pair<std::string, Attribute>> attrs;
       for (auto& a : op.attrs)
         if (!is_bookkeeping_attr(a.first)) attrs.push_back(a);
       std::sort(attrs.begin(), attrs.end(), [](auto& x, auto& y) { return x.first < y.first; });
-      for (auto& [n, a] : attrs)
-        key << n << '=' << static_cast<int>(attr_type(a)) << ':' << attr_to_string(a) << '\n';
+      for (auto& [n, a] : attrs) {
+        key_of(key, n);
+        key_of(key, a);
+      }
       auto [it, inserted] = first.emplace(key.str(), i);
       if (!inserted) {
         const OpDesc& prev = ops[it->second];
