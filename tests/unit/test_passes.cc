@@ -569,6 +569,22 @@ TEST(Passes, MemoryReuseLowersLenetPeak) {
   EXPECT_LT(b.stats.peak_live_bytes, a.stats.peak_live_bytes);
 }
 
+// On sim:0: parameters on the device, folded tensors computed and stored there.
+TEST(Passes, LenetOnSim) {
+  Place sim = Place::parse("sim:0");
+  Program p = Program::load(fixture("lenet/model.pdmodel"));
+  Scope params = load_param_scope(p, read_file_bytes(fixture("lenet/model.pdiparams"), 1 << 24), sim);
+  PassOptions o;
+  o.place = sim;
+  run_inference_passes(p, params, o);
+  for (auto& n : params.names()) EXPECT_EQ(params.find(n)->place(), sim) << n;
+  Executor ex(p, sim);
+  copy_scope(params, ex.scope());
+  auto r = ex.run({{"image", npy_tensor(read_npy(fixture("lenet/input.npy")))}});
+  EXPECT_EQ(r[0].place(), sim);
+  expect_matches_paddle(r[0], "lenet");
+}
+
 // Programs with sub-blocks: nothing the sub-block names is renamed or removed.
 TEST(Passes, SubBlocksAreLeftAlone) {
   Program p = Program::load(fixture("while_loop/model.pdmodel"));
