@@ -467,6 +467,133 @@ TEST(Passes, MemoryReuseRenamesDeadInputs) {
   expect_same(run(b.p, params, feeds), ref, "memory reuse");
 }
 
+// ---- random programs --------------------------------------------------------------------------------
+
+// Random non-SSA programs mixing every pattern (dead ops, duplicates, rewrites of a variable, in-place
+// ops, constant chains, matmul + bias (+ relu), add + act): every pass set keeps the fetched values.
+TEST(Passes, RandomProgramsKeepResults) {
+  std::mt19937 rng(1234);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  const char* unary[] = {"relu", "tanh", "sigmoid", "abs", "scale", "gelu"};
+  const char* binary[] = {"elementwise_add", "elementwise_sub", "elementwise_mul"};
+  int fused_total = 0, removed_total = 0, renamed_total = 0;
+  for (int prog = 0; prog < 150; ++prog) {
+    Builder b;
+    b.var("W", {4, 4}, true);
+    b.var("B", {4}, true);
+    std::vector<std::string> vars{"x", "y"};  // readable variables; x and y are fed
+    b.var("x", {3, 4});
+    b.var("y", {3, 4});
+    b.feed("x");
+    b.feed("y", 1);
+    int next = 0;
+    auto fresh = [&]() {
+      std::string n = "v" + std::to_string(next++);
+      b.var(n, {3, 4});
+      return n;
+    };
+    auto any = [&]() { return vars[static_cast<size_t>(pick(static_cast<int>(vars.size())))]; };
+    // Output: a new variable, or (sometimes) a rewrite of an existing non-fed one.
+    auto out_for = [&](const std::string& in) {
+      int r = pick(10);
+      if (r == 0 && in != "x" && in != "y") return in;  // in place
+      if (r == 1 && vars.size() > 2) {
+        std::string v = vars[2 + static_cast<size_t>(pick(static_cast<int>(vars.size()) - 2))];
+        return v;
+      }
+      std::string n = fresh();
+      vars.push_back(n);
+      return n;
+    };
+    std::vector<OpDesc> pure;  // ops that may be duplicated
+    int n_ops = 4 + pick(12);
+    for (int k = 0; k < n_ops; ++k) {
+      int kind = pick(10);
+      if (kind < 3) {
+        std::string t = unary[pick(6)], in = any();
+        AttrList a;
+        if (t == "scale") a = {{"scale", 0.5f + static_cast<float>(pick(3))}, {"bias", 0.25f}};
+        if (t == "gelu") a = {{"approximate", false}};
+        b.op(t, {{"X", {in}}}, {{"Out", {out_for(in)}}}, a);
+        pure.push_back(b.g.ops().back());
+      } else if (kind < 5) {
+        std::string x = any(), y = any();
+        b.op(binary[pick(3)], {{"X", {x}}, {"Y", {y}}}, {{"Out", {out_for(x)}}}, {{"axis", int32_t{-1}}});
+        pure.push_back(b.g.ops().back());
+      } else if (kind == 5 && !pure.empty()) {  // a duplicate (CSE) writing a fresh variable
+        OpDesc d = pure[static_cast<size_t>(pick(static_cast<int>(pure.size())))];
+        std::string n = fresh();
+        vars.push_back(n);
+        d.outputs = {{"Out", {n}}};
+        b.g.append_op(d);
+      } else if (kind == 6) {  // matmul + bias (+ relu)
+        std::string t = fresh(), u = fresh();
+        b.op("matmul_v2", {{"X", {any()}}, {"Y", {"W"}}}, {{"Out", {t}}});
+        b.op("elementwise_add", {{"X", {t}}, {"Y", {"B"}}}, {{"Out", {u}}});
+        if (pick(2)) {
+          std::string r = fresh();
+          b.op("relu", {{"X", {u}}}, {{"Out", {r}}});
+          vars.push_back(r);
+        } else {
+          vars.push_back(u);
+        }
+      } else if (kind == 7) {  // constant chain added to a variable
+        std::string c = fresh(), c2 = fresh(), o = fresh();
+        b.op("fill_constant", {}, {{"Out", {c}}},
+             {{"shape", std::vector<int64_t>{3, 4}},
+              {"dtype", int32_t{5}},
+              {"value", 0.5f * static_cast<float>(pick(4))}});
+        b.op("scale", {{"X", {c}}}, {{"Out", {c2}}}, {{"scale", 2.0f}, {"bias", -0.5f}});
+        b.op("elementwise_add", {{"X", {any()}}, {"Y", {c2}}}, {{"Out", {o}}});
+        vars.push_back(o);
+      } else {  // add + act
+        std::string s1 = fresh(), o = fresh();
+        b.op("elementwise_add", {{"X", {any()}}, {"Y", {any()}}}, {{"Out", {s1}}});
+        b.op(pick(2) ? "relu" : "tanh", {{"X", {s1}}}, {{"Out", {o}}});
+        vars.push_back(o);
+      }
+    }
+    int n_fetch = 1 + pick(3);
+    std::vector<std::string> fetched;
+    for (int f = 0; f < n_fetch; ++f) {
+      std::string v = f == 0 ? vars.back() : any();  // the last result, and maybe others
+      if (std::find(fetched.begin(), fetched.end(), v) != fetched.end()) continue;
+      b.fetch(v, static_cast<int>(fetched.size()));
+      fetched.push_back(v);
+    }
+    Scope params;
+    params.set("W", random_tensor(Dims{4, 4}, 100 + prog));
+    params.set("B", random_tensor(Dims{4}, 200 + prog));
+    std::map<std::string, Tensor> feeds{{"x", random_tensor(Dims{3, 4}, 300 + prog)},
+                                        {"y", random_tensor(Dims{3, 4}, 400 + prog)}};
+    auto ref = run(b.p, params, feeds);
+    for (int mask : {127, 1, 2, 4, 8, 16, 32, 64, 63}) {
+      PassOptions o;
+      o.dce = mask & 1, o.cse = mask & 2, o.constant_folding = mask & 4, o.fold_conv_bn = mask & 8;
+      o.fuse_matmul_bias = mask & 16, o.fuse_elementwise_act = mask & 32, o.memory_reuse = mask & 64;
+      Program q = b.p;
+      Scope qp;
+      copy_scope(params, qp);
+      PassReport r = run_inference_passes(q, qp, o);
+      q.validate();
+      std::string what = "program " + std::to_string(prog) + " mask " + std::to_string(mask) + "\n" +
+                         b.p.to_string() + "\n-> " + q.to_string();
+      expect_same(run(q, qp, feeds), ref, what);
+      if (HasFatalFailure()) return;
+      if (mask == 127)
+        for (auto& ps : r.passes) {
+          fused_total += static_cast<int>(ps.ops_fused);
+          removed_total += static_cast<int>(ps.ops_removed);
+          renamed_total += static_cast<int>(ps.vars_renamed);
+        }
+    }
+  }
+  std::printf("random programs: %d ops removed, %d patterns fused, %d variables renamed\n", removed_total,
+              fused_total, renamed_total);
+  EXPECT_GT(fused_total, 50);
+  EXPECT_GT(renamed_total, 20);
+}
+
 // ---- fixtures ---------------------------------------------------------------------------------------
 
 namespace {
