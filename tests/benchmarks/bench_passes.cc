@@ -1,5 +1,5 @@
 // Inference passes on the PaddlePaddle LeNet fixture (tests/fixtures/paddle/lenet): latency of one
-// Executor::run with the passes off and on, at the fixture's batch and at batch 64, plus the peak live
+// Executor::run with the passes off and on, at batch 1 and batch 64, plus the peak live
 // bytes ExecutorStats reports (counters peak_live_bytes / ops). Run ./bin/oar_bench_passes by hand
 // (on a shared machine: OMP_NUM_THREADS=1 ./bin/oar_bench_passes --benchmark_repetitions=10).
 #include <benchmark/benchmark.h>
