@@ -671,6 +671,10 @@ TEST(Passes, FixtureOpLists) {
   EXPECT_EQ(std::count(t.begin(), t.end(), "fc"), 1);
   EXPECT_EQ(std::count(t.begin(), t.end(), "fused_elemwise_add_activation"), 2);
   EXPECT_LT(rep.ops_after, rep.ops_before);
+  // Running the passes again changes nothing.
+  Program again = p;
+  run_inference_passes(again, params);
+  EXPECT_EQ(again, p);
   // The MLP: two matmul_v2 + add (+ relu) become fc ops.
   Program m = Program::load(fixture("mlp/model.pdmodel"));
   Scope mp = load_param_scope(m, read_file_bytes(fixture("mlp/model.pdiparams"), 1 << 24));
