@@ -311,6 +311,35 @@ TEST(Passes, FuseMatmulBiasActIntoFc) {
   expect_same(run(b.p, params, feeds), ref, "fc");
 }
 
+// A fusion moves the write of its output up to the first op; a read of that variable in between (here a
+// persistable's old value) blocks it.
+TEST(Passes, FusionsKeepReadsOfTheOldValue) {
+  Builder b;
+  b.var("x", {2, 4});
+  for (auto n : {"m", "r", "s"}) b.var(n);
+  b.var("w", {4, 3}, true);
+  b.var("bias", {3}, true);
+  b.var("state", {2, 3}, true);
+  b.feed("x");
+  b.op("matmul_v2", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"m"}}});
+  b.op("relu", {{"X", {"state"}}}, {{"Out", {"r"}}});  // reads the old state
+  b.op("elementwise_add", {{"X", {"m"}}, {"Y", {"bias"}}}, {{"Out", {"state"}}});
+  b.op("elementwise_add", {{"X", {"r"}}, {"Y", {"state"}}}, {{"Out", {"s"}}});
+  b.fetch("s");
+  Scope params;
+  params.set("w", random_tensor(Dims{4, 3}, 40));
+  params.set("bias", random_tensor(Dims{3}, 41));
+  params.set("state", random_tensor(Dims{2, 3}, 42));
+  std::map<std::string, Tensor> feeds{{"x", random_tensor(Dims{2, 4}, 43)}};
+  auto ref = run(b.p, params, feeds);
+  Program q = b.p;
+  Scope qp;
+  copy_scope(params, qp);
+  EXPECT_EQ(fuse_matmul_bias(q, qp).ops_fused, 0);
+  run_inference_passes(q, qp);
+  expect_same(run(q, qp, feeds), ref, "old value read");
+}
+
 TEST(Passes, FuseElementwiseAddActivation) {
   Builder b;
   b.var("x", {2, 3, 4});

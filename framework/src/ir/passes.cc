@@ -454,6 +454,13 @@ PassStat constant_folding(Program& p, Scope& params, Place place) {
 
 namespace {
 
+// Whether an op strictly between lo and hi reads `name`.
+bool read_between(const std::vector<OpDesc>& ops, size_t lo, size_t hi, const std::string& name) {
+  for (size_t k = lo + 1; k < hi; ++k)
+    if (op_reads(ops[k], name)) return true;
+  return false;
+}
+
 // One fc rewrite starting at op i, or false when op i does not start the pattern.
 bool try_fuse_fc(Program& p, Scope& params, const Analysis& an, size_t i, int64_t* removed) {
   Block& b = p.global_block();
@@ -487,9 +494,6 @@ bool try_fuse_fc(Program& p, Scope& params, const Analysis& an, size_t i, int64_
   int64_t axis = attr_int_or(add, "axis", -1);
   if (axis != -1 && axis != in_num_col_dims) return false;
   if (an.n_writes(a) != 1 || op_reads(add, a)) return false;
-  // X must still hold the same value where the fc will run (op i): nothing writes it in between.
-  for (size_t k = i + 1; k < j; ++k)
-    if (op_writes(ops[k], x)) return false;
   std::string act, out = a;
   std::vector<size_t> gone{j};
   if (an.single_use_temp(a)) {
@@ -503,6 +507,9 @@ bool try_fuse_fc(Program& p, Scope& params, const Analysis& an, size_t i, int64_
       gone.push_back(k);
     }
   }
+  // The fc runs at op i, so its output is written earlier than before: nothing in between may read
+  // it (a persistable output's old value, say).
+  if (read_between(ops, i, gone.back(), out)) return false;
   OpDesc fc;
   fc.type = "fc";
   fc.inputs = {{"Input", {x}}, {"W", {w}}, {"Bias", {bias}}};
@@ -530,6 +537,7 @@ bool try_fuse_add_act(Program& p, const Analysis& an, size_t i) {
   std::string out = one(act.output("Out"));
   if (name == nullptr || one(act.input("X")) != t || out.empty() || an.n_writes(out) != 1 || out == t)
     return false;
+  if (read_between(ops, i, j, out)) return false;  // the fused op writes `out` at op i (see fc)
   OpDesc f;
   f.type = "fused_elemwise_add_activation";
   f.inputs = {{"X", {x}}, {"Y", {y}}};
@@ -653,6 +661,8 @@ bool try_fold_conv_bn(Program& p, Scope& params, const Analysis& an, size_t i) {
       if (!alias && (an.pinned.count(n) || !an.readers_of(n).empty())) return false;
     }
   }
+  // With a bias add, Y is written at the add (earlier than the batch_norm): nothing in between may read it.
+  if (add_idx && read_between(ops, *add_idx, j, y)) return false;
   double eps = attr_float_or(bn, "epsilon", 1e-5);
   // inv = scale / sqrt(var + eps); W' = W * inv per output channel; b' = (b - mean) * inv + bias.
   const Tensor& vt = *params.find(var);
