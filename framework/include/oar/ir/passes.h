@@ -4,7 +4,9 @@
 // (constant folding, conv + batch_norm folding) read them from a Scope holding the parameters by name
 // and write the tensors they create into it (as new persistable variables of the program). Op types a
 // pass does not know (including native "oar.<op>" ops) are never removed, merged or rewritten, and
-// variables used by sub-blocks, fed, fetched or persistable are never renamed or removed.
+// variables used by sub-blocks, fed, fetched or persistable are never renamed or fused away.
+// Persistable variables no op names any more (batch_norm parameters after folding, a weight whose
+// transpose was folded) are dropped from the program and from the scope by DCE / fold_conv_bn.
 #pragma once
 
 #include <oar/core/place.h>
@@ -43,12 +45,19 @@ struct PassReport {
   std::string to_string() const;
 };
 
+// Removes pure ops whose outputs nobody needs; with `params`, also unreferenced persistables.
 PassStat dead_code_elimination(Program& program, Scope* params = nullptr);
+// Merges an op into an earlier identical one (same type, input values and attributes).
 PassStat common_subexpression_elimination(Program& program);
+// Precomputes ops whose inputs are all constants (parameters, fill_constant, ...) into `params`.
 PassStat constant_folding(Program& program, Scope& params, Place place = cpu_place());
+// matmul_v2 / mul + elementwise_add of a bias (+ relu / gelu / tanh / sigmoid) -> fc.
 PassStat fuse_matmul_bias(Program& program, Scope& params);
+// elementwise_add + relu / sigmoid / tanh / gelu -> fused_elemwise_add_activation.
 PassStat fuse_elementwise_act(Program& program);
+// conv2d (+ per-channel bias add) + batch_norm (inference) -> conv2d with a folded filter + add.
 PassStat fold_conv_bn(Program& program, Scope& params);
+// Elementwise ops write into their dead input's variable (Paddle's in-place form Out == X).
 PassStat memory_reuse(Program& program);
 
 // Runs the enabled passes in this order: DCE, CSE, constant folding, conv+bn folding, matmul+bias
