@@ -69,6 +69,7 @@ void init_dlpack(py::module_& m);    // dlpack.cc: Tensor.__dlpack__, oar.utils.
 void init_autograd(py::module_& m);  // autograd.cc: Tensor.backward/grad/..., grad mode, oar._C.grad
 void init_program(py::module_& m);    // program.cc: the program IR and model files (private helpers)
 void init_static(py::module_& m);     // static.cc: program building (static mode, to_static)
+void init_passes(py::module_& m);     // passes.cc: the inference passes (private helpers)
 void init_inference(py::module_& m);  // inference.cc: the inference API (oar.inference)
 
 }  // namespace oarpy

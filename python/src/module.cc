@@ -303,5 +303,6 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_dlpack(m);
   oarpy::init_program(m);
   oarpy::init_static(m);
+  oarpy::init_passes(m);
   oarpy::init_inference(m);
 }

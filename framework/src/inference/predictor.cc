@@ -5,6 +5,7 @@
 #include <oar/core/runtime.h>
 #include <oar/inference/predictor.h>
 #include <oar/ir/executor.h>
+#include <oar/ir/passes.h>
 #include <oar/ir/params.h>
 #include <oar/ir/program.h>
 
@@ -464,7 +465,6 @@ Predictor::Predictor(const Config& config) : state_(std::make_shared<PredictorSt
     program = oar::ir::Program::load(config.prog_file());
   }
   s.program = std::make_shared<oar::ir::Program>(std::move(program));
-  if (config.ir_optim()) apply_ir_passes();
   make_executor(s);
 
   const size_t num_params = oar::ir::combined_param_names(*s.program).size();
@@ -485,6 +485,7 @@ Predictor::Predictor(const Config& config) : state_(std::make_shared<PredictorSt
         "oar_infer: the model has " << num_params << " parameters but the Config names no parameter file");
     load_separate_params(s, config.model_dir());
   }
+  if (config.ir_optim()) apply_ir_passes();
   // The predictor's copy of the config need not keep a second copy of an in-memory model (clones copy
   // the config too).
   std::string().swap(s.config.prog_buffer_);
@@ -496,12 +497,19 @@ Predictor::Predictor(std::shared_ptr<PredictorState> state) : state_(std::move(s
 Predictor::~Predictor() = default;
 
 void Predictor::apply_ir_passes() {
-  // TODO(lead): call run_inference_passes (oar::ir::run_inference_passes, another helper's pass
-  // pipeline) on the program here, e.g.
-  //   auto p = std::make_shared<oar::ir::Program>(*state_->program);
-  //   oar::ir::run_inference_passes(*p, state_->place);
-  //   state_->program = p;
-  // Until then SwitchIrOptim(true) runs the program as saved.
+  // The passes run on a copy of the program with the loaded parameters (some fold parameters into new
+  // ones); the executor is then rebuilt from the optimised program with the resulting parameters.
+  PredictorState& s = *state_;
+  auto optimised = std::make_shared<oar::ir::Program>(*s.program);
+  oar::ir::Scope params;
+  oar::ir::copy_scope(s.exec->scope(), params);
+  oar::ir::PassOptions opts;
+  opts.place = s.place;
+  opts.memory_reuse = s.config.enable_memory_optim();
+  oar::ir::run_inference_passes(*optimised, params, opts);
+  s.program = std::move(optimised);
+  make_executor(s);
+  oar::ir::copy_scope(params, s.exec->scope());
 }
 
 std::vector<std::string> Predictor::GetInputNames() const { return state_->input_names; }

@@ -217,6 +217,84 @@ OpKernelFn tr_mul(const OpDesc& op) {
   };
 }
 
+// ---- fused ops produced by the inference passes (passes.cc) -------------------------------------
+
+// The activations fc and fused_elemwise_add_activation accept (Paddle's fc kernel only runs "relu";
+// gelu / tanh / sigmoid are oar extensions the fusion pass may produce).
+using ActFn = Tensor (*)(const Tensor&);
+Tensor act_gelu(const Tensor& x) { return ops::gelu(x, false); }
+Tensor act_identity(const Tensor& x) { return x; }
+ActFn find_act(const OpDesc& op, const std::string& name, bool allow_identity) {
+  if (allow_identity && (name.empty() || name == "identity")) return act_identity;
+  if (name == "relu") return ops::relu;
+  if (name == "sigmoid") return ops::sigmoid;
+  if (name == "tanh") return ops::tanh;
+  if (name == "gelu") return act_gelu;
+  OAR_THROW(ErrorCode::kUnimplemented,
+            op.type << ": activation '" << name << "' is not supported (relu, gelu, tanh, sigmoid)");
+}
+
+// fc: Out = act(flatten(Input, in_num_col_dims) @ W + Bias), reshaped to Input.dims[:k] + [N].
+OpKernelFn tr_fc(const OpDesc& op) {
+  int64_t k = attr_int(op, "in_num_col_dims", 1);
+  ActFn act = find_act(op, attr_str(op, "activation_type", ""), true);
+  OAR_ENFORCE(!attr_bool(op, "padding_weights", false), ErrorCode::kUnimplemented,
+              "fc: padding_weights is not supported");
+  return [k, act](OpRunContext& c) {
+    const Tensor& x = c.in("Input");
+    const Tensor& w = c.in("W");
+    OAR_ENFORCE(w.ndim() == 2 && k >= 1 && k < x.ndim(), ErrorCode::kInvalidArgument,
+                "fc: W " << w.dims().to_string() << " must be 2-D and in_num_col_dims " << k
+                         << " in [1, rank) of Input " << x.dims().to_string());
+    int64_t rows = 1, cols = 1;
+    for (int32_t i = 0; i < x.ndim(); ++i) (i < k ? rows : cols) *= x.dim(i);
+    OAR_ENFORCE(cols == w.dim(0), ErrorCode::kInvalidArgument,
+                "fc: Input " << x.dims().to_string() << " flattened at " << k << " has " << cols
+                             << " columns but W is " << w.dims().to_string());
+    Tensor out = ops::matmul(x.reshape(Dims{rows, cols}), w);
+    if (c.has_in("Bias")) out = ops::add(out, c.in("Bias").reshape(Dims{1, -1}));
+    out = act(out);
+    std::vector<int64_t> od(x.dims().begin(), x.dims().begin() + k);
+    od.push_back(w.dim(1));
+    c.set_out("Out", out.reshape(Dims(od)));
+  };
+}
+
+// fused_elemwise_add_activation with functor_list [act, "elementwise_add"]: Out = act(X + Y), or
+// ["elementwise_add", act]: Out = X + act(Y); act is relu, sigmoid, tanh, gelu or scale (attr scale).
+// IntermediateOut (X + Y, resp. act(Y)) is written only when save_intermediate_out is true.
+OpKernelFn tr_fused_add_act(const OpDesc& op) {
+  const Attribute* fl = op.find_attr("functor_list");
+  const auto* list = fl ? std::get_if<std::vector<std::string>>(fl) : nullptr;
+  OAR_ENFORCE(list != nullptr && list->size() == 2 &&
+                  ((*list)[0] == "elementwise_add") != ((*list)[1] == "elementwise_add"),
+              ErrorCode::kUnimplemented,
+              op.type << ": functor_list must be [act, elementwise_add] or [elementwise_add, act]");
+  bool add_first = (*list)[1] == "elementwise_add";  // act(X + Y)
+  std::string an = add_first ? (*list)[0] : (*list)[1];
+  double scale = attr_float(op, "scale", 0.0);
+  ActFn act = an == "scale" ? nullptr : find_act(op, an, false);
+  int64_t axis = attr_int(op, "axis", -1);
+  bool save = attr_bool(op, "save_intermediate_out", false);
+  const OpDesc* o = &op;
+  return [=](OpRunContext& c) {
+    Tensor x = c.in("X"), y = c.in("Y");
+    auto f = [&](const Tensor& t) { return act ? act(t) : ops::multiply(t, scalar_like(scale, t)); };
+    if (!add_first) y = f(y);
+    Tensor inter = y;
+    if (axis != -1 && x.ndim() != y.ndim()) {
+      if (y.ndim() < x.ndim())
+        y = align_for_axis(*o, y, x.ndim(), axis);
+      else
+        x = align_for_axis(*o, x, y.ndim(), axis);
+    }
+    Tensor sum = ops::add(x, y);
+    if (add_first) inter = sum;
+    c.set_out("Out", add_first ? f(sum) : sum);
+    if (save) c.set_out("IntermediateOut", inter);
+  };
+}
+
 // ---- conv / pool ------------------------------------------------------------------------------------
 
 // Paddle paddings: [ph, pw] (symmetric) or [top, bottom, left, right]; oar wants before/after per dim.
@@ -460,6 +538,8 @@ const std::map<std::string, OpTranslation>& table() {
       {"matmul_v2", tr_matmul_v2},
       {"matmul", tr_matmul},
       {"mul", tr_mul},
+      {"fc", tr_fc},
+      {"fused_elemwise_add_activation", tr_fused_add_act},
       {"conv2d", tr_conv2d},
       {"depthwise_conv2d", tr_conv2d},
       {"pool2d", tr_pool2d},

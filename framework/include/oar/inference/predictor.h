@@ -255,7 +255,7 @@ class Predictor {
 
  private:
   explicit Predictor(std::shared_ptr<detail::PredictorState> state);
-  void apply_ir_passes();  // the inference pass pipeline, on the program before lowering
+  void apply_ir_passes();  // the inference pass pipeline, on the loaded program and parameters
   std::shared_ptr<detail::PredictorState> state_;
 };
 
