@@ -157,7 +157,9 @@ TEST(Predictor, NamesTypesAndShapes) {
 }
 
 TEST(Predictor, CloneSharesWeightsAndHasItsOwnState) {
-  auto p = oar_infer::CreatePredictor(fixture_config("lenet"));
+  oar_infer::Config config = fixture_config("lenet");
+  config.SwitchIrOptim(false);  // keep the file's parameter names (conv+bn folding replaces some)
+  auto p = oar_infer::CreatePredictor(config);
   auto c = p->Clone();
   Npy in = read_npy(fixture("lenet/input.npy"));
   Npy out = read_npy(fixture("lenet/output.npy"));
@@ -235,6 +237,8 @@ TEST(Predictor, MemoryOptimAndShrink) {
   Npy out = read_npy(fixture("lenet/output.npy"));
   oar_infer::Config keep = fixture_config("lenet");  // memory optim off (Paddle's default)
   oar_infer::Config gc = fixture_config("lenet");
+  keep.SwitchIrOptim(false);  // variables are looked up by the file's names below
+  gc.SwitchIrOptim(false);
   gc.EnableMemoryOptim();
   EXPECT_FALSE(keep.enable_memory_optim());
   EXPECT_TRUE(gc.enable_memory_optim());
@@ -567,4 +571,18 @@ TEST(Predictor, SeveralInputsAndOutputs) {
                  "which is INT64 into a FLOAT32 buffer");
     expect_error([&] { hk->Reshape({4}); }, ErrorCode::kInvalidArgument, "the model declares [2, 2]");
   }
+}
+
+TEST(Predictor, IrOptimGivesTheSameOutputsWithFewerOps) {
+  Npy in = read_npy(fixture("lenet/input.npy"));
+  Npy out = read_npy(fixture("lenet/output.npy"));
+  oar_infer::Config plain = fixture_config("lenet");
+  plain.SwitchIrOptim(false);
+  auto a = oar_infer::CreatePredictor(plain);
+  auto b = oar_infer::CreatePredictor(fixture_config("lenet"));  // passes on (the default)
+  expect_close(run_once(*a, in), out, "passes off");
+  expect_close(run_once(*b, in), out, "passes on");
+  // conv + batch_norm folding removed the batch_norm parameters.
+  EXPECT_TRUE(a->GetVariable("batch_norm2d_0.b_0").defined());
+  EXPECT_FALSE(b->GetVariable("batch_norm2d_0.b_0").defined());
 }
