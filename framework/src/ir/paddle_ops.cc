@@ -4,6 +4,7 @@
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
+#include <oar/core/ops_manip.h>
 #include <oar/core/ops_nn.h>
 #include <oar/ir/executor.h>
 
@@ -246,11 +247,18 @@ std::vector<int64_t> algo_pads(const std::string& algo, const std::vector<int64_
   return out;
 }
 
-OpKernelFn tr_conv2d(const OpDesc& op) {
-  require_nchw(op, "data_format");
-  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
-  std::vector<int64_t> dil = attr_ints(op, "dilations", {1, 1});
-  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+// conv2d / depthwise_conv2d (ND = 2) and conv3d (ND = 3), NCHW / NCDHW.
+template <size_t ND>
+OpKernelFn tr_conv(const OpDesc& op) {
+  std::string layout = attr_str(op, "data_format", ND == 2 ? "NCHW" : "NCDHW");
+  OAR_ENFORCE(layout == (ND == 2 ? "NCHW" : "NCDHW") || layout == "AnyLayout", ErrorCode::kUnimplemented,
+              op.type << ": data_format '" << layout << "' is not supported (only "
+                      << (ND == 2 ? "NCHW" : "NCDHW") << ")");
+  std::vector<int64_t> strides = attr_ints(op, "strides", std::vector<int64_t>(ND, 1));
+  std::vector<int64_t> dil = attr_ints(op, "dilations", std::vector<int64_t>(ND, 1));
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", std::vector<int64_t>(ND, 0)), ND);
+  OAR_ENFORCE(strides.size() == ND && dil.size() == ND, ErrorCode::kInvalidArgument,
+              op.type << ": strides and dilations must have " << ND << " values");
   int64_t groups = attr_int(op, "groups", 1);
   std::string algo = attr_str(op, "padding_algorithm", "EXPLICIT");
   OAR_ENFORCE(algo == "EXPLICIT" || algo == "SAME" || algo == "VALID", ErrorCode::kInvalidArgument,
@@ -258,15 +266,26 @@ OpKernelFn tr_conv2d(const OpDesc& op) {
   return [=](OpRunContext& c) {
     const Tensor& x = c.in("Input");
     const Tensor& w = c.in("Filter");
-    std::vector<int64_t> k{w.dim(2), w.dim(3)}, eff_k = k;
-    for (size_t i = 0; i < 2; ++i) eff_k[i] = dil[i] * (k[i] - 1) + 1;
+    OAR_ENFORCE(w.ndim() == static_cast<int32_t>(ND + 2), ErrorCode::kInvalidArgument,
+                c.op->type << ": Filter must have rank " << ND + 2 << ", got " << w.dims().to_string());
+    std::vector<int64_t> k, eff_k;
+    for (size_t i = 0; i < ND; ++i) {
+      k.push_back(w.dim(static_cast<int32_t>(2 + i)));
+      eff_k.push_back(dil[i] * (k[i] - 1) + 1);
+    }
     std::vector<int64_t> p = algo_pads(algo, pads, x.dims(), eff_k, strides);
     Attrs a{{"strides", strides}, {"paddings", p}, {"dilations", dil}, {"groups", groups}};
     Tensor out = call_op("conv", {x, w}, a)[0];
-    if (c.has_in("Bias")) out = ops::add(out, c.in("Bias").reshape(Dims{1, -1, 1, 1}));
+    if (c.has_in("Bias")) {
+      std::vector<int64_t> bd(ND + 2, 1);
+      bd[1] = -1;
+      out = ops::add(out, c.in("Bias").reshape(Dims(bd)));
+    }
     c.set_out("Output", out);
   };
 }
+OpKernelFn tr_conv2d(const OpDesc& op) { return tr_conv<2>(op); }
+OpKernelFn tr_conv3d(const OpDesc& op) { return tr_conv<3>(op); }
 
 OpKernelFn tr_pool2d(const OpDesc& op) {
   require_nchw(op, "data_format");
@@ -423,6 +442,222 @@ OpKernelFn tr_fill_constant(const OpDesc& op) {
   return [shape, d, value](OpRunContext& c) { c.set_out("Out", ops::full(Dims(shape), value, d, c.place)); };
 }
 
+// ---- ops export_paddle_dialect emits (paddle_export.cc) ------------------------------------------------
+
+// Unary ops whose Paddle name is an oar op name (X -> Out, no attributes).
+OpKernelFn tr_unary_same(const OpDesc& op) {
+  if (op.type == "round")
+    OAR_ENFORCE(attr_int(op, "decimals", 0) == 0, ErrorCode::kUnimplemented,
+                "round: decimals " << attr_int(op, "decimals", 0) << " is not supported (only 0)");
+  const OpDef* def = OpRegistry::get().find(op.type);
+  OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op of that name");
+  return [def](OpRunContext& c) { c.set_out("Out", call_op(*def, {c.in("X")})[0]); };
+}
+
+// Binary ops without Paddle's elementwise axis (logical_*).
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+OpKernelFn tr_binary_plain(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", F(c.in("X"), c.in("Y"))); };
+}
+
+Tensor floor_divide_op(const Tensor& x, const Tensor& y) { return call_op("floor_divide", {x, y})[0]; }
+Tensor remainder_op(const Tensor& x, const Tensor& y) { return call_op("remainder", {x, y})[0]; }
+
+OpKernelFn tr_elu(const OpDesc& op) {
+  double alpha = attr_float(op, "alpha", 1.0);
+  return [alpha](OpRunContext& c) { c.set_out("Out", ops::elu(c.in("X"), alpha)); };
+}
+
+OpKernelFn tr_softplus(const OpDesc& op) {
+  double beta = attr_float(op, "beta", 1.0), th = attr_float(op, "threshold", 20.0);
+  return [beta, th](OpRunContext& c) { c.set_out("Out", ops::softplus(c.in("X"), beta, th)); };
+}
+
+OpKernelFn tr_hard_sigmoid(const OpDesc& op) {
+  double slope = attr_float(op, "slope", 0.2), offset = attr_float(op, "offset", 0.5);
+  return [slope, offset](OpRunContext& c) { c.set_out("Out", ops::hardsigmoid(c.in("X"), slope, offset)); };
+}
+
+OpKernelFn tr_log_softmax(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", -1);
+  return [axis](OpRunContext& c) { c.set_out("Out", ops::log_softmax(c.in("X"), axis)); };
+}
+
+DType paddle_dtype_attr(const OpDesc& op, const char* name, int64_t def) {
+  int64_t code = attr_int(op, name, def);
+  std::optional<DType> dt = paddle_code_to_dtype(static_cast<int32_t>(code));
+  OAR_ENFORCE(dt.has_value(), ErrorCode::kInvalidArgument,
+              op.type << ": " << name << " code " << code << " is not a dtype oar supports");
+  return *dt;
+}
+
+OpKernelFn tr_cast(const OpDesc& op) {
+  DType to = paddle_dtype_attr(op, "out_dtype", 5);
+  return [to](OpRunContext& c) { c.set_out("Out", ops::cast(c.in("X"), to)); };
+}
+
+OpKernelFn tr_clip(const OpDesc& op) {
+  require_unbound(op, "Min");
+  require_unbound(op, "Max");
+  double lo = attr_float(op, "min", 0.0), hi = attr_float(op, "max", 0.0);
+  return [lo, hi](OpRunContext& c) {
+    c.set_out("Out", call_op("clip", {c.in("X")}, Attrs{{"min", lo}, {"max", hi}})[0]);
+  };
+}
+
+OpKernelFn tr_eye(const OpDesc& op) {
+  int64_t rows = attr_int(op, "num_rows", 0), cols = attr_int(op, "num_columns", -1);
+  if (cols < 0) cols = rows;
+  DType d = paddle_dtype_attr(op, "dtype", 5);
+  return [rows, cols, d](OpRunContext& c) {
+    Attrs a{{"num_rows", rows}, {"num_columns", cols}, {"dtype", static_cast<int64_t>(d)}};
+    c.set_out("Out", call_op("eye", {}, a, c.place)[0]);
+  };
+}
+
+// reduce_*: dim (negative counts from the end), keep_dim, reduce_all; reduce_sum's out_dtype.
+OpKernelFn tr_reduce(const OpDesc& op) {
+  require_unbound(op, "AxisTensor");
+  require_unbound(op, "AxisTensorList");
+  std::vector<int64_t> dim = attr_ints(op, "dim", {0});
+  bool keep = attr_bool(op, "keep_dim", false), all = attr_bool(op, "reduce_all", false);
+  int64_t out_code = attr_int(op, "out_dtype", -1);
+  std::optional<DType> out_dt;
+  if (out_code != -1) out_dt = paddle_dtype_attr(op, "out_dtype", -1);
+  std::string name = op.type.substr(7);  // reduce_sum -> sum
+  const OpDef* def = OpRegistry::get().find(name);
+  OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op " << name);
+  return [=](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    Attrs a{{"axis", all ? std::vector<int64_t>{} : dim}, {"keepdim", int64_t{keep}}};
+    Tensor r = call_op(*def, {x}, a)[0];
+    // oar's sum widens small integers to int64; Paddle's keeps the input dtype unless out_dtype is set.
+    DType want = out_dt ? *out_dt : (name == "sum" ? x.dtype() : r.dtype());
+    c.set_out("Out", r.dtype() == want ? r : ops::cast(r, want));
+  };
+}
+
+OpKernelFn tr_arg(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", 0);
+  bool keep = attr_bool(op, "keepdims", false), flatten = attr_bool(op, "flatten", false);
+  DType d = paddle_dtype_attr(op, "dtype", 3);
+  bool is_max = op.type == "arg_max";
+  return [=](OpRunContext& c) {
+    Tensor r =
+        is_max ? ops::argmax(c.in("X"), axis, keep, flatten) : ops::argmin(c.in("X"), axis, keep, flatten);
+    c.set_out("Out", r.dtype() == d ? r : ops::cast(r, d));
+  };
+}
+
+OpKernelFn tr_cumsum(const OpDesc& op) {
+  OAR_ENFORCE(!attr_bool(op, "exclusive", false), ErrorCode::kUnimplemented,
+              "cumsum: exclusive = true is not supported");
+  int64_t axis = attr_int(op, "axis", -1);
+  bool flatten = attr_bool(op, "flatten", false), reverse = attr_bool(op, "reverse", false);
+  return [=](OpRunContext& c) {
+    Attrs a{{"axis", axis}, {"flatten", int64_t{flatten}}, {"reverse", int64_t{reverse}}};
+    c.set_out("Out", call_op("cumsum", {c.in("X")}, a)[0]);
+  };
+}
+
+OpKernelFn tr_index_select(const OpDesc& op) {
+  int64_t dim = attr_int(op, "dim", 0);
+  return [dim](OpRunContext& c) { c.set_out("Out", ops::index_select(c.in("X"), c.in("Index"), dim)); };
+}
+
+OpKernelFn tr_where(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", ops::where(c.in("Condition"), c.in("X"), c.in("Y"))); };
+}
+
+OpKernelFn tr_gather_nd(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", ops::gather_nd(c.in("X"), c.in("Index"))); };
+}
+
+OpKernelFn tr_tril_triu(const OpDesc& op) {
+  int64_t diag = attr_int(op, "diagonal", 0);
+  bool lower = attr_bool(op, "lower", true);
+  return [diag, lower](OpRunContext& c) {
+    c.set_out("Out", lower ? ops::tril(c.in("X"), diag) : ops::triu(c.in("X"), diag));
+  };
+}
+
+OpKernelFn tr_top_k_v2(const OpDesc& op) {
+  require_unbound(op, "K");
+  OAR_ENFORCE(attr_bool(op, "sorted", true), ErrorCode::kUnimplemented,
+              "top_k_v2: sorted = false is not supported");
+  int64_t k = attr_int(op, "k", 1), axis = attr_int(op, "axis", -1);
+  bool largest = attr_bool(op, "largest", true);
+  return [=](OpRunContext& c) {
+    auto [v, i] = ops::topk(c.in("X"), k, axis, largest);
+    c.set_out("Out", v);
+    c.set_out("Indices", i);
+  };
+}
+
+OpKernelFn tr_argsort(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", -1);
+  bool desc = attr_bool(op, "descending", false);
+  return [axis, desc](OpRunContext& c) {  // oar's sort is stable, which satisfies stable = false as well
+    auto [v, i] = ops::sort(c.in("X"), axis, desc);
+    c.set_out("Out", v);
+    c.set_out("Indices", i);
+  };
+}
+
+OpKernelFn tr_pad(const OpDesc& op) {
+  std::vector<int64_t> pads = attr_ints(op, "paddings");
+  double value = attr_float(op, "pad_value", 0.0);
+  return [pads, value](OpRunContext& c) { c.set_out("Out", ops::pad(c.in("X"), pads, 0, value)); };
+}
+
+// squeeze2: axes empty squeezes every size-1 dim; listed axes of another size stay.
+OpKernelFn tr_squeeze2(const OpDesc& op) {
+  std::vector<int64_t> axes = attr_ints(op, "axes");
+  return [axes](OpRunContext& c) { c.set_out("Out", c.in("X").squeeze(axes)); };
+}
+
+// unsqueeze2: the axes are inserted one after the other, each counted in the rank reached so far.
+OpKernelFn tr_unsqueeze2(const OpDesc& op) {
+  require_unbound(op, "AxesTensor");
+  require_unbound(op, "AxesTensorList");
+  std::vector<int64_t> axes = attr_ints(op, "axes");
+  return [axes](OpRunContext& c) {
+    Tensor t = c.in("X");
+    for (int64_t a : axes) t = t.unsqueeze(a < 0 ? a + t.ndim() + 1 : a);
+    c.set_out("Out", t);
+  };
+}
+
+// slice / strided_slice with positive strides; decrease_axis drops the (size-1) sliced axes after.
+OpKernelFn tr_slice(const OpDesc& op) {
+  for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList", "StridesTensor",
+                        "StridesTensorList"})
+    require_unbound(op, s);
+  std::vector<int64_t> axes = attr_ints(op, "axes"), starts = attr_ints(op, "starts"),
+                       ends = attr_ints(op, "ends");
+  std::vector<int64_t> steps = attr_ints(op, "strides", std::vector<int64_t>(axes.size(), 1));
+  std::vector<int64_t> decrease = attr_ints(op, "decrease_axis");
+  OAR_ENFORCE(starts.size() == axes.size() && ends.size() == axes.size() && steps.size() == axes.size(),
+              ErrorCode::kInvalidArgument, op.type << ": axes, starts, ends (and strides) differ in length");
+  for (int64_t s : steps)
+    OAR_ENFORCE(s > 0, ErrorCode::kUnimplemented,
+                op.type << ": stride " << s << " is not supported (only > 0)");
+  return [=](OpRunContext& c) {
+    Tensor t = c.in("Input");
+    for (size_t i = 0; i < axes.size(); ++i) t = t.slice(axes[i], starts[i], ends[i], steps[i]);
+    if (!decrease.empty()) t = t.squeeze(decrease);
+    c.set_out("Out", t);
+  };
+}
+
+// expand_v2: shape aligned to the trailing dims; -1 keeps the input's extent.
+OpKernelFn tr_expand_v2(const OpDesc& op) {
+  require_unbound(op, "Shape");
+  require_unbound(op, "expand_shapes_tensor");
+  std::vector<int64_t> shape = attr_ints(op, "shape");
+  return [shape](OpRunContext& c) { c.set_out("Out", ops::copy(c.in("X").expand(Dims(shape)))); };
+}
+
 const std::map<std::string, OpTranslation>& table() {
   static const std::map<std::string, OpTranslation> t = {
       {"feed", tr_feed},
@@ -471,6 +706,68 @@ const std::map<std::string, OpTranslation>& table() {
       {"concat", tr_concat},
       {"assign", tr_assign},
       {"fill_constant", tr_fill_constant},
+      // Emitted by export_paddle_dialect (paddle_export.cc).
+      {"elementwise_floordiv", tr_elementwise<floor_divide_op>},
+      {"elementwise_mod", tr_elementwise<remainder_op>},
+      {"logical_and", tr_binary_plain<ops::logical_and>},
+      {"logical_or", tr_binary_plain<ops::logical_or>},
+      {"logical_xor", tr_binary_plain<ops::logical_xor>},
+      {"logical_not", tr_unary_same},
+      {"sin", tr_unary_same},
+      {"cos", tr_unary_same},
+      {"tan", tr_unary_same},
+      {"asin", tr_unary_same},
+      {"acos", tr_unary_same},
+      {"atan", tr_unary_same},
+      {"sinh", tr_unary_same},
+      {"cosh", tr_unary_same},
+      {"asinh", tr_unary_same},
+      {"acosh", tr_unary_same},
+      {"atanh", tr_unary_same},
+      {"floor", tr_unary_same},
+      {"ceil", tr_unary_same},
+      {"round", tr_unary_same},
+      {"reciprocal", tr_unary_same},
+      {"erf", tr_unary_same},
+      {"erfinv", tr_unary_same},
+      {"log1p", tr_unary_same},
+      {"expm1", tr_unary_same},
+      {"log2", tr_unary_same},
+      {"log10", tr_unary_same},
+      {"sign", tr_unary_same},
+      {"lgamma", tr_unary_same},
+      {"digamma", tr_unary_same},
+      {"trunc", tr_unary_same},
+      {"elu", tr_elu},
+      {"softplus", tr_softplus},
+      {"hard_sigmoid", tr_hard_sigmoid},
+      {"log_softmax", tr_log_softmax},
+      {"cast", tr_cast},
+      {"clip", tr_clip},
+      {"eye", tr_eye},
+      {"reduce_sum", tr_reduce},
+      {"reduce_mean", tr_reduce},
+      {"reduce_max", tr_reduce},
+      {"reduce_min", tr_reduce},
+      {"reduce_prod", tr_reduce},
+      {"reduce_all", tr_reduce},
+      {"reduce_any", tr_reduce},
+      {"arg_max", tr_arg},
+      {"arg_min", tr_arg},
+      {"cumsum", tr_cumsum},
+      {"index_select", tr_index_select},
+      {"where", tr_where},
+      {"gather_nd", tr_gather_nd},
+      {"tril_triu", tr_tril_triu},
+      {"top_k_v2", tr_top_k_v2},
+      {"argsort", tr_argsort},
+      {"pad", tr_pad},
+      {"squeeze2", tr_squeeze2},
+      {"unsqueeze2", tr_unsqueeze2},
+      {"slice", tr_slice},
+      {"strided_slice", tr_slice},
+      {"expand_v2", tr_expand_v2},
+      {"conv3d", tr_conv3d},
   };
   return t;
 }
