@@ -229,6 +229,9 @@ bool rule_unary(Ctx& c, const char* type) {
   return true;
 }
 
+// A native op Paddle has an op of the same name for, but with other semantics: kept native.
+bool rule_differs(Ctx& c, const char* why) { return c.decline(why); }
+
 bool rule_neg(Ctx& c, const char*) {
   c.emit("scale", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}},
          {{"scale", -1.0f}, {"bias", 0.0f}, {"bias_after_scale", true}});
@@ -558,7 +561,34 @@ bool rule_pool(Ctx& c, const char* kind) {
   if (!to_i32s(c, "kernel_size", k, &k32) || !to_i32s(c, "strides", strides, &s32) ||
       !to_i32s(c, "paddings", pads, &p32))
     return false;
-  bool adaptive = c.i("adaptive") != 0;
+  bool adaptive = c.i("adaptive") != 0, ceil = c.i("ceil_mode") != 0;
+  if (ceil && !adaptive) {
+    // With ceil_mode the last window may lie wholly in the padding: oar gives -inf (max) there, Paddle
+    // -FLT_MAX. Exported only when the declared spatial extents show no window is empty.
+    const std::vector<int64_t>& xs = c.shape(x);
+    for (int64_t i = 0; i < nd; ++i) {
+      int64_t in = xs[2 + i];
+      if (in < 0) return c.decline("ceil_mode with an unknown spatial extent (a window may be empty)");
+      int64_t span = in + pads[2 * i] + pads[2 * i + 1] - k[i];
+      int64_t out = (span + strides[i] - 1) / strides[i] + 1;
+      if ((out - 1) * strides[i] - pads[2 * i] >= in)
+        return c.decline("ceil_mode makes a window that lies wholly in the padding");
+    }
+  }
+  if (max && adaptive) {
+    // Paddle's pool2d computes adaptive max windows differently from its own adaptive_max_pool2d (which
+    // writes max_pool2d_with_index); the latter matches oar.
+    const VarDesc& o = c.var(c.out("out"));
+    std::string mask = c.temp(c.out("out") + ".mask", DType::kInt32, o.shape);
+    c.emit("max_pool2d_with_index", {{"X", {x}}}, {{"Out", {c.out("out")}}, {"Mask", {mask}}},
+           {{"ksize", k32},
+            {"strides", std::vector<int32_t>{1, 1}},
+            {"paddings", std::vector<int32_t>{0, 0}},
+            {"global_pooling", false},
+            {"adaptive", true},
+            {"ceil_mode", false}});
+    return true;
+  }
   c.emit("pool2d", {{"X", {x}}}, {{"Out", {c.out("out")}}},
          {{"pooling_type", std::string(kind)},
           {"ksize", k32},
@@ -566,7 +596,7 @@ bool rule_pool(Ctx& c, const char* kind) {
           {"paddings", p32},
           {"global_pooling", false},
           {"adaptive", adaptive},
-          {"ceil_mode", c.i("ceil_mode") != 0},
+          {"ceil_mode", ceil},
           {"exclusive", max ? true : c.i("exclusive") != 0},
           {"padding_algorithm", std::string("EXPLICIT")},
           {"data_format", std::string("NCHW")}});
@@ -690,11 +720,12 @@ const std::map<std::string, Rule>& rules() {
     for (const char* n : {"logical_and", "logical_or", "logical_xor"}) m[n] = {rule_logical, n};
     // Unary ops whose Paddle op has the same name and an X -> Out signature.
     for (const char* n :
-         {"relu",  "sigmoid", "tanh",  "exp",  "log",   "sqrt",        "rsqrt",  "abs",     "square",
-          "sin",   "cos",     "tan",   "asin", "acos",  "atan",        "sinh",   "cosh",    "asinh",
-          "acosh", "atanh",   "floor", "ceil", "round", "reciprocal",  "erf",    "erfinv",  "log1p",
-          "expm1", "log2",    "log10", "sign", "silu",  "logical_not", "lgamma", "digamma", "trunc"})
+         {"relu",  "sigmoid", "tanh",  "exp",  "log",         "sqrt",   "rsqrt",   "abs",   "square",
+          "sin",   "cos",     "tan",   "asin", "acos",        "atan",   "sinh",    "cosh",  "asinh",
+          "acosh", "atanh",   "floor", "ceil", "reciprocal",  "erf",    "erfinv",  "log1p", "expm1",
+          "log2",  "log10",   "sign",  "silu", "logical_not", "lgamma", "digamma", "trunc"})
       m[n] = {rule_unary, n};
+    m["round"] = {rule_differs, "Paddle's round rounds halves to even, oar's rounds them away from zero"};
     m["neg"] = {rule_neg, nullptr};
     m["copy"] = {rule_copy, nullptr};
     m["gelu"] = {rule_gelu, nullptr};

@@ -324,6 +324,31 @@ OpKernelFn tr_pool2d(const OpDesc& op) {
   };
 }
 
+// max_pool2d_with_index (what paddle.nn.functional.adaptive_max_pool2d / max_pool2d(return_mask) write):
+// the pooled values; Mask (Paddle's flat index in the input plane) is not produced.
+OpKernelFn tr_max_pool2d_with_index(const OpDesc& op) {
+  std::vector<int64_t> ksize = attr_ints(op, "ksize");
+  OAR_ENFORCE(ksize.size() == 2, ErrorCode::kInvalidArgument,
+              "max_pool2d_with_index: ksize must have 2 values, got " << ksize.size());
+  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+  bool global = attr_bool(op, "global_pooling", false), adaptive = attr_bool(op, "adaptive", false);
+  bool ceil = attr_bool(op, "ceil_mode", false);
+  return [=](OpRunContext& c) {
+    std::vector<int64_t> k = ksize, p = pads;
+    if (global) {
+      k = {1, 1};
+      p.assign(4, 0);
+    }
+    Attrs a{{"kernel_size", k},
+            {"strides", strides},
+            {"paddings", p},
+            {"ceil_mode", int64_t{ceil}},
+            {"adaptive", int64_t{adaptive || global}}};
+    c.set_out("Out", call_op("max_pool", {c.in("X")}, a)[0]);
+  };
+}
+
 // ---- normalisation ----------------------------------------------------------------------------------
 
 // batch_norm for inference: Y = (X - Mean) / sqrt(Variance + eps) * Scale + Bias per channel (axis 1).
@@ -446,9 +471,6 @@ OpKernelFn tr_fill_constant(const OpDesc& op) {
 
 // Unary ops whose Paddle name is an oar op name (X -> Out, no attributes).
 OpKernelFn tr_unary_same(const OpDesc& op) {
-  if (op.type == "round")
-    OAR_ENFORCE(attr_int(op, "decimals", 0) == 0, ErrorCode::kUnimplemented,
-                "round: decimals " << attr_int(op, "decimals", 0) << " is not supported (only 0)");
   const OpDef* def = OpRegistry::get().find(op.type);
   OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op of that name");
   return [def](OpRunContext& c) { c.set_out("Out", call_op(*def, {c.in("X")})[0]); };
@@ -698,6 +720,7 @@ const std::map<std::string, OpTranslation>& table() {
       {"conv2d", tr_conv2d},
       {"depthwise_conv2d", tr_conv2d},
       {"pool2d", tr_pool2d},
+      {"max_pool2d_with_index", tr_max_pool2d_with_index},
       {"batch_norm", tr_batch_norm},
       {"layer_norm", tr_layer_norm},
       {"reshape2", tr_reshape2},
@@ -726,7 +749,6 @@ const std::map<std::string, OpTranslation>& table() {
       {"atanh", tr_unary_same},
       {"floor", tr_unary_same},
       {"ceil", tr_unary_same},
-      {"round", tr_unary_same},
       {"reciprocal", tr_unary_same},
       {"erf", tr_unary_same},
       {"erfinv", tr_unary_same},
