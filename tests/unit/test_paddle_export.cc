@@ -623,6 +623,120 @@ TEST(PaddleExport, Pooling) {
   EXPECT_EQ(rep.num_kept(), 1);
 }
 
+TEST(PaddleExport, MoreOneToOneOps) {
+  const float nan = NAN, inf = INFINITY;
+  Tensor a = Tensor::from_vector(std::vector<float>{1, nan, 3, -1, 0, -2}, Dims{2, 3}, DType::kFloat32);
+  Tensor b = Tensor::from_vector(std::vector<float>{nan, 2, 1, 0, 0, 5}, Dims{2, 3}, DType::kFloat32);
+  check(make_case("fmax", {a, b}), {"elementwise_fmax"});
+  check(make_case("fmin", {a, b}), {"elementwise_fmin"});
+  Tensor h = Tensor::from_vector(std::vector<float>{-1, 0, 2, 0, 3, -4}, Dims{2, 3}, DType::kFloat32);
+  check(make_case("heaviside", {h, rand({3}, 0, 1, 31)}), {"elementwise_heaviside"});
+  Tensor i1 = ivec({12, -7, 5, 0}, {4}, DType::kInt32), i2 = ivec({10, 3, -1, 9}, {4}, DType::kInt32);
+  for (const char* n : {"bitwise_and", "bitwise_or", "bitwise_xor"}) check(make_case(n, {i1, i2}), {n});
+  check(make_case("bitwise_not", {i1}), {"bitwise_not"});
+  Program e = check(make_case("atan2", {rand({2, 3}, -1, 1, 32), rand({2, 3}, -1, 1, 33)}), {"atan2"});
+  EXPECT_EQ(first_op(e, "atan2").input("X2"), std::vector<std::string>{"in1"});
+  ExportReport bc;  // Paddle's atan2 does not broadcast (checked with the wheel)
+  export_paddle_dialect(make_case("atan2", {rand({2, 3}), rand({3})}).program, &bc);
+  EXPECT_EQ(bc.num_kept(), 1);
+  Tensor special = Tensor::from_vector(std::vector<float>{1, nan, inf, -inf}, Dims{4}, DType::kFloat32);
+  check(make_case("isnan", {special}), {"isnan_v2"});
+  check(make_case("isinf", {special}), {"isinf_v2"});
+  check(make_case("isfinite", {special}), {"isfinite_v2"});
+
+  Tensor x = rand({3, 4}, -1, 1, 34);
+  check(make_case("logcumsumexp", {x}, Attrs{{"axis", int64_t{1}}, {"reverse", int64_t{1}}}),
+        {"logcumsumexp"}, 1e-5);
+  check(make_case("logcumsumexp", {x}, Attrs{{"flatten", int64_t{1}}}), {"logcumsumexp"}, 1e-5);
+  e = check(make_case("cumprod", {x}, Attrs{{"axis", int64_t{0}}}), {"cumprod"});
+  expect_attr(first_op(e, "cumprod"), "dim", int32_t{0});
+  ExportReport rep;
+  export_paddle_dialect(make_case("cumprod", {x}, Attrs{{"flatten", int64_t{1}}}).program, &rep);
+  EXPECT_EQ(rep.num_kept(), 1);
+
+  Tensor idx = ivec({3, 0, 1, 1, 2, 2}, {3, 2});
+  check(make_case("take_along_axis", {x, idx}, Attrs{{"axis", int64_t{1}}}), {"take_along_axis"});
+  Tensor pidx = ivec({2, 0, 3}, {3, 1}), vals = rand({3, 1}, 1, 2, 35);
+  for (int64_t r : {0, 1, 2}) {
+    e = check(make_case("put_along_axis", {x, pidx, vals}, Attrs{{"axis", int64_t{1}}, {"reduce", r}}),
+              {"put_along_axis"});
+    expect_attr(first_op(e, "put_along_axis"), "Reduce",
+                std::string(r == 0   ? "assign"
+                            : r == 1 ? "add"
+                                     : "mul"));
+  }
+  check(make_case("scatter_nd_add", {rand({4, 3}), ivec({1, 3, 1}, {3, 1}), rand({3, 3}, -1, 1, 36)}),
+        {"scatter_nd_add"});
+  check(make_case("index_add", {rand({4, 3}), ivec({0, 2}, {2}), rand({2, 3}, -1, 1, 37)}), {"index_add"});
+  check(make_case("polygamma", {rand({5}, 0.5, 2, 38)}, Attrs{{"n", int64_t{1}}}), {"polygamma"}, 1e-5);
+}
+
+TEST(PaddleExport, LinearAlgebra) {
+  Tensor r = rand({3, 3}, -1, 1, 40);
+  Tensor eye4 = ops::multiply(call_op("eye", {},
+                                      Attrs{{"num_rows", int64_t{3}},
+                                            {"num_columns", int64_t{3}},
+                                            {"dtype", static_cast<int64_t>(DType::kFloat32)}})[0],
+                              ops::full(Dims{}, 4.0));
+  Tensor well = ops::add(r, eye4);                              // well conditioned
+  Tensor spd = ops::add(ops::matmul(r, r, false, true), eye4);  // symmetric positive definite
+  Tensor rhs = rand({3, 2}, -1, 1, 44);
+  check(make_case("inverse", {well}), {"inverse"}, 1e-5);
+  check(make_case("det", {well}), {"determinant"}, 1e-5);
+  for (int64_t up : {0, 1}) {
+    Program e = check(make_case("cholesky", {spd}, Attrs{{"upper", up}}), {"cholesky"}, 1e-5);
+    expect_attr(first_op(e, "cholesky"), "upper", up != 0);
+  }
+  check(make_case("solve", {well, rhs}), {"solve"}, 1e-5);
+  check(make_case("triangular_solve", {ops::triu(well), rhs}, Attrs{{"upper", int64_t{1}}}),
+        {"triangular_solve"}, 1e-5);
+  check(make_case("triangular_solve", {ops::tril(well), rhs},
+                  Attrs{{"upper", int64_t{0}}, {"transpose", int64_t{1}}, {"unitriangular", int64_t{1}}}),
+        {"triangular_solve"}, 1e-5);
+  Tensor tall = rand({4, 3}, -1, 1, 45);
+  Program e = check(make_case("qr", {tall}), {"qr"}, 1e-5);
+  expect_attr(first_op(e, "qr"), "mode", std::string("reduced"));
+  check(make_case("qr", {tall}, Attrs{{"complete", int64_t{1}}}), {"qr"}, 1e-5);
+  check(make_case("svd", {tall}), {"svd"}, 1e-5);
+  for (int64_t lower : {0, 1}) {
+    e = check(make_case("eigh", {spd}, Attrs{{"lower", lower}}), {"eigh"}, 1e-5);
+    expect_attr(first_op(e, "eigh"), "UPLO", std::string(lower ? "L" : "U"));
+  }
+}
+
+TEST(PaddleExport, UnfoldFoldGridSample) {
+  Tensor x = rand({1, 2, 5, 5}, -1, 1, 41);
+  Attrs u{{"kernel_sizes", std::vector<int64_t>{2, 3}},
+          {"strides", std::vector<int64_t>{1, 2}},
+          {"paddings", std::vector<int64_t>{1, 0, 0, 1}}};  // top 1, bottom 0, left 0, right 1
+  Program e = check(make_case("unfold", {x}, u), {"unfold"});
+  expect_attr(first_op(e, "unfold"), "paddings", std::vector<int32_t>{1, 0, 0, 1});  // Paddle: t, l, b, r
+  Attrs u2 = u;
+  u2.set("paddings", std::vector<int64_t>{1, 2, 0, 1});
+  e = check(make_case("unfold", {x}, u2), {"unfold"});
+  expect_attr(first_op(e, "unfold"), "paddings", std::vector<int32_t>{1, 0, 2, 1});
+  Attrs f{{"kernel_sizes", std::vector<int64_t>{2, 2}},
+          {"output_sizes", std::vector<int64_t>{4, 5}},
+          {"paddings", std::vector<int64_t>{0, 0, 1, 1}}};
+  // L = (4 - 1) * (5 + 2 - 1) = 18 blocks of 2 * 2 * 2 values.
+  e = check(make_case("fold", {rand({1, 8, 18}, -1, 1, 42)}, f), {"fold"});
+  expect_attr(first_op(e, "fold"), "paddings", std::vector<int32_t>{0, 1, 0, 1});
+  // Asymmetric: Paddle's fold would size the blocks from paddings[0] and [1] alone.
+  f.set("paddings", std::vector<int64_t>{0, 1, 1, 0});
+  ExportReport rep;
+  export_paddle_dialect(make_case("fold", {rand({1, 8, 20}, -1, 1, 42)}, f).program, &rep);
+  EXPECT_NE(rep.to_string().find("symmetric"), std::string::npos) << rep.to_string();
+  Tensor grid = rand({1, 3, 4, 2}, -1.2, 1.2, 43);
+  for (int64_t mode : {0, 1})
+    for (int64_t pad : {0, 1, 2})
+      for (int64_t align : {0, 1}) {
+        e = check(make_case("grid_sample", {x, grid},
+                            Attrs{{"mode", mode}, {"padding_mode", pad}, {"align_corners", align}}),
+                  {"grid_sampler"}, 1e-5);
+        expect_attr(first_op(e, "grid_sampler"), "mode", std::string(mode == 0 ? "bilinear" : "nearest"));
+      }
+}
+
 // ---- views (no OpDef: recorded as oar.reshape / transpose / squeeze / unsqueeze / slice / expand / flatten)
 
 Case view_case(const std::string& name, const Tensor& x, AttrList attrs, const Tensor& want) {
@@ -677,28 +791,29 @@ TEST(PaddleExport, UnmappedOpsStayNativeAndAreReported) {
   Tensor x = rand({3, 3}, -1, 1, 30);
   Case c = make_case("relu", {x});
   Block& g = c.program.global_block();
-  // relu -> oar.inverse (no Paddle op) -> oar.exp, and a second inverse.
-  const OpDef& inv = OpRegistry::get().at("inverse");
-  g.add_var(tensor_var("inv", DType::kFloat32, {3, 3}));
-  g.add_var(tensor_var("inv2", DType::kFloat32, {3, 3}));
+  // relu, then two oar.nonzero (no Paddle op with that output) and an oar.exp.
+  const OpDef& nz = OpRegistry::get().at("nonzero");
+  g.add_var(tensor_var("nz", DType::kInt64, {9, 2}));
+  g.add_var(tensor_var("nz2", DType::kInt64, {9, 2}));
   g.add_var(tensor_var("e", DType::kFloat32, {3, 3}));
   std::vector<OpDesc>& ops = g.mutable_ops();
-  ops.insert(ops.end() - 1, native_op(inv, {"out_out"}, {"inv"}, {}));
-  ops.insert(ops.end() - 1, native_op(inv, {"inv"}, {"inv2"}, {}));
-  ops.insert(ops.end() - 1, native_op(OpRegistry::get().at("exp"), {"inv2"}, {"e"}, {}));
+  ops.insert(ops.end() - 1, native_op(nz, {"out_out"}, {"nz"}, Attrs{{"count", int64_t{9}}}));
+  ops.insert(ops.end() - 1, native_op(nz, {"out_out"}, {"nz2"}, Attrs{{"count", int64_t{9}}}));
+  ops.insert(ops.end() - 1, native_op(OpRegistry::get().at("exp"), {"out_out"}, {"e"}, {}));
   ExportReport rep;
   Program e = export_paddle_dialect(c.program, &rep);
-  EXPECT_EQ(body_types(e), (std::vector<std::string>{"relu", "oar.inverse", "oar.inverse", "exp"}));
+  EXPECT_EQ(body_types(e), (std::vector<std::string>{"relu", "oar.nonzero", "oar.nonzero", "exp"}));
   EXPECT_FALSE(rep.complete());
   ASSERT_EQ(rep.kept.size(), 1u);
-  EXPECT_EQ(rep.kept[0], (std::pair<std::string, int64_t>{"oar.inverse", 2}));
+  EXPECT_EQ(rep.kept[0], (std::pair<std::string, int64_t>{"oar.nonzero", 2}));
   EXPECT_EQ(rep.num_kept(), 2);
   EXPECT_EQ(rep.exported, (std::vector<std::pair<std::string, int64_t>>{{"oar.exp", 1}, {"oar.relu", 1}}));
-  EXPECT_NE(rep.to_string().find("oar.inverse x2 (no Paddle equivalent)"), std::string::npos)
+  EXPECT_NE(rep.to_string().find("oar.nonzero x2 (no Paddle equivalent)"), std::string::npos)
       << rep.to_string();
-  EXPECT_TRUE(is_native_op(first_op(e, "oar.inverse")));
+  EXPECT_TRUE(is_native_op(first_op(e, "oar.nonzero")));
+  expect_attr(first_op(e, "oar.nonzero"), "count", int64_t{9});
   EXPECT_FALSE(is_native_op(first_op(e, "relu")));
-  EXPECT_FALSE(e.op_version("oar.inverse").has_value());
+  EXPECT_FALSE(e.op_version("oar.nonzero").has_value());
   // The native op survives the wire format unchanged (attributes and all).
   EXPECT_EQ(Program::parse(e.serialize()), e);
 }

@@ -690,6 +690,147 @@ bool rule_flatten(Ctx& c, const char*) {
   return true;
 }
 
+// ---- more one-to-one ops -------------------------------------------------------------------------------
+
+// Binary ops without Paddle's elementwise axis: X, Y -> Out (atan2: X1, X2).
+bool rule_binary_plain(Ctx& c, const char* type) {
+  const std::string &x = c.in("x"), &y = c.in("y");
+  if (!broadcastable(c, x, y)) return false;
+  bool atan2 = std::string(type) == "atan2";
+  if (atan2 && c.shape(x) != c.shape(y))
+    return c.decline("Paddle's atan2 needs operands of one shape (no broadcasting)");
+  c.emit(type, {{atan2 ? "X1" : "X", {x}}, {atan2 ? "X2" : "Y", {y}}}, {{"Out", {c.out("out")}}});
+  return true;
+}
+
+bool rule_scan(Ctx& c, const char* type) {
+  int32_t axis;
+  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
+  if (std::string(type) == "cumprod") {
+    if (c.i("flatten") != 0) return c.decline("Paddle's cumprod has no flatten");
+    c.emit("cumprod", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}},
+           {{"dim", axis}, {"exclusive", false}, {"reverse", false}});
+    return true;
+  }
+  c.emit(type, {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}},
+         {{"axis", axis},
+          {"flatten", c.i("flatten") != 0},
+          {"exclusive", false},
+          {"reverse", c.i("reverse") != 0}});
+  return true;
+}
+
+bool rule_take_along_axis(Ctx& c, const char*) {
+  int32_t axis;
+  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
+  c.emit("take_along_axis", {{"Input", {c.in("x")}}, {"Index", {c.in("index")}}},
+         {{"Result", {c.out("out")}}}, {{"Axis", axis}});
+  return true;
+}
+
+bool rule_put_along_axis(Ctx& c, const char*) {
+  int32_t axis;
+  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
+  int64_t r = c.i("reduce");
+  if (r < 0 || r > 2) c.malformed("reduce " + std::to_string(r) + " is not 0, 1 or 2");
+  static const char* kReduce[] = {"assign", "add", "mul"};
+  c.emit("put_along_axis", {{"Input", {c.in("x")}}, {"Index", {c.in("index")}}, {"Value", {c.in("values")}}},
+         {{"Result", {c.out("out")}}},
+         {{"Axis", axis}, {"Reduce", std::string(kReduce[r])}, {"Include_self", true}});
+  return true;
+}
+
+bool rule_scatter_nd_add(Ctx& c, const char*) {
+  c.emit("scatter_nd_add", {{"X", {c.in("x")}}, {"Index", {c.in("index")}}, {"Updates", {c.in("updates")}}},
+         {{"Out", {c.out("out")}}});
+  return true;
+}
+
+bool rule_index_add(Ctx& c, const char*) {
+  int32_t axis;
+  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
+  c.emit("index_add", {{"X", {c.in("x")}}, {"Index", {c.in("index")}}, {"AddValue", {c.in("source")}}},
+         {{"Out", {c.out("out")}}}, {{"axis", axis}});
+  return true;
+}
+
+// Linear algebra: one op each, Paddle's slot names differ per op.
+bool rule_linalg(Ctx& c, const char*) {
+  const std::string& n = c.name;
+  if (n == "inverse") {
+    c.emit("inverse", {{"Input", {c.in("x")}}}, {{"Output", {c.out("out")}}});
+  } else if (n == "det") {
+    c.emit("determinant", {{"Input", {c.in("x")}}}, {{"Out", {c.out("out")}}});
+  } else if (n == "cholesky") {
+    c.emit("cholesky", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, {{"upper", c.i("upper") != 0}});
+  } else if (n == "solve") {
+    c.emit("solve", {{"X", {c.in("x")}}, {"Y", {c.in("y")}}}, {{"Out", {c.out("out")}}});
+  } else if (n == "triangular_solve") {
+    c.emit("triangular_solve", {{"X", {c.in("x")}}, {"Y", {c.in("y")}}}, {{"Out", {c.out("out")}}},
+           {{"upper", c.i("upper") != 0},
+            {"transpose", c.i("transpose") != 0},
+            {"unitriangular", c.i("unitriangular") != 0}});
+  } else if (n == "qr") {
+    c.emit("qr", {{"X", {c.in("x")}}}, {{"Q", {c.out("q")}}, {"R", {c.out("r")}}},
+           {{"mode", std::string(c.i("complete") != 0 ? "complete" : "reduced")}});
+  } else if (n == "svd") {
+    c.emit("svd", {{"X", {c.in("x")}}}, {{"U", {c.out("u")}}, {"S", {c.out("s")}}, {"VH", {c.out("vh")}}},
+           {{"full_matrices", c.i("full_matrices") != 0}});
+  } else if (n == "eigh") {
+    c.emit("eigh", {{"X", {c.in("x")}}},
+           {{"Eigenvalues", {c.out("eigenvalues")}}, {"Eigenvectors", {c.out("eigenvectors")}}},
+           {{"UPLO", std::string(c.i("lower") != 0 ? "L" : "U")}});
+  } else {
+    return c.decline("no Paddle equivalent");
+  }
+  return true;
+}
+
+bool rule_polygamma(Ctx& c, const char*) {
+  int32_t n;
+  if (!to_i32(c, "n", c.i("n"), &n)) return false;
+  c.emit("polygamma", {{"x", {c.in("x")}}}, {{"out", {c.out("out")}}},
+         {{"n", n}});  // Paddle's slots are lower case
+  return true;
+}
+
+// unfold / fold: oar's paddings are [top, bottom, left, right], Paddle's [top, left, bottom, right].
+bool rule_im2col(Ctx& c, const char* type) {
+  std::vector<int64_t> p = c.ints("paddings");
+  if (p.empty()) p.assign(4, 0);
+  if (p.size() != 4) c.malformed("paddings must have 4 values");
+  // Paddle's fold sizes its blocks with paddings[0] and [1] on both sides (checked with the wheel).
+  if (std::string(type) == "fold" && (p[0] != p[1] || p[2] != p[3]))
+    return c.decline("Paddle's fold takes symmetric paddings only");
+  std::vector<int64_t> s = c.ints("strides"), d = c.ints("dilations");
+  if (s.empty()) s.assign(2, 1);
+  if (d.empty()) d.assign(2, 1);
+  std::vector<int32_t> k32, s32, p32, d32;
+  if (!to_i32s(c, "kernel_sizes", c.ints("kernel_sizes"), &k32) || !to_i32s(c, "strides", s, &s32) ||
+      !to_i32s(c, "paddings", {p[0], p[2], p[1], p[3]}, &p32) || !to_i32s(c, "dilations", d, &d32))
+    return false;
+  AttrList a{{"kernel_sizes", k32}, {"strides", s32}, {"paddings", p32}, {"dilations", d32}};
+  if (std::string(type) == "fold") {
+    std::vector<int32_t> o32;
+    if (!to_i32s(c, "output_sizes", c.ints("output_sizes"), &o32)) return false;
+    a.push_back({"output_sizes", o32});
+  }
+  c.emit(type, {{"X", {c.in("x")}}}, {{"Y", {c.out("out")}}}, std::move(a));
+  return true;
+}
+
+bool rule_grid_sample(Ctx& c, const char*) {
+  int64_t mode = c.i("mode"), pad = c.i("padding_mode");
+  static const char* kModes[] = {"bilinear", "nearest"};
+  static const char* kPads[] = {"zeros", "border", "reflection"};
+  if (mode < 0 || mode > 1 || pad < 0 || pad > 2) c.malformed("mode / padding_mode out of range");
+  c.emit("grid_sampler", {{"X", {c.in("x")}}, {"Grid", {c.in("grid")}}}, {{"Output", {c.out("out")}}},
+         {{"mode", std::string(kModes[mode])},
+          {"padding_mode", std::string(kPads[pad])},
+          {"align_corners", c.i("align_corners") != 0}});
+  return true;
+}
+
 // ---- the table ----------------------------------------------------------------------------------------
 
 struct Rule {
@@ -727,6 +868,31 @@ const std::map<std::string, Rule>& rules() {
       m[n] = {rule_unary, n};
     m["round"] = {rule_differs, "Paddle's round rounds halves to even, oar's rounds them away from zero"};
     m["neg"] = {rule_neg, nullptr};
+    for (auto [n, p] :
+         std::initializer_list<std::pair<const char*, const char*>>{{"fmax", "elementwise_fmax"},
+                                                                    {"fmin", "elementwise_fmin"},
+                                                                    {"heaviside", "elementwise_heaviside"},
+                                                                    {"bitwise_and", "bitwise_and"},
+                                                                    {"bitwise_or", "bitwise_or"},
+                                                                    {"bitwise_xor", "bitwise_xor"},
+                                                                    {"atan2", "atan2"}})
+      m[n] = {rule_binary_plain, p};
+    m["bitwise_not"] = {rule_unary, "bitwise_not"};
+    m["isnan"] = {rule_unary, "isnan_v2"};
+    m["isinf"] = {rule_unary, "isinf_v2"};
+    m["isfinite"] = {rule_unary, "isfinite_v2"};
+    m["logcumsumexp"] = {rule_scan, "logcumsumexp"};
+    m["cumprod"] = {rule_scan, "cumprod"};
+    m["take_along_axis"] = {rule_take_along_axis, nullptr};
+    m["put_along_axis"] = {rule_put_along_axis, nullptr};
+    m["scatter_nd_add"] = {rule_scatter_nd_add, nullptr};
+    m["index_add"] = {rule_index_add, nullptr};
+    for (const char* n : {"inverse", "det", "cholesky", "solve", "triangular_solve", "qr", "svd", "eigh"})
+      m[n] = {rule_linalg, nullptr};
+    m["polygamma"] = {rule_polygamma, nullptr};
+    m["unfold"] = {rule_im2col, "unfold"};
+    m["fold"] = {rule_im2col, "fold"};
+    m["grid_sample"] = {rule_grid_sample, nullptr};
     m["copy"] = {rule_copy, nullptr};
     m["gelu"] = {rule_gelu, nullptr};
     m["leaky_relu"] = {rule_leaky_relu, nullptr};

@@ -680,6 +680,177 @@ OpKernelFn tr_expand_v2(const OpDesc& op) {
   return [shape](OpRunContext& c) { c.set_out("Out", ops::copy(c.in("X").expand(Dims(shape)))); };
 }
 
+// ---- one Paddle op -> one oar op, slots mapped positionally --------------------------------------------
+
+struct OneToOne {
+  const char* oar;                     // the oar op
+  std::vector<const char*> ins, outs;  // Paddle slots, in the oar op's input / output order
+  Attrs (*attrs)(const OpDesc& op);    // oar attributes from Paddle's (nullptr: none)
+};
+
+int64_t reduce_code(const OpDesc& op) {
+  std::string r = attr_str(op, "Reduce", "assign");
+  OAR_ENFORCE(attr_bool(op, "Include_self", true), ErrorCode::kUnimplemented,
+              "put_along_axis: Include_self = false is not supported");
+  if (r == "assign") return 0;
+  if (r == "add") return 1;
+  if (r == "mul" || r == "multiply") return 2;
+  OAR_THROW(ErrorCode::kUnimplemented, "put_along_axis: Reduce '" << r << "' is not supported");
+}
+
+std::vector<int64_t> im2col_pads(const OpDesc& op) {  // Paddle [top, left, bottom, right] -> oar's order
+  std::vector<int64_t> p = attr_ints(op, "paddings", {0, 0, 0, 0});
+  if (p.size() == 2) return {p[0], p[0], p[1], p[1]};
+  OAR_ENFORCE(p.size() == 4, ErrorCode::kInvalidArgument, op.type << ": paddings must have 2 or 4 values");
+  return {p[0], p[2], p[1], p[3]};
+}
+
+Attrs im2col_attrs(const OpDesc& op) {
+  Attrs a{{"kernel_sizes", attr_ints(op, "kernel_sizes")},
+          {"strides", attr_ints(op, "strides", {1, 1})},
+          {"paddings", im2col_pads(op)},
+          {"dilations", attr_ints(op, "dilations", {1, 1})}};
+  if (op.type == "fold") a.set("output_sizes", attr_ints(op, "output_sizes"));
+  return a;
+}
+
+int64_t index_of(const OpDesc& op, const char* attr, const std::string& def, std::vector<std::string> names) {
+  std::string v = attr_str(op, attr, def);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == v) return static_cast<int64_t>(i);
+  OAR_THROW(ErrorCode::kUnimplemented, op.type << ": " << attr << " '" << v << "' is not supported");
+}
+
+const std::map<std::string, OneToOne>& one_to_one() {
+  static const std::map<std::string, OneToOne> t = {
+      {"elementwise_fmax", {"fmax", {"X", "Y"}, {"Out"}, nullptr}},
+      {"elementwise_fmin", {"fmin", {"X", "Y"}, {"Out"}, nullptr}},
+      {"elementwise_heaviside", {"heaviside", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_and", {"bitwise_and", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_or", {"bitwise_or", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_xor", {"bitwise_xor", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_not", {"bitwise_not", {"X"}, {"Out"}, nullptr}},
+      {"atan2", {"atan2", {"X1", "X2"}, {"Out"}, nullptr}},
+      {"isnan_v2", {"isnan", {"X"}, {"Out"}, nullptr}},
+      {"isinf_v2", {"isinf", {"X"}, {"Out"}, nullptr}},
+      {"isfinite_v2", {"isfinite", {"X"}, {"Out"}, nullptr}},
+      {"logcumsumexp",
+       {"logcumsumexp",
+        {"X"},
+        {"Out"},
+        [](const OpDesc& op) {
+          OAR_ENFORCE(!attr_bool(op, "exclusive", false), ErrorCode::kUnimplemented,
+                      "logcumsumexp: exclusive = true is not supported");
+          return Attrs{{"axis", attr_int(op, "axis", -1)},
+                       {"flatten", int64_t{attr_bool(op, "flatten", false)}},
+                       {"reverse", int64_t{attr_bool(op, "reverse", false)}}};
+        }}},
+      {"cumprod",
+       {"cumprod",
+        {"X"},
+        {"Out"},
+        [](const OpDesc& op) {
+          OAR_ENFORCE(!attr_bool(op, "exclusive", false) && !attr_bool(op, "reverse", false),
+                      ErrorCode::kUnimplemented, "cumprod: exclusive / reverse = true are not supported");
+          return Attrs{{"axis", attr_int(op, "dim", -1)}, {"flatten", int64_t{0}}};
+        }}},
+      {"take_along_axis",
+       {"take_along_axis",
+        {"Input", "Index"},
+        {"Result"},
+        [](const OpDesc& op) {
+          return Attrs{{"axis", attr_int(op, "Axis", 0)}};
+        }}},
+      {"put_along_axis",
+       {"put_along_axis",
+        {"Input", "Index", "Value"},
+        {"Result"},
+        [](const OpDesc& op) {
+          return Attrs{{"axis", attr_int(op, "Axis", 0)}, {"reduce", reduce_code(op)}};
+        }}},
+      {"scatter_nd_add", {"scatter_nd_add", {"X", "Index", "Updates"}, {"Out"}, nullptr}},
+      {"index_add",
+       {"index_add",
+        {"X", "Index", "AddValue"},
+        {"Out"},
+        [](const OpDesc& op) {
+          return Attrs{{"axis", attr_int(op, "axis", 0)}};
+        }}},
+      {"inverse", {"inverse", {"Input"}, {"Output"}, nullptr}},
+      {"determinant", {"det", {"Input"}, {"Out"}, nullptr}},
+      {"cholesky",
+       {"cholesky",
+        {"X"},
+        {"Out"},
+        [](const OpDesc& op) {
+          return Attrs{{"upper", int64_t{attr_bool(op, "upper", false)}}};
+        }}},
+      {"solve", {"solve", {"X", "Y"}, {"Out"}, nullptr}},
+      {"triangular_solve",
+       {"triangular_solve",
+        {"X", "Y"},
+        {"Out"},
+        [](const OpDesc& op) {
+          return Attrs{{"upper", int64_t{attr_bool(op, "upper", true)}},
+                       {"transpose", int64_t{attr_bool(op, "transpose", false)}},
+                       {"unitriangular", int64_t{attr_bool(op, "unitriangular", false)}}};
+        }}},
+      {"qr",
+       {"qr",
+        {"X"},
+        {"Q", "R"},
+        [](const OpDesc& op) {
+          return Attrs{{"complete", index_of(op, "mode", "reduced", {"reduced", "complete"})}};
+        }}},
+      {"svd",
+       {"svd",
+        {"X"},
+        {"U", "S", "VH"},
+        [](const OpDesc& op) {
+          return Attrs{{"full_matrices", int64_t{attr_bool(op, "full_matrices", false)}}};
+        }}},
+      {"eigh",
+       {"eigh",
+        {"X"},
+        {"Eigenvalues", "Eigenvectors"},
+        [](const OpDesc& op) {
+          return Attrs{{"lower", 1 - index_of(op, "UPLO", "L", {"L", "U"})}};
+        }}},
+      {"polygamma",
+       {"polygamma",
+        {"x"},
+        {"out"},
+        [](const OpDesc& op) {
+          return Attrs{{"n", attr_int(op, "n", 0)}};
+        }}},
+      {"unfold", {"unfold", {"X"}, {"Y"}, im2col_attrs}},
+      {"fold", {"fold", {"X"}, {"Y"}, im2col_attrs}},
+      {"grid_sampler",
+       {"grid_sample",
+        {"X", "Grid"},
+        {"Output"},
+        [](const OpDesc& op) {
+          return Attrs{
+              {"mode", index_of(op, "mode", "bilinear", {"bilinear", "nearest"})},
+              {"padding_mode", index_of(op, "padding_mode", "zeros", {"zeros", "border", "reflection"})},
+              {"align_corners", int64_t{attr_bool(op, "align_corners", true)}}};
+        }}},
+  };
+  return t;
+}
+
+OpKernelFn tr_one_to_one(const OpDesc& op) {
+  const OneToOne& spec = one_to_one().at(op.type);
+  const OpDef& def = OpRegistry::get().at(spec.oar);
+  Attrs attrs = spec.attrs != nullptr ? spec.attrs(op) : Attrs{};
+  return [&spec, &def, attrs](OpRunContext& c) {
+    std::vector<Tensor> in;
+    for (const char* s : spec.ins) in.push_back(c.in(s));
+    std::vector<Tensor> out = call_op(def, in, attrs, c.place);
+    for (size_t i = 0; i < spec.outs.size() && i < out.size(); ++i) c.set_out(spec.outs[i], out[i]);
+  };
+}
+
 const std::map<std::string, OpTranslation>& table() {
   static const std::map<std::string, OpTranslation> t = {
       {"feed", tr_feed},
@@ -798,12 +969,15 @@ const std::map<std::string, OpTranslation>& table() {
 
 OpTranslation find_op_translation(const std::string& paddle_op_type) {
   auto it = table().find(paddle_op_type);
-  return it == table().end() ? nullptr : it->second;
+  if (it != table().end()) return it->second;
+  return one_to_one().count(paddle_op_type) ? tr_one_to_one : nullptr;
 }
 
 std::vector<std::string> translated_op_types() {
   std::vector<std::string> out;
   for (auto& kv : table()) out.push_back(kv.first);
+  for (auto& kv : one_to_one()) out.push_back(kv.first);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
