@@ -488,13 +488,14 @@ TEST(PaddleExport, WhereWithBroadcastAndReflectPadStayNative) {
   ExportReport rep;
   Program e = export_paddle_dialect(make_case("where", {cond, rand({2, 3}), rand({3})}).program, &rep);
   EXPECT_EQ(body_types(e), std::vector<std::string>{"oar.where"});
+  // Non-constant padding of a 3-D tensor (pad3d wants 4-D / 5-D).
   e = export_paddle_dialect(
-      make_case("pad", {rand({1, 1, 4, 4})},
-                Attrs{{"pads", std::vector<int64_t>{0, 0, 0, 0, 1, 1, 1, 1}}, {"mode", int64_t{1}}})
+      make_case("pad", {rand({1, 4, 4})},
+                Attrs{{"pads", std::vector<int64_t>{0, 0, 0, 0, 1, 1}}, {"mode", int64_t{1}}})
           .program,
       &rep);
   EXPECT_EQ(body_types(e), std::vector<std::string>{"oar.pad"});
-  EXPECT_NE(rep.to_string().find("mode 0"), std::string::npos) << rep.to_string();
+  EXPECT_NE(rep.to_string().find("4-D and 5-D"), std::string::npos) << rep.to_string();
 }
 
 // oar.assign(dst, src) writes src into dst: Paddle's assign with Out = dst.
@@ -572,9 +573,15 @@ TEST(PaddleExport, Convolution) {
   check(make_case("conv", {rand({1, 2, 4, 5, 4}), rand({3, 2, 2, 3, 2})},
                   Attrs{{"paddings", std::vector<int64_t>{1, 1, 0, 1, 1, 0}}}),
         {"conv3d"}, 1e-5);
-  ExportReport rep;
-  Program k = export_paddle_dialect(make_case("conv", {rand({1, 2, 8}), rand({3, 2, 3})}).program, &rep);
-  EXPECT_EQ(body_types(k), std::vector<std::string>{"oar.conv"});
+  // 1-D, as paddle.nn.functional.conv1d writes it.
+  e = check(make_case("conv", {rand({2, 4, 9}), rand({6, 2, 3})},
+                      Attrs{{"strides", std::vector<int64_t>{2}},
+                            {"paddings", std::vector<int64_t>{1, 2}},
+                            {"dilations", std::vector<int64_t>{2}},
+                            {"groups", int64_t{2}}}),
+            {"unsqueeze2", "unsqueeze2", "conv2d", "squeeze2"}, 1e-5);
+  expect_attr(first_op(e, "conv2d"), "paddings", std::vector<int32_t>{0, 0, 1, 2});
+  expect_attr(first_op(e, "conv2d"), "strides", std::vector<int32_t>{1, 2});
 }
 
 TEST(PaddleExport, Pooling) {
@@ -735,6 +742,56 @@ TEST(PaddleExport, UnfoldFoldGridSample) {
                   {"grid_sampler"}, 1e-5);
         expect_attr(first_op(e, "grid_sampler"), "mode", std::string(mode == 0 ? "bilinear" : "nearest"));
       }
+}
+
+TEST(PaddleExport, MultiOpRules) {
+  struct A {
+    double start, end, step;
+    DType d;
+  };
+  for (A a : {A{0, 10, 3, DType::kInt64}, A{0.5, 2.0, 0.25, DType::kFloat32}, A{5, -1, -2, DType::kInt32},
+              A{0, 1, 0.1, DType::kFloat64}}) {
+    Program e = check(
+        make_case(
+            "arange", {},
+            Attrs{
+                {"start", a.start}, {"end", a.end}, {"step", a.step}, {"dtype", static_cast<int64_t>(a.d)}}),
+        {"fill_constant", "fill_constant", "fill_constant", "range"});
+    EXPECT_EQ(first_op(e, "range").input("Start").size(), 1u);
+  }
+  check(make_case("linspace", {},
+                  Attrs{{"start", 0.0},
+                        {"stop", 1.0},
+                        {"num", int64_t{5}},
+                        {"dtype", static_cast<int64_t>(DType::kFloat32)}}),
+        {"fill_constant", "fill_constant", "fill_constant", "linspace"});
+  check(make_case("linspace", {},
+                  Attrs{{"start", -2.0},
+                        {"stop", 10.0},
+                        {"num", int64_t{4}},
+                        {"dtype", static_cast<int64_t>(DType::kInt64)}}),
+        {"fill_constant", "fill_constant", "fill_constant", "linspace"});
+
+  Tensor logits = rand({4, 5}, -2, 2, 60);
+  Program e = check(make_case("softmax_cross_entropy", {logits, ivec({1, 2, 4, 0}, {4})},
+                              Attrs{{"ignore_index", int64_t{2}}}),
+                    {"unsqueeze2", "softmax_with_cross_entropy", "squeeze2"}, 1e-5);
+  expect_attr(first_op(e, "softmax_with_cross_entropy"), "ignore_index", int32_t{2});
+  EXPECT_EQ(first_op(e, "squeeze2").output("Out"), std::vector<std::string>{"out_loss"});
+  check(make_case("softmax_cross_entropy", {logits, ivec({3, 0, 0, 1}, {4}, DType::kInt32)}),
+        {"unsqueeze2", "softmax_with_cross_entropy", "squeeze2"}, 1e-5);
+
+  // Non-constant padding: pad3d (a 4-D input gets a unit depth dim around it).
+  Tensor img = rand({1, 2, 4, 5}, -1, 1, 61);
+  for (int64_t mode : {1, 2, 3}) {
+    e = check(make_case("pad", {img},
+                        Attrs{{"pads", std::vector<int64_t>{0, 0, 0, 0, 1, 2, 3, 1}}, {"mode", mode}}),
+              {"unsqueeze2", "pad3d", "squeeze2"});
+    expect_attr(first_op(e, "pad3d"), "paddings", std::vector<int32_t>{3, 1, 1, 2, 0, 0});
+  }
+  check(make_case("pad", {rand({1, 1, 3, 4, 5})},
+                  Attrs{{"pads", std::vector<int64_t>{0, 0, 0, 0, 1, 0, 0, 2, 2, 1}}, {"mode", int64_t{2}}}),
+        {"pad3d"});
 }
 
 // ---- views (no OpDef: recorded as oar.reshape / transpose / squeeze / unsqueeze / slice / expand / flatten)

@@ -155,6 +155,10 @@ const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
       {"unfold", 0},
       {"fold", 0},
       {"grid_sampler", 1},
+      {"range", 0},
+      {"linspace", 1},
+      {"softmax_with_cross_entropy", 0},
+      {"pad3d", 0},
   };
   return kVersions;
 }

@@ -470,8 +470,11 @@ bool rule_sort(Ctx& c, const char*) {
   return true;
 }
 
+bool rule_pad3d(Ctx& c);  // below, with the other multi-op rules
+bool rule_conv1d(Ctx& c);
+
 bool rule_pad(Ctx& c, const char*) {
-  if (c.i("mode") != 0) return c.decline("only constant padding (mode 0) maps to Paddle's pad op");
+  if (c.i("mode") != 0) return rule_pad3d(c);
   std::vector<int32_t> pads;
   float value;
   if (!to_i32s(c, "pads", c.ints("pads"), &pads) || !to_f32(c, "value", c.f("value"), &value)) return false;
@@ -527,7 +530,8 @@ bool rule_layer_norm(Ctx& c, const char*) {
 bool rule_conv(Ctx& c, const char*) {
   const std::string &x = c.in("x"), &w = c.in("weight");
   int64_t nd = c.rank(x) - 2;
-  if (nd != 2 && nd != 3) return c.decline("only 2-D and 3-D convolutions map (conv2d / conv3d)");
+  if (nd == 1) return rule_conv1d(c);
+  if (nd != 2 && nd != 3) return c.decline("only 1-D, 2-D and 3-D convolutions map");
   std::vector<int32_t> s, p, d;
   std::vector<int64_t> strides = c.ints("strides"), pads = c.ints("paddings"), dil = c.ints("dilations");
   if (strides.empty()) strides.assign(nd, 1);
@@ -831,6 +835,151 @@ bool rule_grid_sample(Ctx& c, const char*) {
   return true;
 }
 
+// ---- ops written as several Paddle ops ---------------------------------------------------------------
+
+// A [1]-shaped fill_constant temporary (range / linspace take their scalars as tensors).
+std::string scalar_tensor(Ctx& c, const std::string& base, double v, DType d) {
+  std::string t = c.temp(base, d, {1});
+  c.emit("fill_constant", {}, {{"Out", {t}}},
+         {{"shape", std::vector<int64_t>{1}},
+          {"dtype", dtype_to_paddle_code(d)},
+          {"value", static_cast<float>(v)},
+          {"str_value", exact_number(v, d)}});
+  return t;
+}
+
+bool rule_arange(Ctx& c, const char*) {
+  DType d;
+  native_dtype(c, &d);
+  if (d == DType::kBool || is_complex(d) || d == DType::kFloat16 || d == DType::kBFloat16)
+    return c.decline("Paddle's range takes int32/int64/float32/float64 only");
+  const std::string& o = c.out("out");
+  std::string a = scalar_tensor(c, o + ".start", c.f("start"), d),
+              b = scalar_tensor(c, o + ".end", c.f("end"), d),
+              s = scalar_tensor(c, o + ".step", c.f("step"), d);
+  c.emit("range", {{"Start", {a}}, {"End", {b}}, {"Step", {s}}}, {{"Out", {o}}});
+  return true;
+}
+
+bool rule_linspace(Ctx& c, const char*) {
+  DType d;
+  native_dtype(c, &d);
+  const std::string& o = c.out("out");
+  int64_t num = c.i("num");
+  if (!fits_i32(num)) return c.decline("num does not fit Paddle's int32 Num tensor");
+  std::string a = scalar_tensor(c, o + ".start", c.f("start"), DType::kFloat64),
+              b = scalar_tensor(c, o + ".stop", c.f("stop"), DType::kFloat64),
+              n = scalar_tensor(c, o + ".num", static_cast<double>(num), DType::kInt32);
+  c.emit("linspace", {{"Start", {a}}, {"Stop", {b}}, {"Num", {n}}}, {{"Out", {o}}},
+         {{"dtype", dtype_to_paddle_code(d)}});
+  return true;
+}
+
+// softmax_cross_entropy(logits [N, C], label [N]) -> loss [N], softmax: Paddle's op wants the label and
+// gives the loss as [N, 1].
+bool rule_softmax_ce(Ctx& c, const char*) {
+  const std::string &logits = c.in("logits"), &label = c.in("label"), &loss = c.out("loss");
+  int32_t ignore;
+  if (!to_i32(c, "ignore_index", c.i("ignore_index"), &ignore)) return false;
+  std::vector<int64_t> ls = c.shape(label);
+  ls.push_back(1);
+  std::string label2 = c.temp(label + ".unsqueezed", c.var(label).dtype, ls);
+  c.emit("unsqueeze2", {{"X", {label}}}, {{"Out", {label2}}, {"XShape", {c.xshape(label)}}},
+         {{"axes", std::vector<int32_t>{-1}}});
+  std::vector<int64_t> lo = c.shape(loss);
+  lo.push_back(1);
+  std::string loss2 = c.temp(loss + ".2d", c.var(loss).dtype, lo);
+  c.emit("softmax_with_cross_entropy", {{"Logits", {logits}}, {"Label", {label2}}},
+         {{"Softmax", {c.out("softmax")}}, {"Loss", {loss2}}},
+         {{"soft_label", false},
+          {"use_softmax", true},
+          {"numeric_stable_mode", true},
+          {"ignore_index", ignore},
+          {"axis", int32_t{-1}}});
+  c.emit("squeeze2", {{"X", {loss2}}}, {{"Out", {loss}}, {"XShape", {c.xshape(loss2)}}},
+         {{"axes", std::vector<int32_t>{-1}}});
+  return true;
+}
+
+// Inserts a unit dim at position 2 ([N, C, L] -> [N, C, 1, L]) with unsqueeze2.
+std::string unsqueeze_h(Ctx& c, const std::string& v) {
+  std::vector<int64_t> s = c.shape(v);
+  s.insert(s.begin() + 2, 1);
+  std::string t = c.temp(v + ".2d", c.var(v).dtype, s);
+  c.emit("unsqueeze2", {{"X", {v}}}, {{"Out", {t}}, {"XShape", {c.xshape(v)}}},
+         {{"axes", std::vector<int32_t>{2}}});
+  return t;
+}
+// The [N, C, 1, L] result of a 2-D op for the native [N, C, L] output `out`, squeezed into it afterwards.
+std::string squeezed_into(Ctx& c, const std::string& out) {
+  std::vector<int64_t> s = c.shape(out);
+  s.insert(s.begin() + 2, 1);
+  return c.temp(out + ".2d", c.var(out).dtype, s);
+}
+void squeeze_h(Ctx& c, const std::string& t, const std::string& out) {
+  c.emit("squeeze2", {{"X", {t}}}, {{"Out", {out}}, {"XShape", {c.xshape(t)}}},
+         {{"axes", std::vector<int32_t>{2}}});
+}
+
+// 1-D convolution, as paddle.nn.functional.conv1d writes it: unsqueeze2 + conv2d + squeeze2.
+bool rule_conv1d(Ctx& c) {
+  const std::string &x = c.in("x"), &w = c.in("weight"), &out = c.out("out");
+  std::vector<int64_t> strides = c.ints("strides"), pads = c.ints("paddings"), dil = c.ints("dilations");
+  if (strides.empty()) strides = {1};
+  if (pads.empty()) pads = {0, 0};
+  if (dil.empty()) dil = {1};
+  if (strides.size() != 1 || pads.size() != 2 || dil.size() != 1)
+    c.malformed("1-D conv attributes of the wrong length");
+  std::vector<int32_t> s, p, d;
+  int32_t groups;
+  if (!to_i32s(c, "strides", {1, strides[0]}, &s) || !to_i32s(c, "paddings", {0, 0, pads[0], pads[1]}, &p) ||
+      !to_i32s(c, "dilations", {1, dil[0]}, &d) || !to_i32(c, "groups", c.i("groups"), &groups))
+    return false;
+  std::string x2 = unsqueeze_h(c, x), w2 = unsqueeze_h(c, w), o2 = squeezed_into(c, out);
+  c.emit("conv2d", {{"Input", {x2}}, {"Filter", {w2}}}, {{"Output", {o2}}},
+         {{"strides", s},
+          {"paddings", p},
+          {"dilations", d},
+          {"groups", groups},
+          {"padding_algorithm", std::string("EXPLICIT")},
+          {"data_format", std::string("NCHW")}});
+  squeeze_h(c, o2, out);
+  return true;
+}
+
+// Non-constant padding of a 4-D / 5-D tensor's spatial dims: pad3d (5-D; a 4-D input gets a unit depth
+// dim first, as paddle.nn.functional.pad does).
+bool rule_pad3d(Ctx& c) {
+  static const char* kModes[] = {"constant", "reflect", "replicate", "circular"};
+  int64_t mode = c.i("mode");
+  if (mode < 1 || mode > 3) c.malformed("mode " + std::to_string(mode) + " is not 0..3");
+  const std::string &x = c.in("x"), &out = c.out("out");
+  int64_t r = c.rank(x);
+  std::vector<int64_t> pads = c.ints("pads");
+  if (r != 4 && r != 5) return c.decline("non-constant padding maps (pad3d) for 4-D and 5-D inputs only");
+  if (static_cast<int64_t>(pads.size()) != 2 * r) c.malformed("pads must have 2 * rank values");
+  if (pads[0] || pads[1] || pads[2] || pads[3]) return c.decline("pad3d pads spatial dims only (not N, C)");
+  // Paddle's order: [left, right, top, bottom, front, back] (last dim first).
+  std::vector<int64_t> pp;
+  for (int64_t dim = r - 1; dim >= 2; --dim) pp.insert(pp.end(), {pads[2 * dim], pads[2 * dim + 1]});
+  if (r == 4) pp.insert(pp.end(), {0, 0});
+  std::vector<int32_t> p32;
+  float value;
+  if (!to_i32s(c, "pads", pp, &p32) || !to_f32(c, "value", c.f("value"), &value)) return false;
+  AttrList a{{"paddings", p32},
+             {"mode", std::string(kModes[mode])},
+             {"value", value},
+             {"data_format", std::string("NCDHW")}};
+  if (r == 5) {
+    c.emit("pad3d", {{"X", {x}}}, {{"Out", {out}}}, std::move(a));
+    return true;
+  }
+  std::string x5 = unsqueeze_h(c, x), o5 = squeezed_into(c, out);
+  c.emit("pad3d", {{"X", {x5}}}, {{"Out", {o5}}}, std::move(a));
+  squeeze_h(c, o5, out);
+  return true;
+}
+
 // ---- the table ----------------------------------------------------------------------------------------
 
 struct Rule {
@@ -890,6 +1039,9 @@ const std::map<std::string, Rule>& rules() {
     for (const char* n : {"inverse", "det", "cholesky", "solve", "triangular_solve", "qr", "svd", "eigh"})
       m[n] = {rule_linalg, nullptr};
     m["polygamma"] = {rule_polygamma, nullptr};
+    m["arange"] = {rule_arange, nullptr};
+    m["linspace"] = {rule_linspace, nullptr};
+    m["softmax_cross_entropy"] = {rule_softmax_ce, nullptr};
     m["unfold"] = {rule_im2col, "unfold"};
     m["fold"] = {rule_im2col, "fold"};
     m["grid_sample"] = {rule_grid_sample, nullptr};

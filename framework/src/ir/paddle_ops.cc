@@ -680,6 +680,68 @@ OpKernelFn tr_expand_v2(const OpDesc& op) {
   return [shape](OpRunContext& c) { c.set_out("Out", ops::copy(c.in("X").expand(Dims(shape)))); };
 }
 
+// A one-element tensor input read to the host (range / linspace scalars).
+double host_scalar(const OpRunContext& c, const char* slot) {
+  const Tensor& t = c.in(slot);
+  OAR_ENFORCE(t.numel() == 1, ErrorCode::kInvalidArgument,
+              c.op->type << ": " << slot << " must hold one value, has shape " << t.dims().to_string());
+  return ops::cast(t, DType::kFloat64).cpu().to_vector<double>()[0];
+}
+
+OpKernelFn tr_range(const OpDesc&) {
+  return [](OpRunContext& c) {
+    DType d = c.in("Start").dtype();
+    c.set_out("Out", ops::arange(host_scalar(c, "Start"), host_scalar(c, "End"), host_scalar(c, "Step"), d,
+                                 c.place));
+  };
+}
+
+OpKernelFn tr_linspace(const OpDesc& op) {
+  DType d = paddle_dtype_attr(op, "dtype", 5);
+  return [d](OpRunContext& c) {
+    Attrs a{{"start", host_scalar(c, "Start")},
+            {"stop", host_scalar(c, "Stop")},
+            {"num", static_cast<int64_t>(host_scalar(c, "Num"))},
+            {"dtype", static_cast<int64_t>(d)}};
+    c.set_out("Out", call_op("linspace", {}, a, c.place)[0]);
+  };
+}
+
+// softmax_with_cross_entropy, hard labels on the last axis: Label [..., 1] -> Loss [..., 1].
+OpKernelFn tr_softmax_with_ce(const OpDesc& op) {
+  OAR_ENFORCE(!attr_bool(op, "soft_label", false) && attr_bool(op, "use_softmax", true),
+              ErrorCode::kUnimplemented,
+              "softmax_with_cross_entropy: soft_label / use_softmax = false are not supported");
+  int64_t axis = attr_int(op, "axis", -1), ignore = attr_int(op, "ignore_index", -100);
+  return [axis, ignore](OpRunContext& c) {
+    const Tensor& logits = c.in("Logits");
+    OAR_ENFORCE(logits.ndim() == 2 && (axis == -1 || axis == 1), ErrorCode::kUnimplemented,
+                "softmax_with_cross_entropy: only 2-D logits with axis -1 are supported, got "
+                    << logits.dims().to_string() << " axis " << axis);
+    Tensor label = c.in("Label").reshape(Dims{logits.dim(0)});
+    std::vector<Tensor> r =
+        call_op("softmax_cross_entropy", {logits, label}, Attrs{{"ignore_index", ignore}});
+    c.set_out("Softmax", r[1]);
+    c.set_out("Loss", r[0].reshape(Dims{logits.dim(0), 1}));
+  };
+}
+
+// pad3d (NCDHW): paddings [left, right, top, bottom, front, back].
+OpKernelFn tr_pad3d(const OpDesc& op) {
+  require_unbound(op, "Paddings");
+  std::string layout = attr_str(op, "data_format", "NCDHW");
+  OAR_ENFORCE(layout == "NCDHW", ErrorCode::kUnimplemented,
+              "pad3d: data_format '" << layout << "' is not supported");
+  std::vector<int64_t> p = attr_ints(op, "paddings");
+  OAR_ENFORCE(p.size() == 6, ErrorCode::kInvalidArgument, "pad3d: paddings must have 6 values");
+  std::vector<int64_t> pads{0, 0, 0, 0, p[4], p[5], p[2], p[3], p[0], p[1]};
+  std::string m = attr_str(op, "mode", "constant");
+  int64_t mode = m == "constant" ? 0 : m == "reflect" ? 1 : m == "replicate" ? 2 : m == "circular" ? 3 : -1;
+  OAR_ENFORCE(mode >= 0, ErrorCode::kUnimplemented, "pad3d: mode '" << m << "' is not supported");
+  double value = attr_float(op, "value", 0.0);
+  return [pads, mode, value](OpRunContext& c) { c.set_out("Out", ops::pad(c.in("X"), pads, mode, value)); };
+}
+
 // ---- one Paddle op -> one oar op, slots mapped positionally --------------------------------------------
 
 struct OneToOne {
@@ -961,6 +1023,10 @@ const std::map<std::string, OpTranslation>& table() {
       {"strided_slice", tr_slice},
       {"expand_v2", tr_expand_v2},
       {"conv3d", tr_conv3d},
+      {"range", tr_range},
+      {"linspace", tr_linspace},
+      {"softmax_with_cross_entropy", tr_softmax_with_ce},
+      {"pad3d", tr_pad3d},
   };
   return t;
 }
