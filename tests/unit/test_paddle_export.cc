@@ -620,6 +620,30 @@ TEST(PaddleExport, Pooling) {
   // wheel), so the latter's max_pool2d_with_index is written.
   e = check(make_case("max_pool", {x}, ad, {0}), {"max_pool2d_with_index"});
   EXPECT_EQ(first_op(e, "max_pool2d_with_index").output("Mask").size(), 1u);
+  // 1-D pooling as Paddle writes it: over [N, C, 1, L].
+  Tensor x1 = rand({2, 3, 9}, -1, 1, 62);
+  Attrs a1{{"kernel_size", std::vector<int64_t>{3}},
+           {"strides", std::vector<int64_t>{2}},
+           {"paddings", std::vector<int64_t>{1, 0}}};
+  e = check(make_case("max_pool", {x1}, a1, {0}), {"unsqueeze2", "pool2d", "squeeze2"});
+  expect_attr(first_op(e, "pool2d"), "paddings", std::vector<int32_t>{0, 0, 1, 0});
+  a1.set("exclusive", int64_t{0});
+  check(make_case("avg_pool", {x1}, a1), {"unsqueeze2", "pool2d", "squeeze2"});
+  Attrs ad1{{"kernel_size", std::vector<int64_t>{4}}, {"adaptive", int64_t{1}}};
+  check(make_case("avg_pool", {x1}, ad1), {"unsqueeze2", "pool2d", "squeeze2"});
+  check(make_case("max_pool", {x1}, ad1, {0}), {"unsqueeze2", "max_pool2d_with_index", "squeeze2"});
+  // 3-D: pool3d.
+  Tensor x3 = rand({1, 2, 5, 6, 4}, -1, 1, 63);
+  Attrs a3{{"kernel_size", std::vector<int64_t>{2, 3, 2}},
+           {"strides", std::vector<int64_t>{2, 2, 1}},
+           {"paddings", std::vector<int64_t>{1, 0, 0, 1, 1, 0}}};
+  e = check(make_case("max_pool", {x3}, a3, {0}), {"pool3d"});
+  expect_attr(first_op(e, "pool3d"), "data_format", std::string("NCDHW"));
+  check(make_case("avg_pool", {x3}, a3), {"pool3d"});
+  Attrs ad3{{"kernel_size", std::vector<int64_t>{2, 3, 2}}, {"adaptive", int64_t{1}}};
+  check(make_case("avg_pool", {x3}, ad3), {"pool3d"});
+  export_paddle_dialect(make_case("max_pool", {x3}, ad3, {0}).program, &ceil_rep);
+  EXPECT_EQ(ceil_rep.num_kept(), 1);
   // The mask fetched, or a divisor override: no pool2d equivalent.
   ExportReport rep;
   export_paddle_dialect(make_case("max_pool", {x}, a).program, &rep);

@@ -159,6 +159,7 @@ const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
       {"linspace", 1},
       {"softmax_with_cross_entropy", 0},
       {"pad3d", 0},
+      {"pool3d", 0},
   };
   return kVersions;
 }

@@ -470,8 +470,12 @@ bool rule_sort(Ctx& c, const char*) {
   return true;
 }
 
-bool rule_pad3d(Ctx& c);  // below, with the other multi-op rules
+// Below, with the other multi-op rules.
+bool rule_pad3d(Ctx& c);
 bool rule_conv1d(Ctx& c);
+std::string unsqueeze_h(Ctx& c, const std::string& v);
+std::string squeezed_into(Ctx& c, const std::string& out);
+void squeeze_h(Ctx& c, const std::string& t, const std::string& out);
 
 bool rule_pad(Ctx& c, const char*) {
   if (c.i("mode") != 0) return rule_pad3d(c);
@@ -551,20 +555,22 @@ bool rule_conv(Ctx& c, const char*) {
   return true;
 }
 
+// max_pool / avg_pool: pool2d (4-D), pool3d (5-D), unsqueeze2 + pool2d + squeeze2 (3-D, as Paddle's
+// 1-D pooling writes it).
 bool rule_pool(Ctx& c, const char* kind) {
-  const std::string& x = c.in("x");
+  const std::string &x = c.in("x"), &out = c.out("out");
   int64_t nd = c.rank(x) - 2;
-  if (nd != 2) return c.decline("only 2-D pooling maps (pool2d)");
+  if (nd < 1 || nd > 3) c.malformed("x must be 3-D, 4-D or 5-D");
   bool max = std::string(kind) == "max";
-  if (max && !c.unused_output("mask")) return c.decline("its mask output is used (pool2d has none)");
-  if (!max && c.i("divisor") != 0) return c.decline("divisor_override has no pool2d equivalent");
+  if (max && !c.unused_output("mask"))
+    return c.decline("its mask output is used (Paddle's pooling has none)");
+  if (!max && c.i("divisor") != 0) return c.decline("divisor_override has no Paddle pooling equivalent");
   std::vector<int64_t> k = c.ints("kernel_size"), strides = c.ints("strides"), pads = c.ints("paddings");
   if (strides.empty()) strides.assign(nd, 1);
   if (pads.empty()) pads.assign(2 * nd, 0);
-  std::vector<int32_t> k32, s32, p32;
-  if (!to_i32s(c, "kernel_size", k, &k32) || !to_i32s(c, "strides", strides, &s32) ||
-      !to_i32s(c, "paddings", pads, &p32))
-    return false;
+  if (static_cast<int64_t>(k.size()) != nd || static_cast<int64_t>(strides.size()) != nd ||
+      static_cast<int64_t>(pads.size()) != 2 * nd)
+    c.malformed("kernel_size / strides / paddings do not match the spatial rank");
   bool adaptive = c.i("adaptive") != 0, ceil = c.i("ceil_mode") != 0;
   if (ceil && !adaptive) {
     // With ceil_mode the last window may lie wholly in the padding: oar gives -inf (max) there, Paddle
@@ -574,36 +580,48 @@ bool rule_pool(Ctx& c, const char* kind) {
       int64_t in = xs[2 + i];
       if (in < 0) return c.decline("ceil_mode with an unknown spatial extent (a window may be empty)");
       int64_t span = in + pads[2 * i] + pads[2 * i + 1] - k[i];
-      int64_t out = (span + strides[i] - 1) / strides[i] + 1;
-      if ((out - 1) * strides[i] - pads[2 * i] >= in)
+      int64_t n_out = (span + strides[i] - 1) / strides[i] + 1;
+      if ((n_out - 1) * strides[i] - pads[2 * i] >= in)
         return c.decline("ceil_mode makes a window that lies wholly in the padding");
     }
   }
+  if (nd == 3 && max && adaptive) return c.decline("adaptive 3-D max pooling is not mapped");
+  if (nd == 1) {  // as 2-D over [N, C, 1, L]
+    k.insert(k.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    pads.insert(pads.begin(), {0, 0});
+  }
+  std::vector<int32_t> k32, s32, p32;
+  if (!to_i32s(c, "kernel_size", k, &k32) || !to_i32s(c, "strides", strides, &s32) ||
+      !to_i32s(c, "paddings", pads, &p32))
+    return false;
+  std::string xin = nd == 1 ? unsqueeze_h(c, x) : x, o = nd == 1 ? squeezed_into(c, out) : out;
   if (max && adaptive) {
     // Paddle's pool2d computes adaptive max windows differently from its own adaptive_max_pool2d (which
     // writes max_pool2d_with_index); the latter matches oar.
-    const VarDesc& o = c.var(c.out("out"));
-    std::string mask = c.temp(c.out("out") + ".mask", DType::kInt32, o.shape);
-    c.emit("max_pool2d_with_index", {{"X", {x}}}, {{"Out", {c.out("out")}}, {"Mask", {mask}}},
+    std::vector<int64_t> os = c.shape(o);
+    std::string mask = c.temp(o + ".mask", DType::kInt32, os);
+    c.emit("max_pool2d_with_index", {{"X", {xin}}}, {{"Out", {o}}, {"Mask", {mask}}},
            {{"ksize", k32},
             {"strides", std::vector<int32_t>{1, 1}},
             {"paddings", std::vector<int32_t>{0, 0}},
             {"global_pooling", false},
             {"adaptive", true},
             {"ceil_mode", false}});
-    return true;
+  } else {
+    c.emit(nd == 3 ? "pool3d" : "pool2d", {{"X", {xin}}}, {{"Out", {o}}},
+           {{"pooling_type", std::string(kind)},
+            {"ksize", k32},
+            {"strides", s32},
+            {"paddings", p32},
+            {"global_pooling", false},
+            {"adaptive", adaptive},
+            {"ceil_mode", ceil},
+            {"exclusive", max ? true : c.i("exclusive") != 0},
+            {"padding_algorithm", std::string("EXPLICIT")},
+            {"data_format", std::string(nd == 3 ? "NCDHW" : "NCHW")}});
   }
-  c.emit("pool2d", {{"X", {x}}}, {{"Out", {c.out("out")}}},
-         {{"pooling_type", std::string(kind)},
-          {"ksize", k32},
-          {"strides", s32},
-          {"paddings", p32},
-          {"global_pooling", false},
-          {"adaptive", adaptive},
-          {"ceil_mode", ceil},
-          {"exclusive", max ? true : c.i("exclusive") != 0},
-          {"padding_algorithm", std::string("EXPLICIT")},
-          {"data_format", std::string("NCHW")}});
+  if (nd == 1) squeeze_h(c, o, out);
   return true;
 }
 

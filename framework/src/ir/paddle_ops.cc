@@ -287,16 +287,20 @@ OpKernelFn tr_conv(const OpDesc& op) {
 OpKernelFn tr_conv2d(const OpDesc& op) { return tr_conv<2>(op); }
 OpKernelFn tr_conv3d(const OpDesc& op) { return tr_conv<3>(op); }
 
-OpKernelFn tr_pool2d(const OpDesc& op) {
-  require_nchw(op, "data_format");
+// pool2d (ND = 2, NCHW) and pool3d (ND = 3, NCDHW).
+template <size_t ND>
+OpKernelFn tr_pool(const OpDesc& op) {
+  std::string layout = attr_str(op, "data_format", ND == 2 ? "NCHW" : "NCDHW");
+  OAR_ENFORCE(layout == (ND == 2 ? "NCHW" : "NCDHW") || layout == "AnyLayout", ErrorCode::kUnimplemented,
+              op.type << ": data_format '" << layout << "' is not supported");
   std::string type = attr_str(op, "pooling_type", "max");
   OAR_ENFORCE(type == "max" || type == "avg", ErrorCode::kInvalidArgument,
-              "pool2d: pooling_type '" << type << "' is not max or avg");
+              op.type << ": pooling_type '" << type << "' is not max or avg");
   std::vector<int64_t> ksize = attr_ints(op, "ksize");
-  OAR_ENFORCE(ksize.size() == 2, ErrorCode::kInvalidArgument,
-              "pool2d: ksize must have 2 values, got " << ksize.size());
-  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
-  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+  OAR_ENFORCE(ksize.size() == ND, ErrorCode::kInvalidArgument,
+              op.type << ": ksize must have " << ND << " values, got " << ksize.size());
+  std::vector<int64_t> strides = attr_ints(op, "strides", std::vector<int64_t>(ND, 1));
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", std::vector<int64_t>(ND, 0)), ND);
   bool global = attr_bool(op, "global_pooling", false), adaptive = attr_bool(op, "adaptive", false);
   bool ceil = attr_bool(op, "ceil_mode", false), exclusive = attr_bool(op, "exclusive", true);
   std::string algo = attr_str(op, "padding_algorithm", "EXPLICIT");
@@ -305,8 +309,8 @@ OpKernelFn tr_pool2d(const OpDesc& op) {
     std::vector<int64_t> k = ksize, p = pads, s = strides;
     if (global) {
       // One window over the whole plane; oar's adaptive pooling to 1x1 is exactly that.
-      k = {1, 1};
-      p.assign(4, 0);
+      k.assign(ND, 1);
+      p.assign(2 * ND, 0);
     } else if (!adaptive) {
       p = algo_pads(algo, pads, x.dims(), k, s);
     }
@@ -323,6 +327,8 @@ OpKernelFn tr_pool2d(const OpDesc& op) {
     }
   };
 }
+OpKernelFn tr_pool2d(const OpDesc& op) { return tr_pool<2>(op); }
+OpKernelFn tr_pool3d(const OpDesc& op) { return tr_pool<3>(op); }
 
 // max_pool2d_with_index (what paddle.nn.functional.adaptive_max_pool2d / max_pool2d(return_mask) write):
 // the pooled values; Mask (Paddle's flat index in the input plane) is not produced.
@@ -1027,6 +1033,7 @@ const std::map<std::string, OpTranslation>& table() {
       {"linspace", tr_linspace},
       {"softmax_with_cross_entropy", tr_softmax_with_ce},
       {"pad3d", tr_pad3d},
+      {"pool3d", tr_pool3d},
   };
   return t;
 }
