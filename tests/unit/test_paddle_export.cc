@@ -818,6 +818,57 @@ TEST(PaddleExport, MultiOpRules) {
         {"pad3d"});
 }
 
+// The ratios oar's Python interpolate computes (float32, like Paddle).
+std::vector<double> interp_ratios(const Tensor& x, const std::vector<int64_t>& size, bool align,
+                                  const std::vector<double>& scales = {}) {
+  std::vector<double> r;
+  for (size_t i = 0; i < size.size(); ++i) {
+    double n = static_cast<double>(x.dim(static_cast<int32_t>(2 + i))), o = static_cast<double>(size[i]);
+    double v = align ? (o > 1 ? (n - 1) / (o - 1) : 0.0) : !scales.empty() ? 1.0 / scales[i] : n / o;
+    r.push_back(static_cast<float>(v));
+  }
+  return r;
+}
+
+Case interp_case(const Tensor& x, std::vector<int64_t> size, int64_t mode, bool align, int64_t align_mode = 0,
+                 std::vector<double> scales = {}) {
+  return make_case("interpolate", {x},
+                   Attrs{{"out_size", size},
+                         {"ratios", interp_ratios(x, size, align, scales)},
+                         {"mode", mode},
+                         {"align_corners", int64_t{align}},
+                         {"align_mode", align_mode}});
+}
+
+TEST(PaddleExport, Interpolate) {
+  Tensor x = rand({1, 2, 5, 7}, -1, 1, 64);
+  for (bool align : {false, true})
+    for (int64_t am : {0, 1}) {
+      Program e = check(interp_case(x, {8, 4}, 1, align, am), {"bilinear_interp_v2"}, 1e-5);
+      expect_attr(first_op(e, "bilinear_interp_v2"), "out_h", int32_t{8});
+      expect_attr(first_op(e, "bilinear_interp_v2"), "out_w", int32_t{4});
+      check(interp_case(x, {9, 6}, 2, align), {"bicubic_interp_v2"}, 1e-5);
+    }
+  check(interp_case(x, {10, 14}, 0, false), {"nearest_interp_v2"});
+  check(interp_case(x, {3, 4}, 0, false), {"nearest_interp_v2"});
+  // By scale factor 1.5: sizes int(5 * 1.5), int(7 * 1.5), ratios 1 / 1.5 (not 5 / 7 and 7 / 10).
+  Program e = check(interp_case(x, {7, 10}, 1, false, 0, {1.5, 1.5}), {"bilinear_interp_v2"}, 1e-5);
+  expect_attr(first_op(e, "bilinear_interp_v2"), "scale", std::vector<float>{1.5f, 1.5f});
+  check(interp_case(x, {7, 10}, 0, false, 0, {1.5, 1.5}), {"nearest_interp_v2"});
+  check(interp_case(rand({1, 2, 6}), {9}, 1, false), {"linear_interp_v2"}, 1e-5);
+  check(interp_case(rand({1, 2, 6}), {4}, 1, true), {"linear_interp_v2"}, 1e-5);
+  Tensor v = rand({1, 1, 3, 4, 5}, -1, 1, 65);
+  check(interp_case(v, {5, 6, 7}, 1, false), {"trilinear_interp_v2"}, 1e-5);
+  check(interp_case(v, {5, 6, 7}, 1, true, 1), {"trilinear_interp_v2"}, 1e-5);
+  check(interp_case(v, {6, 8, 10}, 0, false), {"nearest_interp_v2"});
+  // Ratios Paddle cannot derive: kept native.
+  Case odd = interp_case(x, {8, 4}, 1, false);
+  odd.program.global_block().mutable_ops()[1].set_attr("ratios", std::vector<double>{0.3, 0.3});
+  ExportReport rep;
+  export_paddle_dialect(odd.program, &rep);
+  EXPECT_NE(rep.to_string().find("neither the sizes nor a scale"), std::string::npos) << rep.to_string();
+}
+
 // ---- views (no OpDef: recorded as oar.reshape / transpose / squeeze / unsqueeze / slice / expand / flatten)
 
 Case view_case(const std::string& name, const Tensor& x, AttrList attrs, const Tensor& want) {

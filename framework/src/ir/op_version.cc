@@ -160,6 +160,11 @@ const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
       {"softmax_with_cross_entropy", 0},
       {"pad3d", 0},
       {"pool3d", 0},
+      {"nearest_interp_v2", 0},
+      {"linear_interp_v2", 0},
+      {"bilinear_interp_v2", 0},
+      {"trilinear_interp_v2", 0},
+      {"bicubic_interp_v2", 0},
   };
   return kVersions;
 }

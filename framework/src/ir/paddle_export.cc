@@ -998,6 +998,59 @@ bool rule_pad3d(Ctx& c) {
   return true;
 }
 
+// interpolate -> <method>_interp_v2. Paddle derives the sampling ratios from the sizes (in / out, or
+// (in - 1) / (out - 1) with align_corners) or from a `scale` attribute (1 / scale), in float32; oar's op
+// carries them explicitly. Exported when the declared input extents reproduce oar's ratios either way.
+bool rule_interpolate(Ctx& c, const char*) {
+  const std::string &x = c.in("x"), &out = c.out("out");
+  int64_t nd = c.rank(x) - 2, mode = c.i("mode");
+  bool align = c.i("align_corners") != 0;
+  const char* method = nullptr;
+  if (mode == 0 && (nd == 2 || nd == 3) && !align) method = "nearest";
+  if (mode == 1) method = nd == 1 ? "linear" : nd == 2 ? "bilinear" : "trilinear";
+  if (mode == 2 && nd == 2) method = "bicubic";
+  if (method == nullptr || nd < 1 || nd > 3)
+    return c.decline("no Paddle interpolation for mode " + std::to_string(mode) + " on " +
+                     std::to_string(nd) + "-D input" + (align ? " with align_corners" : ""));
+  std::vector<int64_t> size = c.ints("out_size");
+  std::vector<double> ratios = c.floats("ratios");
+  if (static_cast<int64_t>(size.size()) != nd || static_cast<int64_t>(ratios.size()) != nd)
+    c.malformed("out_size / ratios do not match the spatial rank");
+  const std::vector<int64_t>& xs = c.shape(x);
+  bool by_size = true, by_scale = !align;
+  std::vector<float> scale;
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t in = xs[2 + i], o = size[i];
+    if (in < 0) return c.decline("interpolation with an unknown input extent");
+    float r = static_cast<float>(ratios[i]);
+    float from_size = align ? (o > 1 ? static_cast<float>(in - 1) / static_cast<float>(o - 1) : 0.0f)
+                            : static_cast<float>(in) / static_cast<float>(o);
+    by_size = by_size && r == from_size;
+    float sc = r > 0 ? static_cast<float>(1.0 / ratios[i]) : 0.0f;
+    by_scale = by_scale && sc > 0 && static_cast<float>(1. / sc) == r &&
+               static_cast<int64_t>(static_cast<float>(in) * sc) == o;
+    scale.push_back(sc);
+  }
+  if (!by_size && !by_scale) return c.decline("its ratios match neither the sizes nor a scale factor");
+  // Paddle orders the sizes out_d, out_h, out_w from the last spatial dim backwards.
+  int32_t od = -1, oh = -1, ow = -1;
+  if (!to_i32(c, "out_size", size[nd - 1], &ow)) return false;
+  if (nd >= 2 && !to_i32(c, "out_size", size[nd - 2], &oh)) return false;
+  if (nd == 3 && !to_i32(c, "out_size", size[0], &od)) return false;
+  c.emit(std::string(method) + "_interp_v2", {{"X", {x}}}, {{"Out", {out}}},
+         {{"out_d", od},
+          {"out_h", oh},
+          {"out_w", ow},
+          {"scale", by_size ? std::vector<float>{} : scale},
+          {"interp_method", std::string(method)},
+          {"align_corners", align},
+          {"align_mode", static_cast<int32_t>(c.i("align_mode"))},
+          // Paddle's interp ops say NCHW for channel-first input of every rank (NCW / NCDHW read as
+          // unknown / channel-last; checked with the wheel).
+          {"data_layout", std::string("NCHW")}});
+  return true;
+}
+
 // ---- the table ----------------------------------------------------------------------------------------
 
 struct Rule {
@@ -1063,6 +1116,7 @@ const std::map<std::string, Rule>& rules() {
     m["unfold"] = {rule_im2col, "unfold"};
     m["fold"] = {rule_im2col, "fold"};
     m["grid_sample"] = {rule_grid_sample, nullptr};
+    m["interpolate"] = {rule_interpolate, nullptr};
     m["copy"] = {rule_copy, nullptr};
     m["gelu"] = {rule_gelu, nullptr};
     m["leaky_relu"] = {rule_leaky_relu, nullptr};

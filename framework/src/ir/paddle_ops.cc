@@ -748,6 +748,51 @@ OpKernelFn tr_pad3d(const OpDesc& op) {
   return [pads, mode, value](OpRunContext& c) { c.set_out("Out", ops::pad(c.in("X"), pads, mode, value)); };
 }
 
+// <method>_interp_v2 (NCW / NCHW / NCDHW): output sizes from out_d/h/w or the `scale` attribute;
+// ratios as Paddle computes them (float32).
+OpKernelFn tr_interp_v2(const OpDesc& op) {
+  for (const char* s : {"OutSize", "SizeTensor", "Scale"}) require_unbound(op, s);
+  std::string method = attr_str(op, "interp_method", "bilinear");
+  int64_t mode = method == "nearest" ? 0 : method == "bicubic" ? 2 : 1;
+  bool align = attr_bool(op, "align_corners", true);
+  int64_t align_mode = attr_int(op, "align_mode", 1);
+  std::string layout = attr_str(op, "data_layout", "NCHW");
+  OAR_ENFORCE(layout == "NCW" || layout == "NCHW" || layout == "NCDHW", ErrorCode::kUnimplemented,
+              op.type << ": data_layout '" << layout << "' is not supported");
+  std::vector<int64_t> outs{attr_int(op, "out_d", -1), attr_int(op, "out_h", -1), attr_int(op, "out_w", -1)};
+  std::vector<float> scale;
+  if (const Attribute* a = op.find_attr("scale")) {
+    if (auto* v = std::get_if<std::vector<float>>(a)) scale = *v;
+  }
+  return [=](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    int32_t nd = x.ndim() - 2;
+    OAR_ENFORCE(nd >= 1 && nd <= 3, ErrorCode::kInvalidArgument,
+                c.op->type << ": X must be 3-D, 4-D or 5-D, got " << x.dims().to_string());
+    std::vector<int64_t> size;
+    std::vector<double> ratios;
+    for (int32_t i = 0; i < nd; ++i) {
+      int64_t in = x.dim(2 + i);
+      // Paddle lists one scale for every dim, or one per dim.
+      float sc = scale.empty() ? 0.0f : scale.size() == 1 ? scale[0] : scale.at(static_cast<size_t>(i));
+      int64_t o =
+          sc > 0 ? static_cast<int64_t>(static_cast<float>(in) * sc) : outs[static_cast<size_t>(3 - nd + i)];
+      OAR_ENFORCE(o > 0, ErrorCode::kInvalidArgument, c.op->type << ": no output size for spatial dim " << i);
+      float r = align    ? (o > 1 ? static_cast<float>(in - 1) / static_cast<float>(o - 1) : 0.0f)
+                : sc > 0 ? static_cast<float>(1. / sc)
+                         : static_cast<float>(in) / static_cast<float>(o);
+      size.push_back(o);
+      ratios.push_back(r);
+    }
+    Attrs a{{"out_size", size},
+            {"ratios", ratios},
+            {"mode", mode},
+            {"align_corners", int64_t{align}},
+            {"align_mode", align_mode}};
+    c.set_out("Out", call_op("interpolate", {x}, a)[0]);
+  };
+}
+
 // ---- one Paddle op -> one oar op, slots mapped positionally --------------------------------------------
 
 struct OneToOne {
@@ -1034,6 +1079,11 @@ const std::map<std::string, OpTranslation>& table() {
       {"softmax_with_cross_entropy", tr_softmax_with_ce},
       {"pad3d", tr_pad3d},
       {"pool3d", tr_pool3d},
+      {"nearest_interp_v2", tr_interp_v2},
+      {"linear_interp_v2", tr_interp_v2},
+      {"bilinear_interp_v2", tr_interp_v2},
+      {"trilinear_interp_v2", tr_interp_v2},
+      {"bicubic_interp_v2", tr_interp_v2},
   };
   return t;
 }
