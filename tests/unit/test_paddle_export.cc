@@ -724,6 +724,11 @@ TEST(PaddleExport, LinearAlgebra) {
   check(make_case("triangular_solve", {ops::tril(well), rhs},
                   Attrs{{"upper", int64_t{0}}, {"transpose", int64_t{1}}, {"unitriangular", int64_t{1}}}),
         {"triangular_solve"}, 1e-5);
+  Program s = check(make_case("slogdet", {well}), {"slogdeterminant", "slice", "slice"}, 1e-5);
+  expect_attr(s.global_block().ops()[3], "starts", std::vector<int32_t>{1});
+  Tensor batch =
+      ops::concat({well.unsqueeze(0), ops::multiply(well, ops::full(Dims{}, -1.0)).unsqueeze(0)}, 0);
+  check(make_case("slogdet", {batch}), {"slogdeterminant", "slice", "slice"}, 1e-5);
   Tensor tall = rand({4, 3}, -1, 1, 45);
   Program e = check(make_case("qr", {tall}), {"qr"}, 1e-5);
   expect_attr(first_op(e, "qr"), "mode", std::string("reduced"));

@@ -165,6 +165,7 @@ const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
       {"bilinear_interp_v2", 0},
       {"trilinear_interp_v2", 0},
       {"bicubic_interp_v2", 0},
+      {"slogdeterminant", 0},
   };
   return kVersions;
 }

@@ -998,6 +998,26 @@ bool rule_pad3d(Ctx& c) {
   return true;
 }
 
+// slogdet -> slogdeterminant (one output: sign and log|det| stacked on a new leading axis) + two slice
+// ops taking them apart.
+bool rule_slogdet(Ctx& c, const char*) {
+  const std::string &x = c.in("x"), &sign = c.out("sign"), &logabs = c.out("logabsdet");
+  std::vector<int64_t> s = c.shape(x);
+  if (s.size() < 2) c.malformed("x must have at least 2 dims");
+  s.resize(s.size() - 2);
+  s.insert(s.begin(), 2);
+  std::string both = c.temp(sign + ".stacked", c.var(x).dtype, s);
+  c.emit("slogdeterminant", {{"Input", {x}}}, {{"Out", {both}}});
+  for (int32_t k = 0; k < 2; ++k)
+    c.emit("slice", {{"Input", {both}}}, {{"Out", {k == 0 ? sign : logabs}}},
+           {{"axes", std::vector<int32_t>{0}},
+            {"starts", std::vector<int32_t>{k}},
+            {"ends", std::vector<int32_t>{k + 1}},
+            {"infer_flags", std::vector<int32_t>{1}},
+            {"decrease_axis", std::vector<int32_t>{0}}});
+  return true;
+}
+
 // interpolate -> <method>_interp_v2. Paddle derives the sampling ratios from the sizes (in / out, or
 // (in - 1) / (out - 1) with align_corners) or from a `scale` attribute (1 / scale), in float32; oar's op
 // carries them explicitly. Exported when the declared input extents reproduce oar's ratios either way.
@@ -1117,6 +1137,7 @@ const std::map<std::string, Rule>& rules() {
     m["fold"] = {rule_im2col, "fold"};
     m["grid_sample"] = {rule_grid_sample, nullptr};
     m["interpolate"] = {rule_interpolate, nullptr};
+    m["slogdet"] = {rule_slogdet, nullptr};
     m["copy"] = {rule_copy, nullptr};
     m["gelu"] = {rule_gelu, nullptr};
     m["leaky_relu"] = {rule_leaky_relu, nullptr};

@@ -793,6 +793,14 @@ OpKernelFn tr_interp_v2(const OpDesc& op) {
   };
 }
 
+// slogdeterminant: Out[0] = sign, Out[1] = log|det| (stacked on a new leading axis).
+OpKernelFn tr_slogdeterminant(const OpDesc&) {
+  return [](OpRunContext& c) {
+    std::vector<Tensor> r = call_op("slogdet", {c.in("Input")});
+    c.set_out("Out", ops::concat({r[0].unsqueeze(0), r[1].unsqueeze(0)}, 0));
+  };
+}
+
 // ---- one Paddle op -> one oar op, slots mapped positionally --------------------------------------------
 
 struct OneToOne {
@@ -1079,6 +1087,7 @@ const std::map<std::string, OpTranslation>& table() {
       {"softmax_with_cross_entropy", tr_softmax_with_ce},
       {"pad3d", tr_pad3d},
       {"pool3d", tr_pool3d},
+      {"slogdeterminant", tr_slogdeterminant},
       {"nearest_interp_v2", tr_interp_v2},
       {"linear_interp_v2", tr_interp_v2},
       {"bilinear_interp_v2", tr_interp_v2},
