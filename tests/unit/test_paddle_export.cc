@@ -289,6 +289,28 @@ TEST(PaddleExport, ElementwiseBroadcasting) {
   }
 }
 
+TEST(PaddleExport, OtherDtypes) {
+  for (DType d : {DType::kFloat64, DType::kInt32, DType::kInt64}) {
+    Tensor x = ops::cast(rand({2, 3}, -5, 5, 70, DType::kFloat64), d);
+    Tensor y = ops::cast(rand({3}, 1, 5, 71, DType::kFloat64), d);
+    for (auto [n, p] : std::vector<std::pair<const char*, const char*>>{{"add", "elementwise_add"},
+                                                                        {"subtract", "elementwise_sub"},
+                                                                        {"multiply", "elementwise_mul"},
+                                                                        {"maximum", "elementwise_max"},
+                                                                        {"minimum", "elementwise_min"}})
+      check(make_case(n, {x, y}), {p});
+    check(make_case("matmul", {x, ops::cast(rand({3, 2}, -3, 3, 72, DType::kFloat64), d)}), {"matmul_v2"});
+    check(make_case("sum", {x}, Attrs{{"axis", std::vector<int64_t>{1}}}), {"reduce_sum"});
+    check(make_case("max", {x}), {"reduce_max"});
+    check(make_case("concat", {x, x}, Attrs{{"axis", int64_t{0}}}), {"concat"});
+    check(make_case("abs", {x}), {"abs"});
+    check(make_case("cumsum", {x}, Attrs{{"axis", int64_t{1}}}), {"cumsum"});
+    check(make_case("argmax", {x}, Attrs{{"axis", int64_t{1}}}), {"arg_max"});
+  }
+  check(make_case("exp", {rand({4}, -1, 1, 73, DType::kFloat64)}), {"exp"});
+  check(make_case("softmax", {rand({2, 4}, -1, 1, 74, DType::kFloat64)}), {"softmax"});
+}
+
 TEST(PaddleExport, ElementwiseUnbroadcastableShapesStayNative) {
   Case c = make_case("add", {rand({2, 3}), rand({2, 3})});
   // Declare y with a shape that cannot broadcast against x: the exporter must not emit Paddle's op.
