@@ -568,7 +568,8 @@ OpKernelFn tr_reduce(const OpDesc& op) {
 OpKernelFn tr_arg(const OpDesc& op) {
   int64_t axis = attr_int(op, "axis", 0);
   bool keep = attr_bool(op, "keepdims", false), flatten = attr_bool(op, "flatten", false);
-  DType d = paddle_dtype_attr(op, "dtype", 3);
+  // dtype -1 (the OpProto default) means int64, as in Paddle.
+  DType d = attr_int(op, "dtype", -1) == -1 ? DType::kInt64 : paddle_dtype_attr(op, "dtype", 3);
   bool is_max = op.type == "arg_max";
   return [=](OpRunContext& c) {
     Tensor r =
