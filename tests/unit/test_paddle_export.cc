@@ -927,6 +927,10 @@ TEST(PaddleExport, Views) {
   check(view_case("squeeze", x, {{"axes", V{1}}}, x.squeeze({1})), {"squeeze2"});
   check(view_case("squeeze", x, {{"axes", V{}}}, x.squeeze()), {"squeeze2"});
   check(view_case("unsqueeze", x, {{"axis", int64_t{-1}}}, x.unsqueeze(-1)), {"unsqueeze2"});
+  // Other attribute spellings a recorder might choose.
+  check(view_case("unsqueeze", x, {{"axes", V{0, 2}}}, x.unsqueeze(0).unsqueeze(2)), {"unsqueeze2"});
+  check(view_case("squeeze", x, {{"axis", int64_t{1}}}, x.squeeze({1})), {"squeeze2"});
+  check(view_case("transpose", x, {{"axis", V{1, 0, 3, 2}}}, x.transpose({1, 0, 3, 2})), {"transpose2"});
   e = check(
       view_case("slice", x,
                 {{"axis", int64_t{2}}, {"start", int64_t{1}}, {"end", int64_t{3}}, {"step", int64_t{1}}},

@@ -120,6 +120,21 @@ struct Ctx {
     malformed(std::string("attribute ") + a + " is missing");
   }
 
+  // The first of `names` the op carries (the view ops' attribute spelling is the recorder's choice);
+  // names[0] when none is there.
+  const char* spelled(std::initializer_list<const char*> names) const {
+    for (const char* n : names)
+      if (op->has_attr(n)) return n;
+    return *names.begin();
+  }
+
+  // An integer attribute or a list of them, as a list.
+  std::vector<int64_t> int_or_ints(const char* a) const {
+    const Attribute* v = op->find_attr(a);
+    if (v != nullptr && (attr_type(*v) == AttrType::kLong || attr_type(*v) == AttrType::kInt)) return {i(a)};
+    return ints(a);
+  }
+
   // ---- output ----------------------------------------------------------------------------------------
   bool decline(std::string reason) {
     why = std::move(reason);
@@ -638,7 +653,7 @@ bool rule_reshape(Ctx& c, const char*) {
 bool rule_transpose(Ctx& c, const char*) {
   const std::string& x = c.in("x");
   std::vector<int32_t> perm;
-  if (!to_i32s(c, "perm", c.ints("perm"), &perm)) return false;
+  if (!to_i32s(c, "perm", c.ints(c.spelled({"perm", "axis", "dims"})), &perm)) return false;
   c.emit("transpose2", {{"X", {x}}}, {{"Out", {c.out("out")}}, {"XShape", {c.xshape(x)}}}, {{"axis", perm}});
   return true;
 }
@@ -646,17 +661,16 @@ bool rule_transpose(Ctx& c, const char*) {
 bool rule_squeeze(Ctx& c, const char*) {
   const std::string& x = c.in("x");
   std::vector<int32_t> axes;
-  if (!to_i32s(c, "axes", c.ints("axes"), &axes)) return false;
+  if (!to_i32s(c, "axes", c.int_or_ints(c.spelled({"axes", "axis"})), &axes)) return false;
   c.emit("squeeze2", {{"X", {x}}}, {{"Out", {c.out("out")}}, {"XShape", {c.xshape(x)}}}, {{"axes", axes}});
   return true;
 }
 
 bool rule_unsqueeze(Ctx& c, const char*) {
   const std::string& x = c.in("x");
-  int32_t axis;
-  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
-  c.emit("unsqueeze2", {{"X", {x}}}, {{"Out", {c.out("out")}}, {"XShape", {c.xshape(x)}}},
-         {{"axes", std::vector<int32_t>{axis}}});
+  std::vector<int32_t> axes;  // one axis, or several inserted one after the other as Paddle does
+  if (!to_i32s(c, "axis", c.int_or_ints(c.spelled({"axis", "axes"})), &axes)) return false;
+  c.emit("unsqueeze2", {{"X", {x}}}, {{"Out", {c.out("out")}}, {"XShape", {c.xshape(x)}}}, {{"axes", axes}});
   return true;
 }
 
