@@ -417,6 +417,12 @@ TEST(PaddleExport, CastFillEye) {
                         {"value", -INFINITY},
                         {"dtype", static_cast<int64_t>(DType::kFloat32)}}),
         {"fill_constant"});
+  for (auto [d, v] :
+       std::vector<std::pair<DType, double>>{{DType::kBool, 1}, {DType::kInt32, -7}, {DType::kFloat32, 1e30}})
+    check(make_case(
+              "fill", {},
+              Attrs{{"shape", std::vector<int64_t>{3}}, {"value", v}, {"dtype", static_cast<int64_t>(d)}}),
+          {"fill_constant"});
   e = check(make_case("eye", {},
                       Attrs{{"num_rows", int64_t{3}},
                             {"num_columns", int64_t{4}},
