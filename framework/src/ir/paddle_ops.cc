@@ -130,6 +130,16 @@ constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[
                kSqrt[] = "sqrt", kRsqrt[] = "rsqrt", kAbs[] = "abs", kSquare[] = "square", kSilu[] = "silu",
                kHardswish[] = "hardswish";
 
+// hard_swish: x * min(max(x + offset, 0), threshold) / scale; oar's hardswish is the 6 / 6 / 3 case.
+OpKernelFn tr_hard_swish(const OpDesc& op) {
+  double th = attr_float(op, "threshold", 6.0), sc = attr_float(op, "scale", 6.0),
+         off = attr_float(op, "offset", 3.0);
+  OAR_ENFORCE(th == 6.0 && sc == 6.0 && off == 3.0, ErrorCode::kUnimplemented,
+              "hard_swish: threshold " << th << ", scale " << sc << ", offset " << off
+                                       << " are not supported (only 6, 6, 3)");
+  return tr_unary<kHardswish>(op);
+}
+
 OpKernelFn tr_gelu(const OpDesc& op) {
   bool approx = attr_bool(op, "approximate", false);
   return [approx](OpRunContext& c) { c.set_out("Out", ops::gelu(c.in("X"), approx)); };
@@ -1001,7 +1011,7 @@ const std::map<std::string, OpTranslation>& table() {
       {"square", tr_unary<kSquare>},
       {"silu", tr_unary<kSilu>},
       {"swish", tr_unary<kSilu>},
-      {"hard_swish", tr_unary<kHardswish>},
+      {"hard_swish", tr_hard_swish},
       {"gelu", tr_gelu},
       {"leaky_relu", tr_leaky_relu},
       {"softmax", tr_softmax},
