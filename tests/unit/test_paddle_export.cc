@@ -514,11 +514,37 @@ TEST(PaddleExport, MatmulConcatIndexing) {
   expect_attr(first_op(e, "pad"), "paddings", std::vector<int32_t>{1, 0, 2, 1});
 }
 
-TEST(PaddleExport, WhereWithBroadcastAndReflectPadStayNative) {
+TEST(PaddleExport, WhereBroadcastsLikePaddleWhere) {
   Tensor cond = ops::greater_than(rand({2, 3}), ops::full(Dims{}, 0.0));
+  Tensor x = rand({2, 3}, -1, 1, 80), row = rand({3}, -1, 1, 81), scalar = ops::full(Dims{}, -5.0);
+  // Known shapes: expand_v2 to [2, 3] for the smaller operands.
+  Program e = check(make_case("where", {cond, x, row}), {"expand_v2", "where"});
+  expect_attr(first_op(e, "expand_v2"), "shape", std::vector<int32_t>{2, 3});
+  e = check(make_case("where", {cond.slice(0, 0, 1), scalar, row}), {"expand_v2", "expand_v2", "where"});
+  e = check(make_case("where", {cond.slice(1, 0, 1), scalar, row}),
+            {"expand_v2", "expand_v2", "expand_v2", "where"});
+  // A batch of unknown size: expand_as_v2 to the operand that has the result's shape.
+  Case c = make_case("where", {cond, x, scalar});
+  for (const char* n : {"in0", "in1", "out_out"}) c.program.global_block().find_var(n)->shape[0] = -1;
+  e = check(c, {"expand_as_v2", "where"});
+  EXPECT_EQ(first_op(e, "expand_as_v2").input("Y"), std::vector<std::string>{"in0"});
+  expect_attr(first_op(e, "expand_as_v2"), "target_shape", std::vector<int32_t>{-1, 3});
+  // Unknown extents and no operand of the result's shape: kept native.
+  Case d = make_case("where", {cond.slice(1, 0, 1), x.slice(0, 0, 1), scalar});
+  for (const char* n : {"in0", "in1", "out_out"}) {
+    auto& s = d.program.global_block().find_var(n)->shape;
+    for (auto& v : s) v = v == 1 ? v : -1;
+  }
+  d.program.global_block().find_var("out_out")->shape = {-1, -1};
   ExportReport rep;
-  Program e = export_paddle_dialect(make_case("where", {cond, rand({2, 3}), rand({3})}).program, &rep);
-  EXPECT_EQ(body_types(e), std::vector<std::string>{"oar.where"});
+  Program k = export_paddle_dialect(d.program, &rep);
+  EXPECT_EQ(body_types(k), std::vector<std::string>{"oar.where"});
+  EXPECT_EQ(k.global_block().vars().size(), d.program.global_block().vars().size());  // no stray temporaries
+}
+
+TEST(PaddleExport, ReflectPadOf3DStaysNative) {
+  ExportReport rep;
+  Program e;
   // Non-constant padding of a 3-D tensor (pad3d wants 4-D / 5-D).
   e = export_paddle_dialect(
       make_case("pad", {rand({1, 4, 4})},

@@ -127,6 +127,7 @@ const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
       {"slice", 0},
       {"strided_slice", 0},
       {"expand_v2", 0},
+      {"expand_as_v2", 0},
       {"elementwise_fmax", 0},
       {"elementwise_fmin", 0},
       {"elementwise_heaviside", 0},

@@ -446,12 +446,69 @@ bool rule_index_select(Ctx& c, const char*) {
   return true;
 }
 
+// How operand `v` reaches the declared shape `to` of an op's result, for Paddle ops that do not
+// broadcast: unchanged, expand_v2 to the known extents (-1 where v keeps its own), or expand_as_v2 to
+// the runtime shape of an operand `like` that has the full shape. False when none applies.
+bool broadcast_operand(Ctx& c, const std::string& v, const std::vector<int64_t>& to,
+                       const std::vector<std::string>& others, std::string* out) {
+  std::vector<int64_t> s = c.shape(v);
+  if (s == to) {
+    *out = v;
+    return true;
+  }
+  if (s.size() > to.size()) return false;
+  std::vector<int32_t> target;
+  bool known = true;
+  size_t off = to.size() - s.size();
+  for (size_t k = 0; k < to.size(); ++k) {
+    int64_t have = k < off ? -2 : s[k - off];  // -2: a new leading dim
+    if (to[k] >= 0 && fits_i32(to[k]))
+      target.push_back(static_cast<int32_t>(to[k]));
+    else if (have == -1 || have > 1)
+      target.push_back(-1);  // v already has this extent
+    else
+      known = false;
+  }
+  const std::string* like = nullptr;
+  for (const std::string& o : others)
+    if (like == nullptr && c.shape(o) == to) like = &o;
+  if (!known && like == nullptr) return false;
+  std::string t = c.temp(v + ".expanded", c.var(v).dtype, to);
+  if (known) {
+    c.emit("expand_v2", {{"X", {v}}}, {{"Out", {t}}}, {{"shape", target}});
+  } else {
+    std::vector<int32_t> ts;
+    for (int64_t d : to) ts.push_back(d >= 0 && fits_i32(d) ? static_cast<int32_t>(d) : -1);
+    c.emit("expand_as_v2", {{"X", {v}}, {"Y", {*like}}}, {{"Out", {t}}}, {{"target_shape", ts}});
+  }
+  *out = t;
+  return true;
+}
+
 bool rule_where(Ctx& c, const char*) {
-  // Paddle's where op wants three operands of one shape (paddle.where expands them first).
-  const std::string &cond = c.in("condition"), &x = c.in("x"), &y = c.in("y");
-  if (c.shape(cond) != c.shape(x) || c.shape(x) != c.shape(y))
-    return c.decline("Paddle's where op needs condition, x and y of one shape (no broadcasting)");
-  c.emit("where", {{"Condition", {cond}}, {"X", {x}}, {"Y", {y}}}, {{"Out", {c.out("out")}}});
+  // Paddle's where op wants three operands of one shape: paddle.where expands them first, so do we.
+  const std::string &cond = c.in("condition"), &x = c.in("x"), &y = c.in("y"), &out = c.out("out");
+  std::vector<int64_t> to = c.shape(out);
+  std::vector<std::string> ops{cond, x, y}, ins(3);
+  // Decide first (a declined rule must not leave temporaries behind), then emit.
+  for (const std::string& v : ops) {
+    const std::vector<int64_t>& s = c.shape(v);
+    bool full = s == to, any_like = false;
+    for (const std::string& o : ops) any_like = any_like || c.shape(o) == to;
+    bool need_runtime = false;
+    size_t off = to.size() >= s.size() ? to.size() - s.size() : 0;
+    if (s.size() > to.size()) return c.decline("an operand has a higher rank than the result");
+    for (size_t k = 0; k < to.size(); ++k) {
+      int64_t have = k < off ? -2 : s[k - off];
+      if (to[k] < 0 && have != -1 && have <= 1) need_runtime = true;
+    }
+    if (!full && need_runtime && !any_like)
+      return c.decline(
+          "an operand must be broadcast to an unknown extent and no operand has the result's shape");
+  }
+  for (size_t k = 0; k < 3; ++k)
+    if (!broadcast_operand(c, ops[k], to, ops, &ins[k])) c.malformed("where: broadcasting plan failed");
+  c.emit("where", {{"Condition", {ins[0]}}, {"X", {ins[1]}}, {"Y", {ins[2]}}}, {{"Out", {out}}});
   return true;
 }
 

@@ -697,6 +697,15 @@ OpKernelFn tr_expand_v2(const OpDesc& op) {
   return [shape](OpRunContext& c) { c.set_out("Out", ops::copy(c.in("X").expand(Dims(shape)))); };
 }
 
+// expand_as_v2: X broadcast to Y's shape (at run time), or to target_shape when Y is not bound.
+OpKernelFn tr_expand_as_v2(const OpDesc& op) {
+  std::vector<int64_t> target = attr_ints(op, "target_shape");
+  return [target](OpRunContext& c) {
+    Dims to = c.has_in("Y") ? c.in("Y").dims() : Dims(target);
+    c.set_out("Out", ops::copy(c.in("X").expand(to)));
+  };
+}
+
 // A one-element tensor input read to the host (range / linspace scalars).
 double host_scalar(const OpRunContext& c, const char* slot) {
   const Tensor& t = c.in(slot);
@@ -1092,6 +1101,7 @@ const std::map<std::string, OpTranslation>& table() {
       {"slice", tr_slice},
       {"strided_slice", tr_slice},
       {"expand_v2", tr_expand_v2},
+      {"expand_as_v2", tr_expand_as_v2},
       {"conv3d", tr_conv3d},
       {"range", tr_range},
       {"linspace", tr_linspace},
