@@ -485,29 +485,37 @@ bool broadcast_operand(Ctx& c, const std::string& v, const std::vector<int64_t>&
   return true;
 }
 
-bool rule_where(Ctx& c, const char*) {
-  // Paddle's where op wants three operands of one shape: paddle.where expands them first, so do we.
-  const std::string &cond = c.in("condition"), &x = c.in("x"), &y = c.in("y"), &out = c.out("out");
-  std::vector<int64_t> to = c.shape(out);
-  std::vector<std::string> ops{cond, x, y}, ins(3);
-  // Decide first (a declined rule must not leave temporaries behind), then emit.
+// Operands of a Paddle op that does not broadcast, each brought to the result's declared shape `to`
+// (broadcast_operand). Decides before emitting anything, so a declined rule leaves no temporaries.
+bool broadcast_all(Ctx& c, const std::vector<std::string>& ops,
+                   std::vector<int64_t> to,  // a copy: temps move VarDescs
+                   std::vector<std::string>* ins) {
+  bool any_like = false;
+  for (const std::string& o : ops) any_like = any_like || c.shape(o) == to;
   for (const std::string& v : ops) {
     const std::vector<int64_t>& s = c.shape(v);
-    bool full = s == to, any_like = false;
-    for (const std::string& o : ops) any_like = any_like || c.shape(o) == to;
-    bool need_runtime = false;
-    size_t off = to.size() >= s.size() ? to.size() - s.size() : 0;
     if (s.size() > to.size()) return c.decline("an operand has a higher rank than the result");
+    bool need_runtime = false;
+    size_t off = to.size() - s.size();
     for (size_t k = 0; k < to.size(); ++k) {
       int64_t have = k < off ? -2 : s[k - off];
       if (to[k] < 0 && have != -1 && have <= 1) need_runtime = true;
     }
-    if (!full && need_runtime && !any_like)
+    if (s != to && need_runtime && !any_like)
       return c.decline(
           "an operand must be broadcast to an unknown extent and no operand has the result's shape");
   }
-  for (size_t k = 0; k < 3; ++k)
-    if (!broadcast_operand(c, ops[k], to, ops, &ins[k])) c.malformed("where: broadcasting plan failed");
+  ins->assign(ops.size(), "");
+  for (size_t k = 0; k < ops.size(); ++k)
+    if (!broadcast_operand(c, ops[k], to, ops, &(*ins)[k])) c.malformed("broadcasting plan failed");
+  return true;
+}
+
+bool rule_where(Ctx& c, const char*) {
+  // Paddle's where op wants three operands of one shape: paddle.where expands them first, so do we.
+  const std::string& out = c.out("out");
+  std::vector<std::string> ins;
+  if (!broadcast_all(c, {c.in("condition"), c.in("x"), c.in("y")}, c.shape(out), &ins)) return false;
   c.emit("where", {{"Condition", {ins[0]}}, {"X", {ins[1]}}, {"Y", {ins[2]}}}, {{"Out", {out}}});
   return true;
 }
@@ -789,10 +797,14 @@ bool rule_flatten(Ctx& c, const char*) {
 bool rule_binary_plain(Ctx& c, const char* type) {
   const std::string &x = c.in("x"), &y = c.in("y");
   if (!broadcastable(c, x, y)) return false;
-  bool atan2 = std::string(type) == "atan2";
-  if (atan2 && c.shape(x) != c.shape(y))
-    return c.decline("Paddle's atan2 needs operands of one shape (no broadcasting)");
-  c.emit(type, {{atan2 ? "X1" : "X", {x}}, {atan2 ? "X2" : "Y", {y}}}, {{"Out", {c.out("out")}}});
+  if (std::string(type) == "atan2") {  // Paddle's atan2 does not broadcast: expand first
+    const std::string& out = c.out("out");
+    std::vector<std::string> ins;
+    if (!broadcast_all(c, {x, y}, c.shape(out), &ins)) return false;
+    c.emit(type, {{"X1", {ins[0]}}, {"X2", {ins[1]}}}, {{"Out", {out}}});
+    return true;
+  }
+  c.emit(type, {{"X", {x}}, {"Y", {y}}}, {{"Out", {c.out("out")}}});
   return true;
 }
 
