@@ -2,6 +2,7 @@
 // scope executors share, and symbolic-tensor queries. Private (underscored); oar.static wraps them.
 #include <oar/ir/executor.h>
 #include <oar/ir/inference_program.h>
+#include <oar/ir/paddle_export.h>
 #include <oar/ir/static_graph.h>
 
 #include "common.h"
@@ -105,6 +106,14 @@ void init_static(py::module_& m) {
         return std::make_shared<Program>(prepare_inference_program(p, feeds, fetches));
       },
       py::arg("program"), py::arg("feed_names"), py::arg("fetch_names"));
+  m.def(
+      "_export_paddle_dialect",
+      [](const Program& p) {
+        ExportReport report;
+        auto out = std::make_shared<Program>(export_paddle_dialect(p, &report));
+        return py::make_tuple(out, report.complete() ? std::string() : report.to_string());
+      },
+      py::arg("program"), "Native ops -> Paddle's op types where mapped: (program, report of ops kept native)");
   m.def("_persistable_inputs", &persistable_inputs, py::arg("program"));
   m.def("_is_symbolic_building", []() { return current_builder() != nullptr; });
   m.def("_current_builder", []() -> py::object {

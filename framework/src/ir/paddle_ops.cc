@@ -4,6 +4,7 @@
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
+#include <oar/core/ops_manip.h>
 #include <oar/core/ops_nn.h>
 #include <oar/ir/executor.h>
 
@@ -128,6 +129,16 @@ OpKernelFn tr_unary(const OpDesc&) {
 constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp", kLog[] = "log",
                kSqrt[] = "sqrt", kRsqrt[] = "rsqrt", kAbs[] = "abs", kSquare[] = "square", kSilu[] = "silu",
                kHardswish[] = "hardswish";
+
+// hard_swish: x * min(max(x + offset, 0), threshold) / scale; oar's hardswish is the 6 / 6 / 3 case.
+OpKernelFn tr_hard_swish(const OpDesc& op) {
+  double th = attr_float(op, "threshold", 6.0), sc = attr_float(op, "scale", 6.0),
+         off = attr_float(op, "offset", 3.0);
+  OAR_ENFORCE(th == 6.0 && sc == 6.0 && off == 3.0, ErrorCode::kUnimplemented,
+              "hard_swish: threshold " << th << ", scale " << sc << ", offset " << off
+                                       << " are not supported (only 6, 6, 3)");
+  return tr_unary<kHardswish>(op);
+}
 
 OpKernelFn tr_gelu(const OpDesc& op) {
   bool approx = attr_bool(op, "approximate", false);
@@ -324,11 +335,18 @@ std::vector<int64_t> algo_pads(const std::string& algo, const std::vector<int64_
   return out;
 }
 
-OpKernelFn tr_conv2d(const OpDesc& op) {
-  require_nchw(op, "data_format");
-  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
-  std::vector<int64_t> dil = attr_ints(op, "dilations", {1, 1});
-  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+// conv2d / depthwise_conv2d (ND = 2) and conv3d (ND = 3), NCHW / NCDHW.
+template <size_t ND>
+OpKernelFn tr_conv(const OpDesc& op) {
+  std::string layout = attr_str(op, "data_format", ND == 2 ? "NCHW" : "NCDHW");
+  OAR_ENFORCE(layout == (ND == 2 ? "NCHW" : "NCDHW") || layout == "AnyLayout", ErrorCode::kUnimplemented,
+              op.type << ": data_format '" << layout << "' is not supported (only "
+                      << (ND == 2 ? "NCHW" : "NCDHW") << ")");
+  std::vector<int64_t> strides = attr_ints(op, "strides", std::vector<int64_t>(ND, 1));
+  std::vector<int64_t> dil = attr_ints(op, "dilations", std::vector<int64_t>(ND, 1));
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", std::vector<int64_t>(ND, 0)), ND);
+  OAR_ENFORCE(strides.size() == ND && dil.size() == ND, ErrorCode::kInvalidArgument,
+              op.type << ": strides and dilations must have " << ND << " values");
   int64_t groups = attr_int(op, "groups", 1);
   std::string algo = attr_str(op, "padding_algorithm", "EXPLICIT");
   OAR_ENFORCE(algo == "EXPLICIT" || algo == "SAME" || algo == "VALID", ErrorCode::kInvalidArgument,
@@ -336,26 +354,41 @@ OpKernelFn tr_conv2d(const OpDesc& op) {
   return [=](OpRunContext& c) {
     const Tensor& x = c.in("Input");
     const Tensor& w = c.in("Filter");
-    std::vector<int64_t> k{w.dim(2), w.dim(3)}, eff_k = k;
-    for (size_t i = 0; i < 2; ++i) eff_k[i] = dil[i] * (k[i] - 1) + 1;
+    OAR_ENFORCE(w.ndim() == static_cast<int32_t>(ND + 2), ErrorCode::kInvalidArgument,
+                c.op->type << ": Filter must have rank " << ND + 2 << ", got " << w.dims().to_string());
+    std::vector<int64_t> k, eff_k;
+    for (size_t i = 0; i < ND; ++i) {
+      k.push_back(w.dim(static_cast<int32_t>(2 + i)));
+      eff_k.push_back(dil[i] * (k[i] - 1) + 1);
+    }
     std::vector<int64_t> p = algo_pads(algo, pads, x.dims(), eff_k, strides);
     Attrs a{{"strides", strides}, {"paddings", p}, {"dilations", dil}, {"groups", groups}};
     Tensor out = call_op("conv", {x, w}, a)[0];
-    if (c.has_in("Bias")) out = ops::add(out, c.in("Bias").reshape(Dims{1, -1, 1, 1}));
+    if (c.has_in("Bias")) {
+      std::vector<int64_t> bd(ND + 2, 1);
+      bd[1] = -1;
+      out = ops::add(out, c.in("Bias").reshape(Dims(bd)));
+    }
     c.set_out("Output", out);
   };
 }
+OpKernelFn tr_conv2d(const OpDesc& op) { return tr_conv<2>(op); }
+OpKernelFn tr_conv3d(const OpDesc& op) { return tr_conv<3>(op); }
 
-OpKernelFn tr_pool2d(const OpDesc& op) {
-  require_nchw(op, "data_format");
+// pool2d (ND = 2, NCHW) and pool3d (ND = 3, NCDHW).
+template <size_t ND>
+OpKernelFn tr_pool(const OpDesc& op) {
+  std::string layout = attr_str(op, "data_format", ND == 2 ? "NCHW" : "NCDHW");
+  OAR_ENFORCE(layout == (ND == 2 ? "NCHW" : "NCDHW") || layout == "AnyLayout", ErrorCode::kUnimplemented,
+              op.type << ": data_format '" << layout << "' is not supported");
   std::string type = attr_str(op, "pooling_type", "max");
   OAR_ENFORCE(type == "max" || type == "avg", ErrorCode::kInvalidArgument,
-              "pool2d: pooling_type '" << type << "' is not max or avg");
+              op.type << ": pooling_type '" << type << "' is not max or avg");
   std::vector<int64_t> ksize = attr_ints(op, "ksize");
-  OAR_ENFORCE(ksize.size() == 2, ErrorCode::kInvalidArgument,
-              "pool2d: ksize must have 2 values, got " << ksize.size());
-  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
-  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+  OAR_ENFORCE(ksize.size() == ND, ErrorCode::kInvalidArgument,
+              op.type << ": ksize must have " << ND << " values, got " << ksize.size());
+  std::vector<int64_t> strides = attr_ints(op, "strides", std::vector<int64_t>(ND, 1));
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", std::vector<int64_t>(ND, 0)), ND);
   bool global = attr_bool(op, "global_pooling", false), adaptive = attr_bool(op, "adaptive", false);
   bool ceil = attr_bool(op, "ceil_mode", false), exclusive = attr_bool(op, "exclusive", true);
   std::string algo = attr_str(op, "padding_algorithm", "EXPLICIT");
@@ -364,8 +397,8 @@ OpKernelFn tr_pool2d(const OpDesc& op) {
     std::vector<int64_t> k = ksize, p = pads, s = strides;
     if (global) {
       // One window over the whole plane; oar's adaptive pooling to 1x1 is exactly that.
-      k = {1, 1};
-      p.assign(4, 0);
+      k.assign(ND, 1);
+      p.assign(2 * ND, 0);
     } else if (!adaptive) {
       p = algo_pads(algo, pads, x.dims(), k, s);
     }
@@ -380,6 +413,33 @@ OpKernelFn tr_pool2d(const OpDesc& op) {
       a.set("exclusive", int64_t{exclusive});
       c.set_out("Out", call_op("avg_pool", {x}, a)[0]);
     }
+  };
+}
+OpKernelFn tr_pool2d(const OpDesc& op) { return tr_pool<2>(op); }
+OpKernelFn tr_pool3d(const OpDesc& op) { return tr_pool<3>(op); }
+
+// max_pool2d_with_index (what paddle.nn.functional.adaptive_max_pool2d / max_pool2d(return_mask) write):
+// the pooled values; Mask (Paddle's flat index in the input plane) is not produced.
+OpKernelFn tr_max_pool2d_with_index(const OpDesc& op) {
+  std::vector<int64_t> ksize = attr_ints(op, "ksize");
+  OAR_ENFORCE(ksize.size() == 2, ErrorCode::kInvalidArgument,
+              "max_pool2d_with_index: ksize must have 2 values, got " << ksize.size());
+  std::vector<int64_t> strides = attr_ints(op, "strides", {1, 1});
+  std::vector<int64_t> pads = expand_pads(op, attr_ints(op, "paddings", {0, 0}), 2);
+  bool global = attr_bool(op, "global_pooling", false), adaptive = attr_bool(op, "adaptive", false);
+  bool ceil = attr_bool(op, "ceil_mode", false);
+  return [=](OpRunContext& c) {
+    std::vector<int64_t> k = ksize, p = pads;
+    if (global) {
+      k = {1, 1};
+      p.assign(4, 0);
+    }
+    Attrs a{{"kernel_size", k},
+            {"strides", strides},
+            {"paddings", p},
+            {"ceil_mode", int64_t{ceil}},
+            {"adaptive", int64_t{adaptive || global}}};
+    c.set_out("Out", call_op("max_pool", {c.in("X")}, a)[0]);
   };
 }
 
@@ -501,6 +561,515 @@ OpKernelFn tr_fill_constant(const OpDesc& op) {
   return [shape, d, value](OpRunContext& c) { c.set_out("Out", ops::full(Dims(shape), value, d, c.place)); };
 }
 
+// ---- ops export_paddle_dialect emits (paddle_export.cc) ------------------------------------------------
+
+// Unary ops whose Paddle name is an oar op name (X -> Out, no attributes).
+OpKernelFn tr_unary_same(const OpDesc& op) {
+  const OpDef* def = OpRegistry::get().find(op.type);
+  OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op of that name");
+  return [def](OpRunContext& c) { c.set_out("Out", call_op(*def, {c.in("X")})[0]); };
+}
+
+// Binary ops without Paddle's elementwise axis (logical_*).
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+OpKernelFn tr_binary_plain(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", F(c.in("X"), c.in("Y"))); };
+}
+
+Tensor floor_divide_op(const Tensor& x, const Tensor& y) { return call_op("floor_divide", {x, y})[0]; }
+Tensor remainder_op(const Tensor& x, const Tensor& y) { return call_op("remainder", {x, y})[0]; }
+
+OpKernelFn tr_elu(const OpDesc& op) {
+  double alpha = attr_float(op, "alpha", 1.0);
+  return [alpha](OpRunContext& c) { c.set_out("Out", ops::elu(c.in("X"), alpha)); };
+}
+
+OpKernelFn tr_softplus(const OpDesc& op) {
+  double beta = attr_float(op, "beta", 1.0), th = attr_float(op, "threshold", 20.0);
+  return [beta, th](OpRunContext& c) { c.set_out("Out", ops::softplus(c.in("X"), beta, th)); };
+}
+
+OpKernelFn tr_hard_sigmoid(const OpDesc& op) {
+  double slope = attr_float(op, "slope", 0.2), offset = attr_float(op, "offset", 0.5);
+  return [slope, offset](OpRunContext& c) { c.set_out("Out", ops::hardsigmoid(c.in("X"), slope, offset)); };
+}
+
+OpKernelFn tr_log_softmax(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", -1);
+  return [axis](OpRunContext& c) { c.set_out("Out", ops::log_softmax(c.in("X"), axis)); };
+}
+
+DType paddle_dtype_attr(const OpDesc& op, const char* name, int64_t def) {
+  int64_t code = attr_int(op, name, def);
+  std::optional<DType> dt = paddle_code_to_dtype(static_cast<int32_t>(code));
+  OAR_ENFORCE(dt.has_value(), ErrorCode::kInvalidArgument,
+              op.type << ": " << name << " code " << code << " is not a dtype oar supports");
+  return *dt;
+}
+
+OpKernelFn tr_cast(const OpDesc& op) {
+  DType to = paddle_dtype_attr(op, "out_dtype", 5);
+  return [to](OpRunContext& c) { c.set_out("Out", ops::cast(c.in("X"), to)); };
+}
+
+OpKernelFn tr_clip(const OpDesc& op) {
+  require_unbound(op, "Min");
+  require_unbound(op, "Max");
+  double lo = attr_float(op, "min", 0.0), hi = attr_float(op, "max", 0.0);
+  return [lo, hi](OpRunContext& c) {
+    c.set_out("Out", call_op("clip", {c.in("X")}, Attrs{{"min", lo}, {"max", hi}})[0]);
+  };
+}
+
+OpKernelFn tr_eye(const OpDesc& op) {
+  int64_t rows = attr_int(op, "num_rows", 0), cols = attr_int(op, "num_columns", -1);
+  if (cols < 0) cols = rows;
+  DType d = paddle_dtype_attr(op, "dtype", 5);
+  return [rows, cols, d](OpRunContext& c) {
+    Attrs a{{"num_rows", rows}, {"num_columns", cols}, {"dtype", static_cast<int64_t>(d)}};
+    c.set_out("Out", call_op("eye", {}, a, c.place)[0]);
+  };
+}
+
+// reduce_*: dim (negative counts from the end), keep_dim, reduce_all; reduce_sum's out_dtype.
+OpKernelFn tr_reduce(const OpDesc& op) {
+  require_unbound(op, "AxisTensor");
+  require_unbound(op, "AxisTensorList");
+  std::vector<int64_t> dim = attr_ints(op, "dim", {0});
+  bool keep = attr_bool(op, "keep_dim", false), all = attr_bool(op, "reduce_all", false);
+  int64_t out_code = attr_int(op, "out_dtype", -1);
+  std::optional<DType> out_dt;
+  if (out_code != -1) out_dt = paddle_dtype_attr(op, "out_dtype", -1);
+  std::string name = op.type.substr(7);  // reduce_sum -> sum
+  const OpDef* def = OpRegistry::get().find(name);
+  OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op " << name);
+  return [=](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    Attrs a{{"axis", all ? std::vector<int64_t>{} : dim}, {"keepdim", int64_t{keep}}};
+    Tensor r = call_op(*def, {x}, a)[0];
+    // oar's sum widens small integers to int64; Paddle's keeps the input dtype unless out_dtype is set.
+    DType want = out_dt ? *out_dt : (name == "sum" ? x.dtype() : r.dtype());
+    c.set_out("Out", r.dtype() == want ? r : ops::cast(r, want));
+  };
+}
+
+OpKernelFn tr_arg(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", 0);
+  bool keep = attr_bool(op, "keepdims", false), flatten = attr_bool(op, "flatten", false);
+  // dtype -1 (the OpProto default) means int64, as in Paddle.
+  DType d = attr_int(op, "dtype", -1) == -1 ? DType::kInt64 : paddle_dtype_attr(op, "dtype", 3);
+  bool is_max = op.type == "arg_max";
+  return [=](OpRunContext& c) {
+    Tensor r =
+        is_max ? ops::argmax(c.in("X"), axis, keep, flatten) : ops::argmin(c.in("X"), axis, keep, flatten);
+    c.set_out("Out", r.dtype() == d ? r : ops::cast(r, d));
+  };
+}
+
+OpKernelFn tr_cumsum(const OpDesc& op) {
+  OAR_ENFORCE(!attr_bool(op, "exclusive", false), ErrorCode::kUnimplemented,
+              "cumsum: exclusive = true is not supported");
+  int64_t axis = attr_int(op, "axis", -1);
+  bool flatten = attr_bool(op, "flatten", false), reverse = attr_bool(op, "reverse", false);
+  return [=](OpRunContext& c) {
+    Attrs a{{"axis", axis}, {"flatten", int64_t{flatten}}, {"reverse", int64_t{reverse}}};
+    c.set_out("Out", call_op("cumsum", {c.in("X")}, a)[0]);
+  };
+}
+
+OpKernelFn tr_index_select(const OpDesc& op) {
+  int64_t dim = attr_int(op, "dim", 0);
+  return [dim](OpRunContext& c) { c.set_out("Out", ops::index_select(c.in("X"), c.in("Index"), dim)); };
+}
+
+OpKernelFn tr_where(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", ops::where(c.in("Condition"), c.in("X"), c.in("Y"))); };
+}
+
+OpKernelFn tr_gather_nd(const OpDesc&) {
+  return [](OpRunContext& c) { c.set_out("Out", ops::gather_nd(c.in("X"), c.in("Index"))); };
+}
+
+OpKernelFn tr_tril_triu(const OpDesc& op) {
+  int64_t diag = attr_int(op, "diagonal", 0);
+  bool lower = attr_bool(op, "lower", true);
+  return [diag, lower](OpRunContext& c) {
+    c.set_out("Out", lower ? ops::tril(c.in("X"), diag) : ops::triu(c.in("X"), diag));
+  };
+}
+
+OpKernelFn tr_top_k_v2(const OpDesc& op) {
+  require_unbound(op, "K");
+  OAR_ENFORCE(attr_bool(op, "sorted", true), ErrorCode::kUnimplemented,
+              "top_k_v2: sorted = false is not supported");
+  int64_t k = attr_int(op, "k", 1), axis = attr_int(op, "axis", -1);
+  bool largest = attr_bool(op, "largest", true);
+  return [=](OpRunContext& c) {
+    auto [v, i] = ops::topk(c.in("X"), k, axis, largest);
+    c.set_out("Out", v);
+    c.set_out("Indices", i);
+  };
+}
+
+OpKernelFn tr_argsort(const OpDesc& op) {
+  int64_t axis = attr_int(op, "axis", -1);
+  bool desc = attr_bool(op, "descending", false);
+  return [axis, desc](OpRunContext& c) {  // oar's sort is stable, which satisfies stable = false as well
+    auto [v, i] = ops::sort(c.in("X"), axis, desc);
+    c.set_out("Out", v);
+    c.set_out("Indices", i);
+  };
+}
+
+OpKernelFn tr_pad(const OpDesc& op) {
+  std::vector<int64_t> pads = attr_ints(op, "paddings");
+  double value = attr_float(op, "pad_value", 0.0);
+  return [pads, value](OpRunContext& c) { c.set_out("Out", ops::pad(c.in("X"), pads, 0, value)); };
+}
+
+// squeeze2: axes empty squeezes every size-1 dim; listed axes of another size stay.
+OpKernelFn tr_squeeze2(const OpDesc& op) {
+  std::vector<int64_t> axes = attr_ints(op, "axes");
+  return [axes](OpRunContext& c) { c.set_out("Out", c.in("X").squeeze(axes)); };
+}
+
+// unsqueeze2: the axes are inserted one after the other, each counted in the rank reached so far.
+OpKernelFn tr_unsqueeze2(const OpDesc& op) {
+  require_unbound(op, "AxesTensor");
+  require_unbound(op, "AxesTensorList");
+  std::vector<int64_t> axes = attr_ints(op, "axes");
+  return [axes](OpRunContext& c) {
+    Tensor t = c.in("X");
+    for (int64_t a : axes) t = t.unsqueeze(a < 0 ? a + t.ndim() + 1 : a);
+    c.set_out("Out", t);
+  };
+}
+
+// slice / strided_slice with positive strides; decrease_axis drops the (size-1) sliced axes after.
+OpKernelFn tr_slice(const OpDesc& op) {
+  for (const char* s : {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList", "StridesTensor",
+                        "StridesTensorList"})
+    require_unbound(op, s);
+  std::vector<int64_t> axes = attr_ints(op, "axes"), starts = attr_ints(op, "starts"),
+                       ends = attr_ints(op, "ends");
+  std::vector<int64_t> steps = attr_ints(op, "strides", std::vector<int64_t>(axes.size(), 1));
+  std::vector<int64_t> decrease = attr_ints(op, "decrease_axis");
+  OAR_ENFORCE(starts.size() == axes.size() && ends.size() == axes.size() && steps.size() == axes.size(),
+              ErrorCode::kInvalidArgument, op.type << ": axes, starts, ends (and strides) differ in length");
+  for (int64_t s : steps)
+    OAR_ENFORCE(s > 0, ErrorCode::kUnimplemented,
+                op.type << ": stride " << s << " is not supported (only > 0)");
+  return [=](OpRunContext& c) {
+    Tensor t = c.in("Input");
+    for (size_t i = 0; i < axes.size(); ++i) t = t.slice(axes[i], starts[i], ends[i], steps[i]);
+    if (!decrease.empty()) t = t.squeeze(decrease);
+    c.set_out("Out", t);
+  };
+}
+
+// expand_v2: shape aligned to the trailing dims; -1 keeps the input's extent.
+OpKernelFn tr_expand_v2(const OpDesc& op) {
+  require_unbound(op, "Shape");
+  require_unbound(op, "expand_shapes_tensor");
+  std::vector<int64_t> shape = attr_ints(op, "shape");
+  return [shape](OpRunContext& c) { c.set_out("Out", ops::copy(c.in("X").expand(Dims(shape)))); };
+}
+
+// expand_as_v2: X broadcast to Y's shape (at run time), or to target_shape when Y is not bound.
+OpKernelFn tr_expand_as_v2(const OpDesc& op) {
+  std::vector<int64_t> target = attr_ints(op, "target_shape");
+  return [target](OpRunContext& c) {
+    Dims to = c.has_in("Y") ? c.in("Y").dims() : Dims(target);
+    c.set_out("Out", ops::copy(c.in("X").expand(to)));
+  };
+}
+
+// A one-element tensor input read to the host (range / linspace scalars).
+double host_scalar(const OpRunContext& c, const char* slot) {
+  const Tensor& t = c.in(slot);
+  OAR_ENFORCE(t.numel() == 1, ErrorCode::kInvalidArgument,
+              c.op->type << ": " << slot << " must hold one value, has shape " << t.dims().to_string());
+  return ops::cast(t, DType::kFloat64).cpu().to_vector<double>()[0];
+}
+
+OpKernelFn tr_range(const OpDesc&) {
+  return [](OpRunContext& c) {
+    DType d = c.in("Start").dtype();
+    c.set_out("Out", ops::arange(host_scalar(c, "Start"), host_scalar(c, "End"), host_scalar(c, "Step"), d,
+                                 c.place));
+  };
+}
+
+OpKernelFn tr_linspace(const OpDesc& op) {
+  DType d = paddle_dtype_attr(op, "dtype", 5);
+  return [d](OpRunContext& c) {
+    Attrs a{{"start", host_scalar(c, "Start")},
+            {"stop", host_scalar(c, "Stop")},
+            {"num", static_cast<int64_t>(host_scalar(c, "Num"))},
+            {"dtype", static_cast<int64_t>(d)}};
+    c.set_out("Out", call_op("linspace", {}, a, c.place)[0]);
+  };
+}
+
+// softmax_with_cross_entropy, hard labels on the last axis: Label [..., 1] -> Loss [..., 1].
+OpKernelFn tr_softmax_with_ce(const OpDesc& op) {
+  OAR_ENFORCE(!attr_bool(op, "soft_label", false) && attr_bool(op, "use_softmax", true),
+              ErrorCode::kUnimplemented,
+              "softmax_with_cross_entropy: soft_label / use_softmax = false are not supported");
+  int64_t axis = attr_int(op, "axis", -1), ignore = attr_int(op, "ignore_index", -100);
+  return [axis, ignore](OpRunContext& c) {
+    const Tensor& logits = c.in("Logits");
+    OAR_ENFORCE(logits.ndim() == 2 && (axis == -1 || axis == 1), ErrorCode::kUnimplemented,
+                "softmax_with_cross_entropy: only 2-D logits with axis -1 are supported, got "
+                    << logits.dims().to_string() << " axis " << axis);
+    Tensor label = c.in("Label").reshape(Dims{logits.dim(0)});
+    std::vector<Tensor> r =
+        call_op("softmax_cross_entropy", {logits, label}, Attrs{{"ignore_index", ignore}});
+    c.set_out("Softmax", r[1]);
+    c.set_out("Loss", r[0].reshape(Dims{logits.dim(0), 1}));
+  };
+}
+
+// pad3d (NCDHW): paddings [left, right, top, bottom, front, back].
+OpKernelFn tr_pad3d(const OpDesc& op) {
+  require_unbound(op, "Paddings");
+  std::string layout = attr_str(op, "data_format", "NCDHW");
+  OAR_ENFORCE(layout == "NCDHW", ErrorCode::kUnimplemented,
+              "pad3d: data_format '" << layout << "' is not supported");
+  std::vector<int64_t> p = attr_ints(op, "paddings");
+  OAR_ENFORCE(p.size() == 6, ErrorCode::kInvalidArgument, "pad3d: paddings must have 6 values");
+  std::vector<int64_t> pads{0, 0, 0, 0, p[4], p[5], p[2], p[3], p[0], p[1]};
+  std::string m = attr_str(op, "mode", "constant");
+  int64_t mode = m == "constant" ? 0 : m == "reflect" ? 1 : m == "replicate" ? 2 : m == "circular" ? 3 : -1;
+  OAR_ENFORCE(mode >= 0, ErrorCode::kUnimplemented, "pad3d: mode '" << m << "' is not supported");
+  double value = attr_float(op, "value", 0.0);
+  return [pads, mode, value](OpRunContext& c) { c.set_out("Out", ops::pad(c.in("X"), pads, mode, value)); };
+}
+
+// <method>_interp_v2 (NCW / NCHW / NCDHW): output sizes from out_d/h/w or the `scale` attribute;
+// ratios as Paddle computes them (float32).
+OpKernelFn tr_interp_v2(const OpDesc& op) {
+  for (const char* s : {"OutSize", "SizeTensor", "Scale"}) require_unbound(op, s);
+  std::string method = attr_str(op, "interp_method", "bilinear");
+  int64_t mode = method == "nearest" ? 0 : method == "bicubic" ? 2 : 1;
+  bool align = attr_bool(op, "align_corners", true);
+  int64_t align_mode = attr_int(op, "align_mode", 1);
+  std::string layout = attr_str(op, "data_layout", "NCHW");
+  OAR_ENFORCE(layout == "NCW" || layout == "NCHW" || layout == "NCDHW", ErrorCode::kUnimplemented,
+              op.type << ": data_layout '" << layout << "' is not supported");
+  std::vector<int64_t> outs{attr_int(op, "out_d", -1), attr_int(op, "out_h", -1), attr_int(op, "out_w", -1)};
+  std::vector<float> scale;
+  if (const Attribute* a = op.find_attr("scale")) {
+    if (auto* v = std::get_if<std::vector<float>>(a)) scale = *v;
+  }
+  return [=](OpRunContext& c) {
+    const Tensor& x = c.in("X");
+    int32_t nd = x.ndim() - 2;
+    OAR_ENFORCE(nd >= 1 && nd <= 3, ErrorCode::kInvalidArgument,
+                c.op->type << ": X must be 3-D, 4-D or 5-D, got " << x.dims().to_string());
+    std::vector<int64_t> size;
+    std::vector<double> ratios;
+    for (int32_t i = 0; i < nd; ++i) {
+      int64_t in = x.dim(2 + i);
+      // Paddle lists one scale for every dim, or one per dim.
+      float sc = scale.empty() ? 0.0f : scale.size() == 1 ? scale[0] : scale.at(static_cast<size_t>(i));
+      int64_t o =
+          sc > 0 ? static_cast<int64_t>(static_cast<float>(in) * sc) : outs[static_cast<size_t>(3 - nd + i)];
+      OAR_ENFORCE(o > 0, ErrorCode::kInvalidArgument, c.op->type << ": no output size for spatial dim " << i);
+      float r = align    ? (o > 1 ? static_cast<float>(in - 1) / static_cast<float>(o - 1) : 0.0f)
+                : sc > 0 ? static_cast<float>(1. / sc)
+                         : static_cast<float>(in) / static_cast<float>(o);
+      size.push_back(o);
+      ratios.push_back(r);
+    }
+    Attrs a{{"out_size", size},
+            {"ratios", ratios},
+            {"mode", mode},
+            {"align_corners", int64_t{align}},
+            {"align_mode", align_mode}};
+    c.set_out("Out", call_op("interpolate", {x}, a)[0]);
+  };
+}
+
+// slogdeterminant: Out[0] = sign, Out[1] = log|det| (stacked on a new leading axis).
+OpKernelFn tr_slogdeterminant(const OpDesc&) {
+  return [](OpRunContext& c) {
+    std::vector<Tensor> r = call_op("slogdet", {c.in("Input")});
+    c.set_out("Out", ops::concat({r[0].unsqueeze(0), r[1].unsqueeze(0)}, 0));
+  };
+}
+
+// ---- one Paddle op -> one oar op, slots mapped positionally --------------------------------------------
+
+struct OneToOne {
+  const char* oar;                     // the oar op
+  std::vector<const char*> ins, outs;  // Paddle slots, in the oar op's input / output order
+  Attrs (*attrs)(const OpDesc& op);    // oar attributes from Paddle's (nullptr: none)
+};
+
+int64_t reduce_code(const OpDesc& op) {
+  std::string r = attr_str(op, "Reduce", "assign");
+  OAR_ENFORCE(attr_bool(op, "Include_self", true), ErrorCode::kUnimplemented,
+              "put_along_axis: Include_self = false is not supported");
+  if (r == "assign") return 0;
+  if (r == "add") return 1;
+  if (r == "mul" || r == "multiply") return 2;
+  OAR_THROW(ErrorCode::kUnimplemented, "put_along_axis: Reduce '" << r << "' is not supported");
+}
+
+std::vector<int64_t> im2col_pads(const OpDesc& op) {  // Paddle [top, left, bottom, right] -> oar's order
+  std::vector<int64_t> p = attr_ints(op, "paddings", {0, 0, 0, 0});
+  if (p.size() == 2) return {p[0], p[0], p[1], p[1]};
+  OAR_ENFORCE(p.size() == 4, ErrorCode::kInvalidArgument, op.type << ": paddings must have 2 or 4 values");
+  return {p[0], p[2], p[1], p[3]};
+}
+
+Attrs im2col_attrs(const OpDesc& op) {
+  Attrs a{{"kernel_sizes", attr_ints(op, "kernel_sizes")},
+          {"strides", attr_ints(op, "strides", {1, 1})},
+          {"paddings", im2col_pads(op)},
+          {"dilations", attr_ints(op, "dilations", {1, 1})}};
+  if (op.type == "fold") a.set("output_sizes", attr_ints(op, "output_sizes"));
+  return a;
+}
+
+int64_t index_of(const OpDesc& op, const char* attr, const std::string& def, std::vector<std::string> names) {
+  std::string v = attr_str(op, attr, def);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == v) return static_cast<int64_t>(i);
+  OAR_THROW(ErrorCode::kUnimplemented, op.type << ": " << attr << " '" << v << "' is not supported");
+}
+
+const std::map<std::string, OneToOne>& one_to_one() {
+  static const std::map<std::string, OneToOne> t = {
+      {"elementwise_fmax", {"fmax", {"X", "Y"}, {"Out"}, nullptr}},
+      {"elementwise_fmin", {"fmin", {"X", "Y"}, {"Out"}, nullptr}},
+      {"elementwise_heaviside", {"heaviside", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_and", {"bitwise_and", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_or", {"bitwise_or", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_xor", {"bitwise_xor", {"X", "Y"}, {"Out"}, nullptr}},
+      {"bitwise_not", {"bitwise_not", {"X"}, {"Out"}, nullptr}},
+      {"atan2", {"atan2", {"X1", "X2"}, {"Out"}, nullptr}},
+      {"isnan_v2", {"isnan", {"X"}, {"Out"}, nullptr}},
+      {"isinf_v2", {"isinf", {"X"}, {"Out"}, nullptr}},
+      {"isfinite_v2", {"isfinite", {"X"}, {"Out"}, nullptr}},
+      {"logcumsumexp",
+       {"logcumsumexp",
+        {"X"},
+        {"Out"},
+        [](const OpDesc& op) {
+          OAR_ENFORCE(!attr_bool(op, "exclusive", false), ErrorCode::kUnimplemented,
+                      "logcumsumexp: exclusive = true is not supported");
+          return Attrs{{"axis", attr_int(op, "axis", -1)},
+                       {"flatten", int64_t{attr_bool(op, "flatten", false)}},
+                       {"reverse", int64_t{attr_bool(op, "reverse", false)}}};
+        }}},
+      {"cumprod",
+       {"cumprod",
+        {"X"},
+        {"Out"},
+        [](const OpDesc& op) {
+          OAR_ENFORCE(!attr_bool(op, "exclusive", false) && !attr_bool(op, "reverse", false),
+                      ErrorCode::kUnimplemented, "cumprod: exclusive / reverse = true are not supported");
+          return Attrs{{"axis", attr_int(op, "dim", -1)}, {"flatten", int64_t{0}}};
+        }}},
+      {"take_along_axis",
+       {"take_along_axis",
+        {"Input", "Index"},
+        {"Result"},
+        [](const OpDesc& op) {
+          return Attrs{{"axis", attr_int(op, "Axis", 0)}};
+        }}},
+      {"put_along_axis",
+       {"put_along_axis",
+        {"Input", "Index", "Value"},
+        {"Result"},
+        [](const OpDesc& op) {
+          return Attrs{{"axis", attr_int(op, "Axis", 0)}, {"reduce", reduce_code(op)}};
+        }}},
+      {"scatter_nd_add", {"scatter_nd_add", {"X", "Index", "Updates"}, {"Out"}, nullptr}},
+      {"index_add",
+       {"index_add",
+        {"X", "Index", "AddValue"},
+        {"Out"},
+        [](const OpDesc& op) {
+          return Attrs{{"axis", attr_int(op, "axis", 0)}};
+        }}},
+      {"inverse", {"inverse", {"Input"}, {"Output"}, nullptr}},
+      {"determinant", {"det", {"Input"}, {"Out"}, nullptr}},
+      {"cholesky",
+       {"cholesky",
+        {"X"},
+        {"Out"},
+        [](const OpDesc& op) {
+          return Attrs{{"upper", int64_t{attr_bool(op, "upper", false)}}};
+        }}},
+      {"solve", {"solve", {"X", "Y"}, {"Out"}, nullptr}},
+      {"triangular_solve",
+       {"triangular_solve",
+        {"X", "Y"},
+        {"Out"},
+        [](const OpDesc& op) {
+          return Attrs{{"upper", int64_t{attr_bool(op, "upper", true)}},
+                       {"transpose", int64_t{attr_bool(op, "transpose", false)}},
+                       {"unitriangular", int64_t{attr_bool(op, "unitriangular", false)}}};
+        }}},
+      {"qr",
+       {"qr",
+        {"X"},
+        {"Q", "R"},
+        [](const OpDesc& op) {
+          return Attrs{{"complete", index_of(op, "mode", "reduced", {"reduced", "complete"})}};
+        }}},
+      {"svd",
+       {"svd",
+        {"X"},
+        {"U", "S", "VH"},
+        [](const OpDesc& op) {
+          return Attrs{{"full_matrices", int64_t{attr_bool(op, "full_matrices", false)}}};
+        }}},
+      {"eigh",
+       {"eigh",
+        {"X"},
+        {"Eigenvalues", "Eigenvectors"},
+        [](const OpDesc& op) {
+          return Attrs{{"lower", 1 - index_of(op, "UPLO", "L", {"L", "U"})}};
+        }}},
+      {"polygamma",
+       {"polygamma",
+        {"x"},
+        {"out"},
+        [](const OpDesc& op) {
+          return Attrs{{"n", attr_int(op, "n", 0)}};
+        }}},
+      {"unfold", {"unfold", {"X"}, {"Y"}, im2col_attrs}},
+      {"fold", {"fold", {"X"}, {"Y"}, im2col_attrs}},
+      {"grid_sampler",
+       {"grid_sample",
+        {"X", "Grid"},
+        {"Output"},
+        [](const OpDesc& op) {
+          return Attrs{
+              {"mode", index_of(op, "mode", "bilinear", {"bilinear", "nearest"})},
+              {"padding_mode", index_of(op, "padding_mode", "zeros", {"zeros", "border", "reflection"})},
+              {"align_corners", int64_t{attr_bool(op, "align_corners", true)}}};
+        }}},
+  };
+  return t;
+}
+
+OpKernelFn tr_one_to_one(const OpDesc& op) {
+  const OneToOne& spec = one_to_one().at(op.type);
+  const OpDef& def = OpRegistry::get().at(spec.oar);
+  Attrs attrs = spec.attrs != nullptr ? spec.attrs(op) : Attrs{};
+  return [&spec, &def, attrs](OpRunContext& c) {
+    std::vector<Tensor> in;
+    for (const char* s : spec.ins) in.push_back(c.in(s));
+    std::vector<Tensor> out = call_op(def, in, attrs, c.place);
+    for (size_t i = 0; i < spec.outs.size() && i < out.size(); ++i) c.set_out(spec.outs[i], out[i]);
+  };
+}
+
 const std::map<std::string, OpTranslation>& table() {
   static const std::map<std::string, OpTranslation> t = {
       {"feed", tr_feed},
@@ -529,7 +1098,7 @@ const std::map<std::string, OpTranslation>& table() {
       {"square", tr_unary<kSquare>},
       {"silu", tr_unary<kSilu>},
       {"swish", tr_unary<kSilu>},
-      {"hard_swish", tr_unary<kHardswish>},
+      {"hard_swish", tr_hard_swish},
       {"gelu", tr_gelu},
       {"leaky_relu", tr_leaky_relu},
       {"softmax", tr_softmax},
@@ -543,6 +1112,7 @@ const std::map<std::string, OpTranslation>& table() {
       {"conv2d", tr_conv2d},
       {"depthwise_conv2d", tr_conv2d},
       {"pool2d", tr_pool2d},
+      {"max_pool2d_with_index", tr_max_pool2d_with_index},
       {"batch_norm", tr_batch_norm},
       {"layer_norm", tr_layer_norm},
       {"reshape2", tr_reshape2},
@@ -551,6 +1121,79 @@ const std::map<std::string, OpTranslation>& table() {
       {"concat", tr_concat},
       {"assign", tr_assign},
       {"fill_constant", tr_fill_constant},
+      // Emitted by export_paddle_dialect (paddle_export.cc).
+      {"elementwise_floordiv", tr_elementwise<floor_divide_op>},
+      {"elementwise_mod", tr_elementwise<remainder_op>},
+      {"logical_and", tr_binary_plain<ops::logical_and>},
+      {"logical_or", tr_binary_plain<ops::logical_or>},
+      {"logical_xor", tr_binary_plain<ops::logical_xor>},
+      {"logical_not", tr_unary_same},
+      {"sin", tr_unary_same},
+      {"cos", tr_unary_same},
+      {"tan", tr_unary_same},
+      {"asin", tr_unary_same},
+      {"acos", tr_unary_same},
+      {"atan", tr_unary_same},
+      {"sinh", tr_unary_same},
+      {"cosh", tr_unary_same},
+      {"asinh", tr_unary_same},
+      {"acosh", tr_unary_same},
+      {"atanh", tr_unary_same},
+      {"floor", tr_unary_same},
+      {"ceil", tr_unary_same},
+      {"reciprocal", tr_unary_same},
+      {"erf", tr_unary_same},
+      {"erfinv", tr_unary_same},
+      {"log1p", tr_unary_same},
+      {"expm1", tr_unary_same},
+      {"log2", tr_unary_same},
+      {"log10", tr_unary_same},
+      {"sign", tr_unary_same},
+      {"lgamma", tr_unary_same},
+      {"digamma", tr_unary_same},
+      {"trunc", tr_unary_same},
+      {"elu", tr_elu},
+      {"softplus", tr_softplus},
+      {"hard_sigmoid", tr_hard_sigmoid},
+      {"log_softmax", tr_log_softmax},
+      {"cast", tr_cast},
+      {"clip", tr_clip},
+      {"eye", tr_eye},
+      {"reduce_sum", tr_reduce},
+      {"reduce_mean", tr_reduce},
+      {"reduce_max", tr_reduce},
+      {"reduce_min", tr_reduce},
+      {"reduce_prod", tr_reduce},
+      {"reduce_all", tr_reduce},
+      {"reduce_any", tr_reduce},
+      {"arg_max", tr_arg},
+      {"arg_min", tr_arg},
+      {"cumsum", tr_cumsum},
+      {"index_select", tr_index_select},
+      {"where", tr_where},
+      {"gather_nd", tr_gather_nd},
+      {"tril_triu", tr_tril_triu},
+      {"top_k_v2", tr_top_k_v2},
+      {"argsort", tr_argsort},
+      {"pad", tr_pad},
+      {"squeeze2", tr_squeeze2},
+      {"unsqueeze2", tr_unsqueeze2},
+      {"slice", tr_slice},
+      {"strided_slice", tr_slice},
+      {"expand_v2", tr_expand_v2},
+      {"expand_as_v2", tr_expand_as_v2},
+      {"conv3d", tr_conv3d},
+      {"range", tr_range},
+      {"linspace", tr_linspace},
+      {"softmax_with_cross_entropy", tr_softmax_with_ce},
+      {"pad3d", tr_pad3d},
+      {"pool3d", tr_pool3d},
+      {"slogdeterminant", tr_slogdeterminant},
+      {"nearest_interp_v2", tr_interp_v2},
+      {"linear_interp_v2", tr_interp_v2},
+      {"bilinear_interp_v2", tr_interp_v2},
+      {"trilinear_interp_v2", tr_interp_v2},
+      {"bicubic_interp_v2", tr_interp_v2},
   };
   return t;
 }
@@ -559,12 +1202,15 @@ const std::map<std::string, OpTranslation>& table() {
 
 OpTranslation find_op_translation(const std::string& paddle_op_type) {
   auto it = table().find(paddle_op_type);
-  return it == table().end() ? nullptr : it->second;
+  if (it != table().end()) return it->second;
+  return one_to_one().count(paddle_op_type) ? tr_one_to_one : nullptr;
 }
 
 std::vector<std::string> translated_op_types() {
   std::vector<std::string> out;
   for (auto& kv : table()) out.push_back(kv.first);
+  for (auto& kv : one_to_one()) out.push_back(kv.first);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -28,9 +28,13 @@ def _var_names(vars_, what):
 
 
 def _export(desc):
-    """Paddle's own op types where oar has the mapping (framework/src/ir/paddle_export.cc)."""
-    export = getattr(_C, "_export_paddle_dialect", None)
-    return export(desc) if export is not None else desc
+    """Paddle's own op types where oar has the mapping (framework/src/ir/paddle_export.cc). Ops without
+    one stay native: oar loads the file, PaddlePaddle would not (a warning says which)."""
+    out, kept = _C._export_paddle_dialect(desc)
+    if kept:
+        import warnings
+        warnings.warn("the saved model keeps oar-only ops that PaddlePaddle cannot load: " + kept)
+    return out
 
 
 def normalize_program(program, feed_vars, fetch_vars):
