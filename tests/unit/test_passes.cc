@@ -311,6 +311,29 @@ TEST(Passes, FuseMatmulBiasActIntoFc) {
   expect_same(run(b.p, params, feeds), ref, "fc");
 }
 
+// The 1.x matmul joins the fc fusion when alpha is 1 and nothing is transposed.
+TEST(Passes, FuseLegacyMatmulBias) {
+  for (float alpha : {1.0f, 2.0f}) {
+    Builder b;
+    b.var("x", {-1, 4});
+    for (auto n : {"m", "a"}) b.var(n);
+    b.var("w", {4, 3}, true);
+    b.var("bias", {3}, true);
+    b.feed("x");
+    b.op("matmul", {{"X", {"x"}}, {"Y", {"w"}}}, {{"Out", {"m"}}},
+         {{"transpose_X", false}, {"transpose_Y", false}, {"alpha", alpha}});
+    b.op("elementwise_add", {{"X", {"m"}}, {"Y", {"bias"}}}, {{"Out", {"a"}}});
+    b.fetch("a");
+    Scope params;
+    params.set("w", random_tensor(Dims{4, 3}, 50));
+    params.set("bias", random_tensor(Dims{3}, 51));
+    std::map<std::string, Tensor> feeds{{"x", random_tensor(Dims{5, 4}, 52)}};
+    auto ref = run(b.p, params, feeds);
+    EXPECT_EQ(fuse_matmul_bias(b.p, params).ops_fused, alpha == 1.0f ? 1 : 0);
+    expect_same(run(b.p, params, feeds), ref, "legacy matmul");
+  }
+}
+
 // A fusion moves the write of its output up to the first op; a read of that variable in between (here a
 // persistable's old value) blocks it.
 TEST(Passes, FusionsKeepReadsOfTheOldValue) {

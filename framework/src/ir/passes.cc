@@ -470,8 +470,12 @@ bool try_fuse_fc(Program& p, Scope& params, const Analysis& an, size_t i, int64_
   if (x.empty() || w.empty() || t.empty() || x == w) return false;
   if (!an.is_param(w, params) || params.find(w)->ndim() != 2) return false;
   int64_t in_num_col_dims;
-  if (mm.type == "matmul_v2") {
-    if (attr_int_or(mm, "trans_x", 0) || attr_int_or(mm, "trans_y", 0)) return false;
+  if (mm.type == "matmul_v2" || mm.type == "matmul") {
+    bool v2 = mm.type == "matmul_v2";
+    if (attr_int_or(mm, v2 ? "trans_x" : "transpose_X", 0) ||
+        attr_int_or(mm, v2 ? "trans_y" : "transpose_Y", 0))
+      return false;
+    if (!v2 && attr_float_or(mm, "alpha", 1.0) != 1.0) return false;  // the 1.x matmul's scale
     int r = rank_of(b, x);
     if (r < 2) return false;
     in_num_col_dims = r - 1;
