@@ -1,0 +1,657 @@
+"""oar.jit.dy2static: converted functions give exactly the results of the originals in eager mode, and
+symbolic predicates route to oar.static.nn.cond / while_loop (faked here)."""
+import inspect
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import oar
+from oar.jit import dy2static
+from oar.jit.dy2static import convert_operators as co
+from oar.jit.dy2static import convert_to_static
+
+G_SCALE = 2.0
+G_COUNTER = 0
+
+
+def _same(a, b):
+    if isinstance(a, oar.Tensor) or isinstance(b, oar.Tensor):
+        assert isinstance(a, oar.Tensor) and isinstance(b, oar.Tensor), (a, b)
+        assert a.dtype == b.dtype and list(a.shape) == list(b.shape)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _same(a[k], b[k])
+    else:
+        assert type(a) is type(b) and a == b, (a, b)
+
+
+def _converted(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to the original warns: fail on it
+        conv = convert_to_static(fn)
+    assert conv is not fn and getattr(conv, "_oar_dy2st_converted", False)
+    return conv
+
+
+def check(fn, *arg_sets, **kwargs_sets):
+    conv = _converted(fn)
+    for args in arg_sets:
+        _same(fn(*args), conv(*args))
+    return conv
+
+
+def t(v, dtype="float32"):
+    return oar.to_tensor(np.asarray(v, dtype=dtype))
+
+
+# ---------------------------------------------------------------- if / else
+def f_if_tensor(x):
+    if x.mean() > 0:
+        y = x * 2
+        z = 1
+    else:
+        y = x - 1
+        z = 2
+    return y, z
+
+
+def f_if_python(x, mode, n=3):
+    if mode == "double":
+        x = x * 2
+    elif mode == "neg":
+        x = -x
+    else:
+        if n > 2:
+            x = x + n
+        else:
+            x = x - n
+    return x
+
+
+def f_nested_if(x, y):
+    out = x
+    if x.sum() > 0:
+        if y.sum() > 0:
+            out = x + y
+        else:
+            tmp = x - y  # only defined in this branch, used only here
+            out = tmp * 2
+    elif y.sum() > 10:
+        out = y
+    return out
+
+
+def test_if_else_on_tensors_and_python_values():
+    check(f_if_tensor, (t([1.0, 2.0]), ), (t([-1.0, -2.0]), ))
+    check(f_if_python, (t([1.0]), "double"), (t([1.0]), "neg"), (t([1.0]), "x"), (t([1.0]), "x", 1))
+    check(f_nested_if, (t([1.0]), t([2.0])), (t([1.0]), t([-2.0])), (t([-1.0]), t([20.0])), (t([-1.0]), t([2.0])))
+
+
+def f_one_branch(x):
+    if x.sum() > 0:
+        y = x + 1
+    return y
+
+
+def test_variable_defined_in_one_branch():
+    conv = _converted(f_one_branch)
+    _same(f_one_branch(t([1.0])), conv(t([1.0])))
+    with pytest.raises(UnboundLocalError):
+        f_one_branch(t([-1.0]))
+    with pytest.raises(UnboundLocalError, match="'y'"):
+        conv(t([-1.0]))
+
+
+# ---------------------------------------------------------------- loops
+def f_while_break_continue(x, n):
+    i = 0
+    s = x * 0
+    while i < n:
+        i += 1
+        if i % 2 == 0:
+            continue
+        if i > 7:
+            break
+        s = s + x * i
+    else:
+        s = s - 100
+    return s, i
+
+
+def f_while_tensor_cond(x):
+    s = x
+    steps = 0
+    while s.sum() < 100:
+        s = s * 2
+        steps += 1
+    return s, steps
+
+
+def f_for_range(x, n):
+    acc = x
+    for i in range(n):
+        if i == 5:
+            break
+        if i % 3 == 1:
+            continue
+        acc = acc + i
+    return acc, i
+
+
+def f_for_range_start_step(n):
+    out = []
+    for k in range(n, 0, -2):
+        out.append(k)
+    return out
+
+
+def f_for_tensor(x):
+    total = x[0] * 0
+    count = 0
+    for row in x:
+        total = total + row
+        count += 1
+    return total, count
+
+
+def f_for_enumerate_zip(x, names):
+    res = {}
+    for i, (row, name) in enumerate(zip(x, names)):
+        res[name] = row * i
+    return res
+
+
+def f_for_else_nested(n):
+    found = []
+    for i in range(n):
+        for j in range(n):
+            if i * j == 6:
+                found.append((i, j))
+                break
+        else:
+            found.append(-i)
+    return found
+
+
+def f_for_tensor_bound(x, n):
+    acc = x
+    for i in range(n):
+        acc = acc + 1
+    return acc
+
+
+def test_while_loops():
+    check(f_while_break_continue, (t([1.0]), 3), (t([1.0]), 20), (t([2.0]), 0))
+    check(f_while_tensor_cond, (t([1.0, 2.0]), ), (t([200.0]), ))
+
+
+def test_for_loops():
+    check(f_for_range, (t([1.0]), 3), (t([1.0]), 10), (t([1.0]), 1))
+    check(f_for_range_start_step, (7, ), (0, ), (6, ))
+    check(f_for_tensor, (t([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), ))
+    check(f_for_enumerate_zip, (t([[1.0], [2.0]]), ["a", "b"]), )
+    check(f_for_else_nested, (4, ), (2, ), (0, ))
+    check(f_for_tensor_bound, (t([1.0]), 4))
+
+
+def test_for_range_empty_keeps_loop_variable_unbound():
+    conv = _converted(f_for_range)
+    with pytest.raises(UnboundLocalError):
+        f_for_range(t([1.0]), 0)
+    with pytest.raises(UnboundLocalError):
+        conv(t([1.0]), 0)
+
+
+# ---------------------------------------------------------------- early returns
+def f_early_return(x):
+    if x.sum() > 10:
+        return x * 10
+    y = x + 1
+    if y.sum() > 5:
+        return y
+    return -y
+
+
+def f_return_in_loops(n, target):
+    for i in range(n):
+        j = 0
+        while j < n:
+            if i * j == target:
+                return i, j
+            j += 1
+    return None
+
+
+def f_return_no_value(x, log):
+    if x > 3:
+        log.append("big")
+        return
+    log.append("small")
+
+
+def f_return_in_with_try(x):
+    try:
+        if x < 0:
+            return "neg"
+        v = 10 // x
+    except ZeroDivisionError:
+        return "zero"
+    finally:
+        x = 100
+    return v
+
+
+def test_early_returns():
+    check(f_early_return, (t([20.0]), ), (t([4.0, 2.0]), ), (t([1.0]), ))
+    check(f_return_in_loops, (4, 6), (4, 100), (0, 0))
+    check(f_return_in_with_try, (-1, ), (0, ), (3, ))
+    conv = _converted(f_return_no_value)
+    for v in (1, 5):
+        a, b = [], []
+        assert f_return_no_value(v, a) is None and conv(v, b) is None
+        assert a == b
+
+
+# ---------------------------------------------------------------- logical operators and builtins
+def f_logical(x, y, a, b):
+    r1 = a and b
+    r2 = a or b
+    r3 = not a
+    if x.sum() > 0 and y.sum() > 0:
+        out = x + y
+    elif x.sum() > 0 or not y.sum() < 0:
+        out = x - y
+    else:
+        out = x * y
+    return r1, r2, r3, out
+
+
+def f_short_circuit(x, calls):
+
+    def mark(v):
+        calls.append(v)
+        return v
+
+    return mark(x) and mark(2) or mark(3)
+
+
+def f_builtins(x, msg):
+    n = len(x)
+    shape = x.shape
+    is_t = isinstance(x, oar.Tensor)
+    print("value", n, msg)
+    assert n > 0, "empty " + msg
+    return n, shape, is_t
+
+
+def test_logical_ops_and_builtins(capsys):
+    check(f_logical, (t([1.0]), t([1.0]), 0, 5), (t([1.0]), t([-1.0]), [], "s"), (t([-1.0]), t([-1.0]), 3, 0),
+          (t([-1.0]), t([1.0]), 1, 2))
+    conv = _converted(f_short_circuit)
+    for v in (0, 1):
+        a, b = [], []
+        assert f_short_circuit(v, a) == conv(v, b)
+        assert a == b
+    conv = _converted(f_builtins)
+    _same(f_builtins(t([1.0, 2.0]), "m"), conv(t([1.0, 2.0]), "m"))
+    out = capsys.readouterr().out
+    assert out == "value 2 m\nvalue 2 m\n"
+    with pytest.raises(AssertionError, match="empty q"):
+        conv(t(np.zeros([0], "float32")), "q")
+
+
+# ---------------------------------------------------------------- closures, globals, signatures
+def make_closure(offset):
+    calls = 0
+
+    def inner(x):
+        nonlocal calls
+        calls += 1
+        if x.sum() > 0:
+            y = x + offset
+        else:
+            y = x - offset
+        return y, calls
+
+    def get_calls():
+        return calls
+
+    return inner, get_calls
+
+
+def f_globals(x):
+    global G_COUNTER
+    if x.sum() > 0:
+        G_COUNTER += 1
+        y = x * G_SCALE
+    else:
+        y = x
+    return y
+
+
+def f_signature(x, scale=2, *args, bias=1, **kwargs):
+    if args:
+        x = x + args[0]
+    if "extra" in kwargs:
+        x = x * kwargs["extra"]
+    return x * scale + bias
+
+
+def test_closures_globals_and_signatures():
+    global G_SCALE
+    inner, get_calls = make_closure(3.0)
+    conv = _converted(inner)
+    _same(inner(t([1.0]))[0], conv(t([1.0]))[0])
+    assert get_calls() == 2  # the converted function writes the original closure cell
+    _same(inner(t([-1.0])), (conv(t([-1.0]))[0], 3))
+    gc = G_COUNTER
+    conv = _converted(f_globals)
+    _same(f_globals(t([1.0])), conv(t([1.0])))
+    assert G_COUNTER == gc + 2
+    G_SCALE = 5.0  # globals are live, not copied
+    try:
+        _same(conv(t([1.0])), t([5.0]))
+    finally:
+        G_SCALE = 2.0
+    conv = check(f_signature, (t([1.0]), ), (t([1.0]), 3), (t([1.0]), 3, 10))
+    _same(f_signature(t([1.0]), bias=5, extra=2), conv(t([1.0]), bias=5, extra=2))
+    assert inspect.signature(conv) == inspect.signature(f_signature)
+
+
+# ---------------------------------------------------------------- layers and calls into user helpers
+def helper_clip(x, lo):
+    if x.max() > lo:
+        x = x - lo
+    return x
+
+
+def fact(n):
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)
+
+
+class Net(oar.nn.Layer):
+
+    def __init__(self):
+        super().__init__()
+        self.fc = oar.nn.Linear(2, 2)
+        self.__steps = 2
+
+    def _scale(self, y):
+        for _ in range(self.__steps):
+            y = y * 0.5
+        return y
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:
+            y = helper_clip(y, 0.1)
+        else:
+            y = self._scale(y)
+        return y + fact(3)
+
+
+class SubNet(Net):
+
+    def forward(self, x):
+        base = super().forward(x)
+        if base.mean() > 0:
+            return base * 2
+        return base
+
+
+def test_layer_methods_and_helpers(monkeypatch):
+    oar.seed(1)
+    net = SubNet()
+    x = t([[1.0, -2.0], [0.5, 3.0]])
+    conv = _converted(net.forward)
+    _same(net.forward(x), conv(x))
+    _same(net(-x), conv(-x))
+    # helpers are converted through convert_call, oar/numpy functions and classes are not
+    converted_calls = []
+    real = dy2static.convert_call_func.convert_to_static
+
+    def spy(fn):
+        out = real(fn)
+        if out is not fn:
+            converted_calls.append(getattr(fn, "__qualname__", fn))
+        return out
+
+    monkeypatch.setattr(dy2static.convert_call_func, "convert_to_static", spy)
+    conv(x)
+    assert "helper_clip" in converted_calls or "Net._scale" in converted_calls
+    assert "fact" in converted_calls
+    cc = dy2static.convert_call
+    assert cc(np.sum) is np.sum and cc(oar.nn.functional.relu) is oar.nn.functional.relu
+    assert cc(oar.nn.Linear) is oar.nn.Linear
+    assert cc(len) is co.convert_len and cc(print) is co.convert_print
+
+
+def test_layer_call_runs_hooks_with_converted_forward():
+    oar.seed(2)
+    net = Net()
+    seen = []
+    net.register_forward_post_hook(lambda layer, inputs, out: seen.append(1) or out * 10)
+    x = t([[1.0, 2.0]])
+    expected = net(x)
+    call = dy2static.convert_call(net)
+    assert call is not net
+    _same(expected, call(x))
+    assert seen == [1, 1] and "forward" not in net.__dict__
+
+
+@oar.jit.not_to_static
+def plain_helper(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def test_not_to_static():
+    assert dy2static.convert_call(plain_helper) is plain_helper
+    assert convert_to_static(plain_helper) is plain_helper
+
+
+# ---------------------------------------------------------------- fallbacks
+def gen_fn(n):
+    for i in range(n):
+        yield i
+
+
+def test_generators_and_lambdas_fall_back_with_a_warning():
+    with pytest.warns(UserWarning, match="generators"):
+        assert convert_to_static(gen_fn) is gen_fn
+    lam = lambda x: x + 1  # noqa: E731
+    with pytest.warns(UserWarning, match="lambda"):
+        assert convert_to_static(lam) is lam
+    ns = {}
+    exec("def made(x):\n    return x\n", ns)
+    with pytest.warns(UserWarning, match="source"):
+        assert convert_to_static(ns["made"]) is ns["made"]
+
+
+def f_with_nested_generator(n):
+    def g():
+        for i in range(n):
+            if i % 2:
+                yield i
+    total = 0
+    for v in g():
+        total += v
+    return total
+
+
+def test_nested_generator_is_left_as_python():
+    check(f_with_nested_generator, (5, ), (0, ))
+
+
+# ---------------------------------------------------------------- errors and debugging
+def f_raises(x, d):
+    if x > 0:
+        y = x + 1
+        z = y // d  # the error line
+    else:
+        z = 0
+    return z
+
+
+def test_errors_point_at_the_user_line():
+    conv = _converted(f_raises)
+    lines, start = inspect.getsourcelines(f_raises)
+    line = start + next(i for i, s in enumerate(lines) if "the error line" in s)
+    with pytest.raises(ZeroDivisionError) as info:
+        conv(1, 0)
+    note = "\n".join(getattr(info.value, "__notes__", [])) or str(info.value)
+    assert 'File "{}", line {}, in f_raises'.format(__file__, line) in note
+    assert "z = y // d" in note
+    # the traceback itself also names the user line
+    assert any(tb.lineno == line and tb.filename == __file__ for tb in info.traceback)
+
+
+def test_set_code_level_and_verbosity(capsys):
+
+    def local_fn(x):
+        if x > 0:
+            x = x - 1
+        return x
+
+    dy2static.set_code_level(100)
+    dy2static.set_verbosity(1)
+    try:
+        conv = _converted(local_fn)
+    finally:
+        dy2static.set_code_level(0)
+        dy2static.set_verbosity(0)
+    err = capsys.readouterr().err
+    assert "_jst.convert_ifelse(" in err and "IfElseTransformer" in err
+    assert "converted" in err and "local_fn" in err
+    assert conv(3) == 2
+    with pytest.raises(TypeError):
+        dy2static.set_code_level("high")
+
+
+# ---------------------------------------------------------------- routing to oar.static.nn (faked)
+class FakeStaticNN:
+    """cond builds both branches (as a program would) and picks one; while_loop loops in Python."""
+
+    def __init__(self):
+        self.cond_calls, self.while_calls = [], []
+
+    def cond(self, pred, true_fn, false_fn, return_names=None):
+        self.cond_calls.append(return_names)
+        t_out, f_out = true_fn(), false_fn()
+        return t_out if bool(pred) else f_out
+
+    def while_loop(self, cond, body, loop_vars):
+        assert all(isinstance(v, oar.Tensor) for v in loop_vars), loop_vars
+        self.while_calls.append(len(loop_vars))
+        loop_vars = list(loop_vars)
+        while bool(cond(*loop_vars)):
+            loop_vars = list(body(*loop_vars))
+            assert all(isinstance(v, oar.Tensor) for v in loop_vars)
+        return loop_vars
+
+
+@pytest.fixture
+def symbolic(monkeypatch):
+    """Every tensor counts as symbolic; oar.static.nn is the fake."""
+    fake = FakeStaticNN()
+    monkeypatch.setattr(oar.static, "nn", fake, raising=False)
+    monkeypatch.setattr(co, "is_symbolic", lambda v: isinstance(v, oar.Tensor))
+    return fake
+
+
+def _close(a, b):
+    if isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _close(x, y)
+        return
+    a = a.numpy() if isinstance(a, oar.Tensor) else np.asarray(a)
+    b = b.numpy() if isinstance(b, oar.Tensor) else np.asarray(b)
+    np.testing.assert_allclose(a, b)
+
+
+def test_symbolic_if_routes_to_cond(symbolic):
+    conv = _converted(f_if_tensor)
+    for v in ([1.0, 2.0], [-3.0]):
+        _close(f_if_tensor(t(v)), conv(t(v)))
+    assert symbolic.cond_calls == [("y", "z"), ("y", "z")]
+    conv = _converted(f_early_return)
+    for v in ([20.0], [4.0, 2.0], [1.0]):
+        _close(f_early_return(t(v)), conv(t(v)))
+    assert len(symbolic.cond_calls) > 2
+    # a Python predicate does not go to cond
+    n = len(symbolic.cond_calls)
+    conv = _converted(f_if_python)
+    _close(f_if_python(t([1.0]), "neg"), conv(t([1.0]), "neg"))
+    assert len(symbolic.cond_calls) == n
+
+
+def test_symbolic_cond_branches_start_from_the_same_values(symbolic):
+
+    def f(x):
+        y = x
+        if x.sum() > 0:
+            y = y + 1
+        else:
+            y = y + 100  # must see the original y, not the true branch's
+        return y
+
+    conv = _converted(f)
+    _close(conv(t([1.0])), t([2.0]))
+    _close(conv(t([-1.0])), t([99.0]))
+
+
+def test_symbolic_while_routes_to_while_loop(symbolic):
+    conv = _converted(f_while_tensor_cond)
+    _close(f_while_tensor_cond(t([1.0, 2.0])), conv(t([1.0, 2.0])))
+    assert symbolic.while_calls == [2]  # s and steps (a Python int made a tensor)
+    conv = _converted(f_for_tensor)
+    x = t([[1.0, 2.0], [3.0, 4.0]])
+    _close(f_for_tensor(x), conv(x))
+    assert symbolic.while_calls[-1] == 3  # hidden index, total, count
+    conv = _converted(f_for_tensor_bound)
+    _close(f_for_tensor_bound(t([1.0]), 4), conv(t([1.0]), oar.to_tensor(4)))
+    # Python loops stay Python loops
+    n = len(symbolic.while_calls)
+    conv = _converted(f_while_break_continue)
+    _close(f_while_break_continue(t([1.0]), 20), conv(t([1.0]), 20))
+    assert len(symbolic.while_calls) == n
+
+
+def test_symbolic_break_in_tensor_loop(symbolic):
+
+    def f(x):
+        i = oar.to_tensor(0)
+        while i < 10:
+            i = i + 1
+            if x.sum() * i > 6:
+                break
+        return i
+
+    conv = _converted(f)
+    _close(conv(t([1.0])), f(t([1.0])))
+    _close(conv(t([5.0])), f(t([5.0])))
+
+
+def test_symbolic_logical_ops_use_tensor_ops(symbolic, monkeypatch):
+    used = []
+    real_and = oar.logical_and
+    monkeypatch.setattr(oar, "logical_and", lambda a, b: used.append("and") or real_and(a, b))
+
+    def f(x):
+        return x > 0 and x < 5
+
+    conv = _converted(f)
+    _close(conv(t([1.0, 7.0])), np.array([True, False]))
+    assert used == ["and"]
