@@ -208,7 +208,7 @@ def _run_static_while(cond_fn, body_fn, get_args, set_args, names, counter=None)
         put(vals)
         body_fn(*vals[:extra])
         out = list(get_args())
-        res = [out[k] for k in idx]
+        res = [_to_static_variable(out[k]) for k in idx]
         if counter is not None:
             res = [counter[1](vals[0])] + res
         return res

@@ -276,7 +276,16 @@ class Preprocess(ast.NodeTransformer):
             self.first_arg = a[0].arg if a else None
 
     def run(self):
-        self.top.decorator_list = []
+        # Defaults, annotations and decorators were evaluated when the original was defined; the converted
+        # function takes them from the original (the factory must not evaluate them again).
+        top = self.top
+        top.decorator_list = []
+        top.returns = None
+        top.args.defaults = []
+        top.args.kw_defaults = [None] * len(top.args.kwonlyargs)
+        for a in top.args.posonlyargs + top.args.args + top.args.kwonlyargs + [top.args.vararg, top.args.kwarg]:
+            if a is not None:
+                a.annotation = None
         if self.first_arg is not None:
             for n in walk_scope(self.top.body):
                 if (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super"
