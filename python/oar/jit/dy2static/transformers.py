@@ -562,17 +562,43 @@ def _is_placeholder(stmt):
             and isinstance(stmt.value.body.func, ast.Attribute) and stmt.value.body.func.attr == "UndefinedVar")
 
 
+def _simple_targets(stmt):
+    """Names a plain assignment statement surely binds."""
+    out = []
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+        stmt, (ast.AugAssign, ast.AnnAssign)) and getattr(stmt, "value", None) is not None else []
+    for t in targets:
+        elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+        out.extend(e.id for e in elts if isinstance(e, ast.Name))
+    return out
+
+
 def drop_redundant_placeholders(fdef):
-    """Placeholders are inserted for the function being transformed at that time; once moved into a
-    generated function that declares the name nonlocal they do nothing: drop them (readable code)."""
+    """Drop placeholders that do nothing (readable code): those for a name the enclosing generated function
+    declares nonlocal (placeholders are inserted for the function being transformed at that time, then
+    moved), and those for a name a plain assignment earlier in the same statement list already bound."""
     for n in ast.walk(fdef):
-        if isinstance(n, ast.FunctionDef) and n.name.startswith(GEN_FN):
-            declared = set()
-            for d in n.body:
-                if isinstance(d, (ast.Nonlocal, ast.Global)):
-                    declared.update(d.names)
-            body = [s for s in n.body if not (_is_placeholder(s) and s.targets[0].id in declared)]
-            n.body = body or [ast.Pass()]
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            if not isinstance(n, ast.FunctionDef) or _has_yield(n):
+                continue
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(n, field, None)
+            if not isinstance(stmts, list) or not stmts or not isinstance(stmts[0], ast.stmt):
+                continue
+            bound = set()
+            if isinstance(n, ast.FunctionDef) and field == "body" and n.name.startswith(GEN_FN):
+                for d in n.body:
+                    if isinstance(d, (ast.Nonlocal, ast.Global)):
+                        bound.update(d.names)
+            kept = []
+            for s in stmts:
+                if _is_placeholder(s) and s.targets[0].id in bound:
+                    continue
+                if isinstance(s, ast.Delete):
+                    bound -= {t.id for t in s.targets if isinstance(t, ast.Name)}
+                bound.update(_simple_targets(s))
+                kept.append(s)
+            setattr(n, field, kept or [ast.Pass()])
 
 
 def check_converted(fdef):
