@@ -795,3 +795,57 @@ def test_converted_code_and_cache():
     assert a.__wrapped__ is f_if_tensor and a.__code__ is b.__code__  # wrapper code; conversion cached
     from oar.jit.dy2static import convert_call_func as ccf
     assert isinstance(ccf._CACHE[f_if_tensor.__code__], ccf._Entry)
+
+
+# ---------------------------------------------------------------- more routing
+def test_is_symbolic_default_rule():
+
+    class Sym:
+
+        def _is_symbolic(self):
+            return True
+
+    assert not dy2static.is_symbolic(t([1.0])) and not dy2static.is_symbolic(3)
+    assert dy2static.is_symbolic(Sym())
+
+
+def f_sym_loops(x, n):
+    acc = x[0] * 0
+    for i, row in enumerate(x):
+        acc = acc + row * i
+    for k in range(1, n, 2):
+        acc = acc + k
+    return acc
+
+
+def test_symbolic_for_enumerate_and_range(symbolic):
+    conv = _converted(f_sym_loops)
+    x = t([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    _close(conv(x, oar.to_tensor(6)), f_sym_loops(x, 6))
+    # loop variables: hidden index and acc; i/row/k have no value before the loops: not carried
+    assert symbolic.while_calls == [2, 2]
+
+    def g(x):
+        for row in x:
+            pass
+        return row
+
+    with pytest.raises(UnboundLocalError, match="'row'"):  # undefined after a static loop
+        _converted(g)(x)
+    with pytest.raises(dy2static.Dy2StaticError, match="range"):
+        list(co.convert_range(oar.to_tensor(3)))
+
+
+def test_symbolic_print_and_assert_route_to_static_ops(symbolic, monkeypatch, capsys):
+    printed, asserted = [], []
+    monkeypatch.setattr(oar.static, "Print", lambda v: printed.append(v), raising=False)
+    symbolic.Assert = lambda c: asserted.append(c)
+
+    def f(x):
+        print(x)
+        assert x.sum() > 0, "never evaluated"
+        return x
+
+    conv = _converted(f)
+    conv(t([-1.0]))  # a symbolic assert is a program op, not a Python check
+    assert len(printed) == 1 and len(asserted) == 1 and capsys.readouterr().out == ""

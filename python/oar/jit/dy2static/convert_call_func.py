@@ -15,7 +15,7 @@ from . import convert_operators as _jst_module
 from . import logging_utils
 from .transformers import PASSES, Counter, Preprocess, UnsupportedSyntax, check_converted, drop_redundant_placeholders
 
-__all__ = ["convert_to_static", "convert_call", "not_to_static", "get_converted_code"]
+__all__ = ["convert_to_static", "convert_call", "not_to_static", "get_converted_code", "converted_source"]
 
 _NOT_TO_STATIC = "_oar_not_to_static"
 _CONVERTED = "_oar_dy2st_converted"
@@ -241,6 +241,12 @@ def get_converted_code(fn):
         return None
     entry = _entry_for(fn)
     return entry.source if entry is not None else None
+
+
+def converted_source(fn):
+    """The converted source of fn (StaticFunction.code); the original source when fn is not converted."""
+    src = get_converted_code(fn)
+    return src if src is not None else inspect.getsource(getattr(fn, "__func__", fn))
 
 
 # ---------------------------------------------------------------- convert_call

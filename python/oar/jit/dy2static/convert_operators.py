@@ -27,10 +27,26 @@ class Dy2StaticError(RuntimeError):
 def is_symbolic(x):
     """True when x is a symbolic tensor (a variable being recorded into a Program).
 
-    NOTE: static recording is not bound yet; symbolic tensors are expected to answer `_is_symbolic()`.
-    Replace this test by the real one when the recording lands (tests monkeypatch this function)."""
+    NOTE: uses the core's `oar._C._is_symbolic(t)` when the build has it (static recording); otherwise an
+    object answering `_is_symbolic()` counts (the interim protocol). Tests monkeypatch this function."""
+    c = _C_is_symbolic()
+    if c is not None:
+        from oar import _C
+        if isinstance(x, _C.Tensor):
+            return bool(c(x))
     probe = getattr(x, "_is_symbolic", None)
     return bool(probe()) if callable(probe) else False
+
+
+def _C_is_symbolic():
+    global _c_probe
+    if _c_probe is False:
+        from oar import _C
+        _c_probe = getattr(_C, "_is_symbolic", None)
+    return _c_probe
+
+
+_c_probe = False
 
 
 def _oar():
