@@ -849,3 +849,21 @@ def test_symbolic_print_and_assert_route_to_static_ops(symbolic, monkeypatch, ca
     conv = _converted(f)
     conv(t([-1.0]))  # a symbolic assert is a program op, not a Python check
     assert len(printed) == 1 and len(asserted) == 1 and capsys.readouterr().out == ""
+
+
+def test_to_static_functions_called_from_converted_code_are_inlined():
+
+    class FakeStaticFunction:  # duck-types oar.jit.StaticFunction (_dygraph_function, _instance)
+
+        def __init__(self, fn, instance=None):
+            self._dygraph_function, self._instance = fn, instance
+
+        def __call__(self, *args):
+            raise AssertionError("convert_call must call the converted Python function")
+
+    conv = dy2static.convert_call(FakeStaticFunction(helper_clip))
+    assert getattr(conv, "_oar_dy2st_original", None) is helper_clip
+    _same(conv(t([1.0]), 0.5), helper_clip(t([1.0]), 0.5))
+    p = Private()
+    bound = dy2static.convert_call(FakeStaticFunction(Private.run, p))
+    assert bound(2) == 5 and bound.__self__ is p

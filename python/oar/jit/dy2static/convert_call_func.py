@@ -64,10 +64,20 @@ def _skip_dirs():
     return tuple(sorted(dirs))
 
 
+_USER_CODE = {}  # code object -> whether it is user code (the check runs for every call)
+
+
 def _is_user_function(func):
     code = getattr(func, "__code__", None)
     if code is None:
         return False
+    known = _USER_CODE.get(code)
+    if known is None:
+        known = _USER_CODE[code] = _is_user_code(func, code)
+    return known
+
+
+def _is_user_code(func, code):
     module = getattr(func, "__module__", None) or ""
     if module.split(".")[0] in _SKIP_MODULES:
         return False
@@ -300,10 +310,16 @@ def convert_call(func):
         return func if inner is func.func else functools.partial(inner, *func.args, **func.keywords)
     if isinstance(func, type):
         return func  # constructing an object: __init__ runs as Python
+    unwrapped = _static_function_parts(func)
+    if unwrapped is not None:  # a to_static function called from converted code is converted inline
+        fn, inst = unwrapped
+        conv = _convert_user(fn) if not getattr(fn, _NOT_TO_STATIC, False) else fn
+        return types.MethodType(conv, inst) if inst is not None else conv
     layer_cls = _layer_class()
     if layer_cls is not None and isinstance(func, layer_cls):
         forward = getattr(func, "forward", None)
-        target = getattr(forward, "__func__", forward)
+        parts = _static_function_parts(forward)
+        target = parts[0] if parts is not None else getattr(forward, "__func__", forward)
         if isinstance(target, types.FunctionType) and _is_user_function(target) and not getattr(
                 target, _NOT_TO_STATIC, False):
             logging_utils.log(2, "convert_call: layer {} runs its converted forward".format(type(func).__name__))
@@ -315,6 +331,17 @@ def convert_call(func):
         if conv is not call:
             return types.MethodType(conv, func)
     return func
+
+
+def _static_function_parts(obj):
+    """(python function, bound instance or None) of a to_static StaticFunction (duck-typed on its
+    `_dygraph_function`), else None."""
+    if isinstance(obj, (types.FunctionType, types.MethodType)):
+        return None
+    fn = getattr(obj, "_dygraph_function", None)
+    if not isinstance(fn, types.FunctionType):
+        return None
+    return fn, getattr(obj, "_instance", None)
 
 
 def _convert_user(f):
@@ -335,8 +362,14 @@ class _LayerCall:
 
     def __call__(self, *args, **kwargs):
         layer = self.layer
-        forward = convert_to_static(layer.forward)
-        if forward is layer.forward:
+        current = layer.forward
+        parts = _static_function_parts(current)
+        if parts is not None:  # a to_static forward: its Python function, converted and bound
+            conv = convert_to_static(parts[0])
+            forward = current if conv is parts[0] else types.MethodType(conv, layer)
+        else:
+            forward = convert_to_static(current)
+        if forward is current:
             return layer(*args, **kwargs)
         d = layer.__dict__
         missing = object()
