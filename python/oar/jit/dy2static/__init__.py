@@ -6,11 +6,12 @@ See docs/dy2static.md.
 """
 from . import convert_operators  # first: convert_call_func imports it
 from .convert_operators import UndefinedVar, Dy2StaticError, is_symbolic  # noqa: F401
-from .convert_call_func import convert_to_static, convert_call, not_to_static, get_converted_code, converted_source  # noqa: F401
+from .convert_call_func import (convert_to_static, convert_call, not_to_static, get_converted_code,  # noqa: F401
+                                converted_source)
 from .logging_utils import set_code_level, set_verbosity  # noqa: F401
 from .transformers import UnsupportedSyntax  # noqa: F401
 
 __all__ = [
-    "convert_to_static", "convert_call", "not_to_static", "get_converted_code", "converted_source", "set_code_level", "set_verbosity",
-    "is_symbolic", "UndefinedVar", "Dy2StaticError", "UnsupportedSyntax"
+    "convert_to_static", "convert_call", "not_to_static", "get_converted_code", "converted_source",
+    "set_code_level", "set_verbosity", "is_symbolic", "UndefinedVar", "Dy2StaticError", "UnsupportedSyntax"
 ]

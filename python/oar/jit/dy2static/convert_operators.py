@@ -153,7 +153,7 @@ def _run_static_cond(pred, true_fn, false_fn, get_args, set_args, names):
         def run():
             set_args(init)  # each branch starts from the values before the if
             fn()
-            return tuple(get_args())
+            return tuple(get_args()) if names else None
         return run
 
     cond = _static_nn().cond
@@ -209,6 +209,9 @@ def _run_static_while(cond_fn, body_fn, get_args, set_args, names, counter=None)
     if counter is not None:
         loop_vars = [counter[0]] + loop_vars
         extra = 1
+    if not loop_vars:
+        raise Dy2StaticError("a while loop with a tensor condition must change a tensor or number variable in its "
+                             "body (variables {} have no tensor or number value)".format(list(names)))
 
     def put(vals):
         cur = list(init)
@@ -317,7 +320,7 @@ def _run_static_for(iterable, body_fn, get_args, set_args, names, break_fn):
             item = tensor[i]
             return (i + start_off, item) if isinstance(iterable, _SymbolicEnumerate) else item
 
-    counter = start if is_symbolic(start) else oar.full([], start, "int64")
+    counter = start if is_symbolic(start) or isinstance(start, oar.Tensor) else oar.full([], int(start), "int64")
 
     def cond_fn(i):
         if is_symbolic(step) or isinstance(step, oar.Tensor):
