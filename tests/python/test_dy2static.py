@@ -867,3 +867,40 @@ def test_to_static_functions_called_from_converted_code_are_inlined():
     p = Private()
     bound = dy2static.convert_call(FakeStaticFunction(Private.run, p))
     assert bound(2) == 5 and bound.__self__ is p
+
+
+# ---------------------------------------------------------------- with the real oar.jit.to_static
+needs_to_static = pytest.mark.skipif(not hasattr(oar.jit, "to_static"), reason="oar.jit.to_static not in this build")
+
+
+def f_traced(x, n):
+    acc = x * 0
+    for i in range(n):
+        if i % 2 == 0 and i > 0:
+            continue
+        acc = acc + helper_clip(x, i)
+    s = x.shape
+    if len(s) == 2 and not n == 0:
+        acc = acc.reshape([s[0] * s[1]])
+    return acc, (x > 1) and (x < 4)
+
+
+@needs_to_static
+def test_to_static_traces_converted_python_control_flow():
+    x = t(np.arange(6, dtype="float32").reshape(2, 3))
+    sf = oar.jit.to_static(f_traced)
+    for n in (0, 4):
+        a, b = sf(x, n), f_traced(x, n)
+        np.testing.assert_allclose(a[0].numpy(), b[0].numpy())
+        np.testing.assert_array_equal(a[1].numpy(), b[1].numpy())
+    assert "_jst.convert_for_loop(" in sf.code
+
+
+@needs_to_static
+def test_to_static_tensor_control_flow():
+    pytest.importorskip("oar.static.control_flow")
+    x = t([[1.0, -2.0], [0.5, 3.0]])
+    for fn in (f_if_tensor, f_early_return, f_nested_if):
+        args = (x, x * -1) if fn is f_nested_if else (x, )
+        _close(oar.jit.to_static(fn)(*args), fn(*args))
+    _close(oar.jit.to_static(f_while_tensor_cond)(x), f_while_tensor_cond(x))
