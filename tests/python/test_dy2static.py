@@ -873,16 +873,26 @@ def test_to_static_functions_called_from_converted_code_are_inlined():
 needs_to_static = pytest.mark.skipif(not hasattr(oar.jit, "to_static"), reason="oar.jit.to_static not in this build")
 
 
+def scale_by(y, k):
+    if k > 1:  # a Python condition: no cond in the program
+        y = y * k
+    return y
+
+
 def f_traced(x, n):
     acc = x * 0
     for i in range(n):
         if i % 2 == 0 and i > 0:
             continue
-        acc = acc + helper_clip(x, i)
+        acc = acc + scale_by(x, i)
     s = x.shape
     if len(s) == 2 and not n == 0:
         acc = acc.reshape([s[0] * s[1]])
-    return acc, (x > 1) and (x < 4)
+    return acc
+
+
+def f_traced_logic(x):
+    return (x > 1) and (x < 4)
 
 
 @needs_to_static
@@ -890,10 +900,13 @@ def test_to_static_traces_converted_python_control_flow():
     x = t(np.arange(6, dtype="float32").reshape(2, 3))
     sf = oar.jit.to_static(f_traced)
     for n in (0, 4):
-        a, b = sf(x, n), f_traced(x, n)
-        np.testing.assert_allclose(a[0].numpy(), b[0].numpy())
-        np.testing.assert_array_equal(a[1].numpy(), b[1].numpy())
+        _same(sf(x, n), f_traced(x, n))
     assert "_jst.convert_for_loop(" in sf.code
+    # `and` of symbolic tensors records logical_and (eagerly, a 6-element truth value is ambiguous)
+    with pytest.raises(ValueError):
+        f_traced_logic(x)
+    out = oar.jit.to_static(f_traced_logic)(x)
+    np.testing.assert_array_equal(out.numpy(), (x.numpy() > 1) & (x.numpy() < 4))
 
 
 @needs_to_static
