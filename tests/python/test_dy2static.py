@@ -680,7 +680,7 @@ def f_constructs(items, n):
     except (ValueError, ZeroDivisionError) as e:
         res = type(e).__name__
     key = lambda p: p[0] and -p[1]  # noqa: E731
-    ordered = sorted([(1, 2), (0, 5), (1, 7)], key=key)
+    ordered = sorted([(1, 2), (0, 5), (1, 7)], key=key) + [key((1, 3))]
     return out, data, m, first[:3], res, ordered, tag if n > 3 else None
 
 
@@ -907,6 +907,32 @@ def test_to_static_traces_converted_python_control_flow():
         f_traced_logic(x)
     out = oar.jit.to_static(f_traced_logic)(x)
     np.testing.assert_array_equal(out.numpy(), (x.numpy() > 1) & (x.numpy() < 4))
+
+
+class PyFlowNet(oar.nn.Layer):
+
+    def __init__(self):
+        super().__init__()
+        self.fc = oar.nn.Linear(3, 3)
+        self.depth = 2
+
+    def forward(self, x):
+        for _ in range(self.depth):
+            x = self.fc(x)
+            if self.training and x.shape[0] > 1:
+                x = oar.nn.functional.relu(x)
+        return scale_by(x, 3)
+
+
+@needs_to_static
+def test_to_static_layer_with_python_control_flow():
+    oar.seed(3)
+    net = PyFlowNet()
+    x = t(np.linspace(-1, 1, 6, dtype="float32").reshape(2, 3))
+    expected = net(x)
+    static_net = oar.jit.to_static(net)
+    np.testing.assert_allclose(static_net(x).numpy(), expected.numpy(), rtol=1e-6)
+    assert "_jst.convert_for_loop(" in static_net.forward.code
 
 
 @needs_to_static

@@ -347,6 +347,8 @@ def _static_function_parts(obj):
 def _convert_user(f):
     if not _is_user_function(f):
         return f
+    if f.__code__.co_name == "<lambda>":
+        return f  # an expression: nothing to convert (and/or inside it were converted with its definer)
     if f.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR | inspect.CO_COROUTINE):
         logging_utils.log(2, "convert_call: {} is a generator or coroutine: runs as Python".format(f.__qualname__))
         return f  # a generator helper is fine as Python: no warning
