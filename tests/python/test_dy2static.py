@@ -249,7 +249,20 @@ def f_return_in_with_try(x):
     return v
 
 
+def f_return_value_raises(s):
+    try:
+        return int(s)
+    except ValueError:
+        pass
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    return "nan"
+
+
 def test_early_returns():
+    check(f_return_value_raises, ("3", ), ("2.5", ), ("x", ))
     check(f_early_return, (t([20.0]), ), (t([4.0, 2.0]), ), (t([1.0]), ))
     check(f_return_in_loops, (4, 6), (4, 100), (0, 0))
     check(f_return_in_with_try, (-1, ), (0, ), (3, ))

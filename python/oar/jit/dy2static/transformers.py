@@ -414,7 +414,8 @@ class ReturnTransformer(_ScopedTransformer):
         out = []
         for i, s in enumerate(stmts):
             if isinstance(s, ast.Return):
-                new = [_assign(self.flag, _const(True)), _assign(self.value, s.value or _const(None))]
+                # value first: if evaluating it raises (inside a try), the flag must stay unset
+                new = [_assign(self.value, s.value or _const(None)), _assign(self.flag, _const(True))]
                 if in_loop:
                     new.append(ast.Break())
                 out.extend(_located(new, s))
