@@ -1,5 +1,6 @@
 """oar.jit.dy2static: converted functions give exactly the results of the originals in eager mode, and
 symbolic predicates route to oar.static.nn.cond / while_loop (faked here)."""
+import functools
 import inspect
 import types
 import warnings
@@ -729,6 +730,50 @@ def f_recursive_closure(n):
     return rec(n), acc
 
 
+def f_annotated(n: int) -> list:
+    out: list = []
+    flag: bool
+    for i in range(n):
+        if i % 2:
+            last: int = i
+            out.append(last)
+    return out
+
+
+def decorate(fn):
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        if args and args[0] is None:
+            return "none"
+        return fn(*args)
+
+    return wrapper
+
+
+@decorate
+def f_decorated(x):
+    if x > 0:
+        return x * 2
+    return -x
+
+
+def f_recursive_default(items, depth=0):
+    # the recursive call must reach the global (converted wrapper), with its defaults
+    if items and isinstance(items[0], list):
+        return max(f_recursive_default(i) for i in items) + 1 + depth
+    return depth
+
+
+def f_shadows_locals(n):
+    locals = n * 2  # noqa: A001 - a local named like the builtin
+    if n > 1:
+        extra = locals + 1
+    else:
+        extra = 0
+    return extra
+
+
 def f_del_and_loop_only(n):
     for i in range(n):
         last = i * 2
@@ -742,6 +787,11 @@ def test_more_python_constructs():
     check(f_constructs, ({"a": 3, "b": 0, "": 2, "c": 6}, 5), ({}, 2), ({"x": 1}, -1), ({"x": 5}, 3))
     check(f_match, ([3, 1], ), ([1, 3], ), ({"k": 4}, ), (7, ))
     check(f_recursive_closure, (5, ), (0, ))
+    check(f_annotated, (5, ), (0, ))
+    check(f_recursive_default, ([[[1]], [2]], ), ([1], 3))
+    check(f_shadows_locals, (3, ), (0, ))
+    conv = check(f_decorated, (3, ), (-2, ), (None, ))  # the wrapper is converted (its own source)
+    assert dy2static.convert_call(f_decorated.__wrapped__)(3) == 6
     check(f_del_and_loop_only, (3, ), (1, ))
     conv = _converted(f_del_and_loop_only)
     with pytest.raises(UnboundLocalError):

@@ -28,8 +28,8 @@ _SKIP_MODULES = {"oar", "numpy", "scipy", "pytest", "_pytest", "pluggy", "paddle
 class _Entry:
     """The converted form of one code object."""
 
-    def __init__(self, factory_code, name, source):
-        self.factory_code = factory_code
+    def __init__(self, code, name, source):
+        self.code = code  # the converted function's code object
         self.name = name
         self.source = source  # the converted source (ast.unparse), for display
 
@@ -104,7 +104,7 @@ def _warn_once(code, reason):
 def _parse(fn):
     """The function's FunctionDef, with the user's line numbers and columns."""
     try:
-        lines, lnum = inspect.getsourcelines(fn)
+        lines, lnum = inspect.getsourcelines(fn.__code__)  # the code's own source: no __wrapped__ unwrapping
     except (OSError, TypeError) as e:
         raise UnsupportedSyntax("its source is not available ({})".format(e))
     source = "".join(lines)
@@ -145,7 +145,10 @@ def _transform(fn):
     fdef = _parse(fn)
     freevars = list(code.co_freevars)
     Preprocess(fdef, _class_name(fn), "__class__" in freevars).run()
-    counter = Counter()
+    shadowed = "locals" in freevars or any(
+        (isinstance(n, ast.Name) and n.id == "locals") or (isinstance(n, ast.arg) and n.arg == "locals")
+        for n in ast.walk(fdef))
+    counter = Counter(locals_shadowed=shadowed)
     for i, (name, cls) in enumerate(PASSES, 1):
         fdef = cls(counter).visit(fdef)
         if i == len(PASSES):
@@ -154,13 +157,14 @@ def _transform(fn):
         if logging_utils.wants_code(i, len(PASSES)):
             logging_utils.log_code(i, name, ast.unparse(fdef))
     check_converted(fdef)
-    # def _jst_factory(_jst, <free variables>): <def fn>; return fn  -- compiled with the user's file name
+    # def _jst_factory(_jst, <free variables>): def _jst_converted(...): ...  -- compiled with the user's file
+    # name, so the function's free variables are `_jst` and the original's. The def is renamed inside the
+    # factory: under its own name it would capture a recursive call that must reach the global.
     params = ["_jst"] + [v for v in freevars if v != "_jst"]
+    fdef.name = "_jst_converted"
     factory = ast.FunctionDef(name="_jst_factory", args=ast.arguments(
         posonlyargs=[], args=[ast.arg(arg=p, annotation=None) for p in params], vararg=None, kwonlyargs=[],
-        kw_defaults=[], kwarg=None, defaults=[]), body=[fdef, ast.Return(value=ast.Name(id=fdef.name,
-                                                                                        ctx=ast.Load()))],
-                              decorator_list=[], returns=None, type_comment=None)
+        kw_defaults=[], kwarg=None, defaults=[]), body=[fdef], decorator_list=[], returns=None, type_comment=None)
     if "type_params" in ast.FunctionDef._fields:
         factory.type_params = []
     ast.copy_location(factory, fdef)
@@ -168,8 +172,15 @@ def _transform(fn):
     ast.fix_missing_locations(module)
     compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
     factory_code = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
-    _register_codes(factory_code, code.co_name)
-    return _Entry(factory_code, code.co_name, ast.unparse(fdef))
+    top = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fdef.name)
+    names = {"co_name": code.co_name}
+    if hasattr(code, "co_qualname"):  # Python 3.11+
+        names["co_qualname"] = code.co_qualname
+    top = top.replace(**names)
+    _CODE_NAMES[top] = code.co_name
+    _register_codes(top, code.co_name)
+    fdef.name = code.co_name
+    return _Entry(top, code.co_name, ast.unparse(fdef))
 
 
 def _register_codes(code, user_name):
@@ -200,12 +211,17 @@ def _entry_for(fn):
 
 
 def _build(fn, entry):
-    factory = types.FunctionType(entry.factory_code, fn.__globals__, "_jst_factory")
-    inner = factory(_jst_module, *([None] * (entry.factory_code.co_argcount - 1)))
-    # Share the original closure cells (live values, nonlocal writes seen both ways).
+    # The original closure cells (live values, nonlocal writes seen both ways) and a cell for `_jst`.
     orig = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    cells = tuple(orig.get(name, cell) for name, cell in zip(inner.__code__.co_freevars, inner.__closure__ or ()))
-    conv = types.FunctionType(inner.__code__, fn.__globals__, fn.__name__, fn.__defaults__, cells or None)
+    cells = []
+    for name in entry.code.co_freevars:
+        if name in orig:
+            cells.append(orig[name])
+        elif name == "_jst":
+            cells.append(types.CellType(_jst_module))
+        else:  # pragma: no cover - the factory has no other local
+            raise RuntimeError("dy2static: unexpected free variable '{}'".format(name))
+    conv = types.FunctionType(entry.code, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells) or None)
     conv.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
     conv.__qualname__ = fn.__qualname__
     conv.__module__ = fn.__module__

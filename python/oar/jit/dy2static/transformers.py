@@ -35,10 +35,12 @@ class UnsupportedSyntax(Exception):
 
 
 class Counter:
-    """Unique suffixes for generated names within one conversion."""
+    """Unique suffixes for generated names within one conversion (and what all passes must know)."""
 
-    def __init__(self):
+    def __init__(self, locals_shadowed=False):
         self.n = 0
+        # the function binds a name `locals`: placeholders cannot call locals()
+        self.locals_shadowed = locals_shadowed
 
     def next(self):
         self.n += 1
@@ -241,9 +243,13 @@ class _ScopedTransformer(ast.NodeTransformer):
         for n in names:
             if n in scope.globals or n in scope.nonlocals or n in scope.params or n.startswith("_jst_ret"):
                 continue  # _jst_ret* flags are set at the top of their function
+            undefined = _call(_jst("UndefinedVar"), [_const(n)])
+            if self.counter.locals_shadowed:  # try: x / except NameError: x = UndefinedVar('x')
+                handler = ast.ExceptHandler(type=_load("NameError"), name=None, body=[_assign(n, undefined)])
+                out.append(ast.Try(body=[ast.Expr(value=_load(n))], handlers=[handler], orelse=[], finalbody=[]))
+                continue
             test = ast.Compare(left=_const(n), ops=[ast.NotIn()], comparators=[_call(_load("locals"), [])])
-            value = ast.IfExp(test=test, body=_call(_jst("UndefinedVar"), [_const(n)]), orelse=_load(n))
-            out.append(_assign(n, value))
+            out.append(_assign(n, ast.IfExp(test=test, body=undefined, orelse=_load(n))))
         return out
 
     def get_set(self, names, uid):
@@ -378,6 +384,16 @@ class ExpressionTransformer(_ScopedTransformer):
                                                                              and node.value.id == JST):
             return _located([_call(_jst("convert_shape"), [node.value])], node)[0]
         return node
+
+    def visit_AnnAssign(self, node):
+        """`x: T = v` -> `x = v` (a local variable's annotation is never evaluated, and an annotated name
+        cannot be declared nonlocal in the generated functions); `x: T` alone is dropped."""
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name):
+            return node
+        if node.value is None:
+            return ast.copy_location(ast.Pass(), node)
+        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
 
     def visit_Return(self, node):
         self.generic_visit(node)
@@ -557,10 +573,20 @@ PASSES = [
 ]
 
 
-def _is_placeholder(stmt):
-    return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, ast.IfExp) and isinstance(stmt.value.body, ast.Call)
-            and isinstance(stmt.value.body.func, ast.Attribute) and stmt.value.body.func.attr == "UndefinedVar")
+def _placeholder_name(stmt):
+    """The variable of a placeholder statement (either form), else None."""
+    if isinstance(stmt, ast.Try) and len(stmt.handlers) == 1 and len(stmt.body) == 1:
+        inner = stmt.handlers[0].body
+        if len(inner) == 1 and _placeholder_name(inner[0]) and isinstance(stmt.body[0], ast.Expr):
+            return inner[0].targets[0].id
+        return None
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    call = stmt.value.body if isinstance(stmt.value, ast.IfExp) else stmt.value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "UndefinedVar" and (
+            isinstance(call.func.value, ast.Name) and call.func.value.id == JST):
+        return stmt.targets[0].id
+    return None
 
 
 def _simple_targets(stmt):
@@ -593,11 +619,14 @@ def drop_redundant_placeholders(fdef):
                         bound.update(d.names)
             kept = []
             for s in stmts:
-                if _is_placeholder(s) and s.targets[0].id in bound:
+                ph = _placeholder_name(s)
+                if ph is not None and ph in bound:
                     continue
                 if isinstance(s, ast.Delete):
                     bound -= {t.id for t in s.targets if isinstance(t, ast.Name)}
                 bound.update(_simple_targets(s))
+                if ph is not None:
+                    bound.add(ph)
                 kept.append(s)
             setattr(n, field, kept or [ast.Pass()])
 
