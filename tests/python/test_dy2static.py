@@ -549,6 +549,23 @@ def test_set_code_level_and_verbosity(capsys):
     assert "_jst.convert_ifelse(" in err and "IfElseTransformer" in err
     assert "converted" in err and "local_fn" in err
     assert conv(3) == 2
+
+    def helper_v(x):
+        return x + 1
+
+    def outer_v(x):
+        return helper_v(x) + helper_v(x)
+
+    dy2static.set_code_level(1)  # after the first pass only: calls converted, no if/loop functions yet
+    dy2static.set_verbosity(2)
+    try:
+        assert _converted(outer_v)(1) == 4
+    finally:
+        dy2static.set_code_level(0)
+        dy2static.set_verbosity(0)
+    err = capsys.readouterr().err
+    assert "level 1 AST transformer 'ExpressionTransformer'" in err and "_jst.convert_call(helper_v)(x)" in err
+    assert err.count("convert_call: converting") == 1  # logged once, not per call
     with pytest.raises(TypeError):
         dy2static.set_code_level("high")
 

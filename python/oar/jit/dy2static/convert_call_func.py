@@ -368,7 +368,8 @@ def _convert_user(f):
     if f.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR | inspect.CO_COROUTINE):
         logging_utils.log(2, "convert_call: {} is a generator or coroutine: runs as Python".format(f.__qualname__))
         return f  # a generator helper is fine as Python: no warning
-    logging_utils.log(2, "convert_call: converting {}".format(f.__qualname__))
+    if f.__code__ not in _CACHE:
+        logging_utils.log(2, "convert_call: converting {}".format(f.__qualname__))
     return convert_to_static(f)
 
 
