@@ -16,7 +16,7 @@ __all__ = [
     "UndefinedVar", "Dy2StaticError", "is_symbolic", "convert_ifelse", "convert_while_loop", "convert_for_loop",
     "convert_logical_and", "convert_logical_or", "convert_logical_not", "convert_print", "convert_assert",
     "convert_len", "convert_shape", "convert_isinstance", "convert_range", "convert_enumerate",
-    "convert_return", "create_bool_as_type", "convert_call"
+    "convert_return", "return_value", "create_bool_as_type", "convert_call"
 ]
 
 
@@ -112,6 +112,12 @@ def convert_return(value):
             if isinstance(v, UndefinedVar):
                 v._fail()
     return value
+
+
+def return_value(value):
+    """The final return of a function whose returns were moved: an undefined value means that no return
+    statement ran (the function fell off its end), which returns None."""
+    return None if isinstance(value, UndefinedVar) else value
 
 
 def _to_static_variable(value):

@@ -414,9 +414,12 @@ class ReturnTransformer(_ScopedTransformer):
         uid = self.counter.next()
         self.flag, self.value = "_jst_retflag_{}".format(uid), "_jst_retval_{}".format(uid)
         body, _ = self._rewrite(node.body, False)
-        head = [_assign(self.flag, _const(False)), _assign(self.value, _const(None))]
-        node.body = _located(head, node.body[0]) + body + _located([ast.Return(value=_load(self.value))],
-                                                                   node.body[-1])
+        # The value starts undefined (not None) so that a static cond pairs a returned tensor with an
+        # UndefinedVar, as Paddle; the final return gives None for it (the function fell off its end).
+        head = [_assign(self.flag, _const(False)),
+                _assign(self.value, _call(_jst("UndefinedVar"), [_const(self.value)]))]
+        final = ast.Return(value=_call(_jst("return_value"), [_load(self.value)]))
+        node.body = _located(head, node.body[0]) + body + _located([final], node.body[-1])
         return node
 
     def _guard_rest(self, rest, in_loop, origin):
