@@ -578,8 +578,15 @@ class FakeStaticNN:
         self.cond_calls, self.while_calls = [], []
 
     def cond(self, pred, true_fn, false_fn, return_names=None):
+        assert isinstance(pred, oar.Tensor) and callable(true_fn) and callable(false_fn)
         self.cond_calls.append(return_names)
         t_out, f_out = true_fn(), false_fn()
+        for out in (t_out, f_out):  # one value per variable the if assigns, in return_names order
+            if return_names:
+                assert isinstance(out, tuple) and len(out) == len(return_names)
+            else:
+                assert out is None
+        self.last_cond = (t_out, f_out)
         return t_out if bool(pred) else f_out
 
     def while_loop(self, cond, body, loop_vars):
@@ -617,6 +624,10 @@ def test_symbolic_if_routes_to_cond(symbolic):
     for v in ([1.0, 2.0], [-3.0]):
         _close(f_if_tensor(t(v)), conv(t(v)))
     assert symbolic.cond_calls == [("y", "z"), ("y", "z")]
+    (ty, tz), (fy, fz) = symbolic.last_cond  # both branches were built from the same inputs
+    _close(ty, t([-6.0]))
+    _close(fy, t([-4.0]))
+    assert (tz, fz) == (1, 2)
     conv = _converted(f_early_return)
     for v in ([20.0], [4.0, 2.0], [1.0]):
         _close(f_early_return(t(v)), conv(t(v)))
