@@ -882,6 +882,9 @@ def test_defaults_are_not_evaluated_again():
 def test_converted_code_and_cache():
     src = dy2static.get_converted_code(f_if_tensor)
     assert "_jst.convert_ifelse(" in src and "def _jst_fn_true_" in src
+    # a branch temporary stays local to its branch function: not an output of the if
+    src = dy2static.get_converted_code(f_nested_if)
+    assert "'tmp'" not in src and "nonlocal out" in src and "tmp = x - y" in src
     a, b = convert_to_static(f_if_tensor), convert_to_static(f_if_tensor)
     assert a.__wrapped__ is f_if_tensor and a.__code__ is b.__code__  # wrapper code; conversion cached
     from oar.jit.dy2static import convert_call_func as ccf

@@ -148,7 +148,8 @@ def _transform(fn):
     shadowed = "locals" in freevars or any(
         (isinstance(n, ast.Name) and n.id == "locals") or (isinstance(n, ast.arg) and n.arg == "locals")
         for n in ast.walk(fdef))
-    counter = Counter(locals_shadowed=shadowed)
+    dynamic = any(isinstance(n, ast.Name) and n.id in ("locals", "vars", "eval", "exec") for n in ast.walk(fdef))
+    counter = Counter(locals_shadowed=shadowed, root=fdef, dynamic_scope=dynamic)
     for i, (name, cls) in enumerate(PASSES, 1):
         fdef = cls(counter).visit(fdef)
         if i == len(PASSES):

@@ -37,8 +37,11 @@ class UnsupportedSyntax(Exception):
 class Counter:
     """Unique suffixes for generated names within one conversion (and what all passes must know)."""
 
-    def __init__(self, locals_shadowed=False):
+    def __init__(self, locals_shadowed=False, root=None, dynamic_scope=False):
         self.n = 0
+        self.root = root  # the FunctionDef being converted
+        # the function calls locals()/vars()/eval()/exec(): no variable may be made branch-local
+        self.dynamic_scope = dynamic_scope
         # the function binds a name `locals`: placeholders cannot call locals()
         self.locals_shadowed = locals_shadowed
 
@@ -555,7 +558,8 @@ class IfElseTransformer(_ScopedTransformer):
     def visit_If(self, node):
         self.generic_visit(node)
         uid = self.counter.next()
-        names = sorted(written_names(node.body) | written_names(node.orelse))
+        names = written_names(node.body) | written_names(node.orelse)
+        names = sorted(names - self._branch_locals(node, names))
         true_name, false_name = "{}true_{}".format(GEN_FN, uid), "{}false_{}".format(GEN_FN, uid)
         true_fn = _funcdef(true_name, [], self.decls(names) + node.body)
         false_fn = _funcdef(false_name, [], self.decls(names) + (node.orelse or [ast.Pass()]))
@@ -566,6 +570,65 @@ class IfElseTransformer(_ScopedTransformer):
         ]))
         out = self.placeholders(names) + [true_fn, false_fn, getter, setter, call]
         return _located(out, node)
+
+
+    def _branch_locals(self, node, names):
+        """Temporaries of the branches: names that occur nowhere in the converted function outside this if
+        and that each branch assigns (plainly, at its top level) before any other use. They stay locals of
+        the branch functions: no nonlocal, no placeholder, no cond output (Paddle also leaves out variables
+        not used after an if)."""
+        root = getattr(self.counter, "root", None)
+        scope = self.scopes[-1]
+        if root is None or self.counter.dynamic_scope:
+            return set()
+        out = set()
+        for name in names:
+            if name in scope.globals or name in scope.nonlocals or name.startswith("_jst"):
+                continue
+            inside = _occurrences(node.body, name) + _occurrences(node.orelse, name)
+            if inside != _occurrences([root], name):
+                continue
+            if _assigned_first(node.body, name) and _assigned_first(node.orelse, name):
+                out.add(name)
+        return out
+
+
+def _occurrences(nodes, name):
+    """How many times a name is mentioned (loaded, stored, declared, bound) in the nodes."""
+    count = 0
+    for top in nodes:
+        for n in ast.walk(top):
+            if isinstance(n, ast.Name):
+                count += n.id == name
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                count += name in n.names
+            elif isinstance(n, ast.arg):
+                count += n.arg == name
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                count += n.name == name
+            elif isinstance(n, ast.alias):
+                count += (n.asname or n.name.split(".")[0]) == name
+            elif isinstance(n, ast.ExceptHandler) or type(n).__name__ in ("MatchAs", "MatchStar"):
+                count += getattr(n, "name", None) == name
+            elif type(n).__name__ == "MatchMapping":
+                count += getattr(n, "rest", None) == name
+    return count
+
+
+def _assigned_first(stmts, name):
+    """The first top-level statement mentioning name is `name = <value not mentioning it>` (or a tuple
+    assignment of plain names), or no statement mentions it."""
+    for s in stmts:
+        if not _occurrences([s], name):
+            continue
+        if not isinstance(s, ast.Assign) or _occurrences([s.value], name):
+            return False
+        for t in s.targets:
+            elts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+            if not all(isinstance(e, ast.Name) for e in elts):
+                return False
+        return True
+    return True
 
 
 PASSES = [
