@@ -686,6 +686,19 @@ def test_symbolic_break_in_tensor_loop(symbolic):
     _close(conv(t([5.0])), f(t([5.0])))
 
 
+def test_symbolic_loop_with_return_is_a_clear_error(symbolic):
+
+    def f(x):
+        while x.sum() < 10:
+            x = x + 1
+            if x.sum() > 5:
+                return x * 100
+        return x
+
+    with pytest.raises(dy2static.Dy2StaticError, match="'return' inside a loop"):
+        _converted(f)(t([1.0]))
+
+
 def test_symbolic_logical_ops_use_tensor_ops(symbolic, monkeypatch):
     used = []
     real_and = oar.logical_and

@@ -233,6 +233,12 @@ def _run_static_while(cond_fn, body_fn, get_args, set_args, names, counter=None)
         put(vals)
         body_fn(*vals[:extra])
         out = list(get_args())
+        for k, name in enumerate(names):
+            if k not in idx and name.startswith("_jst_retval") and not isinstance(out[k], UndefinedVar):
+                raise Dy2StaticError(
+                    "'return' inside a loop whose condition is a tensor is not supported: the returned value "
+                    "has no value before the loop to carry; assign it to a variable defined before the loop "
+                    "and 'break' instead")
         res = [_to_static_variable(out[k]) for k in idx]
         if counter is not None:
             res = [counter[1](vals[0])] + res
