@@ -587,7 +587,20 @@ class FakeStaticNN:
             else:
                 assert out is None
         self.last_cond = (t_out, f_out)
+        if return_names:  # as Paddle's select_input_with_buildin_type: differing scalars become tensors
+            t_out, f_out = zip(*[self._unify(a, b) for a, b in zip(t_out, f_out)])
         return t_out if bool(pred) else f_out
+
+    @staticmethod
+    def _unify(a, b):
+        scalar = (bool, int, float)
+        if isinstance(a, scalar) and isinstance(b, scalar) and a == b and type(a) is type(b):
+            return a, b
+        if isinstance(a, scalar) and isinstance(b, (oar.Tensor, ) + scalar):
+            a = co._to_static_variable(a)
+        if isinstance(b, scalar) and isinstance(a, oar.Tensor):
+            b = co._to_static_variable(b)
+        return a, b
 
     def while_loop(self, cond, body, loop_vars):
         assert all(isinstance(v, oar.Tensor) for v in loop_vars), loop_vars
@@ -684,6 +697,19 @@ def test_symbolic_break_in_tensor_loop(symbolic):
     conv = _converted(f)
     _close(conv(t([1.0])), f(t([1.0])))
     _close(conv(t([5.0])), f(t([5.0])))
+
+    def g(x):
+        i = 0
+        while i < 10:  # a Python condition until the break flag becomes a tensor
+            i += 1
+            if x.sum() * i > 6:
+                break
+        return i
+
+    n = len(symbolic.while_calls)
+    conv = _converted(g)
+    _close(conv(t([1.0])), g(t([1.0])))
+    assert len(symbolic.while_calls) == n + 1  # the remaining iterations ran as a static loop
 
 
 def test_symbolic_loop_with_return_is_a_clear_error(symbolic):
