@@ -2,7 +2,6 @@
 symbolic predicates route to oar.static.nn.cond / while_loop (faked here)."""
 import functools
 import inspect
-import types
 import warnings
 
 import numpy as np
