@@ -565,6 +565,18 @@ def test_set_code_level_and_verbosity(capsys):
     err = capsys.readouterr().err
     assert "level 1 AST transformer 'ExpressionTransformer'" in err and "_jst.convert_call(helper_v)(x)" in err
     assert err.count("convert_call: converting") == 1  # logged once, not per call
+
+    def to_stdout(x):
+        while x > 0:
+            x -= 1
+        return x
+
+    dy2static.set_code_level(100, also_to_stdout=True)
+    try:
+        assert _converted(to_stdout)(3) == 0
+    finally:
+        dy2static.set_code_level(0)
+    assert "_jst.convert_while_loop(" in capsys.readouterr().out
     with pytest.raises(TypeError):
         dy2static.set_code_level("high")
 
