@@ -37,11 +37,9 @@ def ignore_module(modules):
 
 
 def not_to_static(func=None):
-    """Marks a function to run as plain Python inside converted code (never converted itself)."""
-    if func is None:
-        return not_to_static
-    func._oar_not_to_static = True
-    return func
+    """Marks a function to run as plain Python inside converted code (see oar.jit.dy2static)."""
+    from .dy2static import not_to_static as mark
+    return mark(func)
 
 
 def _convert(fn):
