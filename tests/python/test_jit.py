@@ -221,3 +221,35 @@ def test_to_static_input_gradient():
     x = oar.to_tensor(np.array([1.0, -2.0, 3.0], "float32"), stop_gradient=False)
     f(x).backward()
     np.testing.assert_allclose(x.grad.numpy(), [2.0, -4.0, 6.0])
+
+
+def _branchy(x):
+    if x.sum() > 0:  # a tensor condition: program control flow, decided per call
+        y = x * 2
+    else:
+        y = -x
+    i = oar.zeros([], "int64")
+    while i < x.shape[0]:  # a tensor loop condition
+        y = y + 1
+        i = i + 1
+    return y
+
+
+def _early(x):
+    if x.mean() > 1:
+        return x * 10
+    y = x + 1
+    if y.sum() > 5:
+        return y
+    return -y
+
+
+@pytest.mark.parametrize("fn", [_branchy, _early])
+def test_to_static_tensor_control_flow_matches_eager(fn):
+    sf = oar.jit.to_static(fn)
+    for v in ([1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [0.5, 0.5, 0.5], [3.0, 3.0, 3.0]):
+        x = oar.to_tensor(np.array(v, "float32"))
+        np.testing.assert_allclose(sf(x).numpy(), fn(x).numpy(), rtol=1e-6, err_msg=str(v))
+    assert len(sf._cache) == 1  # one program: the branches are taken at run time
+    types = [op["type"] for op in next(iter(sf._cache.values())).main_program.global_block().ops]
+    assert "conditional_block" in types

@@ -76,10 +76,12 @@ def cond(pred, true_fn, false_fn):
     ti, ts, tf = _branch(b, true_fn)
     fi, fs, ff = _branch(b, false_fn)
     if _hashable(ts) != _hashable(fs):
-        raise ValueError("cond: true_fn and false_fn must return the same structure of tensors; got {!r} and {!r}"
-                         .format(ts, fs))
+        # Python numbers that differ between the branches become tensors (as Paddle's cond does).
+        ts, tf, ff = _merge_outputs(b, ts, fs, tf, ff, ti, fi, parent)
     outs = []
     for i, (t, f) in enumerate(zip(tf, ff)):
+        t = t if t is not None else f  # None: that branch leaves the output unset (see _merge_outputs)
+        f = f if f is not None else t
         if t.dtype != f.dtype:
             raise TypeError("cond: output {} is {} in true_fn but {} in false_fn".format(i, t.dtype.name,
                                                                                        f.dtype.name))
@@ -87,17 +89,90 @@ def cond(pred, true_fn, false_fn):
             raise ValueError("cond: output {} has shape {} in true_fn but {} in false_fn".format(i, t.shape, f.shape))
         shape = [a if a == c else -1 for a, c in zip(t.shape, f.shape)]
         outs.append(b.create_var(b.unique_name("cond.out"), shape, t.dtype, place=t.place))
-    _note_gradients(b, tf + ff)
+    _note_gradients(b, [t for t in tf + ff if t is not None])
     for idx, flat in ((ti, tf), (fi, ff)):
         b.current_block = idx
         for src, dst in zip(flat, outs):
-            b.append_op("assign", {"X": [_name(b, src)]}, {"Out": [_C._symbolic_name(dst)]})
+            if src is not None:
+                b.append_op("assign", {"X": [_name(b, src)]}, {"Out": [_C._symbolic_name(dst)]})
         b.current_block = parent
     not_pred = _logical_not(pred)
     for idx, p in ((ti, pred), (fi, not_pred)):
         b.append_op("conditional_block", {"Cond": [_C._symbolic_name(p)], "Input": b.outer_reads(idx)},
                     {"Out": b.outer_writes(idx)}, {"is_scalar_condition": True}, {"sub_block": idx})
     return _unflatten(ts, outs)
+
+
+def _merge_outputs(b, ts, fs, tf, ff, ti, fi, parent):
+    """Pairs up the two branches' outputs when their structures differ: Python numbers that differ become
+    tensors (created at the end of each branch's block), and a value one branch leaves undefined
+    (dy2static's UndefinedVar) is zeros in that branch (unset when its shape has an unknown extent). Returns (structure, true list, false list)
+    where the lists hold one tensor or None (unset) per output slot."""
+    from ..jit.api import _Slot
+    from ..tensor.creation import full
+    new_t, new_f = [], []
+
+    def undefined(v):
+        return type(v).__name__ == "UndefinedVar"
+
+    def number(v):
+        return isinstance(v, (bool, int, float))
+
+    def const_in(idx, v, like):
+        shape = like.shape if -1 not in like.shape else []
+        b.current_block = idx
+        try:
+            return full(shape, v, dtype=like.dtype)
+        finally:
+            b.current_block = parent
+
+    def zeros_in(idx, like):
+        return None if -1 in like.shape else const_in(idx, 0, like)
+
+    def slot(a, c):
+        new_t.append(a)
+        new_f.append(c)
+        return _Slot(len(new_t) - 1)
+
+    def walk(t, f):
+        if isinstance(t, _Slot) and isinstance(f, _Slot):
+            return slot(tf[t.i], ff[f.i])
+        # A value one branch leaves undefined gets zeros there (never read, but every later read of the
+        # output variable then finds a value); with an unknown extent it stays unset.
+        if isinstance(t, _Slot) and undefined(f):
+            return slot(tf[t.i], zeros_in(fi, tf[t.i]))
+        if undefined(t) and isinstance(f, _Slot):
+            return slot(zeros_in(ti, ff[f.i]), ff[f.i])
+        if undefined(t) and undefined(f):
+            return t
+        if number(t) and isinstance(f, _Slot):  # a number against a tensor: the number as that tensor
+            return slot(const_in(ti, t, ff[f.i]), ff[f.i])
+        if isinstance(t, _Slot) and number(f):
+            return slot(tf[t.i], const_in(fi, f, tf[t.i]))
+        if isinstance(t, (list, tuple)) and isinstance(f, (list, tuple)) and type(t) is type(f) and len(t) == len(f):
+            items = [walk(x, y) for x, y in zip(t, f)]
+            return type(t)(items) if not hasattr(t, "_fields") else type(t)(*items)
+        if isinstance(t, dict) and isinstance(f, dict) and t.keys() == f.keys():
+            return {k: walk(t[k], f[k]) for k in t}
+        if number(t) and number(f):
+            if t == f and type(t) is type(f):
+                return t
+            if isinstance(t, float) or isinstance(f, float):
+                dtype = _C.get_default_dtype()
+            elif isinstance(t, bool) and isinstance(f, bool):
+                dtype = _C.bool
+            else:
+                dtype = _C.int64
+            made = []
+            for idx, v in ((ti, t), (fi, f)):
+                b.current_block = idx
+                made.append(full([], v, dtype=dtype))
+                b.current_block = parent
+            return slot(*made)
+        raise ValueError("cond: true_fn and false_fn must return the same structure; got {!r} and {!r}".format(t, f))
+
+    structure = walk(ts, fs)
+    return structure, new_t, new_f
 
 
 def while_loop(cond_fn, body, loop_vars):
