@@ -253,12 +253,21 @@ def test_save_load_round_trip(tmp_path):
         fresh.load(str(tmp_path / "nothing"))
 
 
-def test_save_inference_model_not_available_yet(tmp_path):
-    model = oar.Model(nn.Linear(2, 2))
+def test_save_inference_model(tmp_path):
+    oar.seed(1)
+    net = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 2))
+    model = oar.Model(net, inputs=[oar.static.InputSpec([None, 2], "float32", "x")])
     prefix = str(tmp_path / "infer")
-    with pytest.raises(NotImplementedError, match="jit.save"):
-        model.save(prefix, training=False)
-    assert os.path.exists(prefix + ".pdparams")
+    model.save(prefix, training=False)
+    for ext in (".pdmodel", ".pdiparams", ".pdiparams.info"):
+        assert os.path.exists(prefix + ext)
+    assert net.training  # the mode is restored
+    loaded = oar.jit.load(prefix)
+    x = oar.to_tensor(np.random.RandomState(0).randn(5, 2).astype("float32"))
+    np.testing.assert_allclose(loaded(x).numpy(), net(x).numpy(), rtol=1e-6)
+    # Without input shapes there is nothing to trace.
+    with pytest.raises(ValueError, match="InputSpec"):
+        oar.Model(nn.Linear(2, 2)).save(str(tmp_path / "nospec"), training=False)
 
 
 # ---- callbacks ----

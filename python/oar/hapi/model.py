@@ -254,24 +254,43 @@ class Model:
     # ---- save / load ----
     def save(self, path, training=True):
         """training=True: the network's state dict to path.pdparams and the optimizer's state to
-        path.pdopt (when it has any). training=False (inference model): path.pdparams is written, then
-        NotImplementedError is raised because the program file (.pdmodel, oar.jit.save) does not exist
-        yet."""
+        path.pdopt (when it has any). training=False: an inference model written by oar.jit.save
+        (path.pdmodel, path.pdiparams, path.pdiparams.info) from the Model's `inputs` InputSpecs, with the
+        network in eval mode."""
         from ..framework import io as fio
         if not isinstance(path, str) or os.path.basename(path) == "":
             raise ValueError("Model.save: path must be 'dirname/file_prefix' or 'file_prefix', got {!r}".format(path))
         dirname = os.path.dirname(path)
         if dirname:
             os.makedirs(dirname, exist_ok=True)
-        fio.save(self.network.state_dict(), path + ".pdparams")
         if not training:
-            raise NotImplementedError(
-                "Model.save(training=False): the parameters were saved to {}.pdparams, but the inference "
-                "program (.pdmodel) needs oar.jit.save, which oar does not have yet".format(path))
+            self._save_inference(path)
+            return
+        fio.save(self.network.state_dict(), path + ".pdparams")
         if self._optimizer is not None and hasattr(self._optimizer, "state_dict"):
             opt_state = self._optimizer.state_dict()
             if opt_state:
                 fio.save(opt_state, path + ".pdopt")
+
+    def _save_inference(self, path):
+        from .. import jit
+        from ..static.input import InputSpec
+        specs = []
+        for i, s in enumerate(self._inputs):
+            if isinstance(s, InputSpec):
+                specs.append(s)
+            elif isinstance(s, _Input) and (s.shape is None or s.shape == [None]):
+                raise ValueError("Model.save(training=False) needs the input shapes: create the Model with "
+                                 "inputs=[InputSpec(shape, dtype, name), ...]")
+            else:
+                specs.append(InputSpec(s.shape, getattr(s, "dtype", "float32"), getattr(s, "name", None)))
+        was_training = self.network.training
+        self.network.eval()
+        try:
+            jit.save(self.network, path, input_spec=specs)
+        finally:
+            if was_training:
+                self.network.train()
 
     def load(self, path, skip_mismatch=False, reset_optimizer=False):
         """Loads path.pdparams into the network (by structured name) and, unless reset_optimizer or the
