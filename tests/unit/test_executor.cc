@@ -322,3 +322,23 @@ TEST(Executor, MoreOpsAgainstEager) {
       EXPECT_NEAR(a[j], b[j], 1e-5 + 1e-5 * std::fabs(b[j])) << i << "/" << j;
   }
 }
+
+// A GC threshold (Paddle's FLAGS_eager_delete_tensor_gb) holds released variables as garbage until it
+// reaches the threshold; results do not change, and threshold 0 frees at once.
+TEST(Executor, GarbageCollectionThreshold) {
+  Program p = Program::load(fixture("lenet/model.pdmodel"));
+  Npy in = read_npy(fixture("lenet/input.npy"));
+  Npy out = read_npy(fixture("lenet/output.npy"));
+  for (int64_t threshold : {int64_t{0}, int64_t{2000}, int64_t{1} << 30}) {
+    ExecutorOptions o;
+    o.gc_threshold_bytes = threshold;
+    Executor ex(p, cpu_place(), o);
+    ex.load_params_file(fixture("lenet/model.pdiparams"));
+    std::map<std::string, Tensor> feeds{{ex.feed_names()[0], npy_tensor(in)}};
+    expect_close(ex.run(feeds)[0], out, "threshold " + std::to_string(threshold));
+    if (threshold == 0) EXPECT_EQ(ex.stats().peak_garbage_bytes, 0);
+    if (threshold == 2000) EXPECT_LT(ex.stats().peak_garbage_bytes, 2000 + 4096);
+    if (threshold > 2000) EXPECT_GT(ex.stats().peak_garbage_bytes, 4000);  // everything released waits
+    EXPECT_GT(ex.stats().released, 0);
+  }
+}

@@ -269,6 +269,22 @@ OpKernelFn Executor::control_flow(const OpDesc& op, int32_t block_idx, int32_t o
   };
 }
 
+void Executor::release(const std::string& name) {
+  Tensor* t = scope_->find(name);
+  if (t == nullptr) return;
+  ++stats_.released;
+  if (options_.gc_threshold_bytes > 0 && t->defined()) {
+    garbage_bytes_ += t->numel() * dtype_size(t->dtype());
+    garbage_.push_back(std::move(*t));
+    stats_.peak_garbage_bytes = std::max(stats_.peak_garbage_bytes, garbage_bytes_);
+    if (garbage_bytes_ >= options_.gc_threshold_bytes) {
+      garbage_.clear();
+      garbage_bytes_ = 0;
+    }
+  }
+  scope_->erase(name);
+}
+
 const std::vector<std::string>& Executor::released_after(size_t i) const {
   OAR_ENFORCE(i < instrs_.size(), ErrorCode::kOutOfRange,
               "executor: instruction " << i << " out of range (" << instrs_.size() << " instructions)");
@@ -317,6 +333,8 @@ void Executor::update_stats() {
 }
 
 void Executor::clear_temporaries() {
+  garbage_.clear();
+  garbage_bytes_ = 0;
   const Block& b = program_->global_block();
   for (auto& n : scope_->names()) {  // the scope may be shared: only this program's variables
     const VarDesc* v = b.find_var(n);
@@ -354,7 +372,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   if (direct_feeds_)
     for (size_t c = 0; c < feed_names_.size(); ++c) scope_->set(feed_names_[c], feed_list[c]);
 
-  stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = 0;
+  stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = stats_.peak_garbage_bytes = 0;
   bool track = options_.collect_stats;
   OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent};
   for (Instr& ins : instrs_) {
@@ -371,7 +389,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
       throw;
     }
     if (track) update_stats();
-    for (auto& n : ins.release) stats_.released += scope_->erase(n) ? 1 : 0;
+    for (auto& n : ins.release) release(n);
   }
   if (direct_feeds_) {
     for (size_t c = 0; c < fetch_names_.size(); ++c) {
@@ -389,6 +407,8 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
       if ((v == nullptr || !v->persistable) && !kept) scope_->erase(n);
     }
   }
+  garbage_.clear();
+  garbage_bytes_ = 0;
   if (track) update_stats();
   ++stats_.runs;
   for (size_t c = 0; c < fetch_list.size(); ++c)

@@ -70,6 +70,9 @@ OpKernelFn translate_native_op(const OpDesc& op);
 
 struct ExecutorOptions {
   bool garbage_collect = true;  // release variables after their last use
+  // Paddle's FLAGS_eager_delete_tensor_gb: released variables are kept as garbage until it holds at
+  // least this many bytes, then freed together (0: free each at once; the end of a run frees the rest).
+  int64_t gc_threshold_bytes = 0;
   bool collect_stats = false;   // fill ExecutorStats' live/peak counts (walks the scope per instruction)
   // The scope to run in, shared with other executors (a startup and a main program); a new one when null.
   std::shared_ptr<Scope> scope;
@@ -87,6 +90,7 @@ struct ExecutorStats {
   int64_t peak_live_bytes = 0;    // sum of numel * dtype size of those, at its maximum
   int64_t released = 0;           // variables released by garbage collection in the last run
   int64_t runs = 0;
+  int64_t peak_garbage_bytes = 0;  // the most bytes held as garbage (gc_threshold_bytes) in the last run
 };
 
 class Executor {
@@ -140,6 +144,9 @@ class Executor {
   Place place_;
   ExecutorOptions options_;
   std::shared_ptr<Scope> scope_;
+  std::vector<Tensor> garbage_;  // released, not yet freed (gc_threshold_bytes)
+  int64_t garbage_bytes_ = 0;
+  void release(const std::string& name);
   bool direct_feeds_ = false;  // feeds/fetches by name (options.feed_names), not by feed/fetch ops
   // Positions of -1 extents in the fed variables, for unknown_extent.
   std::vector<std::pair<std::string, std::vector<size_t>>> unknown_positions_;
