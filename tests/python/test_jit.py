@@ -129,6 +129,7 @@ def test_jit_save_load_roundtrip(tmp_path):
     for ext in (".pdmodel", ".pdiparams", ".pdiparams.info"):
         assert os.path.exists(path + ext)
     loaded = oar.jit.load(path)
+    assert isinstance(loaded, oar.jit.TranslatedLayer) and isinstance(loaded, oar.nn.Layer)
     rs = np.random.RandomState(2)
     for n in (1, 5):
         x = oar.to_tensor(rs.randn(n, 6).astype("float32"))

@@ -295,3 +295,37 @@ def test_to_static_trains_through_cond():
         h = lin(x)
         (h * 3.0 if float(h.sum()) > 0 else h * -1.0).sum().backward()
         np.testing.assert_allclose(g_static, lin.weight.grad.numpy(), rtol=1e-6)
+
+
+def test_static_save_load_and_serialize(static_mode, tmp_path):
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 4])
+        model = _mlp()
+        y = model(x)
+    exe = static.Executor()
+    xs = np.ones((2, 4), "float32")
+    ref, = exe.run(main, feed={"x": xs}, fetch_list=[y])
+    path = str(tmp_path / "ckpt" / "m")
+    static.save(main, path)
+    oar.disable_static()
+    for p in model.parameters():  # clobber (eagerly), then load back
+        p.set_value(oar.zeros(p.shape))
+    oar.enable_static()
+    zero, = exe.run(main, feed={"x": xs}, fetch_list=[y])
+    assert not np.allclose(zero, ref)
+    static.load(main, path, exe)
+    back, = exe.run(main, feed={"x": xs}, fetch_list=[y])
+    np.testing.assert_allclose(back, ref, rtol=1e-6)
+    state = static.load_program_state(path)
+    assert set(state) >= {p.name for p in model.parameters()}
+    # serialize / deserialize: the inference program and its parameters as bytes.
+    prog_bytes = static.serialize_program([x], [y], program=main)
+    param_bytes = static.serialize_persistables([x], [y], exe, program=main)
+    prog = static.deserialize_program(prog_bytes)
+    static.deserialize_persistables(prog, param_bytes, exe)
+    feeds = [op["outputs"]["Out"][0] for op in prog.global_block().ops if op["type"] == "feed"]
+    fetches = [op["inputs"]["X"][0] for op in prog.global_block().ops if op["type"] == "fetch"]
+    prog._feed_fetch = (feeds, fetches)
+    out, = exe.run(prog, feed={"x": xs}, fetch_list=fetches)
+    np.testing.assert_allclose(out, ref, rtol=1e-6)

@@ -21,8 +21,7 @@ from .. import _C
 from ..static import program as _prog
 from ..static.input import InputSpec
 
-__all__ = ["to_static", "not_to_static", "save", "load", "TranslatedLayer", "enable_to_static", "ignore_module",
-           "StaticFunction"]
+__all__ = ["to_static", "not_to_static", "save", "load", "enable_to_static", "ignore_module", "StaticFunction"]
 
 _config = {"enabled": True}
 
@@ -496,8 +495,19 @@ def _read(path):
         return f.read()
 
 
-class TranslatedLayer:
-    pass  # replaced below (needs oar.nn.Layer, imported lazily)
+_translated_layer_class = []  # made on first use: it subclasses oar.nn.Layer, imported after oar.jit
+
+
+def __getattr__(name):  # oar.jit.api.TranslatedLayer
+    if name == "TranslatedLayer":
+        return _get_translated_layer_class()
+    raise AttributeError(name)
+
+
+def _get_translated_layer_class():
+    if not _translated_layer_class:
+        _translated_layer_class.append(_make_translated_layer_class())
+    return _translated_layer_class[0]
 
 
 def _make_translated_layer_class():
@@ -564,11 +574,15 @@ def load(path, **configs):
     elif _C._persistable_inputs(desc):
         raise ValueError("jit.load: no parameter file '{}'".format(path + ".pdiparams"))
     info = _C._parse_params_info(_read(path + ".pdiparams.info")) if os.path.exists(path + ".pdiparams.info") else {}
-    global TranslatedLayer
-    if not isinstance(TranslatedLayer, type) or TranslatedLayer.__module__ != __name__ or \
-            TranslatedLayer.__name__ != "TranslatedLayer" or not hasattr(TranslatedLayer, "program"):
-        TranslatedLayer = _make_translated_layer_class()
-    return TranslatedLayer(desc, arrays, info)
+    prev = _C._set_builder(None)  # the layer's parameters are made now, also in static mode
+    try:
+        return _translated_layer(desc, arrays, info)
+    finally:
+        _C._set_builder(prev)
+
+
+def _translated_layer(desc, arrays, info):
+    return _get_translated_layer_class()(desc, arrays, info)
 
 
 def _jit_state_dict(path):

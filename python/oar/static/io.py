@@ -133,7 +133,8 @@ def load_inference_model(path_prefix, executor=None, model_filename=None, params
     from ..tensor.creation import to_tensor
     desc, arrays = _load_model_files(path_prefix, model_filename, params_filename)
     program = _prog.Program(desc)
-    program._loaded = {name: to_tensor(a) for name, a in arrays.items()}
+    with _prog._eager_guard():
+        program._loaded = {name: to_tensor(a) for name, a in arrays.items()}
     program._inherited = dict(program._loaded)
     feeds, fetches = _feed_fetch_names(desc)
     program._feed_fetch = (feeds, fetches)
@@ -172,6 +173,11 @@ def load_program_state(model_path, var_list=None):
 
 
 def set_program_state(program, state_dict):
+    with _prog._eager_guard():  # values are set now, not recorded into a program
+        _set_program_state(program, state_dict)
+
+
+def _set_program_state(program, state_dict):
     from ..tensor.creation import to_tensor
     caps = program._all_captures()
     for name, value in state_dict.items():
@@ -197,4 +203,5 @@ def deserialize_persistables(program, data, executor=None):
     from ..tensor.creation import to_tensor
     arrays = _C._load_combined_params(program.desc, data)
     program._inherited = dict(getattr(program, "_inherited", {}))
-    program._inherited.update({n: to_tensor(a) for n, a in arrays.items()})
+    with _prog._eager_guard():
+        program._inherited.update({n: to_tensor(a) for n, a in arrays.items()})

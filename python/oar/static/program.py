@@ -362,11 +362,12 @@ class _ScopeTensor:
     def set(self, array, place=None):
         import numpy as np
         from ..tensor.creation import to_tensor
-        value = to_tensor(np.asarray(array), dtype=self._t.dtype)
-        if list(value.shape) == list(self._t.shape):
-            self._t.set_value(value)  # in place: programs holding this tensor see the new value
-        else:
-            self._scope._scope.set(self._name, value)
+        with _eager_guard():
+            value = to_tensor(np.asarray(array), dtype=self._t.dtype)
+            if list(value.shape) == list(self._t.shape):
+                self._t.set_value(value)  # in place: programs holding this tensor see the new value
+            else:
+                self._scope._scope.set(self._name, value)
 
 
 _scopes = [Scope()]
