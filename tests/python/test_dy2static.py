@@ -598,20 +598,8 @@ class FakeStaticNN:
             else:
                 assert out is None
         self.last_cond = (t_out, f_out)
-        if return_names:  # as Paddle's select_input_with_buildin_type: differing scalars become tensors
-            t_out, f_out = zip(*[self._unify(a, b) for a, b in zip(t_out, f_out)])
+        t_out, f_out = co.unify_branch_outputs(t_out, f_out, return_names)  # as a real cond would
         return t_out if bool(pred) else f_out
-
-    @staticmethod
-    def _unify(a, b):
-        scalar = (bool, int, float)
-        if isinstance(a, scalar) and isinstance(b, scalar) and a == b and type(a) is type(b):
-            return a, b
-        if isinstance(a, scalar) and isinstance(b, (oar.Tensor, ) + scalar):
-            a = co._to_static_variable(a)
-        if isinstance(b, scalar) and isinstance(a, oar.Tensor):
-            b = co._to_static_variable(b)
-        return a, b
 
     def while_loop(self, cond, body, loop_vars):
         assert all(isinstance(v, oar.Tensor) for v in loop_vars), loop_vars
@@ -734,6 +722,24 @@ def test_symbolic_loop_with_return_is_a_clear_error(symbolic):
 
     with pytest.raises(dy2static.Dy2StaticError, match="'return' inside a loop"):
         _converted(f)(t([1.0]))
+
+
+def test_unify_branch_outputs():
+    u = co.unify_branch_outputs
+    a, b = u((t([1.0, 2.0]), 3, True, "s", co.UndefinedVar("q")), (t([0.0, 0.0]), 3, False, "s", co.UndefinedVar("q")),
+             ("x", "n", "flag", "s", "q"))
+    _same(a[0], t([1.0, 2.0]))
+    assert a[1] == b[1] == 3 and a[3] == "s" and isinstance(a[4], co.UndefinedVar)
+    _same(a[2], oar.to_tensor(True))
+    _same(b[2], oar.to_tensor(False))
+    a, b = u((t([1.0, 2.0]), 1), (co.UndefinedVar("y"), t([5], "int64")), ("y", "k"))
+    _same(b[0], t([0.0, 0.0]))  # zeros like the other branch's tensor
+    _same(a[1], t(1, "int64"))  # a scalar takes the tensor's dtype
+    assert u(None, None) == (None, None)
+    with pytest.raises(dy2static.Dy2StaticError, match="'z' is str in one branch"):
+        u(("a", ), (1, ), ("z", ))
+    with pytest.raises(dy2static.Dy2StaticError, match="'w' is a tensor in one branch"):
+        u((t([1.0]), ), ([1], ), ("w", ))
 
 
 def test_symbolic_logical_ops_use_tensor_ops(symbolic, monkeypatch):

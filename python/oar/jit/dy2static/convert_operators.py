@@ -16,7 +16,7 @@ __all__ = [
     "UndefinedVar", "Dy2StaticError", "is_symbolic", "convert_ifelse", "convert_while_loop", "convert_for_loop",
     "convert_logical_and", "convert_logical_or", "convert_logical_not", "convert_print", "convert_assert",
     "convert_len", "convert_shape", "convert_isinstance", "convert_range", "convert_enumerate",
-    "convert_return", "return_value", "create_bool_as_type", "convert_call"
+    "convert_return", "return_value", "create_bool_as_type", "unify_branch_outputs", "convert_call"
 ]
 
 
@@ -29,6 +29,8 @@ def is_symbolic(x):
 
     NOTE: uses the core's `oar._C._is_symbolic(t)` when the build has it (static recording); otherwise an
     object answering `_is_symbolic()` counts (the interim protocol). Tests monkeypatch this function."""
+    if isinstance(x, UndefinedVar):
+        return False
     c = _C_is_symbolic()
     if c is not None:
         from oar import _C
@@ -180,6 +182,58 @@ def _run_static_cond(pred, true_fn, false_fn, get_args, set_args, names):
             len(outs), len(names), list(names)))
     set_args(tuple(outs))
     return None
+
+
+def unify_branch_outputs(true_out, false_out, names=None):
+    """For oar.static.nn.cond (optional helper): make the outputs of the two branch functions built by
+    convert_ifelse match position by position, as Paddle's select_input_with_buildin_type does. Call it
+    after both branches ran, in the parent block (the tensors it creates are constants there).
+
+    Per position: two tensors stay; equal Python values stay; differing Python scalars become 0-d tensors;
+    a Python scalar paired with a tensor becomes a 0-d tensor of that tensor's dtype; an UndefinedVar or
+    None paired with a tensor becomes zeros of the tensor's shape and dtype (a variable assigned in one
+    branch only; its value is unspecified where the other branch ran). Anything else raises
+    Dy2StaticError naming the variable. Returns (true_out, false_out)."""
+    if true_out is None and false_out is None:
+        return None, None
+    t_out, f_out = list(true_out or ()), list(false_out or ())
+    if len(t_out) != len(f_out):
+        raise Dy2StaticError("the branches of a tensor if give {} and {} values".format(len(t_out), len(f_out)))
+    for k in range(len(t_out)):
+        name = names[k] if names is not None and k < len(names) else "#{}".format(k)
+        t_out[k], f_out[k] = _unify_pair(t_out[k], f_out[k], name)
+    return tuple(t_out), tuple(f_out)
+
+
+def _unify_pair(a, b, name):
+    oar = _oar()
+    scalar = (bool, int, float)
+    ta = is_symbolic(a) or isinstance(a, oar.Tensor)
+    tb = is_symbolic(b) or isinstance(b, oar.Tensor)
+    if ta and tb:
+        return a, b
+    if not ta and not tb:
+        if a is b or (isinstance(a, scalar) and type(a) is type(b) and a == b):
+            return a, b
+        if isinstance(a, scalar) and isinstance(b, scalar):
+            return _to_static_variable(a), _to_static_variable(b)
+        if isinstance(a, UndefinedVar) and isinstance(b, UndefinedVar):
+            return a, b
+        raise Dy2StaticError("variable '{}' is {} in one branch of a tensor if and {} in the other".format(
+            name, type(a).__name__, type(b).__name__))
+    t, other = (a, b) if ta else (b, a)
+    if isinstance(other, scalar):
+        other = oar.full([], other, t.dtype)
+    elif isinstance(other, UndefinedVar) or other is None:
+        shape = list(t.shape)
+        if any(d is None or d < 0 for d in shape):
+            raise Dy2StaticError("variable '{}' is assigned in only one branch of a tensor if and its shape {} is "
+                                 "not fully known; assign it before the if".format(name, shape))
+        other = oar.zeros(shape, t.dtype)
+    else:
+        raise Dy2StaticError("variable '{}' is a tensor in one branch of a tensor if and {} in the other".format(
+            name, type(other).__name__))
+    return (t, other) if ta else (other, t)
 
 
 # ---------------------------------------------------------------- loops
