@@ -212,20 +212,25 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
 }  // namespace
 
 namespace {
-// Static mode: the op is appended to the program being built; autograd records it as in eager mode, so
-// that gradients of a program are built by the same rules (static_graph.h).
-void record_static(ir::ProgramBuilder& b, const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
-                   const InferContext& ic, Place place, Tensor* outputs) {
-  const bool writes = op.inplace_input >= 0 || op.inplace_mask != 0;
-  if (writes && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
-  b.record(op, inputs, n_in, attrs, ic, place, outputs);
-  if (writes)
+// After an op ran (or was recorded): written inputs get a new storage version, and autograd records the
+// op when gradients are on.
+void finish_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs, Tensor* outputs) {
+  if (op.inplace_input >= 0 || op.inplace_mask != 0)
     for (int32_t i = 0; i < n_in; ++i)
       if (op_writes_input(op, i, n_in)) inputs[i].storage()->bump_version();
   if (grad_enabled()) {
     if (op.inplace_input >= 0) autograd::record_inplace(op, inputs, n_in, attrs);
     else if (!op.inplace_mask) autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
   }
+}
+
+// Static mode: the op is appended to the program being built; autograd records it as in eager mode, so
+// that gradients of a program are built by the same rules (static_graph.h).
+void record_static(ir::ProgramBuilder& b, const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
+                   const InferContext& ic, Place place, Tensor* outputs) {
+  if ((op.inplace_input >= 0 || op.inplace_mask != 0) && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
+  b.record(op, inputs, n_in, attrs, ic, place, outputs);
+  finish_op(op, inputs, n_in, attrs, outputs);
 }
 }  // namespace
 
@@ -285,13 +290,7 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
     run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
   else
     run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
-  if (writes)
-    for (int32_t i = 0; i < n_in; ++i)
-      if (op_writes_input(op, i, n_in)) inputs[i].storage()->bump_version();
-  if (grad_enabled()) {
-    if (op.inplace_input >= 0) autograd::record_inplace(op, inputs, n_in, attrs);
-    else if (!op.inplace_mask) autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
-  }
+  finish_op(op, inputs, n_in, attrs, outputs);
 }
 
 std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {
