@@ -254,3 +254,24 @@ def test_to_static_tensor_control_flow_matches_eager(fn):
     assert len(sf._cache) == 1  # one program: the branches are taken at run time
     types = [op["type"] for op in next(iter(sf._cache.values())).main_program.global_block().ops]
     assert "conditional_block" in types
+
+
+def test_cpp_sample_runs_a_model_saved_from_python(tmp_path):
+    """samples/infer_cpp (C++ only, no Python) runs a model that jit.save wrote, with eager's result."""
+    import subprocess
+    root = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    exe = os.path.join(root, os.environ.get("OAR_BUILD_DIR", "build"), "bin", "oar_infer_cpp")
+    if not os.path.exists(exe):
+        pytest.skip("the C++ sample is not built ({})".format(exe))
+    oar.seed(7)
+    m = oar.vision.models.LeNet()
+    m.eval()
+    path = str(tmp_path / "lenet")
+    oar.jit.save(m, path, input_spec=[InputSpec([None, 1, 28, 28], "float32", "x")])
+    x = np.random.RandomState(1).randn(2, 1, 28, 28).astype("float32")
+    np.save(str(tmp_path / "x.npy"), x)
+    np.save(str(tmp_path / "y.npy"), m(oar.to_tensor(x)).numpy())
+    r = subprocess.run([exe, path, "--input", str(tmp_path / "x.npy"), "--check", str(tmp_path / "y.npy")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "check: max abs difference" in r.stdout and "MISMATCH" not in r.stdout, r.stdout
