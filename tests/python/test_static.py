@@ -329,3 +329,30 @@ def test_static_save_load_and_serialize(static_mode, tmp_path):
     prog._feed_fetch = (feeds, fetches)
     out, = exe.run(prog, feed={"x": xs}, fetch_list=fetches)
     np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_static_nn_layers_match_functional(static_mode):
+    main = static.Program()
+    with static.program_guard(main):
+        img = static.data("img", [None, 3, 8, 8])
+        ids = static.data("ids", [None, 5], "int64")
+        c = static.nn.conv2d(img, 4, 3, padding=1, act="relu")
+        bn = static.nn.batch_norm(c, is_test=True)
+        ln = static.nn.layer_norm(bn, begin_norm_axis=1)
+        emb = static.nn.embedding(ids, (10, 6))
+    params = {p.name: p for p in main.all_parameters()}
+    assert len(params) == 2 + 2 + 2 + 1  # conv w/b, bn scale/bias, ln scale/bias, embedding
+    rs = np.random.RandomState(0)
+    xi = rs.randn(2, 3, 8, 8).astype("float32")
+    xid = rs.randint(0, 10, (2, 5)).astype("int64")
+    exe = static.Executor()
+    got_ln, got_emb = exe.run(main, feed={"img": xi, "ids": xid}, fetch_list=[ln, emb])
+    oar.disable_static()
+    p = list(params.values())
+    w, b = p[0], p[1]
+    ref = F.relu(F.conv2d(oar.to_tensor(xi), w, b, padding=1))
+    # batch_norm in inference form with mean 0 / variance 1 and scale 1 / bias 0: x / sqrt(1 + eps)
+    ref = ref / np.sqrt(1 + 1e-5)
+    ref = F.layer_norm(ref, ref.shape[1:], epsilon=1e-5)
+    np.testing.assert_allclose(got_ln, ref.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_emb, p[-1].numpy()[xid], rtol=1e-6)
