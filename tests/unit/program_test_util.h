@@ -3,6 +3,7 @@
 #pragma once
 
 #include <oar/core/error.h>
+#include <oar/core/tensor.h>
 
 #include <cstdint>
 #include <cstring>
@@ -110,4 +111,15 @@ inline Npy read_npy(const std::string& path) {
     if (item.find_first_not_of(' ') != std::string::npos) n.shape.push_back(std::stoll(item));
   n.data = s.substr(hstart + hlen);
   return n;
+}
+
+// A file of the PaddlePaddle-made fixtures (tests/fixtures/paddle, see make_fixtures.py).
+inline std::string fixture(const std::string& rel) {
+  return std::string(OAR_SOURCE_DIR) + "/tests/fixtures/paddle/" + rel;
+}
+
+// A float32 .npy as a CPU tensor.
+inline oar::Tensor npy_tensor(const Npy& n) {
+  if (n.descr != "<f4") throw std::runtime_error("npy_tensor: expected float32 (<f4), got " + n.descr);
+  return oar::Tensor::from_host(n.data.data(), oar::Dims(n.shape), oar::DType::kFloat32);
 }

@@ -18,15 +18,6 @@ using namespace oar::ir;
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  return std::string(OAR_SOURCE_DIR) + "/tests/fixtures/paddle/" + rel;
-}
-
-Tensor npy_tensor(const Npy& n) {
-  EXPECT_EQ(n.descr, "<f4");
-  return Tensor::from_host(n.data.data(), Dims(n.shape), DType::kFloat32);
-}
-
 // Like numpy.allclose(got, ref, rtol=1e-5, atol=1e-6).
 void expect_close(const Tensor& got, const Npy& ref, const std::string& what) {
   ASSERT_EQ(got.dims().to_vector(), ref.shape) << what;

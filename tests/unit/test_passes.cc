@@ -21,15 +21,6 @@ using namespace oar::ir;
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  return std::string(OAR_SOURCE_DIR) + "/tests/fixtures/paddle/" + rel;
-}
-
-Tensor npy_tensor(const Npy& n) {
-  EXPECT_EQ(n.descr, "<f4");
-  return Tensor::from_host(n.data.data(), Dims(n.shape), DType::kFloat32);
-}
-
 using AttrList = std::vector<std::pair<std::string, Attribute>>;
 
 // Builds block 0 op by op.

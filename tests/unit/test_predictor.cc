@@ -22,10 +22,6 @@ using oar::ErrorCode;
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  return std::string(OAR_SOURCE_DIR) + "/tests/fixtures/paddle/" + rel;
-}
-
 oar_infer::Config fixture_config(const std::string& model, const std::string& device = "cpu") {
   oar_infer::Config c(fixture(model + "/model.pdmodel"), fixture(model + "/model.pdiparams"));
   c.SetDevice(device);

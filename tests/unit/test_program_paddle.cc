@@ -19,10 +19,6 @@ using namespace oar::ir;
 
 namespace {
 
-std::string fixture(const std::string& rel) {
-  return std::string(OAR_SOURCE_DIR) + "/tests/fixtures/paddle/" + rel;
-}
-
 // -1 when equal, else the first differing offset (printing whole files on failure is unreadable).
 long first_diff(const std::string& a, const std::string& b) {
   size_t n = std::min(a.size(), b.size());
