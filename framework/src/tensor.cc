@@ -147,6 +147,11 @@ std::vector<int64_t> shape_vector(const Dims& d) { return std::vector<int64_t>(d
 Tensor recorded_view(const Tensor& base, const Tensor& v, const char* op, Attrs attrs) {
   ir::ProgramBuilder* b = ir::current_builder();
   if (b == nullptr && !ir::is_symbolic(base)) return v;
+  // A reshape / squeeze / unsqueeze / expand that keeps the shape is the variable itself: `v` (made by
+  // make_view) stands for the same variable, so no op is recorded (gradient rules make many of these).
+  if (ir::is_symbolic(base) && v.dims() == base.dims() && std::strcmp(op, "transpose") != 0 &&
+      std::strcmp(op, "slice") != 0)
+    return v;
   OAR_ENFORCE(b != nullptr, ErrorCode::kInvalidArgument,
               op << ": '" << ir::symbolic_name(base)
                  << "' is a static-graph variable, used outside of the program being built (program_guard)");
