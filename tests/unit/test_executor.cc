@@ -73,7 +73,9 @@ TEST_P(PaddleModels, MatchesPaddleOnCpu) { run_fixture(GetParam(), cpu_place());
 
 TEST_P(PaddleModels, MatchesPaddleOnSim) { run_fixture(GetParam(), Place::parse("sim:0")); }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleModels, ::testing::Values("mlp", "lenet", "static_mlp"));
+// lstm and gru_rnn: Paddle's fused `rnn` op in modes LSTM (2 bidirectional layers), GRU, RNN_RELU, RNN_TANH.
+INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleModels,
+                         ::testing::Values("mlp", "lenet", "static_mlp", "lstm", "gru_rnn"));
 
 TEST(Executor, FeedAndFetchNames) {
   auto ex = load_model("lenet", cpu_place());
