@@ -74,9 +74,10 @@ TEST_P(PaddleModels, MatchesPaddleOnCpu) { run_fixture(GetParam(), cpu_place());
 
 TEST_P(PaddleModels, MatchesPaddleOnSim) { run_fixture(GetParam(), Place::parse("sim:0")); }
 
-// lstm and gru_rnn: Paddle's fused `rnn` op in modes LSTM (2 bidirectional layers), GRU, RNN_RELU, RNN_TANH.
+// lstm, gru_rnn, rnn_seqlen: Paddle's fused `rnn` op in modes LSTM (2 bidirectional layers), GRU,
+// RNN_RELU, RNN_TANH, and with SequenceLength (LSTM bidirectional, GRU).
 INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleModels,
-                         ::testing::Values("mlp", "lenet", "static_mlp", "lstm", "gru_rnn"));
+                         ::testing::Values("mlp", "lenet", "static_mlp", "lstm", "gru_rnn", "rnn_seqlen"));
 
 TEST(Executor, FeedAndFetchNames) {
   auto ex = load_model("lenet", cpu_place());
@@ -160,8 +161,6 @@ TEST(Executor, RnnRefusals) {
   };
   std::string m = lowering_error([](OpDesc& op) { op.set_attr("mode", std::string("LSTMP")); });
   EXPECT_NE(m.find("rnn: mode 'LSTMP' is not one of LSTM, GRU, RNN_TANH, RNN_RELU"), std::string::npos) << m;
-  m = lowering_error([](OpDesc& op) { op.set_input("SequenceLength", {"x"}); });
-  EXPECT_NE(m.find("SequenceLength"), std::string::npos) << m;
   m = lowering_error([](OpDesc& op) {
     std::vector<std::string> w = op.input("WeightList");
     w.resize(w.size() / 2);  // weights without their biases
@@ -182,6 +181,20 @@ TEST(Executor, RnnRefusals) {
     ADD_FAILURE() << "ran";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rnn: "), std::string::npos) << e.what();
+  }
+  // SequenceLength must be [batch].
+  Program q = Program::load(fixture("lstm/model.pdmodel"));
+  for (OpDesc& op : q.global_block().mutable_ops())
+    if (op.type == "rnn") op.set_input("SequenceLength", {"x"});
+  Executor eq(q);
+  eq.load_params_file(fixture("lstm/model.pdiparams"));
+  try {
+    eq.run({{eq.feed_names()[0], npy_tensor(in)}});
+    ADD_FAILURE() << "ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rnn: SequenceLength must be [batch] = [2], got [2, 5, 3]"),
+              std::string::npos)
+        << e.what();
   }
 }
 

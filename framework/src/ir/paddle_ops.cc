@@ -597,7 +597,8 @@ OpKernelFn tr_shape(const OpDesc&) {
 // (Paddle's flattened cuDNN-style layout): first W_ih [G * H, in], W_hh [G * H, H] for every (l, d) in that
 // order, then b_ih, b_hh [G * H] in the same order. Gate blocks (rows of W): LSTM i, f, g, o; GRU r, z, c
 // with the reset gate applied to (W_hc h + b_hc) as Paddle's GRUCell does. Out [T, B, D * H] (directions
-// concatenated, also the next layer's input); State like PreState. Dropout between layers is a training
+// concatenated, also the next layer's input); State like PreState. SequenceLength [B] (optional): steps at
+// or past a sequence's length keep its state and output zeros. Dropout between layers is a training
 // feature; the executor runs inference, so it is not applied.
 enum class RnnMode { kLstm, kGru, kTanh, kRelu };
 
@@ -615,8 +616,7 @@ OpKernelFn tr_rnn(const OpDesc& op) {
   else
     OAR_THROW(ErrorCode::kInvalidArgument,
               "rnn: mode '" << m << "' is not one of LSTM, GRU, RNN_TANH, RNN_RELU");
-  OAR_ENFORCE(op.input("SequenceLength").empty(), ErrorCode::kUnimplemented,
-              "rnn: input SequenceLength (variable-length sequences) is not supported by the executor yet");
+  bool has_lengths = !op.input("SequenceLength").empty();
   int64_t hs = attr_int(op, "hidden_size", 0), layers = attr_int(op, "num_layers", 1);
   int64_t dirs = attr_bool(op, "is_bidirec", false) ? 2 : 1;
   OAR_ENFORCE(hs > 0 && layers > 0, ErrorCode::kInvalidArgument,
@@ -642,6 +642,19 @@ OpKernelFn tr_rnn(const OpDesc& op) {
                 ErrorCode::kInvalidArgument,
                 "rnn: PreState must be " << state_dims.to_string() << ", got " << h0.dims().to_string());
     Dims hd{batch, hs};
+    // SequenceLength [B]: step t of sequence b is valid when t < length[b]. Invalid steps keep the state
+    // and output zeros, so the reverse direction starts at each sequence's own last step (Paddle's rule).
+    std::vector<Tensor> valid;  // per step, bool [B, 1]
+    if (has_lengths) {
+      const Tensor& len = c.in("SequenceLength");
+      OAR_ENFORCE(len.dims() == Dims({batch}), ErrorCode::kInvalidArgument,
+                  "rnn: SequenceLength must be [batch] = [" << batch << "], got " << len.dims().to_string());
+      Tensor l64 = ops::cast(len, DType::kInt64).reshape(Dims{batch, 1});
+      for (int64_t t = 0; t < steps; ++t)
+        valid.push_back(
+            ops::less_than(ops::full(Dims{}, static_cast<double>(t), DType::kInt64, c.place), l64));
+    }
+    Tensor zero = ops::zeros(hd, x.dtype(), c.place);
     std::vector<Tensor> h_last(cells), c_last(cells);
     Tensor in = x;
     for (int64_t l = 0; l < layers; ++l) {
@@ -666,6 +679,7 @@ OpKernelFn tr_rnn(const OpDesc& op) {
           int64_t t = d == 0 ? s : steps - 1 - s;
           Tensor xt = xg.slice(0, t, t + 1).reshape(Dims{batch, gates * hs});
           Tensor hg = ops::add(ops::matmul(h, w_hh, false, true), b_hh);
+          Tensor h_prev = h, c_prev = cell;
           auto gate = [hs](const Tensor& g, int64_t i) { return g.slice(1, i * hs, (i + 1) * hs); };
           if (mode == RnnMode::kLstm) {
             Tensor g = ops::add(xt, hg);
@@ -682,7 +696,14 @@ OpKernelFn tr_rnn(const OpDesc& op) {
             Tensor a = ops::add(xt, hg);
             h = mode == RnnMode::kTanh ? ops::tanh(a) : ops::relu(a);
           }
-          outs[static_cast<size_t>(t)] = h.reshape(Dims{1, batch, hs});
+          Tensor out = h;
+          if (has_lengths) {
+            const Tensor& v = valid[static_cast<size_t>(t)];
+            h = ops::where(v, h, h_prev);
+            if (mode == RnnMode::kLstm) cell = ops::where(v, cell, c_prev);
+            out = ops::where(v, out, zero);
+          }
+          outs[static_cast<size_t>(t)] = out.reshape(Dims{1, batch, hs});
         }
         dir_out.push_back(ops::concat(outs, 0));
         h_last[k] = h.reshape(Dims{1, batch, hs});
