@@ -107,3 +107,22 @@ def test_paddle_runs_oar_saved_model(tmp_path, name):
     np.save(str(tmp_path / "in.npy"), x)
     out = paddle("run", prefix, tmp_path / "in.npy", tmp_path / "out.npy")
     np.testing.assert_allclose(np.load(str(tmp_path / "out.npy")), want, rtol=1e-5, atol=1e-6, err_msg=out)
+
+
+def _test_binary(name):
+    root = os.path.normpath(os.path.join(HERE, "..", ".."))
+    exe = os.path.join(root, os.environ.get("OAR_BUILD_DIR", "build"), "bin", name)
+    if not os.path.exists(exe):
+        pytest.skip("%s not built (scripts/build.sh; OAR_BUILD_DIR names the build folder)" % exe)
+    return exe
+
+
+@pytest.mark.parametrize("script, binary", [("check_oar_exported.py", "test_paddle_export"),
+                                            ("check_oar_written.py", "test_program_paddle")])
+def test_paddle_runs_cpp_written_programs(script, binary):
+    # The checks that were hand-run before: programs the C++ tests write (oar's native ops exported to
+    # Paddle's dialect: two models and every single-op mapping; a program built op by op) run in Paddle
+    # and agree with oar.
+    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "fixtures", "paddle", script),
+                        _test_binary(binary)], env=_paddle_env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
