@@ -46,3 +46,23 @@ if [ ${#pip_missing[@]} -gt 0 ]; then
   echo "install_deps: pip installing ${pip_missing[*]}"
   "$PY" -m pip install -q "${pip_missing[@]}"
 fi
+
+# Optional: the real paddlepaddle wheel for the PaddlePaddle round-trip tests
+# (tests/python/test_paddle_roundtrip.py), in a folder of its own so its pinned numpy/protobuf never
+# replace the ones oar builds and tests with; Paddle only runs in subprocesses with PYTHONPATH set to
+# that folder. Skipped when Paddle already imports from there (the folder is the cache); a failed
+# install never fails this script: the round-trip tests are then skipped with the reason.
+PADDLE_DIR=${OAR_PADDLE_PATH:-$HOME/.cache/oar/paddle_pkgs}
+if ! PYTHONPATH="$PADDLE_DIR" FLAGS_enable_pir_api=0 timeout 300 "$PY" -c "import paddle" >/dev/null 2>&1; then
+  echo "install_deps: pip installing paddlepaddle into $PADDLE_DIR (optional, for the round-trip tests)"
+  mkdir -p "$(dirname "$PADDLE_DIR")"
+  PADDLE_LOG=$(mktemp)
+  if "$PY" -m pip install -q --disable-pip-version-check --upgrade --target "$PADDLE_DIR" paddlepaddle \
+    >"$PADDLE_LOG" 2>&1 && PYTHONPATH="$PADDLE_DIR" "$PY" -c "import paddle" >/dev/null 2>&1; then
+    echo "install_deps: paddlepaddle installed into $PADDLE_DIR"
+  else
+    echo "install_deps: could not install paddlepaddle (the PaddlePaddle round-trip tests will be skipped):"
+    tail -3 "$PADDLE_LOG" | sed 's/^/  /'
+  fi
+  rm -f "$PADDLE_LOG"
+fi

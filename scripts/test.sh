@@ -16,6 +16,10 @@ PY=${PYTHON:-python3}
 # Build dependencies (scikit-build-core, pybind11) come from scripts/install_deps.sh.
 CC=${CC:-cc} CXX=${CXX:-c++} PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
   "$PY" -m pip install -q --no-build-isolation .
+# The PaddlePaddle round-trip tests run Paddle (in subprocesses) from the folder scripts/install_deps.sh
+# installs the wheel into; without it they are skipped with the reason.
+PADDLE_DIR=${OAR_PADDLE_PATH:-$HOME/.cache/oar/paddle_pkgs}
+if [ -d "$PADDLE_DIR/paddle" ]; then export OAR_PADDLE_PATH="$PADDLE_DIR"; fi
 # From outside the source tree, so `import oar` is the installed package, not python/oar.
 cd /tmp
 "$PY" -m pytest -q -p no:cacheprovider "$ROOT/tests/python"

@@ -418,3 +418,33 @@ def test_errors_name_the_layer():
         nn.LSTMCell(3, 4, proj_size=4)
     with pytest.raises(ValueError, match="GRUCell.*input_size=3"):
         nn.RNN(nn.GRUCell(3, 4))(oar.zeros([2, 5, 2]))
+
+
+@pytest.mark.parametrize("cls, time_major", [(nn.LSTM, False), (nn.GRU, True), (nn.SimpleRNN, False)])
+def test_jit_save_with_unknown_batch(tmp_path, cls, time_major):
+    # jit.save traces with the InputSpec's batch None: the zero initial states are built from the
+    # input (T.zeros cannot take an unknown extent); the saved model runs at any batch size and an inf
+    # in the input gives the eager result (the state construction must not turn it into NaN).
+    oar.seed(4)
+    net = cls(3, 4, num_layers=2, direction="bidirect", time_major=time_major)
+    net.eval()
+    shape = [5, None, 3] if time_major else [None, 5, 3]
+
+    class Head(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x)[0]
+
+    head = Head()
+    path = str(tmp_path / "rnn")
+    oar.jit.save(head, path, input_spec=[oar.static.InputSpec(shape, "float32", "x")])
+    loaded = oar.jit.load(path)
+    rs = np.random.RandomState(0)
+    for b in (1, 3):
+        x = rs.randn(*([5, b, 3] if time_major else [b, 5, 3])).astype("float32")
+        x.flat[0] = np.inf  # in the column the traced zero states are built from
+        want = head(oar.to_tensor(x)).numpy()
+        np.testing.assert_allclose(loaded(oar.to_tensor(x)).numpy(), want, rtol=1e-5, atol=1e-6, equal_nan=True)

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 #include "program_test_util.h"
 
@@ -64,7 +65,10 @@ TEST_P(PaddleModels, MatchesPaddleOnCpu) { run_fixture(GetParam(), cpu_place());
 
 TEST_P(PaddleModels, MatchesPaddleOnSim) { run_fixture(GetParam(), Place::parse("sim:0")); }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleModels, ::testing::Values("mlp", "lenet", "static_mlp"));
+// lstm, gru_rnn, rnn_seqlen: Paddle's fused `rnn` op in modes LSTM (2 bidirectional layers), GRU,
+// RNN_RELU, RNN_TANH, and with SequenceLength (LSTM bidirectional, GRU).
+INSTANTIATE_TEST_SUITE_P(Fixtures, PaddleModels,
+                         ::testing::Values("mlp", "lenet", "static_mlp", "lstm", "gru_rnn", "rnn_seqlen"));
 
 TEST(Executor, FeedAndFetchNames) {
   auto ex = load_model("lenet", cpu_place());
@@ -131,6 +135,58 @@ TEST(Executor, PaddleWhileLoop) {
   Npy in = read_npy(fixture("while_loop/input.npy"));
   std::map<std::string, Tensor> feeds{{ex.feed_names()[0], npy_tensor(in)}};
   expect_close(ex.run(feeds)[0], read_npy(fixture("while_loop/output.npy")), "while_loop");
+}
+
+// The rnn translation refuses what it does not implement, naming the op and the reason.
+TEST(Executor, RnnRefusals) {
+  auto lowering_error = [](const std::function<void(OpDesc&)>& edit) -> std::string {
+    Program p = Program::load(fixture("lstm/model.pdmodel"));
+    for (OpDesc& op : p.global_block().mutable_ops())
+      if (op.type == "rnn") edit(op);
+    try {
+      Executor ex(p);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "lowered";
+  };
+  std::string m = lowering_error([](OpDesc& op) { op.set_attr("mode", std::string("LSTMP")); });
+  EXPECT_NE(m.find("rnn: mode 'LSTMP' is not one of LSTM, GRU, RNN_TANH, RNN_RELU"), std::string::npos) << m;
+  m = lowering_error([](OpDesc& op) {
+    std::vector<std::string> w = op.input("WeightList");
+    w.resize(w.size() / 2);  // weights without their biases
+    op.set_input("WeightList", w);
+  });
+  EXPECT_NE(m.find("rnns without biases are not supported"), std::string::npos) << m;
+  m = lowering_error([](OpDesc& op) { op.set_attr("mode", std::string("GRU")); });  // 2 states for GRU
+  EXPECT_NE(m.find("PreState must hold h0 for mode GRU"), std::string::npos) << m;
+  // Weights that do not fit the hidden size fail at run time, naming the layer.
+  Program p = Program::load(fixture("lstm/model.pdmodel"));
+  for (OpDesc& op : p.global_block().mutable_ops())
+    if (op.type == "rnn") op.set_attr("hidden_size", int32_t{5});
+  Executor ex(p);
+  ex.load_params_file(fixture("lstm/model.pdiparams"));
+  Npy in = read_npy(fixture("lstm/input.npy"));
+  try {
+    ex.run({{ex.feed_names()[0], npy_tensor(in)}});
+    ADD_FAILURE() << "ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rnn: "), std::string::npos) << e.what();
+  }
+  // SequenceLength must be [batch].
+  Program q = Program::load(fixture("lstm/model.pdmodel"));
+  for (OpDesc& op : q.global_block().mutable_ops())
+    if (op.type == "rnn") op.set_input("SequenceLength", {"x"});
+  Executor eq(q);
+  eq.load_params_file(fixture("lstm/model.pdiparams"));
+  try {
+    eq.run({{eq.feed_names()[0], npy_tensor(in)}});
+    ADD_FAILURE() << "ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rnn: SequenceLength must be [batch] = [2], got [2, 5, 3]"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Executor, BadFeeds) {

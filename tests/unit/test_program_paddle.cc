@@ -145,6 +145,31 @@ TEST(PaddleFiles, StaticSaveInferenceModel) {
   check_params("static_mlp", p, 4);
 }
 
+// The `rnn` op fixtures: the op's slots and attributes as Paddle wrote them (WeightList: all weights, then
+// all biases), parameters equal to their .npy, and the files re-serialized byte for byte.
+TEST(PaddleFiles, RnnOpFixtures) {
+  for (auto [model, count] :
+       {std::pair<const char*, size_t>{"lstm", 18}, {"gru_rnn", 16}, {"rnn_seqlen", 14}}) {
+    Program p = Program::load(fixture(std::string(model) + "/model.pdmodel"));
+    int rnns = 0;
+    for (const OpDesc& op : p.global_block().ops()) {
+      if (op.type != "rnn") continue;
+      ++rnns;
+      const std::vector<std::string>& w = op.input("WeightList");
+      ASSERT_EQ(w.size() % 4, 0u) << model;
+      for (size_t i = 0; i < w.size(); ++i)  // e.g. lstm_cell_0.w_0 ... then lstm_cell_0.b_0 ...
+        EXPECT_NE(w[i].find(i < w.size() / 2 ? ".w_" : ".b_"), std::string::npos) << model << " " << w[i];
+      EXPECT_EQ(op.input("SequenceLength").size(), std::string(model) == "rnn_seqlen" ? 1u : 0u) << model;
+      EXPECT_NE(op.find_attr("mode"), nullptr);
+      EXPECT_NE(op.find_attr("hidden_size"), nullptr);
+    }
+    EXPECT_EQ(rnns, std::string(model) == "lstm" ? 1 : std::string(model) == "gru_rnn" ? 3 : 2) << model;
+    EXPECT_EQ(first_diff(p.serialize(), read_all(fixture(std::string(model) + "/model.pdmodel"))), -1)
+        << model;
+    check_params(model, p, count);
+  }
+}
+
 TEST(PaddleFiles, WhileLoopSubBlock) {
   std::string bytes = read_all(fixture("while_loop/model.pdmodel"));
   Program p = Program::parse(bytes);

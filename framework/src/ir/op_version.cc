@@ -43,6 +43,8 @@ const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
       {"concat", 0},
       {"dropout", 0},
       {"fill_constant", 2},
+      {"shape", 0},
+      {"rnn", 0},  // Paddle 3.3 records no version for it
       {"lookup_table", 1},
       {"lookup_table_v2", 1},
       {"clip", 1},

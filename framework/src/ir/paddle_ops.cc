@@ -545,10 +545,17 @@ OpKernelFn tr_assign(const OpDesc&) {
   return [](OpRunContext& c) { c.set_out("Out", c.in("X")); };
 }
 
+// An integer tensor's values read to the host (shapes given as tensors).
+std::vector<int64_t> host_ints(const Tensor& t) {
+  return ops::cast(t, DType::kInt64).cpu().to_vector<int64_t>();
+}
+
+// fill_constant: the shape is the attribute, or at run time ShapeTensor (1-D) or ShapeTensorList (one
+// one-element tensor per dim; what Paddle writes for shapes holding the batch size, e.g. nn.LSTM's zero
+// initial states).
 OpKernelFn tr_fill_constant(const OpDesc& op) {
-  require_unbound(op, "ShapeTensor");
-  require_unbound(op, "ShapeTensorList");
   require_unbound(op, "ValueTensor");
+  bool shape_tensor = !op.input("ShapeTensor").empty(), shape_list = !op.input("ShapeTensorList").empty();
   std::vector<int64_t> shape = attr_ints(op, "shape");
   int64_t code = attr_int(op, "dtype", 5);
   std::optional<DType> dt = paddle_code_to_dtype(static_cast<int32_t>(code));
@@ -558,7 +565,157 @@ OpKernelFn tr_fill_constant(const OpDesc& op) {
   std::string sv = attr_str(op, "str_value", "");
   if (!sv.empty()) value = std::stod(sv);  // Paddle writes big or exact values as a string
   DType d = *dt;
-  return [shape, d, value](OpRunContext& c) { c.set_out("Out", ops::full(Dims(shape), value, d, c.place)); };
+  return [shape, d, value, shape_tensor, shape_list](OpRunContext& c) {
+    std::vector<int64_t> s = shape;
+    if (shape_tensor) {
+      s = host_ints(c.in("ShapeTensor"));
+    } else if (shape_list) {
+      s.clear();
+      for (const Tensor& t : c.in_list("ShapeTensorList")) {
+        OAR_ENFORCE(
+            t.numel() == 1, ErrorCode::kInvalidArgument,
+            "fill_constant: ShapeTensorList entries must hold one value, got shape " << t.dims().to_string());
+        s.push_back(host_ints(t)[0]);
+      }
+    }
+    c.set_out("Out", ops::full(Dims(s), value, d, c.place));
+  };
+}
+
+// shape: Input's dims as an int32 tensor (Paddle's dtype for it).
+OpKernelFn tr_shape(const OpDesc&) {
+  return [](OpRunContext& c) {
+    std::vector<int32_t> d;
+    for (int64_t v : c.in("Input").dims().to_vector()) d.push_back(static_cast<int32_t>(v));
+    c.set_out("Out", Tensor::from_vector(d, Dims{static_cast<int64_t>(d.size())}, DType::kInt32, c.place));
+  };
+}
+
+// ---- rnn: Paddle's fused recurrent op (what paddle.nn.LSTM / GRU / SimpleRNN save) --------------------
+// Input [T, B, I] (time major; the layers transpose batch-major input around it). PreState: LSTM [h0, c0],
+// the others [h0], each [L * D, B, H], row l * D + d for layer l and direction d (1 = reverse). WeightList
+// (Paddle's flattened cuDNN-style layout): first W_ih [G * H, in], W_hh [G * H, H] for every (l, d) in that
+// order, then b_ih, b_hh [G * H] in the same order. Gate blocks (rows of W): LSTM i, f, g, o; GRU r, z, c
+// with the reset gate applied to (W_hc h + b_hc) as Paddle's GRUCell does. Out [T, B, D * H] (directions
+// concatenated, also the next layer's input); State like PreState. SequenceLength [B] (optional): steps at
+// or past a sequence's length keep its state and output zeros. Dropout between layers is a training
+// feature; the executor runs inference, so it is not applied.
+enum class RnnMode { kLstm, kGru, kTanh, kRelu };
+
+OpKernelFn tr_rnn(const OpDesc& op) {
+  std::string m = attr_str(op, "mode", "LSTM");
+  RnnMode mode;
+  if (m == "LSTM")
+    mode = RnnMode::kLstm;
+  else if (m == "GRU")
+    mode = RnnMode::kGru;
+  else if (m == "RNN_TANH")
+    mode = RnnMode::kTanh;
+  else if (m == "RNN_RELU")
+    mode = RnnMode::kRelu;
+  else
+    OAR_THROW(ErrorCode::kInvalidArgument,
+              "rnn: mode '" << m << "' is not one of LSTM, GRU, RNN_TANH, RNN_RELU");
+  bool has_lengths = !op.input("SequenceLength").empty();
+  int64_t hs = attr_int(op, "hidden_size", 0), layers = attr_int(op, "num_layers", 1);
+  int64_t dirs = attr_bool(op, "is_bidirec", false) ? 2 : 1;
+  OAR_ENFORCE(hs > 0 && layers > 0, ErrorCode::kInvalidArgument,
+              "rnn: hidden_size " << hs << " and num_layers " << layers << " must be positive");
+  int64_t gates = mode == RnnMode::kLstm ? 4 : mode == RnnMode::kGru ? 3 : 1;
+  size_t cells = static_cast<size_t>(layers * dirs);
+  OAR_ENFORCE(op.input("WeightList").size() == 4 * cells, ErrorCode::kUnimplemented,
+              "rnn: WeightList has " << op.input("WeightList").size() << " tensors; expected " << 4 * cells
+                                     << " (W_ih, W_hh, b_ih, b_hh per layer and direction; rnns without "
+                                        "biases are not supported)");
+  OAR_ENFORCE(
+      op.input("PreState").size() == (mode == RnnMode::kLstm ? 2u : 1u), ErrorCode::kInvalidArgument,
+      "rnn: PreState must hold " << (mode == RnnMode::kLstm ? "h0 and c0" : "h0") << " for mode " << m);
+  return [=](OpRunContext& c) {
+    const Tensor& x = c.in("Input");
+    std::vector<Tensor> w = c.in_list("WeightList");
+    Tensor h0 = c.in("PreState", 0), c0 = mode == RnnMode::kLstm ? c.in("PreState", 1) : Tensor();
+    OAR_ENFORCE(x.ndim() == 3, ErrorCode::kInvalidArgument,
+                "rnn: Input must be [time, batch, features], got " << x.dims().to_string());
+    int64_t steps = x.dims()[0], batch = x.dims()[1];
+    Dims state_dims{layers * dirs, batch, hs};
+    OAR_ENFORCE(h0.dims() == state_dims && (mode != RnnMode::kLstm || c0.dims() == state_dims),
+                ErrorCode::kInvalidArgument,
+                "rnn: PreState must be " << state_dims.to_string() << ", got " << h0.dims().to_string());
+    Dims hd{batch, hs};
+    // SequenceLength [B]: step t of sequence b is valid when t < length[b]. Invalid steps keep the state
+    // and output zeros, so the reverse direction starts at each sequence's own last step (Paddle's rule).
+    std::vector<Tensor> valid;  // per step, bool [B, 1]
+    if (has_lengths) {
+      const Tensor& len = c.in("SequenceLength");
+      OAR_ENFORCE(len.dims() == Dims({batch}), ErrorCode::kInvalidArgument,
+                  "rnn: SequenceLength must be [batch] = [" << batch << "], got " << len.dims().to_string());
+      Tensor l64 = ops::cast(len, DType::kInt64).reshape(Dims{batch, 1});
+      for (int64_t t = 0; t < steps; ++t)
+        valid.push_back(
+            ops::less_than(ops::full(Dims{}, static_cast<double>(t), DType::kInt64, c.place), l64));
+    }
+    Tensor zero = ops::zeros(hd, x.dtype(), c.place);
+    std::vector<Tensor> h_last(cells), c_last(cells);
+    Tensor in = x;
+    for (int64_t l = 0; l < layers; ++l) {
+      std::vector<Tensor> dir_out;
+      for (int64_t d = 0; d < dirs; ++d) {
+        size_t k = static_cast<size_t>(l * dirs + d);
+        const Tensor &w_ih = w[2 * k], &w_hh = w[2 * k + 1], &b_ih = w[2 * cells + 2 * k],
+                     &b_hh = w[2 * cells + 2 * k + 1];
+        OAR_ENFORCE(w_ih.ndim() == 2 && w_ih.dims()[0] == gates * hs && w_ih.dims()[1] == in.dims()[2] &&
+                        w_hh.dims() == Dims({gates * hs, hs}),
+                    ErrorCode::kInvalidArgument,
+                    "rnn: layer " << l << " direction " << d << ": weights " << w_ih.dims().to_string()
+                                  << ", " << w_hh.dims().to_string() << " do not fit input "
+                                  << in.dims().to_string() << " with " << gates << " gates of hidden_size "
+                                  << hs);
+        // The input projection of every step at once: [T, B, G * H].
+        Tensor xg = ops::add(ops::matmul(in, w_ih, false, true), b_ih);
+        Tensor h = h0.slice(0, k, k + 1).reshape(hd), cell;
+        if (mode == RnnMode::kLstm) cell = c0.slice(0, k, k + 1).reshape(hd);
+        std::vector<Tensor> outs(static_cast<size_t>(steps));
+        for (int64_t s = 0; s < steps; ++s) {
+          int64_t t = d == 0 ? s : steps - 1 - s;
+          Tensor xt = xg.slice(0, t, t + 1).reshape(Dims{batch, gates * hs});
+          Tensor hg = ops::add(ops::matmul(h, w_hh, false, true), b_hh);
+          Tensor h_prev = h, c_prev = cell;
+          auto gate = [hs](const Tensor& g, int64_t i) { return g.slice(1, i * hs, (i + 1) * hs); };
+          if (mode == RnnMode::kLstm) {
+            Tensor g = ops::add(xt, hg);
+            Tensor i = ops::sigmoid(gate(g, 0)), f = ops::sigmoid(gate(g, 1)), cand = ops::tanh(gate(g, 2)),
+                   o = ops::sigmoid(gate(g, 3));
+            cell = ops::add(ops::multiply(f, cell), ops::multiply(i, cand));
+            h = ops::multiply(o, ops::tanh(cell));
+          } else if (mode == RnnMode::kGru) {
+            Tensor r = ops::sigmoid(ops::add(gate(xt, 0), gate(hg, 0)));
+            Tensor z = ops::sigmoid(ops::add(gate(xt, 1), gate(hg, 1)));
+            Tensor cand = ops::tanh(ops::add(gate(xt, 2), ops::multiply(r, gate(hg, 2))));
+            h = ops::add(ops::multiply(ops::subtract(h, cand), z), cand);  // z * h + (1 - z) * cand
+          } else {
+            Tensor a = ops::add(xt, hg);
+            h = mode == RnnMode::kTanh ? ops::tanh(a) : ops::relu(a);
+          }
+          Tensor out = h;
+          if (has_lengths) {
+            const Tensor& v = valid[static_cast<size_t>(t)];
+            h = ops::where(v, h, h_prev);
+            if (mode == RnnMode::kLstm) cell = ops::where(v, cell, c_prev);
+            out = ops::where(v, out, zero);
+          }
+          outs[static_cast<size_t>(t)] = out.reshape(Dims{1, batch, hs});
+        }
+        dir_out.push_back(ops::concat(outs, 0));
+        h_last[k] = h.reshape(Dims{1, batch, hs});
+        if (mode == RnnMode::kLstm) c_last[k] = cell.reshape(Dims{1, batch, hs});
+      }
+      in = dirs == 1 ? dir_out[0] : ops::concat(dir_out, 2);
+    }
+    c.set_out("Out", in);
+    c.set_out("State", ops::concat(h_last, 0), 0);
+    if (mode == RnnMode::kLstm) c.set_out("State", ops::concat(c_last, 0), 1);
+    // Reserve and DropoutState are training-only buffers: nothing reads them at inference.
+  };
 }
 
 // ---- ops export_paddle_dialect emits (paddle_export.cc) ------------------------------------------------
@@ -1121,6 +1278,8 @@ const std::map<std::string, OpTranslation>& table() {
       {"concat", tr_concat},
       {"assign", tr_assign},
       {"fill_constant", tr_fill_constant},
+      {"shape", tr_shape},
+      {"rnn", tr_rnn},
       // Emitted by export_paddle_dialect (paddle_export.cc).
       {"elementwise_floordiv", tr_elementwise<floor_divide_op>},
       {"elementwise_mod", tr_elementwise<remainder_op>},

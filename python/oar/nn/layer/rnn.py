@@ -498,6 +498,18 @@ class RNNBase(LayerList):
             return cell_states
         return [(cell_states[2 * i], cell_states[2 * i + 1]) for i in range(self.num_layers)]
 
+    def _traced_zero_states(self, inputs):
+        """Zero initial states while jit.save traces with an unknown batch size (InputSpec batch None),
+        where T.zeros cannot take the batch: [L*D, 1, H] zeros broadcast against a [1, batch, 1]
+        column of the input. The input values are clipped to [-1, 1] before the multiply by 0, so an
+        inf in the input still gives 0 (only a NaN stays NaN, which Paddle's output has too)."""
+        col = inputs[:1, :, :1] if self.time_major else T.transpose(inputs[:, :1, :1], [1, 0, 2])
+        col = T.clip(col, -1.0, 1.0) * 0.0
+        ld = self.num_layers * self.num_directions
+        dims = [self.proj_size or self.hidden_size, self.hidden_size]
+        comps = [col + T.zeros([ld, 1, dims[i]], dtype=inputs.dtype) for i in range(self.state_components)]
+        return comps[0] if self.state_components == 1 else tuple(comps)
+
     def forward(self, inputs, initial_states=None, sequence_length=None):
         name = type(self).__name__
         if not isinstance(inputs, Tensor):
@@ -507,6 +519,8 @@ class RNNBase(LayerList):
                 name, "[time, batch, input_size]" if self.time_major else "[batch, time, input_size]",
                 self.input_size, inputs.shape))
         batch = inputs.shape[1 if self.time_major else 0]
+        if initial_states is None and batch < 0:
+            initial_states = self._traced_zero_states(inputs)
         states = self._split_states(initial_states, batch, inputs.dtype)
         finals = []
         x = inputs
