@@ -10,6 +10,7 @@ on tensors is converted first (oar.jit.dy2static) when that converter is availab
 jit.save traces with the InputSpecs (None = unknown extent) and writes an inference model
 (path.pdmodel / .pdiparams / .pdiparams.info); jit.load returns a TranslatedLayer running it.
 """
+import collections
 import functools
 import inspect
 import os
@@ -105,6 +106,12 @@ def _hashable(obj):
 
 
 # ---- one traced program ------------------------------------------------------------------------------------
+# The training form of a program: forward and backward executors on one scope, the output-gradient feed
+# names, the parameters and input positions gradients flow to, the gradient variable names (None where
+# unused) and the positions of the differentiable outputs.
+_Training = collections.namedtuple("_Training", "fexe bexe seed_names wrt_params input_idx grad_names diff_out")
+
+
 class ConcreteProgram:
     """A program traced for one input signature, with its executors.
 
@@ -123,7 +130,7 @@ class ConcreteProgram:
         self.place = place
         self._sym_inputs, self._sym_outputs, self._params = sym_inputs, sym_outputs, params
         self._exe = None
-        self._train = None  # (forward executor, backward executor, output-grad names, wrt) once built
+        self._train = None  # a _Training once built; False when nothing is differentiable
         self._pending = 0   # forward runs whose backward has not run yet
 
     def _bind(self, exe):
@@ -174,7 +181,7 @@ class ConcreteProgram:
         bexe = _C._Executor(bwd, self.place, scope=fexe.scope, feed_names=seed_names,
                             fetch_names=fetch if fetch else [seed_names[0]])
         diff_out = [self.fetch_names.index(_C._symbolic_name(o)) for o in outs]
-        self._train = (fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out)
+        self._train = _Training(fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out)
 
     def run(self, tensors):
         prev = _C._set_builder(None)
