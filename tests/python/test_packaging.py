@@ -208,6 +208,20 @@ def test_custom_device_root_adds_a_plugin_folder(tmp_path):
     assert copy not in _records(r.stdout)
 
 
+def test_custom_device_root_plugin_under_another_name(tmp_path):
+    """The sim plugin renamed: two candidates for the device type sim; the one from CUSTOM_DEVICE_ROOT comes
+    first on the search path (same score) and provides sim, the installed one is refused with the reason."""
+    installed = _a_sim_plugin()
+    copy = str(tmp_path / "liboar_plugin_mysim.so")
+    shutil.copy(installed, copy)
+    r = _run_python(_RECORDS, env=dict(_CLEAN_ENV, CUSTOM_DEVICE_ROOT=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    recs = _records(r.stdout)
+    assert recs[copy] == (True, "")
+    assert recs[installed][0] is False and "already provided by " + copy in recs[installed][1]
+    assert "'sim:0'" in r.stdout
+
+
 def test_oar_plugin_path_comes_before_custom_device_root(tmp_path):
     installed = _a_sim_plugin()
     first, second = tmp_path / "first", tmp_path / "second"
