@@ -230,7 +230,11 @@ Runtime::Runtime() : impl_(std::make_unique<Impl>()) {
 
 std::vector<std::string> Runtime::plugin_search_path() {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("OAR_PLUGIN_PATH")) {
+  // OAR_PLUGIN_PATH, then PaddlePaddle's CUSTOM_DEVICE_ROOT (for users coming from Paddle; we still only
+  // load liboar_plugin_*.so files from it). Both may list several folders separated by ':'.
+  for (const char* var : {"OAR_PLUGIN_PATH", "CUSTOM_DEVICE_ROOT"}) {
+    const char* env = std::getenv(var);
+    if (!env) continue;
     std::stringstream ss(env);
     std::string d;
     while (std::getline(ss, d, ':'))

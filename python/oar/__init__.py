@@ -12,6 +12,7 @@ from ._C import (bfloat16, bool, complex64, complex128, float16, float32, float6
                  uint8)
 from . import _plugins
 _plugins.load_entry_point_plugins()
+from . import sysconfig  # noqa: F401  (paths only: where the SDK, liboar_core and plugins are)
 from .tensor import *  # noqa: F401,F403
 from .tensor.logic import is_tensor  # noqa: F401
 from . import autograd  # noqa: F401

@@ -6,7 +6,8 @@ either. Each path is a plugin .so file, or a directory whose liboar_plugin_*.so 
     [project.entry-points."oar.plugins"]
     myaccel = "oar_myaccel:plugin_path"
 
-They are loaded at `import oar`, after OAR_PLUGIN_PATH and the plugins shipped with oar. A broken
+They are loaded at `import oar`, after OAR_PLUGIN_PATH, CUSTOM_DEVICE_ROOT and the plugins shipped with
+oar; a file name loaded earlier shadows an entry point's file of the same name. A broken
 entry point or plugin warns and is skipped: it never stops oar from importing. The loader's records
 (oar.utils.doctor, oar._C.plugin_records()) say why a file was refused."""
 import glob
@@ -34,6 +35,10 @@ def load_entry_point_plugins():
     except Exception as e:  # a broken installed distribution must not break import oar
         warnings.warn("oar: could not list '{}' entry points: {}".format(GROUP, e), RuntimeWarning)
         return records
+    # The search path's rule, applied to entry points too: a plugin file name already loaded (from
+    # OAR_PLUGIN_PATH, CUSTOM_DEVICE_ROOT or the bundled plugins) shadows a later one of the same name.
+    # So a core wheel that bundles sim and an installed oar-sim wheel give one sim, and no warning.
+    loaded = {os.path.basename(r.path) for r in _C.plugin_records() if r.loaded}
     for ep in eps:
         try:
             target = ep.load()
@@ -42,7 +47,11 @@ def load_entry_point_plugins():
                 paths = [paths]
             for path in paths:
                 for f in _files(path):
+                    if os.path.basename(f) in loaded:
+                        continue
                     rec = _C.load_plugin(f)
+                    if rec.loaded:
+                        loaded.add(os.path.basename(f))
                     records.append(rec)
                     if not rec.loaded:
                         warnings.warn("oar: plugin '{}' from entry point '{}' was not loaded: {}".format(

@@ -37,3 +37,8 @@ def _restore_global_state():
     yield
     oar.set_device("cpu")
     oar.set_default_dtype("float32")
+
+
+def pytest_configure(config):
+    # Deselect with -m "not slow": tests that build wheels or virtual environments (a minute or more).
+    config.addinivalue_line("markers", "slow: builds wheels, virtual environments or out-of-tree projects")

@@ -119,8 +119,8 @@ class Runtime {
   // The process-wide runtime; plugins are discovered and loaded on first use.
   static Runtime& get();
 
-  // Folders searched for liboar_plugin_*.so: OAR_PLUGIN_PATH (':'-separated) first, then the
-  // package's own plugin folder next to liboar_core (<libdir>/oar/plugins, <libdir>/../plugins).
+  // Folders searched for liboar_plugin_*.so: OAR_PLUGIN_PATH, then CUSTOM_DEVICE_ROOT (both ':'-separated),
+  // then the package's own plugin folder next to liboar_core (<libdir>/oar/plugins, <libdir>/../plugins).
   static std::vector<std::string> plugin_search_path();
 
   const std::vector<PluginRecord>& plugin_records() const { return records_; }
