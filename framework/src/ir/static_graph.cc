@@ -83,7 +83,10 @@ AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string
 // ---- the current builder -------------------------------------------------------------------------------
 
 namespace {
+// The owner, and a plain pointer for run_op's check on every op: a thread_local with a trivial type
+// needs no initialisation guard on access (the shared_ptr one would cost a call per op).
 thread_local std::shared_ptr<ProgramBuilder> t_builder;
+thread_local ProgramBuilder* t_current = nullptr;
 
 VarDesc tensor_var(const std::string& name, const Dims& dims, DType dtype) {
   VarDesc v;
@@ -94,10 +97,11 @@ VarDesc tensor_var(const std::string& name, const Dims& dims, DType dtype) {
 }
 }  // namespace
 
-ProgramBuilder* current_builder() { return t_builder.get(); }
+ProgramBuilder* current_builder() { return t_current; }
 
 std::shared_ptr<ProgramBuilder> set_current_builder(std::shared_ptr<ProgramBuilder> b) {
   std::swap(t_builder, b);
+  t_current = t_builder.get();
   return b;
 }
 
