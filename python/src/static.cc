@@ -28,8 +28,9 @@ void init_static(py::module_& m) {
 
   py::class_<ProgramBuilder, std::shared_ptr<ProgramBuilder>>(m, "_ProgramBuilder",
                                                               "Records oar op calls into a program; private")
-      .def(py::init([](std::shared_ptr<Program> p) { return std::make_shared<ProgramBuilder>(std::move(p)); }),
-           py::arg("program") = nullptr)
+      .def(
+          py::init([](std::shared_ptr<Program> p) { return std::make_shared<ProgramBuilder>(std::move(p)); }),
+          py::arg("program") = nullptr)
       .def_property_readonly("desc", &ProgramBuilder::program_ptr)
       .def_property("current_block", &ProgramBuilder::current_block, &ProgramBuilder::set_current_block)
       .def_property("op_role", &ProgramBuilder::op_role, &ProgramBuilder::set_op_role)
@@ -40,8 +41,9 @@ void init_static(py::module_& m) {
           "create_var",
           [](ProgramBuilder& b, const std::string& name, const std::vector<int64_t>& shape, py::handle dtype,
              py::handle place, bool persistable, bool is_parameter, bool stop_gradient) {
-            return wrap(b.create_var(name, shape, to_dtype(dtype), place.is_none() ? current_place() : to_place(place),
-                                     persistable, is_parameter, stop_gradient));
+            return wrap(b.create_var(name, shape, to_dtype(dtype),
+                                     place.is_none() ? current_place() : to_place(place), persistable,
+                                     is_parameter, stop_gradient));
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype"), py::arg("place") = py::none(),
           py::arg("persistable") = false, py::arg("is_parameter") = false, py::arg("stop_gradient") = true)
@@ -60,7 +62,8 @@ void init_static(py::module_& m) {
       .def("capture", [](ProgramBuilder& b, const PyTensor& t) { return b.capture(t.t); })
       .def(
           "append_op",
-          [](ProgramBuilder& b, const std::string& type, const std::map<std::string, std::vector<std::string>>& inputs,
+          [](ProgramBuilder& b, const std::string& type,
+             const std::map<std::string, std::vector<std::string>>& inputs,
              const std::map<std::string, std::vector<std::string>>& outputs, const py::dict& attrs,
              const std::map<std::string, int32_t>& block_attrs) {
             OpDesc op;
@@ -69,11 +72,16 @@ void init_static(py::module_& m) {
             for (auto& [k, v] : outputs) op.set_output(k, v);
             for (auto& [k, v] : attrs) {
               const std::string name = py::str(k);
-              if (py::isinstance<py::bool_>(v)) op.set_attr(name, v.cast<bool>());
-              else if (py::isinstance<py::int_>(v)) op.set_attr(name, v.cast<int32_t>());
-              else if (py::isinstance<py::float_>(v)) op.set_attr(name, v.cast<float>());
-              else if (py::isinstance<py::str>(v)) op.set_attr(name, v.cast<std::string>());
-              else throw py::type_error("append_op: attribute '" + name + "' must be a bool, int, float or str");
+              if (py::isinstance<py::bool_>(v))
+                op.set_attr(name, v.cast<bool>());
+              else if (py::isinstance<py::int_>(v))
+                op.set_attr(name, v.cast<int32_t>());
+              else if (py::isinstance<py::float_>(v))
+                op.set_attr(name, v.cast<float>());
+              else if (py::isinstance<py::str>(v))
+                op.set_attr(name, v.cast<std::string>());
+              else
+                throw py::type_error("append_op: attribute '" + name + "' must be a bool, int, float or str");
             }
             for (auto& [k, v] : block_attrs) op.set_attr(k, BlockRef{v});
             b.append_op(std::move(op));
@@ -113,7 +121,8 @@ void init_static(py::module_& m) {
         auto out = std::make_shared<Program>(export_paddle_dialect(p, &report));
         return py::make_tuple(out, report.complete() ? std::string() : report.to_string());
       },
-      py::arg("program"), "Native ops -> Paddle's op types where mapped: (program, report of ops kept native)");
+      py::arg("program"),
+      "Native ops -> Paddle's op types where mapped: (program, report of ops kept native)");
   m.def("_persistable_inputs", &persistable_inputs, py::arg("program"));
   m.def("_is_symbolic_building", []() { return current_builder() != nullptr; });
   m.def("_current_builder", []() -> py::object {

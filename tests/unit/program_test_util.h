@@ -4,6 +4,7 @@
 
 #include <oar/core/error.h>
 #include <oar/core/tensor.h>
+#include <oar/ir/program.h>
 
 #include <cstdint>
 #include <cstring>
@@ -122,4 +123,15 @@ inline std::string fixture(const std::string& rel) {
 inline oar::Tensor npy_tensor(const Npy& n) {
   if (n.descr != "<f4") throw std::runtime_error("npy_tensor: expected float32 (<f4), got " + n.descr);
   return oar::Tensor::from_host(n.data.data(), oar::Dims(n.shape), oar::DType::kFloat32);
+}
+
+// Appends an op to block `g` (hand-built test programs).
+inline void add_op(oar::ir::Block& g, const std::string& type, oar::ir::Slots in, oar::ir::Slots out,
+                   std::vector<std::pair<std::string, oar::ir::Attribute>> attrs = {}) {
+  oar::ir::OpDesc o;
+  o.type = type;
+  o.inputs = std::move(in);
+  o.outputs = std::move(out);
+  o.attrs = std::move(attrs);
+  g.append_op(std::move(o));
 }

@@ -253,32 +253,23 @@ TEST(Executor, CommonOps) {
   var("x", {2, 3});
   var("c", {3});
   for (auto n : {"a", "b", "d", "e", "f", "t", "k", "s"}) var(n, {});
-  auto add_op = [&](const std::string& type, Slots in, Slots out,
-                    std::vector<std::pair<std::string, Attribute>> attrs = {}) {
-    OpDesc o;
-    o.type = type;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.attrs = std::move(attrs);
-    g.append_op(o);
-  };
-  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
-  add_op("fill_constant", {}, {{"Out", {"c"}}},
+  add_op(g, "feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
+  add_op(g, "fill_constant", {}, {{"Out", {"c"}}},
          {{"shape", std::vector<int64_t>{3}}, {"dtype", int32_t{5}}, {"value", 2.0f}});
-  add_op("elementwise_sub", {{"X", {"x"}}, {"Y", {"c"}}}, {{"Out", {"a"}}}, {{"axis", int32_t{1}}});  // x - 2
-  add_op("elementwise_mul", {{"X", {"a"}}, {"Y", {"c"}}}, {{"Out", {"b"}}}, {{"axis", int32_t{-1}}});  // *2
-  add_op("dropout", {{"X", {"b"}}}, {{"Out", {"d"}}, {"Mask", {}}},
+  add_op(g, "elementwise_sub", {{"X", {"x"}}, {"Y", {"c"}}}, {{"Out", {"a"}}}, {{"axis", int32_t{1}}});  // x - 2
+  add_op(g, "elementwise_mul", {{"X", {"a"}}, {"Y", {"c"}}}, {{"Out", {"b"}}}, {{"axis", int32_t{-1}}});  // *2
+  add_op(g, "dropout", {{"X", {"b"}}}, {{"Out", {"d"}}, {"Mask", {}}},
          {{"dropout_prob", 0.5f}, {"dropout_implementation", std::string("downgrade_in_infer")}});  // *0.5
-  add_op("transpose2", {{"X", {"d"}}}, {{"Out", {"t"}}, {"XShape", {}}},
+  add_op(g, "transpose2", {{"X", {"d"}}}, {{"Out", {"t"}}, {"XShape", {}}},
          {{"axis", std::vector<int32_t>{1, 0}}});
-  add_op("concat", {{"X", {"t", "t"}}}, {{"Out", {"k"}}}, {{"axis", int32_t{1}}});
-  add_op("elementwise_div", {{"X", {"k"}}, {"Y", {"c"}}}, {{"Out", {"e"}}},
+  add_op(g, "concat", {{"X", {"t", "t"}}}, {{"Out", {"k"}}}, {{"axis", int32_t{1}}});
+  add_op(g, "elementwise_div", {{"X", {"k"}}, {"Y", {"c"}}}, {{"Out", {"e"}}},
          {{"axis", int32_t{0}}});  // /2 per row
-  add_op("layer_norm", {{"X", {"e"}}}, {{"Y", {"f"}}, {"Mean", {}}, {"Variance", {}}},
+  add_op(g, "layer_norm", {{"X", {"e"}}}, {{"Y", {"f"}}, {"Mean", {}}, {"Variance", {}}},
          {{"begin_norm_axis", int32_t{1}}, {"epsilon", 1e-5f}});
-  add_op("sigmoid", {{"X", {"f"}}}, {{"Out", {"s"}}});
-  add_op("fetch", {{"X", {"e"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{0}}});
-  add_op("fetch", {{"X", {"s"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{1}}});
+  add_op(g, "sigmoid", {{"X", {"f"}}}, {{"Out", {"s"}}});
+  add_op(g, "fetch", {{"X", {"e"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{0}}});
+  add_op(g, "fetch", {{"X", {"s"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{1}}});
   Executor ex(p);
   std::vector<float> xv{1, 2, 3, 4, 5, 6};
   auto r = ex.run({{"x", Tensor::from_vector(xv, Dims{2, 3}, DType::kFloat32)}});
@@ -305,45 +296,36 @@ TEST(Executor, MoreOpsAgainstEager) {
     if (v.name == "w") v.shape = {3, 2, 3, 3};
     g.add_var(v);
   }
-  auto add_op = [&](const std::string& type, Slots in, Slots out,
-                    std::vector<std::pair<std::string, Attribute>> attrs = {}) {
-    OpDesc o;
-    o.type = type;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.attrs = std::move(attrs);
-    g.append_op(o);
-  };
-  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
-  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"w"}}}, {{"col", int32_t{1}}});
-  add_op("conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"c"}}},
+  add_op(g, "feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
+  add_op(g, "feed", {{"X", {"feed"}}}, {{"Out", {"w"}}}, {{"col", int32_t{1}}});
+  add_op(g, "conv2d", {{"Input", {"x"}}, {"Filter", {"w"}}}, {{"Output", {"c"}}},
          {{"strides", std::vector<int32_t>{2, 2}},
           {"paddings", std::vector<int32_t>{0, 0}},
           {"dilations", std::vector<int32_t>{1, 1}},
           {"groups", int32_t{1}},
           {"padding_algorithm", std::string("SAME")},
           {"data_format", std::string("NCHW")}});
-  add_op("pool2d", {{"X", {"c"}}}, {{"Out", {"pool"}}},
+  add_op(g, "pool2d", {{"X", {"c"}}}, {{"Out", {"pool"}}},
          {{"pooling_type", std::string("avg")},
           {"ksize", std::vector<int32_t>{2, 2}},
           {"global_pooling", true},
           {"strides", std::vector<int32_t>{1, 1}},
           {"paddings", std::vector<int32_t>{0, 0}}});
-  add_op("flatten_contiguous_range", {{"X", {"pool"}}}, {{"Out", {"flat"}}, {"XShape", {}}},
+  add_op(g, "flatten_contiguous_range", {{"X", {"pool"}}}, {{"Out", {"flat"}}, {"XShape", {}}},
          {{"start_axis", int32_t{1}}, {"stop_axis", int32_t{-1}}});
-  add_op("scale", {{"X", {"flat"}}}, {{"Out", {"sc"}}},
+  add_op(g, "scale", {{"X", {"flat"}}}, {{"Out", {"sc"}}},
          {{"scale", 3.0f}, {"bias", 1.0f}, {"bias_after_scale", false}});
-  add_op("reshape2", {{"X", {"sc"}}}, {{"Out", {"r"}}, {"XShape", {"r_xshape"}}},
+  add_op(g, "reshape2", {{"X", {"sc"}}}, {{"Out", {"r"}}, {"XShape", {"r_xshape"}}},
          {{"shape", std::vector<int32_t>{0, 3, 1}}});
-  add_op("matmul", {{"X", {"flat"}}, {"Y", {"sc"}}}, {{"Out", {"mm"}}},
+  add_op(g, "matmul", {{"X", {"flat"}}, {"Y", {"sc"}}}, {{"Out", {"mm"}}},
          {{"transpose_X", false}, {"transpose_Y", true}, {"alpha", 0.5f}});
-  add_op("fill_constant", {}, {{"Out", {"ones"}}},
+  add_op(g, "fill_constant", {}, {{"Out", {"ones"}}},
          {{"shape", std::vector<int32_t>{1, 4}}, {"dtype", int32_t{5}}, {"value", 2.0f}});
-  add_op("mul", {{"X", {"r"}}, {"Y", {"ones"}}}, {{"Out", {"ml"}}},
+  add_op(g, "mul", {{"X", {"r"}}, {"Y", {"ones"}}}, {{"Out", {"ml"}}},
          {{"x_num_col_dims", int32_t{2}}, {"y_num_col_dims", int32_t{1}}});
   int32_t col = 0;
   for (auto n : {"c", "sc", "mm", "ml"})
-    add_op("fetch", {{"X", {n}}}, {{"Out", {"fetch"}}}, {{"col", col++}});
+    add_op(g, "fetch", {{"X", {n}}}, {{"Out", {"fetch"}}}, {{"col", col++}});
 
   Tensor x = ops::uniform(Dims{1, 2, 5, 5}, -1, 1, DType::kFloat32, 7);
   Tensor w = ops::uniform(Dims{3, 2, 3, 3}, -1, 1, DType::kFloat32, 8);

@@ -519,22 +519,13 @@ TEST(Predictor, SeveralInputsAndOutputs) {
   var("k", oar::DType::kInt64, {2, 2});
   var("y", oar::DType::kFloat32, {-1, 3});
   var("kk", oar::DType::kInt64, {2, 2});
-  auto add_op = [&](const std::string& type, oar::ir::Slots in, oar::ir::Slots out,
-                    std::vector<std::pair<std::string, oar::ir::Attribute>> attrs) {
-    oar::ir::OpDesc o;
-    o.type = type;
-    o.inputs = std::move(in);
-    o.outputs = std::move(out);
-    o.attrs = std::move(attrs);
-    g.append_op(o);
-  };
-  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
-  add_op("feed", {{"X", {"feed"}}}, {{"Out", {"k"}}}, {{"col", int32_t{1}}});
-  add_op("scale", {{"X", {"x"}}}, {{"Out", {"y"}}},
+  add_op(g, "feed", {{"X", {"feed"}}}, {{"Out", {"x"}}}, {{"col", int32_t{0}}});
+  add_op(g, "feed", {{"X", {"feed"}}}, {{"Out", {"k"}}}, {{"col", int32_t{1}}});
+  add_op(g, "scale", {{"X", {"x"}}}, {{"Out", {"y"}}},
          {{"scale", 2.0f}, {"bias", 1.0f}, {"bias_after_scale", true}});
-  add_op("elementwise_add", {{"X", {"k"}}, {"Y", {"k"}}}, {{"Out", {"kk"}}}, {{"axis", int32_t{-1}}});
-  add_op("fetch", {{"X", {"kk"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{0}}});
-  add_op("fetch", {{"X", {"y"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{1}}});
+  add_op(g, "elementwise_add", {{"X", {"k"}}, {"Y", {"k"}}}, {{"Out", {"kk"}}}, {{"axis", int32_t{-1}}});
+  add_op(g, "fetch", {{"X", {"kk"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{0}}});
+  add_op(g, "fetch", {{"X", {"y"}}}, {{"Out", {"fetch"}}}, {{"col", int32_t{1}}});
   std::string bytes = prog.serialize();
 
   for (const char* dev : {"cpu", "sim:0"}) {

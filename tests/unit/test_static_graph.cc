@@ -151,7 +151,8 @@ TEST(StaticGraph, Errors) {
     x.to_vector<float>();
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'x' is a variable of a static program"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'x' is a variable of a static program"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(ops::relu(x), Error);
   EXPECT_THROW(x.reshape(Dims{6}), Error);
@@ -159,11 +160,12 @@ TEST(StaticGraph, Errors) {
   auto other = std::make_shared<ProgramBuilder>();
   EXPECT_THROW(record(other, [&] { return std::vector<Tensor>{ops::relu(x)}; }), Error);
   // In-place into a view of a variable.
-  EXPECT_THROW(record(b, [&] {
-                 Tensor v = x.reshape(Dims{6});
-                 ops::assign(v, ops::full(Dims{6}, 1.0));
-                 return std::vector<Tensor>{};
-               }),
+  EXPECT_THROW(record(b,
+                      [&] {
+                        Tensor v = x.reshape(Dims{6});
+                        ops::assign(v, ops::full(Dims{6}, 1.0));
+                        return std::vector<Tensor>{};
+                      }),
                Error);
 }
 

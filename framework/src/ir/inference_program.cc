@@ -37,9 +37,11 @@ Program prepare_inference_program(const Program& program, const std::vector<std:
                                   const std::vector<std::string>& fetch_names) {
   const Block& g = program.global_block();
   for (auto& n : feed_names)
-    OAR_ENFORCE(g.has_var(n), ErrorCode::kInvalidArgument, "inference program: no variable '" << n << "' to feed");
+    OAR_ENFORCE(g.has_var(n), ErrorCode::kInvalidArgument,
+                "inference program: no variable '" << n << "' to feed");
   for (auto& n : fetch_names)
-    OAR_ENFORCE(g.has_var(n), ErrorCode::kInvalidArgument, "inference program: no variable '" << n << "' to fetch");
+    OAR_ENFORCE(g.has_var(n), ErrorCode::kInvalidArgument,
+                "inference program: no variable '" << n << "' to fetch");
   OAR_ENFORCE(!fetch_names.empty(), ErrorCode::kInvalidArgument, "inference program: nothing to fetch");
 
   // Walk the forward ops backwards from the fetch targets.
@@ -70,7 +72,8 @@ Program prepare_inference_program(const Program& program, const std::vector<std:
       produced = outs.count(n) > 0;
     }
     OAR_ENFORCE(produced, ErrorCode::kInvalidArgument,
-                "inference program: the fetch targets need '" << n << "', which is neither fed, a parameter, nor computed");
+                "inference program: the fetch targets need '"
+                    << n << "', which is neither fed, a parameter, nor computed");
   }
 
   Program out(program);
@@ -84,8 +87,9 @@ Program prepare_inference_program(const Program& program, const std::vector<std:
     names_of(op.outputs, used);
   }
   auto& vars = ob.mutable_vars();
-  vars.erase(std::remove_if(vars.begin(), vars.end(), [&](const VarDesc& v) { return used.count(v.name) == 0; }),
-             vars.end());
+  vars.erase(
+      std::remove_if(vars.begin(), vars.end(), [&](const VarDesc& v) { return used.count(v.name) == 0; }),
+      vars.end());
   for (VarDesc& v : vars)
     if (fed.count(v.name)) v.need_check_feed = true, v.wire_fields |= VarDesc::kWireNeedCheckFeed;
   VarDesc feed_var, fetch_var;

@@ -32,7 +32,8 @@ const std::string& symbolic_name(const Tensor& t) {
 
 void throw_symbolic_access(const Tensor& t) {
   OAR_THROW(ErrorCode::kInvalidArgument,
-            "'" << symbolic_name(t) << "' is a variable of a static program: it has no value while the program is "
+            "'" << symbolic_name(t)
+                << "' is a variable of a static program: it has no value while the program is "
                 << "being built; run the program with an Executor and fetch it");
 }
 
@@ -40,15 +41,21 @@ void throw_symbolic_access(const Tensor& t) {
 
 Attribute to_ir_attr(const AttrValue& v) {
   switch (v.index()) {
-    case 0: return std::get<int64_t>(v);
-    case 1: return std::get<double>(v);
-    case 2: return std::get<std::vector<int64_t>>(v);
-    case 3: return std::get<std::vector<double>>(v);
-    default: return std::get<std::string>(v);
+    case 0:
+      return std::get<int64_t>(v);
+    case 1:
+      return std::get<double>(v);
+    case 2:
+      return std::get<std::vector<int64_t>>(v);
+    case 3:
+      return std::get<std::vector<double>>(v);
+    default:
+      return std::get<std::string>(v);
   }
 }
 
-AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op, const std::string& name) {
+AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op,
+                       const std::string& name) {
   auto bad = [&]() -> AttrValue {
     OAR_THROW(ErrorCode::kType, op << ": attribute '" << name << "' has type " << attr_type_name(attr_type(a))
                                    << ", which does not fit the op's schema");
@@ -217,10 +224,11 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
   std::vector<std::string> written;
   for (int32_t i = 0; i < n_in; ++i) {
     if (!op_writes_input(op, i, n_in)) continue;
-    OAR_ENFORCE(!is_symbolic(inputs[i]) || !inputs[i].impl()->symbol->is_view, ErrorCode::kUnimplemented,
-                op.name << ": writing in place into '" << names[i]
-                        << "', a view (reshape/slice/...) of another static-graph variable, is not supported; "
-                           "compute the new value out of place (e.g. with oar.where or oar.scatter)");
+    OAR_ENFORCE(
+        !is_symbolic(inputs[i]) || !inputs[i].impl()->symbol->is_view, ErrorCode::kUnimplemented,
+        op.name << ": writing in place into '" << names[i]
+                << "', a view (reshape/slice/...) of another static-graph variable, is not supported; "
+                   "compute the new value out of place (e.g. with oar.where or oar.scatter)");
     written.push_back(names[i]);
   }
   if (!written.empty()) {
@@ -245,7 +253,8 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
   blk.append_op(std::move(od));
 }
 
-Tensor ProgramBuilder::record_view(const Tensor& base, const OpDef& view_def, const Attrs& attrs, const Dims& dims) {
+Tensor ProgramBuilder::record_view(const Tensor& base, const OpDef& view_def, const Attrs& attrs,
+                                   const Dims& dims) {
   OpDesc od;
   od.type = std::string("oar.") + view_def.name;
   od.set_input("x", {input_var(base, view_def, 0)});
@@ -324,8 +333,10 @@ Program filter_ops_by_role(const Program& program, const std::vector<int32_t>& r
                              [&](const OpDesc& op) {
                                int32_t role = 0;
                                if (const Attribute* a = op.find_attr("op_role")) {
-                                 if (auto* v = std::get_if<int32_t>(a)) role = *v;
-                                 else if (auto* w = std::get_if<int64_t>(a)) role = static_cast<int32_t>(*w);
+                                 if (auto* v = std::get_if<int32_t>(a))
+                                   role = *v;
+                                 else if (auto* w = std::get_if<int64_t>(a))
+                                   role = static_cast<int32_t>(*w);
                                }
                                return std::find(roles.begin(), roles.end(), role) == roles.end();
                              }),
@@ -371,7 +382,8 @@ Tensor run_view_op(const OpDef& view, const Tensor& x, const Attrs& a) {
   const std::string n = view.name;
   if (n == "reshape") return x.reshape(Dims(a.get_ints("shape")));
   if (n == "transpose") return x.transpose(a.get_ints("perm"));
-  if (n == "slice") return x.slice(a.get_int("axis"), a.get_int("start"), a.get_int("end"), a.get_int("step"));
+  if (n == "slice")
+    return x.slice(a.get_int("axis"), a.get_int("start"), a.get_int("end"), a.get_int("step"));
   if (n == "squeeze") return x.squeeze(a.get_ints("axes"));
   if (n == "unsqueeze") return x.unsqueeze(a.get_int("axis"));
   if (n == "expand") return x.expand(Dims(a.get_ints("shape")));
@@ -407,8 +419,10 @@ int64_t substitute(int64_t v, int64_t extent) { return is_unknown_extent(v) ? v 
 
 bool mentions_unknown(const AttrValue& v) {
   switch (v.index()) {
-    case 0: return is_unknown_extent(std::get<int64_t>(v));
-    case 1: return mentions_unknown(std::get<double>(v));
+    case 0:
+      return is_unknown_extent(std::get<int64_t>(v));
+    case 1:
+      return mentions_unknown(std::get<double>(v));
     case 2:
       for (int64_t x : std::get<std::vector<int64_t>>(v))
         if (is_unknown_extent(x)) return true;
@@ -417,14 +431,17 @@ bool mentions_unknown(const AttrValue& v) {
       for (double x : std::get<std::vector<double>>(v))
         if (mentions_unknown(x)) return true;
       return false;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 AttrValue substitute(const AttrValue& v, int64_t extent) {
   switch (v.index()) {
-    case 0: return substitute(std::get<int64_t>(v), extent);
-    case 1: return substitute(std::get<double>(v), extent);
+    case 0:
+      return substitute(std::get<int64_t>(v), extent);
+    case 1:
+      return substitute(std::get<double>(v), extent);
     case 2: {
       auto out = std::get<std::vector<int64_t>>(v);
       for (auto& x : out) x = substitute(x, extent);
@@ -435,7 +452,8 @@ AttrValue substitute(const AttrValue& v, int64_t extent) {
       for (auto& x : out) x = substitute(x, extent);
       return out;
     }
-    default: return v;
+    default:
+      return v;
   }
 }
 
@@ -459,8 +477,9 @@ OpKernelFn translate_native_op(const OpDesc& od) {
   n->def = find_view_op(name);
   n->is_view = n->def != nullptr;
   if (!n->def) n->def = OpRegistry::get().find(name);
-  OAR_ENFORCE(n->def != nullptr, ErrorCode::kUnimplemented,
-              od.type << ": this build of oar has no op named '" << name << "' (a custom op library not loaded?)");
+  OAR_ENFORCE(
+      n->def != nullptr, ErrorCode::kUnimplemented,
+      od.type << ": this build of oar has no op named '" << name << "' (a custom op library not loaded?)");
   const OpDef& def = *n->def;
   for (const AttrDef& a : def.attrs) {
     const Attribute* v = od.find_attr(a.name);
@@ -474,8 +493,9 @@ OpKernelFn translate_native_op(const OpDesc& od) {
   } else {
     for (const char* slot : def.inputs) {
       const auto& args = od.input(slot);
-      OAR_ENFORCE(args.size() == 1, ErrorCode::kInvalidArgument,
-                  od.type << ": input slot '" << slot << "' must name exactly one variable, got " << args.size());
+      OAR_ENFORCE(
+          args.size() == 1, ErrorCode::kInvalidArgument,
+          od.type << ": input slot '" << slot << "' must name exactly one variable, got " << args.size());
       n->inputs.push_back(args[0]);
     }
   }
@@ -504,10 +524,12 @@ OpKernelFn translate_native_op(const OpDesc& od) {
     if (n->needs_extent) {
       OAR_ENFORCE(c.unknown_extent > 0, ErrorCode::kInvalidArgument,
                   c.op->type << ": an attribute depends on the unknown (-1) extent of the inputs, but "
-                             << (c.unknown_extent < 0 ? "the fed variables' -1 extents have different sizes in this run"
-                                                      : "no fed variable has one"));
+                             << (c.unknown_extent < 0
+                                     ? "the fed variables' -1 extents have different sizes in this run"
+                                     : "no fed variable has one"));
       Attrs sub;
-      for (size_t i = 0; i < attrs.size(); ++i) sub.set(attrs[i].first, substitute(attrs[i].second, c.unknown_extent));
+      for (size_t i = 0; i < attrs.size(); ++i)
+        sub.set(attrs[i].first, substitute(attrs[i].second, c.unknown_extent));
       attrs = std::move(sub);
     }
     if (n->is_view) {

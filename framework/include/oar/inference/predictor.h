@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace oar_infer {
@@ -55,40 +56,28 @@ const char* PrecisionTypeName(PrecisionType t);
 
 enum class PlaceType : int32_t { kUNK = -1, kCPU, kGPU, kXPU, kCUSTOM };
 
+// The DataType of a C++ element type (CopyFromCpu / CopyToCpu).
 template <typename T>
-struct DataTypeOf;  // the DataType of a C++ element type (CopyFromCpu / CopyToCpu)
-template <>
-struct DataTypeOf<float> {
-  static constexpr DataType value = DataType::FLOAT32;
-};
-template <>
-struct DataTypeOf<double> {
-  static constexpr DataType value = DataType::FLOAT64;
-};
-template <>
-struct DataTypeOf<int64_t> {
-  static constexpr DataType value = DataType::INT64;
-};
-template <>
-struct DataTypeOf<int32_t> {
-  static constexpr DataType value = DataType::INT32;
-};
-template <>
-struct DataTypeOf<int16_t> {
-  static constexpr DataType value = DataType::INT16;
-};
-template <>
-struct DataTypeOf<uint8_t> {
-  static constexpr DataType value = DataType::UINT8;
-};
-template <>
-struct DataTypeOf<int8_t> {
-  static constexpr DataType value = DataType::INT8;
-};
-template <>
-struct DataTypeOf<bool> {
-  static constexpr DataType value = DataType::BOOL;
-};
+constexpr DataType data_type_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return DataType::FLOAT32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DataType::FLOAT64;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DataType::INT64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DataType::INT32;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DataType::INT16;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DataType::UINT8;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DataType::INT8;
+  else {
+    static_assert(std::is_same_v<T, bool>, "CopyFromCpu/CopyToCpu: unsupported element type");
+    return DataType::BOOL;
+  }
+}
 
 class Config {
  public:
@@ -175,13 +164,13 @@ class Tensor {
   // Inputs only: copies numel(shape) elements from host memory. T must be the input's dtype (kType).
   template <typename T>
   void CopyFromCpu(const T* data) {
-    CopyFromCpuBytes(data, DataTypeOf<T>::value);
+    CopyFromCpuBytes(data, data_type_of<T>());
   }
   // Copies the tensor (an output after Run, or an input's data) to host memory, numel(shape())
   // elements of the tensor's type (T must match: kType).
   template <typename T>
   void CopyToCpu(T* data) const {
-    CopyToCpuBytes(data, DataTypeOf<T>::value);
+    CopyToCpuBytes(data, data_type_of<T>());
   }
   // The same without a C++ element type (float16 / bfloat16 data, the Python binding); `dtype` must be
   // the tensor's type.

@@ -113,7 +113,8 @@ class ProgramBuilder {
   int32_t op_role() const { return op_role_; }
 
  private:
-  Tensor make_symbolic(const std::string& name, const Dims& dims, DType dtype, Place place, bool is_view = false);
+  Tensor make_symbolic(const std::string& name, const Dims& dims, DType dtype, Place place,
+                       bool is_view = false);
   std::string input_var(const Tensor& t, const OpDef& op, int32_t i);
 
   std::shared_ptr<Program> program_;
@@ -145,6 +146,7 @@ bool is_native_op_type(const std::string& type);
 
 // oar attribute value -> program attribute (the native encoding above), and back by the schema.
 Attribute to_ir_attr(const AttrValue& v);
-AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op, const std::string& name);
+AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op,
+                       const std::string& name);
 
 }  // namespace oar::ir
