@@ -15,20 +15,8 @@ import pytest
 import oar
 import oar.sysconfig as sc
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# Child processes must see only what the test sets: no plugin folders from the caller's shell.
-_CLEAN_ENV = {k: v for k, v in os.environ.items() if k not in ("OAR_PLUGIN_PATH", "CUSTOM_DEVICE_ROOT")}
-
-
-def _run_python(code, env=None, python=sys.executable):
-    return subprocess.run([python, "-W", "always", "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=env if env is not None else _CLEAN_ENV, cwd="/")
-
-
-def _need_tools(*tools):
-    for t in tools:
-        if shutil.which(t) is None:
-            pytest.skip("{} not found".format(t))
+from _venv import CLEAN_ENV as _CLEAN_ENV, ROOT, Venv, core_wheel, need_tools as _need_tools
+from _venv import run_python as _run_python
 
 
 # ---- oar.sysconfig ------------------------------------------------------------------------------------
@@ -275,85 +263,49 @@ def test_entry_point_plugin_shadowed_by_an_earlier_file_is_skipped_quietly(tmp_p
 
 # ---- wheels: the core wheel and the oar-sim plugin wheel in a fresh virtual environment ---------------
 
-def _core_wheel(outdir):
-    """The core wheel without the bundled sim: OAR_CORE_WHEEL if given, else `pip wheel .` reusing the
-    persistent build folder of an earlier `pip install .` of this tree (incremental: seconds)."""
-    given = os.environ.get("OAR_CORE_WHEEL")
-    if given:
-        return given
-    if not glob.glob(os.path.join(ROOT, "build", "python", "*", "CMakeCache.txt")):
-        pytest.skip("no core wheel: set OAR_CORE_WHEEL, or `pip install .` this tree first so that its build "
-                    "folder (build/python) can be reused")
-    _pip_wheel(ROOT, outdir, "-C", "cmake.define.OAR_WHEEL_SIM=OFF")
-    return glob.glob(os.path.join(outdir, "oar-*.whl"))[0]
-
-
-def _pip_wheel(src, outdir, *extra, python=sys.executable, env=None):
-    env = dict(env or _CLEAN_ENV)
-    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", "2")
-    r = subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", outdir,
-                        src, *extra], capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
-
-
 @pytest.mark.slow
-def test_oar_sim_wheel_in_a_fresh_venv(tmp_path):
+def test_oar_sim_wheel_in_a_fresh_venv(tmp_path, tmp_path_factory):
     """The user's path: install the core wheel and the oar-sim wheel into a new virtual environment;
     `import oar` there finds sim through the entry point, with no environment variable. The oar-sim wheel
     is built with that environment's oar, against its SDK (find_package(oar)), as a vendor would."""
-    pytest.importorskip("venv")
-    pytest.importorskip("scikit_build_core")
     _need_tools("cmake", "c++")
     wheels = str(tmp_path / "wheels")
-    core = _core_wheel(wheels)
+    core = core_wheel(tmp_path_factory)
     names = zipfile.ZipFile(core).namelist()
     for f in ("oar/include/oar/sdk.h", "oar/include/oar/core/tensor.h", "oar/lib/cmake/oar/oarConfig.cmake",
               "oar/lib/liboar_core.so.0", "oar/plugins/liboar_plugin_cpu.so"):
         assert f in names, f
     assert "oar/plugins/liboar_plugin_sim.so" not in names  # sim comes from its own wheel
 
-    venv = tmp_path / "venv"
-    # System site-packages give numpy, pip and scikit-build-core; the venv's own oar comes first on sys.path.
-    r = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        pytest.skip("cannot create a virtual environment: " + r.stderr.strip())
-    py = str(venv / "bin" / "python")
-    env = {k: v for k, v in _CLEAN_ENV.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-
-    def pip_install(*whls):
-        r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--ignore-installed",
-                            *whls], capture_output=True, text=True, env=env)
-        assert r.returncode == 0, r.stdout + r.stderr
-
-    pip_install(core)
-    site = subprocess.run([py, "-c", "import oar, os; print(os.path.dirname(oar.__file__))"], check=True,
-                          capture_output=True, text=True, env=env).stdout.strip()
-    assert site.startswith(str(venv))
+    venv = Venv(tmp_path / "venv")
+    venv.pip_install(core)
+    site_dir = venv.site_packages()
+    site = os.path.join(site_dir, "oar")
+    assert site.startswith(venv.path)
     # Without oar-sim there is no sim device.
-    r = _run_python("import oar; print('DEVICES', oar.device.get_available_device())", env=env, python=py)
+    r = venv.run("import oar; print('DEVICES', oar.device.get_available_device())")
     assert r.returncode == 0, r.stderr
     assert "DEVICES ['cpu']" in r.stdout
 
-    _pip_wheel(os.path.join(ROOT, "plugins", "sim"), wheels, python=py, env=env)
+    venv.pip_wheel(os.path.join(ROOT, "plugins", "sim"), wheels)
     sim_whl = glob.glob(os.path.join(wheels, "oar_sim-*.whl"))[0]
     names = zipfile.ZipFile(sim_whl).namelist()
     assert "oar_sim/liboar_plugin_sim.so" in names
     ep = [n for n in names if n.endswith("entry_points.txt")]
     assert ep and "[oar.plugins]" in zipfile.ZipFile(sim_whl).read(ep[0]).decode()
-    pip_install(sim_whl)
+    venv.pip_install(sim_whl)
 
-    r = _run_python("""
+    r = venv.run("""
         import numpy as np, oar
         print("DEVICES", oar.device.get_available_device())
         print("SIM", [r.path for r in oar._C.plugin_records() if r.loaded and r.device_type == "sim"])
         x = oar.to_tensor(np.array([[1.0, 2.0], [3.0, 4.0]], dtype="float32"), place="sim:0")
         print("MATMUL", oar.matmul(x, x).numpy().ravel().tolist())
-    """, env=env, python=py)
+    """)
     assert r.returncode == 0, r.stderr
     assert "Warning" not in r.stderr, r.stderr
     assert "DEVICES ['cpu', 'sim:0', 'sim:1']" in r.stdout
-    assert "SIM ['{}/oar_sim/liboar_plugin_sim.so']".format(os.path.dirname(site)) in r.stdout
+    assert "SIM ['{}/oar_sim/liboar_plugin_sim.so']".format(site_dir) in r.stdout
     assert "MATMUL [7.0, 10.0, 15.0, 22.0]" in r.stdout
 
     # A broken plugin distribution in the same environment (entry point to a missing .so, and to a file
@@ -368,11 +320,11 @@ def test_oar_sim_wheel_in_a_fresh_venv(tmp_path):
         f.write("MISSING = {!r}\nJUNK = {!r}\n".format(str(tmp_path / "liboar_plugin_gone.so"), str(junk)))
     with open(os.path.join(dist, "entry_points.txt"), "w") as f:
         f.write("[oar.plugins]\ngone = oar_broken:MISSING\njunk = oar_broken:JUNK\n")
-    r = _run_python("""
+    r = venv.run("""
         import oar
         print("DEVICES", oar.device.get_available_device())
         print("SUM", float(oar.ones([4]).sum()))
-    """, env=env, python=py)
+    """)
     assert r.returncode == 0, r.stderr
     assert "DEVICES ['cpu', 'sim:0', 'sim:1']" in r.stdout and "SUM 4.0" in r.stdout
     assert "liboar_plugin_gone.so' from entry point 'gone' was not loaded" in r.stderr
