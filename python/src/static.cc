@@ -109,6 +109,16 @@ void init_static(py::module_& m) {
       },
       py::arg("program"), py::arg("roles"));
   m.def(
+      "_set_op_float64s",
+      [](Program& p, int32_t block, int32_t op, const std::string& name, const std::vector<double>& values) {
+        auto& ops = p.block(block).mutable_ops();
+        OAR_ENFORCE(op >= 0 && op < static_cast<int32_t>(ops.size()), oar::ErrorCode::kOutOfRange,
+                    "_set_op_float64s: block " << block << " has no op " << op);
+        ops[op].set_attr(name, values);
+      },
+      py::arg("program"), py::arg("block"), py::arg("op"), py::arg("name"), py::arg("values"),
+      "Sets a FLOAT64S attribute of one op (static learning rates follow their scheduler this way)");
+  m.def(
       "_prepare_inference_program",
       [](const Program& p, const std::vector<std::string>& feeds, const std::vector<std::string>& fetches) {
         return std::make_shared<Program>(prepare_inference_program(p, feeds, fetches));

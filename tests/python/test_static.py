@@ -114,23 +114,26 @@ def test_gradients_of_input(static_mode):
     np.testing.assert_allclose(out, [2.0, -4.0, 6.0])
 
 
-@pytest.mark.parametrize("opt", ["SGD", "Adam"])
-def test_minimize_trains_like_eager(static_mode, opt):
+def _train_static_and_eager(make_opt, steps=4):
+    """Trains the MLP with minimize in a static program and its eager twin with the same optimizer
+    (make_opt(parameters) -> (optimizer, scheduler or None)); both schedulers step after every step.
+    Losses and final parameters must agree."""
     main, startup = static.Program(), static.Program()
     with static.program_guard(main, startup):
         x = static.data("x", [None, 4])
         label = static.data("label", [None, 3])
         model = _mlp()
         loss = F.mse_loss(model(x), label)
-        getattr(oar.optimizer, opt)(learning_rate=0.05).minimize(loss)
+        opt, sched = make_opt(None)
+        opt.minimize(loss)
     oar.disable_static()
     twin = _eager_copy(model)
-    eager_opt = getattr(oar.optimizer, opt)(learning_rate=0.05, parameters=twin.parameters())
+    eager_opt, eager_sched = make_opt(twin.parameters())
     oar.enable_static()
     exe = static.Executor()
     exe.run(startup)
     rs = np.random.RandomState(2)
-    for step in range(4):
+    for step in range(steps):
         xs, ls = rs.randn(8, 4).astype("float32"), rs.randn(8, 3).astype("float32")
         lv, = exe.run(main, feed={"x": xs, "label": ls}, fetch_list=[loss])
         oar.disable_static()
@@ -138,11 +141,35 @@ def test_minimize_trains_like_eager(static_mode, opt):
         el.backward()
         eager_opt.step()
         eager_opt.clear_grad()
+        for sc in (sched, eager_sched):
+            if sc is not None:
+                sc.step()
         oar.enable_static()
         np.testing.assert_allclose(lv, el.numpy(), rtol=1e-5, atol=1e-6, err_msg="step {}".format(step))
     oar.disable_static()
     for p, tp in zip(model.parameters(), twin.parameters()):
         np.testing.assert_allclose(p.numpy(), tp.numpy(), rtol=1e-5, atol=1e-6)
+    return main
+
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+def test_minimize_trains_like_eager(static_mode, opt):
+    _train_static_and_eager(lambda params: (getattr(oar.optimizer, opt)(learning_rate=0.05, parameters=params),
+                                            None))
+
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+def test_minimize_follows_the_lr_scheduler(static_mode, opt):
+    """A scheduler stepped between Executor.run calls changes the static program's learning rate, also
+    from a rate of 0 (warm-up), as Paddle's learning-rate variable does."""
+    def make(params):
+        sched = oar.optimizer.lr.LinearWarmup(oar.optimizer.lr.StepDecay(0.1, step_size=1, gamma=0.5),
+                                              warmup_steps=2, start_lr=0.0, end_lr=0.1)
+        return getattr(oar.optimizer, opt)(learning_rate=sched, parameters=params), sched
+
+    main = _train_static_and_eager(make, steps=5)
+    lrs = [op["attrs"]["learning_rate"] for op in main.global_block().ops if "learning_rate" in op["attrs"]]
+    assert lrs and all(v != [0.0] for v in lrs)  # the last run used a rate past the warm-up
 
 
 def test_clone_for_test_drops_training_ops(static_mode):

@@ -259,11 +259,19 @@ class Optimizer:
         builder = _prog.default_main_program()._builder
         role = builder.op_role
         builder.op_role = 2  # Paddle's op_role Optimize
+        program = _prog.default_main_program()
+        first = program.desc.num_ops(0)
+        # The ops are recorded with a learning rate of 1, so their `learning_rate` attributes hold the
+        # per-parameter multipliers; the program then keeps them at multiplier x get_lr() before each run
+        # (Program._sync_lr), so a scheduler stepped between runs takes effect.
+        self.get_lr = lambda: 1.0
         try:
             with no_grad():
                 self._apply(params_grads, None)
         finally:
+            del self.get_lr
             builder.op_role = role
+        program._track_lr(self, first)
         return None, params_grads
 
     def _group_value(self, group, key):

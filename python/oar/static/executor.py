@@ -89,8 +89,9 @@ class Executor:
         state = (desc.num_blocks, tuple(desc.num_ops(i) for i in range(desc.num_blocks)), desc.num_vars(0))
         key = (id(program), state, tuple(feed_names), tuple(fetch_names), id(scope))
         hit = self._cache.get(key)
-        if hit is not None and hit[0] is program:
-            return hit[1]
+        # A new learning rate (program._lr_version) replaces the entry rather than adding one.
+        if hit is not None and hit[0] is program and hit[1] == program._lr_version:
+            return hit[2]
         for name in feed_names:
             if not program.global_block().has_var(name):
                 raise ValueError("Executor.run: the program has no variable '{}' to feed".format(name))
@@ -102,7 +103,7 @@ class Executor:
         # The program's captured tensors (parameters, optimizer state, constants) are bound by reference.
         for name, t in program._all_captures().items():
             scope._scope.set(name, t)
-        self._cache[key] = (program, exe)
+        self._cache[key] = (program, program._lr_version, exe)
         return exe
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed", fetch_var_name="fetch",
@@ -130,6 +131,7 @@ class Executor:
             return []
         vars_ = program.global_block().vars
         feeds = {k: _as_feed_tensor(k, v, vars_.get(k)) for k, v in feed.items()}
+        program._sync_lr()
         exe = self._lowered(program, list(feeds), fetch_names, scope)
         prev = _C._set_builder(None)  # running is eager even while a program is being built
         grad = _C.is_grad_enabled()

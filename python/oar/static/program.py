@@ -103,6 +103,8 @@ class Program:
         self._params = {}  # name -> Parameter used by the program (bound in advance as captures)
         self._is_test = False
         self._for_to_static = False
+        self._lr_slots = []  # (optimizer, [(op index in block 0, lr multipliers)]) from minimize
+        self._lr_version = 0  # bumped when _sync_lr rewrites learning rates (executors re-lower)
 
     @property
     def desc(self):
@@ -157,8 +159,35 @@ class Program:
         p = Program(desc)
         p.random_seed = self.random_seed
         p._is_test = for_test
+        if not for_test:  # the optimizer ops keep their indices
+            p._lr_slots = [[opt, ops, applied] for opt, ops, applied in self._lr_slots]
         p._inherit_captures(self)
         return p
+
+    def _track_lr(self, optimizer, first_op):
+        """Remembers the optimizer ops minimize recorded from op `first_op` on, with the learning-rate
+        multipliers they were recorded with, and sets their rates from the optimizer's current one."""
+        slots = []
+        for i, op in enumerate(self.desc.block(0)["ops"][first_op:], first_op):
+            lr = op["attrs"].get("learning_rate")
+            if isinstance(lr, list):
+                slots.append((i, [float(v) for v in lr]))
+        if slots:
+            self._lr_slots.append([optimizer, slots, None])
+            self._sync_lr()
+
+    def _sync_lr(self):
+        """Rewrites the optimizer ops' learning rates where the optimizer's get_lr() changed (an
+        LRScheduler stepped, set_lr) since the last run, as Paddle feeds its learning-rate variable."""
+        for slot in self._lr_slots:
+            optimizer, ops, applied = slot
+            lr = optimizer.get_lr()
+            if lr == applied:
+                continue
+            for i, mults in ops:
+                _C._set_op_float64s(self.desc, 0, i, "learning_rate", [m * lr for m in mults])
+            slot[2] = lr
+            self._lr_version += 1
 
     def _inherit_captures(self, other):
         self._params = dict(other._params)
