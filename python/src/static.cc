@@ -34,6 +34,13 @@ void init_static(py::module_& m) {
       .def_property_readonly("desc", &ProgramBuilder::program_ptr)
       .def_property("current_block", &ProgramBuilder::current_block, &ProgramBuilder::set_current_block)
       .def_property("op_role", &ProgramBuilder::op_role, &ProgramBuilder::set_op_role)
+      .def_property("mode", &ProgramBuilder::mode, &ProgramBuilder::set_mode)
+      .def(
+          "redirect_output",
+          [](ProgramBuilder& b, const PyTensor& produced, const PyTensor& target, int32_t first_op) {
+            b.redirect_output(produced.t, target.t, first_op);
+          },
+          py::arg("produced"), py::arg("target"), py::arg("first_op"))
       .def("push_block", &ProgramBuilder::push_block)
       .def("pop_block", &ProgramBuilder::pop_block)
       .def("unique_name", &ProgramBuilder::unique_name, py::arg("prefix"))
@@ -108,6 +115,10 @@ void init_static(py::module_& m) {
         return std::make_shared<Program>(filter_ops_by_role(p, roles));
       },
       py::arg("program"), py::arg("roles"));
+  m.def(
+      "_select_mode",
+      [](const Program& p, bool for_test) { return std::make_shared<Program>(select_mode(p, for_test)); },
+      py::arg("program"), py::arg("for_test"));
   m.def(
       "_set_op_float64s",
       [](Program& p, int32_t block, int32_t op, const std::string& name, const std::vector<double>& values) {

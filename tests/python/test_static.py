@@ -383,3 +383,55 @@ def test_static_nn_layers_match_functional(static_mode):
     ref = F.layer_norm(ref, ref.shape[1:], epsilon=1e-5)
     np.testing.assert_allclose(got_ln, ref.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got_emb, p[-1].numpy()[xid], rtol=1e-6)
+
+
+def _dropout_bn_net():
+    oar.seed(3)
+    return oar.nn.Sequential(oar.nn.Linear(4, 6), oar.nn.BatchNorm1D(6), oar.nn.ReLU(), oar.nn.Dropout(0.5),
+                             oar.nn.Linear(6, 2))
+
+
+def test_clone_for_test_runs_dropout_and_batch_norm_in_inference_mode(static_mode, tmp_path):
+    """Built in training mode, the main program drops units and updates BatchNorm's running statistics;
+    its clone(for_test=True) and the saved inference model use the running statistics and no dropout,
+    as the same layers in eval() mode do eagerly."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4])
+        net = _dropout_bn_net()
+        out = net(x)
+        test_prog = main.clone(for_test=True)
+        loss = out.mean()
+        oar.optimizer.SGD(0.1).minimize(loss)
+    assert "oar_mode" not in str(test_prog)
+    exe = static.Executor()
+    exe.run(startup)
+    rs = np.random.RandomState(0)
+    mean_before = net[1]._mean.numpy().copy()
+    for _ in range(3):
+        exe.run(main, feed={"x": rs.randn(8, 4).astype("float32")}, fetch_list=[loss])
+    mean_after = net[1]._mean.numpy().copy()
+    assert not np.allclose(mean_before, mean_after)  # training updated the running mean
+    xs = rs.randn(5, 4).astype("float32")
+    r1, = exe.run(test_prog, feed={"x": xs}, fetch_list=[out])
+    r2, = exe.run(test_prog, feed={"x": xs}, fetch_list=[out])
+    np.testing.assert_array_equal(r1, r2)  # no dropout: deterministic
+    np.testing.assert_array_equal(mean_after, net[1]._mean.numpy())  # no statistics update
+    oar.disable_static()
+    net.eval()
+    want = net(oar.to_tensor(xs)).numpy()
+    oar.enable_static()
+    np.testing.assert_allclose(r1, want, rtol=1e-5, atol=1e-6)
+    # The main program itself stays in training mode: dropout draws differ between runs.
+    t1, = exe.run(main, feed={"x": xs}, fetch_list=[out])
+    t2, = exe.run(main, feed={"x": xs}, fetch_list=[out])
+    assert not np.allclose(t1, t2)
+
+    path = str(tmp_path / "net")
+    static.save_inference_model(path, [x], [out], exe, program=main)
+    prog, feeds, fetches = static.load_inference_model(path, exe)
+    r3, = exe.run(prog, feed={feeds[0]: xs}, fetch_list=fetches)
+    oar.disable_static()
+    want = net(oar.to_tensor(xs)).numpy()  # the main program's runs above trained the parameters further
+    oar.enable_static()
+    np.testing.assert_allclose(r3, want, rtol=1e-5, atol=1e-6)

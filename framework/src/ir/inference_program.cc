@@ -1,6 +1,7 @@
 // Inference programs from built programs (see inference_program.h).
 #include <oar/core/error.h>
 #include <oar/ir/inference_program.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <set>
@@ -33,8 +34,9 @@ void reads_of(const Program& p, const OpDesc& op, std::set<std::string>& out) {
 
 }  // namespace
 
-Program prepare_inference_program(const Program& program, const std::vector<std::string>& feed_names,
+Program prepare_inference_program(const Program& built, const std::vector<std::string>& feed_names,
                                   const std::vector<std::string>& fetch_names) {
+  const Program program = select_mode(built, /*for_test=*/true);  // dropout/batch_norm in inference mode
   const Block& g = program.global_block();
   for (auto& n : feed_names)
     OAR_ENFORCE(g.has_var(n), ErrorCode::kInvalidArgument,

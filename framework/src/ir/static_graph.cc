@@ -249,7 +249,7 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
     outputs[i] = make_symbolic(name, m.dims, m.dtype, place);
   }
   for (size_t i = 0; i < attrs.size(); ++i) od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
-  od.set_attr("op_role", int32_t{op_role_});
+  stamp(od);
   blk.append_op(std::move(od));
 }
 
@@ -262,7 +262,7 @@ Tensor ProgramBuilder::record_view(const Tensor& base, const OpDef& view_def, co
   program_->block(block_).add_var(tensor_var(name, dims, base.dtype()));
   od.set_output("out", {name});
   for (size_t i = 0; i < attrs.size(); ++i) od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
-  od.set_attr("op_role", int32_t{op_role_});
+  stamp(od);
   program_->block(block_).append_op(std::move(od));
   return make_symbolic(name, dims, base.dtype(), base.place(), /*is_view=*/true);
 }
@@ -289,8 +289,41 @@ void ProgramBuilder::rename(const Tensor& t, const std::string& new_name) {
   t.impl()->symbol->name = new_name;
 }
 
-void ProgramBuilder::append_op(OpDesc op) {
+void ProgramBuilder::stamp(OpDesc& op) const {
   op.set_attr("op_role", int32_t{op_role_});
+  if (!mode_.empty()) op.set_attr("oar_mode", mode_);
+}
+
+void ProgramBuilder::set_mode(std::string mode) {
+  OAR_ENFORCE(mode.empty() || mode == "train" || mode == "test", ErrorCode::kInvalidArgument,
+              "set_mode: mode must be '', 'train' or 'test', got '" << mode << "'");
+  mode_ = std::move(mode);
+}
+
+void ProgramBuilder::redirect_output(const Tensor& produced, const Tensor& target, int32_t first_op) {
+  const std::string from = symbolic_name(produced), to = symbolic_name(target);
+  Block& blk = program_->block(block_);
+  auto& ops = blk.mutable_ops();
+  for (size_t i = ops.size(); i-- > static_cast<size_t>(std::max(first_op, 0));) {
+    for (auto& [slot, args] : ops[i].outputs) {
+      for (auto& a : args) {
+        if (a != from) continue;
+        a = to;
+        auto& vars = blk.mutable_vars();
+        vars.erase(std::remove_if(vars.begin(), vars.end(), [&](const VarDesc& v) { return v.name == from; }),
+                   vars.end());
+        blk.reindex();
+        produced.impl()->symbol->name = to;
+        return;
+      }
+    }
+  }
+  OAR_THROW(ErrorCode::kInvalidArgument,
+            "redirect_output: no op recorded after op " << first_op << " produces '" << from << "'");
+}
+
+void ProgramBuilder::append_op(OpDesc op) {
+  stamp(op);
   program_->block(block_).append_op(std::move(op));
 }
 
@@ -322,6 +355,25 @@ std::vector<std::string> ProgramBuilder::outer_reads(int32_t idx) const {
 std::vector<std::string> ProgramBuilder::outer_writes(int32_t idx) const {
   std::vector<std::string> out;
   outer_names(*program_, idx, true, out);
+  return out;
+}
+
+Program select_mode(const Program& program, bool for_test) {
+  const std::string drop = for_test ? "train" : "test";
+  Program out(program);
+  for (int32_t b = 0; b < out.num_blocks(); ++b) {
+    auto& ops = out.block(b).mutable_ops();
+    ops.erase(std::remove_if(ops.begin(), ops.end(),
+                             [&](const OpDesc& op) {
+                               const Attribute* a = op.find_attr("oar_mode");
+                               return a && std::get_if<std::string>(a) && std::get<std::string>(*a) == drop;
+                             }),
+              ops.end());
+    for (OpDesc& op : ops)
+      op.attrs.erase(std::remove_if(op.attrs.begin(), op.attrs.end(),
+                                    [](const auto& kv) { return kv.first == "oar_mode"; }),
+                     op.attrs.end());
+  }
   return out;
 }
 

@@ -98,8 +98,9 @@ class Executor:
         if getattr(program, "_feed_fetch", None):  # a loaded inference model: its own feed/fetch ops
             exe = _C._Executor(desc, self.place, scope=scope._scope)
         else:
-            exe = _C._Executor(desc, self.place, scope=scope._scope, feed_names=list(feed_names),
-                               fetch_names=list(fetch_names))
+            # One variant of the train/test ops (dropout, batch_norm): the program's own mode.
+            exe = _C._Executor(_C._select_mode(desc, program._is_test), self.place, scope=scope._scope,
+                               feed_names=list(feed_names), fetch_names=list(fetch_names))
         # The program's captured tensors (parameters, optimizer state, constants) are bound by reference.
         for name, t in program._all_captures().items():
             scope._scope.set(name, t)

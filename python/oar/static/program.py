@@ -150,12 +150,11 @@ class Program:
         return self._builder.captures()
 
     def clone(self, for_test=False):
-        """A copy; for_test=True keeps only the forward ops (no backward or optimizer ops). Dropout and
-        batch_norm were recorded with the layer's mode at build time (oar decides their behaviour in
-        Python): build a test program with the layers in eval() mode for inference behaviour."""
+        """A copy; for_test=True keeps only the forward ops (no backward or optimizer ops), with dropout and
+        batch_norm in inference mode (see _train_and_test)."""
         desc = self.desc.clone()
         if for_test:
-            desc = _C._filter_ops_by_role(desc, [0])
+            desc = _C._select_mode(_C._filter_ops_by_role(desc, [0]), True)
         p = Program(desc)
         p.random_seed = self.random_seed
         p._is_test = for_test
@@ -286,6 +285,34 @@ def program_guard(main_program, startup_program=None):
     finally:
         _C._set_builder(prev_builder)
         _defaults["main"], _defaults["startup"] = prev_main, prev_startup
+
+
+_copy = _C.Op("copy")
+
+
+def _train_and_test(train_fn, test_fn):
+    """The result of train_fn(). While a static-mode program is built (not a to_static one), the ops of
+    test_fn() are recorded too, as the inference variant (builder mode "test", result redirected onto
+    train_fn's variable), so that clone(for_test=True), save_inference_model and jit.save give dropout
+    and batch_norm their inference behaviour, as Paddle's is_test attribute does."""
+    if not _C._is_symbolic_building():
+        return train_fn()
+    prog = _defaults["main"]
+    b = prog._builder
+    if prog._for_to_static or b.mode or _C._current_builder() is not b:
+        return train_fn()
+    try:
+        b.mode = "train"
+        y = train_fn()
+        b.mode = "test"
+        first = prog.desc.num_ops(b.current_block)
+        y_test = test_fn()
+        if prog.desc.num_ops(b.current_block) == first:  # the inference variant is the input itself
+            y_test = _copy(y_test)
+        b.redirect_output(y_test, y, first)
+    finally:
+        b.mode = ""
+    return y
 
 
 def _enable_static():

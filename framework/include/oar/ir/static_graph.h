@@ -112,14 +112,26 @@ class ProgramBuilder {
   void set_op_role(int32_t role) { op_role_ = role; }
   int32_t op_role() const { return op_role_; }
 
+  // Train/test variants. Layers whose behaviour depends on the mode (dropout, batch_norm) record both
+  // variants into a static program: the training one with mode "train", the inference one with mode
+  // "test" (attribute `oar_mode`), the latter's result redirected onto the former's variable.
+  // select_mode() then keeps one variant. "" records ops for both modes.
+  void set_mode(std::string mode);
+  const std::string& mode() const { return mode_; }
+  // Makes the op of the current block that produced `produced` (recorded after op index `first_op`)
+  // write `target` instead and drops `produced`'s variable; `produced` then stands for `target`.
+  void redirect_output(const Tensor& produced, const Tensor& target, int32_t first_op);
+
  private:
   Tensor make_symbolic(const std::string& name, const Dims& dims, DType dtype, Place place,
                        bool is_view = false);
   std::string input_var(const Tensor& t, const OpDef& op, int32_t i);
+  void stamp(OpDesc& op) const;  // the op_role and oar_mode attributes of a recorded op
 
   std::shared_ptr<Program> program_;
   int32_t block_ = 0;
   int32_t op_role_ = 0;
+  std::string mode_;
   std::unordered_map<std::string, int64_t> counters_;
   std::map<std::string, Tensor> captures_;
   std::unordered_map<const TensorImpl*, std::string> capture_names_;
@@ -140,6 +152,11 @@ Tensor run_view_op(const OpDef& view_def, const Tensor& x, const Attrs& attrs);
 // A copy of `program` keeping, in every block, only the ops whose op_role attribute (0 when absent) is
 // in `roles` (e.g. the forward part {0} and the backward part {1} of a to_static program).
 Program filter_ops_by_role(const Program& program, const std::vector<int32_t>& roles);
+
+// A copy of `program` with one variant of its mode-dependent ops (ProgramBuilder::set_mode): the "test"
+// ones when for_test, else the "train" ones; the other variant's ops are dropped and the `oar_mode`
+// attribute is removed from the rest.
+Program select_mode(const Program& program, bool for_test);
 
 // Whether an op type is a native one ("oar.<name>").
 bool is_native_op_type(const std::string& type);

@@ -1,6 +1,7 @@
 """linear, bilinear, the dropout family, embedding, one_hot, label_smooth, cosine_similarity,
 pairwise_distance (composites of existing ops)."""
 from ... import _C
+from ...static import program as _static
 
 __all__ = ["linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot",
            "label_smooth", "cosine_similarity", "pairwise_distance"]
@@ -26,8 +27,12 @@ def _const(shape, value, like):
 
 
 def _rand_like(shape, x):
-    """U[0, 1) of `shape` on x's place, from the global generator."""
-    return _C._uniform(list(shape), 0.0, 1.0, x.dtype, 0, x.place)
+    """U[0, 1) of `shape` on x's place, from the global generator. A static-graph variable's unknown
+    extents (-1) go in as the recording sentinel, which the executor replaces by the run's extent."""
+    shape = list(shape)
+    if -1 in shape and _C._is_symbolic(x):
+        shape = [_C._unknown_dim() if d == -1 else d for d in shape]
+    return _C._uniform(shape, 0.0, 1.0, x.dtype, 0, x.place)
 
 
 def linear(x, weight, bias=None, name=None):
@@ -77,6 +82,11 @@ def dropout(x, p=0.5, axis=None, training=True, mode="upscale_in_train", name=No
         return x if mode == "upscale_in_train" else x * (1.0 - p)
     if p == 0:
         return x
+    return _static._train_and_test(lambda: _dropout_train(x, p, axis, mode),
+                                   lambda: dropout(x, p, axis, False, mode))
+
+
+def _dropout_train(x, p, axis, mode):
     if p == 1:
         return x * 0.0
     shape = list(x.shape)

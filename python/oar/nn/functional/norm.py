@@ -4,6 +4,7 @@ layer_norm is a kernel (mean/rstd saved, fused backward op); group_norm and inst
 reshaped view; batch_norm and the rest are composites.
 """
 from ... import _C
+from ...static import program as _static
 from ...autograd import no_grad
 
 __all__ = ["layer_norm", "batch_norm", "instance_norm", "group_norm", "local_response_norm", "normalize"]
@@ -78,6 +79,17 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
             raise ValueError("batch_norm: {}.shape {} does not match the {} channels of x".format(nm, t.shape, c))
     if use_global_stats is None:
         use_global_stats = not training
+    if not use_global_stats:
+        return _static._train_and_test(
+            lambda: _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, epsilon, c_axis,
+                                False),
+            lambda: _batch_norm(x, running_mean, running_var, weight, bias, False, momentum, epsilon, c_axis,
+                                True))
+    return _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, epsilon, c_axis, True)
+
+
+def _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, epsilon, c_axis,
+                use_global_stats):
     if use_global_stats:
         mean, var = running_mean, running_var
     else:
