@@ -1,11 +1,11 @@
 // Tensor indexing with numpy semantics: basic indexing (ints, slices, None, ...) gives views;
 // advanced indexing (bool masks, integer lists / arrays / tensors) gathers with gather_nd, so it is
 // differentiable. __setitem__ writes through a view with assign, or with the in-place index_put.
+#include <oar/core/autograd.h>
 #include <oar/core/ops.h>
+#include <oar/ir/static_graph.h>
 
 #include "common.h"
-
-#include <oar/core/autograd.h>
 
 namespace oarpy {
 namespace {
@@ -279,7 +279,59 @@ oar::Tensor getitem(const oar::Tensor& base, py::handle index) {
   return out.transpose(result_perm(g, out.ndim()));
 }
 
+// x[index] = value on a static-graph variable. Programs have no views to write through, so the write is
+// recorded out of place and x then stands for the result (as Paddle's set_value op writes its input):
+// a symbolic bool mask of x's shape becomes `where`; any other index is resolved now, on the flat
+// positions of x, into a constant index for index_put on a copy of x.
+void setitem_static(const oar::Tensor& base, py::handle index, py::handle value) {
+  using oar::ErrorCode;
+  OAR_ENFORCE(!base.impl()->symbol->is_view, ErrorCode::kUnimplemented,
+              "__setitem__: '" << oar::ir::symbolic_name(base)
+                               << "' is a view (reshape/slice/...) of another static-graph variable; writing "
+                                  "into it is not supported: index the variable itself");
+  oar::Tensor v = value_tensor(value, base.dtype(), base.place());
+  oar::Tensor result;
+  if (is_tensor(index) && oar::ir::is_symbolic(tensor_of(index).t)) {
+    const oar::Tensor mask = tensor_of(index).t;
+    OAR_ENFORCE(mask.dtype() == DType::kBool && mask.dims() == base.dims(), ErrorCode::kUnimplemented,
+                "__setitem__: a static-graph variable used as the index must be a bool mask with the "
+                "indexed variable's shape; got a "
+                    << oar::dtype_name(mask.dtype()) << " variable of rank " << mask.ndim());
+    result = oar::ops::where(mask, broadcast_value(v, base.dims()), base);
+  } else {
+    for (int64_t d : base.dims())
+      OAR_ENFORCE(!oar::ir::is_unknown_extent(d), ErrorCode::kUnimplemented,
+                  "__setitem__: '" << oar::ir::symbolic_name(base)
+                                   << "' has an extent known only when the program runs (None / -1); writing "
+                                      "into part of it is supported with a bool mask (x[mask] = v) only");
+    const int64_t n = base.numel();
+    oar::Tensor positions;  // the flat positions the index selects, shape [k, 1]
+    oar::Dims region;
+    {
+      auto held = oar::ir::set_current_builder(nullptr);  // computed now: a constant of the program
+      try {
+        oar::Tensor ids = oar::ops::arange(0, static_cast<double>(n), 1, DType::kInt64, base.place());
+        oar::Tensor picked = getitem(ids.reshape(base.dims()), index);
+        region = picked.dims();
+        positions = picked.contiguous().reshape({picked.numel(), 1});
+      } catch (...) {
+        oar::ir::set_current_builder(held);
+        throw;
+      }
+      oar::ir::set_current_builder(held);
+    }
+    // copy: a recorded op, so the executor hands index_put a contiguous value (contiguous() of a
+    // variable records nothing)
+    oar::Tensor vb = oar::ops::copy(broadcast_value(v, region)).reshape({positions.dims()[0]});
+    oar::Tensor flat = oar::ops::copy(base.reshape({n}));
+    oar::call_op("index_put", {flat, positions, vb}, oar::Attrs{{"accumulate", int64_t{0}}});
+    result = flat.reshape(base.dims());
+  }
+  oar::ops::assign(base, result);
+}
+
 void setitem(const oar::Tensor& base, py::handle index, py::handle value) {
+  if (oar::ir::is_symbolic(base)) return setitem_static(base, index, value);
   Resolved r = resolve(base, index);
   oar::Tensor v = value_tensor(value, base.dtype(), base.place());
   if (r.adv.empty()) {

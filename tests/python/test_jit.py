@@ -224,6 +224,28 @@ def test_to_static_input_gradient():
     np.testing.assert_allclose(x.grad.numpy(), [2.0, -4.0, 6.0])
 
 
+def test_to_static_setitem_matches_eager(device):
+    """x[index] = v inside to_static: values and gradients as eager (the write is recorded out of place)."""
+    def f(x, w):
+        y = x * w
+        y[:, 0] = 0.0
+        y[1] = y[1] * 3.0
+        y[y < -1.0] = -1.0
+        return (y * y).sum()
+
+    rs = np.random.RandomState(5)
+    xs, ws = rs.randn(3, 4).astype("float32"), rs.randn(3, 4).astype("float32")
+    outs = []
+    for fn in (f, oar.jit.to_static(f)):
+        x = oar.to_tensor(xs, place=device)
+        w = oar.to_tensor(ws, place=device, stop_gradient=False)
+        loss = fn(x, w)
+        loss.backward()
+        outs.append((loss.numpy(), w.grad.numpy()))
+    for got, want in zip(outs[1], outs[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def _branchy(x):
     if x.sum() > 0:  # a tensor condition: program control flow, decided per call
         y = x * 2

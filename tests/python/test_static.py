@@ -435,3 +435,46 @@ def test_clone_for_test_runs_dropout_and_batch_norm_in_inference_mode(static_mod
     want = net(oar.to_tensor(xs)).numpy()  # the main program's runs above trained the parameters further
     oar.enable_static()
     np.testing.assert_allclose(r3, want, rtol=1e-5, atol=1e-6)
+
+
+def test_setitem_on_a_variable_matches_eager_with_gradients(static_mode):
+    """x[index] = v on program variables (slices, ints, steps, advanced indices, a bool mask) gives eager's
+    values and eager's gradients for both the variable and the value."""
+    rs = np.random.RandomState(4)
+    xs, vs = rs.randn(4, 5).astype("float32"), rs.randn(2, 5).astype("float32")
+
+    def body(x, v):
+        y = x * 2.0
+        y[1:3] = v
+        y[0, ::2] = 7.0
+        y[[3, 3], [1, 4]] = v[0, :2] * 3.0
+        y[y > 5.0] = -1.0
+        return (y * y).sum(), y
+
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [4, 5])
+        v = static.data("v", [2, 5])
+        x.stop_gradient = False
+        v.stop_gradient = False
+        loss, y = body(x, v)
+        gx, gv = static.gradients([loss], [x, v])
+    out = static.Executor().run(main, feed={"x": xs, "v": vs}, fetch_list=[y, gx, gv])
+    oar.disable_static()
+    ex, ev = oar.to_tensor(xs, stop_gradient=False), oar.to_tensor(vs, stop_gradient=False)
+    eloss, ey = body(ex, ev)
+    eloss.backward()
+    oar.enable_static()
+    for got, want in zip(out, [ey.numpy(), ex.grad.numpy(), ev.grad.numpy()]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_setitem_refusals_name_the_problem(static_mode):
+    with static.program_guard(static.Program()):
+        x = static.data("x", [None, 3])
+        with pytest.raises(NotImplementedError, match="known only when the program runs"):
+            x[0] = 1.0
+        x[x > 0] = 0.0  # a mask works with unknown extents
+        y = static.data("y", [2, 3])
+        with pytest.raises(NotImplementedError, match="is a view"):
+            y.reshape([3, 2])[0] = 1.0
