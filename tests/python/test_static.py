@@ -478,3 +478,42 @@ def test_setitem_refusals_name_the_problem(static_mode):
         y = static.data("y", [2, 3])
         with pytest.raises(NotImplementedError, match="is a view"):
             y.reshape([3, 2])[0] = 1.0
+
+
+def test_compiled_program_runs_the_passes_its_build_strategy_selects(static_mode, tmp_path):
+    """CompiledProgram of a test clone: the selected passes run (add+act fused), results equal the plain
+    clone's, and they follow the parameters while the main program trains. A loaded inference model also
+    gets matmul+bias fused into fc."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4])
+        net = _dropout_bn_net()
+        out = F.relu(net(x) + 1.0)
+        test_prog = main.clone(for_test=True)
+        loss = out.mean()
+        oar.optimizer.Adam(0.05).minimize(loss)
+    bs = static.BuildStrategy()
+    bs.fuse_elewise_add_act_ops = True
+    compiled = static.CompiledProgram(test_prog, build_strategy=bs)
+    exe = static.Executor()
+    exe.run(startup)
+    rs = np.random.RandomState(1)
+    xs = rs.randn(6, 4).astype("float32")
+    for _ in range(3):
+        exe.run(main, feed={"x": rs.randn(8, 4).astype("float32")}, fetch_list=[loss])
+        want, = exe.run(test_prog, feed={"x": xs}, fetch_list=[out])
+        got, = exe.run(compiled, feed={"x": xs}, fetch_list=[out])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    rep = compiled.pass_report
+    assert rep["fuse_elementwise_act"]["ops_fused"] >= 1, rep
+    assert rep["ops_after"] < rep["ops_before"], rep
+
+    path = str(tmp_path / "net")
+    static.save_inference_model(path, [x], [out], exe, program=test_prog)
+    prog, feeds, fetches = static.load_inference_model(path, exe)
+    bs2 = static.BuildStrategy()
+    bs2.fuse_gemm_epilogue = True
+    compiled2 = static.CompiledProgram(prog, build_strategy=bs2)
+    got, = exe.run(compiled2, feed={feeds[0]: xs}, fetch_list=fetches)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert compiled2.pass_report["fuse_matmul_bias"]["ops_fused"] >= 1, compiled2.pass_report

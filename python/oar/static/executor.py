@@ -13,11 +13,16 @@ __all__ = ["Executor", "CompiledProgram", "BuildStrategy", "ExecutionStrategy"]
 
 
 class BuildStrategy:
-    """Program build options (Paddle's BuildStrategy). Passes run for inference models (the C++
-    predictor); here the flags are kept for compatibility and for jit.to_static(build_strategy=...)."""
+    """Program build options (Paddle's BuildStrategy). A CompiledProgram of an inference program (a
+    clone(for_test=True), a loaded inference model) runs the inference passes (docs/program_ir.md) these
+    flags select: fuse_elewise_add_act_ops (add + activation), fuse_gemm_epilogue (matmul + bias (+ act)
+    -> fc), memory_optimize / enable_inplace (memory reuse); dead-code and common-subexpression
+    elimination always run. Training programs run as built (the flags are kept for compatibility and for
+    jit.to_static(build_strategy=...))."""
 
     def __init__(self):
         self.fuse_elewise_add_act_ops = False
+        self.fuse_gemm_epilogue = False
         self.fuse_bn_act_ops = False
         self.fuse_relu_depthwise_conv = False
         self.enable_inplace = True
@@ -41,6 +46,7 @@ class CompiledProgram:
             raise TypeError("CompiledProgram: expected a Program, got {}".format(type(program_or_graph).__name__))
         self._program = program_or_graph
         self._build_strategy = build_strategy or BuildStrategy()
+        self.pass_report = None  # the inference passes' report, after the first run of an inference program
 
     def with_data_parallel(self, *args, **kwargs):
         return self
@@ -84,18 +90,46 @@ class Executor:
     def close(self):
         self._cache.clear()
 
-    def _lowered(self, program, feed_names, fetch_names, scope):
+    def _with_passes(self, compiled, program, feed_names, fetch_names, scope):
+        """An _Executor for an inference program after the passes compiled's BuildStrategy selects (Paddle
+        op dialect, feed and fetch ops). Passes that bake parameter values into new constants (constant
+        folding, conv+bn and matmul+bias folding) run only on loaded models, whose parameters are fixed;
+        a test clone shares parameters that training keeps changing."""
+        bs = compiled._build_strategy
+        loaded = bool(getattr(program, "_feed_fetch", None))
+        desc = program.desc
+        if not loaded:
+            desc = _C._prepare_inference_program(desc, list(feed_names), list(fetch_names))
+        desc, _ = _C._export_paddle_dialect(desc)
+        prev = _C._set_builder(None)  # folding runs ops: eagerly, also while a program is being built
+        try:
+            desc, params, report = _C._run_inference_passes(
+                desc, program._all_captures(), place=self.place, dce=True, cse=True, constant_folding=loaded,
+                fuse_elementwise_act=bool(bs.fuse_elewise_add_act_ops),
+                fuse_matmul_bias=loaded and bool(bs.fuse_gemm_epilogue), fold_conv_bn=loaded,
+                memory_reuse=bool(bs.memory_optimize or bs.enable_inplace))
+        finally:
+            _C._set_builder(prev)
+        compiled.pass_report = report
+        exe = _C._Executor(desc, self.place, scope=scope._scope)
+        for name, t in params.items():
+            scope._scope.set(name, t)
+        return exe
+
+    def _lowered(self, program, feed_names, fetch_names, scope, compiled=None):
         desc = program.desc
         state = (desc.num_blocks, tuple(desc.num_ops(i) for i in range(desc.num_blocks)), desc.num_vars(0))
         key = (id(program), state, tuple(feed_names), tuple(fetch_names), id(scope))
-        hit = self._cache.get(key)
+        hit = self._cache.get(key + (id(compiled),))
         # A new learning rate (program._lr_version) replaces the entry rather than adding one.
         if hit is not None and hit[0] is program and hit[1] == program._lr_version:
             return hit[2]
         for name in feed_names:
             if not program.global_block().has_var(name):
                 raise ValueError("Executor.run: the program has no variable '{}' to feed".format(name))
-        if getattr(program, "_feed_fetch", None):  # a loaded inference model: its own feed/fetch ops
+        if compiled is not None and (program._is_test or getattr(program, "_feed_fetch", None)):
+            exe = self._with_passes(compiled, program, feed_names, fetch_names, scope)
+        elif getattr(program, "_feed_fetch", None):  # a loaded inference model: its own feed/fetch ops
             exe = _C._Executor(desc, self.place, scope=scope._scope)
         else:
             # One variant of the train/test ops (dropout, batch_norm): the program's own mode.
@@ -104,13 +138,14 @@ class Executor:
         # The program's captured tensors (parameters, optimizer state, constants) are bound by reference.
         for name, t in program._all_captures().items():
             scope._scope.set(name, t)
-        self._cache[key] = (program, program._lr_version, exe)
+        self._cache[key + (id(compiled),)] = (program, program._lr_version, exe)
         return exe
 
     def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed", fetch_var_name="fetch",
             scope=None, return_numpy=True, use_program_cache=True, use_prune=False):
+        compiled = None
         if isinstance(program, CompiledProgram):
-            program = program._program
+            compiled, program = program, program._program
         if program is None:
             program = _prog.default_main_program()
         if not isinstance(program, _prog.Program):
@@ -133,7 +168,7 @@ class Executor:
         vars_ = program.global_block().vars
         feeds = {k: _as_feed_tensor(k, v, vars_.get(k)) for k, v in feed.items()}
         program._sync_lr()
-        exe = self._lowered(program, list(feeds), fetch_names, scope)
+        exe = self._lowered(program, list(feeds), fetch_names, scope, compiled)
         prev = _C._set_builder(None)  # running is eager even while a program is being built
         grad = _C.is_grad_enabled()
         _C._set_grad_enabled(False)  # a program's gradients are its own backward ops
@@ -143,6 +178,8 @@ class Executor:
             _C._set_grad_enabled(grad)
             _C._set_builder(prev)
         ff = getattr(program, "_feed_fetch", None)
+        if ff is None and compiled is not None and program._is_test:
+            ff = (list(feeds), fetch_names)  # the passes' program has feed and fetch ops in this order
         if ff:
             by_name = dict(zip(ff[1], outs))
             missing = [n for n in fetch_names if n not in by_name]
