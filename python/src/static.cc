@@ -41,6 +41,13 @@ void init_static(py::module_& m) {
             b.redirect_output(produced.t, target.t, first_op);
           },
           py::arg("produced"), py::arg("target"), py::arg("first_op"))
+      .def("live_tensor",
+           [](const ProgramBuilder& b, const std::string& name) -> py::object {
+             oar::Tensor t = b.live_tensor(name);
+             return t.defined() ? py::object(wrap(t)) : py::object(py::none());
+           })
+      .def("keep_alive_for", &ProgramBuilder::keep_alive_for, py::arg("block"))
+      .def("note_live", [](ProgramBuilder& b, const PyTensor& t) { b.note_live(t.t); })
       .def("push_block", &ProgramBuilder::push_block)
       .def("pop_block", &ProgramBuilder::pop_block)
       .def("unique_name", &ProgramBuilder::unique_name, py::arg("prefix"))

@@ -1,4 +1,5 @@
 // Static graph building (see static_graph.h).
+#include <oar/core/autograd.h>
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/runtime.h>
@@ -151,7 +152,24 @@ Tensor ProgramBuilder::make_symbolic(const std::string& name, const Dims& dims, 
   Device& dev = Runtime::get().device(place);
   impl->storage = std::make_shared<Storage>(&dev, nullptr, 0, nullptr);  // no memory: a name only
   impl->symbol = std::make_shared<SymbolicVar>(SymbolicVar{name, this, is_view});
+  live_.push_back(impl);
   return Tensor(std::move(impl));
+}
+
+Tensor ProgramBuilder::live_tensor(const std::string& name) const {
+  if (auto it = captures_.find(name); it != captures_.end()) return it->second;
+  Tensor found;
+  size_t keep = 0;
+  for (size_t i = 0; i < live_.size(); ++i) {  // drops the dead entries on the way
+    std::shared_ptr<TensorImpl> impl = live_[i].lock();
+    if (!impl) continue;
+    live_[keep++] = live_[i];
+    if (impl->symbol->name != name) continue;
+    Tensor t(impl);
+    if (!found.defined() || autograd::requires_grad(t)) found = t;
+  }
+  live_.resize(keep);
+  return found;
 }
 
 Tensor ProgramBuilder::create_var(const std::string& name, const std::vector<int64_t>& shape, DType dtype,
@@ -356,6 +374,25 @@ std::vector<std::string> ProgramBuilder::outer_writes(int32_t idx) const {
   std::vector<std::string> out;
   outer_names(*program_, idx, true, out);
   return out;
+}
+
+void ProgramBuilder::keep_alive_for(int32_t idx) {
+  std::vector<int32_t> ancestors;
+  for (int32_t b = idx; b >= 0; b = program_->block(b).parent_idx()) ancestors.push_back(b);
+  for (const std::string& name : outer_reads(idx)) {
+    for (int32_t b = 1; b < program_->num_blocks(); ++b) {
+      Block& blk = program_->block(b);
+      const VarDesc* v = blk.find_var(name);
+      if (v == nullptr || std::find(ancestors.begin(), ancestors.end(), b) != ancestors.end()) continue;
+      VarDesc moved = *v;
+      auto& vars = blk.mutable_vars();
+      vars.erase(std::remove_if(vars.begin(), vars.end(), [&](const VarDesc& d) { return d.name == name; }),
+                 vars.end());
+      blk.reindex();
+      program_->global_block().add_var(std::move(moved));
+      break;
+    }
+  }
 }
 
 Program select_mode(const Program& program, bool for_test) {

@@ -6,8 +6,11 @@ logical_not(pred)); while_loop records the body into a sub-block that writes the
 condition back, under a `while` op. The executor runs the sub-blocks (framework/src/ir/executor.cc).
 
 Gradients: when a program runs with autograd recording (to_static training, TranslatedLayer), the ops
-of the branch taken and of each iteration are recorded as they run, so gradients flow. append_backward
-through control flow is not supported yet and refuses (rather than missing gradients).
+of the branch taken and of each iteration are recorded as they run, so gradients flow. In a static-mode
+program, cond's outputs get a gradient node (_CondGrad): append_backward records, for each branch, a
+sub-block with the branch's backward ops under a conditional_block on the same condition, writing the
+gradients of the outer variables the branches read. append_backward through while_loop is not supported
+yet and refuses (rather than missing gradients).
 """
 from .. import _C
 
@@ -89,7 +92,6 @@ def cond(pred, true_fn, false_fn):
             raise ValueError("cond: output {} has shape {} in true_fn but {} in false_fn".format(i, t.shape, f.shape))
         shape = [a if a == c else -1 for a, c in zip(t.shape, f.shape)]
         outs.append(b.create_var(b.unique_name("cond.out"), shape, t.dtype, place=t.place))
-    _note_gradients(b, [t for t in tf + ff if t is not None])
     for idx, flat in ((ti, tf), (fi, ff)):
         b.current_block = idx
         for src, dst in zip(flat, outs):
@@ -100,7 +102,73 @@ def cond(pred, true_fn, false_fn):
     for idx, p in ((ti, pred), (fi, not_pred)):
         b.append_op("conditional_block", {"Cond": [_C._symbolic_name(p)], "Input": b.outer_reads(idx)},
                     {"Out": b.outer_writes(idx)}, {"is_scalar_condition": True}, {"sub_block": idx})
+    outs = _CondGrad.attach(b, outs, ((ti, tf, pred), (fi, ff, not_pred)))
     return _unflatten(ts, outs)
+
+
+def _differentiable(t):
+    return t.dtype in (_C.float16, _C.bfloat16, _C.float32, _C.float64)
+
+
+class _CondGrad:
+    """The gradient node of a static-mode cond's outputs. Its backward (run by append_backward's autograd
+    engine while the backward ops are recorded) builds, per branch, a sub-block holding the backward of
+    the branch's ops (the engine run again, from the branch's results to the outer variables they read)
+    that assigns the gradients into variables zeroed beforehand, under a conditional_block on the
+    branch's condition."""
+
+    def __init__(self, b, branches, inputs):
+        self.b, self.branches, self.inputs = b, branches, inputs
+
+    @staticmethod
+    def attach(b, outs, branches):
+        from . import program as _prog
+        prog = _prog.default_main_program()
+        if prog._for_to_static or _C._current_builder() is not b or prog._builder is not b:
+            _note_gradients(b, [t for _, flat, _ in branches for t in flat if t is not None])
+            return outs  # to_static trains by replaying the branch taken under autograd
+        if not any(t is not None and _C._is_symbolic(t) and not t.stop_gradient
+                   for _, flat, _ in branches for t in flat):
+            return outs
+        names = sorted(set(b.outer_reads(branches[0][0])) | set(b.outer_reads(branches[1][0])))
+        inputs = []
+        for n in names:
+            t = b.live_tensor(n)
+            if t is not None and not t.stop_gradient and _differentiable(t):
+                inputs.append(t)
+        if not inputs:
+            return outs
+        node = _CondGrad(b, branches, inputs)
+        recorded = [o if _differentiable(o) else None for o in outs]
+        new = _C._pylayer_record(_CondGrad._backward, node, inputs, recorded, False, "cond")
+        merged = [n if n is not None else o for n, o in zip(new, outs)]
+        for t in merged:
+            b.note_live(t)
+        return merged
+
+    @staticmethod
+    def _backward(node, *grad_outs):
+        from ..tensor.creation import zeros_like
+        b = node.b
+        parent = b.current_block
+        acc = [zeros_like(x) for x in node.inputs]
+        for idx, flat, p in node.branches:
+            pairs = [(f, g) for f, g in zip(flat, grad_outs)
+                     if f is not None and g is not None and not f.stop_gradient and _differentiable(f)]
+            if not pairs:
+                continue
+            gi = b.push_block()
+            try:
+                grads = _C._grad([f for f, _ in pairs], list(node.inputs), [g for _, g in pairs], True, False, True)
+                for a, g in zip(acc, grads):
+                    if g is not None:
+                        b.append_op("assign", {"X": [_name(b, g)]}, {"Out": [_C._symbolic_name(a)]})
+            finally:
+                b.current_block = parent
+            b.keep_alive_for(gi)  # the branch's intermediates it reads must outlive the forward sub-block
+            b.append_op("conditional_block", {"Cond": [_C._symbolic_name(p)], "Input": b.outer_reads(gi)},
+                        {"Out": b.outer_writes(gi)}, {"is_scalar_condition": True}, {"sub_block": gi})
+        return tuple(acc)
 
 
 def _merge_outputs(b, ts, fs, tf, ff, ti, fi, parent):

@@ -140,18 +140,28 @@ def ones(shape, dtype=None, name=None):
     return _fill(_shape_list(shape), 1.0, _dtype_or_default(dtype))
 
 
+def _run_shape(shape, like):
+    """`shape` for a creation op: a static-graph variable's unknown extents (-1) go in as the recording
+    sentinel, which the executor replaces by the run's extent."""
+    shape = list(shape)
+    if -1 in shape and _C._is_symbolic(like):
+        return [_C._unknown_dim() if d == -1 else d for d in shape]
+    return shape
+
+
 def full_like(x, fill_value, dtype=None, name=None):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    return _fill(x.shape, builtins.float(fill_value), x.dtype if dtype is None else dtype, place=x.place)
+    return _fill(_run_shape(x.shape, x), builtins.float(fill_value), x.dtype if dtype is None else dtype,
+                 place=x.place)
 
 
 def zeros_like(x, dtype=None, name=None):
-    return _fill(x.shape, 0.0, x.dtype if dtype is None else dtype, place=x.place)
+    return _fill(_run_shape(x.shape, x), 0.0, x.dtype if dtype is None else dtype, place=x.place)
 
 
 def ones_like(x, dtype=None, name=None):
-    return _fill(x.shape, 1.0, x.dtype if dtype is None else dtype, place=x.place)
+    return _fill(_run_shape(x.shape, x), 1.0, x.dtype if dtype is None else dtype, place=x.place)
 
 
 def arange(start=0, end=None, step=1, dtype=None, name=None):

@@ -107,6 +107,10 @@ class ProgramBuilder {
   // outside it: a control-flow op's inputs and outputs.
   std::vector<std::string> outer_reads(int32_t idx) const;
   std::vector<std::string> outer_writes(int32_t idx) const;
+  // Moves to block 0 the variables that block `idx` reads and that are declared in a block other than
+  // `idx`'s ancestors: a sub-block's own variables are erased after each run of it, so a gradient
+  // block reading a forward branch's intermediates needs them declared where they outlive it.
+  void keep_alive_for(int32_t idx);
 
   // Op role of ops recorded from now on (Paddle's op_role attribute: 0 forward, 1 backward, 2 optimize).
   void set_op_role(int32_t role) { op_role_ = role; }
@@ -118,6 +122,11 @@ class ProgramBuilder {
   // select_mode() then keeps one variant. "" records ops for both modes.
   void set_mode(std::string mode);
   const std::string& mode() const { return mode_; }
+  // The live tensor standing for variable `name` with its autograd history (a capture, or the symbolic
+  // tensor recorded under that name, preferring one that takes part in differentiation); undefined when
+  // none is alive. Control flow uses it to differentiate through its sub-blocks.
+  Tensor live_tensor(const std::string& name) const;
+  void note_live(const Tensor& t) { live_.push_back(t.impl_ptr()); }  // an alias made elsewhere (PyLayer)
   // Makes the op of the current block that produced `produced` (recorded after op index `first_op`)
   // write `target` instead and drops `produced`'s variable; `produced` then stands for `target`.
   void redirect_output(const Tensor& produced, const Tensor& target, int32_t first_op);
@@ -132,6 +141,7 @@ class ProgramBuilder {
   int32_t block_ = 0;
   int32_t op_role_ = 0;
   std::string mode_;
+  mutable std::vector<std::weak_ptr<TensorImpl>> live_;  // the symbolic tensors made (see live_tensor)
   std::unordered_map<std::string, int64_t> counters_;
   std::map<std::string, Tensor> captures_;
   std::unordered_map<const TensorImpl*, std::string> capture_names_;

@@ -2,6 +2,7 @@
 pairwise_distance (composites of existing ops)."""
 from ... import _C
 from ...static import program as _static
+from ...tensor.creation import _run_shape
 
 __all__ = ["linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot",
            "label_smooth", "cosine_similarity", "pairwise_distance"]
@@ -27,12 +28,8 @@ def _const(shape, value, like):
 
 
 def _rand_like(shape, x):
-    """U[0, 1) of `shape` on x's place, from the global generator. A static-graph variable's unknown
-    extents (-1) go in as the recording sentinel, which the executor replaces by the run's extent."""
-    shape = list(shape)
-    if -1 in shape and _C._is_symbolic(x):
-        shape = [_C._unknown_dim() if d == -1 else d for d in shape]
-    return _C._uniform(shape, 0.0, 1.0, x.dtype, 0, x.place)
+    """U[0, 1) of `shape` on x's place, from the global generator."""
+    return _C._uniform(_run_shape(shape, x), 0.0, 1.0, x.dtype, 0, x.place)
 
 
 def linear(x, weight, bias=None, name=None):
