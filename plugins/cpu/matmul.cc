@@ -272,7 +272,7 @@ bool onednn_matmul(memory::data_type dt, const Plan& p, const void* x, const voi
 // C's row stays in L1, the inner loop runs along contiguous rows of B and C and vectorises (AVX2+FMA
 // when the CPU has it, chosen at run time; the .so itself targets baseline x86-64). The cutoff was
 // measured (docs/static.md, "Performance"); OAR_CPU_SMALL_GEMM=<max batch*M*N*K> overrides it (0: never).
-constexpr int64_t kSmallGemmDefault = 32 * 32 * 32;
+constexpr int64_t kSmallGemmDefault = 8192;
 
 int64_t small_gemm_cutoff() {
   static const int64_t v = [] {
