@@ -266,12 +266,12 @@ bool onednn_matmul(memory::data_type dt, const Plan& p, const void* x, const voi
 }
 
 // ---- small float32 problems -----------------------------------------------------------------------
-// Executing even a cached oneDNN primitive costs ~2-3 us (argument maps, stream, its dispatch), more
-// than a 16x16x16 product takes. Calls with batch*M*N*K up to the cutoff run a plain i-k-j loop instead,
-// on the calling thread:
-// C's row stays in L1, the inner loop runs along contiguous rows of B and C and vectorises (AVX2+FMA
-// when the CPU has it, chosen at run time; the .so itself targets baseline x86-64). The cutoff was
-// measured (docs/static.md, "Performance"); OAR_CPU_SMALL_GEMM=<max batch*M*N*K> overrides it (0: never).
+// Executing even a cached oneDNN primitive costs ~0.5 us more than a plain loop needs for a 8x16x16
+// product (argument maps, stream, its dispatch). Calls with batch*M*N*K up to the cutoff run an i-k-j
+// loop on the calling thread instead: C's row stays in L1, the inner loop runs along contiguous rows of
+// B and C and vectorises (AVX2+FMA when the CPU has it, chosen at run time; the .so itself targets
+// baseline x86-64). Measured crossover 8K-16K multiply-adds (docs/static.md, "Performance");
+// OAR_CPU_SMALL_GEMM=<max batch*M*N*K> overrides the cutoff (0: always oneDNN).
 constexpr int64_t kSmallGemmDefault = 8192;
 
 int64_t small_gemm_cutoff() {
