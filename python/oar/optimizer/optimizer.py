@@ -386,7 +386,7 @@ class Optimizer:
 class _Bucket:
     """One fused update of a plan: parameters of one dtype and place, their per-parameter attributes and
     accumulator inputs (see _Plan)."""
-    __slots__ = ("params", "index", "lr_factors", "lr_uniform", "l2", "need_clip", "clip_uniform", "state")
+    __slots__ = ("params", "index", "lr_factors", "lr_uniform", "l2", "need_clip", "clip_uniform", "state", "op")
 
     def __init__(self, opt, items, index, hyper):
         params = [p for p, _ in items]
@@ -405,6 +405,7 @@ class _Bucket:
             self.state = opt._state_inputs(params, hyper)
         finally:
             _C._set_builder(prev)
+        self.op = _C.Op(opt._op)
 
     def run(self, opt, grads, base_lr, hyper, grad_scale):
         params = self.params
@@ -427,7 +428,7 @@ class _Bucket:
         attrs["learning_rate"] = lr
         attrs["l2_coeff"] = self.l2
         attrs["grad_scale"] = scale
-        _C.Op(opt._op)(params + grads + self.state, **attrs)
+        self.op(params + grads + self.state, **attrs)
 
 
 class _Plan:
