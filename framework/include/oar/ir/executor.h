@@ -145,7 +145,7 @@ class Executor {
     const OpDesc* op;
     int32_t op_idx;
     OpKernelFn fn;
-    std::vector<std::string> release;  // garbage collected after this instruction
+    std::vector<std::string> release;    // garbage collected after this instruction
     std::vector<int32_t> release_slots;  // their scope slots (resolved at the first run)
   };
   void lower();
