@@ -2,6 +2,7 @@
 #include <oar/core/error.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace oar {
 
@@ -40,12 +41,28 @@ void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
       return ptr;
     }
   }
-  // An exact-size hit above is a best fit by definition; otherwise the cached blocks go back into the
-  // tree (merging with their neighbours) so that the search below sees every free block.
-  if (num_small_ > 0) flush_small_locked();
-  auto it = free_.lower_bound(FreeKey{stream, size, nullptr});
+  // An exact-size hit above is a best fit by definition. Otherwise cached blocks that fit better than
+  // the tree's best go back into the tree first (flushing every cache on each miss made a training
+  // loop push all its blocks through the tree again and again); when the tree then has nothing that
+  // fits, all caches go back (merging with their neighbours) before the pool grows.
+  auto fits = [&] {
+    auto i = free_.lower_bound(FreeKey{stream, size, nullptr});
+    return i != free_.end() && std::get<0>(*i) == stream ? i : free_.end();
+  };
+  auto it = fits();
+  if (num_small_ > 0 && small_stream_known_ && stream == small_stream_ && size <= kSmallBytes) {
+    const size_t tree_best = it == free_.end() ? SIZE_MAX : std::get<1>(*it);
+    bool flushed = false;
+    for (size_t s = size; s <= kSmallBytes && s < tree_best; s += alignment_)
+      flushed |= flush_small_bin_locked(s / alignment_ - 1);
+    if (flushed) it = fits();
+  }
+  if (it == free_.end() && num_small_ > 0) {
+    flush_small_locked();
+    it = fits();
+  }
   char* ptr = nullptr;
-  if (it != free_.end() && std::get<0>(*it) == stream) {
+  if (it != free_.end()) {
     ptr = std::get<2>(*it);
     free_.erase(it);
   } else {
@@ -101,6 +118,19 @@ void BestFitAllocator::free(void* p) {
     return;
   }
   free_to_tree_locked(it);
+}
+
+bool BestFitAllocator::flush_small_bin_locked(size_t bin) {
+  auto& cache = small_[bin];
+  if (cache.empty()) return false;
+  for (char* ptr : cache) {
+    auto it = blocks_.find(ptr);
+    it->second.cached = false;
+    free_to_tree_locked(it);
+  }
+  num_small_ -= cache.size();
+  cache.clear();
+  return true;
 }
 
 void BestFitAllocator::flush_small_locked() {

@@ -170,7 +170,8 @@ class AccumulateGrad final : public GradNode {
     }
     if (!grad_enabled()) grad = detach(grad);  // without create_graph the stored grad has no history
     if (!grad.is_contiguous()) grad = grad.contiguous();
-    m.grad = m.grad.defined() ? ops::add(m.grad, grad) : grad;
+    m.grad = m.grad.defined() && !m.grad_is_zero ? ops::add(m.grad, grad) : grad;
+    m.grad_is_zero = false;
     return {};
   }
   const std::shared_ptr<TensorImpl>& leaf() const { return leaf_; }
@@ -219,14 +220,22 @@ bool is_leaf(const Tensor& t) {
 }
 
 Tensor grad(const Tensor& t) {
-  const AutogradMeta* m = meta(t);
-  return m ? m->grad : Tensor();
+  AutogradMeta* m = meta(t);
+  if (!m) return Tensor();
+  if (m->grad_is_zero) {  // cleared with set_to_zero: the zeros are made when someone looks
+    m->grad = ops::zeros(m->grad.dims(), m->grad.dtype(), m->grad.place());
+    m->grad_is_zero = false;
+  }
+  return m->grad;
 }
 
 void clear_grad(const Tensor& t, bool set_to_zero) {
   AutogradMeta* m = meta(t);
   if (!m || !m->grad.defined()) return;
-  m->grad = set_to_zero ? ops::zeros(m->grad.dims(), m->grad.dtype(), m->grad.place()) : Tensor();
+  // No work now: the flag stands for the zeros (AutogradMeta::grad_is_zero). The old tensor is never
+  // written, so whoever still holds it keeps its values, as with a fresh zeros tensor.
+  m->grad_is_zero = set_to_zero;
+  if (!set_to_zero) m->grad = Tensor();
 }
 
 void register_hook(const Tensor& t, TensorHook hook) {
@@ -251,7 +260,8 @@ void retain_grad(const Tensor& t) {
     if (auto impl = weak.lock()) {
       AutogradMeta& mm = *impl->autograd;
       Tensor gg = grad_enabled() ? g : detach(g);
-      mm.grad = mm.grad.defined() ? ops::add(mm.grad, gg) : gg;
+      mm.grad = mm.grad.defined() && !mm.grad_is_zero ? ops::add(mm.grad, gg) : gg;
+      mm.grad_is_zero = false;
     }
     return Tensor();
   });

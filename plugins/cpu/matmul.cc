@@ -265,6 +265,86 @@ bool onednn_matmul(memory::data_type dt, const Plan& p, const void* x, const voi
   }
 }
 
+// ---- small float32 problems -----------------------------------------------------------------------
+// Executing even a cached oneDNN primitive costs ~0.5 us more than a plain loop needs for a 8x16x16
+// product (argument maps, stream, its dispatch). Calls with batch*M*N*K up to the cutoff run an i-k-j
+// loop on the calling thread instead: C's row stays in L1, the inner loop runs along contiguous rows of
+// B and C and vectorises (AVX2+FMA when the CPU has it, chosen at run time; the .so itself targets
+// baseline x86-64). Measured crossover 8K-16K multiply-adds (docs/static.md, "Performance");
+// OAR_CPU_SMALL_GEMM=<max batch*M*N*K> overrides the cutoff (0: always oneDNN).
+constexpr int64_t kSmallGemmDefault = 8192;
+
+int64_t small_gemm_cutoff() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("OAR_CPU_SMALL_GEMM");
+    if (e && *e) {
+      char* end = nullptr;
+      long long n = std::strtoll(e, &end, 10);
+      if (end && *end == '\0' && n >= 0) return static_cast<int64_t>(n);
+    }
+    return kSmallGemmDefault;
+  }();
+  return v;
+}
+
+// c (M x N, row-major) = A * b, A(i, k) = a[i * a_rs + k * a_cs], b row-major K x N; K >= 1.
+__attribute__((always_inline)) inline void small_gemm_body(int64_t M, int64_t N, int64_t K,
+                                                           const float* __restrict a, int64_t a_rs,
+                                                           int64_t a_cs, const float* __restrict b,
+                                                           float* __restrict c) {
+  for (int64_t i = 0; i < M; ++i) {
+    const float* ai = a + i * a_rs;
+    float* __restrict ci = c + i * N;
+    const float a0 = ai[0];
+    for (int64_t j = 0; j < N; ++j) ci[j] = a0 * b[j];
+    for (int64_t k = 1; k < K; ++k) {
+      const float av = ai[k * a_cs];
+      const float* __restrict bk = b + k * N;
+      for (int64_t j = 0; j < N; ++j) ci[j] += av * bk[j];
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void small_gemm_avx2(int64_t M, int64_t N, int64_t K, const float* a,
+                                                         int64_t a_rs, int64_t a_cs, const float* b,
+                                                         float* c) {
+  small_gemm_body(M, N, K, a, a_rs, a_cs, b, c);
+}
+
+void small_gemm_base(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs,
+                     const float* b, float* c) {
+  small_gemm_body(M, N, K, a, a_rs, a_cs, b, c);
+}
+
+void small_gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t a_rs, int64_t a_cs, const float* b,
+                float* c) {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  (avx2 ? small_gemm_avx2 : small_gemm_base)(M, N, K, a, a_rs, a_cs, b, c);
+}
+
+// The whole plan through small_gemm. A transposed Y is copied row-major first (at most the cutoff's
+// worth of floats per matrix, in a per-thread buffer).
+void small_matmul(const Plan& p, const float* x, const float* y, float* out) {
+  const int64_t M = p.M, K = p.K, N = p.N, mk = M * K, kn = K * N, mn = M * N;
+  const int64_t a_rs = p.tx ? 1 : K, a_cs = p.tx ? M : 1;
+  thread_local std::vector<float> yt;
+  int64_t cached = -1;  // which Y matrix yt holds
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t yi = y_of(p, b);
+    const float* yb = y + yi * kn;
+    if (p.ty) {
+      if (yi != cached) {
+        yt.resize(static_cast<size_t>(kn));
+        for (int64_t j = 0; j < N; ++j)
+          for (int64_t k = 0; k < K; ++k) yt[k * N + j] = yb[j * K + k];
+        cached = yi;
+      }
+      yb = yt.data();
+    }
+    small_gemm(M, N, K, x + x_of(p, b) * mk, a_rs, a_cs, yb, out + b * mn);
+  }
+}
+
 // ---- the loop for every other dtype --------------------------------------------------------------
 // Accumulate in: wrapping uint64 for ints (truncation then gives numpy's wrapped result), float for
 // 16-bit floats, the type itself otherwise.
@@ -342,6 +422,11 @@ void matmul_kernel(KernelContext& ctx) {
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
+      // Total work, in double: the product of four extents can overflow int64.
+      if (double(p.batch) * double(p.M) * double(p.N) * double(p.K) <= double(small_gemm_cutoff())) {
+        small_matmul(p, px, py, po);
+        return;
+      }
       if (onednn_matmul(memory::data_type::f32, p, px, py, po, sizeof(T))) return;
     } else if constexpr (std::is_same_v<T, oar::sdk::bfloat16>) {
       if (onednn_matmul(memory::data_type::bf16, p, px, py, po, sizeof(T))) return;

@@ -105,7 +105,11 @@ void act_kernel(KernelContext& ctx, const char* name) {
     const T* px = x.data<T>();
     T* po = out.data<T>();
     parallel_for(0, x.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) po[i] = T(act.f(C(px[i])));
+      // A local copy of the functor: read through the captured reference, its parameters (a slope)
+      // are reloaded after every store, which keeps the loop scalar and branchy (mispredicting on
+      // random signs); local, the loop vectorises.
+      const Act<C> fn = act;
+      for (int64_t i = lo; i < hi; ++i) po[i] = T(fn.f(C(px[i])));
     });
   });
 }
@@ -119,7 +123,8 @@ void act_grad_kernel(KernelContext& ctx, const char* name) {
     const T *px = x.data<T>(), *pg = g.data<T>();
     T* po = out.data<T>();
     parallel_for(0, x.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) po[i] = T(C(pg[i]) * act.df(C(px[i])));
+      const Act<C> fn = act;  // as in act_kernel
+      for (int64_t i = lo; i < hi; ++i) po[i] = T(C(pg[i]) * fn.df(C(px[i])));
     });
   });
 }

@@ -291,6 +291,8 @@ void init_module_basics(py::module_& m) {
         py::arg("device") = py::none());
 }
 
+void init_fastpath(py::module_& m);  // fastpath.cc: per-step optimizer helpers
+
 }  // namespace oarpy
 
 PYBIND11_MODULE(_C, m) {
@@ -300,6 +302,7 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_ops(m);
   oarpy::init_runtime(m);
   oarpy::init_autograd(m);
+  oarpy::init_fastpath(m);
   oarpy::init_dlpack(m);
   oarpy::init_program(m);
   oarpy::init_static(m);

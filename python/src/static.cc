@@ -21,7 +21,7 @@ void init_static(py::module_& m) {
              if (t == nullptr || !t->defined()) return py::none();
              return wrap(*t);
            })
-      .def("erase", &Scope::erase)
+      .def("erase", [](Scope& s, const std::string& name) { return s.erase(name); })
       .def("names", &Scope::names)
       .def("__len__", &Scope::size)
       .def("__contains__", [](const Scope& s, const std::string& n) { return s.has(n); });

@@ -13,17 +13,37 @@ namespace oar::ir {
 // ---- Scope ------------------------------------------------------------------------------------------
 
 Tensor* Scope::find(const std::string& name) {
-  auto it = vars_.find(name);
-  return it == vars_.end() ? nullptr : &it->second;
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : find(it->second);
 }
 const Tensor* Scope::find(const std::string& name) const {
-  auto it = vars_.find(name);
-  return it == vars_.end() ? nullptr : &it->second;
+  auto it = index_.find(name);
+  return it == index_.end() || !present_[it->second] ? nullptr : &values_[it->second];
+}
+bool Scope::erase(const std::string& name) {
+  auto it = index_.find(name);
+  return it != index_.end() && erase(it->second);
+}
+bool Scope::erase(int32_t slot) {
+  if (!present_[slot]) return false;
+  values_[slot] = Tensor();
+  present_[slot] = 0;
+  --size_;
+  return true;
+}
+int32_t Scope::slot(const std::string& name) {
+  auto [it, added] = index_.emplace(name, static_cast<int32_t>(values_.size()));
+  if (added) {
+    values_.emplace_back();
+    present_.push_back(0);
+  }
+  return it->second;
 }
 std::vector<std::string> Scope::names() const {
   std::vector<std::string> out;
-  out.reserve(vars_.size());
-  for (auto& kv : vars_) out.push_back(kv.first);
+  out.reserve(size_);
+  for (auto& kv : index_)
+    if (present_[kv.second]) out.push_back(kv.first);
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -269,8 +289,8 @@ OpKernelFn Executor::control_flow(const OpDesc& op, int32_t block_idx, int32_t o
   };
 }
 
-void Executor::release(const std::string& name) {
-  Tensor* t = scope_->find(name);
+void Executor::release(int32_t slot) {
+  Tensor* t = scope_->find(slot);
   if (t == nullptr) return;
   ++stats_.released;
   if (options_.gc_threshold_bytes > 0 && t->defined()) {
@@ -282,7 +302,7 @@ void Executor::release(const std::string& name) {
       garbage_bytes_ = 0;
     }
   }
-  scope_->erase(name);
+  scope_->erase(slot);
 }
 
 const std::vector<std::string>& Executor::released_after(size_t i) const {
@@ -342,6 +362,25 @@ void Executor::clear_temporaries() {
   }
 }
 
+// The scope is fixed for the executor's lifetime: variable names become scope slots once.
+void Executor::resolve_slots() {
+  for (Instr& ins : instrs_) {
+    ins.release_slots.clear();
+    for (auto& n : ins.release) ins.release_slots.push_back(scope_->slot(n));
+  }
+  fetch_slots_.clear();
+  fetch_erase_slots_.clear();
+  for (auto& n : fetch_names_) {
+    fetch_slots_.push_back(scope_->slot(n));
+    // The fetched values belong to the caller after the run (unless another program reads them:
+    // options.keep).
+    const VarDesc* v = program_->global_block().find_var(n);
+    const bool kept = std::find(options_.keep.begin(), options_.keep.end(), n) != options_.keep.end();
+    if ((v == nullptr || !v->persistable) && !kept) fetch_erase_slots_.push_back(fetch_slots_.back());
+  }
+  slots_resolved_ = true;
+}
+
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   std::vector<Tensor> feed_list(feed_names_.size()), fetch_list(fetch_names_.size());
   for (auto& [name, t] : feeds) {
@@ -372,6 +411,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   if (direct_feeds_)
     for (size_t c = 0; c < feed_names_.size(); ++c) scope_->set(feed_names_[c], feed_list[c]);
 
+  if (!slots_resolved_) resolve_slots();
   stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = stats_.peak_garbage_bytes = 0;
   bool track = options_.collect_stats;
   OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent};
@@ -389,24 +429,18 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
       throw;
     }
     if (track) update_stats();
-    for (auto& n : ins.release) release(n);
+    for (int32_t slot : ins.release_slots) release(slot);
   }
   if (direct_feeds_) {
     for (size_t c = 0; c < fetch_names_.size(); ++c) {
-      const Tensor* t = scope_->find(fetch_names_[c]);
+      const Tensor* t = scope_->find(fetch_slots_[c]);
       OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
                   "executor: fetch '" << fetch_names_[c] << "' has no value after the run (not computed by the program)");
       fetch_list[c] = *t;
     }
   }
-  if (options_.garbage_collect) {
-    // The fetched values now belong to the caller (unless another program reads them: options.keep).
-    for (auto& n : fetch_names_) {
-      const VarDesc* v = program_->global_block().find_var(n);
-      const bool kept = std::find(options_.keep.begin(), options_.keep.end(), n) != options_.keep.end();
-      if ((v == nullptr || !v->persistable) && !kept) scope_->erase(n);
-    }
-  }
+  if (options_.garbage_collect)
+    for (int32_t slot : fetch_erase_slots_) scope_->erase(slot);
   garbage_.clear();
   garbage_bytes_ = 0;
   if (track) update_stats();

@@ -554,6 +554,16 @@ struct NativeOp {
   bool needs_extent = false;  // an attribute captured the unknown-extent sentinel
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;  // empty names: outputs nobody reads
+  // The variables' slots in `scope` (the last scope run in; -1 for unnamed outputs).
+  Scope* scope = nullptr;
+  std::vector<int32_t> in_slots, out_slots;
+  void bind(Scope* s) {
+    in_slots.clear();
+    out_slots.clear();
+    for (auto& name : inputs) in_slots.push_back(s->slot(name));
+    for (auto& name : outputs) out_slots.push_back(name.empty() ? -1 : s->slot(name));
+    scope = s;
+  }
 };
 
 }  // namespace
@@ -594,6 +604,7 @@ OpKernelFn translate_native_op(const OpDesc& od) {
   }
   return [n](OpRunContext& c) {
     const OpDef& def = *n->def;
+    if (c.scope != n->scope) n->bind(c.scope);
     Tensor small[4];
     std::vector<Tensor> large;
     Tensor* in = small;
@@ -603,32 +614,35 @@ OpKernelFn translate_native_op(const OpDesc& od) {
       in = large.data();
     }
     for (int32_t i = 0; i < n_in; ++i) {
-      const Tensor* t = c.scope->find(n->inputs[i]);
+      const Tensor* t = c.scope->find(n->in_slots[i]);
       OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
                   c.op->type << ": input variable '" << n->inputs[i]
                              << "' has no value (not fed, not a parameter, not computed)");
       in[i] = *t;
     }
-    Attrs attrs = n->attrs;
+    // run_op completes the attributes (defaults) and normalises some (axes) in place; both are
+    // idempotent for a fixed program, so one Attrs serves every run instead of a copy per run.
+    Attrs* attrs = &n->attrs;
+    Attrs sub;
     if (n->needs_extent) {
       OAR_ENFORCE(c.unknown_extent > 0, ErrorCode::kInvalidArgument,
                   c.op->type << ": an attribute depends on the unknown (-1) extent of the inputs, but "
                              << (c.unknown_extent < 0
                                      ? "the fed variables' -1 extents have different sizes in this run"
                                      : "no fed variable has one"));
-      Attrs sub;
-      for (size_t i = 0; i < attrs.size(); ++i)
-        sub.set(attrs[i].first, substitute(attrs[i].second, c.unknown_extent));
-      attrs = std::move(sub);
+      for (size_t i = 0; i < n->attrs.size(); ++i)
+        sub.set(n->attrs[i].first, substitute(n->attrs[i].second, c.unknown_extent));
+      attrs = &sub;
     }
     if (n->is_view) {
-      c.scope->set(n->outputs[0], run_view_op(def, in[0], attrs));
+      Tensor v = run_view_op(def, in[0], *attrs);
+      if (n->out_slots[0] >= 0) c.scope->set(n->out_slots[0], std::move(v));
       return;
     }
     Tensor outs[kMaxOpOutputs];
-    run_op(def, in, n_in, attrs, c.place, outs);
-    for (size_t i = 0; i < n->outputs.size(); ++i)
-      if (!n->outputs[i].empty()) c.scope->set(n->outputs[i], std::move(outs[i]));
+    run_op(def, in, n_in, *attrs, c.place, outs);
+    for (size_t i = 0; i < n->out_slots.size(); ++i)
+      if (n->out_slots[i] >= 0) c.scope->set(n->out_slots[i], std::move(outs[i]));
   };
 }
 

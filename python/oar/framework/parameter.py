@@ -8,6 +8,65 @@ from .param_attr import ParamAttr
 
 __all__ = ["Parameter", "create_parameter"]
 
+# Bumped whenever an attribute optimizers read (optimize_attr and its entries, regularizer, need_clip)
+# changes on any Parameter: an optimizer's cached per-parameter plan (oar.optimizer) is valid while this
+# count is unchanged, so a step need not re-read every parameter's attributes.
+_attr_version = [0]
+
+
+def _bump():
+    _attr_version[0] += 1
+
+
+def _bumping(name):
+    """dict's method `name`, bumping _attr_version first."""
+    base = getattr(dict, name)
+
+    def method(self, *args, **kwargs):
+        _bump()
+        return base(self, *args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+class _OptimizeAttr(dict):
+    """A Parameter's optimize_attr: a dict that bumps _attr_version on every change."""
+
+    __setitem__ = _bumping("__setitem__")
+    __delitem__ = _bumping("__delitem__")
+    __ior__ = _bumping("__ior__")
+    update = _bumping("update")
+    pop = _bumping("pop")
+    popitem = _bumping("popitem")
+    setdefault = _bumping("setdefault")
+    clear = _bumping("clear")
+
+    def __deepcopy__(self, memo):
+        return _OptimizeAttr(copy.deepcopy(dict(self), memo))
+
+    def __reduce__(self):
+        return (_OptimizeAttr, (dict(self),))
+
+
+def _tracked(name):
+    """A Parameter attribute stored in the instance dict under `name` whose changes bump _attr_version."""
+    key = "_" + name
+
+    def get(self):
+        try:
+            return self.__dict__[key]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def set(self, value):
+        _bump()
+        if name == "optimize_attr" and isinstance(value, dict) and not isinstance(value, _OptimizeAttr):
+            value = _OptimizeAttr(value)
+        self.__dict__[key] = value
+
+    return property(get, set)
+
 
 class Parameter(Tensor):
     """A leaf tensor with a unique name and training attributes.
@@ -16,6 +75,10 @@ class Parameter(Tensor):
     `stop_gradient`. Optimizers read `optimize_attr["learning_rate"]` (a multiplier), `regularizer` and
     `need_clip`.
     """
+
+    optimize_attr = _tracked("optimize_attr")
+    regularizer = _tracked("regularizer")
+    need_clip = _tracked("need_clip")
 
     def __init__(self, value, name=None, trainable=True, optimize_attr=None, regularizer=None,
                  do_model_average=True, need_clip=True):

@@ -184,21 +184,23 @@ class ConcreteProgram:
         self._train = _Training(fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out)
 
     def run(self, tensors):
-        prev = _C._set_builder(None)
-        try:
-            if _C.is_grad_enabled() and (any(not p.stop_gradient for p in self._params) or
-                                         any(not t.stop_gradient for t in tensors)):
-                if self._train is None:
+        # StaticFunction calls this only while no program is being built: no builder to pause
+        if _C.is_grad_enabled() and (any(not p.stop_gradient for p in self._params) or
+                                     any(not t.stop_gradient for t in tensors)):
+            if self._train is None:
+                prev = _C._set_builder(None)
+                try:
                     self._build_training()
-                if self._train and self._pending == 0:
-                    return _unflatten(self.out_structure, self._run_training(tensors))
-            outs = self._executor().run(dict(zip(self.feed_names, tensors)))  # autograd replays if on
-        finally:
-            _C._set_builder(prev)
+                finally:
+                    _C._set_builder(prev)
+            if self._train and self._pending == 0:
+                return _unflatten(self.out_structure, self._run_training(tensors))
+        outs = self._executor().run(dict(zip(self.feed_names, tensors)))  # autograd replays if on
         return _unflatten(self.out_structure, outs)
 
     def _run_training(self, tensors):
         fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out = self._train
+        grads_in_order = None not in grad_names
         _C._set_grad_enabled(False)
         try:
             outs = fexe.run(dict(zip(self.feed_names, tensors)))
@@ -217,6 +219,8 @@ class ConcreteProgram:
                 g = gouts[i]
                 feeds[name] = g if g is not None else _zeros(shape, dtype)
             got = bexe.run(feeds)
+            if grads_in_order:  # the fetches are the gradients, in order
+                return tuple(got)
             by_name = dict(zip([n for n in grad_names if n is not None], got))
             return tuple(by_name.get(n) if n is not None else None for n in grad_names)
 
@@ -343,10 +347,15 @@ class StaticFunction:
         if not _config["enabled"] or _C._is_symbolic_building():
             # disabled, or called while another program is built (nested to_static): inline the Python
             return self._call_dygraph(args, kwargs)
-        tensors = []
-        structure = _flatten((list(args), kwargs), tensors)
-        key = (_hashable(structure), tuple((tuple(t.shape), t.dtype.name, t.stop_gradient, str(t.place))
-                                           for t in tensors),
+        if not kwargs and all(type(a) is _C.Tensor for a in args):
+            # The usual call (tensor arguments only): the same signature without flattening. Its key
+            # starts with an int, never equal to a flattened structure's key.
+            tensors = list(args)
+            head = len(args)
+        else:
+            tensors = []
+            head = _hashable(_flatten((list(args), kwargs), tensors))
+        key = (head, tuple((tuple(t.shape), t.dtype.name, t.stop_gradient, str(t.place)) for t in tensors),
                getattr(self._instance, "training", None))
         cp = self._cache.get(key)
         if cp is None:

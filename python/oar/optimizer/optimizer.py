@@ -14,6 +14,7 @@ from collections import defaultdict
 from .. import _C
 from ..autograd import no_grad
 from ..regularizer import L2Decay, WeightDecayRegularizer
+from ..framework.parameter import Parameter, _attr_version
 from .lr import LambdaDecay, LRScheduler
 
 __all__ = ["Optimizer"]
@@ -209,10 +210,9 @@ class Optimizer:
 
     # ---- gradients ----------------------------------------------------------------------------------
     def clear_grad(self, set_to_zero=True):
-        """Clears the gradients of the optimized parameters (zeros them, or sets them to None)."""
-        for p in self._all_params():
-            if not p.stop_gradient:
-                p.clear_gradient(set_to_zero)
+        """Clears the gradients of the optimized parameters (zeros them, or sets them to None); one C++
+        call for all of them (zeroing is deferred to the next read or accumulation, see docs/optimizer.md)."""
+        _C._clear_grads(self._all_params(), bool(set_to_zero))
 
     def zero_grad(self, set_to_none=True):
         self.clear_grad(set_to_zero=not set_to_none)
@@ -226,10 +226,32 @@ class Optimizer:
         """Updates the parameters from their current gradients (backward must have run)."""
         with no_grad():
             if self._param_groups and isinstance(self._param_groups[0], dict):
-                for group in self._param_groups:
-                    self._apply(self._params_grads(group["params"]), group)
+                for i, group in enumerate(self._param_groups):
+                    self._step_params(group["params"], group, i)
             else:
-                self._apply(self._params_grads(self._param_groups), None)
+                self._step_params(self._param_groups, None, None)
+
+    def _step_params(self, params, group, slot):
+        """One step over `params` (a group's, or all): through the cached plan of `slot` when it is
+        still valid, else as _apply does (building a new plan when the parameters allow one)."""
+        grads, key = _C._params_grads(params)
+        clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
+        plans = self.__dict__.setdefault("_plans", {})
+        plan = plans.get(slot)
+        if plan is None or not plan.valid(self, key, clip):
+            plan = plans[slot] = _Plan.build(self, params, grads, key, group, clip)
+        if plan.buckets is None:  # not cacheable: the general path
+            self._apply([(p, g) for p, g in zip(params, grads) if g is not None], group)
+            return
+        if not plan.buckets:
+            return
+        grad_scale = None
+        if clip is not None:  # a ClipGradByGlobalNorm (the only clip a plan allows): its scale goes in the update
+            grad_scale = clip._scale([(p, g) for p, g in zip(params, grads) if g is not None])
+        hyper = {k: self._group_value(group, k) for k in self._hyper_keys}
+        base_lr = self.get_lr()
+        for b in plan.buckets:
+            b.run(self, grads, base_lr, hyper, grad_scale)
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         """Dygraph minimize, as Paddle's: does NOT run backward (call loss.backward() first); updates the
@@ -358,8 +380,114 @@ class Optimizer:
     def _lr_scale(self, p):
         return 1.0
 
+    def _lr_scale_is_fixed(self):
+        """True when _lr_scale(p) gives the same value at every step (a step plan may keep it)."""
+        return True
+
     def _op_attrs(self, params, hyper):
         return {}
 
     def _extra_inputs(self, params):
         return []
+
+
+class _Bucket:
+    """One fused update of a plan: parameters of one dtype and place, their per-parameter attributes and
+    accumulator inputs (see _Plan)."""
+    __slots__ = ("params", "index", "lr_factors", "lr_uniform", "l2", "need_clip", "clip_uniform", "state", "op")
+
+    def __init__(self, opt, items, index, hyper):
+        params = [p for p, _ in items]
+        self.params = params
+        self.index = index  # positions of the gradients in the group's list, or None when it is all of them
+        # (optimize_attr multiplier, lr scale) per parameter: the learning rate is base * mult * scale,
+        # multiplied in that order as _update does.
+        self.lr_factors = [(float(p.optimize_attr.get("learning_rate", 1.0)), opt._lr_scale(p)) for p in params]
+        self.lr_uniform = self.lr_factors[0] if len(set(self.lr_factors)) == 1 else None
+        l2 = [opt._regularize(p, g, 1.0)[1] for p, g in items]
+        self.l2 = l2 if len(set(l2)) > 1 else l2[:1]
+        self.need_clip = [bool(getattr(p, "need_clip", True)) for p in params]
+        self.clip_uniform = self.need_clip[0] if len(set(self.need_clip)) == 1 else None
+        prev = _C._set_builder(None)
+        try:
+            self.state = opt._state_inputs(params, hyper)
+        finally:
+            _C._set_builder(prev)
+        self.op = _C.Op(opt._op)
+
+    def run(self, opt, grads, base_lr, hyper, grad_scale):
+        params = self.params
+        if self.index is not None:
+            grads = [grads[i] for i in self.index]
+        if self.lr_uniform is not None:
+            m, s = self.lr_uniform
+            lr = [base_lr * m * s]
+        else:
+            lrs = [base_lr * m * s for m, s in self.lr_factors]
+            lr = lrs if len(set(lrs)) > 1 else lrs[:1]
+        if grad_scale is None:
+            scale = [1.0]
+        elif self.clip_uniform is not None:
+            scale = [grad_scale if self.clip_uniform else 1.0]
+        else:
+            scale = [grad_scale if c else 1.0 for c in self.need_clip]
+            scale = scale if len(set(scale)) > 1 else scale[:1]
+        attrs = opt._op_attrs(params, hyper)
+        attrs["learning_rate"] = lr
+        attrs["l2_coeff"] = self.l2
+        attrs["grad_scale"] = scale
+        self.op(params + grads + self.state, **attrs)
+
+
+class _Plan:
+    """What a step needs that does not change between steps: which parameters have gradients, their
+    split into fused updates by dtype and place, and their learning-rate multipliers, L2 coefficients,
+    need_clip flags and accumulators. Valid while the parameters, which of them have gradients and
+    their dtypes and places are the same (`key`, from _C._params_grads), no Parameter attribute an
+    optimizer reads changed (parameter._attr_version), and the regularizers and the clip's type are
+    the same. Parameters that are not Parameters (whose attributes are not tracked), regularizers other
+    than L2Decay (an op per gradient), clips other than ClipGradByGlobalNorm and per-parameter learning
+    rate functions (AdamW's lr_ratio) make a plan without buckets: those steps take the general path."""
+    __slots__ = ("key", "version", "default_reg", "regs", "clip_type", "buckets", "params")
+
+    def valid(self, opt, key, clip):
+        if (key != self.key or self.version != _attr_version[0] or opt.regularization is not self.default_reg
+                or type(clip) is not self.clip_type):
+            return False
+        return all(r.coeff == c for r, c in self.regs)
+
+    @staticmethod
+    def build(opt, params, grads, key, group, clip):
+        plan = _Plan()
+        plan.key, plan.version, plan.default_reg, plan.clip_type = key, _attr_version[0], opt.regularization, type(clip)
+        plan.params = list(params)  # keeps the objects (and so the addresses in key) alive
+        plan.regs, plan.buckets = [], None
+        if clip is not None and type(clip) is not _global_norm_clip():
+            return plan
+        if not opt._lr_scale_is_fixed() or not all(type(p) is Parameter for p in params):
+            return plan
+        regs = {}
+        for p in params:
+            reg = p.regularizer if p.regularizer is not None else opt.regularization
+            if reg is not None:
+                if type(reg) is not L2Decay:
+                    return plan
+                regs[id(reg)] = (reg, reg.coeff)
+        plan.regs = list(regs.values())
+        hyper = {k: opt._group_value(group, k) for k in opt._hyper_keys}
+        buckets = {}
+        for i, (p, g) in enumerate(zip(params, grads)):
+            if g is not None:
+                buckets.setdefault((p.dtype, p.place), []).append(i)
+        plan.buckets = []
+        n_grads = sum(g is not None for g in grads)
+        for idx in buckets.values():
+            items = [(params[i], grads[i]) for i in idx]
+            whole = len(idx) == len(grads) and n_grads == len(grads)
+            plan.buckets.append(_Bucket(opt, items, None if whole else idx, hyper))
+        return plan
+
+
+def _global_norm_clip():
+    from ..nn.clip import ClipGradByGlobalNorm
+    return ClipGradByGlobalNorm

@@ -112,6 +112,9 @@ class AdamW(Adam):
     def _lr_scale(self, p):
         return 1.0 if self._lr_ratio is None else float(self._lr_ratio(p))
 
+    def _lr_scale_is_fixed(self):
+        return self._lr_ratio is None  # lr_ratio is called at every step, as in Paddle
+
     def _op_attrs(self, params, h):
         attrs = super()._op_attrs(params, h)
         wd = float(h["weight_decay"])

@@ -51,8 +51,10 @@ struct RawMemory {
 // Requests of `chunk_bytes` or more get a chunk of their own. Thread-safe.
 // Freed blocks of up to kSmallBytes on the default (first used) stream go to an exact-size cache that
 // the next request of that size takes without touching the tree (the eager hot path allocates many
-// tiny tensors); on any other request the cache is merged back into the tree first, so the search
-// is still a best fit over every free block.
+// tiny tensors). A small request that misses its cache first moves the cached blocks that fit better
+// than the tree's best into the tree, so it gets a best fit among single free blocks; all caches are
+// merged back into the tree before the pool grows (cached neighbours that would merge into a better
+// fit are not looked for on every miss: that full merge per miss made training loops thrash).
 class BestFitAllocator final : public Allocator {
  public:
   BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment);
@@ -81,6 +83,7 @@ class BestFitAllocator final : public Allocator {
   void* allocate_locked(size_t bytes, OarStream stream);
   void free_to_tree_locked(std::map<char*, Block>::iterator it);
   void flush_small_locked();
+  bool flush_small_bin_locked(size_t bin);  // one exact-size cache into the tree; false when empty
   void release_cached_locked();
 
   RawMemory raw_;

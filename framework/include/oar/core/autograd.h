@@ -37,6 +37,10 @@ struct AutogradMeta {
   std::weak_ptr<GradNode> accumulator;  // a leaf's AccumulateGrad node, while a graph uses it
   std::vector<TensorHook> hooks;        // leaf hooks, run before accumulation
   bool retain_grad = false;
+  // clear_grad(set_to_zero) without work: the gradient is logically all zeros, `grad` only keeps its
+  // shape, dtype and place. Reading it (autograd::grad) makes the zeros; the next accumulation simply
+  // stores the arriving gradient (0 + g) instead of running an add.
+  bool grad_is_zero = false;
 };
 
 class GradNode {

@@ -12,6 +12,7 @@
 #include <oar/ir/program.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,18 +22,33 @@
 
 namespace oar::ir {
 
+// Variables by name. Each name seen gets a slot, an index that stays valid for the scope's lifetime
+// (erase empties the slot, a later set fills it again): executors resolve their variables' names to
+// slots once and then run without hashing names. Pointers returned by find stay valid until that
+// variable is erased (slots live in a deque).
 class Scope {
  public:
   Tensor* find(const std::string& name);
   const Tensor* find(const std::string& name) const;
   bool has(const std::string& name) const { return find(name) != nullptr; }
-  void set(const std::string& name, Tensor t) { vars_[name] = std::move(t); }
-  bool erase(const std::string& name) { return vars_.erase(name) > 0; }
-  size_t size() const { return vars_.size(); }
+  void set(const std::string& name, Tensor t) { set(slot(name), std::move(t)); }
+  bool erase(const std::string& name);
+  size_t size() const { return size_; }
   std::vector<std::string> names() const;  // sorted
 
+  int32_t slot(const std::string& name);  // the name's slot, made (empty) when new
+  Tensor* find(int32_t slot) { return present_[slot] ? &values_[slot] : nullptr; }
+  void set(int32_t slot, Tensor t) {
+    values_[slot] = std::move(t);
+    if (!present_[slot]) present_[slot] = 1, ++size_;
+  }
+  bool erase(int32_t slot);
+
  private:
-  std::unordered_map<std::string, Tensor> vars_;
+  std::unordered_map<std::string, int32_t> index_;
+  std::deque<Tensor> values_;
+  std::vector<char> present_;
+  size_t size_ = 0;
 };
 
 // What an instruction sees when it runs: the scope and the place. Missing inputs throw kNotFound naming
@@ -129,7 +145,8 @@ class Executor {
     const OpDesc* op;
     int32_t op_idx;
     OpKernelFn fn;
-    std::vector<std::string> release;  // garbage collected after this instruction
+    std::vector<std::string> release;    // garbage collected after this instruction
+    std::vector<int32_t> release_slots;  // their scope slots (resolved at the first run)
   };
   void lower();
   // The instructions of sub-block `idx` (control flow): no garbage collection inside; the block's own
@@ -146,7 +163,11 @@ class Executor {
   std::shared_ptr<Scope> scope_;
   std::vector<Tensor> garbage_;  // released, not yet freed (gc_threshold_bytes)
   int64_t garbage_bytes_ = 0;
-  void release(const std::string& name);
+  void release(int32_t slot);
+  void resolve_slots();
+  bool slots_resolved_ = false;
+  std::vector<int32_t> fetch_slots_;        // scope slots of fetch_names_
+  std::vector<int32_t> fetch_erase_slots_;  // fetches erased after the run (given to the caller)
   bool direct_feeds_ = false;  // feeds/fetches by name (options.feed_names), not by feed/fetch ops
   // Positions of -1 extents in the fed variables, for unknown_extent.
   std::vector<std::pair<std::string, std::vector<size_t>>> unknown_positions_;

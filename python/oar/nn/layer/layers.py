@@ -341,9 +341,7 @@ class Layer:
     # ---- gradients ----
     def clear_gradients(self, set_to_zero=True):
         """Clears the .grad of every trainable parameter (zeroed when set_to_zero, else dropped)."""
-        for p in self.parameters():
-            if p.trainable:
-                p.clear_gradient(set_to_zero)
+        _C._clear_grads(self.parameters(), bool(set_to_zero))  # one call; skips stop_gradient ones
 
     # ---- state ----
     def _state_items(self, include_sublayers, prefix):
