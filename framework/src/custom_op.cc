@@ -552,6 +552,13 @@ std::vector<Tensor> custom_grad(const GradContext& c) {
   const std::vector<int32_t> counts = custom_op_slot_counts(*c.op, c.attrs, n_fwd_in);
   std::vector<int32_t> first(counts.size() + 1, 0);
   for (size_t s = 0; s < counts.size(); ++s) first[s + 1] = first[s] + counts[s];
+  // Where the gradients live: any output gradient that arrived (at least one did).
+  Place place = cpu_place();
+  for (const Tensor& t : c.grad_outputs)
+    if (t.defined()) {
+      place = t.place();
+      break;
+    }
   std::vector<Tensor> ins;
   std::vector<int64_t> g_counts;
   for (const GradSlot& s : fwd.grad_inputs) {
@@ -565,7 +572,7 @@ std::vector<Tensor> custom_grad(const GradContext& c) {
       Tensor go = c.grad_outputs[s.index];
       if (!go.defined()) {
         const TensorMeta& m = c.output_meta[s.index];
-        go = ops::zeros(m.dims, m.dtype, c.outputs[s.index].defined() ? c.outputs[s.index].place() : cpu_place());
+        go = ops::zeros(m.dims, m.dtype, place);
       }
       ins.push_back(go);
       g_counts.push_back(1);
@@ -579,12 +586,6 @@ std::vector<Tensor> custom_grad(const GradContext& c) {
     attrs.set(a.name.c_str(), *v);
   }
   if (g.needs_counts) attrs.set(kCustomInputCounts, g_counts);
-  Place place = cpu_place();
-  for (const Tensor& t : ins)
-    if (t.defined()) {
-      place = t.place();
-      break;
-    }
   std::vector<Tensor> outs(g.info.outputs.size());
   run_op(*g.def, ins.data(), static_cast<int32_t>(ins.size()), attrs, place, outs.data());
   std::vector<Tensor> grads(n_fwd_in);

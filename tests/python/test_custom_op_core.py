@@ -246,7 +246,7 @@ def test_static_program_and_executor(relu_lib):
         with oar.static.program_guard(main, startup):
             x = oar.static.data("x", [None, 3], "float32")
             y = relu_lib.custom_relu(x)
-        assert "custom_relu" in [op.type for op in main.global_block().ops]
+        assert "custom_relu" in [op["type"] for op in main.global_block().ops]
         exe = oar.static.Executor(oar.CPUPlace())
         exe.run(startup)
         (out,) = exe.run(main, feed={"x": a}, fetch_list=[y])
