@@ -294,3 +294,19 @@ def test_to_static_jit_save_load_and_cpp_predictor(relu_lib, tmp_path):
     r = subprocess.run([exe, path, "--input", str(tmp_path / "x.npy")], capture_output=True, text=True,
                        timeout=120, env=env)
     assert r.returncode != 0 and "custom_relu" in r.stdout + r.stderr
+
+
+def test_plugin_copy_error_names_the_plugin_and_its_message():
+    """A plugin whose memcpy fails (tests/plugins/copy_error.cc): the copy raises, naming the plugin,
+    what it was doing and the plugin's own message; the process goes on."""
+    path = os.path.join(ROOT, os.environ.get("OAR_BUILD_DIR", "build"), "tests", "plugins",
+                        "liboar_plugin_copy_error.so")
+    if not os.path.exists(path):
+        pytest.skip("{} is not built".format(path))
+    rec = oar._C.load_plugin(path)
+    assert rec.loaded, rec.reason
+    a = np.arange(6, dtype="float32")
+    with pytest.raises(RuntimeError, match="plugin copy_error: memcpy host to device: DMA engine fault while "
+                                           "copying 24 bytes \\(injected by the test\\)"):
+        oar.to_tensor(a, place="test_copy_error:0")
+    np.testing.assert_array_equal(oar.to_tensor(a).numpy(), a)  # nothing else broke
