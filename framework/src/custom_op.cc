@@ -1,8 +1,7 @@
 // The core's side of the custom-op ABI (oar/custom_op_api.h): loading a library, the services table,
 // and each custom op's OpDef (inference through the library's callbacks), kernel entry (a trampoline
 // calling the library's kernel for the device type) and gradient rule (running the library's grad op).
-#include "internal.h"
-
+#include <glog/logging.h>
 #include <oar/core/autograd.h>
 #include <oar/core/custom_op.h>
 #include <oar/core/dispatch.h>
@@ -11,8 +10,6 @@
 #include <oar/custom_op_api.h>
 #include <oar/ir/executor.h>
 #include <oar/ir/program.h>
-
-#include <glog/logging.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,6 +20,8 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+
+#include "internal.h"
 
 // A counted reference to a core tensor, as the library holds it.
 struct OarCTensor {
@@ -88,7 +87,8 @@ Loaded& loaded() {
 }
 
 ErrorCode code_of(int32_t c) {
-  return c >= OAR_ERR_INVALID_ARGUMENT && c <= OAR_ERR_EXTERNAL ? static_cast<ErrorCode>(c) : ErrorCode::kExternal;
+  return c >= OAR_ERR_INVALID_ARGUMENT && c <= OAR_ERR_EXTERNAL ? static_cast<ErrorCode>(c)
+                                                                : ErrorCode::kExternal;
 }
 
 // Throws a library's error as oar::Error "<where>: <what>: <message>".
@@ -115,8 +115,11 @@ OarCTensor* new_ref(Tensor t) {
 }
 
 // ---- services ---------------------------------------------------------------------------------------
-OarError* make_error(int32_t code, int64_t native, const char* msg) { return core_services()->error_new(code, native, msg); }
-template <typename F> OarError* catching(F&& f) {
+OarError* make_error(int32_t code, int64_t native, const char* msg) {
+  return core_services()->error_new(code, native, msg);
+}
+template <typename F>
+OarError* catching(F&& f) {
   try {
     NoGradGuard no_grad;  // nothing a kernel does through the services is differentiated
     f();
@@ -129,7 +132,8 @@ template <typename F> OarError* catching(F&& f) {
 }
 
 OarError* svc_register_op(OarCustomOpRegistrar* r, const OarCustomOpDef* given) {
-  if (!r || !r->open) return make_error(OAR_ERR_PRECONDITION, 0, "register_op is only valid during oar_custom_op_init");
+  if (!r || !r->open)
+    return make_error(OAR_ERR_PRECONDITION, 0, "register_op is only valid during oar_custom_op_init");
   if (!given || given->struct_size < offsetof(OarCustomOpDef, infer_shape))
     return make_error(OAR_ERR_INVALID_ARGUMENT, 0, "register_op: OarCustomOpDef is NULL or too short");
   OarCustomOpDef d{};
@@ -148,7 +152,8 @@ OarError* svc_register_op(OarCustomOpRegistrar* r, const OarCustomOpDef* given) 
       return v;
     };
     op.inputs = strings(d.num_inputs, d.inputs, "inputs");
-    for (int32_t i = 0; i < d.num_inputs; ++i) op.input_flags.push_back(d.input_flags ? d.input_flags[i] : 0u);
+    for (int32_t i = 0; i < d.num_inputs; ++i)
+      op.input_flags.push_back(d.input_flags ? d.input_flags[i] : 0u);
     op.outputs = strings(d.num_outputs, d.outputs, "outputs");
     op.attrs = strings(d.num_attrs, d.attrs, "attrs");
     op.inplace_in = strings(d.num_inplace, d.inplace_inputs, "inplace_inputs");
@@ -198,7 +203,8 @@ OarError* svc_full(int32_t ndim, const int64_t* dims, int32_t dtype, double valu
                    int32_t device, OarCTensor** out) {
   return catching([&] {
     OAR_ENFORCE(is_valid_dtype(dtype), ErrorCode::kType, "full: invalid dtype " << dtype);
-    *out = new_ref(ops::full(Dims(dims, ndim), value, static_cast<DType>(dtype), place_of(device_type, device)));
+    *out =
+        new_ref(ops::full(Dims(dims, ndim), value, static_cast<DType>(dtype), place_of(device_type, device)));
   });
 }
 OarError* svc_copy_to(const OarCTensor* t, const char* device_type, int32_t device, OarCTensor** out) {
@@ -301,21 +307,27 @@ CustomAttr parse_attr(const std::string& where, const std::string& decl) {
   if (t == "std::vector<int32_t>") t = "std::vector<int>";
   for (const AttrKind& k : kAttrKinds)
     if (t == k.name) a.type = k.type;
-  OAR_ENFORCE(a.type >= 0, ErrorCode::kInvalidArgument,
-              where << ": attribute '" << a.name << "' has unsupported type '" << a.type_name
-                    << "' (use bool, int, int64_t, float, double, std::string, or std::vector of int, int64_t, "
-                       "float, double)");
+  OAR_ENFORCE(
+      a.type >= 0, ErrorCode::kInvalidArgument,
+      where << ": attribute '" << a.name << "' has unsupported type '" << a.type_name
+            << "' (use bool, int, int64_t, float, double, std::string, or std::vector of int, int64_t, "
+               "float, double)");
   a.type_name = t;
   return a;
 }
 
 AttrValue default_of(AttrType t) {
   switch (t) {
-    case AttrType::kInt: return int64_t{0};
-    case AttrType::kFloat: return 0.0;
-    case AttrType::kInts: return std::vector<int64_t>{};
-    case AttrType::kFloats: return std::vector<double>{};
-    case AttrType::kString: return std::string();
+    case AttrType::kInt:
+      return int64_t{0};
+    case AttrType::kFloat:
+      return 0.0;
+    case AttrType::kInts:
+      return std::vector<int64_t>{};
+    case AttrType::kFloats:
+      return std::vector<double>{};
+    case AttrType::kString:
+      return std::string();
   }
   return int64_t{0};
 }
@@ -328,12 +340,18 @@ std::vector<OarCustomAttr> abi_attrs(const CustomOp& op, const Attrs& attrs) {
     OarCustomAttr& v = out[i];
     v.type = a.type;
     const AttrValue* p = attrs.find(a.name.c_str());
-    OAR_ENFORCE(p != nullptr, ErrorCode::kInvalidArgument, op.where() << ": attribute '" << a.name << "' is missing");
-    if (const auto* x = std::get_if<int64_t>(p)) v.i = *x, v.f = static_cast<double>(*x);
-    else if (const auto* x = std::get_if<double>(p)) v.f = *x;
-    else if (const auto* x = std::get_if<std::string>(p)) v.s = x->c_str();
-    else if (const auto* x = std::get_if<std::vector<int64_t>>(p)) v.ints = x->data(), v.count = static_cast<int64_t>(x->size());
-    else if (const auto* x = std::get_if<std::vector<double>>(p)) v.floats = x->data(), v.count = static_cast<int64_t>(x->size());
+    OAR_ENFORCE(p != nullptr, ErrorCode::kInvalidArgument,
+                op.where() << ": attribute '" << a.name << "' is missing");
+    if (const auto* x = std::get_if<int64_t>(p))
+      v.i = *x, v.f = static_cast<double>(*x);
+    else if (const auto* x = std::get_if<double>(p))
+      v.f = *x;
+    else if (const auto* x = std::get_if<std::string>(p))
+      v.s = x->c_str();
+    else if (const auto* x = std::get_if<std::vector<int64_t>>(p))
+      v.ints = x->data(), v.count = static_cast<int64_t>(x->size());
+    else if (const auto* x = std::get_if<std::vector<double>>(p))
+      v.floats = x->data(), v.count = static_cast<int64_t>(x->size());
   }
   return out;
 }
@@ -348,26 +366,28 @@ std::vector<int32_t> custom_op_slot_counts(const OpDef& def, const Attrs& attrs,
   const auto* given = v ? std::get_if<std::vector<int64_t>>(v) : nullptr;
   if (given && !given->empty()) {
     OAR_ENFORCE(given->size() == slots, ErrorCode::kInvalidArgument,
-                op.where() << ": " << kCustomInputCounts << " has " << given->size() << " entries for " << slots
-                           << " inputs");
+                op.where() << ": " << kCustomInputCounts << " has " << given->size() << " entries for "
+                           << slots << " inputs");
     for (size_t i = 0; i < slots; ++i) counts[i] = static_cast<int32_t>((*given)[i]);
   }
   int64_t total = 0;
   for (size_t i = 0; i < slots; ++i) {
     const uint32_t f = op.info.input_flags[i];
     const int32_t c = counts[i];
-    const bool ok = (f & OAR_CUSTOM_INPUT_VECTOR) ? c >= 0 : (f & OAR_CUSTOM_INPUT_OPTIONAL) ? (c == 0 || c == 1) : c == 1;
+    const bool ok = (f & OAR_CUSTOM_INPUT_VECTOR)     ? c >= 0
+                    : (f & OAR_CUSTOM_INPUT_OPTIONAL) ? (c == 0 || c == 1)
+                                                      : c == 1;
     OAR_ENFORCE(ok, ErrorCode::kInvalidArgument,
                 op.where() << ": input '" << op.info.inputs[i] << "' takes "
-                           << ((f & OAR_CUSTOM_INPUT_VECTOR) ? "a list of tensors"
-                                                             : (f & OAR_CUSTOM_INPUT_OPTIONAL) ? "a tensor or None"
-                                                                                                : "one tensor")
+                           << ((f & OAR_CUSTOM_INPUT_VECTOR)     ? "a list of tensors"
+                               : (f & OAR_CUSTOM_INPUT_OPTIONAL) ? "a tensor or None"
+                                                                 : "one tensor")
                            << ", got " << c);
     total += c;
   }
   OAR_ENFORCE(total == n_in, ErrorCode::kInvalidArgument,
-              op.where() << ": expects " << total << " input tensor(s) (" << slots << " declared input(s)), got "
-                         << n_in);
+              op.where() << ": expects " << total << " input tensor(s) (" << slots
+                         << " declared input(s)), got " << n_in);
   return counts;
 }
 
@@ -395,8 +415,9 @@ void custom_infer(InferContext& ic) {
       out_dtypes[o] = dtypes[0];
     }
   } else {
-    OAR_ENFORCE(op.infer_shape && op.infer_dtype, ErrorCode::kInvalidArgument,
-                op.where() << ": called without input tensors, so it needs both InferShape and InferDtype functions");
+    OAR_ENFORCE(
+        op.infer_shape && op.infer_dtype, ErrorCode::kInvalidArgument,
+        op.where() << ": called without input tensors, so it needs both InferShape and InferDtype functions");
   }
   std::vector<OarCustomAttr> attrs = abi_attrs(op, *ic.attrs);
   OarCustomInfer in{};
@@ -417,10 +438,12 @@ void custom_infer(InferContext& ic) {
   if (op.infer_shape) check_library(op, "InferShape", op.infer_shape(op.infer_shape_user, &in));
   if (op.infer_dtype) check_library(op, "InferDtype", op.infer_dtype(op.infer_dtype_user, &in));
   for (int32_t o = 0; o < n_out; ++o) {
-    OAR_ENFORCE(out_ndims[o] >= 0 && out_ndims[o] <= OAR_CUSTOM_MAX_DIMS, ErrorCode::kInvalidArgument,
-                op.where() << ": InferShape gave output '" << op.info.outputs[o] << "' " << out_ndims[o] << " dims");
+    OAR_ENFORCE(
+        out_ndims[o] >= 0 && out_ndims[o] <= OAR_CUSTOM_MAX_DIMS, ErrorCode::kInvalidArgument,
+        op.where() << ": InferShape gave output '" << op.info.outputs[o] << "' " << out_ndims[o] << " dims");
     OAR_ENFORCE(is_valid_dtype(out_dtypes[o]), ErrorCode::kType,
-                op.where() << ": InferDtype gave output '" << op.info.outputs[o] << "' invalid dtype " << out_dtypes[o]);
+                op.where() << ": InferDtype gave output '" << op.info.outputs[o] << "' invalid dtype "
+                           << out_dtypes[o]);
     ic.outputs[o].dims = Dims(out_dims.data() + o * OAR_CUSTOM_MAX_DIMS, out_ndims[o]);
     for (int64_t d : ic.outputs[o].dims)
       OAR_ENFORCE(d >= -1, ErrorCode::kInvalidArgument,
@@ -443,9 +466,9 @@ OarError* custom_kernel(OarKernelContext* ctx, void* user) {
   if (!k) {
     std::string have;
     for (const auto& [dev, kern] : op.kernels) have += (have.empty() ? "" : ", ") + dev;
-    OAR_THROW(ErrorCode::kUnimplemented,
-              op.where() << " has no kernel for device type '" << device_type << "' (it has kernels for: " << have
-                         << "); move the inputs to one of those devices");
+    OAR_THROW(ErrorCode::kUnimplemented, op.where() << " has no kernel for device type '" << device_type
+                                                    << "' (it has kernels for: " << have
+                                                    << "); move the inputs to one of those devices");
   }
   const int32_t n_in = ctx->num_inputs;
   const std::vector<int32_t> counts = custom_op_slot_counts(*ctx->op, *ctx->attrs, n_in);
@@ -457,8 +480,9 @@ OarError* custom_kernel(OarKernelContext* ctx, void* user) {
     for (int32_t i = 0; i < n_in; ++i) {
       const Tensor& t = ctx->input_tensors[i];
       if (i == ctx->op->inplace_input) {
-        OAR_ENFORCE(t.is_contiguous(), ErrorCode::kInvalidArgument,
-                    op.where() << ": input '" << op.info.inputs[i] << "' is written in place and must be contiguous");
+        OAR_ENFORCE(
+            t.is_contiguous(), ErrorCode::kInvalidArgument,
+            op.where() << ": input '" << op.info.inputs[i] << "' is written in place and must be contiguous");
         refs[i].t = autograd::detach(t);
       } else {
         refs[i].t = autograd::detach(t.is_contiguous() ? t : t.contiguous());
@@ -530,14 +554,15 @@ OarError* custom_kernel(OarKernelContext* ctx, void* user) {
                 op.where() << ": the kernel returned output '" << name << "' on " << t.place().to_string()
                            << ", but the op ran on " << ctx->device->place().to_string());
     bool same_shape = t.ndim() == m.dims.size();
-    for (int32_t d = 0; same_shape && d < t.ndim(); ++d) same_shape = m.dims[d] < 0 || m.dims[d] == t.dims()[d];
+    for (int32_t d = 0; same_shape && d < t.ndim(); ++d)
+      same_shape = m.dims[d] < 0 || m.dims[d] == t.dims()[d];
     OAR_ENFORCE(same_shape, ErrorCode::kInvalidArgument,
-                op.where() << ": the kernel produced output '" << name << "' with shape " << t.dims().to_string()
-                           << ", but InferShape said " << m.dims.to_string()
+                op.where() << ": the kernel produced output '" << name << "' with shape "
+                           << t.dims().to_string() << ", but InferShape said " << m.dims.to_string()
                            << "; make the InferShape function agree with the kernel");
     OAR_ENFORCE(t.dtype() == m.dtype, ErrorCode::kType,
-                op.where() << ": the kernel produced output '" << name << "' with dtype " << dtype_name(t.dtype())
-                           << ", but InferDtype said " << dtype_name(m.dtype)
+                op.where() << ": the kernel produced output '" << name << "' with dtype "
+                           << dtype_name(t.dtype()) << ", but InferDtype said " << dtype_name(m.dtype)
                            << "; make the InferDtype function agree with the kernel");
     ctx->output_tensors[o] = t;
   }
@@ -708,11 +733,13 @@ void publish(CustomOp& op, Plugin* library) {
       if (k.type == op.attrs[i].type) t = k.core;
     def.attrs.push_back({keep(op.attrs[i].name), t, true, default_of(t)});
   }
-  if (op.needs_counts) def.attrs.push_back({kCustomInputCounts, AttrType::kInts, false, std::vector<int64_t>{}});
+  if (op.needs_counts)
+    def.attrs.push_back({kCustomInputCounts, AttrType::kInts, false, std::vector<int64_t>{}});
   def.infer = custom_infer;
   def.dispatch_input = op.info.inputs.empty() ? -1 : 0;
   for (size_t o = 0; o < op.info.inplace.size(); ++o)
-    if (op.info.inplace[o] >= 0) def.inplace_input = op.info.inplace[o];  // flat index: the slots before are plain
+    if (op.info.inplace[o] >= 0)
+      def.inplace_input = op.info.inplace[o];  // flat index: the slots before are plain
   def.custom = true;
   def.user = &op;
   def.doc = "custom op from " + op.info.library;
@@ -749,10 +776,12 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
   OAR_ENFORCE(!bec, ErrorCode::kInvalidArgument,
               "custom op library '" << path << "' cannot be loaded: " << bec.message());
   OAR_ENFORCE(plugin->library.has(OAR_CUSTOM_OP_INIT_SYMBOL), ErrorCode::kInvalidArgument,
-              "'" << path << "' is not an oar custom op library: it does not export " << OAR_CUSTOM_OP_INIT_SYMBOL
+              "'" << path << "' is not an oar custom op library: it does not export "
+                  << OAR_CUSTOM_OP_INIT_SYMBOL
                   << " (include <oar/extension.h> or <paddle/extension.h> and build it as a shared library)");
-  auto init = plugin->library.get<OarError*(const OarCustomOpServices*, OarCustomOpRegistrar*, uint32_t*, uint32_t*)>(
-      OAR_CUSTOM_OP_INIT_SYMBOL);
+  auto init =
+      plugin->library.get<OarError*(const OarCustomOpServices*, OarCustomOpRegistrar*, uint32_t*, uint32_t*)>(
+          OAR_CUSTOM_OP_INIT_SYMBOL);
   Runtime::get();  // device types are known before kernels are published
   OarCustomOpRegistrar registrar;
   uint32_t major = 0, minor = 0;
@@ -766,10 +795,10 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
   if (major != OAR_CUSTOM_OP_ABI_MAJOR ||
       std::abs(static_cast<int64_t>(minor) - OAR_CUSTOM_OP_ABI_MINOR) > OAR_CUSTOM_OP_ABI_MINOR_WINDOW) {
     if (err) core_services()->error_free(err);
-    OAR_THROW(ErrorCode::kAbiMismatch, "custom op library '" << path << "' was built for custom-op ABI " << major << "."
-                                                             << minor << "; this oar accepts " << OAR_CUSTOM_OP_ABI_MAJOR
-                                                             << ".x with x within " << OAR_CUSTOM_OP_ABI_MINOR_WINDOW
-                                                             << " of " << OAR_CUSTOM_OP_ABI_MINOR);
+    OAR_THROW(ErrorCode::kAbiMismatch,
+              "custom op library '" << path << "' was built for custom-op ABI " << major << "." << minor
+                                    << "; this oar accepts " << OAR_CUSTOM_OP_ABI_MAJOR << ".x with x within "
+                                    << OAR_CUSTOM_OP_ABI_MINOR_WINDOW << " of " << OAR_CUSTOM_OP_ABI_MINOR);
   }
   if (err) {
     const ErrorCode code = code_of(err->code);
@@ -787,7 +816,8 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
       const CustomOpInfo* other = custom_op_info(*existing);
       OAR_THROW(ErrorCode::kInvalidArgument,
                 op.where() << ": an op named '" << op.info.name << "' is already registered"
-                           << (other ? " by custom op library '" + other->library + "'" : std::string(" (a built-in op)")));
+                           << (other ? " by custom op library '" + other->library + "'"
+                                     : std::string(" (a built-in op)")));
     }
     OAR_ENFORCE(by_name.emplace(op.info.name, &op).second, ErrorCode::kInvalidArgument,
                 op.where() << ": registered twice in the library");

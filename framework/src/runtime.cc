@@ -457,8 +457,10 @@ const KernelEntry* Runtime::kernel(int32_t op_id, int16_t device_type, DType dty
 
 void Runtime::add_kernel(int32_t op_id, int16_t device_type, DType dtype, const KernelEntry& entry) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  OAR_ENFORCE(op_id >= 0 && op_id < 1024, ErrorCode::kOutOfRange, "add_kernel: op id " << op_id << " out of range");
-  if (static_cast<size_t>(op_id) >= impl_->kernels.size()) impl_->kernels.resize(op_id + 1);  // within capacity
+  OAR_ENFORCE(op_id >= 0 && op_id < 1024, ErrorCode::kOutOfRange,
+              "add_kernel: op id " << op_id << " out of range");
+  if (static_cast<size_t>(op_id) >= impl_->kernels.size())
+    impl_->kernels.resize(op_id + 1);  // within capacity
   impl_->kernels[op_id][device_type * kNumDTypes + static_cast<int32_t>(dtype)] = entry;
 }
 
@@ -466,6 +468,7 @@ std::vector<std::pair<std::string, std::vector<DType>>> Runtime::kernels_of(int1
   std::vector<std::pair<std::string, std::vector<DType>>> out;
   const OpRegistry& ops = OpRegistry::get();
   for (int32_t id = 0; id < ops.size(); ++id) {
+    if (ops.at(id).custom) continue;  // a custom op library's, not the plugin's
     std::vector<DType> dts;
     for (int32_t d = 0; d < kNumDTypes; ++d)
       if (impl_->kernels[id][device_type * kNumDTypes + d].fn) dts.push_back(static_cast<DType>(d));

@@ -1,9 +1,9 @@
 // Custom op libraries from Python: oar._C._load_custom_op_library(path) loads one and describes its ops;
 // oar._C._custom_op_call(name, inputs, attrs) runs one (python/oar/utils/_custom_op.py wraps both).
-#include "common.h"
-
 #include <oar/core/custom_op.h>
 #include <oar/custom_op_api.h>
+
+#include "common.h"
 
 namespace oarpy {
 namespace {
@@ -15,7 +15,9 @@ py::dict describe(const oar::CustomOpInfo& i) {
   d["inputs"] = i.inputs;
   py::list kinds;
   for (uint32_t f : i.input_flags)
-    kinds.append((f & OAR_CUSTOM_INPUT_VECTOR) ? "vector" : (f & OAR_CUSTOM_INPUT_OPTIONAL) ? "optional" : "tensor");
+    kinds.append((f & OAR_CUSTOM_INPUT_VECTOR)     ? "vector"
+                 : (f & OAR_CUSTOM_INPUT_OPTIONAL) ? "optional"
+                                                   : "tensor");
   d["input_kinds"] = kinds;
   d["outputs"] = i.outputs;
   d["attrs"] = i.attr_names;
@@ -26,18 +28,19 @@ py::dict describe(const oar::CustomOpInfo& i) {
 }
 
 [[noreturn]] void bad_attr(const oar::CustomOpInfo& op, size_t i, const char* expected, py::handle v) {
-  throw py::type_error(op.name + ": attribute '" + op.attr_names[i] + "' (" + op.attr_types[i] + ") expects " +
-                       expected + ", got " + std::string(py::str(py::type::of(v).attr("__name__"))) + " " +
-                       std::string(py::repr(v)));
+  throw py::type_error(
+      op.name + ": attribute '" + op.attr_names[i] + "' (" + op.attr_types[i] + ") expects " + expected +
+      ", got " + std::string(py::str(py::type::of(v).attr("__name__"))) + " " + std::string(py::repr(v)));
 }
 
 int64_t as_int(const oar::CustomOpInfo& op, size_t i, py::handle v) {
-  if (PyFloat_Check(v.ptr()) || PyUnicode_Check(v.ptr()) || !PyIndex_Check(v.ptr())) bad_attr(op, i, "an int", v);
+  if (PyFloat_Check(v.ptr()) || PyUnicode_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
+    bad_attr(op, i, "an int", v);
   return v.cast<int64_t>();
 }
 double as_float(const oar::CustomOpInfo& op, size_t i, py::handle v) {
-  if (PyBool_Check(v.ptr()) || PyUnicode_Check(v.ptr()) || !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr()) ||
-                                                             PyNumber_Check(v.ptr())))
+  if (PyBool_Check(v.ptr()) || PyUnicode_Check(v.ptr()) ||
+      !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr()) || PyNumber_Check(v.ptr())))
     bad_attr(op, i, "a number", v);
   return v.cast<double>();
 }
@@ -67,7 +70,8 @@ oar::AttrValue to_attr(const oar::CustomOpInfo& op, size_t i, py::handle v) {
   return out;
 }
 
-const oar::Tensor& tensor_arg(const oar::CustomOpInfo& op, size_t slot, py::handle h, const std::string& what) {
+const oar::Tensor& tensor_arg(const oar::CustomOpInfo& op, size_t slot, py::handle h,
+                              const std::string& what) {
   if (!is_tensor(h))
     throw py::type_error(op.name + ": input '" + op.inputs[slot] + "' expects " + what + ", got " +
                          std::string(py::str(py::type::of(h).attr("__name__"))));
@@ -83,8 +87,8 @@ py::tuple call(const std::string& name, const py::sequence& inputs, const py::se
     throw py::type_error(op.name + ": expects " + std::to_string(op.inputs.size()) + " input(s), got " +
                          std::to_string(inputs.size()));
   if (attr_values.size() != op.attr_names.size())
-    throw py::type_error(op.name + ": expects " + std::to_string(op.attr_names.size()) + " attribute(s), got " +
-                         std::to_string(attr_values.size()));
+    throw py::type_error(op.name + ": expects " + std::to_string(op.attr_names.size()) +
+                         " attribute(s), got " + std::to_string(attr_values.size()));
   std::vector<oar::Tensor> flat;
   std::vector<int64_t> counts;
   for (size_t s = 0; s < op.inputs.size(); ++s) {
@@ -104,7 +108,8 @@ py::tuple call(const std::string& name, const py::sequence& inputs, const py::se
     }
   }
   oar::Attrs attrs;
-  for (size_t i = 0; i < op.attr_names.size(); ++i) attrs.set(def.attrs[i].name, to_attr(op, i, attr_values[i]));
+  for (size_t i = 0; i < op.attr_names.size(); ++i)
+    attrs.set(def.attrs[i].name, to_attr(op, i, attr_values[i]));
   if (def.variadic) attrs.set(oar::kCustomInputCounts, counts);
   oar::Place place = flat.empty() ? current_place() : flat[0].place();
   oar::Tensor outs[oar::kMaxOpOutputs];

@@ -13,7 +13,8 @@ using Shape = std::vector<int64_t>;
 namespace {
 
 // Runs a CPU implementation for tensors on any device: inputs copied to the host, outputs copied back.
-template <typename Fn, typename... T> std::vector<Tensor> on_host(Fn fn, const T&... in) {
+template <typename Fn, typename... T>
+std::vector<Tensor> on_host(Fn fn, const T&... in) {
   const oar::Place place = std::get<0>(std::tie(in...)).place();
   if (place.is_cpu()) return fn(in...);
   std::vector<Tensor> outs = fn((in.defined() ? in.copy_to(oar::CPUPlace()) : in)...);
@@ -22,12 +23,14 @@ template <typename Fn, typename... T> std::vector<Tensor> on_host(Fn fn, const T
   return outs;
 }
 
-template <typename F> Tensor map1(const Tensor& x, F f) {
+template <typename F>
+Tensor map1(const Tensor& x, F f) {
   Tensor out = oar::empty(x.shape(), x.dtype(), x.place());
   OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "map1", ([&] {
                                 const data_t* a = x.data<data_t>();
                                 data_t* o = out.data<data_t>();
-                                for (int64_t i = 0; i < x.numel(); ++i) o[i] = static_cast<data_t>(f(a[i], i));
+                                for (int64_t i = 0; i < x.numel(); ++i)
+                                  o[i] = static_cast<data_t>(f(a[i], i));
                               }));
   return out;
 }
@@ -76,18 +79,23 @@ std::vector<Tensor> Axpy(const Tensor& x, const oar::optional<Tensor>& y, float 
 // Gradient: dX = alpha * dOut, dY = dOut (only when Y was given; otherwise no tensor).
 std::vector<Tensor> AxpyGrad(const oar::optional<Tensor>& y, const Tensor& gout, float alpha) {
   std::vector<Tensor> g = on_host(
-      [alpha](const Tensor& go) { return std::vector<Tensor>{map1(go, [&](auto v, int64_t) { return alpha * v; })}; },
+      [alpha](const Tensor& go) {
+        return std::vector<Tensor>{map1(go, [&](auto v, int64_t) { return alpha * v; })};
+      },
       gout);
-  g.push_back(y ? on_host([](const Tensor& go) { return std::vector<Tensor>{map1(go, [](auto v, int64_t) { return v; })}; },
-                          gout)[0]
+  g.push_back(y ? on_host(
+                      [](const Tensor& go) {
+                        return std::vector<Tensor>{map1(go, [](auto v, int64_t) { return v; })};
+                      },
+                      gout)[0]
                 : Tensor());
   return g;
 }
 
 // ---- every attribute type: out = x * f * d + i + l + b + len(s) + sum(vi) + sum(vl) + sum(vf) + sum(vd)
-std::vector<Tensor> AttrsCPU(const Tensor& x, int i, int64_t l, float f, double d, bool b, const std::string& s,
-                             const std::vector<int>& vi, const std::vector<int64_t>& vl, const std::vector<float>& vf,
-                             const std::vector<double>& vd) {
+std::vector<Tensor> AttrsCPU(const Tensor& x, int i, int64_t l, float f, double d, bool b,
+                             const std::string& s, const std::vector<int>& vi, const std::vector<int64_t>& vl,
+                             const std::vector<float>& vf, const std::vector<double>& vd) {
   double add = i + static_cast<double>(l) + (b ? 1 : 0) + static_cast<double>(s.size());
   for (int v : vi) add += v;
   for (int64_t v : vl) add += static_cast<double>(v);
@@ -96,26 +104,28 @@ std::vector<Tensor> AttrsCPU(const Tensor& x, int i, int64_t l, float f, double 
   return {map1(x, [&](auto v, int64_t) { return v * f * d + add; })};
 }
 std::vector<Tensor> Attrs(const Tensor& x, int i, int64_t l, float f, double d, bool b, const std::string& s,
-                          const std::vector<int>& vi, const std::vector<int64_t>& vl, const std::vector<float>& vf,
-                          const std::vector<double>& vd) {
+                          const std::vector<int>& vi, const std::vector<int64_t>& vl,
+                          const std::vector<float>& vf, const std::vector<double>& vd) {
   return on_host([&](const Tensor& a) { return AttrsCPU(a, i, l, f, d, b, s, vi, vl, vf, vd); }, x);
 }
 // Shape from an attribute: out has shape [len(vl)] when mode == "shape", else x's shape.
 std::vector<Shape> AttrsInferShape(const Shape& x, int, int64_t, float, double, bool, const std::string&,
-                                   const std::vector<int>&, const std::vector<int64_t>&, const std::vector<float>&,
-                                   const std::vector<double>&) {
+                                   const std::vector<int>&, const std::vector<int64_t>&,
+                                   const std::vector<float>&, const std::vector<double>&) {
   return {x};
 }
 
 // ---- two outputs: (sin x, cos x), with a gradient ---------------------------------------------------
 std::vector<Tensor> SinCosCPU(const Tensor& x) {
-  return {map1(x, [](auto v, int64_t) { return std::sin(v); }), map1(x, [](auto v, int64_t) { return std::cos(v); })};
+  return {map1(x, [](auto v, int64_t) { return std::sin(v); }),
+          map1(x, [](auto v, int64_t) { return std::cos(v); })};
 }
 std::vector<Tensor> SinCos(const Tensor& x) { return on_host(SinCosCPU, x); }
 std::vector<Tensor> SinCosGradCPU(const Tensor& x, const Tensor& gs, const Tensor& gc) {
   Tensor out = oar::empty(x.shape(), x.dtype(), x.place());
   OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "custom_sincos_grad", ([&] {
-                                const data_t *a = x.data<data_t>(), *s = gs.data<data_t>(), *c = gc.data<data_t>();
+                                const data_t *a = x.data<data_t>(), *s = gs.data<data_t>(),
+                                             *c = gc.data<data_t>();
                                 data_t* o = out.data<data_t>();
                                 for (int64_t i = 0; i < x.numel(); ++i)
                                   o[i] = std::cos(a[i]) * s[i] - std::sin(a[i]) * c[i];
@@ -127,7 +137,9 @@ std::vector<Tensor> SinCosGrad(const Tensor& x, const Tensor& gs, const Tensor& 
 }
 
 // ---- tanh with first and second order gradients -------------------------------------------------------
-std::vector<Tensor> TanhCPU(const Tensor& x) { return {map1(x, [](auto v, int64_t) { return std::tanh(v); })}; }
+std::vector<Tensor> TanhCPU(const Tensor& x) {
+  return {map1(x, [](auto v, int64_t) { return std::tanh(v); })};
+}
 std::vector<Tensor> Tanh(const Tensor& x) { return on_host(TanhCPU, x); }
 std::vector<Tensor> TanhGradCPU(const Tensor& out, const Tensor& gout) {
   const Tensor& o = out;
@@ -139,13 +151,16 @@ std::vector<Tensor> TanhGradCPU(const Tensor& out, const Tensor& gout) {
                               }));
   return {r};
 }
-std::vector<Tensor> TanhGrad(const Tensor& out, const Tensor& gout) { return on_host(TanhGradCPU, out, gout); }
+std::vector<Tensor> TanhGrad(const Tensor& out, const Tensor& gout) {
+  return on_host(TanhGradCPU, out, gout);
+}
 // Inputs Out, Out@GRAD, X@GRAD@GRAD; outputs Out@GRAD (d/dOut) and Out@GRAD@GRAD (d/dOut@GRAD).
 std::vector<Tensor> TanhDoubleGradCPU(const Tensor& out, const Tensor& gout, const Tensor& ddx) {
   Tensor dout = oar::empty(out.shape(), out.dtype(), out.place());
   Tensor ddout = oar::empty(out.shape(), out.dtype(), out.place());
   OAR_DISPATCH_FLOATING_TYPES(out.dtype(), "custom_tanh_grad_grad", ([&] {
-                                const data_t *y = out.data<data_t>(), *g = gout.data<data_t>(), *dd = ddx.data<data_t>();
+                                const data_t *y = out.data<data_t>(), *g = gout.data<data_t>(),
+                                             *dd = ddx.data<data_t>();
                                 data_t *a = dout.data<data_t>(), *b = ddout.data<data_t>();
                                 for (int64_t i = 0; i < out.numel(); ++i) {
                                   a[i] = -2 * y[i] * g[i] * dd[i];
@@ -163,7 +178,8 @@ void ScaleInplace(Tensor& x, float scale) {
   OAR_CHECK(x.is_cpu(), "custom_scale_ runs on the CPU only");
   OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "custom_scale_", ([&] {
                                 data_t* a = x.data<data_t>();
-                                for (int64_t i = 0; i < x.numel(); ++i) a[i] = static_cast<data_t>(a[i] * scale);
+                                for (int64_t i = 0; i < x.numel(); ++i)
+                                  a[i] = static_cast<data_t>(a[i] * scale);
                               }));
 }
 std::vector<Tensor> ScaleInplaceGrad(const Tensor& gout, float scale) {
@@ -171,7 +187,9 @@ std::vector<Tensor> ScaleInplaceGrad(const Tensor& gout, float scale) {
 }
 
 // ---- one kernel per device type: cpu adds 1, sim adds 2 ----------------------------------------------
-std::vector<Tensor> DevTagCPU(const Tensor& x) { return {map1(x, [](auto v, int64_t) { return v + 1; })}; }
+std::vector<Tensor> DevTagCPU(const Tensor& x) {
+  return {map1(x, [](auto v, int64_t) { return v + 1; })};
+}
 std::vector<Tensor> DevTagSim(const Tensor& x) {
   OAR_CHECK(x.place().GetDeviceType() == "sim", "the sim kernel got a tensor on ", x.place());
   Tensor h = x.copy_to(oar::CPUPlace());
@@ -180,11 +198,14 @@ std::vector<Tensor> DevTagSim(const Tensor& x) {
 
 // ---- ops that fail on purpose ------------------------------------------------------------------------
 std::vector<Tensor> Identity(const Tensor& x) {
-  return on_host([](const Tensor& a) { return std::vector<Tensor>{map1(a, [](auto v, int64_t) { return v; })}; }, x);
+  return on_host(
+      [](const Tensor& a) { return std::vector<Tensor>{map1(a, [](auto v, int64_t) { return v; })}; }, x);
 }
 std::vector<Shape> WrongInferShape(const Shape& x) { return {Shape{x.empty() ? 1 : x[0] + 1}}; }
 std::vector<oar::DataType> WrongInferDtype(oar::DataType) { return {oar::DataType::INT32}; }
-std::vector<Tensor> Throws(const Tensor&) { throw std::runtime_error("boom from the kernel of custom_throws"); }
+std::vector<Tensor> Throws(const Tensor&) {
+  throw std::runtime_error("boom from the kernel of custom_throws");
+}
 std::vector<Tensor> Checks(const Tensor& x, int k) {
   OAR_CHECK(k > 0, "k must be positive, got ", k);
   return Identity(x);
@@ -214,8 +235,9 @@ OAR_BUILD_GRAD_OP(custom_axpy)
 OAR_BUILD_OP(custom_attrs)
     .Inputs({"X"})
     .Outputs({"Out"})
-    .Attrs({"i: int", "l: int64_t", "f: float", "d: double", "b: bool", "s: std::string", "vi: std::vector<int>",
-            "vl: std::vector<int64_t>", "vf: std::vector<float>", "vd: std::vector<double>"})
+    .Attrs({"i: int", "l: int64_t", "f: float", "d: double", "b: bool", "s: std::string",
+            "vi: std::vector<int>", "vl: std::vector<int64_t>", "vf: std::vector<float>",
+            "vd: std::vector<double>"})
     .SetKernelFn(OAR_KERNEL(Attrs))
     .SetInferShapeFn(OAR_INFER_SHAPE(AttrsInferShape));
 

@@ -18,10 +18,15 @@ std::vector<oar::Tensor> AddLen(const oar::Tensor& x, const std::string& tag) {
   OAR_DISPATCH_FLOATING_TYPES(h.dtype(), "custom_old_abi", ([&] {
                                 const data_t* a = h.data<data_t>();
                                 data_t* o = out.data<data_t>();
-                                for (int64_t i = 0; i < h.numel(); ++i) o[i] = a[i] + static_cast<data_t>(tag.size());
+                                for (int64_t i = 0; i < h.numel(); ++i)
+                                  o[i] = a[i] + static_cast<data_t>(tag.size());
                               }));
   return {x.is_cpu() ? out : out.copy_to(x.place())};
 }
 }  // namespace
 
-OAR_BUILD_OP(custom_old_abi).Inputs({"X"}).Outputs({"Out"}).Attrs({"tag: std::string"}).SetKernelFn(OAR_KERNEL(AddLen));
+OAR_BUILD_OP(custom_old_abi)
+    .Inputs({"X"})
+    .Outputs({"Out"})
+    .Attrs({"tag: std::string"})
+    .SetKernelFn(OAR_KERNEL(AddLen));

@@ -4,7 +4,8 @@
 #include "test_plugin_common.h"
 
 namespace {
-OarError* failing_memcpy(int32_t, void*, OarMemLocation, const void*, OarMemLocation, uint64_t bytes, OarStream) {
+OarError* failing_memcpy(int32_t, void*, OarMemLocation, const void*, OarMemLocation, uint64_t bytes,
+                         OarStream) {
   return oar::sdk::services().error_new(
       OAR_ERR_EXTERNAL, 719,
       ("DMA engine fault while copying " + std::to_string(bytes) + " bytes (injected by the test)").c_str());
@@ -12,7 +13,8 @@ OarError* failing_memcpy(int32_t, void*, OarMemLocation, const void*, OarMemLoca
 }  // namespace
 
 extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
-  oar_test_plugin::fill_info(info, "copy_error", "test_copy_error", OAR_ABI_VERSION_MAJOR, OAR_ABI_VERSION_MINOR);
+  oar_test_plugin::fill_info(info, "copy_error", "test_copy_error", OAR_ABI_VERSION_MAJOR,
+                             OAR_ABI_VERSION_MINOR);
   return 0;
 }
 

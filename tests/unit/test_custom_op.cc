@@ -1,5 +1,6 @@
 // Custom op libraries (tests/custom_ops, built against the SDK only): loading, running on every
 // device, gradients through the library's grad ops, static programs, and each refusal with its reason.
+#include <gtest/gtest.h>
 #include <oar/core/autograd.h>
 #include <oar/core/custom_op.h>
 #include <oar/core/dispatch.h>
@@ -11,8 +12,6 @@
 #include <oar/ir/program.h>
 #include <oar/ir/static_graph.h>
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -20,8 +19,8 @@
 
 namespace {
 
-using oar::DType;
 using oar::Dims;
+using oar::DType;
 using oar::Tensor;
 
 std::string lib(const std::string& name) {
@@ -29,7 +28,8 @@ std::string lib(const std::string& name) {
 }
 
 // The error `fn` throws, or "" when it throws none.
-template <typename F> std::string error_of(F&& fn, oar::ErrorCode* code = nullptr) {
+template <typename F>
+std::string error_of(F&& fn, oar::ErrorCode* code = nullptr) {
   try {
     fn();
   } catch (const oar::Error& e) {
@@ -117,7 +117,8 @@ TEST(CustomOp, ErrorsNameTheOpAndCarryTheLibrarysMessage) {
   EXPECT_TRUE(contains(e, "custom_throws") && contains(e, "boom from the kernel")) << e;
   EXPECT_EQ(code, oar::ErrorCode::kExternal);
   e = error_of([&] { oar::call_op("custom_bad_shape", {x}); }, &code);
-  EXPECT_TRUE(contains(e, "custom_bad_shape") && contains(e, "InferShape said [3]") && contains(e, "[2, 3]")) << e;
+  EXPECT_TRUE(contains(e, "custom_bad_shape") && contains(e, "InferShape said [3]") && contains(e, "[2, 3]"))
+      << e;
   EXPECT_EQ(code, oar::ErrorCode::kInvalidArgument);
   e = error_of([&] { oar::call_op("custom_bad_dtype", {x}); }, &code);
   EXPECT_TRUE(contains(e, "custom_bad_dtype") && contains(e, "InferDtype said int32")) << e;
@@ -125,7 +126,8 @@ TEST(CustomOp, ErrorsNameTheOpAndCarryTheLibrarysMessage) {
   EXPECT_TRUE(contains(e, "custom_checks") && contains(e, "k must be positive, got -3")) << e;
   EXPECT_EQ(code, oar::ErrorCode::kInvalidArgument);
   e = error_of([&] { oar::call_op("custom_infer_throws", {x}); }, &code);
-  EXPECT_TRUE(contains(e, "custom_infer_throws") && contains(e, "InferShape") && contains(e, "boom from InferShape"))
+  EXPECT_TRUE(contains(e, "custom_infer_throws") && contains(e, "InferShape") &&
+              contains(e, "boom from InferShape"))
       << e;
   e = error_of([&] { oar::call_op("custom_relu", {x, x}); }, &code);
   EXPECT_TRUE(contains(e, "custom_relu") && contains(e, "expects 1 input")) << e;
@@ -147,8 +149,8 @@ TEST(CustomOp, RefusedLibrariesSayWhyAndLeaveNoOpBehind) {
   const std::vector<Case> cases = {
       {missing, "does not exist", oar::ErrorCode::kNotFound},
       {text, "cannot be loaded", oar::ErrorCode::kInvalidArgument},
-      {std::string(OAR_TEST_PLUGIN_DIR) + "/liboar_plugin_not_a_plugin.so", "does not export oar_custom_op_init",
-       oar::ErrorCode::kInvalidArgument},
+      {std::string(OAR_TEST_PLUGIN_DIR) + "/liboar_plugin_not_a_plugin.so",
+       "does not export oar_custom_op_init", oar::ErrorCode::kInvalidArgument},
       {lib("custom_bad1"), "was built for custom-op ABI 2.0", oar::ErrorCode::kAbiMismatch},
       {lib("custom_bad2"), "'relu' is already registered (a built-in op)", oar::ErrorCode::kInvalidArgument},
       {lib("custom_bad3"), "already registered by custom op library", oar::ErrorCode::kInvalidArgument},

@@ -37,27 +37,27 @@ enum { OAR_CUSTOM_INPUT_OPTIONAL = 1u << 0, OAR_CUSTOM_INPUT_VECTOR = 1u << 1 };
 
 /* Attribute types, parsed by the core from the "name: type" declarations. */
 typedef enum OarCustomAttrType {
-  OAR_CATTR_BOOL = 0,      /* "bool" */
-  OAR_CATTR_INT = 1,       /* "int" */
-  OAR_CATTR_INT64 = 2,     /* "int64_t" */
-  OAR_CATTR_FLOAT = 3,     /* "float" */
-  OAR_CATTR_DOUBLE = 4,    /* "double" */
-  OAR_CATTR_STRING = 5,    /* "std::string" */
-  OAR_CATTR_INTS = 6,      /* "std::vector<int>" */
-  OAR_CATTR_INT64S = 7,    /* "std::vector<int64_t>" */
-  OAR_CATTR_FLOATS = 8,    /* "std::vector<float>" */
-  OAR_CATTR_DOUBLES = 9    /* "std::vector<double>" */
+  OAR_CATTR_BOOL = 0,   /* "bool" */
+  OAR_CATTR_INT = 1,    /* "int" */
+  OAR_CATTR_INT64 = 2,  /* "int64_t" */
+  OAR_CATTR_FLOAT = 3,  /* "float" */
+  OAR_CATTR_DOUBLE = 4, /* "double" */
+  OAR_CATTR_STRING = 5, /* "std::string" */
+  OAR_CATTR_INTS = 6,   /* "std::vector<int>" */
+  OAR_CATTR_INT64S = 7, /* "std::vector<int64_t>" */
+  OAR_CATTR_FLOATS = 8, /* "std::vector<float>" */
+  OAR_CATTR_DOUBLES = 9 /* "std::vector<double>" */
 } OarCustomAttrType;
 
 /* One attribute value as a kernel or inference callback sees it (pointers valid during the call). */
 typedef struct OarCustomAttr {
-  int32_t type;          /* OarCustomAttrType */
-  int64_t i;             /* bool, int, int64_t */
-  double f;              /* float, double */
-  const char* s;         /* std::string */
-  const int64_t* ints;   /* vectors of int / int64_t */
-  const double* floats;  /* vectors of float / double */
-  int64_t count;         /* entries of a vector */
+  int32_t type;         /* OarCustomAttrType */
+  int64_t i;            /* bool, int, int64_t */
+  double f;             /* float, double */
+  const char* s;        /* std::string */
+  const int64_t* ints;  /* vectors of int / int64_t */
+  const double* floats; /* vectors of float / double */
+  int64_t count;        /* entries of a vector */
 } OarCustomAttr;
 
 /* Shapes and dtypes for infer_shape / infer_dtype. Inputs are flattened: declared input slot k spans
@@ -67,17 +67,17 @@ typedef struct OarCustomInfer {
   size_t struct_size;
   const char* op_name;
   int32_t num_inputs;
-  const int32_t* input_ndims;        /* per flattened input */
-  const int64_t* const* input_dims;  /* per flattened input */
-  const int32_t* input_dtypes;       /* OarDType per flattened input */
+  const int32_t* input_ndims;       /* per flattened input */
+  const int64_t* const* input_dims; /* per flattened input */
+  const int32_t* input_dtypes;      /* OarDType per flattened input */
   int32_t num_slots;
   const int32_t* slot_counts;
   int32_t num_attrs;
-  const OarCustomAttr* attrs;        /* in declared order */
+  const OarCustomAttr* attrs; /* in declared order */
   int32_t num_outputs;
-  int32_t* output_ndims;             /* written by infer_shape */
-  int64_t* output_dims;              /* num_outputs * OAR_CUSTOM_MAX_DIMS, written by infer_shape */
-  int32_t* output_dtypes;            /* written by infer_dtype */
+  int32_t* output_ndims;  /* written by infer_shape */
+  int64_t* output_dims;   /* num_outputs * OAR_CUSTOM_MAX_DIMS, written by infer_shape */
+  int32_t* output_dtypes; /* written by infer_dtype */
 } OarCustomInfer;
 
 /* One kernel call. Inputs are contiguous tensors on the call's device (NULL: an absent optional). */
@@ -91,10 +91,10 @@ typedef struct OarCustomCall {
   int32_t num_attrs;
   const OarCustomAttr* attrs;
   int32_t num_outputs;
-  OarCTensor** outputs;      /* the kernel stores one new reference per output (NULL: none) */
-  const char* device_type;   /* "cpu", "sim", "gpu", ... */
+  OarCTensor** outputs;    /* the kernel stores one new reference per output (NULL: none) */
+  const char* device_type; /* "cpu", "sim", "gpu", ... */
   int32_t device;
-  void* stream;              /* the device's OarStream (NULL: synchronous) */
+  void* stream; /* the device's OarStream (NULL: synchronous) */
   /* Written by the kernel: how many outputs it returned, in order (the core sets -1 first; -1 left:
    * the non-NULL entries count). Fewer than num_outputs: the rest are the op's in-place outputs. */
   int32_t num_returned;
@@ -118,19 +118,19 @@ typedef struct OarCustomOpDef {
   const char* name;
   int32_t num_inputs;
   const char* const* inputs;
-  const uint32_t* input_flags;   /* OAR_CUSTOM_INPUT_*; NULL: all plain */
+  const uint32_t* input_flags; /* OAR_CUSTOM_INPUT_*; NULL: all plain */
   int32_t num_outputs;
   const char* const* outputs;
   int32_t num_attrs;
-  const char* const* attrs;      /* "name: type", as Paddle's Attrs({"k: int"}) */
-  int32_t num_inplace;           /* pairs: output inplace_outputs[i] is input inplace_inputs[i] */
+  const char* const* attrs; /* "name: type", as Paddle's Attrs({"k: int"}) */
+  int32_t num_inplace;      /* pairs: output inplace_outputs[i] is input inplace_inputs[i] */
   const char* const* inplace_inputs;
   const char* const* inplace_outputs;
   int32_t num_kernels;
   const OarCustomKernel* kernels;
-  OarCustomInferFn infer_shape;  /* NULL: every output has the first input's shape */
+  OarCustomInferFn infer_shape; /* NULL: every output has the first input's shape */
   void* infer_shape_user;
-  OarCustomInferFn infer_dtype;  /* NULL: every output has the first input's dtype */
+  OarCustomInferFn infer_dtype; /* NULL: every output has the first input's dtype */
   void* infer_dtype_user;
 } OarCustomOpDef;
 

@@ -6,8 +6,8 @@
 #include <oar/core/runtime.h>
 #include <oar/inference/predictor.h>
 #include <oar/ir/executor.h>
-#include <oar/ir/passes.h>
 #include <oar/ir/params.h>
+#include <oar/ir/passes.h>
 #include <oar/ir/program.h>
 
 #include <algorithm>

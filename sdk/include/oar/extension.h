@@ -45,23 +45,25 @@ class Exception : public std::runtime_error {
 
 namespace detail {
 inline void stream_all(std::ostream&) {}
-template <typename T, typename... R> void stream_all(std::ostream& os, const T& v, const R&... rest) {
+template <typename T, typename... R>
+void stream_all(std::ostream& os, const T& v, const R&... rest) {
   os << v;
   stream_all(os, rest...);
 }
-template <typename... A> std::string concat(const A&... a) {
+template <typename... A>
+std::string concat(const A&... a) {
   std::ostringstream os;
   stream_all(os, a...);
   return os.str();
 }
 }  // namespace detail
 
-#define OAR_CHECK(COND, ...)                                                                        \
-  do {                                                                                              \
-    if (!(COND))                                                                                    \
-      throw ::oar::Exception(OAR_ERR_INVALID_ARGUMENT,                                              \
-                             ::oar::detail::concat("Expected " #COND ", but it is not satisfied. ", \
-                                                   ##__VA_ARGS__));                                 \
+#define OAR_CHECK(COND, ...)                                                                      \
+  do {                                                                                            \
+    if (!(COND))                                                                                  \
+      throw ::oar::Exception(                                                                     \
+          OAR_ERR_INVALID_ARGUMENT,                                                               \
+          ::oar::detail::concat("Expected " #COND ", but it is not satisfied. ", ##__VA_ARGS__)); \
   } while (0)
 #define OAR_THROW(...) throw ::oar::Exception(OAR_ERR_INVALID_ARGUMENT, ::oar::detail::concat(__VA_ARGS__))
 
@@ -109,7 +111,8 @@ inline const char* DataTypeToString(DataType d) {
 }
 inline std::ostream& operator<<(std::ostream& os, DataType d) { return os << DataTypeToString(d); }
 
-template <typename T> inline constexpr DataType DataTypeOf = static_cast<DataType>(sdk::dtype_of<T>);
+template <typename T>
+inline constexpr DataType DataTypeOf = static_cast<DataType>(sdk::dtype_of<T>);
 
 // Paddle 2.1's place kinds; a Place compares equal to its kind.
 enum class PlaceType { kUNK = -1, kCPU = 0, kGPU = 1, kCUSTOM = 2 };
@@ -118,12 +121,18 @@ class Place {
  public:
   Place() = default;
   explicit Place(std::string device_type, int32_t id = 0) : type_(std::move(device_type)), id_(id) {}
-  Place(PlaceType t) : type_(t == PlaceType::kCPU ? "cpu" : t == PlaceType::kGPU ? "gpu" : ""), id_(0) {}  // NOLINT
+  Place(PlaceType t)
+      : type_(t == PlaceType::kCPU   ? "cpu"
+              : t == PlaceType::kGPU ? "gpu"
+                                     : ""),
+        id_(0) {}  // NOLINT
   const std::string& GetDeviceType() const { return type_; }
   int32_t GetDeviceId() const { return id_; }
   PlaceType GetType() const {
-    return type_ == "cpu" ? PlaceType::kCPU : type_ == "gpu" ? PlaceType::kGPU
-                                                             : type_.empty() ? PlaceType::kUNK : PlaceType::kCUSTOM;
+    return type_ == "cpu"   ? PlaceType::kCPU
+           : type_ == "gpu" ? PlaceType::kGPU
+           : type_.empty()  ? PlaceType::kUNK
+                            : PlaceType::kCUSTOM;
   }
   bool is_cpu() const { return type_ == "cpu"; }
   bool is_gpu() const { return type_ == "gpu"; }
@@ -159,7 +168,8 @@ class Tensor {
   Tensor(OarCTensor* h, bool adopt) : h_(h) {
     if (h_ && !adopt) detail::services().tensor_retain(h_);
   }
-  Tensor(const Place& place, const std::vector<int64_t>& shape) : pending_place_(place), pending_shape_(shape) {}
+  Tensor(const Place& place, const std::vector<int64_t>& shape)
+      : pending_place_(place), pending_shape_(shape) {}
   explicit Tensor(const Place& place) : pending_place_(place) {}
   Tensor(const Tensor& o) : h_(o.h_), pending_place_(o.pending_place_), pending_shape_(o.pending_shape_) {
     if (h_) detail::services().tensor_retain(h_);
@@ -222,7 +232,8 @@ class Tensor {
   }
 
   // Element 0, typed: T must match the dtype. A device address on devices the host cannot read.
-  template <typename T> T* data() const {
+  template <typename T>
+  T* data() const {
     OAR_CHECK(h_ != nullptr, "data<T>() on an undefined tensor");
     OAR_CHECK(DataTypeOf<T> == dtype(), "data<", DataTypeToString(DataTypeOf<T>), ">() on a tensor of dtype ",
               dtype());
@@ -230,27 +241,36 @@ class Tensor {
   }
   void* data() const { return h_ ? detail::services().tensor_data(h_) : nullptr; }
   // Allocates (when the tensor has no memory yet, or its dtype differs) and returns the data.
-  template <typename T> T* mutable_data(const Place& place) {
+  template <typename T>
+  T* mutable_data(const Place& place) {
     if (!h_ || DataTypeOf<T> != dtype() || place != this->place()) {
       const std::vector<int64_t> s = shape();
       OarCTensor* out = nullptr;
-      detail::check(detail::services().tensor_empty(static_cast<int32_t>(s.size()), s.data(), sdk::dtype_of<T>,
-                                                    place.GetDeviceType().c_str(), place.GetDeviceId(), &out));
+      detail::check(detail::services().tensor_empty(static_cast<int32_t>(s.size()), s.data(),
+                                                    sdk::dtype_of<T>, place.GetDeviceType().c_str(),
+                                                    place.GetDeviceId(), &out));
       *this = Tensor(out, true);
     }
     return data<T>();
   }
-  template <typename T> T* mutable_data() { return mutable_data<T>(h_ ? place() : pending_place_); }
+  template <typename T>
+  T* mutable_data() {
+    return mutable_data<T>(h_ ? place() : pending_place_);
+  }
 
   // A copy on `place` (the same tensor when already there). Complete when it returns.
   Tensor copy_to(const Place& place, bool blocking = true) const {
     (void)blocking;
     OAR_CHECK(h_ != nullptr, "copy_to on an undefined tensor");
     OarCTensor* out = nullptr;
-    detail::check(detail::services().tensor_copy_to(h_, place.GetDeviceType().c_str(), place.GetDeviceId(), &out));
+    detail::check(
+        detail::services().tensor_copy_to(h_, place.GetDeviceType().c_str(), place.GetDeviceId(), &out));
     return Tensor(out, true);
   }
-  template <typename T> Tensor copy_to(const Place& place) const { return copy_to(place, true); }
+  template <typename T>
+  Tensor copy_to(const Place& place) const {
+    return copy_to(place, true);
+  }
   // A view with another shape (-1 infers one dim). On a tensor without memory it sets the shape.
   Tensor reshape(const std::vector<int64_t>& shape) const {
     if (!h_) {
@@ -259,7 +279,8 @@ class Tensor {
       return t;
     }
     OarCTensor* out = nullptr;
-    detail::check(detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
+    detail::check(
+        detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
     return Tensor(out, true);
   }
 
@@ -273,8 +294,8 @@ inline Tensor full(const std::vector<int64_t>& shape, double value, DataType dty
                    const Place& place = CPUPlace()) {
   OarCTensor* out = nullptr;
   detail::check(detail::services().tensor_full(static_cast<int32_t>(shape.size()), shape.data(),
-                                               static_cast<int32_t>(dtype), value, place.GetDeviceType().c_str(),
-                                               place.GetDeviceId(), &out));
+                                               static_cast<int32_t>(dtype), value,
+                                               place.GetDeviceType().c_str(), place.GetDeviceId(), &out));
   return Tensor(out, true);
 }
 inline Tensor empty(const std::vector<int64_t>& shape, DataType dtype = DataType::FLOAT32,
@@ -296,10 +317,13 @@ inline Tensor ones(const std::vector<int64_t>& shape, DataType dtype = DataType:
 inline Tensor empty_like(const Tensor& x) { return empty(x.shape(), x.dtype(), x.place()); }
 inline Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype(), x.place()); }
 inline Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype(), x.place()); }
-inline Tensor full_like(const Tensor& x, double value) { return full(x.shape(), value, x.dtype(), x.place()); }
+inline Tensor full_like(const Tensor& x, double value) {
+  return full(x.shape(), value, x.dtype(), x.place());
+}
 
 // An optional input: Optional("Y") in Inputs, `const oar::optional<oar::Tensor>&` in the kernel.
-template <typename T> class optional : public std::optional<T> {
+template <typename T>
+class optional : public std::optional<T> {
  public:
   using std::optional<T>::optional;
   bool is_initialized() const { return this->has_value(); }
@@ -321,7 +345,8 @@ inline OarError* to_error(int32_t code, const std::string& msg) {
   return services().error_new(code, 0, msg.c_str());
 }
 // Runs `body` and turns any exception into an ABI error (nothing may unwind into the core).
-template <typename F> OarError* guarded(F&& body) {
+template <typename F>
+OarError* guarded(F&& body) {
   try {
     body();
     return nullptr;
@@ -335,15 +360,17 @@ template <typename F> OarError* guarded(F&& body) {
 }
 
 // Attribute values by the C++ type the function asks for.
-template <typename T> struct AttrAs {
+template <typename T>
+struct AttrAs {
   static T get(const OarCustomAttr&) {
     static_assert(sizeof(T) == 0,
                   "unsupported attribute type: use bool, int, int64_t, float, double, std::string, or "
                   "std::vector of int, int64_t, float, double");
   }
 };
-#define OAR_EXT_ATTR_AS(T, EXPR)                      \
-  template <> struct AttrAs<T> {                      \
+#define OAR_EXT_ATTR_AS(T, EXPR)                          \
+  template <>                                             \
+  struct AttrAs<T> {                                      \
     static T get(const OarCustomAttr& a) { return EXPR; } \
   };
 OAR_EXT_ATTR_AS(bool, a.i != 0)
@@ -358,11 +385,12 @@ OAR_EXT_ATTR_AS(std::vector<float>, std::vector<float>(a.floats, a.floats + a.co
 OAR_EXT_ATTR_AS(std::vector<double>, std::vector<double>(a.floats, a.floats + a.count))
 #undef OAR_EXT_ATTR_AS
 
-template <typename T> inline constexpr bool is_attr_type_v =
-    std::is_same_v<T, bool> || std::is_same_v<T, int> || std::is_same_v<T, int64_t> || std::is_same_v<T, float> ||
-    std::is_same_v<T, double> || std::is_same_v<T, std::string> || std::is_same_v<T, std::vector<int>> ||
-    std::is_same_v<T, std::vector<int64_t>> || std::is_same_v<T, std::vector<float>> ||
-    std::is_same_v<T, std::vector<double>>;
+template <typename T>
+inline constexpr bool is_attr_type_v =
+    std::is_same_v<T, bool> || std::is_same_v<T, int> || std::is_same_v<T, int64_t> ||
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::string> ||
+    std::is_same_v<T, std::vector<int>> || std::is_same_v<T, std::vector<int64_t>> ||
+    std::is_same_v<T, std::vector<float>> || std::is_same_v<T, std::vector<double>>;
 
 // Function arguments are read positionally: the first num_slots arguments are the declared inputs
 // in order, the rest the declared attributes in order (Paddle's rule).
@@ -395,12 +423,14 @@ struct Reader {
 
 [[noreturn]] inline void arg_kind_error(int32_t arg, bool wanted_input) {
   throw Exception(OAR_ERR_INVALID_ARGUMENT,
-                  concat("argument ", arg + 1, wanted_input ? " is an attribute but the function reads an input there"
-                                                            : " is an input but the function reads an attribute there"));
+                  concat("argument ", arg + 1,
+                         wanted_input ? " is an attribute but the function reads an input there"
+                                      : " is an input but the function reads an attribute there"));
 }
 
 // Kernel arguments.
-template <typename T> struct KernelArg {
+template <typename T>
+struct KernelArg {
   static T get(Reader& r, const OarCustomCall*) {
     static_assert(is_attr_type_v<T>, "unsupported kernel argument type");
     int32_t first, count;
@@ -409,7 +439,8 @@ template <typename T> struct KernelArg {
     return AttrAs<T>::get(r.next_attr_at(a));
   }
 };
-template <> struct KernelArg<Tensor> {
+template <>
+struct KernelArg<Tensor> {
   static Tensor get(Reader& r, const OarCustomCall* c) {
     int32_t first, count;
     const int32_t a = r.arg;
@@ -417,7 +448,8 @@ template <> struct KernelArg<Tensor> {
     return count > 0 ? Tensor(c->inputs[first], false) : Tensor();
   }
 };
-template <> struct KernelArg<std::vector<Tensor>> {
+template <>
+struct KernelArg<std::vector<Tensor>> {
   static std::vector<Tensor> get(Reader& r, const OarCustomCall* c) {
     int32_t first, count;
     const int32_t a = r.arg;
@@ -427,7 +459,8 @@ template <> struct KernelArg<std::vector<Tensor>> {
     return v;
   }
 };
-template <> struct KernelArg<optional<Tensor>> {
+template <>
+struct KernelArg<optional<Tensor>> {
   static optional<Tensor> get(Reader& r, const OarCustomCall* c) {
     int32_t first, count;
     const int32_t a = r.arg;
@@ -437,22 +470,26 @@ template <> struct KernelArg<optional<Tensor>> {
   }
 };
 
-template <typename F, F f> struct KernelImpl;
-template <typename Ret, typename... Args, Ret (*f)(Args...)> struct KernelImpl<Ret (*)(Args...), f> {
+template <typename F, F f>
+struct KernelImpl;
+template <typename Ret, typename... Args, Ret (*f)(Args...)>
+struct KernelImpl<Ret (*)(Args...), f> {
   static OarError* Compute(void*, OarCustomCall* call) {
     return guarded([&] {
       Reader r{call->num_slots, call->slot_counts, call->num_attrs, call->attrs};
       std::tuple<std::decay_t<Args>...> args{KernelArg<std::decay_t<Args>>::get(r, call)...};  // in order
       if constexpr (std::is_void_v<Ret>) {
         std::apply(f, args);  // in-place: the core maps the outputs to their inputs
-        if (call->struct_size >= offsetof(OarCustomCall, num_returned) + sizeof(int32_t)) call->num_returned = 0;
+        if (call->struct_size >= offsetof(OarCustomCall, num_returned) + sizeof(int32_t))
+          call->num_returned = 0;
       } else {
-        static_assert(std::is_same_v<Ret, std::vector<Tensor>>, "a kernel returns std::vector<Tensor> or void");
+        static_assert(std::is_same_v<Ret, std::vector<Tensor>>,
+                      "a kernel returns std::vector<Tensor> or void");
         std::vector<Tensor> outs = std::apply(f, args);
         if (static_cast<int32_t>(outs.size()) > call->num_outputs)
-          throw Exception(OAR_ERR_INVALID_ARGUMENT, concat("the kernel returned ", outs.size(),
-                                                           " tensors but the op declares ", call->num_outputs,
-                                                           " output(s)"));
+          throw Exception(OAR_ERR_INVALID_ARGUMENT,
+                          concat("the kernel returned ", outs.size(), " tensors but the op declares ",
+                                 call->num_outputs, " output(s)"));
         // Fewer outputs than declared: the missing ones must be in-place outputs (the core checks).
         for (size_t i = 0; i < outs.size(); ++i) call->outputs[i] = outs[i].release();
         if (call->struct_size >= offsetof(OarCustomCall, num_returned) + sizeof(int32_t))
@@ -467,7 +504,8 @@ using Shape = std::vector<int64_t>;
 inline Shape shape_at(const OarCustomInfer* in, int32_t i) {
   return Shape(in->input_dims[i], in->input_dims[i] + in->input_ndims[i]);
 }
-template <typename T> struct ShapeArg {
+template <typename T>
+struct ShapeArg {
   static T get(Reader& r, const OarCustomInfer* in) {
     int32_t first, count;
     const int32_t a = r.arg;
@@ -490,7 +528,8 @@ template <typename T> struct ShapeArg {
     arg_kind_error(a, true);
   }
 };
-template <typename T> struct DtypeArg {
+template <typename T>
+struct DtypeArg {
   static T get(Reader& r, const OarCustomInfer* in) {
     int32_t first, count;
     const int32_t a = r.arg;
@@ -513,7 +552,8 @@ template <typename T> struct DtypeArg {
   }
 };
 
-template <typename F, F f> struct InferShapeImpl;
+template <typename F, F f>
+struct InferShapeImpl;
 template <typename... Args, std::vector<Shape> (*f)(Args...)>
 struct InferShapeImpl<std::vector<Shape> (*)(Args...), f> {
   static OarError* Infer(void*, OarCustomInfer* in) {
@@ -522,13 +562,13 @@ struct InferShapeImpl<std::vector<Shape> (*)(Args...), f> {
       std::tuple<std::decay_t<Args>...> args{ShapeArg<std::decay_t<Args>>::get(r, in)...};
       std::vector<Shape> out = std::apply(f, args);
       if (static_cast<int32_t>(out.size()) != in->num_outputs)
-        throw Exception(OAR_ERR_INVALID_ARGUMENT, concat("InferShape returned ", out.size(),
-                                                         " shapes but the op declares ", in->num_outputs,
-                                                         " output(s)"));
+        throw Exception(OAR_ERR_INVALID_ARGUMENT,
+                        concat("InferShape returned ", out.size(), " shapes but the op declares ",
+                               in->num_outputs, " output(s)"));
       for (int32_t i = 0; i < in->num_outputs; ++i) {
         if (out[i].size() > OAR_CUSTOM_MAX_DIMS)
-          throw Exception(OAR_ERR_INVALID_ARGUMENT, concat("InferShape: output ", i, " has more than ",
-                                                           OAR_CUSTOM_MAX_DIMS, " dims"));
+          throw Exception(OAR_ERR_INVALID_ARGUMENT,
+                          concat("InferShape: output ", i, " has more than ", OAR_CUSTOM_MAX_DIMS, " dims"));
         in->output_ndims[i] = static_cast<int32_t>(out[i].size());
         for (size_t d = 0; d < out[i].size(); ++d) in->output_dims[i * OAR_CUSTOM_MAX_DIMS + d] = out[i][d];
       }
@@ -536,7 +576,8 @@ struct InferShapeImpl<std::vector<Shape> (*)(Args...), f> {
   }
 };
 
-template <typename F, F f> struct InferDtypeImpl;
+template <typename F, F f>
+struct InferDtypeImpl;
 template <typename... Args, std::vector<DataType> (*f)(Args...)>
 struct InferDtypeImpl<std::vector<DataType> (*)(Args...), f> {
   static OarError* Infer(void*, OarCustomInfer* in) {
@@ -545,9 +586,9 @@ struct InferDtypeImpl<std::vector<DataType> (*)(Args...), f> {
       std::tuple<std::decay_t<Args>...> args{DtypeArg<std::decay_t<Args>>::get(r, in)...};
       std::vector<DataType> out = std::apply(f, args);
       if (static_cast<int32_t>(out.size()) != in->num_outputs)
-        throw Exception(OAR_ERR_INVALID_ARGUMENT, concat("InferDtype returned ", out.size(),
-                                                         " dtypes but the op declares ", in->num_outputs,
-                                                         " output(s)"));
+        throw Exception(OAR_ERR_INVALID_ARGUMENT,
+                        concat("InferDtype returned ", out.size(), " dtypes but the op declares ",
+                               in->num_outputs, " output(s)"));
       for (int32_t i = 0; i < in->num_outputs; ++i) in->output_dtypes[i] = static_cast<int32_t>(out[i]);
     });
   }
@@ -611,8 +652,8 @@ class OpMetaInfoBuilder {
       uint32_t flags = 0;
       meta().outputs.push_back(detail::strip_markers(n, &flags));
       if (flags & OAR_CUSTOM_INPUT_VECTOR)
-        throw Exception(OAR_ERR_UNIMPLEMENTED, detail::concat(meta().name, ": output '", n,
-                                                              "': vector outputs are not supported"));
+        throw Exception(OAR_ERR_UNIMPLEMENTED,
+                        detail::concat(meta().name, ": output '", n, "': vector outputs are not supported"));
     }
     return *this;
   }
@@ -655,14 +696,14 @@ class OpMetaInfoBuilder {
 
 #define OAR_EXT_CONCAT_(a, b) a##b
 #define OAR_EXT_CONCAT(a, b) OAR_EXT_CONCAT_(a, b)
-#define OAR_BUILD_OP(name)                                                                            \
-  static ::oar::OpMetaInfoBuilder OAR_EXT_CONCAT(oar_op_meta_##name##_, __COUNTER__) __attribute__((unused)) = \
-      ::oar::OpMetaInfoBuilder(#name, 0)
-#define OAR_BUILD_GRAD_OP(name)                                                                       \
-  static ::oar::OpMetaInfoBuilder OAR_EXT_CONCAT(oar_op_meta_##name##_grad_, __COUNTER__) __attribute__((unused)) = \
-      ::oar::OpMetaInfoBuilder(#name, 1)
-#define OAR_BUILD_DOUBLE_GRAD_OP(name)                                                                \
-  static ::oar::OpMetaInfoBuilder OAR_EXT_CONCAT(oar_op_meta_##name##_grad_grad_, __COUNTER__)          \
+#define OAR_BUILD_OP(name)                                                           \
+  static ::oar::OpMetaInfoBuilder OAR_EXT_CONCAT(oar_op_meta_##name##_, __COUNTER__) \
+      __attribute__((unused)) = ::oar::OpMetaInfoBuilder(#name, 0)
+#define OAR_BUILD_GRAD_OP(name)                                                           \
+  static ::oar::OpMetaInfoBuilder OAR_EXT_CONCAT(oar_op_meta_##name##_grad_, __COUNTER__) \
+      __attribute__((unused)) = ::oar::OpMetaInfoBuilder(#name, 1)
+#define OAR_BUILD_DOUBLE_GRAD_OP(name)                                                         \
+  static ::oar::OpMetaInfoBuilder OAR_EXT_CONCAT(oar_op_meta_##name##_grad_grad_, __COUNTER__) \
       __attribute__((unused)) = ::oar::OpMetaInfoBuilder(#name, 2)
 
 // ---- dtype dispatch -------------------------------------------------------------------------------
@@ -674,30 +715,30 @@ class OpMetaInfoBuilder {
     __VA_ARGS__();                                    \
     break;                                            \
   }
-#define OAR_PRIVATE_DISPATCH(TYPE, NAME, CASES, ...)                                               \
-  [&] {                                                                                            \
-    const ::oar::DataType oar_dispatch_dtype_ = TYPE;                                              \
-    switch (oar_dispatch_dtype_) {                                                                 \
-      CASES(NAME, __VA_ARGS__)                                                                     \
-      default:                                                                                     \
-        throw ::oar::Exception(OAR_ERR_TYPE, ::oar::detail::concat("function ", NAME,                \
-                                                                 " is not implemented for data type `", \
-                                                                 oar_dispatch_dtype_, "`"));       \
-    }                                                                                              \
+#define OAR_PRIVATE_DISPATCH(TYPE, NAME, CASES, ...)                                                      \
+  [&] {                                                                                                   \
+    const ::oar::DataType oar_dispatch_dtype_ = TYPE;                                                     \
+    switch (oar_dispatch_dtype_) {                                                                        \
+      CASES(NAME, __VA_ARGS__)                                                                            \
+      default:                                                                                            \
+        throw ::oar::Exception(                                                                           \
+            OAR_ERR_TYPE, ::oar::detail::concat("function ", NAME, " is not implemented for data type `", \
+                                                oar_dispatch_dtype_, "`"));                               \
+    }                                                                                                     \
   }()
-#define OAR_PRIVATE_FLOAT_CASES(NAME, ...)                                      \
-  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::FLOAT32, float, __VA_ARGS__)    \
+#define OAR_PRIVATE_FLOAT_CASES(NAME, ...)                                  \
+  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::FLOAT32, float, __VA_ARGS__) \
   OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::FLOAT64, double, __VA_ARGS__)
-#define OAR_PRIVATE_HALF_CASES(NAME, ...)                                           \
+#define OAR_PRIVATE_HALF_CASES(NAME, ...)                                            \
   OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::FLOAT16, ::oar::float16, __VA_ARGS__) \
   OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::BFLOAT16, ::oar::bfloat16, __VA_ARGS__)
-#define OAR_PRIVATE_INT_CASES(NAME, ...)                                        \
-  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::INT8, int8_t, __VA_ARGS__)      \
-  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::UINT8, uint8_t, __VA_ARGS__)    \
-  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::INT16, int16_t, __VA_ARGS__)    \
-  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::INT32, int32_t, __VA_ARGS__)    \
+#define OAR_PRIVATE_INT_CASES(NAME, ...)                                    \
+  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::INT8, int8_t, __VA_ARGS__)   \
+  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::UINT8, uint8_t, __VA_ARGS__) \
+  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::INT16, int16_t, __VA_ARGS__) \
+  OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::INT32, int32_t, __VA_ARGS__) \
   OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::INT64, int64_t, __VA_ARGS__)
-#define OAR_PRIVATE_COMPLEX_CASES(NAME, ...)                                           \
+#define OAR_PRIVATE_COMPLEX_CASES(NAME, ...)                                             \
   OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::COMPLEX64, ::oar::complex64, __VA_ARGS__) \
   OAR_PRIVATE_CASE_TYPE(NAME, ::oar::DataType::COMPLEX128, ::oar::complex128, __VA_ARGS__)
 #define OAR_PRIVATE_FLOAT_HALF_CASES(NAME, ...) \
@@ -709,10 +750,12 @@ class OpMetaInfoBuilder {
 #define OAR_PRIVATE_FLOAT_HALF_INT_CASES(NAME, ...) \
   OAR_PRIVATE_FLOAT_HALF_CASES(NAME, __VA_ARGS__) OAR_PRIVATE_INT_CASES(NAME, __VA_ARGS__)
 
-#define OAR_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...) OAR_PRIVATE_DISPATCH(TYPE, NAME, OAR_PRIVATE_FLOAT_CASES, __VA_ARGS__)
+#define OAR_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...) \
+  OAR_PRIVATE_DISPATCH(TYPE, NAME, OAR_PRIVATE_FLOAT_CASES, __VA_ARGS__)
 #define OAR_DISPATCH_FLOATING_AND_HALF_TYPES(TYPE, NAME, ...) \
   OAR_PRIVATE_DISPATCH(TYPE, NAME, OAR_PRIVATE_FLOAT_HALF_CASES, __VA_ARGS__)
-#define OAR_DISPATCH_INTEGRAL_TYPES(TYPE, NAME, ...) OAR_PRIVATE_DISPATCH(TYPE, NAME, OAR_PRIVATE_INT_CASES, __VA_ARGS__)
+#define OAR_DISPATCH_INTEGRAL_TYPES(TYPE, NAME, ...) \
+  OAR_PRIVATE_DISPATCH(TYPE, NAME, OAR_PRIVATE_INT_CASES, __VA_ARGS__)
 #define OAR_DISPATCH_COMPLEX_TYPES(TYPE, NAME, ...) \
   OAR_PRIVATE_DISPATCH(TYPE, NAME, OAR_PRIVATE_COMPLEX_CASES, __VA_ARGS__)
 #define OAR_DISPATCH_FLOATING_AND_INTEGRAL_TYPES(TYPE, NAME, ...) \
@@ -740,7 +783,8 @@ __attribute__((visibility("hidden"))) inline OarError* register_all(const OarCus
                                ip_in = cstrs(m.inplace_in), ip_out = cstrs(m.inplace_out);
       std::vector<OarCustomKernel> kernels;
       for (const auto& k : m.kernels)
-        kernels.push_back({sizeof(OarCustomKernel), k.device.empty() ? nullptr : k.device.c_str(), k.fn, nullptr});
+        kernels.push_back(
+            {sizeof(OarCustomKernel), k.device.empty() ? nullptr : k.device.c_str(), k.fn, nullptr});
       OarCustomOpDef def{};
       def.struct_size = sizeof(def);
       def.name = m.name.c_str();
@@ -760,8 +804,10 @@ __attribute__((visibility("hidden"))) inline OarError* register_all(const OarCus
       def.infer_dtype = m.infer_dtype;
       check(services->register_op(registrar, &def));
     });
-    if (e && !first_error) first_error = e;
-    else if (e) services->error_free(e);
+    if (e && !first_error)
+      first_error = e;
+    else if (e)
+      services->error_free(e);
   }
   return first_error;
 }
@@ -769,7 +815,8 @@ __attribute__((visibility("hidden"))) inline OarError* register_all(const OarCus
 
 // Emitted once per library (inline + used: every source including this header may define it).
 extern "C" __attribute__((visibility("default"), used)) inline OarError* oar_custom_op_init(
-    const OarCustomOpServices* services, OarCustomOpRegistrar* registrar, uint32_t* abi_major, uint32_t* abi_minor) {
+    const OarCustomOpServices* services, OarCustomOpRegistrar* registrar, uint32_t* abi_major,
+    uint32_t* abi_minor) {
   *abi_major = OAR_CUSTOM_OP_ABI_MAJOR;
   *abi_minor = OAR_CUSTOM_OP_ABI_MINOR;
   if (!services || services->abi_major != OAR_CUSTOM_OP_ABI_MAJOR) return nullptr;  // the core refuses us

@@ -14,13 +14,13 @@ namespace oar {
 // What Python needs to build a function per op.
 struct CustomOpInfo {
   std::string name;
-  std::string library;                   // the path it was loaded from
-  std::vector<std::string> inputs;       // slot names
-  std::vector<uint32_t> input_flags;     // OAR_CUSTOM_INPUT_*
+  std::string library;                // the path it was loaded from
+  std::vector<std::string> inputs;    // slot names
+  std::vector<uint32_t> input_flags;  // OAR_CUSTOM_INPUT_*
   std::vector<std::string> outputs;
   std::vector<std::string> attr_names;
-  std::vector<std::string> attr_types;   // "int", "float", "std::vector<int64_t>", ...
-  std::vector<int32_t> inplace;          // per output: the input slot it is written into, or -1
+  std::vector<std::string> attr_types;      // "int", "float", "std::vector<int64_t>", ...
+  std::vector<int32_t> inplace;             // per output: the input slot it is written into, or -1
   std::vector<std::string> kernel_devices;  // "" = every device type
 };
 
