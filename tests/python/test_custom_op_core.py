@@ -322,3 +322,39 @@ print("still fine")
     assert ("RuntimeError: plugin copy_error: memcpy host to device: DMA engine fault while copying 24 bytes "
             "(injected by the test)") in r.stdout, r.stdout
     assert "still fine" in r.stdout
+
+
+def test_static_program_with_vector_and_optional_inputs(ops):
+    a = np.random.RandomState(0).randn(2, 3).astype("float32")
+    b = np.random.RandomState(1).randn(2, 3).astype("float32")
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            x = oar.static.data("x", [None, 3], "float32")
+            y = oar.static.data("y", [None, 3], "float32")
+            s = ops.custom_add_n([x, y, x])
+            t = ops.custom_axpy(s, None, 2.0)
+            u = ops.custom_axpy(s, y, 0.5)
+        descs = {op["type"]: op for op in main.global_block().ops}
+        assert "custom_add_n" in descs and "custom_axpy" in descs
+        exe = oar.static.Executor(oar.CPUPlace())
+        exe.run(startup)
+        got = exe.run(main, feed={"x": a, "y": b}, fetch_list=[s, t, u])
+    finally:
+        oar.disable_static()
+    np.testing.assert_allclose(got[0], 2 * a + b, rtol=1e-6)
+    np.testing.assert_allclose(got[1], 2 * (2 * a + b), rtol=1e-6)
+    np.testing.assert_allclose(got[2], 0.5 * (2 * a + b) + b, rtol=1e-6)
+
+
+def test_to_static_with_gradient(ops):
+    def f(x):
+        return ops.custom_tanh(x).sum()
+
+    a, x = _x()
+    sf = oar.jit.to_static(f)
+    loss = sf(x)
+    loss.backward()
+    np.testing.assert_allclose(loss.numpy(), np.tanh(a).sum(), rtol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(a) ** 2, rtol=1e-10)
