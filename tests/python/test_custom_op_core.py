@@ -358,3 +358,9 @@ def test_to_static_with_gradient(ops):
     loss.backward()
     np.testing.assert_allclose(loss.numpy(), np.tanh(a).sum(), rtol=1e-10)
     np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(a) ** 2, rtol=1e-10)
+
+
+def test_paddle_21_style_source(ops, device):
+    """tests/custom_ops/paddle_v21.cc: Tensor(place) + reshape + mutable_data, copy_to<T>, PlaceType."""
+    a, x = _x(device=device, requires_grad=False)
+    np.testing.assert_allclose(ops.custom_square_v21(x).numpy(), a * a)
