@@ -364,3 +364,22 @@ def test_paddle_21_style_source(ops, device):
     """tests/custom_ops/paddle_v21.cc: Tensor(place) + reshape + mutable_data, copy_to<T>, PlaceType."""
     a, x = _x(device=device, requires_grad=False)
     np.testing.assert_allclose(ops.custom_square_v21(x).numpy(), a * a)
+
+
+def test_cuda_source_builds_and_loads(tmp_path):
+    """tests/custom_ops/gpu_relu.cu, compiled by nvcc against the SDK headers, loads; it has only a
+    "gpu" kernel, so on the CPU it reports the missing kernel (no gpu plugin here)."""
+    import shutil
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if not nvcc:
+        pytest.skip("no nvcc")
+    out = str(tmp_path / "libgpu_relu.so")
+    inc = [os.path.join(ROOT, "sdk", "include"), os.path.join(ROOT, "device_api", "include")]
+    cmd = [nvcc, "-std=c++17", "-arch=sm_90", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-shared",
+           os.path.join(ROOT, "tests", "custom_ops", "gpu_relu.cu"), "-o", out] + ["-I" + i for i in inc]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lib = oar.utils.load_op_library(out)
+    assert lib.__all__ == ["gpu_relu"]
+    with pytest.raises(NotImplementedError, match="gpu_relu.*no kernel for device type 'cpu'.*gpu"):
+        lib.gpu_relu(oar.to_tensor(np.ones(3, dtype="float32")))
