@@ -383,3 +383,24 @@ def test_cuda_source_builds_and_loads(tmp_path):
     assert lib.__all__ == ["gpu_relu"]
     with pytest.raises(NotImplementedError, match="gpu_relu.*no kernel for device type 'cpu'.*gpu"):
         lib.gpu_relu(oar.to_tensor(np.ones(3, dtype="float32")))
+
+
+def test_static_gradients_through_the_grad_op(ops):
+    """In a static program the gradient of a custom op is the library's grad op, recorded too."""
+    a = np.array([0.3, -1.2, 2.0], dtype="float32")
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main):
+            x = oar.static.data("x", [3], "float32")
+            x.stop_gradient = False
+            s, c = ops.custom_sincos(x)
+            y = (ops.custom_tanh(s) + c).sum()
+            (gx,) = oar.static.gradients([y], [x])
+        types = [op["type"] for op in main.global_block().ops]
+        assert "custom_tanh_grad" in types and "custom_sincos_grad" in types
+        (out,) = oar.static.Executor().run(main, feed={"x": a}, fetch_list=[gx])
+    finally:
+        oar.disable_static()
+    want = (1 - np.tanh(np.sin(a)) ** 2) * np.cos(a) - np.sin(a)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
