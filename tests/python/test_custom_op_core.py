@@ -404,3 +404,26 @@ def test_static_gradients_through_the_grad_op(ops):
         oar.disable_static()
     want = (1 - np.tanh(np.sin(a)) ** 2) * np.cos(a) - np.sin(a)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_static_attributes_are_saved_with_paddles_types(ops):
+    a = np.random.RandomState(0).randn(2, 3).astype("float64")
+    args = (2, 10 ** 12, 0.5, 3.0, True, "abcd", [1, 2], [3, 4, 5], [0.25], [0.5, 0.125])
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main):
+            x = oar.static.data("x", [2, 3], "float64")
+            y = ops.custom_attrs(x, *args)
+        (op,) = [o for o in main.global_block().ops if o["type"] == "custom_attrs"]
+        text = str(main)
+        (out,) = oar.static.Executor().run(main, feed={"x": a}, fetch_list=[y])
+    finally:
+        oar.disable_static()
+    assert "__input_counts" not in text
+    want = a * 0.5 * 3.0 + 2 + 10 ** 12 + 1 + 4 + 3 + 12 + 0.25 + 0.625
+    np.testing.assert_allclose(out, want)
+    assert op["attrs"]["b"] is True and op["attrs"]["i"] == 2 and op["attrs"]["s"] == "abcd"
+    types = {k: v for k, v in op["attr_types"].items() if k != "op_role"}
+    assert types == {"i": "INT", "l": "LONG", "f": "FLOAT", "d": "FLOAT64", "b": "BOOLEAN", "s": "STRING",
+                     "vi": "INTS", "vl": "LONGS", "vf": "FLOATS", "vd": "FLOAT64S"}
