@@ -166,6 +166,10 @@ TEST(CustomOp, RefusedLibrariesSayWhyAndLeaveNoOpBehind) {
     EXPECT_EQ(code, c.code) << e;
   }
   EXPECT_EQ(oar::OpRegistry::get().find("custom_bad_grad"), nullptr);
+  // A newer minor within the window loads and runs.
+  oar::load_custom_op_library(lib("custom_bad7"));
+  Tensor x = input(oar::cpu_place());
+  EXPECT_EQ(oar::call_op("custom_newer_minor", {x})[0].to_vector<float>(), x.to_vector<float>());
   EXPECT_EQ(oar::OpRegistry::get().find("custom_bad_attr"), nullptr);
 }
 
