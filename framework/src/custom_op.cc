@@ -190,6 +190,13 @@ int32_t svc_device(const OarCTensor* t) { return t->t.place().index; }
 void* svc_data(const OarCTensor* t) { return t->t.data_ptr(); }
 int32_t svc_is_contiguous(const OarCTensor* t) { return t->t.is_contiguous() ? 1 : 0; }
 
+// A new contiguous tensor holding t's values.
+Tensor fresh_copy(const Tensor& t) {
+  Tensor fresh = Tensor::empty(t.dims(), t.dtype(), t.place());
+  ops::assign(fresh, t);
+  return fresh;
+}
+
 OarError* svc_empty(int32_t ndim, const int64_t* dims, int32_t dtype, const char* device_type, int32_t device,
                     OarCTensor** out) {
   return catching([&] {
@@ -211,12 +218,7 @@ OarError* svc_copy_to(const OarCTensor* t, const char* device_type, int32_t devi
   return catching([&] {
     const Place p = place_of(device_type, device);
     Tensor c = t->t.to(p);
-    if (c.shares_storage(t->t)) c = t->t.contiguous();  // same place: still a copy the library may write
-    if (c.shares_storage(t->t)) {
-      Tensor fresh = Tensor::empty(c.dims(), c.dtype(), p);
-      ops::assign(fresh, c);
-      c = fresh;
-    }
+    if (c.shares_storage(t->t)) c = fresh_copy(c);  // same place: still a copy the library may write
     Runtime::get().device(p).synchronize_stream();
     *out = new_ref(std::move(c));
   });
@@ -225,6 +227,14 @@ OarError* svc_reshape(const OarCTensor* t, int32_t ndim, const int64_t* dims, Oa
   return catching([&] {
     OAR_ENFORCE(t->t.is_contiguous(), ErrorCode::kInvalidArgument, "reshape: the tensor is not contiguous");
     *out = new_ref(t->t.reshape(Dims(dims, ndim)));
+  });
+}
+OarError* svc_cast(const OarCTensor* t, int32_t dtype, OarCTensor** out) {
+  return catching([&] {
+    OAR_ENFORCE(is_valid_dtype(dtype), ErrorCode::kType, "cast: invalid dtype " << dtype);
+    Tensor c = ops::cast(t->t, static_cast<DType>(dtype));
+    if (c.shares_storage(t->t)) c = fresh_copy(c);  // the same dtype: still a copy
+    *out = new_ref(std::move(c));
   });
 }
 OarError* svc_synchronize(const char* device_type, int32_t device) {
@@ -266,6 +276,7 @@ const OarCustomOpServices& services() {
     v.tensor_reshape = svc_reshape;
     v.synchronize = svc_synchronize;
     v.stream = svc_stream;
+    v.tensor_cast = svc_cast;
     return v;
   }();
   return s;

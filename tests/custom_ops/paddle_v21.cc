@@ -1,9 +1,9 @@
 // Paddle 2.0/2.1-style custom-op source (paddle::Tensor(place) + reshape + mutable_data, copy_to<T>,
 // PlaceType comparisons), compiled into the same library as oar_ops.cc: two translation units sharing
 // one registry and one entry point.
-#include "paddle/extension.h"
-
 #include <vector>
+
+#include "paddle/extension.h"
 
 namespace {
 // out = x * x, computed on the host.
@@ -29,3 +29,15 @@ PD_BUILD_OP(custom_square_v21)
     .SetKernelFn(PD_KERNEL(SquareForward))
     .SetInferShapeFn(PD_INFER_SHAPE(SquareInferShape))
     .SetInferDtypeFn(PD_INFER_DTYPE(SquareInferDtype));
+
+namespace {
+// out = float64 copy of x (Tensor::cast).
+std::vector<paddle::Tensor> ToDouble(const paddle::Tensor& x) { return {x.cast(paddle::DataType::FLOAT64)}; }
+std::vector<paddle::DataType> ToDoubleDtype(paddle::DataType) { return {paddle::DataType::FLOAT64}; }
+}  // namespace
+
+PD_BUILD_OP(custom_to_double)
+    .Inputs({"X"})
+    .Outputs({"Out"})
+    .SetKernelFn(PD_KERNEL(ToDouble))
+    .SetInferDtypeFn(PD_INFER_DTYPE(ToDoubleDtype));

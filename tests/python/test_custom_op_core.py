@@ -427,3 +427,10 @@ def test_static_attributes_are_saved_with_paddles_types(ops):
     types = {k: v for k, v in op["attr_types"].items() if k != "op_role"}
     assert types == {"i": "INT", "l": "LONG", "f": "FLOAT", "d": "FLOAT64", "b": "BOOLEAN", "s": "STRING",
                      "vi": "INTS", "vl": "LONGS", "vf": "FLOATS", "vd": "FLOAT64S"}
+
+
+def test_tensor_cast(ops, device):
+    a = np.array([[1.5, -2.25]], dtype="float32")
+    out = ops.custom_to_double(oar.to_tensor(a, place=device))
+    assert out.dtype == oar.float64
+    np.testing.assert_array_equal(out.numpy(), a.astype("float64"))

@@ -169,6 +169,8 @@ typedef struct OarCustomOpServices {
   /* Waits for the work queued on the default stream of the device. */
   OarError* (*synchronize)(const char* device_type, int32_t device);
   void* (*stream)(const char* device_type, int32_t device);
+  /* A copy converted to another dtype, on the same device. */
+  OarError* (*tensor_cast)(const OarCTensor* t, int32_t dtype, OarCTensor** out);
 } OarCustomOpServices;
 
 /* The library writes the ABI version it was built for into *abi_major / *abi_minor first, then registers

@@ -271,6 +271,17 @@ class Tensor {
   Tensor copy_to(const Place& place) const {
     return copy_to(place, true);
   }
+  // A copy converted to `dtype` (Paddle's Tensor::cast), on the same device.
+  Tensor cast(DataType dtype) const {
+    OAR_CHECK(h_ != nullptr, "cast on an undefined tensor");
+    const OarCustomOpServices& s = detail::services();
+    if (s.struct_size < offsetof(OarCustomOpServices, tensor_cast) + sizeof(s.tensor_cast) || !s.tensor_cast)
+      throw Exception(OAR_ERR_UNIMPLEMENTED, "Tensor::cast: this oar core does not provide it");
+    OarCTensor* out = nullptr;
+    detail::check(s.tensor_cast(h_, static_cast<int32_t>(dtype), &out));
+    return Tensor(out, true);
+  }
+
   // Paddle's reshape: sets the shape. A tensor with memory of the same numel becomes a view with the
   // new shape; otherwise the memory is dropped and the next mutable_data allocates the new shape.
   void reshape(const std::vector<int64_t>& shape) {
@@ -279,7 +290,8 @@ class Tensor {
       for (int64_t d : shape) n *= d;
       if (n == numel()) {
         OarCTensor* out = nullptr;
-        detail::check(detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
+        detail::check(
+            detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
         *this = Tensor(out, true);
         return;
       }
