@@ -418,12 +418,14 @@ void custom_infer(InferContext& ic) {
   }
   std::vector<int32_t> out_ndims(n_out, 0), out_dtypes(n_out, OAR_DTYPE_FLOAT32);
   std::vector<int64_t> out_dims(static_cast<size_t>(n_out) * OAR_CUSTOM_MAX_DIMS, 0);
-  // Paddle's defaults: every output like the first input.
+  // Paddle's defaults: an in-place output like its input, every other output like the first input.
   if (ic.num_inputs > 0) {
     for (int32_t o = 0; o < n_out; ++o) {
-      out_ndims[o] = ndims[0];
-      std::copy(dims[0], dims[0] + ndims[0], out_dims.begin() + o * OAR_CUSTOM_MAX_DIMS);
-      out_dtypes[o] = dtypes[0];
+      const int32_t src =
+          op.info.inplace[o] >= 0 ? op.info.inplace[o] : 0;  // flat = slot: the slots before are plain
+      out_ndims[o] = ndims[src];
+      std::copy(dims[src], dims[src] + ndims[src], out_dims.begin() + o * OAR_CUSTOM_MAX_DIMS);
+      out_dtypes[o] = dtypes[src];
     }
   } else {
     OAR_ENFORCE(
