@@ -62,7 +62,8 @@ typedef struct OarCustomAttr {
 
 /* Shapes and dtypes for infer_shape / infer_dtype. Inputs are flattened: declared input slot k spans
  * slot_counts[k] entries (1 for a plain input, 0 or 1 for an optional one, n for a vector).
- * The core fills the outputs with the defaults (the first input's shape and dtype) before the call. */
+ * The core fills the outputs with the defaults (an in-place output: its input's shape and dtype; any
+ * other: the first input's) before the call. */
 typedef struct OarCustomInfer {
   size_t struct_size;
   const char* op_name;
