@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "internal.h"
@@ -34,7 +35,7 @@ struct OarCustomOpRegistrar {
   struct Op {
     std::string name;
     std::vector<std::string> inputs, outputs, attrs, inplace_in, inplace_out;
-    std::vector<uint32_t> input_flags;
+    std::vector<uint32_t> input_flags, output_flags;
     std::vector<std::pair<std::string, OarCustomKernel>> kernels;  // device type ("" = any), kernel
     OarCustomInferFn infer_shape = nullptr, infer_dtype = nullptr;
     void *infer_shape_user = nullptr, *infer_dtype_user = nullptr;
@@ -71,6 +72,7 @@ struct CustomOp {
   const CustomOp* grad = nullptr;
   std::vector<GradSlot> grad_inputs;
   std::vector<int32_t> grad_outputs;  // per grad op output: the forward input slot it is the gradient of
+  std::string grad_error;             // set when the grad op could not be registered
   std::string where() const { return "custom op '" + info.name + "' (" + info.library + ")"; }
 };
 
@@ -155,6 +157,8 @@ OarError* svc_register_op(OarCustomOpRegistrar* r, const OarCustomOpDef* given) 
     for (int32_t i = 0; i < d.num_inputs; ++i)
       op.input_flags.push_back(d.input_flags ? d.input_flags[i] : 0u);
     op.outputs = strings(d.num_outputs, d.outputs, "outputs");
+    for (int32_t i = 0; i < d.num_outputs; ++i)
+      op.output_flags.push_back(d.output_flags ? d.output_flags[i] : 0u);
     op.attrs = strings(d.num_attrs, d.attrs, "attrs");
     op.inplace_in = strings(d.num_inplace, d.inplace_inputs, "inplace_inputs");
     op.inplace_out = strings(d.num_inplace, d.inplace_outputs, "inplace_outputs");
@@ -634,6 +638,10 @@ std::vector<Tensor> custom_grad(const GradContext& c) {
   return grads;
 }
 
+std::vector<Tensor> unsupported_grad(const GradContext& c) {
+  OAR_THROW(ErrorCode::kUnimplemented, state_of(*c.op).grad_error);
+}
+
 // Ties op `fwd` to its grad op `g` ("<fwd>_grad") by the names of g's inputs and outputs.
 void link_grad(CustomOp& fwd, const CustomOp& g) {
   auto index_of = [](const std::vector<std::string>& v, const std::string& n) {
@@ -822,7 +830,30 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
   // Validate everything before publishing anything: a refused library leaves no op behind.
   std::vector<std::unique_ptr<CustomOp>> ops;
   std::map<std::string, CustomOp*> by_name;
+  // Vector outputs are not supported: a forward op with one is refused; a grad op with one (the
+  // gradient of a Vec input) is left out and its forward op raises when differentiated.
+  std::map<std::string, std::string> no_grad;  // forward op -> why it has no gradient
+  std::set<std::string> names;
+  for (const auto& r : registrar.ops) names.insert(r.name);
   for (const auto& r : registrar.ops) {
+    std::string vec;
+    for (size_t o = 0; o < r.outputs.size() && o < r.output_flags.size(); ++o)
+      if (r.output_flags[o] & OAR_CUSTOM_OUTPUT_VECTOR) vec = r.outputs[o];
+    if (vec.empty()) continue;
+    const std::string where = "custom op '" + r.name + "' (" + key + ")";
+    const std::string base = r.name.size() > 5 && r.name.compare(r.name.size() - 5, 5, "_grad") == 0
+                                 ? r.name.substr(0, r.name.size() - 5)
+                                 : std::string();
+    OAR_ENFORCE(!base.empty() && names.count(base), ErrorCode::kUnimplemented,
+                where << ": output '" << vec << "' is a vector output (Vec), which oar does not support");
+    no_grad[base] = where + ": output '" + vec +
+                    "' is a vector output (Vec), which oar does not support, so " + base +
+                    " cannot be differentiated";
+  }
+  for (const auto& r : registrar.ops) {
+    if (r.name.size() > 5 && no_grad.count(r.name.substr(0, r.name.size() - 5)) &&
+        r.name.compare(r.name.size() - 5, 5, "_grad") == 0)
+      continue;  // the grad op left out
     ops.push_back(build_op(r, key));
     CustomOp& op = *ops.back();
     if (const OpDef* existing = OpRegistry::get().find(op.info.name)) {
@@ -856,6 +887,11 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
   for (auto& op : ops) {
     auto g = by_name.find(op->info.name + "_grad");
     if (g != by_name.end()) link_grad(*op, *g->second);
+    if (auto why = no_grad.find(op->info.name); why != no_grad.end()) {
+      op->grad_error = why->second;
+      op->rule.fn = unsupported_grad;
+      op->def->grad = &op->rule;
+    }
     infos.push_back(op->info);
   }
   for (auto& op : ops) op.release();  // owned by their OpDefs (user) from now on, never freed

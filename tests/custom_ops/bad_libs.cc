@@ -43,6 +43,8 @@ OAR_BUILD_OP(custom_bad_attr)
     .Outputs({"Out"})
     .Attrs({"k: long double"})
     .SetKernelFn(OAR_KERNEL(Same));
+#elif BAD_KIND == 8  // a forward op with a vector output (unsupported)
+OAR_BUILD_OP(custom_vec_out).Inputs({"X"}).Outputs({oar::Vec("Out")}).SetKernelFn(OAR_KERNEL(Same));
 #elif BAD_KIND == 5  // a grad op whose input is neither a forward tensor nor a gradient
 OAR_BUILD_OP(custom_bad_grad).Inputs({"X"}).Outputs({"Out"}).SetKernelFn(OAR_KERNEL(Same));
 OAR_BUILD_GRAD_OP(custom_bad_grad).Inputs({"Z"}).Outputs({oar::Grad("X")}).SetKernelFn(OAR_KERNEL(Same));

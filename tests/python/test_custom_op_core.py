@@ -434,3 +434,14 @@ def test_tensor_cast(ops, device):
     out = ops.custom_to_double(oar.to_tensor(a, place=device))
     assert out.dtype == oar.float64
     np.testing.assert_array_equal(out.numpy(), a.astype("float64"))
+
+
+def test_vector_gradient_is_refused_clearly(ops, device):
+    """custom_concat0's grad op has a Vec output (unsupported): the op runs, backward raises why."""
+    a, x = _x((2, 3), device=device)
+    b, y = _x((1, 3), seed=1, device=device)
+    out = ops.custom_concat0([x, y])
+    np.testing.assert_allclose(out.numpy(), np.concatenate([a, b]))
+    with pytest.raises(NotImplementedError, match="custom_concat0_grad.*vector output.*cannot be differentiated"):
+        out.sum().backward()
+    assert "custom_concat0_grad" not in [i["name"] for i in ops._ops]

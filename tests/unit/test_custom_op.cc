@@ -157,6 +157,8 @@ TEST(CustomOp, RefusedLibrariesSayWhyAndLeaveNoOpBehind) {
       {lib("custom_bad4"), "unsupported type 'long double'", oar::ErrorCode::kInvalidArgument},
       {lib("custom_bad5"), "input 'Z' is neither an input nor an output", oar::ErrorCode::kInvalidArgument},
       {lib("custom_bad6"), "init failed: vendor library libfoo.so.3 not found", oar::ErrorCode::kUnavailable},
+      {lib("custom_bad8"), "output 'Out' is a vector output (Vec), which oar does not support",
+       oar::ErrorCode::kUnimplemented},
   };
   for (const Case& c : cases) {
     oar::ErrorCode code{};

@@ -32,8 +32,9 @@ extern "C" {
 typedef struct OarCTensor OarCTensor;                     /* a reference to one core tensor */
 typedef struct OarCustomOpRegistrar OarCustomOpRegistrar; /* the library being loaded */
 
-/* Input flags (OarCustomOpDef.input_flags). */
+/* Input flags (OarCustomOpDef.input_flags) and output flags (output_flags). */
 enum { OAR_CUSTOM_INPUT_OPTIONAL = 1u << 0, OAR_CUSTOM_INPUT_VECTOR = 1u << 1 };
+enum { OAR_CUSTOM_OUTPUT_VECTOR = 1u << 1 }; /* declared so the core can refuse it clearly (unsupported) */
 
 /* Attribute types, parsed by the core from the "name: type" declarations. */
 typedef enum OarCustomAttrType {
@@ -133,6 +134,7 @@ typedef struct OarCustomOpDef {
   void* infer_shape_user;
   OarCustomInferFn infer_dtype; /* NULL: every output has the first input's dtype */
   void* infer_dtype_user;
+  const uint32_t* output_flags; /* OAR_CUSTOM_OUTPUT_*; NULL: all plain */
 } OarCustomOpDef;
 
 /* What the core gives the library. */

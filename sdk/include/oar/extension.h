@@ -617,7 +617,7 @@ struct InferDtypeImpl<std::vector<DataType> (*)(Args...), f> {
 struct OpMeta {
   std::string name;
   std::vector<std::string> inputs, outputs, attrs, inplace_in, inplace_out;
-  std::vector<uint32_t> input_flags;
+  std::vector<uint32_t> input_flags, output_flags;
   struct Kernel {
     std::string device;  // empty: every device type
     OarCustomKernelFn fn;
@@ -666,12 +666,11 @@ class OpMetaInfoBuilder {
   }
   OpMetaInfoBuilder& Outputs(std::vector<std::string> names) {
     meta().outputs.clear();
-    for (const auto& n : names) {
+    meta().output_flags.clear();
+    for (const auto& n : names) {  // nothing here may throw: it runs while the library is being loaded
       uint32_t flags = 0;
       meta().outputs.push_back(detail::strip_markers(n, &flags));
-      if (flags & OAR_CUSTOM_INPUT_VECTOR)
-        throw Exception(OAR_ERR_UNIMPLEMENTED,
-                        detail::concat(meta().name, ": output '", n, "': vector outputs are not supported"));
+      meta().output_flags.push_back(flags & OAR_CUSTOM_INPUT_VECTOR ? OAR_CUSTOM_OUTPUT_VECTOR : 0u);
     }
     return *this;
   }
@@ -820,6 +819,7 @@ __attribute__((visibility("hidden"))) inline OarError* register_all(const OarCus
       def.kernels = kernels.data();
       def.infer_shape = m.infer_shape;
       def.infer_dtype = m.infer_dtype;
+      def.output_flags = m.output_flags.data();
       check(services->register_op(registrar, &def));
     });
     if (e && !first_error)
