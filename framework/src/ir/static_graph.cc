@@ -1,5 +1,6 @@
 // Static graph building (see static_graph.h).
 #include <oar/core/autograd.h>
+#include <oar/core/custom_op.h>
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/runtime.h>
@@ -53,6 +54,29 @@ Attribute to_ir_attr(const AttrValue& v) {
     default:
       return std::get<std::string>(v);
   }
+}
+
+// A custom op's attribute in the IR type Paddle gives its declared C++ type (bool -> BOOLEAN, int -> INT,
+// float -> FLOAT, int vectors -> INTS, ...), so a saved program reads like one Paddle saved.
+static Attribute custom_ir_attr(const std::string& type, const AttrValue& v) {
+  auto as_int = [&] { return std::holds_alternative<int64_t>(v) ? std::get<int64_t>(v) : int64_t{0}; };
+  auto as_double = [&] {
+    return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(as_int());
+  };
+  if (type == "bool") return as_int() != 0;
+  if (type == "int") return static_cast<int32_t>(as_int());
+  if (type == "int64_t") return as_int();
+  if (type == "float") return static_cast<float>(as_double());
+  if (type == "double") return as_double();
+  if (type == "std::vector<int>" && std::holds_alternative<std::vector<int64_t>>(v)) {
+    const auto& x = std::get<std::vector<int64_t>>(v);
+    return std::vector<int32_t>(x.begin(), x.end());
+  }
+  if (type == "std::vector<float>" && std::holds_alternative<std::vector<double>>(v)) {
+    const auto& x = std::get<std::vector<double>>(v);
+    return std::vector<float>(x.begin(), x.end());
+  }
+  return to_ir_attr(v);
 }
 
 AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op,
@@ -230,10 +254,18 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
                             const InferContext& ic, Place place, Tensor* outputs) {
   Block& blk = program_->block(block_);
   OpDesc od;
-  od.type = std::string("oar.") + op.name;
+  // Custom ops are recorded under their own type with Paddle's slots, as Paddle saves them.
+  od.type = op.custom ? std::string(op.name) : std::string("oar.") + op.name;
   std::vector<std::string> names(n_in);
   for (int32_t i = 0; i < n_in; ++i) names[i] = input_var(inputs[i], op, i);
-  if (op.variadic) {
+  if (op.custom) {
+    const std::vector<int32_t> counts = custom_op_slot_counts(op, attrs, n_in);
+    int32_t k = 0;
+    for (size_t s = 0; s < counts.size(); ++s) {
+      od.set_input(op.inputs[s], std::vector<std::string>(names.begin() + k, names.begin() + k + counts[s]));
+      k += counts[s];
+    }
+  } else if (op.variadic) {
     od.set_input(op.inputs[0], names);
   } else {
     for (int32_t i = 0; i < n_in; ++i) od.set_input(op.inputs[i], {names[i]});
@@ -249,7 +281,7 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
                    "compute the new value out of place (e.g. with oar.where or oar.scatter)");
     written.push_back(names[i]);
   }
-  if (!written.empty()) {
+  if (!written.empty() && !op.custom) {  // a custom op names its in-place output itself
     if (op.variadic) {
       od.set_output(op.inputs[0], written);
     } else {
@@ -266,7 +298,18 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
     od.set_output(op.outputs[i], {name});
     outputs[i] = make_symbolic(name, m.dims, m.dtype, place);
   }
-  for (size_t i = 0; i < attrs.size(); ++i) od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
+  const CustomOpInfo* custom = custom_op_info(op);
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    const std::string name = attrs[i].first;
+    if (!custom) {
+      od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
+      continue;
+    }
+    const auto it = std::find(custom->attr_names.begin(), custom->attr_names.end(), name);
+    if (it == custom->attr_names.end()) continue;  // the hidden input counts: the slots carry them
+    od.set_attr(attrs[i].first,
+                custom_ir_attr(custom->attr_types[it - custom->attr_names.begin()], attrs[i].second));
+  }
   stamp(od);
   blk.append_op(std::move(od));
 }
@@ -643,6 +686,47 @@ OpKernelFn translate_native_op(const OpDesc& od) {
     run_op(def, in, n_in, *attrs, c.place, outs);
     for (size_t i = 0; i < n->out_slots.size(); ++i)
       if (n->out_slots[i] >= 0) c.scope->set(n->out_slots[i], std::move(outs[i]));
+  };
+}
+
+OpKernelFn translate_custom_op(const OpDesc& od) {
+  const OpDef* def = OpRegistry::get().find(od.type);
+  OAR_ENFORCE(def != nullptr && def->custom, ErrorCode::kUnimplemented,
+              od.type << ": not a loaded custom op (load its library first: oar.utils.load_op_library, or "
+                         "OAR_CUSTOM_OP_LIBS for the predictor)");
+  auto n = std::make_shared<NativeOp>();
+  n->def = def;
+  for (const AttrDef& a : def->attrs) {
+    const Attribute* v = od.find_attr(a.name);
+    if (v == nullptr) continue;
+    n->attrs.set(a.name, from_ir_attr(*v, a.type, od.type, a.name));
+  }
+  std::vector<int64_t> counts;
+  for (const char* slot : def->inputs) {
+    const auto& args = od.input(slot);
+    n->inputs.insert(n->inputs.end(), args.begin(), args.end());
+    counts.push_back(static_cast<int64_t>(args.size()));
+  }
+  if (def->variadic) n->attrs.set(kCustomInputCounts, counts);
+  for (const char* slot : def->outputs) {
+    const auto& args = od.output(slot);
+    n->outputs.push_back(args.empty() ? std::string() : args[0]);
+  }
+  custom_op_slot_counts(*def, n->attrs, static_cast<int32_t>(n->inputs.size()));  // checks the slots now
+  return [n](OpRunContext& c) {
+    std::vector<Tensor> in(n->inputs.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Tensor* t = c.scope->find(n->inputs[i]);
+      OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
+                  c.op->type << ": input variable '" << n->inputs[i]
+                             << "' has no value (not fed, not a parameter, not computed)");
+      in[i] = *t;
+    }
+    Attrs attrs = n->attrs;
+    Tensor outs[kMaxOpOutputs];
+    run_op(*n->def, in.data(), static_cast<int32_t>(in.size()), attrs, c.place, outs);
+    for (size_t i = 0; i < n->outputs.size(); ++i)
+      if (!n->outputs[i].empty()) c.scope->set(n->outputs[i], std::move(outs[i]));
   };
 }
 
