@@ -1,0 +1,463 @@
+"""Custom C++ ops end to end, as a user builds and uses them (issue 6 item 2; docs/custom_op.md "Building
+and loading"; samples/custom_op/README.md): the core wheel installed into a fresh virtual environment, the
+sample copied out of the tree, built with oar.utils.cpp_extension.load (JIT, cached) and with its setup.py,
+then used in dygraph (forward and backward against numpy, on cpu and sim), under to_static, saved with
+jit.save and reloaded with jit.load, run by the inference predictor, and in a static program. Also the
+build cache (a second load does not compile; a change rebuilds), two processes building at once, compile
+errors, and CUDA sources.
+
+One virtual environment per module (the `user` fixture); the sim plugin of the oar running the tests is
+put on the environment's OAR_PLUGIN_PATH so the ops are also checked on sim:0."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import oar
+from _venv import CLEAN_ENV, ROOT, Venv, core_wheel, need_tools
+
+SAMPLE = os.path.join(ROOT, "samples", "custom_op")
+JIT_NAME = "custom_jit_ops"
+
+# Measured numbers, printed at the end of the module (pytest -s shows them).
+TIMES = {}
+
+
+def _sim_plugin():
+    for r in oar._C.plugin_records():
+        if r.loaded and r.device_type == "sim":
+            return r.path
+    return None
+
+
+def _copy_sample(dest):
+    shutil.copytree(SAMPLE, str(dest), ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    return str(dest)
+
+
+class User:
+    """A user's machine: a virtual environment with the core wheel, a copy of samples/custom_op, an
+    extension cache folder of its own."""
+
+    def __init__(self, base, core):
+        self.base = str(base)
+        self.venv = Venv(base / "venv")
+        self.venv.pip_install(core)
+        plugins = base / "plugins"
+        plugins.mkdir()
+        sim = _sim_plugin()
+        if sim:
+            shutil.copy(sim, str(plugins / os.path.basename(sim)))
+        self.has_sim = sim is not None
+        self.sample = _copy_sample(base / "custom_op")
+        self.cache = str(base / "cache")
+        # OAR_SAMPLE_CUDA=0: the sample's .cu part is built by its own test only (nvcc is slow).
+        self.env = {"OAR_EXTENSION_DIR": self.cache, "OAR_PLUGIN_PATH": str(plugins), "OAR_SAMPLE_CUDA": "0"}
+
+    def run(self, code, cwd=None, env=None, ok=True):
+        e = dict(self.env)
+        e.update(env or {})
+        r = self.venv.run(code, cwd=cwd or self.sample, env=e)
+        if ok:
+            assert r.returncode == 0, r.stdout + r.stderr
+        return r
+
+    def shell(self, cmd, cwd=None, env=None):
+        """One command line from the README, with the environment's python first on the PATH."""
+        e = dict(self.venv.env)
+        e.update(self.env)
+        e.update(env or {})
+        e["PATH"] = os.path.join(self.venv.path, "bin") + os.pathsep + e.get("PATH", "")
+        e["VIRTUAL_ENV"] = self.venv.path
+        r = subprocess.run(cmd, shell=True, cwd=cwd or self.sample, env=e, capture_output=True, text=True)
+        assert r.returncode == 0, "$ {}\n{}{}".format(cmd, r.stdout, r.stderr)
+        return r
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory):
+    need_tools("c++")
+    core = core_wheel(tmp_path_factory)
+    return User(tmp_path_factory.mktemp("custom_op_user"), core)
+
+
+@pytest.fixture(scope="module")
+def built(user):
+    """`python use_load.py` once: the first load compiles the sample (timed) and checks it on every device."""
+    t = time.time()
+    r = user.shell("python use_load.py")
+    TIMES["load: first call (compile + checks)"] = time.time() - t
+    return r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report():
+    yield
+    if TIMES:
+        sys.stdout.write("\ncustom op e2e timings: " + ", ".join("{} {:.2f} s".format(k, v) for k, v in TIMES.items())
+                         + "\n")
+
+
+# A script that uses the sample's JIT-built ops (the import finds use_load.py in the sample folder).
+USE = """
+import numpy as np, oar
+from use_load import ops
+"""
+
+
+# ---- load: compile on first use, the cache ----------------------------------------------------------------
+
+def test_use_load_builds_and_checks_on_every_device(user, built):
+    assert "building extension '{}'".format(JIT_NAME) in built
+    # The compile command: oar's flags and the SDK of the environment's oar (not the source tree's).
+    site = user.venv.site_packages()
+    cmd = [l for l in built.splitlines() if "relu_op.cc -o" in l]
+    assert cmd, built
+    assert "-std=c++17 -fPIC -O2" in cmd[0] and "-I" + os.path.join(site, "oar", "include") in cmd[0]
+    assert "-Wall" in cmd[0]  # extra_cxx_cflags
+    assert "custom_relu on cpu: forward and backward match numpy" in built
+    assert "custom_linear on cpu: forward and backward match numpy" in built
+    if user.has_sim:
+        assert "custom_relu on sim:0: forward and backward match numpy" in built
+        assert "custom_linear on sim:0: forward and backward match numpy" in built
+    assert os.path.isfile(os.path.join(user.cache, JIT_NAME, JIT_NAME + ".so"))
+
+
+def test_second_load_uses_the_cache(user, built):
+    lib = os.path.join(user.cache, JIT_NAME, JIT_NAME + ".so")
+    before = os.stat(lib).st_mtime_ns
+    t = time.time()
+    r = user.run(USE + "print('RELU', ops.custom_relu(oar.to_tensor([-1.0, 2.0])).numpy().tolist())")
+    TIMES["load: cache hit (new process, import oar + load)"] = time.time() - t
+    out = r.stdout
+    assert "extension '{}' is up to date".format(JIT_NAME) in out
+    assert "building" not in out and "c++" not in out
+    assert "RELU [0.0, 2.0]" in out
+    assert os.stat(lib).st_mtime_ns == before
+    # Inside one process a second load() returns the same module at once.
+    r = user.run(USE + textwrap.dedent("""
+        import time
+        from oar.utils.cpp_extension import load
+        t = time.time()
+        again = load(name="custom_jit_ops", sources=["relu_op.cc", "custom_linear.cc"], extra_cxx_cflags=["-Wall"])
+        print("SAME", again is ops, "SECONDS", time.time() - t)
+    """))
+    assert "SAME True" in r.stdout
+    TIMES["load: cache hit (same process)"] = float(re.search(r"SECONDS (\S+)", r.stdout).group(1))
+
+
+@pytest.mark.slow
+def test_load_rebuilds_when_sources_or_flags_change(user, tmp_path):
+    src = tmp_path / "relu_op.cc"
+    shutil.copy(os.path.join(user.sample, "relu_op.cc"), str(src))
+    cache = str(tmp_path / "cache")
+    lib = os.path.join(cache, "relu_only", "relu_only.so")
+    code = USE.replace("from use_load import ops", "") + textwrap.dedent("""
+        from oar.utils.cpp_extension import load
+        ops = load(name="relu_only", sources=[{src!r}], build_directory={cache!r}, verbose=True,
+                   extra_cxx_cflags=FLAGS)
+        print("RELU", ops.custom_relu(oar.to_tensor([-3.0, 4.0])).numpy().tolist())
+    """).format(src=str(src), cache=cache)
+
+    def step(flags=None):
+        r = user.run(code.replace("FLAGS", repr(flags)))
+        assert "RELU [0.0, 4.0]" in r.stdout
+        return "building extension 'relu_only'" in r.stdout, os.stat(lib).st_mtime_ns
+
+    built1, m1 = step()
+    assert built1
+    built2, m2 = step()
+    assert not built2 and m2 == m1
+    time.sleep(0.01)
+    src.write_text(src.read_text() + "\n// an edit\n")  # any change of the source text
+    built3, m3 = step()
+    assert built3 and m3 != m2
+    built4, m4 = step(["-DSOME_FLAG=1"])  # other flags
+    assert built4 and m4 != m3
+    built5, m5 = step(["-DSOME_FLAG=1"])
+    assert not built5 and m5 == m4
+
+
+@pytest.mark.slow
+def test_two_processes_loading_at_once_build_once(user, tmp_path):
+    """The file lock: both processes get the ops; only one compiles, the other finds its result."""
+    cache = str(tmp_path / "cache")
+    code = USE.replace("from use_load import ops", "") + textwrap.dedent("""
+        from oar.utils.cpp_extension import load
+        ops = load(name="raced", sources=["relu_op.cc"], build_directory={cache!r}, verbose=True)
+        print("RELU", ops.custom_relu(oar.to_tensor([-3.0, 4.0])).numpy().tolist())
+    """).format(cache=cache)
+    e = dict(user.venv.env)
+    e.update(user.env)
+    procs = [subprocess.Popen([user.venv.python, "-c", code], cwd=user.sample, env=e, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outs = [p.communicate()[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert all("RELU [0.0, 4.0]" in o for o in outs), outs
+    assert sum("building extension 'raced'" in o for o in outs) == 1, outs
+    assert sum("extension 'raced' is up to date" in o for o in outs) == 1, outs
+
+
+def test_compile_error_carries_the_compiler_message(user, tmp_path):
+    bad = tmp_path / "broken_op.cc"
+    bad.write_text('#include "paddle/extension.h"\nstd::vector<paddle::Tensor> F(const paddle::Tensor& x) {\n'
+                   '  return {x.no_such_method()};\n}\n')
+    r = user.run(textwrap.dedent("""
+        from oar.utils.cpp_extension import load, BuildError
+        try:
+            load(name="broken", sources=[{bad!r}], build_directory={cache!r})
+        except BuildError as e:
+            print("TYPE", type(e).__name__, isinstance(e, RuntimeError))
+            print("MESSAGE", e)
+            print("OUTPUT-IN-MESSAGE", e.output.strip() in str(e))
+    """).format(bad=str(bad), cache=str(tmp_path / "cache")))
+    out = r.stdout
+    assert "TYPE BuildError True" in out
+    assert "extension 'broken': compiling {} failed".format(bad) in out
+    assert "broken_op.cc:3" in out and "no_such_method" in out and "error" in out
+    assert "OUTPUT-IN-MESSAGE True" in out
+    assert not os.path.exists(os.path.join(str(tmp_path / "cache"), "broken", "broken.so"))
+
+
+def test_cuda_source_without_nvcc_is_a_clear_error(tmp_path, monkeypatch):
+    import oar.utils.cpp_extension as ce
+    try:
+        oar.sysconfig.get_include()
+    except FileNotFoundError:
+        pytest.skip("this oar has no SDK (not installed from a wheel)")
+    cu = tmp_path / "k.cu"
+    cu.write_text("__global__ void k() {}\n")
+    monkeypatch.setattr(ce, "_find_nvcc", lambda: None)
+    with pytest.raises(RuntimeError, match=r"extension 'needs_cuda': k.cu is CUDA source but nvcc was not found"):
+        ce.load("needs_cuda", [str(cu)], build_directory=str(tmp_path / "cache"))
+    assert ce.CUDA_HOME is None
+    with pytest.raises(FileNotFoundError, match="source file .*missing.cc does not exist"):
+        ce.load("missing", [str(tmp_path / "missing.cc")], build_directory=str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match="extension name must be"):
+        ce.load("no-dashes", [str(cu)], build_directory=str(tmp_path / "cache"))
+
+
+def test_build_directory_environment_variables(tmp_path, monkeypatch):
+    from oar.utils.cpp_extension import get_build_directory
+    monkeypatch.delenv("OAR_EXTENSION_DIR", raising=False)
+    monkeypatch.setenv("PADDLE_EXTENSION_DIR", str(tmp_path / "paddle"))
+    assert get_build_directory() == str(tmp_path / "paddle") and os.path.isdir(str(tmp_path / "paddle"))
+    monkeypatch.setenv("OAR_EXTENSION_DIR", str(tmp_path / "oar"))
+    assert get_build_directory() == str(tmp_path / "oar")
+    monkeypatch.delenv("OAR_EXTENSION_DIR")
+    monkeypatch.delenv("PADDLE_EXTENSION_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert get_build_directory() == str(tmp_path / "home" / ".cache" / "oar_extensions")
+
+
+@pytest.mark.slow
+def test_cuda_source_is_compiled_with_nvcc(user, tmp_path):
+    ce = pytest.importorskip("oar.utils.cpp_extension")
+    if ce._find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    r = user.run(textwrap.dedent("""
+        import numpy as np, oar
+        from oar.utils.cpp_extension import load
+        ops = load(name="relu_cuda", sources=["relu_op.cc", "relu_op.cu"], build_directory={cache!r}, verbose=True)
+        print("RELU", ops.custom_relu(oar.to_tensor([-3.0, 4.0])).numpy().tolist())
+    """).format(cache=str(tmp_path / "cache")))
+    nvcc = [l for l in r.stdout.splitlines() if "nvcc -c" in l and "relu_op.cu" in l]
+    assert nvcc and "-DPADDLE_WITH_CUDA" in nvcc[0], r.stdout
+    cxx = [l for l in r.stdout.splitlines() if "relu_op.cc -o" in l]
+    assert cxx and "-DPADDLE_WITH_CUDA" in cxx[0]
+    assert "-lcudart" in r.stdout
+    assert "RELU [0.0, 4.0]" in r.stdout  # the CPU path of the same library
+
+
+# ---- the ops: dygraph, to_static, jit.save / jit.load, predictor, static programs ---------------------------
+
+def test_forward_backward_against_numpy(user, built):
+    places = ["cpu"] + (["sim:0"] if user.has_sim else [])
+    r = user.run(USE + textwrap.dedent("""
+        from use_load import check, relu_reference
+        for place in {places!r}:
+            check(place)
+            # float64, and a result used by further oar ops before backward
+            x_np = np.linspace(-2, 2, 12).reshape(3, 4)
+            x = oar.to_tensor(x_np, place=place, stop_gradient=False)
+            y = ops.custom_relu(x)
+            assert y.dtype == oar.float64 and y.shape == [3, 4], (y.dtype, y.shape)
+            (y * y).sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), 2 * np.maximum(x_np, 0))
+            print("FLOAT64 OK", place)
+    """).format(places=places))
+    for p in places:
+        assert "custom_relu on {}: forward and backward match numpy".format(p) in r.stdout
+        assert "FLOAT64 OK " + p in r.stdout
+
+
+NET = USE + """
+class Net(oar.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.w = self.create_parameter([8, 3])
+        self.b = self.create_parameter([3], is_bias=True)
+
+    def forward(self, x):
+        return ops.custom_linear(ops.custom_relu(x), self.w, self.b, 0.5, "relu")
+
+oar.seed(1)
+net = Net()
+x_np = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
+"""
+
+
+def test_to_static_jit_save_and_load(user, built, tmp_path):
+    path = str(tmp_path / "model" / "net")
+    r = user.run(NET + textwrap.dedent("""
+        x = oar.to_tensor(x_np)
+        eager = net(x)
+        eager.sum().backward()
+        eager_grad = net.w.grad.numpy().copy()
+        net.clear_gradients()
+        static_net = oar.jit.to_static(net, input_spec=[oar.static.InputSpec([None, 8], "float32", "x")])
+        out = static_net(x)
+        np.testing.assert_allclose(out.numpy(), eager.numpy(), rtol=1e-6)
+        out.sum().backward()
+        np.testing.assert_allclose(net.w.grad.numpy(), eager_grad, rtol=1e-6)
+        print("TO_STATIC OK")
+        oar.jit.save(static_net, {path!r})
+        np.save({path!r} + ".expected.npy", eager.numpy())
+    """).format(path=path))
+    assert "TO_STATIC OK" in r.stdout
+    model = open(path + ".pdmodel", "rb").read()
+    # Saved under the custom ops' own types, as Paddle saves custom ops.
+    assert b"custom_relu" in model and b"custom_linear" in model
+    # A new process: the ops' library is loaded (by load), then the saved program runs.
+    r = user.run(USE + textwrap.dedent("""
+        loaded = oar.jit.load({path!r})
+        x_np = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
+        out = loaded(oar.to_tensor(x_np))
+        np.testing.assert_allclose(out.numpy(), np.load({path!r} + ".expected.npy"), rtol=1e-6)
+        print("JIT_LOAD OK")
+    """).format(path=path))
+    assert "JIT_LOAD OK" in r.stdout
+
+
+def test_predictor_runs_the_saved_custom_ops(user, built, tmp_path):
+    path = str(tmp_path / "net")
+    user.run(NET + textwrap.dedent("""
+        static_net = oar.jit.to_static(net, input_spec=[oar.static.InputSpec([None, 8], "float32", "x")])
+        oar.jit.save(static_net, {path!r})
+        np.save({path!r} + ".expected.npy", net(oar.to_tensor(x_np)).numpy())
+    """).format(path=path))
+    lib = os.path.join(user.cache, JIT_NAME, JIT_NAME + ".so")
+    # A process that never loads the ops from Python: the predictor is told where the library is.
+    r = user.run(textwrap.dedent("""
+        import numpy as np, oar.inference as inference
+        config = inference.Config({path!r} + ".pdmodel", {path!r} + ".pdiparams")
+        config.load_custom_op_library({lib!r})
+        predictor = inference.create_predictor(config)
+        h = predictor.get_input_handle(predictor.get_input_names()[0])
+        x_np = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
+        h.reshape([4, 8])
+        h.copy_from_cpu(x_np)
+        predictor.run()
+        out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+        np.testing.assert_allclose(out, np.load({path!r} + ".expected.npy"), rtol=1e-6)
+        print("PREDICTOR OK")
+    """).format(path=path, lib=lib))
+    assert "PREDICTOR OK" in r.stdout
+
+
+def test_static_program_with_executor(user, built):
+    r = user.run(USE + textwrap.dedent("""
+        oar.enable_static()
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            x = oar.static.data("x", [None, 4], "float32")
+            x.stop_gradient = False
+            y = ops.custom_relu(x)
+            loss = oar.sum(y * y)
+            (dx,) = oar.static.gradients([loss], [x])
+        types = [op.type for op in main.global_block().ops]
+        print("TYPES", types)
+        exe = oar.static.Executor(oar.CPUPlace())
+        exe.run(startup)
+        x_np = np.linspace(-1, 1, 8).astype("float32").reshape(2, 4)
+        y_out, dx_out = exe.run(main, feed={"x": x_np}, fetch_list=[y, dx])
+        np.testing.assert_allclose(y_out, np.maximum(x_np, 0))
+        np.testing.assert_allclose(dx_out, 2 * np.maximum(x_np, 0))
+        print("STATIC OK")
+    """))
+    assert "STATIC OK" in r.stdout
+    assert "'custom_relu'" in r.stdout
+
+
+# ---- setup.py: the installable package -------------------------------------------------------------------
+
+def _readme_commands():
+    """The shell block of samples/custom_op/README.md (the commands a user types), without comments."""
+    text = open(os.path.join(SAMPLE, "README.md")).read()
+    block = re.search(r"```sh\n(.*?)```", text, re.S).group(1)
+    cmds = [l.split("  #")[0].strip() for l in block.splitlines()]
+    return [c for c in cmds if c and not c.startswith("#")]
+
+
+IMPORT_SETUP_OPS = """
+import numpy as np, oar, custom_setup_ops
+print("FILE", custom_setup_ops.__file__)
+print("OPS", sorted(custom_setup_ops.__all__))
+print("RELU", custom_setup_ops.custom_relu(oar.to_tensor([-1.0, 2.0])).numpy().tolist())
+x = oar.to_tensor(np.ones((2, 3), "float32"), stop_gradient=False)
+w = oar.to_tensor(np.ones((3, 2), "float32"))
+out = custom_setup_ops.custom_linear(x, w, oar.to_tensor(np.array([1.0, -10.0], "float32")), 2.0, "relu")
+out.sum().backward()
+print("LINEAR", out.numpy().tolist(), x.grad.numpy().tolist())
+"""
+
+
+def _check_setup_ops(out):
+    assert "OPS ['custom_linear', 'custom_relu']" in out
+    assert "RELU [0.0, 2.0]" in out
+    assert "LINEAR [[7.0, 0.0], [7.0, 0.0]] [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]" in out
+
+
+@pytest.mark.slow
+def test_readme_commands_build_and_install_the_sample(user, tmp_path):
+    """samples/custom_op/README.md followed literally in a fresh copy of the sample: its shell block runs in
+    the environment (`python` is the environment's), then the installed package is imported from elsewhere."""
+    sample = _copy_sample(tmp_path / "custom_op")
+    cmds = _readme_commands()
+    assert any("setup.py install" in c for c in cmds) and any("use_load.py" in c for c in cmds), cmds
+    t = time.time()
+    for cmd in cmds:
+        if cmd.startswith("cd "):
+            continue  # the copy of the sample is the current folder
+        user.shell(cmd, cwd=sample, env={"OAR_EXTENSION_DIR": str(tmp_path / "cache")})
+    TIMES["README commands (load + setup.py install)"] = time.time() - t
+    r = user.run(IMPORT_SETUP_OPS, cwd="/")
+    assert "FILE " + user.venv.path in r.stdout
+    _check_setup_ops(r.stdout)
+
+
+@pytest.mark.slow
+def test_pip_install_of_the_sample(user, tmp_path, tmp_path_factory):
+    """`pip install --no-build-isolation .` in a copy of the sample, in its own environment (setuptools
+    needs the `wheel` package for it before setuptools 70.1)."""
+    probe = user.run("import setuptools, importlib.util as u\n"
+                     "print('BDIST_WHEEL', bool(u.find_spec('wheel')) or "
+                     "tuple(int(p) for p in setuptools.__version__.split('.')[:2]) >= (70, 1))")
+    if "BDIST_WHEEL True" not in probe.stdout:
+        pytest.skip("setuptools cannot build wheels here: install the `wheel` package")
+    sample = _copy_sample(tmp_path / "custom_op")
+    venv = Venv(tmp_path / "venv")
+    venv.pip_install(core_wheel(tmp_path_factory))
+    r = subprocess.run([venv.python, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "."],
+                       cwd=sample, env=dict(venv.env, OAR_SAMPLE_CUDA="0"), capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = venv.run(IMPORT_SETUP_OPS, env=dict(user.env))
+    assert r.returncode == 0, r.stderr
+    assert "FILE " + venv.path in r.stdout
+    _check_setup_ops(r.stdout)
