@@ -166,7 +166,7 @@ class _Build:
         h = hashlib.sha256()
         desc = {"oar": getattr(oar, "__version__", "?"), "include": self.includes, "cxx": self.cxx,
                 "nvcc": self.nvcc, "cxx_flags": self.cxx_flags, "cuda_flags": self.cuda_flags,
-                "ldflags": self.ldflags, "sources": self.sources, "python": sys.version}
+                "ldflags": self.ldflags, "sources": self.sources}
         h.update(json.dumps(desc, sort_keys=True).encode())
         # The sources and the headers beside them (a source's own #include "x.h" is usually there).
         files = list(self.sources)
