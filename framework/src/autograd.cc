@@ -786,6 +786,7 @@ struct RuleTable {
 }  // namespace
 
 const GradRule* grad_rule(const OpDef& op) {
+  if (op.custom) return op.grad;  // custom op libraries bring their own (custom_op.cc)
   static const RuleTable table;
   if (op.id < 0 || op.id >= static_cast<int32_t>(table.rules.size())) return nullptr;
   const GradRule& r = table.rules[op.id];

@@ -112,13 +112,15 @@ void run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
   }
   for (int32_t i = 0; i < n_in; ++i) fill_desc(in_desc[i], in[i]);
 
-  OarTensorDesc out_desc[kMaxOpOutputs];
-  for (int32_t i = 0; i < n_out; ++i) {
-    outputs[i] = Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place());
-    fill_desc(out_desc[i], outputs[i]);
+  OarTensorDesc out_desc[kMaxOpOutputs] = {};
+  if (!(k.flags & kKernelOwnsOutputs)) {
+    for (int32_t i = 0; i < n_out; ++i) {
+      outputs[i] = Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place());
+      fill_desc(out_desc[i], outputs[i]);
+    }
   }
   std::vector<Tensor> workspaces;  // empty unless the kernel asks for scratch memory
-  OarKernelContext ctx{&op, in_desc, n_in, out_desc, outputs, n_out, &attrs, &dev, &workspaces};
+  OarKernelContext ctx{&op, in_desc, n_in, out_desc, outputs, n_out, &attrs, &dev, &workspaces, in, &ic};
   check_plugin_error(k.plugin->name, op.name, k.fn(&ctx, k.user_data));
 }
 

@@ -28,9 +28,16 @@ struct OarKernelContext {
   const oar::Attrs* attrs;
   oar::Device* device;
   std::vector<oar::Tensor>* workspaces;  // kept alive until the kernel returns (stream-ordered reuse)
+  // For the core's own kernels (custom ops): the input tensors and the op's inferred outputs.
+  const oar::Tensor* input_tensors = nullptr;
+  const oar::InferContext* infer = nullptr;
 };
 
 namespace oar {
+
+// KernelEntry flag for the core's own kernels (custom ops): the kernel makes its outputs itself
+// (into OarKernelContext::output_tensors); dispatch allocates none.
+inline constexpr uint32_t kKernelOwnsOutputs = 1u << 31;
 
 struct KernelEntry {
   OarKernelFn fn = nullptr;

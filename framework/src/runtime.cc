@@ -223,6 +223,8 @@ Runtime& Runtime::get() {
 
 Runtime::Runtime() : impl_(std::make_unique<Impl>()) {
   init_logging();
+  // Room for ops registered later (custom op libraries) without moving the table under lock-free readers.
+  impl_->kernels.reserve(1024);
   impl_->kernels.resize(OpRegistry::get().size());
   device_types_.reserve(kMaxDeviceTypes);
   device_types_.push_back(DeviceType{kCpuDeviceType, "cpu", nullptr, 0});  // cpu is always type 0
@@ -453,10 +455,20 @@ const KernelEntry* Runtime::kernel(int32_t op_id, int16_t device_type, DType dty
   return e.fn ? &e : nullptr;
 }
 
+void Runtime::add_kernel(int32_t op_id, int16_t device_type, DType dtype, const KernelEntry& entry) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  OAR_ENFORCE(op_id >= 0 && op_id < 1024, ErrorCode::kOutOfRange,
+              "add_kernel: op id " << op_id << " out of range");
+  if (static_cast<size_t>(op_id) >= impl_->kernels.size())
+    impl_->kernels.resize(op_id + 1);  // within capacity
+  impl_->kernels[op_id][device_type * kNumDTypes + static_cast<int32_t>(dtype)] = entry;
+}
+
 std::vector<std::pair<std::string, std::vector<DType>>> Runtime::kernels_of(int16_t device_type) const {
   std::vector<std::pair<std::string, std::vector<DType>>> out;
   const OpRegistry& ops = OpRegistry::get();
   for (int32_t id = 0; id < ops.size(); ++id) {
+    if (ops.at(id).custom) continue;  // a custom op library's, not the plugin's
     std::vector<DType> dts;
     for (int32_t d = 0; d < kNumDTypes; ++d)
       if (impl_->kernels[id][device_type * kNumDTypes + d].fn) dts.push_back(static_cast<DType>(d));

@@ -305,4 +305,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_static(m);
   oarpy::init_passes(m);
   oarpy::init_inference(m);
+  oarpy::init_custom_op(m);
 }

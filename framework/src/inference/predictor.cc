@@ -1,12 +1,13 @@
 // The inference API (oar_infer): Config, Predictor, tensor handles, PredictorPool. See predictor.h and
 // docs/inference.md.
 #include <dlfcn.h>
+#include <oar/core/custom_op.h>
 #include <oar/core/error.h>
 #include <oar/core/runtime.h>
 #include <oar/inference/predictor.h>
 #include <oar/ir/executor.h>
-#include <oar/ir/passes.h>
 #include <oar/ir/params.h>
+#include <oar/ir/passes.h>
 #include <oar/ir/program.h>
 
 #include <algorithm>
@@ -450,6 +451,8 @@ std::vector<int> to_int_shape(const std::vector<int64_t>& v) { return std::vecto
 Predictor::Predictor(const Config& config) : state_(std::make_shared<PredictorState>()) {
   PredictorState& s = *state_;
   s.config = config;
+  oar::load_custom_op_libraries_from_env();
+  for (const std::string& lib : config.custom_op_libraries()) oar::load_custom_op_library(lib);
   s.place = parse_device(config.device());
   oar::ir::Program program;
   if (config.model_from_memory()) {

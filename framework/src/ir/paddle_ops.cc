@@ -1362,7 +1362,9 @@ const std::map<std::string, OpTranslation>& table() {
 OpTranslation find_op_translation(const std::string& paddle_op_type) {
   auto it = table().find(paddle_op_type);
   if (it != table().end()) return it->second;
-  return one_to_one().count(paddle_op_type) ? tr_one_to_one : nullptr;
+  if (one_to_one().count(paddle_op_type)) return tr_one_to_one;
+  const OpDef* custom = OpRegistry::get().find(paddle_op_type);  // a loaded custom op library's op
+  return custom && custom->custom ? translate_custom_op : nullptr;
 }
 
 std::vector<std::string> translated_op_types() {

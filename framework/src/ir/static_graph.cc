@@ -1,4 +1,5 @@
 // Static graph building (see static_graph.h).
+#include <oar/core/custom_op.h>
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/runtime.h>
@@ -212,10 +213,18 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
                             const InferContext& ic, Place place, Tensor* outputs) {
   Block& blk = program_->block(block_);
   OpDesc od;
-  od.type = std::string("oar.") + op.name;
+  // Custom ops are recorded under their own type with Paddle's slots, as Paddle saves them.
+  od.type = op.custom ? std::string(op.name) : std::string("oar.") + op.name;
   std::vector<std::string> names(n_in);
   for (int32_t i = 0; i < n_in; ++i) names[i] = input_var(inputs[i], op, i);
-  if (op.variadic) {
+  if (op.custom) {
+    const std::vector<int32_t> counts = custom_op_slot_counts(op, attrs, n_in);
+    int32_t k = 0;
+    for (size_t s = 0; s < counts.size(); ++s) {
+      od.set_input(op.inputs[s], std::vector<std::string>(names.begin() + k, names.begin() + k + counts[s]));
+      k += counts[s];
+    }
+  } else if (op.variadic) {
     od.set_input(op.inputs[0], names);
   } else {
     for (int32_t i = 0; i < n_in; ++i) od.set_input(op.inputs[i], {names[i]});
@@ -231,7 +240,7 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
                    "compute the new value out of place (e.g. with oar.where or oar.scatter)");
     written.push_back(names[i]);
   }
-  if (!written.empty()) {
+  if (!written.empty() && !op.custom) {  // a custom op names its in-place output itself
     if (op.variadic) {
       od.set_output(op.inputs[0], written);
     } else {
@@ -248,7 +257,9 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
     od.set_output(op.outputs[i], {name});
     outputs[i] = make_symbolic(name, m.dims, m.dtype, place);
   }
-  for (size_t i = 0; i < attrs.size(); ++i) od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
+  for (size_t i = 0; i < attrs.size(); ++i)
+    if (!op.custom || std::string(attrs[i].first) != kCustomInputCounts)
+      od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
   od.set_attr("op_role", int32_t{op_role_});
   blk.append_op(std::move(od));
 }
@@ -538,6 +549,47 @@ OpKernelFn translate_native_op(const OpDesc& od) {
     }
     Tensor outs[kMaxOpOutputs];
     run_op(def, in, n_in, attrs, c.place, outs);
+    for (size_t i = 0; i < n->outputs.size(); ++i)
+      if (!n->outputs[i].empty()) c.scope->set(n->outputs[i], std::move(outs[i]));
+  };
+}
+
+OpKernelFn translate_custom_op(const OpDesc& od) {
+  const OpDef* def = OpRegistry::get().find(od.type);
+  OAR_ENFORCE(def != nullptr && def->custom, ErrorCode::kUnimplemented,
+              od.type << ": not a loaded custom op (load its library first: oar.utils.load_op_library, or "
+                         "OAR_CUSTOM_OP_LIBS for the predictor)");
+  auto n = std::make_shared<NativeOp>();
+  n->def = def;
+  for (const AttrDef& a : def->attrs) {
+    const Attribute* v = od.find_attr(a.name);
+    if (v == nullptr) continue;
+    n->attrs.set(a.name, from_ir_attr(*v, a.type, od.type, a.name));
+  }
+  std::vector<int64_t> counts;
+  for (const char* slot : def->inputs) {
+    const auto& args = od.input(slot);
+    n->inputs.insert(n->inputs.end(), args.begin(), args.end());
+    counts.push_back(static_cast<int64_t>(args.size()));
+  }
+  if (def->variadic) n->attrs.set(kCustomInputCounts, counts);
+  for (const char* slot : def->outputs) {
+    const auto& args = od.output(slot);
+    n->outputs.push_back(args.empty() ? std::string() : args[0]);
+  }
+  custom_op_slot_counts(*def, n->attrs, static_cast<int32_t>(n->inputs.size()));  // checks the slots now
+  return [n](OpRunContext& c) {
+    std::vector<Tensor> in(n->inputs.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      const Tensor* t = c.scope->find(n->inputs[i]);
+      OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
+                  c.op->type << ": input variable '" << n->inputs[i]
+                             << "' has no value (not fed, not a parameter, not computed)");
+      in[i] = *t;
+    }
+    Attrs attrs = n->attrs;
+    Tensor outs[kMaxOpOutputs];
+    run_op(*n->def, in.data(), static_cast<int32_t>(in.size()), attrs, c.place, outs);
     for (size_t i = 0; i < n->outputs.size(); ++i)
       if (!n->outputs[i].empty()) c.scope->set(n->outputs[i], std::move(outs[i]));
   };

@@ -4,6 +4,7 @@ later work."""
 import importlib
 
 from . import cpp_extension, dlpack  # noqa: F401
+from ._custom_op import load_op_library  # noqa: F401
 
 
 def __getattr__(name):

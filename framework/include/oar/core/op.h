@@ -45,6 +45,7 @@ struct TensorMeta {
 inline constexpr int kMaxOpOutputs = 4;
 
 struct OpDef;
+struct GradRule;
 
 struct InferContext {
   const OpDef* op;
@@ -84,6 +85,11 @@ struct OpDef {
   uint32_t inplace_mask = 0;
   int32_t inplace_groups = 0;
   std::string doc;
+  // Ops from a custom op library (custom_op.cc): the loader's per-op state, and the gradient rule it
+  // built from the library's grad op (autograd reads it instead of its table).
+  bool custom = false;
+  const void* user = nullptr;
+  const GradRule* grad = nullptr;
 };
 
 // Whether op writes into input i of n_in (inplace_input or inplace_mask).

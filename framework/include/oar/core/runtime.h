@@ -132,6 +132,8 @@ class Runtime {
   const KernelEntry* kernel(int32_t op_id, int16_t device_type, DType dtype) const;
   // (op name, dtypes) registered per device type, for the doctor.
   std::vector<std::pair<std::string, std::vector<DType>>> kernels_of(int16_t device_type) const;
+  // Publishes a kernel the core provides itself (custom op libraries, custom_op.cc).
+  void add_kernel(int32_t op_id, int16_t device_type, DType dtype, const KernelEntry& entry);
 
   // Loads one more plugin file explicitly (the tests' broken plugins use this); never throws for a
   // bad plugin: the returned record says loaded or skipped and why.

@@ -136,6 +136,11 @@ class Config {
   void DisableGlogInfo() {}
   void EnableMKLDNN() {}
 
+  // Custom op libraries (docs/custom_op.md) the model's custom ops come from, loaded by CreatePredictor
+  // before the program is read; the ':'-separated OAR_CUSTOM_OP_LIBS adds more without code changes.
+  void LoadCustomOpLibrary(const std::string& path) { custom_op_libs_.push_back(path); }
+  const std::vector<std::string>& custom_op_libraries() const { return custom_op_libs_; }
+
   // A readable table of the settings.
   std::string Summary() const;
 
@@ -145,6 +150,7 @@ class Config {
   bool from_memory_ = false;
   std::string prog_buffer_, params_buffer_;
   std::string device_ = "cpu";
+  std::vector<std::string> custom_op_libs_;
   int threads_ = 0;
   bool ir_optim_ = true;
   bool memory_optim_ = false;

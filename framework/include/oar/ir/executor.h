@@ -67,6 +67,8 @@ OpTranslation find_op_translation(const std::string& paddle_op_type);
 std::vector<std::string> translated_op_types();  // sorted
 // The translation of native ops ("oar.<op>", recorded in static mode; static_graph.cc).
 OpKernelFn translate_native_op(const OpDesc& op);
+// The translation of ops from custom op libraries, recorded under their own type (static_graph.cc).
+OpKernelFn translate_custom_op(const OpDesc& op);
 
 struct ExecutorOptions {
   bool garbage_collect = true;  // release variables after their last use
