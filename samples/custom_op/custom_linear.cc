@@ -98,6 +98,13 @@ std::vector<std::vector<int64_t>> LinearInferShape(const std::vector<int64_t>& x
   return {{x[0], w[1]}};
 }
 
+// The gradients have the shapes of x, w and bias.
+std::vector<std::vector<int64_t>> LinearGradInferShape(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                                                       const std::vector<int64_t>& out,
+                                                       const std::vector<int64_t>& dout) {
+  return {x, w, {w[1]}};
+}
+
 OAR_BUILD_OP(custom_linear)
     .Inputs({"X", "W", "Bias"})
     .Outputs({"Out"})
@@ -109,4 +116,5 @@ OAR_BUILD_GRAD_OP(custom_linear)
     .Inputs({"X", "W", "Out", oar::Grad("Out")})
     .Outputs({oar::Grad("X"), oar::Grad("W"), oar::Grad("Bias")})
     .Attrs({"alpha: float", "activation: std::string"})
-    .SetKernelFn(OAR_KERNEL(LinearBackward));
+    .SetKernelFn(OAR_KERNEL(LinearBackward))
+    .SetInferShapeFn(OAR_INFER_SHAPE(LinearGradInferShape));

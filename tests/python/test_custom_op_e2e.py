@@ -353,11 +353,11 @@ def test_predictor_runs_the_saved_custom_ops(user, built, tmp_path):
         np.save({path!r} + ".expected.npy", net(oar.to_tensor(x_np)).numpy())
     """).format(path=path))
     lib = os.path.join(user.cache, JIT_NAME, JIT_NAME + ".so")
-    # A process that never loads the ops from Python: the predictor is told where the library is.
+    # A process that never loads the ops from Python: the predictor finds the library through
+    # OAR_CUSTOM_OP_LIBS (the C++ Config::LoadCustomOpLibrary does the same from code).
     r = user.run(textwrap.dedent("""
         import numpy as np, oar.inference as inference
         config = inference.Config({path!r} + ".pdmodel", {path!r} + ".pdiparams")
-        config.load_custom_op_library({lib!r})
         predictor = inference.create_predictor(config)
         h = predictor.get_input_handle(predictor.get_input_names()[0])
         x_np = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
@@ -367,8 +367,64 @@ def test_predictor_runs_the_saved_custom_ops(user, built, tmp_path):
         out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
         np.testing.assert_allclose(out, np.load({path!r} + ".expected.npy"), rtol=1e-6)
         print("PREDICTOR OK")
-    """).format(path=path, lib=lib))
+    """).format(path=path), env={"OAR_CUSTOM_OP_LIBS": lib})
     assert "PREDICTOR OK" in r.stdout
+    # Without the library the predictor names the missing op type.
+    r = user.run(textwrap.dedent("""
+        import oar.inference as inference
+        inference.create_predictor(inference.Config({path!r} + ".pdmodel", {path!r} + ".pdiparams"))
+    """).format(path=path), ok=False)
+    assert r.returncode != 0 and "custom_relu" in r.stderr, r.stderr
+
+
+CPP_PREDICTOR = r"""
+#include <oar/inference/predictor.h>
+#include <cstdio>
+#include <fstream>
+#include <vector>
+int main(int argc, char** argv) {  // model stem, custom op library, raw float32 input [4, 8]
+  std::string stem = argv[1];
+  oar_infer::Config config(stem + ".pdmodel", stem + ".pdiparams");
+  config.LoadCustomOpLibrary(argv[2]);
+  auto predictor = oar_infer::CreatePredictor(config);
+  std::vector<float> x(4 * 8);
+  std::ifstream(argv[3], std::ios::binary).read(reinterpret_cast<char*>(x.data()), x.size() * sizeof(float));
+  auto in = predictor->GetInputHandle(predictor->GetInputNames()[0]);
+  in->Reshape({4, 8});
+  in->CopyFromCpu(x.data());
+  predictor->Run();
+  auto out = predictor->GetOutputHandle(predictor->GetOutputNames()[0]);
+  std::vector<float> y(4 * 3);
+  out->CopyToCpu(y.data());
+  for (float v : y) std::printf("%.6g ", v);
+  std::printf("\n");
+}
+"""
+
+
+@pytest.mark.slow
+def test_cpp_predictor_program_loads_the_custom_op_library(user, built, tmp_path):
+    """A C++ program against the installed SDK (oar.sysconfig's flags) runs the saved model with
+    Config::LoadCustomOpLibrary."""
+    path = str(tmp_path / "net")
+    r = user.run(NET + textwrap.dedent("""
+        static_net = oar.jit.to_static(net, input_spec=[oar.static.InputSpec([None, 8], "float32", "x")])
+        oar.jit.save(static_net, {path!r})
+        x_np.tofile({path!r} + ".input.bin")
+        np.save({path!r} + ".expected.npy", net(oar.to_tensor(x_np)).numpy())
+        import oar.sysconfig as s
+        print("FLAGS", " ".join(s.get_compile_flags()), "|", " ".join(s.get_link_flags()))
+    """).format(path=path))
+    flags = re.search(r"FLAGS (.*)", r.stdout).group(1)
+    cflags, lflags = [f.split() for f in flags.split("|")]
+    (tmp_path / "main.cc").write_text(CPP_PREDICTOR)
+    exe = str(tmp_path / "predict")
+    subprocess.run(["c++", *cflags, str(tmp_path / "main.cc"), "-o", exe, *lflags], check=True)
+    lib = os.path.join(user.cache, JIT_NAME, JIT_NAME + ".so")
+    r = subprocess.run([exe, path, lib, path + ".input.bin"], capture_output=True, text=True, env=CLEAN_ENV)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = np.array([float(v) for v in r.stdout.split()], dtype="float32").reshape(4, 3)
+    np.testing.assert_allclose(got, np.load(path + ".expected.npy"), rtol=1e-5, atol=1e-6)
 
 
 def test_static_program_with_executor(user, built):
@@ -381,7 +437,7 @@ def test_static_program_with_executor(user, built):
             y = ops.custom_relu(x)
             loss = oar.sum(y * y)
             (dx,) = oar.static.gradients([loss], [x])
-        types = [op.type for op in main.global_block().ops]
+        types = [op["type"] for op in main.global_block().ops]
         print("TYPES", types)
         exe = oar.static.Executor(oar.CPUPlace())
         exe.run(startup)
