@@ -223,6 +223,18 @@ def test_compile_error_carries_the_compiler_message(user, tmp_path):
     assert "broken_op.cc:3" in out and "no_such_method" in out and "error" in out
     assert "OUTPUT-IN-MESSAGE True" in out
     assert not os.path.exists(os.path.join(str(tmp_path / "cache"), "broken", "broken.so"))
+    # A link error: relu_op.cc told it has a CUDA part (PADDLE_WITH_CUDA) without relu_op.cu is refused
+    # at link time, naming the missing function, not when the library is loaded.
+    r = user.run(textwrap.dedent("""
+        from oar.utils.cpp_extension import load, BuildError
+        try:
+            load(name="half", sources=["relu_op.cc"], extra_cxx_cflags=["-DPADDLE_WITH_CUDA"],
+                 build_directory={cache!r})
+        except BuildError as e:
+            print("MESSAGE", e)
+    """).format(cache=str(tmp_path / "cache")))
+    assert "extension 'half': linking failed" in r.stdout, r.stdout
+    assert "undefined reference" in r.stdout and "relu_cuda_forward" in r.stdout
 
 
 def test_cuda_source_without_nvcc_is_a_clear_error(tmp_path, monkeypatch):
@@ -517,3 +529,18 @@ def test_pip_install_of_the_sample(user, tmp_path, tmp_path_factory):
     assert r.returncode == 0, r.stderr
     assert "FILE " + venv.path in r.stdout
     _check_setup_ops(r.stdout)
+
+
+def test_relu_sample_compiles_unchanged_with_paddle_headers():
+    """The claim of samples/custom_op/relu_op.cc: the same file is a PaddlePaddle custom op source. Checked
+    against the headers of the installed paddlepaddle wheel (OAR_PADDLE_PATH, as the round-trip tests)."""
+    need_tools("c++")
+    paddle_path = os.environ.get("OAR_PADDLE_PATH", "")
+    inc = os.path.join(paddle_path, "paddle", "include")
+    if not paddle_path or not os.path.isfile(os.path.join(inc, "paddle", "extension.h")):
+        pytest.skip("OAR_PADDLE_PATH does not hold a paddlepaddle wheel with its headers")
+    import sysconfig
+    r = subprocess.run(["c++", "-std=c++17", "-fsyntax-only", "-I" + inc, "-I" + os.path.join(inc, "third_party"),
+                        "-I" + sysconfig.get_paths()["include"], os.path.join(SAMPLE, "relu_op.cc")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -108,7 +108,7 @@ class _Build:
     they depend on (sources and the headers next to them, flags, compilers, the oar version)."""
 
     def __init__(self, name, sources, extra_cxx_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,
-                 extra_include_paths=None, objdir=None, output=None):
+                 extra_include_paths=None, extra_library_paths=None, objdir=None):
         if not isinstance(name, str) or not name or not name.replace("_", "a").isalnum():
             raise ValueError("extension name must be a non-empty identifier (letters, digits, _), got {!r}"
                              .format(name))
@@ -135,8 +135,8 @@ class _Build:
                     "extension '{}': {} is CUDA source but nvcc was not found (looked in $CUDA_HOME/bin, "
                     "$CUDA_PATH/bin, the PATH and /usr/local/cuda/bin); install the CUDA toolkit or build "
                     "without the .cu files".format(name, ", ".join(os.path.basename(s) for s in self.cuda_sources)))
+        self.library_paths = list(extra_library_paths or [])
         self.objdir = objdir
-        self.output = output
 
     def commands(self, output):
         """(compile commands, link command) writing objects to self.objdir and the library to `output`."""
@@ -152,7 +152,10 @@ class _Build:
                 compiles.append([self.nvcc, "-c", src, "-o", obj] + _CUDA_FLAGS + inc + self.cuda_flags)
             else:
                 compiles.append([self.cxx, "-c", src, "-o", obj] + _CXX_FLAGS + inc + self.cxx_flags)
-        link = [self.cxx, "-shared", "-o", output] + objects
+        # --no-undefined: a missing definition (a forgotten source) fails here, naming the symbol, rather
+        # than when the library is loaded; `-Wl,-z,undefs` in extra_ldflags turns it off again.
+        link = [self.cxx, "-shared", "-Wl,--no-undefined", "-o", output] + objects
+        link += ["-L" + os.path.abspath(p) for p in self.library_paths]
         if self.cuda_sources:
             lib = _cuda_lib_dir(self.nvcc)
             if lib:
@@ -166,7 +169,7 @@ class _Build:
         h = hashlib.sha256()
         desc = {"oar": getattr(oar, "__version__", "?"), "include": self.includes, "cxx": self.cxx,
                 "nvcc": self.nvcc, "cxx_flags": self.cxx_flags, "cuda_flags": self.cuda_flags,
-                "ldflags": self.ldflags, "sources": self.sources}
+                "ldflags": self.ldflags, "library_paths": self.library_paths, "sources": self.sources}
         h.update(json.dumps(desc, sort_keys=True).encode())
         # The sources and the headers beside them (a source's own #include "x.h" is usually there).
         files = list(self.sources)
@@ -224,19 +227,19 @@ class _FileLock:
 # ---- load: compile on first use ---------------------------------------------------------------------------
 
 def load(name, sources, extra_cxx_cflags=None, extra_cuda_cflags=None, extra_ldflags=None,
-         extra_include_paths=None, build_directory=None, verbose=False):
+         extra_include_paths=None, build_directory=None, verbose=False, extra_library_paths=None):
     """Compiles the custom op sources into <build_directory or get_build_directory()>/<name>/<name>.so
     unless that library is up to date, loads it and returns a module with one function per forward op.
 
     The library is rebuilt when the sources (or the headers in their folders), the flags, the compilers
     or the oar version change; otherwise the cached library is loaded without compiling. `.cu` sources
     are compiled with nvcc (extra_cuda_cflags), the others with $CXX or c++ (extra_cxx_cflags), both with
-    the SDK's include folder; extra_ldflags go to the link. verbose prints the commands and compiler
-    output. A failed compile raises BuildError with the compiler's output."""
+    the SDK's include folder; extra_ldflags and extra_library_paths (-L) go to the link. verbose prints
+    the commands and compiler output. A failed compile raises BuildError with the compiler's output."""
     root = os.path.abspath(build_directory) if build_directory else get_build_directory(verbose)
     folder = os.path.join(root, name)
     build = _Build(name, sources, extra_cxx_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
-                   objdir=os.path.join(folder, "obj"))
+                   extra_library_paths, objdir=os.path.join(folder, "obj"))
     digest = build.digest()
     library = os.path.join(folder, name + ".so")
     stamp = os.path.join(folder, name + ".json")
