@@ -391,7 +391,8 @@ void init_ops(py::module_& m) {
   m.def("op_names", [] {
     std::vector<std::string> v;
     const auto& reg = oar::OpRegistry::get();
-    for (int32_t i = 0; i < reg.size(); ++i) v.push_back(reg.at(i).name);
+    for (int32_t i = 0; i < reg.size(); ++i)
+      if (!reg.at(i).custom) v.push_back(reg.at(i).name);  // the core's ops, not a custom op library's
     return v;
   });
   m.def("_promote", [](py::handle a, py::handle b) {

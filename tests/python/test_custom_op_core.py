@@ -322,3 +322,64 @@ print("still fine")
     assert ("RuntimeError: plugin copy_error: memcpy host to device: DMA engine fault while copying 24 bytes "
             "(injected by the test)") in r.stdout, r.stdout
     assert "still fine" in r.stdout
+
+
+def test_static_program_with_vector_and_optional_inputs(ops):
+    a = np.random.RandomState(0).randn(2, 3).astype("float32")
+    b = np.random.RandomState(1).randn(2, 3).astype("float32")
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            x = oar.static.data("x", [None, 3], "float32")
+            y = oar.static.data("y", [None, 3], "float32")
+            s = ops.custom_add_n([x, y, x])
+            t = ops.custom_axpy(s, None, 2.0)
+            u = ops.custom_axpy(s, y, 0.5)
+        descs = {op["type"]: op for op in main.global_block().ops}
+        assert "custom_add_n" in descs and "custom_axpy" in descs
+        exe = oar.static.Executor(oar.CPUPlace())
+        exe.run(startup)
+        got = exe.run(main, feed={"x": a, "y": b}, fetch_list=[s, t, u])
+    finally:
+        oar.disable_static()
+    np.testing.assert_allclose(got[0], 2 * a + b, rtol=1e-6)
+    np.testing.assert_allclose(got[1], 2 * (2 * a + b), rtol=1e-6)
+    np.testing.assert_allclose(got[2], 0.5 * (2 * a + b) + b, rtol=1e-6)
+
+
+def test_to_static_with_gradient(ops):
+    def f(x):
+        return ops.custom_tanh(x).sum()
+
+    a, x = _x()
+    sf = oar.jit.to_static(f)
+    loss = sf(x)
+    loss.backward()
+    np.testing.assert_allclose(loss.numpy(), np.tanh(a).sum(), rtol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), 1 - np.tanh(a) ** 2, rtol=1e-10)
+
+
+def test_paddle_21_style_source(ops, device):
+    """tests/custom_ops/paddle_v21.cc: Tensor(place) + reshape + mutable_data, copy_to<T>, PlaceType."""
+    a, x = _x(device=device, requires_grad=False)
+    np.testing.assert_allclose(ops.custom_square_v21(x).numpy(), a * a)
+
+
+def test_cuda_source_builds_and_loads(tmp_path):
+    """tests/custom_ops/gpu_relu.cu, compiled by nvcc against the SDK headers, loads; it has only a
+    "gpu" kernel, so on the CPU it reports the missing kernel (no gpu plugin here)."""
+    import shutil
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if not nvcc:
+        pytest.skip("no nvcc")
+    out = str(tmp_path / "libgpu_relu.so")
+    inc = [os.path.join(ROOT, "sdk", "include"), os.path.join(ROOT, "device_api", "include")]
+    cmd = [nvcc, "-std=c++17", "-arch=sm_90", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-shared",
+           os.path.join(ROOT, "tests", "custom_ops", "gpu_relu.cu"), "-o", out] + ["-I" + i for i in inc]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lib = oar.utils.load_op_library(out)
+    assert lib.__all__ == ["gpu_relu"]
+    with pytest.raises(NotImplementedError, match="gpu_relu.*no kernel for device type 'cpu'.*gpu"):
+        lib.gpu_relu(oar.to_tensor(np.ones(3, dtype="float32")))

@@ -271,17 +271,23 @@ class Tensor {
   Tensor copy_to(const Place& place) const {
     return copy_to(place, true);
   }
-  // A view with another shape (-1 infers one dim). On a tensor without memory it sets the shape.
-  Tensor reshape(const std::vector<int64_t>& shape) const {
-    if (!h_) {
-      Tensor t(*this);
-      t.pending_shape_ = shape;
-      return t;
+  // Paddle's reshape: sets the shape. A tensor with memory of the same numel becomes a view with the
+  // new shape; otherwise the memory is dropped and the next mutable_data allocates the new shape.
+  void reshape(const std::vector<int64_t>& shape) {
+    if (h_) {
+      int64_t n = 1;
+      for (int64_t d : shape) n *= d;
+      if (n == numel()) {
+        OarCTensor* out = nullptr;
+        detail::check(detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
+        *this = Tensor(out, true);
+        return;
+      }
+      pending_place_ = place();
+      *this = Tensor(pending_place_, shape);
+      return;
     }
-    OarCTensor* out = nullptr;
-    detail::check(
-        detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
-    return Tensor(out, true);
+    pending_shape_ = shape;
   }
 
  private:
