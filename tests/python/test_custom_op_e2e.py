@@ -119,7 +119,7 @@ def test_use_load_builds_and_checks_on_every_device(user, built):
     site = user.venv.site_packages()
     cmd = [l for l in built.splitlines() if "relu_op.cc -o" in l]
     assert cmd, built
-    assert "-std=c++17 -fPIC -O2" in cmd[0] and "-I" + os.path.join(site, "oar", "include") in cmd[0]
+    assert "-std=c++17 -fPIC -O2 -fvisibility=hidden" in cmd[0] and "-I" + os.path.join(site, "oar", "include") in cmd[0]
     assert "-Wall" in cmd[0]  # extra_cxx_cflags
     assert "custom_relu on cpu: forward and backward match numpy" in built
     assert "custom_linear on cpu: forward and backward match numpy" in built

@@ -26,8 +26,10 @@ import threading
 __all__ = ["load", "setup", "CppExtension", "CUDAExtension", "BuildExtension", "BuildError",
            "get_build_directory", "load_op_library", "CUDA_HOME"]
 
-_CXX_FLAGS = ["-std=c++17", "-fPIC", "-O2"]
-_CUDA_FLAGS = ["-std=c++17", "-O2", "-Xcompiler", "-fPIC"]
+# -fvisibility=hidden: the library exports only oar_custom_op_init (the header marks it visible), so two
+# libraries with same-named helper functions never bind to each other's.
+_CXX_FLAGS = ["-std=c++17", "-fPIC", "-O2", "-fvisibility=hidden"]
+_CUDA_FLAGS = ["-std=c++17", "-O2", "-Xcompiler", "-fPIC,-fvisibility=hidden"]
 _CUDA_SUFFIXES = (".cu",)
 _HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".cuh", ".inl")
 
