@@ -57,8 +57,8 @@ oar::Tensor on_cpu(const oar::Tensor& t) { return t.is_cpu() ? t : t.copy_to(oar
 
 }  // namespace
 
-std::vector<oar::Tensor> LinearForward(const oar::Tensor& x_in, const oar::Tensor& w_in, const oar::Tensor& b_in,
-                                       float alpha, const std::string& activation) {
+std::vector<oar::Tensor> LinearForward(const oar::Tensor& x_in, const oar::Tensor& w_in,
+                                       const oar::Tensor& b_in, float alpha, const std::string& activation) {
   const bool relu = use_relu(activation);
   oar::Tensor x = on_cpu(x_in), w = on_cpu(w_in), b = on_cpu(b_in);
   const int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[1];
@@ -71,8 +71,9 @@ std::vector<oar::Tensor> LinearForward(const oar::Tensor& x_in, const oar::Tenso
   return {x_in.is_cpu() ? out : out.copy_to(x_in.place())};
 }
 
-std::vector<oar::Tensor> LinearBackward(const oar::Tensor& x_in, const oar::Tensor& w_in, const oar::Tensor& out_in,
-                                        const oar::Tensor& dout_in, float alpha, const std::string& activation) {
+std::vector<oar::Tensor> LinearBackward(const oar::Tensor& x_in, const oar::Tensor& w_in,
+                                        const oar::Tensor& out_in, const oar::Tensor& dout_in, float alpha,
+                                        const std::string& activation) {
   const bool relu = use_relu(activation);
   oar::Tensor x = on_cpu(x_in), w = on_cpu(w_in), out = on_cpu(out_in), dout = on_cpu(dout_in);
   const int64_t m = x.shape()[0], k = x.shape()[1], n = w.shape()[1];
@@ -80,16 +81,17 @@ std::vector<oar::Tensor> LinearBackward(const oar::Tensor& x_in, const oar::Tens
   auto dw = oar::empty({k, n}, x.dtype(), oar::CPUPlace());
   auto db = oar::empty({n}, x.dtype(), oar::CPUPlace());
   OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "custom_linear_grad", ([&] {
-                                linear_backward<data_t>(x.data<data_t>(), w.data<data_t>(), out.data<data_t>(),
-                                                        dout.data<data_t>(), dx.mutable_data<data_t>(),
-                                                        dw.mutable_data<data_t>(), db.mutable_data<data_t>(), m,
-                                                        k, n, static_cast<data_t>(alpha), relu);
+                                linear_backward<data_t>(
+                                    x.data<data_t>(), w.data<data_t>(), out.data<data_t>(),
+                                    dout.data<data_t>(), dx.mutable_data<data_t>(), dw.mutable_data<data_t>(),
+                                    db.mutable_data<data_t>(), m, k, n, static_cast<data_t>(alpha), relu);
                               }));
   if (x_in.is_cpu()) return {dx, dw, db};
   return {dx.copy_to(x_in.place()), dw.copy_to(x_in.place()), db.copy_to(x_in.place())};
 }
 
-std::vector<std::vector<int64_t>> LinearInferShape(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+std::vector<std::vector<int64_t>> LinearInferShape(const std::vector<int64_t>& x,
+                                                   const std::vector<int64_t>& w,
                                                    const std::vector<int64_t>& b) {
   OAR_CHECK(x.size() == 2 && w.size() == 2 && b.size() == 1,
             "custom_linear: x and w must be 2-D and bias 1-D");
@@ -99,7 +101,8 @@ std::vector<std::vector<int64_t>> LinearInferShape(const std::vector<int64_t>& x
 }
 
 // The gradients have the shapes of x, w and bias.
-std::vector<std::vector<int64_t>> LinearGradInferShape(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+std::vector<std::vector<int64_t>> LinearGradInferShape(const std::vector<int64_t>& x,
+                                                       const std::vector<int64_t>& w,
                                                        const std::vector<int64_t>& out,
                                                        const std::vector<int64_t>& dout) {
   return {x, w, {w[1]}};

@@ -34,9 +34,9 @@ std::vector<paddle::Tensor> relu_cpu_backward(const paddle::Tensor& x, const pad
                                               const paddle::Tensor& grad_out) {
   auto grad_x = paddle::empty(x.shape(), x.dtype(), x.place());
   PD_DISPATCH_FLOATING_TYPES(out.dtype(), "relu_cpu_backward", ([&] {
-                               relu_cpu_backward_kernel<data_t>(
-                                   grad_out.data<data_t>(), out.data<data_t>(),
-                                   grad_x.mutable_data<data_t>(x.place()), out.numel());
+                               relu_cpu_backward_kernel<data_t>(grad_out.data<data_t>(), out.data<data_t>(),
+                                                                grad_x.mutable_data<data_t>(x.place()),
+                                                                out.numel());
                              }));
   return {grad_x};
 }
@@ -64,7 +64,8 @@ std::vector<paddle::Tensor> ReluBackward(const paddle::Tensor& x, const paddle::
   if (x.place() == paddle::PlaceType::kGPU) return relu_cuda_backward(x, out, grad_out);
 #endif
   auto cpu = paddle::CPUPlace();
-  auto grad_x = relu_cpu_backward(x.copy_to(cpu, true), out.copy_to(cpu, true), grad_out.copy_to(cpu, true))[0];
+  auto grad_x =
+      relu_cpu_backward(x.copy_to(cpu, true), out.copy_to(cpu, true), grad_out.copy_to(cpu, true))[0];
   return {grad_x.copy_to(x.place(), true)};
 }
 

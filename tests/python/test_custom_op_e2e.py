@@ -119,14 +119,25 @@ def test_use_load_builds_and_checks_on_every_device(user, built):
     site = user.venv.site_packages()
     cmd = [l for l in built.splitlines() if "relu_op.cc -o" in l]
     assert cmd, built
-    assert "-std=c++17 -fPIC -O2 -fvisibility=hidden" in cmd[0] and "-I" + os.path.join(site, "oar", "include") in cmd[0]
+    assert "-std=c++17 -fPIC -O2 -fvisibility=hidden" in cmd[0]
+    assert "-I" + os.path.join(site, "oar", "include") in cmd[0]
     assert "-Wall" in cmd[0]  # extra_cxx_cflags
     assert "custom_relu on cpu: forward and backward match numpy" in built
     assert "custom_linear on cpu: forward and backward match numpy" in built
     if user.has_sim:
         assert "custom_relu on sim:0: forward and backward match numpy" in built
         assert "custom_linear on sim:0: forward and backward match numpy" in built
-    assert os.path.isfile(os.path.join(user.cache, JIT_NAME, JIT_NAME + ".so"))
+    lib = os.path.join(user.cache, JIT_NAME, JIT_NAME + ".so")
+    assert os.path.isfile(lib)
+    if shutil.which("readelf"):
+        # Built against the headers only: no liboar_core. -fvisibility=hidden: the init symbol is exported,
+        # the op's own functions and oar:: helpers are not (libstdc++'s templates keep their default).
+        assert "liboar_core" not in subprocess.run(["readelf", "-d", lib], capture_output=True, text=True).stdout
+        syms = subprocess.run(["readelf", "--dyn-syms", "-W", lib], capture_output=True, text=True).stdout
+        defined = [l.split()[-1] for l in syms.splitlines() if " DEFAULT " in l and " UND " not in l]
+        assert "oar_custom_op_init" in defined, defined
+        ours = [d for d in defined if d.startswith(("_ZN3oar", "_ZNK3oar")) or "Relu" in d or "Linear" in d]
+        assert not ours, ours
 
 
 def test_second_load_uses_the_cache(user, built):
@@ -544,3 +555,27 @@ def test_relu_sample_compiles_unchanged_with_paddle_headers():
                         "-I" + sysconfig.get_paths()["include"], os.path.join(SAMPLE, "relu_op.cc")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.slow
+def test_setup_builds_the_cuda_part_with_nvcc(user, tmp_path):
+    """setup.py with nvcc present: CUDAExtension compiles relu_op.cu with nvcc and links cudart."""
+    ce = pytest.importorskip("oar.utils.cpp_extension")
+    if ce._find_nvcc() is None:
+        pytest.skip("nvcc not found")
+    sample = _copy_sample(tmp_path / "custom_op")
+    r = user.shell("python setup.py build", cwd=sample, env={"OAR_SAMPLE_CUDA": "1"})
+    assert re.search(r"nvcc -c \S*relu_op\.cu", r.stdout + r.stderr), r.stdout + r.stderr
+    libs = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(sample, "build")) for f in fs
+            if f == "libcustom_setup_ops.so"]
+    assert len(libs) == 1, libs
+    if shutil.which("readelf"):
+        dyn = subprocess.run(["readelf", "-d", libs[0]], capture_output=True, text=True).stdout
+        assert "libcudart" in dyn and "liboar_core" not in dyn
+    r = user.run(textwrap.dedent("""
+        import oar
+        from oar.utils.cpp_extension import load_op_library
+        ops = load_op_library({lib!r})
+        print("RELU", ops.custom_relu(oar.to_tensor([-3.0, 4.0])).numpy().tolist())
+    """).format(lib=libs[0]))
+    assert "RELU [0.0, 4.0]" in r.stdout

@@ -341,7 +341,8 @@ def _make_build_extension():
             ldflags += list(ext.extra_link_args or [])
             output = os.path.abspath(self.get_ext_fullpath(ext.name))
             os.makedirs(os.path.dirname(output), exist_ok=True)
-            build = _Build(getattr(ext, "_oar_name", ext.name.replace(".", "_")), ext.sources, cxx + macros, cuda + macros, ldflags, ext.include_dirs,
+            name = getattr(ext, "_oar_name", ext.name.replace(".", "_"))
+            build = _Build(name, ext.sources, cxx + macros, cuda + macros, ldflags, ext.include_dirs,
                            objdir=os.path.join(os.path.abspath(self.build_temp), ext.name.replace(".", "_")))
             build.run(output, verbose=self.verbose)
 
