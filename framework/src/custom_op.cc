@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "internal.h"
@@ -34,7 +35,7 @@ struct OarCustomOpRegistrar {
   struct Op {
     std::string name;
     std::vector<std::string> inputs, outputs, attrs, inplace_in, inplace_out;
-    std::vector<uint32_t> input_flags;
+    std::vector<uint32_t> input_flags, output_flags;
     std::vector<std::pair<std::string, OarCustomKernel>> kernels;  // device type ("" = any), kernel
     OarCustomInferFn infer_shape = nullptr, infer_dtype = nullptr;
     void *infer_shape_user = nullptr, *infer_dtype_user = nullptr;
@@ -71,6 +72,7 @@ struct CustomOp {
   const CustomOp* grad = nullptr;
   std::vector<GradSlot> grad_inputs;
   std::vector<int32_t> grad_outputs;  // per grad op output: the forward input slot it is the gradient of
+  std::string grad_error;             // set when the grad op could not be registered
   std::string where() const { return "custom op '" + info.name + "' (" + info.library + ")"; }
 };
 
@@ -155,6 +157,8 @@ OarError* svc_register_op(OarCustomOpRegistrar* r, const OarCustomOpDef* given) 
     for (int32_t i = 0; i < d.num_inputs; ++i)
       op.input_flags.push_back(d.input_flags ? d.input_flags[i] : 0u);
     op.outputs = strings(d.num_outputs, d.outputs, "outputs");
+    for (int32_t i = 0; i < d.num_outputs; ++i)
+      op.output_flags.push_back(d.output_flags ? d.output_flags[i] : 0u);
     op.attrs = strings(d.num_attrs, d.attrs, "attrs");
     op.inplace_in = strings(d.num_inplace, d.inplace_inputs, "inplace_inputs");
     op.inplace_out = strings(d.num_inplace, d.inplace_outputs, "inplace_outputs");
@@ -190,6 +194,13 @@ int32_t svc_device(const OarCTensor* t) { return t->t.place().index; }
 void* svc_data(const OarCTensor* t) { return t->t.data_ptr(); }
 int32_t svc_is_contiguous(const OarCTensor* t) { return t->t.is_contiguous() ? 1 : 0; }
 
+// A new contiguous tensor holding t's values.
+Tensor fresh_copy(const Tensor& t) {
+  Tensor fresh = Tensor::empty(t.dims(), t.dtype(), t.place());
+  ops::assign(fresh, t);
+  return fresh;
+}
+
 OarError* svc_empty(int32_t ndim, const int64_t* dims, int32_t dtype, const char* device_type, int32_t device,
                     OarCTensor** out) {
   return catching([&] {
@@ -211,12 +222,7 @@ OarError* svc_copy_to(const OarCTensor* t, const char* device_type, int32_t devi
   return catching([&] {
     const Place p = place_of(device_type, device);
     Tensor c = t->t.to(p);
-    if (c.shares_storage(t->t)) c = t->t.contiguous();  // same place: still a copy the library may write
-    if (c.shares_storage(t->t)) {
-      Tensor fresh = Tensor::empty(c.dims(), c.dtype(), p);
-      ops::assign(fresh, c);
-      c = fresh;
-    }
+    if (c.shares_storage(t->t)) c = fresh_copy(c);  // same place: still a copy the library may write
     Runtime::get().device(p).synchronize_stream();
     *out = new_ref(std::move(c));
   });
@@ -225,6 +231,14 @@ OarError* svc_reshape(const OarCTensor* t, int32_t ndim, const int64_t* dims, Oa
   return catching([&] {
     OAR_ENFORCE(t->t.is_contiguous(), ErrorCode::kInvalidArgument, "reshape: the tensor is not contiguous");
     *out = new_ref(t->t.reshape(Dims(dims, ndim)));
+  });
+}
+OarError* svc_cast(const OarCTensor* t, int32_t dtype, OarCTensor** out) {
+  return catching([&] {
+    OAR_ENFORCE(is_valid_dtype(dtype), ErrorCode::kType, "cast: invalid dtype " << dtype);
+    Tensor c = ops::cast(t->t, static_cast<DType>(dtype));
+    if (c.shares_storage(t->t)) c = fresh_copy(c);  // the same dtype: still a copy
+    *out = new_ref(std::move(c));
   });
 }
 OarError* svc_synchronize(const char* device_type, int32_t device) {
@@ -266,6 +280,7 @@ const OarCustomOpServices& services() {
     v.tensor_reshape = svc_reshape;
     v.synchronize = svc_synchronize;
     v.stream = svc_stream;
+    v.tensor_cast = svc_cast;
     return v;
   }();
   return s;
@@ -407,12 +422,14 @@ void custom_infer(InferContext& ic) {
   }
   std::vector<int32_t> out_ndims(n_out, 0), out_dtypes(n_out, OAR_DTYPE_FLOAT32);
   std::vector<int64_t> out_dims(static_cast<size_t>(n_out) * OAR_CUSTOM_MAX_DIMS, 0);
-  // Paddle's defaults: every output like the first input.
+  // Paddle's defaults: an in-place output like its input, every other output like the first input.
   if (ic.num_inputs > 0) {
     for (int32_t o = 0; o < n_out; ++o) {
-      out_ndims[o] = ndims[0];
-      std::copy(dims[0], dims[0] + ndims[0], out_dims.begin() + o * OAR_CUSTOM_MAX_DIMS);
-      out_dtypes[o] = dtypes[0];
+      const int32_t src =
+          op.info.inplace[o] >= 0 ? op.info.inplace[o] : 0;  // flat = slot: the slots before are plain
+      out_ndims[o] = ndims[src];
+      std::copy(dims[src], dims[src] + ndims[src], out_dims.begin() + o * OAR_CUSTOM_MAX_DIMS);
+      out_dtypes[o] = dtypes[src];
     }
   } else {
     OAR_ENFORCE(
@@ -621,6 +638,10 @@ std::vector<Tensor> custom_grad(const GradContext& c) {
   return grads;
 }
 
+std::vector<Tensor> unsupported_grad(const GradContext& c) {
+  OAR_THROW(ErrorCode::kUnimplemented, state_of(*c.op).grad_error);
+}
+
 // Ties op `fwd` to its grad op `g` ("<fwd>_grad") by the names of g's inputs and outputs.
 void link_grad(CustomOp& fwd, const CustomOp& g) {
   auto index_of = [](const std::vector<std::string>& v, const std::string& n) {
@@ -809,7 +830,30 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
   // Validate everything before publishing anything: a refused library leaves no op behind.
   std::vector<std::unique_ptr<CustomOp>> ops;
   std::map<std::string, CustomOp*> by_name;
+  // Vector outputs are not supported: a forward op with one is refused; a grad op with one (the
+  // gradient of a Vec input) is left out and its forward op raises when differentiated.
+  std::map<std::string, std::string> no_grad;  // forward op -> why it has no gradient
+  std::set<std::string> names;
+  for (const auto& r : registrar.ops) names.insert(r.name);
   for (const auto& r : registrar.ops) {
+    std::string vec;
+    for (size_t o = 0; o < r.outputs.size() && o < r.output_flags.size(); ++o)
+      if (r.output_flags[o] & OAR_CUSTOM_OUTPUT_VECTOR) vec = r.outputs[o];
+    if (vec.empty()) continue;
+    const std::string where = "custom op '" + r.name + "' (" + key + ")";
+    const std::string base = r.name.size() > 5 && r.name.compare(r.name.size() - 5, 5, "_grad") == 0
+                                 ? r.name.substr(0, r.name.size() - 5)
+                                 : std::string();
+    OAR_ENFORCE(!base.empty() && names.count(base), ErrorCode::kUnimplemented,
+                where << ": output '" << vec << "' is a vector output (Vec), which oar does not support");
+    no_grad[base] = where + ": output '" + vec +
+                    "' is a vector output (Vec), which oar does not support, so " + base +
+                    " cannot be differentiated";
+  }
+  for (const auto& r : registrar.ops) {
+    if (r.name.size() > 5 && no_grad.count(r.name.substr(0, r.name.size() - 5)) &&
+        r.name.compare(r.name.size() - 5, 5, "_grad") == 0)
+      continue;  // the grad op left out
     ops.push_back(build_op(r, key));
     CustomOp& op = *ops.back();
     if (const OpDef* existing = OpRegistry::get().find(op.info.name)) {
@@ -843,6 +887,11 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
   for (auto& op : ops) {
     auto g = by_name.find(op->info.name + "_grad");
     if (g != by_name.end()) link_grad(*op, *g->second);
+    if (auto why = no_grad.find(op->info.name); why != no_grad.end()) {
+      op->grad_error = why->second;
+      op->rule.fn = unsupported_grad;
+      op->def->grad = &op->rule;
+    }
     infos.push_back(op->info);
   }
   for (auto& op : ops) op.release();  // owned by their OpDefs (user) from now on, never freed

@@ -49,7 +49,10 @@ OpRegistry& OpRegistry::get() {
   return *registry;
 }
 
-OpRegistry::OpRegistry() { register_builtin_ops(*this); }
+OpRegistry::OpRegistry() {
+  ops_.reserve(1024);  // custom op libraries add ops later: lookups on other threads must not see a move
+  register_builtin_ops(*this);
+}
 
 const OpDef* OpRegistry::find(const std::string& name) const {
   for (const auto& op : ops_)

@@ -157,6 +157,8 @@ TEST(CustomOp, RefusedLibrariesSayWhyAndLeaveNoOpBehind) {
       {lib("custom_bad4"), "unsupported type 'long double'", oar::ErrorCode::kInvalidArgument},
       {lib("custom_bad5"), "input 'Z' is neither an input nor an output", oar::ErrorCode::kInvalidArgument},
       {lib("custom_bad6"), "init failed: vendor library libfoo.so.3 not found", oar::ErrorCode::kUnavailable},
+      {lib("custom_bad8"), "output 'Out' is a vector output (Vec), which oar does not support",
+       oar::ErrorCode::kUnimplemented},
   };
   for (const Case& c : cases) {
     oar::ErrorCode code{};
@@ -166,6 +168,10 @@ TEST(CustomOp, RefusedLibrariesSayWhyAndLeaveNoOpBehind) {
     EXPECT_EQ(code, c.code) << e;
   }
   EXPECT_EQ(oar::OpRegistry::get().find("custom_bad_grad"), nullptr);
+  // A newer minor within the window loads and runs.
+  oar::load_custom_op_library(lib("custom_bad7"));
+  Tensor x = input(oar::cpu_place());
+  EXPECT_EQ(oar::call_op("custom_newer_minor", {x})[0].to_vector<float>(), x.to_vector<float>());
   EXPECT_EQ(oar::OpRegistry::get().find("custom_bad_attr"), nullptr);
 }
 

@@ -32,8 +32,9 @@ extern "C" {
 typedef struct OarCTensor OarCTensor;                     /* a reference to one core tensor */
 typedef struct OarCustomOpRegistrar OarCustomOpRegistrar; /* the library being loaded */
 
-/* Input flags (OarCustomOpDef.input_flags). */
+/* Input flags (OarCustomOpDef.input_flags) and output flags (output_flags). */
 enum { OAR_CUSTOM_INPUT_OPTIONAL = 1u << 0, OAR_CUSTOM_INPUT_VECTOR = 1u << 1 };
+enum { OAR_CUSTOM_OUTPUT_VECTOR = 1u << 1 }; /* declared so the core can refuse it clearly (unsupported) */
 
 /* Attribute types, parsed by the core from the "name: type" declarations. */
 typedef enum OarCustomAttrType {
@@ -62,7 +63,8 @@ typedef struct OarCustomAttr {
 
 /* Shapes and dtypes for infer_shape / infer_dtype. Inputs are flattened: declared input slot k spans
  * slot_counts[k] entries (1 for a plain input, 0 or 1 for an optional one, n for a vector).
- * The core fills the outputs with the defaults (the first input's shape and dtype) before the call. */
+ * The core fills the outputs with the defaults (an in-place output: its input's shape and dtype; any
+ * other: the first input's) before the call. */
 typedef struct OarCustomInfer {
   size_t struct_size;
   const char* op_name;
@@ -132,6 +134,7 @@ typedef struct OarCustomOpDef {
   void* infer_shape_user;
   OarCustomInferFn infer_dtype; /* NULL: every output has the first input's dtype */
   void* infer_dtype_user;
+  const uint32_t* output_flags; /* OAR_CUSTOM_OUTPUT_*; NULL: all plain */
 } OarCustomOpDef;
 
 /* What the core gives the library. */
@@ -169,6 +172,8 @@ typedef struct OarCustomOpServices {
   /* Waits for the work queued on the default stream of the device. */
   OarError* (*synchronize)(const char* device_type, int32_t device);
   void* (*stream)(const char* device_type, int32_t device);
+  /* A copy converted to another dtype, on the same device. */
+  OarError* (*tensor_cast)(const OarCTensor* t, int32_t dtype, OarCTensor** out);
 } OarCustomOpServices;
 
 /* The library writes the ABI version it was built for into *abi_major / *abi_minor first, then registers

@@ -55,6 +55,29 @@ Attribute to_ir_attr(const AttrValue& v) {
   }
 }
 
+// A custom op's attribute in the IR type Paddle gives its declared C++ type (bool -> BOOLEAN, int -> INT,
+// float -> FLOAT, int vectors -> INTS, ...), so a saved program reads like one Paddle saved.
+static Attribute custom_ir_attr(const std::string& type, const AttrValue& v) {
+  auto as_int = [&] { return std::holds_alternative<int64_t>(v) ? std::get<int64_t>(v) : int64_t{0}; };
+  auto as_double = [&] {
+    return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(as_int());
+  };
+  if (type == "bool") return as_int() != 0;
+  if (type == "int") return static_cast<int32_t>(as_int());
+  if (type == "int64_t") return as_int();
+  if (type == "float") return static_cast<float>(as_double());
+  if (type == "double") return as_double();
+  if (type == "std::vector<int>" && std::holds_alternative<std::vector<int64_t>>(v)) {
+    const auto& x = std::get<std::vector<int64_t>>(v);
+    return std::vector<int32_t>(x.begin(), x.end());
+  }
+  if (type == "std::vector<float>" && std::holds_alternative<std::vector<double>>(v)) {
+    const auto& x = std::get<std::vector<double>>(v);
+    return std::vector<float>(x.begin(), x.end());
+  }
+  return to_ir_attr(v);
+}
+
 AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string& op,
                        const std::string& name) {
   auto bad = [&]() -> AttrValue {
@@ -257,9 +280,18 @@ void ProgramBuilder::record(const OpDef& op, const Tensor* inputs, int32_t n_in,
     od.set_output(op.outputs[i], {name});
     outputs[i] = make_symbolic(name, m.dims, m.dtype, place);
   }
-  for (size_t i = 0; i < attrs.size(); ++i)
-    if (!op.custom || std::string(attrs[i].first) != kCustomInputCounts)
+  const CustomOpInfo* custom = custom_op_info(op);
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    const std::string name = attrs[i].first;
+    if (!custom) {
       od.set_attr(attrs[i].first, to_ir_attr(attrs[i].second));
+      continue;
+    }
+    const auto it = std::find(custom->attr_names.begin(), custom->attr_names.end(), name);
+    if (it == custom->attr_names.end()) continue;  // the hidden input counts: the slots carry them
+    od.set_attr(attrs[i].first,
+                custom_ir_attr(custom->attr_types[it - custom->attr_names.begin()], attrs[i].second));
+  }
   od.set_attr("op_role", int32_t{op_role_});
   blk.append_op(std::move(od));
 }

@@ -271,6 +271,17 @@ class Tensor {
   Tensor copy_to(const Place& place) const {
     return copy_to(place, true);
   }
+  // A copy converted to `dtype` (Paddle's Tensor::cast), on the same device.
+  Tensor cast(DataType dtype) const {
+    OAR_CHECK(h_ != nullptr, "cast on an undefined tensor");
+    const OarCustomOpServices& s = detail::services();
+    if (s.struct_size < offsetof(OarCustomOpServices, tensor_cast) + sizeof(s.tensor_cast) || !s.tensor_cast)
+      throw Exception(OAR_ERR_UNIMPLEMENTED, "Tensor::cast: this oar core does not provide it");
+    OarCTensor* out = nullptr;
+    detail::check(s.tensor_cast(h_, static_cast<int32_t>(dtype), &out));
+    return Tensor(out, true);
+  }
+
   // Paddle's reshape: sets the shape. A tensor with memory of the same numel becomes a view with the
   // new shape; otherwise the memory is dropped and the next mutable_data allocates the new shape.
   void reshape(const std::vector<int64_t>& shape) {
@@ -279,7 +290,8 @@ class Tensor {
       for (int64_t d : shape) n *= d;
       if (n == numel()) {
         OarCTensor* out = nullptr;
-        detail::check(detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
+        detail::check(
+            detail::services().tensor_reshape(h_, static_cast<int32_t>(shape.size()), shape.data(), &out));
         *this = Tensor(out, true);
         return;
       }
@@ -605,7 +617,7 @@ struct InferDtypeImpl<std::vector<DataType> (*)(Args...), f> {
 struct OpMeta {
   std::string name;
   std::vector<std::string> inputs, outputs, attrs, inplace_in, inplace_out;
-  std::vector<uint32_t> input_flags;
+  std::vector<uint32_t> input_flags, output_flags;
   struct Kernel {
     std::string device;  // empty: every device type
     OarCustomKernelFn fn;
@@ -654,12 +666,11 @@ class OpMetaInfoBuilder {
   }
   OpMetaInfoBuilder& Outputs(std::vector<std::string> names) {
     meta().outputs.clear();
-    for (const auto& n : names) {
+    meta().output_flags.clear();
+    for (const auto& n : names) {  // nothing here may throw: it runs while the library is being loaded
       uint32_t flags = 0;
       meta().outputs.push_back(detail::strip_markers(n, &flags));
-      if (flags & OAR_CUSTOM_INPUT_VECTOR)
-        throw Exception(OAR_ERR_UNIMPLEMENTED,
-                        detail::concat(meta().name, ": output '", n, "': vector outputs are not supported"));
+      meta().output_flags.push_back(flags & OAR_CUSTOM_INPUT_VECTOR ? OAR_CUSTOM_OUTPUT_VECTOR : 0u);
     }
     return *this;
   }
@@ -808,6 +819,7 @@ __attribute__((visibility("hidden"))) inline OarError* register_all(const OarCus
       def.kernels = kernels.data();
       def.infer_shape = m.infer_shape;
       def.infer_dtype = m.infer_dtype;
+      def.output_flags = m.output_flags.data();
       check(services->register_op(registrar, &def));
     });
     if (e && !first_error)
