@@ -184,26 +184,47 @@ class _Build:
         return h.hexdigest()
 
     def run(self, output, verbose=False):
-        """Compiles and links into `output` (written whole or not at all: linked to a temporary name and
-        renamed). Raises BuildError carrying the compiler's output on failure."""
+        """Compiles (the sources in parallel, up to $OAR_EXTENSION_JOBS or the CPU count at once) and links
+        into `output` (written whole or not at all: linked to a temporary name and renamed). Raises
+        BuildError carrying the compiler's output on failure (the first failing source in order)."""
         os.makedirs(self.objdir, exist_ok=True)
         tmp = "{}.tmp{}".format(output, os.getpid())
         compiles, link = self.commands(tmp)
+        jobs = int(os.environ.get("OAR_EXTENSION_JOBS") or os.cpu_count() or 1)
         try:
-            for cmd in compiles + [link]:
-                what = "linking" if cmd is link else "compiling {}".format(cmd[2])
-                if verbose:
+            if verbose:
+                for cmd in compiles:
                     print("oar.utils.cpp_extension: " + shlex.join(cmd), flush=True)
-                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                if verbose and r.stdout:
-                    print(r.stdout, end="", flush=True)
-                if r.returncode != 0:
-                    raise BuildError("extension '{}': {} failed (exit status {}):\n$ {}\n{}".format(
-                        self.name, what, r.returncode, shlex.join(cmd), r.stdout), command=cmd, output=r.stdout)
+            if jobs > 1 and len(compiles) > 1:
+                from concurrent.futures import ThreadPoolExecutor
+                with ThreadPoolExecutor(max_workers=min(jobs, len(compiles))) as pool:
+                    results = list(pool.map(_run_command, compiles))
+            else:
+                results = []
+                for cmd in compiles:  # stop at the first failure
+                    results.append(_run_command(cmd))
+                    if results[-1].returncode != 0:
+                        break
+            for cmd, r in zip(compiles, results):
+                self._check(cmd, r, "compiling " + cmd[2], verbose)
+            if verbose:
+                print("oar.utils.cpp_extension: " + shlex.join(link), flush=True)
+            self._check(link, _run_command(link), "linking", verbose)
             os.replace(tmp, output)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+    def _check(self, cmd, r, what, verbose):
+        if verbose and r.stdout:
+            print(r.stdout, end="", flush=True)
+        if r.returncode != 0:
+            raise BuildError("extension '{}': {} failed (exit status {}):\n$ {}\n{}".format(
+                self.name, what, r.returncode, shlex.join(cmd), r.stdout), command=cmd, output=r.stdout)
+
+
+def _run_command(cmd):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 class _FileLock:
