@@ -11,15 +11,10 @@ Three ways to use a custom op library (docs/custom_op.md, "Building and loading"
 A custom op library is compiled against the SDK headers of the installed package (oar.sysconfig) and does
 not link liboar_core: everything crosses into the core through the C ABI (oar/custom_op_api.h).
 
-This module is imported by `import oar`: it imports only the standard library at module level
-(setuptools is imported by setup() / CppExtension() when called).
+This module is imported by `import oar`, so it imports only os, sys and threading at module level; the
+rest (hashlib, json, subprocess, setuptools, ...) when a function needs it.
 """
-import hashlib
-import json
 import os
-import shlex
-import shutil
-import subprocess
 import sys
 import threading
 
@@ -77,11 +72,13 @@ def _sdk_include():
 
 
 def _find_cxx():
+    import shutil
     return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
 
 
 def _find_nvcc():
     """nvcc from $CUDA_HOME / $CUDA_PATH, the PATH, or /usr/local/cuda; None when there is none."""
+    import shutil
     for var in ("CUDA_HOME", "CUDA_PATH"):
         home = os.environ.get(var)
         if home and os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
@@ -167,6 +164,9 @@ class _Build:
         return compiles, link
 
     def digest(self):
+        import hashlib
+        import json
+
         import oar
         h = hashlib.sha256()
         desc = {"oar": getattr(oar, "__version__", "?"), "include": self.includes, "cxx": self.cxx,
@@ -187,6 +187,7 @@ class _Build:
         """Compiles (the sources in parallel, up to $OAR_EXTENSION_JOBS or the CPU count at once) and links
         into `output` (written whole or not at all: linked to a temporary name and renamed). Raises
         BuildError carrying the compiler's output on failure (the first failing source in order)."""
+        import shlex
         os.makedirs(self.objdir, exist_ok=True)
         tmp = "{}.tmp{}".format(output, os.getpid())
         compiles, link = self.commands(tmp)
@@ -216,6 +217,7 @@ class _Build:
                 os.unlink(tmp)
 
     def _check(self, cmd, r, what, verbose):
+        import shlex
         if verbose and r.stdout:
             print(r.stdout, end="", flush=True)
         if r.returncode != 0:
@@ -224,6 +226,7 @@ class _Build:
 
 
 def _run_command(cmd):
+    import subprocess
     return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -259,6 +262,8 @@ def load(name, sources, extra_cxx_cflags=None, extra_cuda_cflags=None, extra_ldf
     are compiled with nvcc (extra_cuda_cflags), the others with $CXX or c++ (extra_cxx_cflags), both with
     the SDK's include folder; extra_ldflags and extra_library_paths (-L) go to the link. verbose prints
     the commands and compiler output. A failed compile raises BuildError with the compiler's output."""
+    import json
+
     root = os.path.abspath(build_directory) if build_directory else get_build_directory(verbose)
     folder = os.path.join(root, name)
     build = _Build(name, sources, extra_cxx_cflags, extra_cuda_cflags, extra_ldflags, extra_include_paths,
