@@ -504,6 +504,34 @@ def _check_setup_ops(out):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_docs_building_and_loading_examples_run_literally(user, built, tmp_path):
+    """docs/custom_op.md "## Building and loading": its `load` example (x, w, b given) in the sample folder
+    is the sample's own build (a cache hit), and its setup.py + shell commands build and install the
+    package in a copy of the sample."""
+    text = open(os.path.join(ROOT, "docs", "custom_op.md")).read()
+    section = text[text.index("## Building and loading"):text.index("## The C++ predictor")]
+    blocks = re.findall(r"```(python|sh)\n(.*?)```", section, re.S)
+    load_example, setup_py, setup_sh = blocks[0][1], blocks[1][1], blocks[2][1]
+    assert blocks[1][1].startswith("# setup.py") and blocks[2][0] == "sh"
+    r = user.run("import numpy as np, oar\n"
+                 "x = oar.to_tensor(np.array([[-1.0, 2.0]], 'float32'))\n"
+                 "w = oar.to_tensor(np.ones((2, 1), 'float32'))\n"
+                 "b = oar.to_tensor(np.zeros((1,), 'float32'))\n" + load_example +
+                 "print('Y', y.numpy().tolist(), 'Z', z.numpy().tolist())\n")
+    assert "extension 'custom_jit_ops' is up to date" in r.stdout  # the same build as use_load.py's
+    assert "Y [[0.0, 2.0]] Z [[0.5]]" in r.stdout  # relu(0.5 * (-1 + 2) + 0)
+    sample = _copy_sample(tmp_path / "custom_op")
+    with open(os.path.join(sample, "setup.py"), "w") as f:
+        f.write(setup_py)
+    for cmd in setup_sh.splitlines():
+        cmd = cmd.split("  #")[0].strip()
+        if cmd:
+            out = user.shell(cmd, cwd=sample).stdout
+    assert "Tensor" in out and "[0., 2.]" in out, out
+
+
+@pytest.mark.slow
 def test_readme_commands_build_and_install_the_sample(user, tmp_path):
     """samples/custom_op/README.md followed literally in a fresh copy of the sample: its shell block runs in
     the environment (`python` is the environment's), then the installed package is imported from elsewhere."""
