@@ -607,3 +607,29 @@ def test_setup_builds_the_cuda_part_with_nvcc(user, tmp_path):
         print("RELU", ops.custom_relu(oar.to_tensor([-3.0, 4.0])).numpy().tolist())
     """).format(lib=libs[0]))
     assert "RELU [0.0, 4.0]" in r.stdout
+
+
+@pytest.mark.slow
+def test_paddle_style_setup_arguments(user, tmp_path):
+    """What Paddle projects pass to setup: a list of extensions, extra_compile_args as {"cxx": [...]},
+    define_macros, cmdclass={"build_ext": BuildExtension.with_options(...)}."""
+    sample = _copy_sample(tmp_path / "custom_op")
+    with open(os.path.join(sample, "setup.py"), "w") as f:
+        f.write(textwrap.dedent("""
+            from oar.utils.cpp_extension import BuildExtension, CppExtension, setup
+            setup(name="paddle_style_ops",
+                  ext_modules=[CppExtension(sources=["relu_op.cc"], extra_compile_args={"cxx": ["-DFROM_CXX_ARGS"]},
+                                            define_macros=[("FROM_MACROS", "1")])],
+                  cmdclass={"build_ext": BuildExtension.with_options(no_python_abi_suffix=True)})
+        """))
+    r = user.shell("python setup.py build", cwd=sample)
+    out = r.stdout + r.stderr
+    cmd = [l for l in out.splitlines() if "relu_op.cc -o" in l]
+    assert cmd and "-DFROM_CXX_ARGS" in cmd[0] and "-DFROM_MACROS=1" in cmd[0], out
+    libs = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(sample, "build")) for f in fs
+            if f == "libpaddle_style_ops.so"]
+    assert len(libs) == 1, libs
+    r = user.run("import oar\nfrom oar.utils.cpp_extension import load_op_library\n"
+                 "print('RELU', load_op_library({!r}).custom_relu(oar.to_tensor([-3.0, 4.0])).numpy().tolist())"
+                 .format(libs[0]))
+    assert "RELU [0.0, 4.0]" in r.stdout
