@@ -72,8 +72,13 @@ def _sdk_include():
 
 
 def _find_cxx():
+    """The C++ compiler command as a list: $CXX (may carry a launcher or flags, e.g. "ccache g++"), else
+    c++ or g++ from the PATH."""
+    import shlex
     import shutil
-    return os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++") or "c++"
+    if os.environ.get("CXX", "").strip():
+        return shlex.split(os.environ["CXX"])
+    return [shutil.which("c++") or shutil.which("g++") or "c++"]
 
 
 def _find_nvcc():
@@ -150,10 +155,10 @@ class _Build:
             if src in self.cuda_sources:
                 compiles.append([self.nvcc, "-c", src, "-o", obj] + _CUDA_FLAGS + inc + self.cuda_flags)
             else:
-                compiles.append([self.cxx, "-c", src, "-o", obj] + _CXX_FLAGS + inc + self.cxx_flags)
+                compiles.append(self.cxx + ["-c", src, "-o", obj] + _CXX_FLAGS + inc + self.cxx_flags)
         # --no-undefined: a missing definition (a forgotten source) fails here, naming the symbol, rather
         # than when the library is loaded; `-Wl,-z,undefs` in extra_ldflags turns it off again.
-        link = [self.cxx, "-shared", "-Wl,--no-undefined", "-o", output] + objects
+        link = self.cxx + ["-shared", "-Wl,--no-undefined", "-o", output] + objects
         link += ["-L" + os.path.abspath(p) for p in self.library_paths]
         if self.cuda_sources:
             lib = _cuda_lib_dir(self.nvcc)
@@ -206,8 +211,8 @@ class _Build:
                     results.append(_run_command(cmd))
                     if results[-1].returncode != 0:
                         break
-            for cmd, r in zip(compiles, results):
-                self._check(cmd, r, "compiling " + cmd[2], verbose)
+            for src, cmd, r in zip(self.sources, compiles, results):
+                self._check(cmd, r, "compiling " + src, verbose)
             if verbose:
                 print("oar.utils.cpp_extension: " + shlex.join(link), flush=True)
             self._check(link, _run_command(link), "linking", verbose)
