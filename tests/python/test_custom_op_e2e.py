@@ -484,6 +484,14 @@ def _readme_commands():
     return [c for c in cmds if c and not c.startswith("#")]
 
 
+def test_readme_python_example(user, built):
+    """The Python block of samples/custom_op/README.md, as written, in the sample's folder."""
+    text = open(os.path.join(SAMPLE, "README.md")).read()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    r = user.run(code + "print('SHAPES', y.shape, z.shape, x.grad.shape)\n")
+    assert "SHAPES [4, 8] [4, 3] [4, 8]" in r.stdout
+
+
 IMPORT_SETUP_OPS = """
 import numpy as np, oar, custom_setup_ops
 print("FILE", custom_setup_ops.__file__)
