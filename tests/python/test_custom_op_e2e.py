@@ -176,8 +176,8 @@ def test_load_rebuilds_when_sources_or_flags_change(user, tmp_path):
         print("RELU", ops.custom_relu(oar.to_tensor([-3.0, 4.0])).numpy().tolist())
     """).format(src=str(src), cache=cache)
 
-    def step(flags=None):
-        r = user.run(code.replace("FLAGS", repr(flags)))
+    def step(flags=None, prelude=""):
+        r = user.run(prelude + code.replace("FLAGS", repr(flags)))
         assert "RELU [0.0, 4.0]" in r.stdout
         return "building extension 'relu_only'" in r.stdout, os.stat(lib).st_mtime_ns
 
@@ -193,6 +193,9 @@ def test_load_rebuilds_when_sources_or_flags_change(user, tmp_path):
     assert built4 and m4 != m3
     built5, m5 = step(["-DSOME_FLAG=1"])
     assert not built5 and m5 == m4
+    # Another oar version (as after an upgrade) rebuilds too.
+    built6, m6 = step(["-DSOME_FLAG=1"], prelude="import oar\noar.__version__ = '99.0.0'\n")
+    assert built6 and m6 != m5
 
 
 @pytest.mark.slow
