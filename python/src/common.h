@@ -71,5 +71,6 @@ void init_program(py::module_& m);    // program.cc: the program IR and model fi
 void init_static(py::module_& m);     // static.cc: program building (static mode, to_static)
 void init_passes(py::module_& m);     // passes.cc: the inference passes (private helpers)
 void init_inference(py::module_& m);  // inference.cc: the inference API (oar.inference)
+void init_plugin_kit(py::module_& m);  // plugin_kit.cc: helpers of oar.testing.plugin_conformance
 
 }  // namespace oarpy

@@ -305,4 +305,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_static(m);
   oarpy::init_passes(m);
   oarpy::init_inference(m);
+  oarpy::init_plugin_kit(m);
 }
