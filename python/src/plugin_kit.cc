@@ -275,6 +275,13 @@ void init_plugin_kit(py::module_& m) {
       },
       py::arg("dst"), py::arg("src"), py::arg("stream") = py::none());
 
+  // Allocates `bytes` through the device's allocator (the one tensors use) and frees it again: the
+  // out-of-memory check asks for more than the device has without touching host memory first.
+  m.def("_kit_allocate", [](py::handle place, uint64_t bytes) {
+    oar::Device& d = oar::Runtime::get().device(to_place(place));
+    void* p = d.allocator().allocate(bytes, d.stream());
+    d.allocator().free(p);
+  }, py::arg("place"), py::arg("bytes"));
   // Names of the collective functions a device type's plugin implements (non-NULL entries).
   m.def("_kit_collectives_of", [](const std::string& type) {
     const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
@@ -290,6 +297,22 @@ void init_plugin_kit(py::module_& m) {
       if (c.reduce_scatter) out.push_back("reduce_scatter");
       if (c.all_to_all) out.push_back("all_to_all");
     }
+    return out;
+  });
+  // Profiling through the plugins' profiler tables: whether a device type's plugin has one, and
+  // start / stop returning the trace events collected in between as (name, category, start_ns, end_ns,
+  // device, stream_id) tuples.
+  m.def("_kit_has_profiler", [](const std::string& type) {
+    const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
+    if (!t || !t->plugin || t->count < 1) throw py::value_error("unknown or unavailable device type '" + type + "'");
+    const OarProfilerTable& p = oar::Runtime::get().device(oar::Place{t->id, 0}).tables().profiler;
+    return p.start && p.stop && p.flush;
+  });
+  m.def("_kit_start_profiling", [] { oar::Runtime::get().start_profiling(); });
+  m.def("_kit_stop_profiling", [] {
+    py::list out;
+    for (const auto& e : oar::Runtime::get().stop_profiling())
+      out.append(py::make_tuple(e.name, e.category, e.start_ns, e.end_ns, e.device, e.stream_id));
     return out;
   });
   m.def("_kit_run_collective", &run_collective, py::arg("device_type"), py::arg("kind"), py::arg("inputs"),

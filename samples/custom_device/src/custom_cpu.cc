@@ -43,7 +43,7 @@ constexpr bool kFaults = true;
 constexpr bool kFaults = false;
 #endif
 constexpr uint64_t kFaultyCopyBytes = 4 * 1013;
-constexpr int64_t kFaultyKernelNumel = 1013;
+constexpr int64_t kFaultyKernelNumel = 1019;
 
 namespace {
 
