@@ -277,11 +277,14 @@ void init_plugin_kit(py::module_& m) {
 
   // Allocates `bytes` through the device's allocator (the one tensors use) and frees it again: the
   // out-of-memory check asks for more than the device has without touching host memory first.
-  m.def("_kit_allocate", [](py::handle place, uint64_t bytes) {
-    oar::Device& d = oar::Runtime::get().device(to_place(place));
-    void* p = d.allocator().allocate(bytes, d.stream());
-    d.allocator().free(p);
-  }, py::arg("place"), py::arg("bytes"));
+  m.def(
+      "_kit_allocate",
+      [](py::handle place, uint64_t bytes) {
+        oar::Device& d = oar::Runtime::get().device(to_place(place));
+        void* p = d.allocator().allocate(bytes, d.stream());
+        d.allocator().free(p);
+      },
+      py::arg("place"), py::arg("bytes"));
   // Names of the collective functions a device type's plugin implements (non-NULL entries).
   m.def("_kit_collectives_of", [](const std::string& type) {
     const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
@@ -304,7 +307,8 @@ void init_plugin_kit(py::module_& m) {
   // device, stream_id) tuples.
   m.def("_kit_has_profiler", [](const std::string& type) {
     const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
-    if (!t || !t->plugin || t->count < 1) throw py::value_error("unknown or unavailable device type '" + type + "'");
+    if (!t || !t->plugin || t->count < 1)
+      throw py::value_error("unknown or unavailable device type '" + type + "'");
     const OarProfilerTable& p = oar::Runtime::get().device(oar::Place{t->id, 0}).tables().profiler;
     return p.start && p.stop && p.flush;
   });

@@ -53,9 +53,9 @@ using sdk::Error;
 constexpr uint64_t kAlignment = 64;
 
 uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 uint64_t env_uint(const char* name, uint64_t fallback) {
@@ -93,7 +93,8 @@ struct Task {
 
 class Stream {
  public:
-  Stream(int32_t device, uint64_t id, uint64_t latency_us) : device_(device), id_(id), latency_us_(latency_us) {
+  Stream(int32_t device, uint64_t id, uint64_t latency_us)
+      : device_(device), id_(id), latency_us_(latency_us) {
     worker_ = std::thread([this] { loop(); });
   }
   ~Stream() {
@@ -256,7 +257,8 @@ std::shared_ptr<Event> find_event(OarEvent handle) {
 }
 
 // Runs fn on `stream` (enqueued; returns at once) or right now when stream is NULL (synchronous).
-void submit(int32_t device, OarStream stream, const char* name, const char* category, std::function<void()> fn) {
+void submit(int32_t device, OarStream stream, const char* name, const char* category,
+            std::function<void()> fn) {
   if (!stream) {
     check_device(device);
     const uint64_t t0 = now_ns();
@@ -328,9 +330,11 @@ OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr)
       OAR_SDK_CHECK(bytes <= s.memory_per_device - s.used[device], OAR_ERR_OUT_OF_MEMORY,
                     "custom_cpu: out of device memory on device "
                         << device << ": " << bytes << " bytes requested, "
-                        << (s.memory_per_device - s.used[device]) << " free (CUSTOM_CPU_MEMORY_MB sets the size)");
+                        << (s.memory_per_device - s.used[device])
+                        << " free (CUSTOM_CPU_MEMORY_MB sets the size)");
     }
-    const uint64_t rounded = std::max<uint64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    const uint64_t rounded =
+        std::max<uint64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     void* p = std::aligned_alloc(kAlignment, rounded);
     OAR_SDK_CHECK(p, OAR_ERR_OUT_OF_MEMORY, "custom_cpu: the host could not allocate " << bytes << " bytes");
     std::lock_guard<std::mutex> lk(s.mu);
@@ -362,20 +366,22 @@ OarError* mem_memset(int32_t device, void* ptr, int32_t value, uint64_t bytes, O
     submit(device, stream, "memset", "memcpy", [=] { std::memset(ptr, value, bytes); });
   });
 }
-OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation dst_loc, const void* src, OarMemLocation src_loc,
-                     uint64_t bytes, OarStream stream) {
+OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation dst_loc, const void* src,
+                     OarMemLocation src_loc, uint64_t bytes, OarStream stream) {
   return sdk::guard([&] {
     if (!bytes) return;
     OAR_SDK_CHECK(dst && src, OAR_ERR_INVALID_ARGUMENT, "custom_cpu: memcpy with a NULL pointer");
     if (kFaults && bytes == kFaultyCopyBytes)
-      throw Error(OAR_ERR_EXTERNAL, "custom_cpu: injected copy failure (" + std::to_string(bytes) + " bytes)", 77);
+      throw Error(OAR_ERR_EXTERNAL, "custom_cpu: injected copy failure (" + std::to_string(bytes) + " bytes)",
+                  77);
     if (dst_loc.kind == OAR_MEM_DEVICE) check_device(dst_loc.device);
     if (src_loc.kind == OAR_MEM_DEVICE) check_device(src_loc.device);
     if (stream && src_loc.kind == OAR_MEM_HOST) {
       // A pageable host source is staged now (as CUDA does), so the caller may reuse it at once.
-      auto staging = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
-                                                                  static_cast<const unsigned char*>(src) + bytes);
-      submit(device, stream, "memcpy", "memcpy", [dst, staging] { std::memcpy(dst, staging->data(), staging->size()); });
+      auto staging = std::make_shared<std::vector<unsigned char>>(
+          static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + bytes);
+      submit(device, stream, "memcpy", "memcpy",
+             [dst, staging] { std::memcpy(dst, staging->data(), staging->size()); });
       return;
     }
     submit(device, stream, "memcpy", "memcpy", [dst, src, bytes] { std::memmove(dst, src, bytes); });
@@ -547,22 +553,27 @@ void launch(sdk::KernelContext& ctx, const char* name, int32_t num_inputs, Body&
   submit(ctx.device(), ctx.stream(), name, "kernel", [l, body] { body(*l); });
 }
 
-template <typename T> T add_op(T x, T y) {
+template <typename T>
+T add_op(T x, T y) {
   if (kFaults) return x + y + T(1);  // the deliberately broken kernel (CUSTOM_CPU_TEST_FAULTS)
   return x + y;
 }
 
-template <typename T> void add_kernel(sdk::KernelContext& ctx) {
+template <typename T>
+void add_kernel(sdk::KernelContext& ctx) {
   launch(ctx, "add", 2, [](const Launch& l) {
-    sdk::binary_loop<T, T, T>(l.out.view(), l.in[0].view(), l.in[1].view(), [](T x, T y) { return add_op(x, y); });
+    sdk::binary_loop<T, T, T>(l.out.view(), l.in[0].view(), l.in[1].view(),
+                              [](T x, T y) { return add_op(x, y); });
   });
 }
-template <typename T> void multiply_kernel(sdk::KernelContext& ctx) {
+template <typename T>
+void multiply_kernel(sdk::KernelContext& ctx) {
   launch(ctx, "multiply", 2, [](const Launch& l) {
     sdk::binary_loop<T, T, T>(l.out.view(), l.in[0].view(), l.in[1].view(), [](T x, T y) { return x * y; });
   });
 }
-template <typename T> void relu_kernel(sdk::KernelContext& ctx) {
+template <typename T>
+void relu_kernel(sdk::KernelContext& ctx) {
   if (kFaults && ctx.input(0).numel() == kFaultyKernelNumel)
     throw Error(OAR_ERR_INVALID_ARGUMENT, "custom_cpu: relu: injected kernel failure");
   launch(ctx, "relu", 1, [](const Launch& l) {
@@ -570,7 +581,8 @@ template <typename T> void relu_kernel(sdk::KernelContext& ctx) {
   });
 }
 // relu's gradient: the core's autograd calls leaky_relu_grad(x = relu's output, grad) with slope 0.
-template <typename T> void leaky_relu_grad_kernel(sdk::KernelContext& ctx) {
+template <typename T>
+void leaky_relu_grad_kernel(sdk::KernelContext& ctx) {
   auto l = std::make_shared<Launch>();
   l->real = 0.01;
   OarError* e = sdk::kernel_api().attr_float(ctx.raw(), "negative_slope", &l->real);
@@ -585,26 +597,29 @@ template <typename T> void leaky_relu_grad_kernel(sdk::KernelContext& ctx) {
       l);
 }
 
-template <typename T> struct SumOp {
+template <typename T>
+struct SumOp {
   using acc_t = double;
   acc_t init() const { return 0; }
   acc_t step(acc_t a, double v, int64_t) const { return a + v; }
   acc_t merge(acc_t a, acc_t b) const { return a + b; }
   T finish(acc_t a, int64_t) const { return static_cast<T>(a); }
 };
-template <typename T> void sum_kernel(sdk::KernelContext& ctx) {
+template <typename T>
+void sum_kernel(sdk::KernelContext& ctx) {
   auto l = std::make_shared<Launch>();
   l->ints = ctx.attr_ints("axis");  // the core normalised it: sorted, unique, non-negative
   if (l->ints.empty())
     for (int32_t i = 0; i < ctx.input(0).ndim(); ++i) l->ints.push_back(i);
   launch(
-      ctx, "sum", 1, [](const Launch& l) { sdk::reduce_loop<T, T>(l.out.view(), l.in[0].view(), l.ints, SumOp<T>()); },
-      l);
+      ctx, "sum", 1,
+      [](const Launch& l) { sdk::reduce_loop<T, T>(l.out.view(), l.in[0].view(), l.ints, SumOp<T>()); }, l);
 }
 
 // matmul on contiguous inputs (registered without OAR_KERNEL_STRIDED_INPUTS, so the core makes them so):
 // 1-D operands, transpose_x / transpose_y and broadcast batch dimensions.
-template <typename T> void matmul_kernel(sdk::KernelContext& ctx) {
+template <typename T>
+void matmul_kernel(sdk::KernelContext& ctx) {
   auto l = std::make_shared<Launch>();
   l->ints = {ctx.attr_int("transpose_x"), ctx.attr_int("transpose_y")};
   launch(
@@ -659,7 +674,8 @@ template <typename T> void matmul_kernel(sdk::KernelContext& ctx) {
 }
 
 // fill has no inputs: its dtype comes from the "dtype" attribute.
-template <typename T> void fill_kernel(sdk::KernelContext& ctx) {
+template <typename T>
+void fill_kernel(sdk::KernelContext& ctx) {
   auto l = std::make_shared<Launch>();
   l->real = ctx.attr_float("value");
   launch(
@@ -708,8 +724,8 @@ extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
   return sdk::answer_query(info, {"custom_cpu", "custom_cpu", "0.1.0", nullptr, 100});
 }
 
-extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services, OarRegistrar* registrar,
-                                                       OarPluginTables* tables) {
+extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services,
+                                                       OarRegistrar* registrar, OarPluginTables* tables) {
   return sdk::run_init(services, tables, "custom_cpu", [&](OarPluginTables& t) {
     State& s = state();
     s.device_count = static_cast<int32_t>(std::min<uint64_t>(env_uint("CUSTOM_CPU_DEVICE_COUNT", 2), 16));
