@@ -114,6 +114,21 @@ def test_sample_own_tests(sample_build):
     assert "5 passed" in r.stdout
 
 
+def test_sample_loaded_late_conforms_and_exits_cleanly(sample_build):
+    """Loaded after `import oar` (as an entry point does, oar._C.load_plugin here), the plugin's statics are
+    destroyed before the core's: the suite's lifecycle check runs a fresh process that loads it the same way and must
+    exit with status 0 (the sample once aborted at exit in exactly this order)."""
+    code = ("import oar\n"
+            "rec = oar._C.load_plugin({!r})\n"
+            "assert rec.loaded, rec.reason\n"
+            "from oar.testing import plugin_conformance as pc\n"
+            "rep = pc.run('custom_cpu', ['lifecycle', 'kernels.matmul', 'streams'])\n"
+            "print(rep.format())\n").format(os.path.join(sample_build, "liboar_plugin_custom_cpu.so"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=CLEAN_ENV, cwd="/")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "7 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
+
+
 def test_broken_kernel_fails_the_suite_with_a_readable_report(faulty_build):
     """A suite that cannot fail is a defect: with `add` off by one the CLI exits 1 and says what broke."""
     r = _conformance_cli("--device", "custom_cpu", env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=faulty_build))

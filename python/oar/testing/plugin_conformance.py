@@ -26,7 +26,8 @@ What it checks (names are `group.check[.detail]`; `-k` selects by substring):
 - `errors.*`: an out-of-memory request, a bad device index and a failing op raise Python exceptions that
   name the plugin or device, and the device keeps working afterwards;
 - `collectives.*`: each collective the plugin implements, with in-process ranks (one thread each);
-- `profiler.*`: trace events, when the plugin has a profiler table.
+- `profiler.*`: trace events, when the plugin has a profiler table;
+- `lifecycle.process_exit`: a fresh interpreter that used the devices exits cleanly (status 0).
 
 Private helpers of `oar._C` (`_kit_*`, python/src/plugin_kit.cc) reach what the public API does not
 expose yet: op schemas, extra streams and events, raw memset/copy, collectives and profiling.
@@ -802,6 +803,40 @@ def check_trace_events(ctx):
     for name, cat, t0, t1, _device, _stream in events:
         assert name and cat, "a trace event without name or category: {!r}".format((name, cat))
         assert t1 >= t0, "trace event {} ends before it starts ({} < {})".format(name, t1, t0)
+
+
+# ---- lifecycle --------------------------------------------------------------------------------------
+
+_EXIT_SCRIPT = """
+import sys, numpy as np, oar
+from oar import _C
+t, path = sys.argv[1], sys.argv[2]
+if _C.device_count(t) == 0:  # the parent loaded it explicitly (load_plugin): do the same
+    _C.load_plugin(path)
+assert _C.device_count(t) > 0, "device type {} not available in a fresh process".format(t)
+for p in ["{}:{}".format(t, i) for i in range(_C.device_count(t))]:
+    x = oar.to_tensor(np.arange(12, dtype="float32").reshape(3, 4), place=p)
+    y = (x + x) * x
+    s = _C._KitStream(p)
+    e = _C._KitEvent(p)
+    e.record(s)
+    assert y.numpy()[2, 3] == 242.0
+print("USED")
+"""
+
+
+@check("lifecycle.process_exit")
+def check_process_exit(ctx):
+    """A fresh interpreter that uses every device (tensors, kernels, an extra stream and event left alive)
+    must exit with status 0: plugin state torn down in the wrong order at exit (a static destroyed while
+    the core still calls in) aborts the process only then."""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, ctx.device_type, ctx.record.path], capture_output=True, text=True,
+                       timeout=120)
+    tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-5:])
+    assert "USED" in r.stdout, "the child process could not use {}:\n{}".format(ctx.device_type, tail)
+    assert r.returncode == 0, "the process exited with status {} after using {}:\n{}".format(
+        r.returncode, ctx.device_type, tail)
 
 
 # ---- command line -----------------------------------------------------------------------------------

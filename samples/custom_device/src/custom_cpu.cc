@@ -75,13 +75,21 @@ struct Span {
   uint64_t stream;
 };
 std::atomic<bool> g_profiling{false};
-std::mutex g_spans_mu;
-std::vector<Span> g_spans;
+struct Spans {
+  std::mutex mu;
+  std::vector<Span> spans;
+};
+// Never destroyed: stream workers and the core may still call in while the process exits, after
+// function-local statics would have been destroyed (a destroyed mutex aborts the process).
+Spans& spans() {
+  static Spans* s = new Spans();
+  return *s;
+}
 
 void record_span(const Span& s) {
   if (!g_profiling.load(std::memory_order_relaxed)) return;
-  std::lock_guard<std::mutex> lk(g_spans_mu);
-  g_spans.push_back(s);
+  std::lock_guard<std::mutex> lk(spans().mu);
+  spans().spans.push_back(s);
 }
 
 // ---- streams: a worker thread per stream --------------------------------------------------------------
@@ -227,9 +235,11 @@ struct State {
   std::map<OarEvent, std::shared_ptr<Event>> events;
   std::atomic<uint64_t> next_stream_id{1};
 };
+// Never destroyed (see spans()): the core may free memory or destroy streams during its own exit-time
+// cleanup, after this library's statics would be gone. shutdown() joins the stream workers.
 State& state() {
-  static State s;
-  return s;
+  static State* s = new State();
+  return *s;
 }
 
 void check_device(int32_t device) {
@@ -500,13 +510,13 @@ OarError* profiler_stop() {
 }
 OarError* profiler_flush() {
   return sdk::guard([] {
-    std::vector<Span> spans;
+    std::vector<Span> batch;
     {
-      std::lock_guard<std::mutex> lk(g_spans_mu);
-      spans.swap(g_spans);
+      std::lock_guard<std::mutex> lk(spans().mu);
+      batch.swap(spans().spans);
     }
     if (!sdk::services().trace_event) return;  // an older core without trace events
-    for (const Span& s : spans) {
+    for (const Span& s : batch) {
       OarTraceEvent e{};
       e.struct_size = sizeof(e);
       e.name = s.name;  // string literals: valid for the life of the plugin
