@@ -93,7 +93,8 @@ def sample_build(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def faulty_build(tmp_path_factory):
-    """The sample built with CUSTOM_CPU_TEST_FAULTS: a wrong `add`, a failing copy and a failing kernel."""
+    """The sample built with CUSTOM_CPU_TEST_FAULTS: a wrong `add`, a stream wait that does not wait, a
+    failing copy and a failing kernel."""
     return _build_sample(tmp_path_factory.mktemp("custom_cpu_faults"), "-DCUSTOM_CPU_TEST_FAULTS=ON")
 
 
@@ -141,6 +142,9 @@ def test_broken_kernel_fails_the_suite_with_a_readable_report(faulty_build):
     assert "add[0] float32 inputs [(3, 4), (3, 4)]" in m.group(1)
     assert "elements differ from the CPU reference" in m.group(1) and "got " in m.group(1)
     assert "FAIL kernels.add.float64" in out
+    # A stream wait that does not wait is caught by the producer/consumer check (stale values).
+    m = re.search(r"^FAIL streams\.events_across_streams .*\n\s+AssertionError: (.*)$", out, re.M)
+    assert m and "ordered after its producer through an event" in m.group(1), out
     # Kernels the fault does not touch still pass.
     assert "FAIL kernels.matmul" not in out and "FAIL kernels.multiply" not in out
     # The same through the library.

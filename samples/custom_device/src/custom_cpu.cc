@@ -34,9 +34,9 @@
 #include <vector>
 
 // Fault injection for the plugin kit's own tests (CMake option CUSTOM_CPU_TEST_FAULTS): `add` gives wrong
-// numbers, a copy of exactly kFaultyCopyBytes bytes fails, and `relu` fails on a tensor of
-// kFaultyKernelNumel elements. A vendor deletes this; it exists so the conformance suite can be seen to
-// fail and so errors can be seen to reach Python with this plugin's message.
+// numbers, stream_wait_event does not wait, a copy of exactly kFaultyCopyBytes bytes fails, and `relu`
+// fails on a tensor of kFaultyKernelNumel elements. A vendor deletes this; it exists so the conformance suite
+// can be seen to fail and so errors can be seen to reach Python with this plugin's message.
 #ifdef CUSTOM_CPU_TEST_FAULTS
 constexpr bool kFaults = true;
 #else
@@ -432,7 +432,8 @@ OarError* stream_query(int32_t device, OarStream stream, int32_t* done) {
 OarError* stream_wait_event(int32_t device, OarStream stream, OarEvent event) {
   return sdk::guard([&] {
     std::shared_ptr<EventPoint> p = find_event(event)->latest();
-    if (!p) return;  // never recorded: nothing to wait for
+    if (!p) return;       // never recorded: nothing to wait for
+    if (kFaults) return;  // the deliberately broken wait (CUSTOM_CPU_TEST_FAULTS): orders nothing
     if (!stream) return p->wait();
     find_stream(stream, device)->enqueue(Task{[p] { p->wait(); }, "wait_event", "event"});
   });
