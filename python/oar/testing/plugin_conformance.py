@@ -9,7 +9,7 @@ or from Python:
 
 A plugin author runs it against their device type after installing their plugin (docs/plugin_guide.md).
 It is a plain library with a small runner, not a pytest plugin: every check is a function taking a
-`Context`; it passes by returning, is skipped by raising `Skip(reason)` and fails by raising anything
+`Context`; it passes by returning (optionally a note, shown with -v), is skipped by raising `Skip(reason)` and fails by raising anything
 else (the message is the report). The exit status is 0 when nothing failed, 1 otherwise (2: the device
 type is not available at all).
 
@@ -182,8 +182,8 @@ def run(device_type, patterns=None, verbose=False, out=None, seed=0, large_mib=6
             continue
         t0 = time.perf_counter()
         try:
-            fn(ctx)
-            res = Result(name, "PASS")
+            note = fn(ctx)
+            res = Result(name, "PASS", note if isinstance(note, str) else "")
         except Skip as e:
             res = Result(name, "SKIP", str(e))
         except Exception as e:  # noqa: BLE001 -- every failure is reported, none stops the run
@@ -519,6 +519,56 @@ KERNEL_RECIPES = {
              ([((3, 4), -5, 5)], {"dtype": "float64"})],
     "divide": [([((3, 4), -2, 2), ((3, 4), 0.5, 2)], {}), ([((2, 3, 4), -2, 2), ((4,), 0.5, 2)], {})],
     "sqrt": _unary_cases(0.1, 4), "log": _unary_cases(0.1, 4), "rsqrt": _unary_cases(0.1, 4),
+    "polygamma": [([((3, 4), 0.5, 3)], {"n": 1})],
+    # creation ops: no inputs, dtype from the attribute
+    "arange": [([], {"start": 0.0, "end": 10.0, "step": 1.5}), ([], {"start": 3.0, "end": -2.0, "step": -0.5})],
+    "eye": [([], {"num_rows": 3, "num_columns": 4}), ([], {"num_rows": 2, "num_columns": 2})],
+    "linspace": [([], {"start": -1.0, "stop": 1.0, "num": 7}), ([], {"start": 2.0, "stop": 2.0, "num": 1})],
+    # nn
+    "conv": [([((2, 3, 8, 8), -1, 1), ((4, 3, 3, 3), -1, 1)], {}),
+             ([((2, 3, 8, 8), -1, 1), ((4, 3, 3, 3), -1, 1)], {"strides": [2, 2], "paddings": [1, 1]}),
+             ([((1, 4, 6, 6), -1, 1), ((4, 2, 3, 3), -1, 1)], {"groups": 2, "dilations": [2, 2]}),
+             ([((2, 3, 10), -1, 1), ((4, 3, 3), -1, 1)], {})],
+    "conv_grad_input": [([((2, 4, 6, 6), -1, 1), ((4, 3, 3, 3), -1, 1)], {"input_size": [8, 8]})],
+    "conv_grad_filter": [([((2, 3, 8, 8), -1, 1), ((2, 4, 6, 6), -1, 1)], {"filter_size": [3, 3]})],
+    "avg_pool": [([((2, 3, 8, 8), -2, 2)], {"kernel_size": [2, 2], "strides": [2, 2]}),
+                 ([((2, 3, 7, 7), -2, 2)], {"kernel_size": [3, 3], "strides": [2, 2], "paddings": [1, 1]}),
+                 ([((1, 2, 6, 6), -2, 2)], {"kernel_size": [2, 2], "adaptive": 1})],
+    "avg_pool_grad": [([((2, 3, 4, 4), -1, 1)], {"kernel_size": [2, 2], "strides": [2, 2],
+                                                 "input_size": [8, 8]})],
+    "max_pool": [([((2, 3, 8, 8), -2, 2)], {"kernel_size": [2, 2], "strides": [2, 2]}),
+                 ([((2, 3, 7, 7), -2, 2)], {"kernel_size": [3, 3], "strides": [2, 2], "paddings": [1, 1]})],
+    "layer_norm": [([((4, 6), -2, 2), ((6,), 0.5, 1.5), ((6,), -1, 1)], {"begin_norm_axis": 1}),
+                   ([((2, 3, 4), -2, 2), ((12,), 0.5, 1.5), ((12,), -1, 1)], {"begin_norm_axis": 1})],
+    "softmax_cross_entropy": [([((4, 5), -2, 2), ((4, 1), 0, 4, "int64")], {}),
+                              ([((4, 5), -2, 2), ((4,), 0, 4, "int64")], {})],
+    "softmax_cross_entropy_grad": [([((4, 5), 0.05, 0.3), ((4, 1), 0, 4, "int64"), ((4, 1), -1, 1)], {}),
+                                   ([((4, 5), 0.05, 0.3), ((4,), 0, 4, "int64"), ((4,), -1, 1)], {})],
+    "unfold": [([((1, 2, 5, 5), -1, 1)], {"kernel_sizes": [2, 2]}),
+               ([((2, 1, 6, 6), -1, 1)], {"kernel_sizes": [3, 3], "strides": [2, 2], "paddings": [1, 1]})],
+    "fold": [([((1, 8, 16), -1, 1)], {"kernel_sizes": [2, 2], "output_sizes": [5, 5]})],
+    "interpolate": [([((1, 2, 4, 4), -1, 1)], {"out_size": [6, 6], "ratios": [1.5, 1.5]}),
+                    ([((1, 2, 4, 4), -1, 1)], {"out_size": [8, 8], "ratios": [2.0, 2.0], "mode": 0})],
+    "pad": [([((3, 4), -1, 1)], {"pads": [1, 2, 0, 1]}), ([((1, 2, 3, 4), -1, 1)], {"pads": [1, 1, 2, 2]})],
+    # indexing: integer index inputs
+    "index_select": [([((5, 4), -2, 2), ((3,), 0, 4, "int64")], {}),
+                     ([((5, 4), -2, 2), ((6,), 0, 3, "int64")], {"axis": 1})],
+    "index_add": [([((5, 3), -2, 2), ((2,), 0, 4, "int64"), ((2, 3), -2, 2)], {})],
+    "take_along_axis": [([((3, 4), -2, 2), ((3, 2), 0, 3, "int64")], {"axis": 1}),
+                        ([((3, 4), -2, 2), ((2, 4), 0, 2, "int64")], {"axis": 0})],
+    "put_along_axis": [([((3, 4), -2, 2), ((3, 1), 0, 3, "int64"), ((3, 1), -2, 2)], {"axis": 1})],
+    "gather_nd": [([((3, 4, 5), -2, 2), ((2, 2), 0, 2, "int64")], {})],
+    "scatter_nd_add": [([((4, 3), -2, 2), ((2, 1), 0, 3, "int64"), ((2, 3), -2, 2)], {})],
+    "where": [([((3, 4), 0, 1, "bool"), ((3, 4), -2, 2), ((3, 4), -2, 2)], {}),
+              ([((3, 1), 0, 1, "bool"), ((1, 4), -2, 2), ((3, 4), -2, 2)], {})],
+    "topk": [([((3, 5), -2, 2)], {"k": 2}), ([((4, 3), -2, 2)], {"k": 2, "axis": 0, "largest": 0})],
+    # linear algebra: well-conditioned inputs
+    "inverse": [([((4, 4), -1, 1, "spd")], {}), ([((2, 3, 3), -1, 1, "spd")], {})],
+    "det": [([((4, 4), -1, 1, "spd")], {}), ([((2, 3, 3), -1, 1, "spd")], {})],
+    "slogdet": [([((4, 4), -1, 1, "spd")], {})],
+    "cholesky": [([((4, 4), -1, 1, "spd")], {}), ([((2, 3, 3), -1, 1, "spd")], {"upper": 1})],
+    "solve": [([((3, 3), -1, 1, "spd"), ((3, 2), -1, 1)], {})],
+    "triangular_solve": [([((3, 3), -1, 1, "tri"), ((3, 2), -1, 1)], {})],
 }
 for _op in ("add", "subtract", "multiply", "maximum", "minimum", "pow", "equal", "not_equal", "less_than",
             "less_equal", "greater_than", "greater_equal"):
@@ -533,6 +583,8 @@ KERNEL_EXCEPTIONS = {
     "normal": "random numbers: the device's stream of numbers need not match the CPU's",
     "dropout": "random numbers: the device's stream of numbers need not match the CPU's",
     "empty": "uninitialised memory",
+    "eigh": "eigenvectors are defined up to sign (and order within repeated eigenvalues): compare them with a "
+            "test of your own (e.g. A v = w v)",
 }
 
 
@@ -544,19 +596,37 @@ def _generic_cases(schema):
     n = len(schema["inputs"]) if not schema["variadic"] else 2
     if n == 0:
         return None, "no inputs and no recipe"
+    if n == 1:
+        return _unary_cases(), None
     if n == 2 and not schema["variadic"]:
         return _binary_cases(), None
     cases = [([((3, 4), -2, 2)] * n, {}), ([((2, 3, 5), -2, 2)] * n, {}), ([((0, 4), -2, 2)] * n, {})]
     return cases, None
 
 
+def _spec_options(spec):
+    return spec[3].split(",") if len(spec) > 3 and spec[3] else []
+
+
 def _make_inputs(ctx, specs, dtype):
+    """Host arrays and device placements for one case. Options (4th element, comma-separated): "T" the
+    input is a transposed (non-contiguous) device view; a dtype name (e.g. "int64", "bool") overrides the
+    kernel's dtype (index inputs); "spd" a symmetric positive definite matrix (batch) for linear algebra;
+    "tri" an upper-triangular, well-conditioned one."""
     host, dev = [], []
     for spec in specs:
         shape, low, high = spec[0], spec[1], spec[2]
-        a = ctx.random(shape, dtype, low, high)
+        opts = _spec_options(spec)
+        dt = next((o for o in opts if o not in ("T", "spd", "tri")), dtype)
+        a = ctx.random(shape, dt, low, high)
+        if "spd" in opts:  # B B^T + n I
+            n = shape[-1]
+            a = (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dt)
+        if "tri" in opts:
+            n = shape[-1]
+            a = (np.triu(a) + n * np.eye(n)).astype(dt)
         host.append(a)
-        if len(spec) > 3 and spec[3] == "T":
+        if "T" in opts:
             base = np.ascontiguousarray(a.T) if a.ndim == 2 else a
             dev.append((base, True))
         else:
@@ -634,31 +704,32 @@ def _check_kernel(ctx, op_name, dtype):
             graded += _check_grad(ctx, op, schema, host, dev_specs, attrs, dtype, what)
     if not compared:
         raise Skip("no generated case is valid for this op; add a recipe in KERNEL_RECIPES:\n" + "\n".join(dropped))
+    note = "{} case(s) compared, {} with gradients".format(compared, graded)
+    return note + ("; not compared:\n" + "\n".join(dropped) if dropped else "")
 
 
 def _check_grad(ctx, op, schema, host, dev_specs, attrs, dtype, what):
     """Gradient of sum(out * w) w.r.t. every input, on the device and on the CPU. Returns 1 when compared,
     0 when the op is not differentiable."""
     cpu_in = [_to(a, "cpu") for a in host]
-    for t in cpu_in:
-        t.stop_gradient = False
+    floats = [k for k, a in enumerate(host) if a.dtype.kind == "f"]  # index / mask inputs have no gradient
+    for k in floats:
+        cpu_in[k].stop_gradient = False
     outs = _run_op(op, cpu_in, attrs, schema["variadic"])
     out = outs[0]
     if out.stop_gradient or int(np.prod(out.shape)) == 0 or out.dtype not in (oar.float32, oar.float64):
         return 0
     w = ctx.random(tuple(out.shape), dtype, 0.5, 1.5)
     try:
-        want = oar.grad([(out * _to(w, "cpu")).sum()], cpu_in, allow_unused=True)
+        want = oar.grad([(out * _to(w, "cpu")).sum()], [cpu_in[k] for k in floats], allow_unused=True)
     except Exception:  # noqa: BLE001 -- no gradient rule for this op on the CPU either
         return 0
     dev_in = _place_inputs(dev_specs, ctx.place)
-    leaves = []
-    for t in dev_in:
-        t.stop_gradient = False
-        leaves.append(t)
+    for k in floats:
+        dev_in[k].stop_gradient = False
     dout = _run_op(op, dev_in, attrs, schema["variadic"])[0]
-    got = oar.grad([(dout * _to(w, ctx.place)).sum()], leaves, allow_unused=True)
-    for k, (g, wg) in enumerate(zip(got, want)):
+    got = oar.grad([(dout * _to(w, ctx.place)).sum()], [dev_in[k] for k in floats], allow_unused=True)
+    for k, g, wg in zip(floats, got, want):
         if wg is None:
             continue
         assert g is not None, "{}: no gradient for input {} on the device".format(what, k)
