@@ -500,6 +500,263 @@ OarError* event_elapsed_ms(int32_t /*device*/, OarEvent start, OarEvent end, flo
   });
 }
 
+// ---- collectives: ranks inside one process -----------------------------------------------------------
+// Communicators created with the same unique id form a group. Every call is enqueued on the caller's
+// stream; when the stream reaches it, the rank's task waits at a rendezvous for the same call (matched by
+// the communicator's call sequence number) of every other rank. The last to arrive computes every rank's
+// result into scratch buffers first (so in-place calls, send == recv, are safe) and copies them out. Ranks
+// must therefore run on different streams (as they do on a real device); a real backend calls its vendor
+// library (NCCL-like) here instead. Multi-process ranks would exchange the unique id through the core's
+// key-value store (services->store_set / store_get) and need a transport: not done in this sample.
+enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll };
+
+struct Call {
+  Coll kind = Coll::kAllReduce;
+  uint64_t count = 0;
+  int32_t dtype = 0, op = 0, root = 0;
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+  int32_t arrived = 0, departed = 0;
+  bool done = false;
+  std::string error;
+};
+
+struct Group {
+  int32_t nranks = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<uint64_t, Call> calls;  // by call sequence number
+  bool aborted = false;
+};
+
+struct Comm {
+  std::shared_ptr<Group> group;
+  int32_t rank = 0, device = 0;
+  uint64_t next_seq = 0;  // advanced on the host, in the order the rank enqueues its calls
+};
+
+std::mutex g_groups_mu;
+std::map<std::string, std::weak_ptr<Group>>& groups() {
+  static auto* g = new std::map<std::string, std::weak_ptr<Group>>();  // never destroyed, as state()
+  return *g;
+}
+
+template <typename T>
+T reduce_two(T a, T b, int32_t op) {
+  switch (op) {
+    case OAR_REDUCE_SUM:
+    case OAR_REDUCE_AVG:
+      return a + b;
+    case OAR_REDUCE_PROD:
+      return a * b;
+    case OAR_REDUCE_MAX:
+      return a > b ? a : b;
+    case OAR_REDUCE_MIN:
+      return a < b ? a : b;
+  }
+  throw Error(OAR_ERR_INVALID_ARGUMENT, "custom_cpu: unknown reduce op " + std::to_string(op));
+}
+
+// Elementwise reduction of `n` elements starting at element `offset` of every rank's send buffer.
+template <typename T>
+void reduce_into(const Call& c, uint64_t offset, uint64_t n, unsigned char* out) {
+  T* o = reinterpret_cast<T*>(out);
+  const int32_t nr = static_cast<int32_t>(c.send.size());
+  for (uint64_t i = 0; i < n; ++i) {
+    T acc = static_cast<const T*>(c.send[0])[offset + i];
+    for (int32_t r = 1; r < nr; ++r)
+      acc = reduce_two(acc, static_cast<const T*>(c.send[r])[offset + i], c.op);
+    if (c.op == OAR_REDUCE_AVG) acc = static_cast<T>(acc / static_cast<T>(nr));
+    o[i] = acc;
+  }
+}
+
+void reduce_any(const Call& c, uint64_t offset, uint64_t n, unsigned char* out) {
+  switch (c.dtype) {
+    case OAR_DTYPE_FLOAT32:
+      return reduce_into<float>(c, offset, n, out);
+    case OAR_DTYPE_FLOAT64:
+      return reduce_into<double>(c, offset, n, out);
+    case OAR_DTYPE_INT32:
+      return reduce_into<int32_t>(c, offset, n, out);
+    case OAR_DTYPE_INT64:
+      return reduce_into<int64_t>(c, offset, n, out);
+  }
+  throw Error(OAR_ERR_TYPE, "custom_cpu: collectives support float32, float64, int32 and int64, not " +
+                                std::string(sdk::dtype_name(c.dtype)));
+}
+
+// Computes every rank's result (run by the last rank to arrive, under the group's lock).
+void compute(Call& c) {
+  const int32_t nr = static_cast<int32_t>(c.send.size());
+  const uint64_t es = static_cast<uint64_t>(sdk::dtype_size(c.dtype));
+  const uint64_t bytes = c.count * es;
+  std::vector<std::vector<unsigned char>> out(static_cast<size_t>(nr));
+  switch (c.kind) {
+    case Coll::kAllReduce:
+    case Coll::kReduce: {
+      std::vector<unsigned char> sum(bytes);
+      reduce_any(c, 0, c.count, sum.data());
+      for (int32_t r = 0; r < nr; ++r)
+        if (c.kind == Coll::kAllReduce || r == c.root) out[r] = sum;
+      break;
+    }
+    case Coll::kBroadcast: {
+      const auto* src = static_cast<const unsigned char*>(c.send[c.root]);
+      for (int32_t r = 0; r < nr; ++r) out[r].assign(src, src + bytes);
+      break;
+    }
+    case Coll::kAllGather: {
+      std::vector<unsigned char> all;
+      for (int32_t r = 0; r < nr; ++r) {
+        const auto* src = static_cast<const unsigned char*>(c.send[r]);
+        all.insert(all.end(), src, src + bytes);
+      }
+      for (int32_t r = 0; r < nr; ++r) out[r] = all;
+      break;
+    }
+    case Coll::kReduceScatter:  // count = elements each rank receives
+      for (int32_t r = 0; r < nr; ++r) {
+        out[r].resize(bytes);
+        reduce_any(c, static_cast<uint64_t>(r) * c.count, c.count, out[r].data());
+      }
+      break;
+    case Coll::kAllToAll:  // count = elements per peer
+      for (int32_t r = 0; r < nr; ++r)
+        for (int32_t j = 0; j < nr; ++j) {
+          const auto* src = static_cast<const unsigned char*>(c.send[j]) + static_cast<uint64_t>(r) * bytes;
+          out[r].insert(out[r].end(), src, src + bytes);
+        }
+      break;
+  }
+  for (int32_t r = 0; r < nr; ++r)
+    if (!out[r].empty()) std::memcpy(c.recv[r], out[r].data(), out[r].size());
+}
+
+OarError* coll_get_unique_id(OarCommUniqueId* id) {
+  return sdk::guard([&] {
+    static std::atomic<uint64_t> counter{0};
+    std::memset(id->bytes, 0, sizeof(id->bytes));
+    const std::string text = "custom_cpu:" + std::to_string(now_ns()) + ":" + std::to_string(counter++);
+    std::memcpy(id->bytes, text.data(), std::min(text.size(), sizeof(id->bytes) - 1));
+  });
+}
+
+OarError* coll_comm_init(int32_t local_device, int32_t nranks, int32_t rank, const OarCommUniqueId* id,
+                         OarComm* comm) {
+  return sdk::guard([&] {
+    check_device(local_device);
+    OAR_SDK_CHECK(nranks >= 1 && rank >= 0 && rank < nranks, OAR_ERR_INVALID_ARGUMENT,
+                  "custom_cpu: comm_init: rank " << rank << " of " << nranks);
+    const std::string key(reinterpret_cast<const char*>(id->bytes),
+                          strnlen(reinterpret_cast<const char*>(id->bytes), sizeof(id->bytes)));
+    std::shared_ptr<Group> g;
+    {
+      std::lock_guard<std::mutex> lk(g_groups_mu);
+      g = groups()[key].lock();
+      if (!g) {
+        g = std::make_shared<Group>();
+        g->nranks = nranks;
+        groups()[key] = g;
+      }
+    }
+    OAR_SDK_CHECK(g->nranks == nranks, OAR_ERR_INVALID_ARGUMENT,
+                  "custom_cpu: comm_init: " << nranks << " ranks, the group has " << g->nranks);
+    auto* c = new Comm();
+    c->group = std::move(g);
+    c->rank = rank;
+    c->device = local_device;
+    *comm = reinterpret_cast<OarComm>(c);
+  });
+}
+
+OarError* coll_comm_destroy(OarComm comm) {
+  delete reinterpret_cast<Comm*>(comm);
+  return nullptr;
+}
+
+OarError* coll_abort(OarComm comm) {
+  return sdk::guard([&] {
+    Group& g = *reinterpret_cast<Comm*>(comm)->group;
+    {
+      std::lock_guard<std::mutex> lk(g.mu);
+      g.aborted = true;
+    }
+    g.cv.notify_all();
+  });
+}
+
+// Enqueues this rank's part of one collective on `stream`.
+void enqueue(Coll kind, const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root,
+             OarComm handle, OarStream stream) {
+  Comm* comm = reinterpret_cast<Comm*>(handle);
+  OAR_SDK_CHECK(comm, OAR_ERR_INVALID_ARGUMENT, "custom_cpu: collective on a NULL communicator");
+  OAR_SDK_CHECK(stream, OAR_ERR_INVALID_ARGUMENT,
+                "custom_cpu: collectives need a stream (ranks meet on their streams' workers)");
+  const uint64_t seq = comm->next_seq++;
+  std::shared_ptr<Group> g = comm->group;
+  const int32_t rank = comm->rank;
+  submit(comm->device, stream, "collective", "collective", [=] {
+    std::unique_lock<std::mutex> lk(g->mu);
+    Call& c = g->calls[seq];
+    if (c.send.empty()) {
+      c.kind = kind, c.count = count, c.dtype = dtype, c.op = op, c.root = root;
+      c.send.assign(static_cast<size_t>(g->nranks), nullptr);
+      c.recv.assign(static_cast<size_t>(g->nranks), nullptr);
+    } else if (c.kind != kind || c.count != count || c.dtype != dtype || c.root != root) {
+      c.error = "custom_cpu: the ranks called different collectives (or counts, dtypes, roots) at call " +
+                std::to_string(seq);
+    }
+    c.send[rank] = send;
+    c.recv[rank] = recv;
+    if (++c.arrived == g->nranks) {
+      if (c.error.empty()) {
+        try {
+          compute(c);
+        } catch (const std::exception& e) {
+          c.error = e.what();
+        }
+      }
+      c.done = true;
+      g->cv.notify_all();
+    } else if (!g->cv.wait_for(lk, std::chrono::seconds(60), [&] { return c.done || g->aborted; })) {
+      throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: collective call " + std::to_string(seq) + ": only " +
+                                           std::to_string(c.arrived) + " of " + std::to_string(g->nranks) +
+                                           " ranks arrived within 60 s");
+    }
+    if (!c.done) throw Error(OAR_ERR_PRECONDITION, "custom_cpu: communicator aborted");
+    const std::string error = c.error;
+    if (++c.departed == g->nranks) g->calls.erase(seq);
+    if (!error.empty()) throw Error(OAR_ERR_INVALID_ARGUMENT, error);
+  });
+}
+
+OarError* coll_all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
+                          OarComm comm, OarStream stream) {
+  return sdk::guard([&] { enqueue(Coll::kAllReduce, send, recv, count, dtype, op, 0, comm, stream); });
+}
+OarError* coll_broadcast(void* buf, uint64_t count, int32_t dtype, int32_t root, OarComm comm,
+                         OarStream stream) {
+  return sdk::guard([&] { enqueue(Coll::kBroadcast, buf, buf, count, dtype, 0, root, comm, stream); });
+}
+OarError* coll_reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root,
+                      OarComm comm, OarStream stream) {
+  return sdk::guard([&] { enqueue(Coll::kReduce, send, recv, count, dtype, op, root, comm, stream); });
+}
+OarError* coll_all_gather(const void* send, void* recv, uint64_t send_count, int32_t dtype, OarComm comm,
+                          OarStream stream) {
+  return sdk::guard([&] { enqueue(Coll::kAllGather, send, recv, send_count, dtype, 0, 0, comm, stream); });
+}
+OarError* coll_reduce_scatter(const void* send, void* recv, uint64_t recv_count, int32_t dtype, int32_t op,
+                              OarComm comm, OarStream stream) {
+  return sdk::guard(
+      [&] { enqueue(Coll::kReduceScatter, send, recv, recv_count, dtype, op, 0, comm, stream); });
+}
+OarError* coll_all_to_all(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype, OarComm comm,
+                          OarStream stream) {
+  return sdk::guard([&] { enqueue(Coll::kAllToAll, send, recv, count_per_rank, dtype, 0, 0, comm, stream); });
+}
+
 // ---- profiler table ----------------------------------------------------------------------------------
 OarError* profiler_start() {
   g_profiling = true;
@@ -784,12 +1041,25 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     profiler.stop = profiler_stop;
     profiler.flush = profiler_flush;
 
+    static OarCollectiveTable collective{};
+    collective.struct_size = sizeof(collective);
+    collective.get_unique_id = coll_get_unique_id;
+    collective.comm_init = coll_comm_init;
+    collective.comm_destroy = coll_comm_destroy;
+    collective.all_reduce = coll_all_reduce;
+    collective.broadcast = coll_broadcast;
+    collective.reduce = coll_reduce;
+    collective.all_gather = coll_all_gather;
+    collective.reduce_scatter = coll_reduce_scatter;
+    collective.all_to_all = coll_all_to_all;
+    collective.abort = coll_abort;  // send/recv, group_start/end, get_async_error: NULL (not implemented)
+
     t.device = &device;
     t.memory = &memory;
     t.stream = &stream;
     t.event = &event;
     t.profiler = &profiler;
-    t.collective = nullptr;  // no collectives: the conformance suite skips them, saying so
+    t.collective = &collective;
     t.shutdown = shutdown;
 
     register_kernels(registrar);
