@@ -9,9 +9,9 @@ or from Python:
 
 A plugin author runs it against their device type after installing their plugin (docs/plugin_guide.md).
 It is a plain library with a small runner, not a pytest plugin: every check is a function taking a
-`Context`; it passes by returning (optionally a note, shown with -v), is skipped by raising `Skip(reason)` and fails by raising anything
-else (the message is the report). The exit status is 0 when nothing failed, 1 otherwise (2: the device
-type is not available at all).
+`Context`; it passes by returning (optionally a note, shown with -v), is skipped by raising
+`Skip(reason)` and fails by raising anything else (the message is the report). The exit status is 0
+when nothing failed, 1 otherwise (2: the device type is not available at all).
 
 What it checks (names are `group.check[.detail]`; `-k` selects by substring):
 - `abi.*`: the plugin's record (loaded, its ABI version inside the window this core accepts);
@@ -23,8 +23,8 @@ What it checks (names are `group.check[.detail]`; `-k` selects by substring):
 - `kernels.<op>.<dtype>`: every kernel the plugin registers, against the CPU plugin's kernel for the
   same op, on inputs generated from the op's schema (shapes with broadcasting, 0-d, empty and
   non-contiguous views, attribute defaults), and its gradient where the op is differentiable;
-- `errors.*`: an out-of-memory request, a bad device index and a failing op raise Python exceptions that
-  name the plugin or device, and the device keeps working afterwards;
+- `errors.*`: an out-of-memory request raises MemoryError carrying the plugin's message, a bad device
+  index and a failing op raise exceptions naming the device type / op, and the device keeps working;
 - `collectives.*`: each collective the plugin implements, with in-process ranks (one thread each);
 - `profiler.*`: trace events, when the plugin has a profiler table;
 - `lifecycle.process_exit`: a fresh interpreter that used the devices exits cleanly (status 0).
@@ -863,11 +863,11 @@ def check_all_to_all(ctx):
 def check_trace_events(ctx):
     if not _C._kit_has_profiler(ctx.device_type):
         raise Skip("plugin {} has no profiler table".format(ctx.plugin))
-    dev = _C.device_properties(ctx.place)  # noqa: F841 (opens the device first)
+    _C.device_properties(ctx.place)  # opens the device before profiling starts
     _C._kit_start_profiling()
     try:
         x = _to(np.ones((64, 64), dtype="float32"), ctx.place)
-        y = (x + x).numpy()  # noqa: F841
+        (x + x).numpy()
     finally:
         events = _C._kit_stop_profiling()
     assert events, "the profiler was started, work ran, and no trace event came back"
