@@ -61,10 +61,13 @@ class Context:
         self.rng = np.random.default_rng(seed)
         self.large_mib = large_mib
         types = {name: (available, count) for _, name, available, count in _C.device_types()}
-        if device_type not in types or not types[device_type][0]:
-            raise ValueError("device type '{}' is not available (available: {}); is its plugin installed? "
-                             "`python -m oar.utils.doctor` says why a plugin was skipped".format(
-                                 device_type, sorted(n for n, (a, _) in types.items() if a)))
+        if device_type not in types or not types[device_type][0] or types[device_type][1] < 1:
+            skipped = ["{}: {}".format(r.path, r.reason) for r in _C.plugin_records()
+                       if r.device_type == device_type and not r.loaded]
+            raise ValueError("device type '{}' is not available (available: {}); {}".format(
+                device_type, sorted(n for n, (a, _) in types.items() if a),
+                "its plugin was skipped: " + "; ".join(skipped) if skipped else
+                "is its plugin installed? `python -m oar.utils.doctor` lists every candidate plugin"))
         self.count = types[device_type][1]
         self.places = ["{}:{}".format(device_type, i) for i in range(self.count)]
         self.place = self.places[0]
