@@ -231,7 +231,7 @@ struct State {
   std::mutex mu;
   std::map<const void*, Allocation> allocations;  // every pointer we handed out
   std::vector<uint64_t> used;                     // device bytes in use, per device
-  std::map<OarStream, std::unique_ptr<Stream>> streams;
+  std::map<OarStream, std::shared_ptr<Stream>> streams;
   std::map<OarEvent, std::shared_ptr<Event>> events;
   std::atomic<uint64_t> next_stream_id{1};
 };
@@ -248,14 +248,14 @@ void check_device(int32_t device) {
                 "custom_cpu: no device " << device << " (there are " << n << ")");
 }
 
-Stream* find_stream(OarStream handle, int32_t device) {
+std::shared_ptr<Stream> find_stream(OarStream handle, int32_t device) {
   State& s = state();
   std::lock_guard<std::mutex> lk(s.mu);
   auto it = s.streams.find(handle);
   OAR_SDK_CHECK(it != s.streams.end(), OAR_ERR_INVALID_ARGUMENT, "custom_cpu: unknown stream handle");
   OAR_SDK_CHECK(it->second->device() == device, OAR_ERR_INVALID_ARGUMENT,
                 "custom_cpu: stream of device " << it->second->device() << " used on device " << device);
-  return it->second.get();
+  return it->second;
 }
 
 std::shared_ptr<Event> find_event(OarEvent handle) {
@@ -308,14 +308,14 @@ OarError* device_properties(int32_t device, OarDeviceProperties* props) {
 OarError* device_synchronize(int32_t device) {
   return sdk::guard([&] {
     check_device(device);
-    std::vector<Stream*> mine;
+    std::vector<std::shared_ptr<Stream>> mine;
     {
       State& s = state();
       std::lock_guard<std::mutex> lk(s.mu);
       for (auto& kv : s.streams)
-        if (kv.second->device() == device) mine.push_back(kv.second.get());
+        if (kv.second->device() == device) mine.push_back(kv.second);
     }
-    for (Stream* st : mine) st->synchronize();
+    for (const auto& st : mine) st->synchronize();
   });
 }
 OarError* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
@@ -403,7 +403,7 @@ OarError* stream_create(int32_t device, int32_t /*priority*/, OarStream* stream)
   return sdk::guard([&] {
     check_device(device);
     State& s = state();
-    auto st = std::make_unique<Stream>(device, s.next_stream_id++, s.latency_us);
+    auto st = std::make_shared<Stream>(device, s.next_stream_id++, s.latency_us);
     OarStream h = reinterpret_cast<OarStream>(st.get());
     std::lock_guard<std::mutex> lk(s.mu);
     s.streams[h] = std::move(st);
@@ -413,7 +413,7 @@ OarError* stream_create(int32_t device, int32_t /*priority*/, OarStream* stream)
 OarError* stream_destroy(int32_t device, OarStream stream) {
   return sdk::guard([&] {
     find_stream(stream, device);
-    std::unique_ptr<Stream> st;
+    std::shared_ptr<Stream> st;
     {
       State& s = state();
       std::lock_guard<std::mutex> lk(s.mu);
@@ -976,7 +976,7 @@ void register_kernels(OarRegistrar* registrar) {
 
 void shutdown() {
   State& s = state();
-  std::map<OarStream, std::unique_ptr<Stream>> streams;
+  std::map<OarStream, std::shared_ptr<Stream>> streams;
   {
     std::lock_guard<std::mutex> lk(s.mu);
     streams.swap(s.streams);
