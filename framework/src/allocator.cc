@@ -3,8 +3,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 namespace oar {
+
+// The plugin's reason for the last failed raw allocation on this thread, set by the runtime's raw_alloc
+// (framework/src/runtime.cc) and appended to the out-of-memory error, so the exception carries the
+// plugin's own message (which plugin, which device, how much was free).
+thread_local std::string t_raw_alloc_error;
+void set_raw_alloc_error(std::string message) { t_raw_alloc_error = std::move(message); }
 
 BestFitAllocator::BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment)
     : raw_(std::move(raw)),
@@ -68,6 +75,7 @@ void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
   } else {
     // Grow: a chunk of at least chunk_bytes, or exactly the request when it is that big.
     size_t chunk = size >= chunk_bytes_ ? size : chunk_bytes_;
+    t_raw_alloc_error.clear();
     char* base = static_cast<char*>(raw_.raw_alloc(chunk));
     if (!base && !chunks_.empty()) {  // give cached chunks back and try once more
       release_cached_locked();
@@ -76,7 +84,8 @@ void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
     OAR_ENFORCE(base != nullptr, ErrorCode::kOutOfMemory,
                 "out of memory on " << raw_.device_name << ": failed to allocate " << bytes
                                     << " bytes (allocated " << stats_.allocated << ", reserved "
-                                    << stats_.reserved << " bytes)");
+                                    << stats_.reserved << " bytes)" << (t_raw_alloc_error.empty() ? "" : ": ")
+                                    << t_raw_alloc_error);
     chunks_[base] = chunk;
     blocks_[base] = Block{chunk, true, false, base, stream};
     stats_.reserved += chunk;

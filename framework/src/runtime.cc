@@ -20,6 +20,9 @@
 
 namespace oar {
 
+// Defined in allocator.cc: hands the plugin's message for a failed raw allocation to the allocator.
+void set_raw_alloc_error(std::string message);
+
 namespace {
 inline constexpr int kMaxDevicesPerType = 64;
 
@@ -104,7 +107,9 @@ Device::Device(const DeviceType* type, int32_t index) : type_(type), place_{type
     void* p = nullptr;
     OarError* e = tables().memory.allocate(index, OAR_MEM_DEVICE, bytes, &p);
     if (e) {
-      LOG(WARNING) << plugin_name() << ": allocate(" << bytes << ") failed: " << take_message(e);
+      std::string why = take_message(e);
+      LOG(WARNING) << plugin_name() << ": allocate(" << bytes << ") failed: " << why;
+      set_raw_alloc_error("plugin " + plugin_name() + ": " + why);
       return nullptr;
     }
     return p;

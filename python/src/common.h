@@ -72,5 +72,6 @@ void init_static(py::module_& m);     // static.cc: program building (static mod
 void init_passes(py::module_& m);     // passes.cc: the inference passes (private helpers)
 void init_inference(py::module_& m);  // inference.cc: the inference API (oar.inference)
 void init_custom_op(py::module_& m);  // custom_op.cc: custom op libraries (oar.utils.load_op_library)
+void init_plugin_kit(py::module_& m);  // plugin_kit.cc: helpers of oar.testing.plugin_conformance
 
 }  // namespace oarpy

@@ -309,4 +309,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_passes(m);
   oarpy::init_inference(m);
   oarpy::init_custom_op(m);
+  oarpy::init_plugin_kit(m);
 }

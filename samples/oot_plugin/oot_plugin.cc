@@ -64,6 +64,10 @@ OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr)
   if (OarError* e = check_device(device)) return e;
   if (kind < OAR_MEM_HOST || kind > OAR_MEM_UNIFIED)
     return oar::sdk::make_error(OAR_ERR_INVALID_ARGUMENT, "oot: unknown memory kind " + std::to_string(kind));
+  // Honour the size the properties report, so the core (and the conformance suite) see a real limit.
+  if (kind == OAR_MEM_DEVICE && bytes > kTotalMemory)
+    return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "oot: cannot allocate " + std::to_string(bytes) +
+                                                           " bytes: the device has " + std::to_string(kTotalMemory));
   uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   *ptr = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
   if (!*ptr) return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "oot: cannot allocate " + std::to_string(bytes) + " bytes");

@@ -1,0 +1,945 @@
+"""The device-plugin conformance suite: checks that a backend plugin behaves as the oar core expects.
+
+    python -m oar.testing.plugin_conformance --device <type> [-k PATTERN] [-v] [--list]
+
+or from Python:
+
+    from oar.testing import plugin_conformance as pc
+    report = pc.run("custom_cpu")          # a Report; report.ok, print(report.format())
+
+A plugin author runs it against their device type after installing their plugin (docs/plugin_guide.md).
+It is a plain library with a small runner, not a pytest plugin: every check is a function taking a
+`Context`; it passes by returning (optionally a note, shown with -v), is skipped by raising
+`Skip(reason)` and fails by raising anything else (the message is the report). The exit status is 0
+when nothing failed, 1 otherwise (2: the device type is not available at all).
+
+What it checks (names are `group.check[.detail]`; `-k` selects by substring):
+- `abi.*`: the plugin's record (loaded, its ABI version inside the window this core accepts);
+- `device.*`: enumeration and properties of every device of the type;
+- `memory.*`: copies host->device->host for many dtypes, zero-size and large tensors, non-contiguous
+  tensors both ways, device->device (the plugin's memcpy with both ends on one device), across devices;
+- `streams.*`: ordering on the default stream, across extra streams through events (record / wait /
+  query / synchronize / elapsed time), and several Python threads driving devices at once;
+- `kernels.<op>.<dtype>`: every kernel the plugin registers, against the CPU plugin's kernel for the
+  same op, on inputs generated from the op's schema (shapes with broadcasting, 0-d, empty and
+  non-contiguous views, attribute defaults), and its gradient where the op is differentiable;
+- `errors.*`: an out-of-memory request raises MemoryError carrying the plugin's message, a bad device
+  index and a failing op raise exceptions naming the device type / op, and the device keeps working;
+- `collectives.*`: each collective the plugin implements, with in-process ranks (one thread each);
+- `profiler.*`: trace events, when the plugin has a profiler table;
+- `lifecycle.process_exit`: a fresh interpreter that used the devices exits cleanly (status 0).
+
+Private helpers of `oar._C` (`_kit_*`, python/src/plugin_kit.cc) reach what the public API does not
+expose yet: op schemas, extra streams and events, raw memset/copy, collectives and profiling.
+"""
+import argparse
+import fnmatch
+import sys
+import threading
+import time
+import traceback
+
+import numpy as np
+
+import oar
+from oar import _C
+
+__all__ = ["Skip", "Context", "Result", "Report", "run", "checks", "main", "KERNEL_RECIPES", "KERNEL_EXCEPTIONS"]
+
+
+class Skip(Exception):
+    """Raised by a check that does not apply; the message says why."""
+
+
+# ---- the context every check gets ------------------------------------------------------------------
+
+class Context:
+    """What the checks know about the device type under test."""
+
+    def __init__(self, device_type, seed=0, large_mib=64):
+        self.device_type = device_type
+        self.rng = np.random.default_rng(seed)
+        self.large_mib = large_mib
+        types = {name: (available, count) for _, name, available, count in _C.device_types()}
+        if device_type not in types or not types[device_type][0] or types[device_type][1] < 1:
+            skipped = ["{}: {}".format(r.path, r.reason) for r in _C.plugin_records()
+                       if r.device_type == device_type and not r.loaded]
+            raise ValueError("device type '{}' is not available (available: {}); {}".format(
+                device_type, sorted(n for n, (a, _) in types.items() if a),
+                "its plugin was skipped: " + "; ".join(skipped) if skipped else
+                "is its plugin installed? `python -m oar.utils.doctor` lists every candidate plugin"))
+        self.count = types[device_type][1]
+        self.places = ["{}:{}".format(device_type, i) for i in range(self.count)]
+        self.place = self.places[0]
+        self.record = next(r for r in _C.plugin_records() if r.loaded and r.device_type == device_type)
+        self.plugin = self.record.name
+        self.kernels = {op: list(dtypes) for op, dtypes in _C.kernels_of(device_type)}
+
+    def random(self, shape, dtype, low=-2.0, high=2.0):
+        """A numpy array of `dtype` with values in [low, high) (integers: rounded; bool: random)."""
+        dtype = np.dtype(dtype)
+        if dtype == np.bool_:
+            return self.rng.integers(0, 2, size=shape).astype(bool)
+        if dtype.kind in "iu":
+            lo = max(int(np.floor(low)), np.iinfo(dtype).min)
+            return self.rng.integers(lo, int(np.ceil(high)) + 1, size=shape).astype(dtype)
+        if dtype.kind == "c":
+            return (self.rng.uniform(low, high, size=shape) + 1j * self.rng.uniform(low, high, size=shape)).astype(dtype)
+        return self.rng.uniform(low, high, size=shape).astype(dtype)
+
+
+# ---- results and the report -------------------------------------------------------------------------
+
+class Result:
+    def __init__(self, name, status, message="", seconds=0.0):
+        self.name, self.status, self.message, self.seconds = name, status, message, seconds
+
+    def __repr__(self):
+        return "<Result {} {}>".format(self.name, self.status)
+
+
+class Report:
+    def __init__(self, device_type, plugin="", header=""):
+        self.device_type = device_type
+        self.plugin = plugin
+        self.header = header
+        self.results = []
+        self.seconds = 0.0
+
+    @property
+    def ok(self):
+        return not any(r.status == "FAIL" for r in self.results)
+
+    def counts(self):
+        c = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+        for r in self.results:
+            c[r.status] += 1
+        return c
+
+    def format(self, verbose=False):
+        lines = [self.header] if self.header else []
+        for r in self.results:
+            if r.status == "PASS" and not verbose:
+                continue
+            lines.append("{:<4} {} ({:.2f}s)".format(r.status, r.name, r.seconds))
+            if r.message:
+                lines += ["       " + line for line in r.message.rstrip().splitlines()]
+        c = self.counts()
+        lines.append("{} passed, {} failed, {} skipped in {:.1f}s: device type '{}' (plugin {}) {}".format(
+            c["PASS"], c["FAIL"], c["SKIP"], self.seconds, self.device_type, self.plugin,
+            "CONFORMS" if self.ok else "DOES NOT CONFORM"))
+        return "\n".join(lines) + "\n"
+
+
+# ---- check registry ---------------------------------------------------------------------------------
+
+_CHECKS = []  # (name, fn); kernel checks are generated per device type (see _kernel_checks)
+
+
+def check(name):
+    def deco(fn):
+        _CHECKS.append((name, fn))
+        return fn
+    return deco
+
+
+def checks(ctx):
+    """Every (name, fn) the suite runs for this context, in order."""
+    out = []
+    for name, fn in _CHECKS:
+        out.append((name, fn))
+        if name == "memory.statistics":  # kernels after memory, before streams
+            out += _kernel_checks(ctx)
+    return out
+
+
+def _selected(name, patterns):
+    if not patterns:
+        return True
+    for p in patterns:
+        if any(ch in p for ch in "*?["):
+            if fnmatch.fnmatch(name, p):
+                return True
+        elif p in name:
+            return True
+    return False
+
+
+def run(device_type, patterns=None, verbose=False, out=None, seed=0, large_mib=64):
+    """Runs the suite on `device_type`; returns a Report. `patterns`: substrings or globs of check names
+    (a check runs when any matches). With `out`, each result is printed as it finishes."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    ctx = Context(device_type, seed=seed, large_mib=large_mib)
+    major, minor, window = _C.abi_version()
+    header = ("oar plugin conformance: device type '{}', plugin {} {} ({}), ABI {}.{}; core ABI {}.{} "
+              "(accepts minors within +/-{}); {} device(s), {} registered ops".format(
+                  device_type, ctx.record.name, ctx.record.version, ctx.record.path, ctx.record.abi_major,
+                  ctx.record.abi_minor, major, minor, window, ctx.count, len(ctx.kernels)))
+    report = Report(device_type, ctx.plugin, header)
+    if out is not None:
+        out.write(header + "\n")
+    t_all = time.perf_counter()
+    for name, fn in checks(ctx):
+        if not _selected(name, patterns):
+            continue
+        t0 = time.perf_counter()
+        try:
+            note = fn(ctx)
+            res = Result(name, "PASS", note if isinstance(note, str) else "")
+        except Skip as e:
+            res = Result(name, "SKIP", str(e))
+        except Exception as e:  # noqa: BLE001 -- every failure is reported, none stops the run
+            msg = "{}: {}".format(type(e).__name__, e)
+            if verbose:
+                msg += "\n" + "".join(traceback.format_tb(e.__traceback__)[-3:])
+            res = Result(name, "FAIL", msg)
+        res.seconds = time.perf_counter() - t0
+        report.results.append(res)
+        if out is not None and (verbose or res.status != "PASS"):
+            out.write("{:<4} {}{}\n".format(res.status, name, (": " + res.message.splitlines()[0]) if res.message else ""))
+            out.flush()
+    report.seconds = time.perf_counter() - t_all
+    return report
+
+
+# ---- helpers ----------------------------------------------------------------------------------------
+
+def _to(arr, place):
+    return oar.to_tensor(arr, place=place)
+
+
+def _expect_equal(got, want, what):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        raise AssertionError("{}: shape {} != expected {}".format(what, got.shape, want.shape))
+    if got.dtype != want.dtype:
+        raise AssertionError("{}: dtype {} != expected {}".format(what, got.dtype, want.dtype))
+    if not np.array_equal(got, want, equal_nan=got.dtype.kind in "fc"):
+        bad = np.argwhere(~((got == want) | ((got != got) & (want != want))) if got.dtype.kind in "fc" else got != want)
+        first = tuple(int(i) for i in bad[0]) if len(bad) else ()
+        raise AssertionError("{}: {} of {} elements differ; first at {}: got {!r}, expected {!r}".format(
+            what, len(bad), want.size, first, got[first].item() if len(bad) else None, want[first].item() if len(bad) else None))
+
+
+_TOL = {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12),
+        "complex64": (1e-4, 1e-5), "complex128": (1e-10, 1e-12)}
+
+
+def _expect_close(got, want, dtype, what):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        raise AssertionError("{}: shape {} != CPU reference {}".format(what, got.shape, want.shape))
+    if dtype not in _TOL or got.dtype.kind not in "fc":
+        return _expect_equal(got, want, what)
+    rtol, atol = _TOL[dtype]
+    g, w = got.astype(np.complex128 if got.dtype.kind == "c" else np.float64), want.astype(
+        np.complex128 if want.dtype.kind == "c" else np.float64)
+    scale = max(1.0, float(np.nanmax(np.abs(w))) if w.size and np.isfinite(w).any() else 1.0)
+    ok = np.isclose(g, w, rtol=rtol, atol=atol * scale, equal_nan=True)
+    if not ok.all():
+        bad = np.argwhere(~ok)
+        first = tuple(int(i) for i in bad[0])
+        raise AssertionError("{}: {} of {} elements differ from the CPU reference (rtol {}, atol {}); first at {}: "
+                             "got {!r}, expected {!r}".format(what, len(bad), w.size, rtol, atol * scale, first,
+                                                              got[first].item(), want[first].item()))
+
+
+# ---- abi and devices --------------------------------------------------------------------------------
+
+@check("abi.version")
+def check_abi_version(ctx):
+    major, minor, window = _C.abi_version()
+    r = ctx.record
+    assert r.abi_major == major, "plugin {} was built for ABI major {}, the core has {}".format(r.name, r.abi_major, major)
+    assert abs(int(r.abi_minor) - minor) <= window, (
+        "plugin {} reports ABI {}.{}, outside the core's window {}.{} +/- {}".format(r.name, r.abi_major, r.abi_minor,
+                                                                                   major, minor, window))
+    assert r.name and r.path.endswith("liboar_plugin_{}.so".format(r.name)), (
+        "plugin name '{}' does not match its file {} (must be liboar_plugin_<name>.so)".format(r.name, r.path))
+    assert r.num_devices == ctx.count, "record says {} devices, the runtime has {}".format(r.num_devices, ctx.count)
+    assert not r.warnings, "the loader warned: " + "; ".join(r.warnings)
+
+
+@check("device.enumeration")
+def check_device_enumeration(ctx):
+    assert ctx.count >= 1, "no devices"
+    avail = oar.device.get_available_device()
+    missing = [p for p in ctx.places if p not in avail]
+    assert not missing, "get_available_device() lacks {} (has {})".format(missing, avail)
+    assert ctx.device_type in oar.device.get_all_custom_device_type() or ctx.device_type in ("cpu", "gpu")
+    assert _C.device_count(ctx.device_type) == ctx.count
+
+
+@check("device.properties")
+def check_device_properties(ctx):
+    for p in ctx.places:
+        props = _C.device_properties(p)
+        assert props["place"] == p, props
+        assert props["name"], "{}: empty device name".format(p)
+        assert props["total_memory"] > 0, "{}: total_memory is 0".format(p)
+        assert props["plugin"] == ctx.plugin, "{}: served by plugin {}, expected {}".format(p, props["plugin"], ctx.plugin)
+
+
+# ---- memory and copies ------------------------------------------------------------------------------
+
+_COPY_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex64",
+                "complex128"]
+
+
+@check("memory.host_device_roundtrip")
+def check_roundtrip(ctx):
+    for dt in _COPY_DTYPES:
+        for shape in [(1,), (7,), (3, 5), (2, 3, 4), (1000,), ()]:
+            a = ctx.random(shape, dt, -100, 100)
+            for p in ctx.places:
+                t = _to(a, p)
+                assert p in str(t.place), "tensor landed on {}, not {}".format(t.place, p)
+                # The reference is the same round trip through the CPU: the suite judges the plugin, not
+                # the core's conversions.
+                _expect_equal(t.numpy(), _to(a, "cpu").numpy(), "{} {} {} host->device->host".format(p, dt, shape))
+
+
+@check("memory.zero_size")
+def check_zero_size(ctx):
+    for shape in [(0,), (3, 0), (0, 4, 2)]:
+        a = np.zeros(shape, dtype="float32")
+        t = _to(a, ctx.place)
+        _expect_equal(t.numpy(), a, "zero-size {}".format(shape))
+        if ctx.count > 1:
+            _expect_equal(t.to(ctx.places[1]).numpy(), a, "zero-size {} across devices".format(shape))
+
+
+@check("memory.large")
+def check_large(ctx):
+    n = ctx.large_mib * (1 << 20) // 4
+    a = np.arange(n, dtype=np.int32)
+    t = _to(a, ctx.place)
+    b = t.numpy()
+    if not np.array_equal(b, a):
+        bad = np.flatnonzero(b != a)
+        raise AssertionError("{} MiB round trip: {} elements differ, first at {}".format(ctx.large_mib, len(bad), bad[0]))
+
+
+@check("memory.non_contiguous")
+def check_non_contiguous(ctx):
+    base = ctx.random((6, 8), "float32")
+    # host -> device from non-contiguous numpy views
+    for what, view in [("transposed", base.T), ("strided", base[::2, 1::3]), ("fortran", np.asfortranarray(base))]:
+        _expect_equal(_to(view, ctx.place).numpy(), np.ascontiguousarray(view), "host {} view -> device".format(what))
+    # device views -> host
+    t = _to(base, ctx.place)
+    for what, view, want in [("transpose", t.T, base.T), ("column slice", t[:, 2:5], base[:, 2:5]),
+                             ("step slice", t[1::2, ::3], base[1::2, ::3]), ("row", t[3], base[3])]:
+        _expect_equal(view.numpy(), np.ascontiguousarray(want), "device {} -> host".format(what))
+        if ctx.count > 1:
+            _expect_equal(view.to(ctx.places[1]).numpy(), np.ascontiguousarray(want),
+                          "device {} -> other device".format(what))
+
+
+@check("memory.device_to_device")
+def check_device_to_device(ctx):
+    for p in ctx.places:
+        for n in (1, 13, 4096, 1 << 20):
+            a = ctx.random((n,), "float32")
+            src = _to(a, p)
+            dst = _to(np.zeros(n, dtype="float32"), p)
+            _C._kit_copy(dst, src)
+            _expect_equal(dst.numpy(), a, "{} device->device memcpy of {} floats".format(p, n))
+            _C._kit_memset(dst, 0)
+            _expect_equal(dst.numpy(), np.zeros(n, dtype="float32"), "{} memset of {} floats".format(p, n))
+
+
+@check("memory.across_devices")
+def check_across_devices(ctx):
+    if ctx.count < 2:
+        raise Skip("one device only")
+    for dt in ("float32", "int64", "float16"):
+        a = ctx.random((33, 17), dt)
+        for src in ctx.places:
+            for dst in ctx.places:
+                if src != dst:
+                    _expect_equal(_to(a, src).to(dst).numpy(), a, "{} {} -> {}".format(dt, src, dst))
+
+
+@check("memory.statistics")
+def check_memory_statistics(ctx):
+    before = oar.device.memory_allocated(ctx.place)
+    t = _to(np.zeros(1 << 18, dtype="float32"), ctx.place)
+    during = oar.device.memory_allocated(ctx.place)
+    assert during >= before + (1 << 18) * 4, "memory_allocated did not grow by the tensor's bytes ({} -> {})".format(
+        before, during)
+    del t
+
+
+# ---- streams and events -----------------------------------------------------------------------------
+
+@check("streams.default_stream_order")
+def check_default_stream_order(ctx):
+    """A long chain of dependent ops on the default stream, read once at the end: every op must see its
+    predecessor's result, and the read must wait for all of them."""
+    for p in ctx.places:
+        a = ctx.random((257,), "float32", -3, 3).round()
+        x = _to(a, p)
+        one = _to(np.ones(257, dtype="float32"), p)
+        want = a.copy()
+        for _ in range(100):
+            x = x + one
+            want = want + 1
+        _expect_equal(x.numpy(), want, "{}: 100 chained adds".format(p))
+
+
+def _need_streams(ctx):
+    try:
+        s = _C._KitStream(ctx.place)
+        e = _C._KitEvent(ctx.place)
+    except Exception as ex:  # noqa: BLE001
+        raise Skip("the plugin has no stream or event table ({})".format(ex))
+    return s, e
+
+
+@check("streams.events_across_streams")
+def check_events_across_streams(ctx):
+    """Producer stream writes, records an event; consumer stream waits for it and copies. Repeated with
+    large buffers so that a wait that does not wait shows up as stale values."""
+    _need_streams(ctx)
+    n = 1 << 22
+    for p in ctx.places:
+        s1, s2 = _C._KitStream(p), _C._KitStream(p)
+        a = _to(np.zeros(n, dtype="int32"), p)
+        outs = []
+        for k in range(1, 6):
+            b = _to(np.zeros(n, dtype="int32"), p)
+            ev = _C._KitEvent(p)
+            _C._kit_memset(a, k, s1)  # every byte k
+            ev.record(s1)
+            s2.wait(ev)
+            _C._kit_copy(b, a, s2)
+            done = _C._KitEvent(p)
+            done.record(s2)
+            s1.wait(done)  # the next memset must not overwrite a before s2 copied it
+            outs.append((k, b))
+        s2.synchronize()
+        s1.synchronize()
+        for k, b in outs:
+            want = np.full(n, int.from_bytes(bytes([k]) * 4, "little"), dtype="int32")
+            _expect_equal(b.numpy(), want, "{}: copy {} ordered after its producer through an event".format(p, k))
+
+
+@check("streams.event_query_sync_timing")
+def check_event_query_sync_timing(ctx):
+    s, _ = _need_streams(ctx)
+    p = ctx.place
+    buf = _to(np.zeros(1 << 22, dtype="float32"), p)
+    start, end = _C._KitEvent(p), _C._KitEvent(p)
+    start.record(s)
+    for v in range(8):
+        _C._kit_memset(buf, v, s)
+    end.record(s)
+    end.synchronize()
+    assert end.query(), "event.query() is False after event.synchronize()"
+    assert start.query(), "an earlier event is not complete after a later one synchronized"
+    ms = start.elapsed_ms(end)
+    assert ms >= 0, "elapsed_ms {} < 0".format(ms)
+    s.synchronize()
+    assert s.query(), "stream.query() is False after stream.synchronize()"
+    never = _C._KitEvent(p)
+    assert never.query(), "an event never recorded must count as complete"
+
+
+@check("streams.host_threads")
+def check_host_threads(ctx):
+    """Several Python threads drive the devices at once (default streams and extra streams); each checks
+    its own results."""
+    errors = []
+
+    def worker(i):
+        try:
+            p = ctx.places[i % ctx.count]
+            rng = np.random.default_rng(100 + i)
+            a = rng.integers(-4, 5, size=(64, 33)).astype("float32")
+            x = _to(a, p)
+            want = a.copy()
+            for _ in range(30):
+                x = x + x
+                want = want + want
+            _expect_equal(x.numpy(), want, "thread {} on {}".format(i, p))
+            s = _C._KitStream(p)
+            buf = _to(np.zeros(4096, dtype="uint8"), p)
+            for v in range(20):
+                _C._kit_memset(buf, (i * 20 + v) % 251, s)
+            s.synchronize()
+            _expect_equal(buf.numpy(), np.full(4096, (i * 20 + 19) % 251, dtype="uint8"),
+                          "thread {}: last memset on its own stream".format(i))
+        except Exception as e:  # noqa: BLE001
+            errors.append("thread {}: {}: {}".format(i, type(e).__name__, e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, "\n".join(errors)
+
+
+# ---- kernels ----------------------------------------------------------------------------------------
+# Inputs come from the op's schema (_C._kit_op_schema): every input gets the same generated array unless
+# a recipe below says otherwise. A case is ([input arrays spec], {attrs}); an input spec is
+# (shape, low, high) or (shape, low, high, "T") for a transposed (non-contiguous) device view.
+
+def _binary_cases():
+    return [([((3, 4), -2, 2), ((3, 4), -2, 2)], {}),
+            ([((2, 3, 4), -2, 2), ((4,), -2, 2)], {}),
+            ([((3, 1), -2, 2), ((1, 5), -2, 2)], {}),
+            ([((), -2, 2), ((3,), -2, 2)], {}),
+            ([((0, 4), -2, 2), ((0, 4), -2, 2)], {}),
+            ([((4, 3), -2, 2, "T"), ((3, 4), -2, 2)], {})]
+
+
+def _unary_cases(low=-2, high=2):
+    return [([((3, 4), low, high)], {}), ([((), low, high)], {}), ([((0, 3), low, high)], {}),
+            ([((2, 7, 5), low, high)], {}), ([((5, 3), low, high, "T")], {})]
+
+
+def _reduce_cases():
+    return [([((3, 4, 5), -2, 2)], {}), ([((3, 4, 5), -2, 2)], {"axis": [1]}),
+            ([((3, 4, 5), -2, 2)], {"axis": [0, 2], "keepdim": 1}), ([((3, 4, 5), -2, 2)], {"axis": [-1]}),
+            ([((6,), -2, 2)], {}), ([((4, 3), -2, 2, "T")], {"axis": [0]})]
+
+
+KERNEL_RECIPES = {
+    "matmul": [([((3, 4), -1, 1), ((4, 5), -1, 1)], {}),
+               ([((4,), -1, 1), ((4, 5), -1, 1)], {}),
+               ([((3, 4), -1, 1), ((4,), -1, 1)], {}),
+               ([((2, 3, 4), -1, 1), ((4, 5), -1, 1)], {}),
+               ([((2, 1, 3, 4), -1, 1), ((5, 4, 2), -1, 1)], {}),
+               ([((4, 3), -1, 1), ((5, 4), -1, 1)], {"transpose_x": 1, "transpose_y": 1}),
+               ([((3, 4), -1, 1), ((5, 4), -1, 1)], {"transpose_y": 1}),
+               ([((0, 4), -1, 1), ((4, 5), -1, 1)], {}),
+               ([((4, 3), -1, 1, "T"), ((4, 5), -1, 1)], {})],
+    "fill": [([], {"shape": [3, 4], "value": 2.5}), ([], {"shape": [0], "value": 1.0}), ([], {"shape": [], "value": -3.0})],
+    "cast": [([((3, 4), -5, 5)], {"dtype": "float32"}), ([((3, 4), -5, 5)], {"dtype": "int64"}),
+             ([((3, 4), -5, 5)], {"dtype": "float64"})],
+    "divide": [([((3, 4), -2, 2), ((3, 4), 0.5, 2)], {}), ([((2, 3, 4), -2, 2), ((4,), 0.5, 2)], {})],
+    "sqrt": _unary_cases(0.1, 4), "log": _unary_cases(0.1, 4), "rsqrt": _unary_cases(0.1, 4),
+    "polygamma": [([((3, 4), 0.5, 3)], {"n": 1})],
+    # creation ops: no inputs, dtype from the attribute
+    "arange": [([], {"start": 0.0, "end": 10.0, "step": 1.5}), ([], {"start": 3.0, "end": -2.0, "step": -0.5})],
+    "eye": [([], {"num_rows": 3, "num_columns": 4}), ([], {"num_rows": 2, "num_columns": 2})],
+    "linspace": [([], {"start": -1.0, "stop": 1.0, "num": 7}), ([], {"start": 2.0, "stop": 2.0, "num": 1})],
+    # nn
+    "conv": [([((2, 3, 8, 8), -1, 1), ((4, 3, 3, 3), -1, 1)], {}),
+             ([((2, 3, 8, 8), -1, 1), ((4, 3, 3, 3), -1, 1)], {"strides": [2, 2], "paddings": [1, 1]}),
+             ([((1, 4, 6, 6), -1, 1), ((4, 2, 3, 3), -1, 1)], {"groups": 2, "dilations": [2, 2]}),
+             ([((2, 3, 10), -1, 1), ((4, 3, 3), -1, 1)], {})],
+    "conv_grad_input": [([((2, 4, 6, 6), -1, 1), ((4, 3, 3, 3), -1, 1)], {"input_size": [8, 8]})],
+    "conv_grad_filter": [([((2, 3, 8, 8), -1, 1), ((2, 4, 6, 6), -1, 1)], {"filter_size": [3, 3]})],
+    "avg_pool": [([((2, 3, 8, 8), -2, 2)], {"kernel_size": [2, 2], "strides": [2, 2]}),
+                 ([((2, 3, 7, 7), -2, 2)], {"kernel_size": [3, 3], "strides": [2, 2], "paddings": [1, 1]}),
+                 ([((1, 2, 6, 6), -2, 2)], {"kernel_size": [2, 2], "adaptive": 1})],
+    "avg_pool_grad": [([((2, 3, 4, 4), -1, 1)], {"kernel_size": [2, 2], "strides": [2, 2],
+                                                 "input_size": [8, 8]})],
+    "max_pool": [([((2, 3, 8, 8), -2, 2)], {"kernel_size": [2, 2], "strides": [2, 2]}),
+                 ([((2, 3, 7, 7), -2, 2)], {"kernel_size": [3, 3], "strides": [2, 2], "paddings": [1, 1]})],
+    "layer_norm": [([((4, 6), -2, 2), ((6,), 0.5, 1.5), ((6,), -1, 1)], {"begin_norm_axis": 1}),
+                   ([((2, 3, 4), -2, 2), ((12,), 0.5, 1.5), ((12,), -1, 1)], {"begin_norm_axis": 1})],
+    "softmax_cross_entropy": [([((4, 5), -2, 2), ((4, 1), 0, 4, "int64")], {}),
+                              ([((4, 5), -2, 2), ((4,), 0, 4, "int64")], {})],
+    "softmax_cross_entropy_grad": [([((4, 5), 0.05, 0.3), ((4, 1), 0, 4, "int64"), ((4, 1), -1, 1)], {}),
+                                   ([((4, 5), 0.05, 0.3), ((4,), 0, 4, "int64"), ((4,), -1, 1)], {})],
+    "unfold": [([((1, 2, 5, 5), -1, 1)], {"kernel_sizes": [2, 2]}),
+               ([((2, 1, 6, 6), -1, 1)], {"kernel_sizes": [3, 3], "strides": [2, 2], "paddings": [1, 1]})],
+    "fold": [([((1, 8, 16), -1, 1)], {"kernel_sizes": [2, 2], "output_sizes": [5, 5]})],
+    "interpolate": [([((1, 2, 4, 4), -1, 1)], {"out_size": [6, 6], "ratios": [1.5, 1.5]}),
+                    ([((1, 2, 4, 4), -1, 1)], {"out_size": [8, 8], "ratios": [2.0, 2.0], "mode": 0})],
+    "pad": [([((3, 4), -1, 1)], {"pads": [1, 2, 0, 1]}), ([((1, 2, 3, 4), -1, 1)], {"pads": [1, 1, 2, 2]})],
+    # indexing: integer index inputs
+    "index_select": [([((5, 4), -2, 2), ((3,), 0, 4, "int64")], {}),
+                     ([((5, 4), -2, 2), ((6,), 0, 3, "int64")], {"axis": 1})],
+    "index_add": [([((5, 3), -2, 2), ((2,), 0, 4, "int64"), ((2, 3), -2, 2)], {})],
+    "take_along_axis": [([((3, 4), -2, 2), ((3, 2), 0, 3, "int64")], {"axis": 1}),
+                        ([((3, 4), -2, 2), ((2, 4), 0, 2, "int64")], {"axis": 0})],
+    "put_along_axis": [([((3, 4), -2, 2), ((3, 1), 0, 3, "int64"), ((3, 1), -2, 2)], {"axis": 1})],
+    "gather_nd": [([((3, 4, 5), -2, 2), ((2, 2), 0, 2, "int64")], {})],
+    "scatter_nd_add": [([((4, 3), -2, 2), ((2, 1), 0, 3, "int64"), ((2, 3), -2, 2)], {})],
+    "where": [([((3, 4), 0, 1, "bool"), ((3, 4), -2, 2), ((3, 4), -2, 2)], {}),
+              ([((3, 1), 0, 1, "bool"), ((1, 4), -2, 2), ((3, 4), -2, 2)], {})],
+    "topk": [([((3, 5), -2, 2)], {"k": 2}), ([((4, 3), -2, 2)], {"k": 2, "axis": 0, "largest": 0})],
+    # linear algebra: well-conditioned inputs
+    "inverse": [([((4, 4), -1, 1, "spd")], {}), ([((2, 3, 3), -1, 1, "spd")], {})],
+    "det": [([((4, 4), -1, 1, "spd")], {}), ([((2, 3, 3), -1, 1, "spd")], {})],
+    "slogdet": [([((4, 4), -1, 1, "spd")], {})],
+    "cholesky": [([((4, 4), -1, 1, "spd")], {}), ([((2, 3, 3), -1, 1, "spd")], {"upper": 1})],
+    "solve": [([((3, 3), -1, 1, "spd"), ((3, 2), -1, 1)], {})],
+    "triangular_solve": [([((3, 3), -1, 1, "tri"), ((3, 2), -1, 1)], {})],
+}
+for _op in ("add", "subtract", "multiply", "maximum", "minimum", "pow", "equal", "not_equal", "less_than",
+            "less_equal", "greater_than", "greater_equal"):
+    KERNEL_RECIPES.setdefault(_op, _binary_cases())
+for _op in ("sum", "mean", "max", "min", "prod"):
+    KERNEL_RECIPES.setdefault(_op, _reduce_cases())
+
+# Ops whose inputs cannot be generated from the schema alone, with the reason; the suite reports them as
+# skipped. A plugin author adds recipes (KERNEL_RECIPES) for their ops instead where they can.
+KERNEL_EXCEPTIONS = {
+    "uniform": "random numbers: the device's stream of numbers need not match the CPU's",
+    "normal": "random numbers: the device's stream of numbers need not match the CPU's",
+    "dropout": "random numbers: the device's stream of numbers need not match the CPU's",
+    "empty": "uninitialised memory",
+    "eigh": "eigenvectors are defined up to sign (and order within repeated eigenvalues): compare them with a "
+            "test of your own (e.g. A v = w v)",
+}
+
+
+def _generic_cases(schema):
+    req = [a for a in schema["attrs"] if a[2] and a[0] != "dtype"]
+    if req:
+        return None, "required attribute(s) {} have no default; add a recipe in KERNEL_RECIPES".format(
+            ", ".join(a[0] for a in req))
+    n = len(schema["inputs"]) if not schema["variadic"] else 2
+    if n == 0:
+        return None, "no inputs and no recipe"
+    if n == 1:
+        return _unary_cases(), None
+    if n == 2 and not schema["variadic"]:
+        return _binary_cases(), None
+    cases = [([((3, 4), -2, 2)] * n, {}), ([((2, 3, 5), -2, 2)] * n, {}), ([((0, 4), -2, 2)] * n, {})]
+    return cases, None
+
+
+def _spec_options(spec):
+    return spec[3].split(",") if len(spec) > 3 and spec[3] else []
+
+
+def _make_inputs(ctx, specs, dtype):
+    """Host arrays and device placements for one case. Options (4th element, comma-separated): "T" the
+    input is a transposed (non-contiguous) device view; a dtype name (e.g. "int64", "bool") overrides the
+    kernel's dtype (index inputs); "spd" a symmetric positive definite matrix (batch) for linear algebra;
+    "tri" an upper-triangular, well-conditioned one."""
+    host, dev = [], []
+    for spec in specs:
+        shape, low, high = spec[0], spec[1], spec[2]
+        opts = _spec_options(spec)
+        dt = next((o for o in opts if o not in ("T", "spd", "tri")), dtype)
+        a = ctx.random(shape, dt, low, high)
+        if "spd" in opts:  # B B^T + n I
+            n = shape[-1]
+            a = (a @ np.swapaxes(a, -1, -2) + n * np.eye(n)).astype(dt)
+        if "tri" in opts:
+            n = shape[-1]
+            a = (np.triu(a) + n * np.eye(n)).astype(dt)
+        host.append(a)
+        if "T" in opts:
+            base = np.ascontiguousarray(a.T) if a.ndim == 2 else a
+            dev.append((base, True))
+        else:
+            dev.append((a, False))
+    return host, dev
+
+
+def _place_inputs(dev_specs, place):
+    out = []
+    for base, transposed in dev_specs:
+        # The "T" spec: the logical input is a.T, held as a transposed view of a contiguous base on the device.
+        out.append(_to(np.ascontiguousarray(base), place).T if transposed else _to(base, place))
+    return out
+
+
+def _outputs(res):
+    return list(res) if isinstance(res, (tuple, list)) else [res]
+
+
+def _run_op(op, inputs, attrs, variadic):
+    return _outputs(op(inputs, **attrs) if variadic else op(*inputs, **attrs))
+
+
+def _kernel_checks(ctx):
+    out = []
+    for op_name in sorted(ctx.kernels):
+        for dt in ctx.kernels[op_name]:
+            out.append(("kernels.{}.{}".format(op_name, dt), (lambda o, d: lambda c: _check_kernel(c, o, d))(op_name, dt)))
+    return out
+
+
+def _check_kernel(ctx, op_name, dtype):
+    if op_name in KERNEL_EXCEPTIONS:
+        raise Skip(KERNEL_EXCEPTIONS[op_name])
+    try:
+        schema = _C._kit_op_schema(op_name)
+    except Exception as e:  # noqa: BLE001
+        raise Skip("the core does not know this op: {}".format(e))
+    if schema["writes_inputs"]:
+        raise Skip("writes into its inputs (optimizer-style op): not generated")
+    cases = KERNEL_RECIPES.get(op_name)
+    if cases is None:
+        cases, why = _generic_cases(schema)
+        if cases is None:
+            raise Skip(why)
+    op = _C.Op(op_name)
+    compared, dropped, graded = 0, [], 0
+    key = (op_name, ctx.device_type, dtype)
+    for i, (specs, attrs) in enumerate(cases):
+        attrs = dict(attrs)
+        if schema["dispatch_input"] < 0 or not specs:
+            attrs.setdefault("dtype", dtype)
+        what = "{}[{}] {} inputs {} attrs {}".format(op_name, i, dtype, [s[0] for s in specs], attrs)
+        host, dev_specs = _make_inputs(ctx, specs, dtype)
+        try:
+            cpu_in = [_to(a, "cpu") for a in host]
+            want = [o.numpy() for o in _run_op(op, cpu_in, dict(attrs, place="cpu") if not specs else attrs,
+                                               schema["variadic"])]
+        except Exception as e:  # noqa: BLE001 -- inputs the op rejects are not a case
+            dropped.append("{}: CPU rejects it: {}".format(what, str(e).splitlines()[0]))
+            continue
+        before = _C.fallback_counts().get(key, 0)
+        dev_in = _place_inputs(dev_specs, ctx.place)
+        got_t = _run_op(op, dev_in, dict(attrs, place=ctx.place) if not specs else attrs, schema["variadic"])
+        for t in got_t:
+            assert ctx.device_type in str(t.place), "{}: output on {}, expected {}".format(what, t.place, ctx.place)
+        if _C.fallback_counts().get(key, 0) != before:
+            raise AssertionError("{}: ran through the CPU fallback although the plugin registers this kernel".format(what))
+        got = [t.numpy() for t in got_t]
+        assert len(got) == len(want), "{}: {} outputs, CPU gives {}".format(what, len(got), len(want))
+        for j, (g, w) in enumerate(zip(got, want)):
+            _expect_close(g, w, dtype, "{} output {}".format(what, j))
+        compared += 1
+        if dtype in ("float32", "float64") and specs:
+            graded += _check_grad(ctx, op, schema, host, dev_specs, attrs, dtype, what)
+    if not compared:
+        raise Skip("no generated case is valid for this op; add a recipe in KERNEL_RECIPES:\n" + "\n".join(dropped))
+    note = "{} case(s) compared, {} with gradients".format(compared, graded)
+    return note + ("; not compared:\n" + "\n".join(dropped) if dropped else "")
+
+
+def _check_grad(ctx, op, schema, host, dev_specs, attrs, dtype, what):
+    """Gradient of sum(out * w) w.r.t. every input, on the device and on the CPU. Returns 1 when compared,
+    0 when the op is not differentiable."""
+    cpu_in = [_to(a, "cpu") for a in host]
+    floats = [k for k, a in enumerate(host) if a.dtype.kind == "f"]  # index / mask inputs have no gradient
+    for k in floats:
+        cpu_in[k].stop_gradient = False
+    outs = _run_op(op, cpu_in, attrs, schema["variadic"])
+    out = outs[0]
+    if out.stop_gradient or int(np.prod(out.shape)) == 0 or out.dtype not in (oar.float32, oar.float64):
+        return 0
+    w = ctx.random(tuple(out.shape), dtype, 0.5, 1.5)
+    try:
+        want = oar.grad([(out * _to(w, "cpu")).sum()], [cpu_in[k] for k in floats], allow_unused=True)
+    except Exception:  # noqa: BLE001 -- no gradient rule for this op on the CPU either
+        return 0
+    dev_in = _place_inputs(dev_specs, ctx.place)
+    for k in floats:
+        dev_in[k].stop_gradient = False
+    dout = _run_op(op, dev_in, attrs, schema["variadic"])[0]
+    got = oar.grad([(dout * _to(w, ctx.place)).sum()], [dev_in[k] for k in floats], allow_unused=True)
+    for k, g, wg in zip(floats, got, want):
+        if wg is None:
+            continue
+        assert g is not None, "{}: no gradient for input {} on the device".format(what, k)
+        _expect_close(g.numpy(), wg.numpy(), dtype, "{} gradient of input {}".format(what, k))
+    return 1
+
+
+# ---- errors -----------------------------------------------------------------------------------------
+
+@check("errors.out_of_memory")
+def check_out_of_memory(ctx):
+    total = _C.device_properties(ctx.place)["total_memory"]
+    n = 2 * total + (1 << 20)
+    try:
+        _C._kit_allocate(ctx.place, n)
+    except MemoryError as e:
+        msg = str(e)
+        assert "plugin " + ctx.plugin in msg, "the MemoryError does not carry the plugin's message: " + msg
+    except Exception as e:  # noqa: BLE001
+        raise AssertionError("asking for {} bytes (twice the device's memory) raised {} instead of MemoryError: {}".format(
+            n, type(e).__name__, e))
+    else:
+        raise AssertionError("allocating {} bytes (twice the device's total_memory {}) succeeded".format(n, total))
+    # the device still works
+    _expect_equal(_to(np.arange(5, dtype="float32"), ctx.place).numpy(), np.arange(5, dtype="float32"),
+                  "a copy after the failed allocation")
+
+
+@check("errors.bad_device_index")
+def check_bad_device_index(ctx):
+    bad = "{}:{}".format(ctx.device_type, ctx.count)
+    try:
+        _to(np.ones(3, dtype="float32"), bad)
+    except (ValueError, IndexError, RuntimeError) as e:
+        assert ctx.device_type in str(e), "the error for {} does not name the device type: {}".format(bad, e)
+    else:
+        raise AssertionError("placing a tensor on {} (there are {} devices) did not raise".format(bad, ctx.count))
+
+
+@check("errors.failing_op")
+def check_failing_op(ctx):
+    """An op that must fail (shapes that do not broadcast) raises a ValueError naming the op; the device's
+    stream keeps working afterwards."""
+    candidates = [o for o in ("add", "multiply", "matmul") if o in ctx.kernels] or ["add"]
+    op = candidates[0]
+    dt = ctx.kernels.get(op, ["float32"])[0]
+    x = _to(ctx.random((3, 4), dt), ctx.place)
+    y = _to(ctx.random((5, 7), dt), ctx.place)
+    try:
+        _C.Op(op)(x, y)
+    except ValueError as e:
+        assert op in str(e), "the error does not name the op {}: {}".format(op, e)
+    else:
+        raise AssertionError("{} of shapes [3, 4] and [5, 7] did not raise".format(op))
+    a = ctx.random((3, 4), "float32")
+    _expect_equal((_to(a, ctx.place) * 1.0).numpy(), a, "an op after the failed one")
+
+
+# ---- collectives ------------------------------------------------------------------------------------
+
+def _collective_setup(ctx, kind):
+    have = _C._kit_collectives_of(ctx.device_type)
+    if not have:
+        raise Skip("plugin {} registers no collectives (no collective table)".format(ctx.plugin))
+    if kind not in have:
+        raise Skip("plugin {} does not implement {}".format(ctx.plugin, kind))
+    # In-process ranks, one thread each: the core's key-value store (services->store_set/get) is
+    # in-process, so a plugin cannot be driven from two processes through the core yet.
+    return max(2, min(ctx.count, 4))
+
+
+def _rank_inputs(ctx, nranks, n):
+    return [ctx.rng.integers(-8, 9, size=n).astype("float32") for _ in range(nranks)]
+
+
+@check("collectives.all_reduce")
+def check_all_reduce(ctx):
+    nr = _collective_setup(ctx, "all_reduce")
+    for n in (1, 1000):
+        xs = _rank_inputs(ctx, nr, n)
+        for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "all_reduce", xs)):
+            _expect_equal(got, np.sum(xs, axis=0), "all_reduce(sum) rank {} of {}, {} elements".format(r, nr, n))
+
+
+@check("collectives.broadcast")
+def check_broadcast(ctx):
+    nr = _collective_setup(ctx, "broadcast")
+    xs = _rank_inputs(ctx, nr, 100)
+    for root in range(nr):
+        for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "broadcast", xs, root)):
+            _expect_equal(got, xs[root], "broadcast from root {} rank {}".format(root, r))
+
+
+@check("collectives.reduce")
+def check_reduce(ctx):
+    nr = _collective_setup(ctx, "reduce")
+    xs = _rank_inputs(ctx, nr, 100)
+    got = _C._kit_run_collective(ctx.device_type, "reduce", xs, nr - 1)
+    _expect_equal(got[nr - 1], np.sum(xs, axis=0), "reduce(sum) at root {}".format(nr - 1))
+
+
+@check("collectives.all_gather")
+def check_all_gather(ctx):
+    nr = _collective_setup(ctx, "all_gather")
+    xs = _rank_inputs(ctx, nr, 50)
+    for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "all_gather", xs)):
+        _expect_equal(got, np.concatenate(xs), "all_gather rank {}".format(r))
+
+
+@check("collectives.reduce_scatter")
+def check_reduce_scatter(ctx):
+    nr = _collective_setup(ctx, "reduce_scatter")
+    xs = _rank_inputs(ctx, nr, 12 * nr)
+    total = np.sum(xs, axis=0)
+    for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "reduce_scatter", xs)):
+        _expect_equal(got, total[r * 12:(r + 1) * 12], "reduce_scatter(sum) rank {}".format(r))
+
+
+@check("collectives.all_to_all")
+def check_all_to_all(ctx):
+    nr = _collective_setup(ctx, "all_to_all")
+    c = 5
+    xs = _rank_inputs(ctx, nr, c * nr)
+    for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "all_to_all", xs)):
+        _expect_equal(got, np.concatenate([x[r * c:(r + 1) * c] for x in xs]), "all_to_all rank {}".format(r))
+
+
+# ---- profiler ---------------------------------------------------------------------------------------
+
+@check("profiler.trace_events")
+def check_trace_events(ctx):
+    if not _C._kit_has_profiler(ctx.device_type):
+        raise Skip("plugin {} has no profiler table".format(ctx.plugin))
+    _C.device_properties(ctx.place)  # opens the device before profiling starts
+    _C._kit_start_profiling()
+    try:
+        x = _to(np.ones((64, 64), dtype="float32"), ctx.place)
+        (x + x).numpy()
+    finally:
+        events = _C._kit_stop_profiling()
+    assert events, "the profiler was started, work ran, and no trace event came back"
+    for name, cat, t0, t1, _device, _stream in events:
+        assert name and cat, "a trace event without name or category: {!r}".format((name, cat))
+        assert t1 >= t0, "trace event {} ends before it starts ({} < {})".format(name, t1, t0)
+
+
+# ---- lifecycle --------------------------------------------------------------------------------------
+
+_EXIT_SCRIPT = """
+import sys, numpy as np, oar
+from oar import _C
+t, path = sys.argv[1], sys.argv[2]
+if _C.device_count(t) == 0:  # the parent loaded it explicitly (load_plugin): do the same
+    _C.load_plugin(path)
+assert _C.device_count(t) > 0, "device type {} not available in a fresh process".format(t)
+for p in ["{}:{}".format(t, i) for i in range(_C.device_count(t))]:
+    x = oar.to_tensor(np.arange(12, dtype="float32").reshape(3, 4), place=p)
+    y = (x + x) * x
+    s = _C._KitStream(p)
+    e = _C._KitEvent(p)
+    e.record(s)
+    assert y.numpy()[2, 3] == 242.0
+print("USED")
+"""
+
+
+@check("lifecycle.process_exit")
+def check_process_exit(ctx):
+    """A fresh interpreter that uses every device (tensors, kernels, an extra stream and event left alive)
+    must exit with status 0: plugin state torn down in the wrong order at exit (a static destroyed while
+    the core still calls in) aborts the process only then."""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, ctx.device_type, ctx.record.path], capture_output=True, text=True,
+                       timeout=120)
+    tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-5:])
+    assert "USED" in r.stdout, "the child process could not use {}:\n{}".format(ctx.device_type, tail)
+    assert r.returncode == 0, "the process exited with status {} after using {}:\n{}".format(
+        r.returncode, ctx.device_type, tail)
+
+
+# ---- command line -----------------------------------------------------------------------------------
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m oar.testing.plugin_conformance",
+                                 description="Run oar's device-plugin conformance suite against one device type.")
+    ap.add_argument("--device", required=True, help="the device type under test, e.g. custom_cpu")
+    ap.add_argument("-k", dest="patterns", action="append", default=[],
+                    help="run only checks whose name contains this (or matches this glob); repeatable")
+    ap.add_argument("-v", "--verbose", action="store_true", help="list passing checks too, with tracebacks")
+    ap.add_argument("--list", action="store_true", help="list the checks and exit")
+    ap.add_argument("--large-mib", type=int, default=64, help="size of the large-copy check (MiB, default 64)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    try:
+        if args.list:
+            ctx = Context(args.device)
+            for name, _ in checks(ctx):
+                if _selected(name, args.patterns):
+                    print(name)
+            return 0
+        report = run(args.device, args.patterns, verbose=args.verbose, seed=args.seed, large_mib=args.large_mib)
+    except ValueError as e:
+        sys.stderr.write("plugin_conformance: {}\n".format(e))
+        return 2
+    sys.stdout.write(report.format(verbose=args.verbose))
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

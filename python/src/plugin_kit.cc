@@ -1,0 +1,326 @@
+// Private helpers for oar.testing.plugin_conformance (the vendor plugin kit): op schemas to generate
+// kernel inputs from, the core's Stream/Event objects, raw memset/copy on a chosen stream, and a driver
+// that runs one collective of a plugin's collective table with in-process ranks (one thread each).
+// Everything here goes through the runtime's loaded plugins, never around them.
+#include <oar/core/op.h>
+#include <oar/core/runtime.h>
+#include <oar/core/tensor.h>
+
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "common.h"
+
+namespace oar {
+// Exported by liboar_core (declared in framework/src/internal.h): turns a plugin's OarError into
+// oar::Error "plugin <name>: <what>: <message>" (the Python layer maps its code to an exception type).
+void check_plugin_error(const std::string& plugin, const char* what, OarError* err);
+}  // namespace oar
+
+namespace oarpy {
+namespace {
+
+py::object attr_value(const oar::AttrValue& v) {
+  if (auto p = std::get_if<int64_t>(&v)) return py::int_(*p);
+  if (auto p = std::get_if<double>(&v)) return py::float_(*p);
+  if (auto p = std::get_if<std::vector<int64_t>>(&v)) return py::cast(*p);
+  if (auto p = std::get_if<std::vector<double>>(&v)) return py::cast(*p);
+  return py::str(std::get<std::string>(v));
+}
+
+const char* attr_type_name(oar::AttrType t) {
+  switch (t) {
+    case oar::AttrType::kInt:
+      return "int";
+    case oar::AttrType::kFloat:
+      return "float";
+    case oar::AttrType::kInts:
+      return "ints";
+    case oar::AttrType::kFloats:
+      return "floats";
+    case oar::AttrType::kString:
+      return "string";
+  }
+  return "?";
+}
+
+oar::Device& device_of_tensor(const oar::Tensor& t, const char* what) {
+  if (t.place().is_cpu())
+    throw py::value_error(std::string(what) + ": expects a tensor on a plugin device, got cpu");
+  return oar::Runtime::get().device(t.place());
+}
+
+// Device address of a contiguous tensor's first element.
+void* address(const oar::Tensor& t, const char* what) {
+  if (!t.is_contiguous()) throw py::value_error(std::string(what) + ": expects a contiguous tensor");
+  return static_cast<char*>(t.storage()->data()) + t.offset() * oar::dtype_size(t.dtype());
+}
+
+OarStream stream_handle(oar::Device& d, py::handle s) {
+  if (s.is_none()) return d.stream();  // the device's default stream
+  return s.cast<oar::Stream&>().handle();
+}
+
+// ---- collectives with in-process ranks ------------------------------------------------------------
+struct RankResult {
+  std::vector<float> out;
+  std::string error;
+};
+
+void throw_if(const std::string& plugin, const char* what, OarError* err) {
+  oar::check_plugin_error(plugin, what, err);
+}
+
+// Runs collective `kind` over len(inputs) ranks (threads); rank r uses device r % count of the type and
+// its own stream. float32 only: the point is the plugin's data movement and reduction, not dtypes.
+std::vector<py::array_t<float>> run_collective(
+    const std::string& type, const std::string& kind,
+    const std::vector<py::array_t<float, py::array::c_style | py::array::forcecast>>& inputs, int32_t root) {
+  const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
+  if (!t || !t->plugin || t->count < 1)
+    throw py::value_error("unknown or unavailable device type '" + type + "'");
+  const int32_t nranks = static_cast<int32_t>(inputs.size());
+  if (nranks < 1) throw py::value_error("run_collective: needs at least one rank");
+  oar::Device& d0 = oar::Runtime::get().device(oar::Place{t->id, 0});
+  const oar::PluginTables& tb = d0.tables();
+  const std::string plugin = d0.plugin_name();
+  const OarCollectiveTable& c = tb.collective;
+  if (!c.get_unique_id || !c.comm_init || !c.comm_destroy)
+    throw py::value_error("plugin " + plugin + " has no communicator functions");
+  std::vector<std::vector<float>> host(nranks);
+  for (int32_t r = 0; r < nranks; ++r) host[r].assign(inputs[r].data(), inputs[r].data() + inputs[r].size());
+  const uint64_t n = host[0].size();
+  for (const auto& h : host)
+    if (h.size() != n) throw py::value_error("run_collective: every rank needs the same number of elements");
+  uint64_t send_n = n, recv_n = n;
+  if (kind == "all_gather")
+    recv_n = n * nranks;
+  else if (kind == "reduce_scatter" || kind == "all_to_all") {
+    if (n % nranks) throw py::value_error("run_collective: count must divide by the number of ranks");
+    if (kind == "reduce_scatter") recv_n = n / nranks;
+  } else if (kind != "all_reduce" && kind != "broadcast" && kind != "reduce") {
+    throw py::value_error("run_collective: unknown collective '" + kind + "'");
+  }
+  OarCommUniqueId id{};
+  {
+    py::gil_scoped_release nogil;
+    throw_if(plugin, "get_unique_id", c.get_unique_id(&id));
+  }
+  std::vector<RankResult> res(nranks);
+  auto rank_body = [&](int32_t r) {
+    const int32_t dev = r % t->count;
+    const OarMemLocation dloc{OAR_MEM_DEVICE, dev}, hloc{OAR_MEM_HOST, 0};
+    void *send = nullptr, *recv = nullptr;
+    OarStream stream = nullptr;
+    OarComm comm = nullptr;
+    try {
+      oar::Runtime::get().device(oar::Place{t->id, dev});  // opens it
+      throw_if(plugin, "allocate",
+               tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(send_n, 1) * 4, &send));
+      throw_if(plugin, "allocate",
+               tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(recv_n, 1) * 4, &recv));
+      throw_if(plugin, "memcpy",
+               tb.memory.memcpy(dev, send, dloc, host[r].data(), hloc, send_n * 4, nullptr));
+      if (tb.stream.create) throw_if(plugin, "stream create", tb.stream.create(dev, 0, &stream));
+      throw_if(plugin, "comm_init", c.comm_init(dev, nranks, r, &id, &comm));
+      OarError* e = nullptr;
+      const int32_t f32 = OAR_DTYPE_FLOAT32;
+      auto missing = [&](const char* what) {
+        throw oar::Error(oar::ErrorCode::kUnimplemented, "plugin " + plugin + " has no " + what);
+      };
+      if (kind == "all_reduce") {
+        if (!c.all_reduce) missing("all_reduce");
+        e = c.all_reduce(send, recv, n, f32, OAR_REDUCE_SUM, comm, stream);
+      } else if (kind == "broadcast") {
+        if (!c.broadcast) missing("broadcast");
+        e = c.broadcast(send, n, f32, root, comm, stream);
+        recv = std::exchange(send, recv);  // the result is in the buffer broadcast wrote
+      } else if (kind == "reduce") {
+        if (!c.reduce) missing("reduce");
+        e = c.reduce(send, recv, n, f32, OAR_REDUCE_SUM, root, comm, stream);
+      } else if (kind == "all_gather") {
+        if (!c.all_gather) missing("all_gather");
+        e = c.all_gather(send, recv, n, f32, comm, stream);
+      } else if (kind == "reduce_scatter") {
+        if (!c.reduce_scatter) missing("reduce_scatter");
+        e = c.reduce_scatter(send, recv, recv_n, f32, OAR_REDUCE_SUM, comm, stream);
+      } else {
+        if (!c.all_to_all) missing("all_to_all");
+        e = c.all_to_all(send, recv, n / nranks, f32, comm, stream);
+      }
+      throw_if(plugin, kind.c_str(), e);
+      if (stream)
+        throw_if(plugin, "stream synchronize", tb.stream.synchronize(dev, stream));
+      else if (tb.device.synchronize)
+        throw_if(plugin, "device synchronize", tb.device.synchronize(dev));
+      const bool has_result = kind != "reduce" || r == root;
+      if (has_result) {
+        res[r].out.resize(recv_n);
+        throw_if(plugin, "memcpy",
+                 tb.memory.memcpy(dev, res[r].out.data(), hloc, recv, dloc, recv_n * 4, nullptr));
+      }
+    } catch (const std::exception& ex) {
+      res[r].error = ex.what();
+      if (comm && c.abort) c.abort(comm);  // let the other ranks out of a rendezvous
+    }
+    // Cleanup errors are dropped (check_plugin_error frees them): the first failure is what matters.
+    auto quietly = [&](const char* what, OarError* err) {
+      try {
+        oar::check_plugin_error(plugin, what, err);
+      } catch (const std::exception&) {
+      }
+    };
+    if (comm) quietly("comm_destroy", c.comm_destroy(comm));
+    if (stream && tb.stream.destroy) quietly("stream destroy", tb.stream.destroy(dev, stream));
+    if (send) quietly("free", tb.memory.free(dev, OAR_MEM_DEVICE, send));
+    if (recv) quietly("free", tb.memory.free(dev, OAR_MEM_DEVICE, recv));
+  };
+  {
+    py::gil_scoped_release nogil;
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < nranks; ++r) threads.emplace_back(rank_body, r);
+    for (auto& th : threads) th.join();
+  }
+  std::vector<py::array_t<float>> out;
+  for (int32_t r = 0; r < nranks; ++r) {
+    if (!res[r].error.empty()) throw std::runtime_error("rank " + std::to_string(r) + ": " + res[r].error);
+    py::array_t<float> a(static_cast<py::ssize_t>(res[r].out.size()));
+    if (!res[r].out.empty()) std::memcpy(a.mutable_data(), res[r].out.data(), res[r].out.size() * 4);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace
+
+void init_plugin_kit(py::module_& m) {
+  // {name, inputs, variadic, outputs, attrs: [(name, type, required, default)], dispatch_input,
+  //  inplace_input, version} of one op definition (framework/src/op_defs.cc).
+  m.def("_kit_op_schema", [](const std::string& name) {
+    const oar::OpDef& def = oar::OpRegistry::get().at(name);
+    py::dict d;
+    d["name"] = std::string(def.name);
+    d["version"] = def.version;
+    d["inputs"] = std::vector<std::string>(def.inputs.begin(), def.inputs.end());
+    d["variadic"] = def.variadic;
+    d["outputs"] = std::vector<std::string>(def.outputs.begin(), def.outputs.end());
+    py::list attrs;
+    for (const auto& a : def.attrs)
+      attrs.append(py::make_tuple(a.name, attr_type_name(a.type), a.required,
+                                  a.required ? py::object(py::none()) : attr_value(a.default_value)));
+    d["attrs"] = attrs;
+    d["dispatch_input"] = def.dispatch_input;
+    d["inplace_input"] = def.inplace_input;
+    d["writes_inputs"] = def.inplace_input >= 0 || def.inplace_mask != 0;
+    return d;
+  });
+
+  // The core's extra streams and events on a device (RAII objects of framework/include/oar/core/runtime.h).
+  py::class_<oar::Stream>(m, "_KitStream")
+      .def(py::init([](py::handle place, int32_t priority) {
+             return std::make_unique<oar::Stream>(to_place(place), priority);
+           }),
+           py::arg("place"), py::arg("priority") = 0)
+      .def("synchronize", &oar::Stream::synchronize, py::call_guard<py::gil_scoped_release>())
+      .def("query", &oar::Stream::query)
+      .def("wait", &oar::Stream::wait);
+  py::class_<oar::Event>(m, "_KitEvent")
+      .def(py::init([](py::handle place, bool timing) {
+             return std::make_unique<oar::Event>(to_place(place), timing);
+           }),
+           py::arg("place"), py::arg("timing") = true)
+      .def(
+          "record",
+          [](oar::Event& e, py::handle s) {
+            if (s.is_none())
+              e.record();
+            else
+              e.record(s.cast<oar::Stream&>());
+          },
+          py::arg("stream") = py::none())
+      .def("synchronize", &oar::Event::synchronize, py::call_guard<py::gil_scoped_release>())
+      .def("query", &oar::Event::query)
+      .def("elapsed_ms", &oar::Event::elapsed_ms);
+
+  // Raw memory-table calls on a chosen stream (None: the device's default stream), so stream-ordering
+  // checks can put work on streams other than the default one. Tensors must be contiguous device tensors.
+  m.def(
+      "_kit_memset",
+      [](py::handle dst, int32_t value, py::handle stream) {
+        const oar::Tensor& t = tensor_of(dst).t;
+        oar::Device& d = device_of_tensor(t, "_kit_memset");
+        if (!d.tables().memory.memset) throw py::value_error("plugin " + d.plugin_name() + " has no memset");
+        oar::check_plugin_error(
+            d.plugin_name(), "memset",
+            d.tables().memory.memset(t.place().index, address(t, "_kit_memset"), value,
+                                     t.numel() * oar::dtype_size(t.dtype()), stream_handle(d, stream)));
+      },
+      py::arg("dst"), py::arg("value"), py::arg("stream") = py::none());
+  m.def(
+      "_kit_copy",
+      [](py::handle dst, py::handle src, py::handle stream) {
+        const oar::Tensor& a = tensor_of(dst).t;
+        const oar::Tensor& b = tensor_of(src).t;
+        oar::Device& d = device_of_tensor(a, "_kit_copy");
+        if (b.place() != a.place()) throw py::value_error("_kit_copy: both tensors must be on one device");
+        const int64_t bytes = a.numel() * oar::dtype_size(a.dtype());
+        if (bytes != b.numel() * oar::dtype_size(b.dtype())) throw py::value_error("_kit_copy: sizes differ");
+        const OarMemLocation loc{OAR_MEM_DEVICE, a.place().index};
+        oar::check_plugin_error(
+            d.plugin_name(), "memcpy",
+            d.tables().memory.memcpy(a.place().index, address(a, "_kit_copy"), loc, address(b, "_kit_copy"),
+                                     loc, bytes, stream_handle(d, stream)));
+      },
+      py::arg("dst"), py::arg("src"), py::arg("stream") = py::none());
+
+  // Allocates `bytes` through the device's allocator (the one tensors use) and frees it again: the
+  // out-of-memory check asks for more than the device has without touching host memory first.
+  m.def(
+      "_kit_allocate",
+      [](py::handle place, uint64_t bytes) {
+        oar::Device& d = oar::Runtime::get().device(to_place(place));
+        void* p = d.allocator().allocate(bytes, d.stream());
+        d.allocator().free(p);
+      },
+      py::arg("place"), py::arg("bytes"));
+  // Names of the collective functions a device type's plugin implements (non-NULL entries).
+  m.def("_kit_collectives_of", [](const std::string& type) {
+    const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
+    if (!t || !t->plugin || t->count < 1)
+      throw py::value_error("unknown or unavailable device type '" + type + "'");
+    const OarCollectiveTable& c = oar::Runtime::get().device(oar::Place{t->id, 0}).tables().collective;
+    std::vector<std::string> out;
+    if (c.get_unique_id && c.comm_init && c.comm_destroy) {
+      if (c.all_reduce) out.push_back("all_reduce");
+      if (c.broadcast) out.push_back("broadcast");
+      if (c.reduce) out.push_back("reduce");
+      if (c.all_gather) out.push_back("all_gather");
+      if (c.reduce_scatter) out.push_back("reduce_scatter");
+      if (c.all_to_all) out.push_back("all_to_all");
+    }
+    return out;
+  });
+  // Profiling through the plugins' profiler tables: whether a device type's plugin has one, and
+  // start / stop returning the trace events collected in between as (name, category, start_ns, end_ns,
+  // device, stream_id) tuples.
+  m.def("_kit_has_profiler", [](const std::string& type) {
+    const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
+    if (!t || !t->plugin || t->count < 1)
+      throw py::value_error("unknown or unavailable device type '" + type + "'");
+    const OarProfilerTable& p = oar::Runtime::get().device(oar::Place{t->id, 0}).tables().profiler;
+    return p.start && p.stop && p.flush;
+  });
+  m.def("_kit_start_profiling", [] { oar::Runtime::get().start_profiling(); });
+  m.def("_kit_stop_profiling", [] {
+    py::list out;
+    for (const auto& e : oar::Runtime::get().stop_profiling())
+      out.append(py::make_tuple(e.name, e.category, e.start_ns, e.end_ns, e.device, e.stream_id));
+    return out;
+  });
+  m.def("_kit_run_collective", &run_collective, py::arg("device_type"), py::arg("kind"), py::arg("inputs"),
+        py::arg("root") = 0);
+}
+
+}  // namespace oarpy

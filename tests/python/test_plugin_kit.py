@@ -1,0 +1,260 @@
+"""The vendor plugin kit (docs/plugin_guide.md): the conformance suite shipped in the package
+(oar.testing.plugin_conformance), the sample backend samples/custom_device built out of tree against the
+installed SDK, and errors from a plugin reaching Python with the plugin's message.
+
+The fresh-venv test runs the walkthrough block of docs/plugin_guide.md literally (it extracts the commands
+from the guide), so the guide and the test cannot drift apart."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import oar
+import oar.sysconfig as sc
+from oar.testing import plugin_conformance as pc
+
+from _venv import CLEAN_ENV, ROOT, Venv, core_wheel, need_tools
+
+SAMPLE = os.path.join(ROOT, "samples", "custom_device")
+GUIDE = os.path.join(ROOT, "docs", "plugin_guide.md")
+
+
+def _has_sim():
+    return "sim" in oar.device.get_all_custom_device_type()
+
+
+def _conformance_cli(*args, env=None, python=sys.executable):
+    return subprocess.run([python, "-m", "oar.testing.plugin_conformance", *args], capture_output=True, text=True,
+                          env=env if env is not None else CLEAN_ENV, cwd="/", timeout=300)
+
+
+# ---- the suite on sim --------------------------------------------------------------------------------
+
+def test_conformance_suite_passes_on_sim():
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    report = pc.run("sim")
+    assert report.ok, report.format(verbose=True)
+    status = {r.name: r.status for r in report.results}
+    # Every kernel sim registers was compared (none skipped), and sim's collectives and profiler ran.
+    for op, dtypes in oar._C.kernels_of("sim"):
+        for dt in dtypes:
+            assert status["kernels.{}.{}".format(op, dt)] == "PASS", (op, dt)
+    for name in ("collectives.all_reduce", "collectives.broadcast", "collectives.all_gather",
+                 "collectives.reduce_scatter", "collectives.all_to_all", "profiler.trace_events",
+                 "streams.events_across_streams", "errors.out_of_memory", "memory.across_devices"):
+        assert status[name] == "PASS", name
+    assert "CONFORMS" in report.format()
+
+
+def test_conformance_cli_on_sim_selects_and_exits_0():
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    r = _conformance_cli("--device", "sim", "-k", "kernels.matmul", "-k", "abi", "-v")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [line for line in r.stdout.splitlines() if line.startswith(("PASS", "FAIL", "SKIP"))]
+    names = sorted(line.split()[1] for line in lines)
+    assert names == ["abi.version", "kernels.matmul.float32", "kernels.matmul.float64"], r.stdout
+    assert "3 passed, 0 failed, 0 skipped" in r.stdout
+
+
+def test_conformance_cli_unknown_device_exits_2():
+    r = _conformance_cli("--device", "no_such_device")
+    assert r.returncode == 2
+    assert "device type 'no_such_device' is not available" in r.stderr
+
+
+# ---- the sample built out of tree against the installed SDK --------------------------------------------
+
+def _build_sample(dest, *defs):
+    need_tools("cmake", "c++")
+    build = str(dest)
+    cfg = ["cmake", "-S", SAMPLE, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-Doar_DIR=" + sc.get_cmake_dir(), *defs]
+    r = subprocess.run(cfg, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run(["cmake", "--build", build, "-j", "2"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plugin = os.path.join(build, "liboar_plugin_custom_cpu.so")
+    assert os.path.isfile(plugin)
+    if shutil.which("readelf"):  # a plugin never links the core
+        dyn = subprocess.run(["readelf", "-d", plugin], check=True, capture_output=True, text=True).stdout
+        assert "liboar_core" not in dyn
+    return build
+
+
+@pytest.fixture(scope="module")
+def sample_build(tmp_path_factory):
+    return _build_sample(tmp_path_factory.mktemp("custom_cpu"))
+
+
+@pytest.fixture(scope="module")
+def faulty_build(tmp_path_factory):
+    """The sample built with CUSTOM_CPU_TEST_FAULTS: a wrong `add`, a stream wait that does not wait, a
+    failing copy and a failing kernel."""
+    return _build_sample(tmp_path_factory.mktemp("custom_cpu_faults"), "-DCUSTOM_CPU_TEST_FAULTS=ON")
+
+
+def test_sample_passes_conformance(sample_build):
+    r = _conformance_cli("--device", "custom_cpu", env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(plugin custom_cpu) CONFORMS" in r.stdout
+    # Everything ran: the sample has in-process collectives and a profiler.
+    assert re.search(r"\d+ passed, 0 failed, 0 skipped", r.stdout), r.stdout
+
+
+def test_oot_sample_conforms_and_skips_what_it_lacks(tmp_path):
+    """samples/oot_plugin (synchronous streams, one device, one kernel, no collectives, no profiler) passes
+    too; what it does not implement is skipped with the reason."""
+    need_tools("cmake", "c++")
+    build = str(tmp_path / "oot")
+    for cmd in (["cmake", "-S", os.path.join(ROOT, "samples", "oot_plugin"), "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                 "-Doar_DIR=" + sc.get_cmake_dir()], ["cmake", "--build", build, "-j", "2"]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    r = _conformance_cli("--device", "oot", env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "(plugin oot) CONFORMS" in out
+    assert "SKIP collectives.all_reduce" in out and "plugin oot registers no collectives (no collective table)" in out
+    assert "SKIP profiler.trace_events" in out and "plugin oot has no profiler table" in out
+    assert "SKIP memory.across_devices" in out and "one device only" in out
+
+
+def test_sample_own_tests(sample_build):
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(SAMPLE, "tests")],
+                       capture_output=True, text=True, env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build), cwd="/")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "5 passed" in r.stdout
+
+
+def test_sample_loaded_late_conforms_and_exits_cleanly(sample_build):
+    """Loaded after `import oar` (as an entry point does, oar._C.load_plugin here), the plugin's statics are
+    destroyed before the core's: the suite's lifecycle check runs a fresh process that loads it the same way and must
+    exit with status 0 (the sample once aborted at exit in exactly this order)."""
+    code = ("import oar\n"
+            "rec = oar._C.load_plugin({!r})\n"
+            "assert rec.loaded, rec.reason\n"
+            "from oar.testing import plugin_conformance as pc\n"
+            "rep = pc.run('custom_cpu', ['lifecycle', 'kernels.matmul', 'streams'])\n"
+            "print(rep.format())\n").format(os.path.join(sample_build, "liboar_plugin_custom_cpu.so"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=CLEAN_ENV, cwd="/")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "7 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
+
+
+def test_broken_kernel_fails_the_suite_with_a_readable_report(faulty_build):
+    """A suite that cannot fail is a defect: with `add` off by one the CLI exits 1 and says what broke."""
+    r = _conformance_cli("--device", "custom_cpu", env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=faulty_build))
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert "(plugin custom_cpu) DOES NOT CONFORM" in out
+    # The failing kernel checks name the op, dtype, case and the first differing element.
+    m = re.search(r"^FAIL kernels\.add\.float32 .*\n\s+AssertionError: (.*)$", out, re.M)
+    assert m, out
+    assert "add[0] float32 inputs [(3, 4), (3, 4)]" in m.group(1)
+    assert "elements differ from the CPU reference" in m.group(1) and "got " in m.group(1)
+    assert "FAIL kernels.add.float64" in out
+    # A stream wait that does not wait is caught by the producer/consumer check (stale values).
+    m = re.search(r"^FAIL streams\.events_across_streams .*\n\s+AssertionError: (.*)$", out, re.M)
+    assert m and "ordered after its producer through an event" in m.group(1), out
+    # Kernels the fault does not touch still pass.
+    assert "FAIL kernels.matmul" not in out and "FAIL kernels.multiply" not in out
+    # The same through the library.
+    code = ("from oar.testing import plugin_conformance as pc\n"
+            "rep = pc.run('custom_cpu', ['kernels.add.float32', 'kernels.multiply.float32'])\n"
+            "print(rep.ok, sorted((r.name, r.status) for r in rep.results))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=faulty_build), cwd="/")
+    assert r.returncode == 0, r.stderr
+    assert "False [('kernels.add.float32', 'FAIL'), ('kernels.multiply.float32', 'PASS')]" in r.stdout
+
+
+def test_plugin_errors_reach_python_with_the_plugins_message(faulty_build):
+    """Issue 6 item 4 for plugins: an error a plugin returns from a copy or a kernel, and its out-of-memory
+    refusal, become Python exceptions naming the plugin and carrying its message; the device keeps working."""
+    code = r"""
+import numpy as np, oar
+def attempt(what, fn):
+    try:
+        fn()
+        print(what, "NO ERROR")
+    except Exception as e:
+        print(what, type(e).__name__, "|", str(e).splitlines()[0])
+attempt("h2d", lambda: oar.to_tensor(np.ones(1013, "float32"), place="custom_cpu:0"))
+big = oar.to_tensor(np.ones(1014, "float32"), place="custom_cpu:0")
+attempt("d2h", lambda: big[:1013].numpy())
+attempt("kernel", lambda: oar.nn.functional.relu(oar.to_tensor(np.ones(1019, "float32"), place="custom_cpu:1")).numpy())
+attempt("oom", lambda: oar.to_tensor(np.ones(3 << 20, "float32"), place="custom_cpu:0"))
+x = oar.to_tensor(np.arange(6, dtype="float32"), place="custom_cpu:0")
+print("AFTER", (x * x).numpy().tolist())
+"""
+    env = dict(CLEAN_ENV, OAR_PLUGIN_PATH=faulty_build, CUSTOM_CPU_MEMORY_MB="8")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert ("h2d RuntimeError | plugin custom_cpu: memcpy host to device: custom_cpu: injected copy failure "
+            "(4052 bytes)") in out, out
+    assert ("d2h RuntimeError | plugin custom_cpu: memcpy device to host: custom_cpu: injected copy failure "
+            "(4052 bytes)") in out, out
+    assert "kernel ValueError | plugin custom_cpu: relu: custom_cpu: relu: injected kernel failure" in out, out
+    m = re.search(r"^oom MemoryError \| (.*)$", out, re.M)
+    assert m, out
+    assert "plugin custom_cpu: OutOfMemory: custom_cpu: out of device memory on device 0" in m.group(1)
+    assert "CUSTOM_CPU_MEMORY_MB sets the size" in m.group(1)
+    assert "AFTER [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]" in out
+
+
+# ---- the guide, followed literally in a fresh virtual environment ---------------------------------------
+
+_BEGIN = "<!-- begin walkthrough: run by tests/python/test_plugin_kit.py -->"
+_END = "<!-- end walkthrough -->"
+
+
+def guide_walkthrough():
+    """The shell commands of the guide's walkthrough block (comments and blank lines dropped)."""
+    text = open(GUIDE).read()
+    assert _BEGIN in text and _END in text, "docs/plugin_guide.md lost its walkthrough markers"
+    block = text.split(_BEGIN, 1)[1].split(_END, 1)[0]
+    m = re.search(r"```sh\n(.*?)```", block, re.S)
+    assert m, "no ```sh block inside the walkthrough markers"
+    return [line for line in m.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_guide_walkthrough_is_what_the_venv_test_runs():
+    cmds = guide_walkthrough()
+    assert cmds[0].startswith("cp -r \"$OAR_SRC/samples/custom_device\"")
+    assert any("python -m oar.testing.plugin_conformance --device custom_cpu" in c for c in cmds)
+    assert any(c.startswith("pip wheel") for c in cmds) and any(c.startswith("pip install") for c in cmds)
+
+
+@pytest.mark.slow
+def test_guide_walkthrough_in_a_fresh_venv(tmp_path, tmp_path_factory):
+    """The vendor's path: a venv with the core wheel only; the guide's commands copy the sample, build its
+    wheel against the venv's installed SDK, install it, and run the conformance suite and the sample's
+    tests, with no environment variable pointing at the plugin."""
+    need_tools("cmake", "c++", "bash")
+    core = core_wheel(tmp_path_factory)
+    venv = Venv(tmp_path / "venv")
+    venv.pip_install(core)
+    work = tmp_path / "work"
+    work.mkdir()
+    script = "set -ex\n" + "\n".join(guide_walkthrough()) + "\n"
+    env = dict(venv.env, PATH=os.path.join(venv.path, "bin") + os.pathsep + venv.env.get("PATH", ""),
+               VIRTUAL_ENV=venv.path, OAR_SRC=ROOT, CMAKE_BUILD_PARALLEL_LEVEL="2")
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=str(work), timeout=600)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "'custom_cpu:0', 'custom_cpu:1'" in r.stdout
+    assert "(plugin custom_cpu) CONFORMS" in r.stdout
+    assert "5 passed" in r.stdout
+    # The plugin came from the wheel inside the venv, through the entry point.
+    r = venv.run("""
+        import oar
+        print("REC", [r.path for r in oar._C.plugin_records() if r.loaded and r.device_type == "custom_cpu"])
+    """)
+    assert r.returncode == 0, r.stderr
+    site = venv.site_packages()
+    assert "REC ['{}/oar_custom_device/liboar_plugin_custom_cpu.so']".format(site) in r.stdout
