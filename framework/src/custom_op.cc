@@ -422,11 +422,23 @@ void custom_infer(InferContext& ic) {
   }
   std::vector<int32_t> out_ndims(n_out, 0), out_dtypes(n_out, OAR_DTYPE_FLOAT32);
   std::vector<int64_t> out_dims(static_cast<size_t>(n_out) * OAR_CUSTOM_MAX_DIMS, 0);
-  // Paddle's defaults: an in-place output like its input, every other output like the first input.
+  // Paddle's defaults: an in-place output like its input, a gradient output "X@GRAD" like input "X"
+  // (when X is one tensor), every other output like the first input.
+  std::vector<int32_t> first_flat(counts.size(), 0);  // each slot's first flattened input
+  for (size_t k = 1; k < counts.size(); ++k) first_flat[k] = first_flat[k - 1] + counts[k - 1];
+  auto grad_source = [&](const std::string& out) {
+    const std::string suffix = "@GRAD";
+    if (out.size() <= suffix.size() || out.compare(out.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return 0;
+    const std::string base = out.substr(0, out.size() - suffix.size());
+    for (size_t k = 0; k < op.info.inputs.size() && k < counts.size(); ++k)
+      if (op.info.inputs[k] == base && counts[k] == 1) return first_flat[k];
+    return 0;
+  };
   if (ic.num_inputs > 0) {
     for (int32_t o = 0; o < n_out; ++o) {
-      const int32_t src =
-          op.info.inplace[o] >= 0 ? op.info.inplace[o] : 0;  // flat = slot: the slots before are plain
+      const int32_t src = op.info.inplace[o] >= 0 ? op.info.inplace[o]  // the slots before are plain
+                                                  : grad_source(op.info.outputs[o]);
       out_ndims[o] = ndims[src];
       std::copy(dims[src], dims[src] + ndims[src], out_dims.begin() + o * OAR_CUSTOM_MAX_DIMS);
       out_dtypes[o] = dtypes[src];

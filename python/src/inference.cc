@@ -167,6 +167,8 @@ void init_inference(py::module_& m) {
       .def("custom_device_id", &Config::custom_device_id)
       .def("set_cpu_math_library_num_threads", &Config::SetCpuMathLibraryNumThreads, py::arg("num_threads"))
       .def("cpu_math_library_num_threads", &Config::cpu_math_library_num_threads)
+      .def("load_custom_op_library", &Config::LoadCustomOpLibrary, py::arg("path"))
+      .def("custom_op_libraries", &Config::custom_op_libraries)
       .def("switch_ir_optim", &Config::SwitchIrOptim, py::arg("x") = true)
       .def("ir_optim", &Config::ir_optim)
       .def("enable_memory_optim", &Config::EnableMemoryOptim, py::arg("x") = true)

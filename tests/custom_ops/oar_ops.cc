@@ -293,3 +293,45 @@ OAR_BUILD_OP(custom_infer_throws)
     .Outputs({"Out"})
     .SetKernelFn(OAR_KERNEL(Identity))
     .SetInferShapeFn(OAR_INFER_SHAPE(InferThrows));
+
+// Row sums of a 2-D X. The grad op declares no InferShape and takes Out@GRAD before X: the default gives
+// X@GRAD the shape of X (Paddle's rule), not the first input's.
+std::vector<Tensor> RowSumCPU(const Tensor& x) {
+  OAR_CHECK(x.shape().size() == 2, "custom_rowsum: X must be 2-D");
+  const int64_t n = x.shape()[0], m = x.shape()[1];
+  Tensor r = oar::empty({n}, x.dtype(), x.place());
+  OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "custom_rowsum", ([&] {
+                                const data_t* a = x.data<data_t>();
+                                data_t* d = r.data<data_t>();
+                                for (int64_t i = 0; i < n; ++i) {
+                                  d[i] = 0;
+                                  for (int64_t j = 0; j < m; ++j) d[i] += a[i * m + j];
+                                }
+                              }));
+  return {r};
+}
+std::vector<Tensor> RowSum(const Tensor& x) { return on_host(RowSumCPU, x); }
+std::vector<Tensor> RowSumGradCPU(const Tensor& gout, const Tensor& x) {
+  const int64_t n = x.shape()[0], m = x.shape()[1];
+  Tensor r = oar::empty(x.shape(), x.dtype(), x.place());
+  OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "custom_rowsum_grad", ([&] {
+                                const data_t* g = gout.data<data_t>();
+                                data_t* d = r.data<data_t>();
+                                for (int64_t i = 0; i < n * m; ++i) d[i] = g[i / m];
+                              }));
+  return {r};
+}
+std::vector<Tensor> RowSumGrad(const Tensor& gout, const Tensor& x) {
+  return on_host(RowSumGradCPU, gout, x);
+}
+std::vector<Shape> RowSumInferShape(const Shape& x) { return {Shape{x.empty() ? 1 : x[0]}}; }
+
+OAR_BUILD_OP(custom_rowsum)
+    .Inputs({"X"})
+    .Outputs({"Out"})
+    .SetKernelFn(OAR_KERNEL(RowSum))
+    .SetInferShapeFn(OAR_INFER_SHAPE(RowSumInferShape));
+OAR_BUILD_GRAD_OP(custom_rowsum)
+    .Inputs({oar::Grad("Out"), "X"})
+    .Outputs({oar::Grad("X")})
+    .SetKernelFn(OAR_KERNEL(RowSumGrad));

@@ -112,6 +112,17 @@ def test_two_outputs_and_their_gradient(ops, device):
     np.testing.assert_allclose(x2.grad.numpy(), np.cos(a), rtol=1e-12)
 
 
+def test_grad_output_takes_its_input_shape_by_default(ops, device):
+    """custom_rowsum_grad declares no InferShape and takes Out@GRAD ([n]) first: X@GRAD still gets X's
+    shape ([n, m]), Paddle's default for gradient outputs."""
+    a = np.arange(12, dtype="float32").reshape(3, 4)
+    x = oar.to_tensor(a, place=device, stop_gradient=False)
+    out = ops.custom_rowsum(x)
+    np.testing.assert_allclose(out.numpy(), a.sum(axis=1))
+    (out * oar.to_tensor(np.array([1.0, 2.0, 3.0], "float32"), place=device)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.repeat([[1.0], [2.0], [3.0]], 4, axis=1))
+
+
 def test_vector_input(ops, device):
     arrays = [np.random.RandomState(i).randn(2, 3) for i in range(3)]
     ts = [oar.to_tensor(v, place=device) for v in arrays]

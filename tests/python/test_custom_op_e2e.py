@@ -401,6 +401,16 @@ def test_predictor_runs_the_saved_custom_ops(user, built, tmp_path):
         inference.create_predictor(inference.Config({path!r} + ".pdmodel", {path!r} + ".pdiparams"))
     """).format(path=path), ok=False)
     assert r.returncode != 0 and "custom_relu" in r.stderr, r.stderr
+    # ... and Config.load_custom_op_library gives it the library from code.
+    r = user.run(textwrap.dedent("""
+        import oar.inference as inference
+        config = inference.Config({path!r} + ".pdmodel", {path!r} + ".pdiparams")
+        config.load_custom_op_library({lib!r})
+        assert config.custom_op_libraries() == [{lib!r}]
+        inference.create_predictor(config)
+        print("CONFIG LIB OK")
+    """).format(path=path, lib=lib))
+    assert "CONFIG LIB OK" in r.stdout
 
 
 CPP_PREDICTOR = r"""
