@@ -124,7 +124,7 @@ class _CondGrad:
     def attach(b, outs, branches):
         from . import program as _prog
         prog = _prog.default_main_program()
-        if prog._for_to_static or _C._current_builder() is not b or prog._builder is not b:
+        if prog._for_to_static or prog._builder is not b:  # b is the current builder
             _note_gradients(b, [t for _, flat, _ in branches for t in flat if t is not None])
             return outs  # to_static trains by replaying the branch taken under autograd
         if not any(t is not None and _C._is_symbolic(t) and not t.stop_gradient
