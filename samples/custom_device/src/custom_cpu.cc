@@ -34,9 +34,10 @@
 #include <vector>
 
 // Fault injection for the plugin kit's own tests (CMake option CUSTOM_CPU_TEST_FAULTS): `add` gives wrong
-// numbers, stream_wait_event does not wait, a copy of exactly kFaultyCopyBytes bytes fails, and `relu`
-// fails on a tensor of kFaultyKernelNumel elements. A vendor deletes this; it exists so the conformance suite
-// can be seen to fail and so errors can be seen to reach Python with this plugin's message.
+// numbers, stream_wait_event does not wait (and memset sleeps 100 ms first, so that shows on any machine),
+// a copy of exactly kFaultyCopyBytes bytes fails, and `relu` fails on a tensor of kFaultyKernelNumel
+// elements. A vendor deletes this; it exists so the conformance suite can be seen to fail and so errors can
+// be seen to reach Python with this plugin's message.
 #ifdef CUSTOM_CPU_TEST_FAULTS
 constexpr bool kFaults = true;
 #else
@@ -373,7 +374,12 @@ OarError* mem_free(int32_t device, int32_t kind, void* ptr) {
 OarError* mem_memset(int32_t device, void* ptr, int32_t value, uint64_t bytes, OarStream stream) {
   return sdk::guard([&] {
     if (!bytes) return;
-    submit(device, stream, "memset", "memcpy", [=] { std::memset(ptr, value, bytes); });
+    submit(device, stream, "memset", "memcpy", [=] {
+      // With the broken wait, a slow producer makes the consumer read stale bytes on any machine, so the
+      // negative test does not depend on thread timing.
+      if (kFaults) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::memset(ptr, value, bytes);
+    });
   });
 }
 OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation dst_loc, const void* src,
