@@ -75,6 +75,9 @@ struct OarRegistrar {
 namespace oar {
 
 const OarCoreServices* core_services();
+// The services as an older core of the same major handed them out (tables cut at that minor's size);
+// plugins are given these when OAR_ABI_EMULATE_CORE_MINOR is set (the conformance suite's older-core check).
+const OarCoreServices* core_services_as_minor(uint32_t minor);
 // Throws the plugin's error as oar::Error "<plugin>: <what>: <message>" (and frees it) when set.
 void check_plugin_error(const std::string& plugin, const char* what, OarError* err);
 // Fills an ABI descriptor viewing `t` (pointers into t's impl, which must outlive the descriptor).

@@ -1,22 +1,20 @@
 // Plugin discovery and loading, device types and devices, copies between places, trace events.
-#include "internal.h"
-
+#include <glog/logging.h>
 #include <oar/core/error.h>
 #include <oar/core/runtime.h>
-
-#include <glog/logging.h>
-
-#include <boost/dll/runtime_symbol_info.hpp>
-#include <boost/filesystem.hpp>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/filesystem.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
 #include <utility>
+
+#include "internal.h"
 
 namespace oar {
 
@@ -27,7 +25,8 @@ namespace {
 inline constexpr int kMaxDevicesPerType = 64;
 
 // Copies min(table's own size, ours) bytes of a plugin table into a zeroed struct of ours.
-template <typename T> void read_table(T& dst, const T* src) {
+template <typename T>
+void read_table(T& dst, const T* src) {
   dst = T{};
   if (!src) return;
   std::memcpy(&dst, src, std::min(src->struct_size, sizeof(T)));
@@ -66,8 +65,9 @@ void trace_event_sink(const OarTraceEvent* e) {
   if (!e) return;
   OarTraceEvent c{};  // an older plugin's event may be shorter: the rest reads as zero
   std::memcpy(&c, e, std::min(e->struct_size, sizeof(c)));
-  Runtime::TraceEvent t{c.name ? c.name : "", c.category ? c.category : "", c.start_ns, c.end_ns,
-                        c.device,            c.stream_id,                   c.correlation_id};
+  Runtime::TraceEvent t{
+      c.name ? c.name : "", c.category ? c.category : "", c.start_ns, c.end_ns, c.device, c.stream_id,
+      c.correlation_id};
   auto& impl = Runtime::get().impl();
   std::lock_guard<std::mutex> lock(impl.trace_mu);
   impl.trace.push_back(std::move(t));
@@ -98,7 +98,8 @@ Device::Device(const DeviceType* type, int32_t index) : type_(type), place_{type
   const std::string& plugin = plugin_name();
   if (t.device.open) check_plugin_error(plugin, "device open", t.device.open(index));
   props_.struct_size = sizeof(props_);
-  if (t.device.properties) check_plugin_error(plugin, "device properties", t.device.properties(index, &props_));
+  if (t.device.properties)
+    check_plugin_error(plugin, "device properties", t.device.properties(index, &props_));
   props_.struct_size = sizeof(props_);
   if (t.stream.create) check_plugin_error(plugin, "stream create", t.stream.create(index, 0, &stream_));
   RawMemory raw;
@@ -131,7 +132,8 @@ const std::string& Device::plugin_name() const { return type_->plugin->name; }
 
 void Device::synchronize_stream() const {
   if (stream_ && tables().stream.synchronize)
-    check_plugin_error(plugin_name(), "stream synchronize", tables().stream.synchronize(place_.index, stream_));
+    check_plugin_error(plugin_name(), "stream synchronize",
+                       tables().stream.synchronize(place_.index, stream_));
 }
 
 void Device::synchronize() const {
@@ -144,15 +146,16 @@ void Device::synchronize() const {
 // ---- Stream and Event ---------------------------------------------------------------------------
 namespace {
 const PluginTables& checked_tables(Device* d, bool ok, const char* what) {
-  OAR_ENFORCE(ok, ErrorCode::kUnimplemented, d->name() << ": the " << d->plugin_name() << " plugin does not implement "
-                                                       << what);
+  OAR_ENFORCE(ok, ErrorCode::kUnimplemented,
+              d->name() << ": the " << d->plugin_name() << " plugin does not implement " << what);
   return d->tables();
 }
 }  // namespace
 
 Stream::Stream(Place place, int32_t priority) : device_(&Runtime::get().device(place)) {
   const auto& t = checked_tables(device_, device_->tables().stream.create, "stream creation");
-  check_plugin_error(device_->plugin_name(), "stream create", t.stream.create(place.index, priority, &stream_));
+  check_plugin_error(device_->plugin_name(), "stream create",
+                     t.stream.create(place.index, priority, &stream_));
 }
 Stream::~Stream() {
   if (stream_ && device_->tables().stream.destroy) {
@@ -162,12 +165,14 @@ Stream::~Stream() {
 }
 void Stream::synchronize() const {
   const auto& t = checked_tables(device_, device_->tables().stream.synchronize, "stream synchronize");
-  check_plugin_error(device_->plugin_name(), "stream synchronize", t.stream.synchronize(device_->place().index, stream_));
+  check_plugin_error(device_->plugin_name(), "stream synchronize",
+                     t.stream.synchronize(device_->place().index, stream_));
 }
 bool Stream::query() const {
   const auto& t = checked_tables(device_, device_->tables().stream.query, "stream query");
   int32_t done = 0;
-  check_plugin_error(device_->plugin_name(), "stream query", t.stream.query(device_->place().index, stream_, &done));
+  check_plugin_error(device_->plugin_name(), "stream query",
+                     t.stream.query(device_->place().index, stream_, &done));
   return done != 0;
 }
 void Stream::wait(const Event& event) const {
@@ -178,8 +183,9 @@ void Stream::wait(const Event& event) const {
 
 Event::Event(Place place, bool timing) : device_(&Runtime::get().device(place)) {
   const auto& t = checked_tables(device_, device_->tables().event.create, "events");
-  check_plugin_error(device_->plugin_name(), "event create",
-                     t.event.create(place.index, timing ? OAR_EVENT_DEFAULT : OAR_EVENT_DISABLE_TIMING, &event_));
+  check_plugin_error(
+      device_->plugin_name(), "event create",
+      t.event.create(place.index, timing ? OAR_EVENT_DEFAULT : OAR_EVENT_DISABLE_TIMING, &event_));
 }
 Event::~Event() {
   if (event_ && device_->tables().event.destroy) {
@@ -190,21 +196,25 @@ Event::~Event() {
 void Event::record() { record_on(device_->stream()); }
 void Event::record(const Stream& stream) {
   OAR_ENFORCE(stream.place() == device_->place(), ErrorCode::kInvalidArgument,
-              "an event of " << device_->name() << " cannot be recorded on a stream of " << stream.place().to_string());
+              "an event of " << device_->name() << " cannot be recorded on a stream of "
+                             << stream.place().to_string());
   record_on(stream.handle());
 }
 void Event::record_on(OarStream s) {
   const auto& t = checked_tables(device_, device_->tables().event.record, "event record");
-  check_plugin_error(device_->plugin_name(), "event record", t.event.record(device_->place().index, event_, s));
+  check_plugin_error(device_->plugin_name(), "event record",
+                     t.event.record(device_->place().index, event_, s));
 }
 void Event::synchronize() const {
   const auto& t = checked_tables(device_, device_->tables().event.synchronize, "event synchronize");
-  check_plugin_error(device_->plugin_name(), "event synchronize", t.event.synchronize(device_->place().index, event_));
+  check_plugin_error(device_->plugin_name(), "event synchronize",
+                     t.event.synchronize(device_->place().index, event_));
 }
 bool Event::query() const {
   const auto& t = checked_tables(device_, device_->tables().event.query, "event query");
   int32_t done = 0;
-  check_plugin_error(device_->plugin_name(), "event query", t.event.query(device_->place().index, event_, &done));
+  check_plugin_error(device_->plugin_name(), "event query",
+                     t.event.query(device_->place().index, event_, &done));
   return done != 0;
 }
 float Event::elapsed_ms(const Event& end) const {
@@ -273,7 +283,8 @@ void Runtime::discover() {
     std::vector<std::string> files;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       std::string fname = it->path().filename().string();
-      if (fname.rfind("liboar_plugin_", 0) == 0 && it->path().extension() == ".so") files.push_back(it->path().string());
+      if (fname.rfind("liboar_plugin_", 0) == 0 && it->path().extension() == ".so")
+        files.push_back(it->path().string());
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
@@ -294,7 +305,8 @@ void Runtime::discover() {
   for (const auto& path : candidates) {
     int32_t score = 0;
     try {
-      boost::dll::shared_library lib(path, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+      boost::dll::shared_library lib(path,
+                                     boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
       if (lib.has(OAR_PLUGIN_QUERY_SYMBOL)) {
         OarPluginInfo info{};
         info.struct_size = sizeof(info);
@@ -332,8 +344,10 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
   } catch (const std::exception& e) {
     return finish(std::string("cannot be loaded: ") + e.what());
   }
-  if (!plugin->library.has(OAR_PLUGIN_QUERY_SYMBOL)) return finish("missing entry point " OAR_PLUGIN_QUERY_SYMBOL);
-  if (!plugin->library.has(OAR_PLUGIN_INIT_SYMBOL)) return finish("missing entry point " OAR_PLUGIN_INIT_SYMBOL);
+  if (!plugin->library.has(OAR_PLUGIN_QUERY_SYMBOL))
+    return finish("missing entry point " OAR_PLUGIN_QUERY_SYMBOL);
+  if (!plugin->library.has(OAR_PLUGIN_INIT_SYMBOL))
+    return finish("missing entry point " OAR_PLUGIN_INIT_SYMBOL);
   auto query = plugin->library.get<int32_t(OarPluginInfo*)>(OAR_PLUGIN_QUERY_SYMBOL);
   auto init = plugin->library.get<OarError*(const OarCoreServices*, OarRegistrar*, OarPluginTables*)>(
       OAR_PLUGIN_INIT_SYMBOL);
@@ -345,7 +359,8 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
   try {
     rc = query(&info);
   } catch (...) {
-    return finish(OAR_PLUGIN_QUERY_SYMBOL " threw a C++ exception (plugins must not let exceptions cross the ABI)");
+    return finish(OAR_PLUGIN_QUERY_SYMBOL
+                  " threw a C++ exception (plugins must not let exceptions cross the ABI)");
   }
   if (rc != 0) return finish(OAR_PLUGIN_QUERY_SYMBOL " failed with code " + std::to_string(rc));
   if (!info.name || !info.device_type || !*info.name || !*info.device_type)
@@ -363,8 +378,9 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
   // The version rule (docs/device_abi.md): same major; minor within the window, either direction.
   const std::string core_abi = abi_string(OAR_ABI_VERSION_MAJOR, OAR_ABI_VERSION_MINOR);
   if (info.abi_major != OAR_ABI_VERSION_MAJOR)
-    return finish("ABI major version mismatch: plugin built for ABI " + abi_string(info.abi_major, info.abi_minor) +
-                  ", this core implements ABI " + core_abi + " (the major must match)");
+    return finish("ABI major version mismatch: plugin built for ABI " +
+                  abi_string(info.abi_major, info.abi_minor) + ", this core implements ABI " + core_abi +
+                  " (the major must match)");
   int64_t minor_gap = static_cast<int64_t>(info.abi_minor) - OAR_ABI_VERSION_MINOR;
   if (minor_gap > OAR_ABI_MINOR_WINDOW || minor_gap < -OAR_ABI_MINOR_WINDOW)
     return finish("ABI minor version outside the accepted window: plugin built for ABI " +
@@ -377,13 +393,27 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
   if (rec.device_type != "cpu" && device_types_.size() >= static_cast<size_t>(kMaxDeviceTypes))
     return finish("too many device types (at most " + std::to_string(kMaxDeviceTypes) + ")");
 
+  // Testing knob (the conformance suite's abi.older_core check): hand the plugin the services as an
+  // older core of this major would, to show it copes with the fields that core lacks.
+  const OarCoreServices* services = core_services();
+  if (const char* emulate = std::getenv("OAR_ABI_EMULATE_CORE_MINOR")) {
+    char* end = nullptr;
+    long minor = std::strtol(emulate, &end, 10);
+    if (!*emulate || *end || minor < 0 || minor > OAR_ABI_VERSION_MINOR ||
+        OAR_ABI_VERSION_MINOR - minor > OAR_ABI_MINOR_WINDOW)
+      return finish(std::string("OAR_ABI_EMULATE_CORE_MINOR='") + emulate +
+                    "' is not a minor this core can present (0.." + std::to_string(OAR_ABI_VERSION_MINOR) +
+                    ")");
+    services = core_services_as_minor(static_cast<uint32_t>(minor));
+  }
+
   // Init: the plugin registers kernels (held back until init succeeds) and returns its tables.
   OarRegistrar registrar{plugin.get(), true, {}};
   OarPluginTables tables{};
   tables.struct_size = sizeof(tables);
   OarError* err = nullptr;
   try {
-    err = init(core_services(), &registrar, &tables);
+    err = init(services, &registrar, &tables);
   } catch (const std::exception& e) {
     return finish(std::string(OAR_PLUGIN_INIT_SYMBOL " threw a C++ exception: ") + e.what());
   } catch (...) {
@@ -394,7 +424,8 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
 
   PluginTables& t = plugin->tables;
   OarPluginTables given{};
-  std::memcpy(&given, &tables, std::min(tables.struct_size ? tables.struct_size : sizeof(tables), sizeof(tables)));
+  std::memcpy(&given, &tables,
+              std::min(tables.struct_size ? tables.struct_size : sizeof(tables), sizeof(tables)));
   read_table(t.device, given.device);
   read_table(t.memory, given.memory);
   read_table(t.stream, given.stream);
@@ -432,12 +463,14 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
       continue;
     }
     if (k.op_version > op->version) {
-      rec.warnings.push_back("kernel for op '" + k.op + "' targets schema version " + std::to_string(k.op_version) +
-                             ", newer than this core's " + std::to_string(op->version) + "; ignored");
+      rec.warnings.push_back("kernel for op '" + k.op + "' targets schema version " +
+                             std::to_string(k.op_version) + ", newer than this core's " +
+                             std::to_string(op->version) + "; ignored");
       continue;
     }
     for (int32_t d : k.dtypes) {
-      impl_->kernels[op->id][type_id * kNumDTypes + d] = KernelEntry{k.fn, k.user_data, k.flags, plugin.get()};
+      impl_->kernels[op->id][type_id * kNumDTypes + d] =
+          KernelEntry{k.fn, k.user_data, k.flags, plugin.get()};
       ++rec.num_kernels;
     }
   }
@@ -488,14 +521,15 @@ Device& Runtime::device(Place place) {
     Device* d = impl_->devices[place.type][place.index].load(std::memory_order_acquire);
     if (d) return *d;
   }
-  OAR_ENFORCE(place.type >= 0 && place.type < static_cast<int16_t>(device_types_.size()), ErrorCode::kNotFound,
-              "unknown device type id " << place.type);
+  OAR_ENFORCE(place.type >= 0 && place.type < static_cast<int16_t>(device_types_.size()),
+              ErrorCode::kNotFound, "unknown device type id " << place.type);
   const DeviceType& dt = device_types_[place.type];
   OAR_ENFORCE(dt.plugin != nullptr, ErrorCode::kUnavailable,
-              "no plugin provides device type '" << dt.name << "'"
-                                                 << (place.is_cpu() ? " (liboar_plugin_cpu.so was not loaded; run "
-                                                                      "oar-doctor or check OAR_PLUGIN_PATH)"
-                                                                    : ""));
+              "no plugin provides device type '"
+                  << dt.name << "'"
+                  << (place.is_cpu() ? " (liboar_plugin_cpu.so was not loaded; run "
+                                       "oar-doctor or check OAR_PLUGIN_PATH)"
+                                     : ""));
   OAR_ENFORCE(place.index >= 0 && place.index < dt.count, ErrorCode::kNotFound,
               "device " << dt.name << ":" << place.index << " does not exist (" << dt.count << " device(s))");
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -1,18 +1,17 @@
 // The core's side of the ABI: the services table handed to every plugin, the kernel-context
 // accessors, and conversion of plugin errors into oar::Error.
-#include "internal.h"
-
+#include <glog/logging.h>
 #include <oar/core/error.h>
 
-#include <glog/logging.h>
-
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include "internal.h"
 
 namespace oar {
 
@@ -31,15 +30,24 @@ const char* error_message(const OarError* e) { return e ? e->message.c_str() : "
 
 void log_message(int32_t level, const char* message) {
   switch (level) {
-    case OAR_LOG_ERROR: LOG(ERROR) << message; break;
-    case OAR_LOG_WARNING: LOG(WARNING) << message; break;
-    case OAR_LOG_INFO: LOG(INFO) << message; break;
-    default: VLOG(1) << message; break;
+    case OAR_LOG_ERROR:
+      LOG(ERROR) << message;
+      break;
+    case OAR_LOG_WARNING:
+      LOG(WARNING) << message;
+      break;
+    case OAR_LOG_INFO:
+      LOG(INFO) << message;
+      break;
+    default:
+      VLOG(1) << message;
+      break;
   }
 }
 
 OarError* register_kernel(OarRegistrar* r, const OarKernelDef* given) {
-  if (!r || !r->open) return error_new(OAR_ERR_PRECONDITION, 0, "register_kernel is only valid during oar_plugin_init");
+  if (!r || !r->open)
+    return error_new(OAR_ERR_PRECONDITION, 0, "register_kernel is only valid during oar_plugin_init");
   // An older plugin's definition may end early: read what it has, the rest is zero (user_data NULL).
   if (!given || given->struct_size < offsetof(OarKernelDef, fn) + sizeof(OarKernelFn))
     return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel: OarKernelDef is NULL or ends before fn");
@@ -51,8 +59,10 @@ OarError* register_kernel(OarRegistrar* r, const OarKernelDef* given) {
   PendingKernel k{def->op_name, def->op_version, {}, def->flags, def->fn, def->user_data};
   for (int32_t i = 0; i < def->num_dtypes; ++i) {
     if (!is_valid_dtype(def->dtypes[i]))
-      return error_new(OAR_ERR_TYPE, 0,
-                       ("register_kernel: op '" + k.op + "' lists invalid dtype " + std::to_string(def->dtypes[i])).c_str());
+      return error_new(
+          OAR_ERR_TYPE, 0,
+          ("register_kernel: op '" + k.op + "' lists invalid dtype " + std::to_string(def->dtypes[i]))
+              .c_str());
     k.dtypes.push_back(def->dtypes[i]);
   }
   r->kernels.push_back(std::move(k));
@@ -71,7 +81,8 @@ const OarTensorDesc* ctx_output(OarKernelContext* c, int32_t i) {
 
 OarError* ctx_resize_output(OarKernelContext* c, int32_t i, int32_t ndim, const int64_t* dims,
                             const OarTensorDesc** out) {
-  if (i < 0 || i >= c->num_outputs) return error_new(OAR_ERR_OUT_OF_RANGE, 0, "resize_output: no such output");
+  if (i < 0 || i >= c->num_outputs)
+    return error_new(OAR_ERR_OUT_OF_RANGE, 0, "resize_output: no such output");
   try {
     Tensor t = Tensor::empty(Dims(dims, ndim), c->output_tensors[i].dtype(), c->device->place());
     c->output_tensors[i] = t;
@@ -86,12 +97,16 @@ OarError* ctx_resize_output(OarKernelContext* c, int32_t i, int32_t ndim, const 
 OarStream ctx_stream(const OarKernelContext* c) { return c->device->stream(); }
 int32_t ctx_device(const OarKernelContext* c) { return c->device->place().index; }
 
-template <typename T> OarError* get_attr(const OarKernelContext* c, const char* name, const T** out) {
+template <typename T>
+OarError* get_attr(const OarKernelContext* c, const char* name, const T** out) {
   const AttrValue* v = c->attrs ? c->attrs->find(name) : nullptr;
-  if (!v) return error_new(OAR_ERR_NOT_FOUND, 0, (std::string(c->op->name) + ": no attribute '" + name + "'").c_str());
+  if (!v)
+    return error_new(OAR_ERR_NOT_FOUND, 0,
+                     (std::string(c->op->name) + ": no attribute '" + name + "'").c_str());
   *out = std::get_if<T>(v);
   if (!*out)
-    return error_new(OAR_ERR_TYPE, 0, (std::string(c->op->name) + ": attribute '" + name + "' has another type").c_str());
+    return error_new(OAR_ERR_TYPE, 0,
+                     (std::string(c->op->name) + ": attribute '" + name + "' has another type").c_str());
   return nullptr;
 }
 OarError* ctx_attr_int(const OarKernelContext* c, const char* name, int64_t* value) {
@@ -117,7 +132,8 @@ OarError* ctx_attr_ints(const OarKernelContext* c, const char* name, const int64
   if (!e) *values = p->data(), *count = static_cast<int64_t>(p->size());
   return e;
 }
-OarError* ctx_attr_floats(const OarKernelContext* c, const char* name, const double** values, int64_t* count) {
+OarError* ctx_attr_floats(const OarKernelContext* c, const char* name, const double** values,
+                          int64_t* count) {
   const std::vector<double>* p = nullptr;
   OarError* e = get_attr(c, name, &p);
   if (!e) *values = p->data(), *count = static_cast<int64_t>(p->size());
@@ -131,7 +147,8 @@ OarError* ctx_attr_string(const OarKernelContext* c, const char* name, const cha
 }
 OarError* ctx_workspace(OarKernelContext* c, uint64_t bytes, void** ptr) {
   try {
-    c->workspaces->push_back(Tensor::empty(Dims{static_cast<int64_t>(bytes)}, DType::kUInt8, c->device->place()));
+    c->workspaces->push_back(
+        Tensor::empty(Dims{static_cast<int64_t>(bytes)}, DType::kUInt8, c->device->place()));
     *ptr = c->workspaces->back().data_ptr();
     return nullptr;
   } catch (const Error& e) {
@@ -163,18 +180,21 @@ OarError* store_get(const char* key, void* buffer, uint64_t capacity, uint64_t* 
   std::unique_lock<std::mutex> lock(s.mu);
   bool found = s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms),
                              [&] { return s.values.count(key) > 0; });
-  if (!found) return error_new(OAR_ERR_UNAVAILABLE, 0, (std::string("store_get: timed out waiting for key '") + key + "'").c_str());
+  if (!found)
+    return error_new(OAR_ERR_UNAVAILABLE, 0,
+                     (std::string("store_get: timed out waiting for key '") + key + "'").c_str());
   const std::string& v = s.values[key];
   if (size) *size = v.size();
   if (v.size() > capacity)
-    return error_new(OAR_ERR_OUT_OF_RANGE, 0, (std::string("store_get: buffer too small for key '") + key + "'").c_str());
+    return error_new(OAR_ERR_OUT_OF_RANGE, 0,
+                     (std::string("store_get: buffer too small for key '") + key + "'").c_str());
   std::memcpy(buffer, v.data(), v.size());
   return nullptr;
 }
 
 const OarKernelApi kKernelApi = {
-    sizeof(OarKernelApi), ctx_num_inputs, ctx_input,       ctx_num_outputs, ctx_output,
-    ctx_resize_output,    ctx_stream,     ctx_device,      ctx_attr_int,    ctx_attr_float,
+    sizeof(OarKernelApi), ctx_num_inputs,  ctx_input,       ctx_num_outputs, ctx_output,
+    ctx_resize_output,    ctx_stream,      ctx_device,      ctx_attr_int,    ctx_attr_float,
     ctx_attr_ints,        ctx_attr_floats, ctx_attr_string, ctx_workspace,
 };
 
@@ -195,9 +215,43 @@ const OarCoreServices kServices = {
     trace_event_sink,
 };
 
+// What the core handed to plugins at each published minor of ABI major 1: the sizes of the two tables
+// that grew. 1.0 ended the services before trace_event and the kernel API before workspace (both
+// appended in 1.1). Indexed by minor.
+struct MinorLayout {
+  size_t services_size, kernel_api_size;
+};
+const MinorLayout kMinorLayouts[] = {
+    {offsetof(OarCoreServices, trace_event), offsetof(OarKernelApi, workspace)},
+    {sizeof(OarCoreServices), sizeof(OarKernelApi)},
+};
+static_assert(sizeof(kMinorLayouts) / sizeof(kMinorLayouts[0]) == OAR_ABI_VERSION_MINOR + 1,
+              "add the layout of the new ABI minor to kMinorLayouts");
+
 }  // namespace
 
 const OarCoreServices* core_services() { return &kServices; }
+
+const OarCoreServices* core_services_as_minor(uint32_t minor) {
+  OAR_ENFORCE(minor <= OAR_ABI_VERSION_MINOR, ErrorCode::kInvalidArgument,
+              "cannot present ABI minor " << minor << ": this core implements ABI " << OAR_ABI_VERSION_MAJOR
+                                          << "." << OAR_ABI_VERSION_MINOR);
+  if (minor == OAR_ABI_VERSION_MINOR) return &kServices;
+  // Copies whose struct_size ends where that minor's tables ended; the bytes past it are zero, so a
+  // plugin that reads past struct_size sees NULL rather than a working newer function.
+  static OarKernelApi api[OAR_ABI_VERSION_MINOR];
+  static OarCoreServices services[OAR_ABI_VERSION_MINOR];
+  const MinorLayout& layout = kMinorLayouts[minor];
+  std::memset(&api[minor], 0, sizeof(OarKernelApi));
+  std::memcpy(&api[minor], &kKernelApi, layout.kernel_api_size);
+  api[minor].struct_size = layout.kernel_api_size;
+  std::memset(&services[minor], 0, sizeof(OarCoreServices));
+  std::memcpy(&services[minor], &kServices, layout.services_size);
+  services[minor].struct_size = layout.services_size;
+  services[minor].abi_minor = minor;
+  services[minor].kernel_api = &api[minor];
+  return &services[minor];
+}
 
 void check_plugin_error(const std::string& plugin, const char* what, OarError* err) {
   if (!err) return;

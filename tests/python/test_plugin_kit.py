@@ -45,7 +45,8 @@ def test_conformance_suite_passes_on_sim():
             assert status["kernels.{}.{}".format(op, dt)] == "PASS", (op, dt)
     for name in ("collectives.all_reduce", "collectives.broadcast", "collectives.all_gather",
                  "collectives.reduce_scatter", "collectives.all_to_all", "profiler.trace_events",
-                 "streams.events_across_streams", "errors.out_of_memory", "memory.across_devices"):
+                 "streams.events_across_streams", "errors.out_of_memory", "memory.across_devices",
+                 "abi.older_core"):
         assert status[name] == "PASS", name
     assert "CONFORMS" in report.format()
 
@@ -57,8 +58,40 @@ def test_conformance_cli_on_sim_selects_and_exits_0():
     assert r.returncode == 0, r.stdout + r.stderr
     lines = [line for line in r.stdout.splitlines() if line.startswith(("PASS", "FAIL", "SKIP"))]
     names = sorted(line.split()[1] for line in lines)
-    assert names == ["abi.version", "kernels.matmul.float32", "kernels.matmul.float64"], r.stdout
-    assert "3 passed, 0 failed, 0 skipped" in r.stdout
+    assert names == ["abi.older_core", "abi.version", "kernels.matmul.float32", "kernels.matmul.float64"], r.stdout
+    assert "works under ABI 1.0 cores" in r.stdout
+    assert "4 passed, 0 failed, 0 skipped" in r.stdout
+
+
+@pytest.mark.parametrize("value", ["9", "-1", "x", ""])
+def test_emulated_core_minor_outside_what_the_core_can_present_is_refused_with_reason(value):
+    """OAR_ABI_EMULATE_CORE_MINOR (the older-core check's knob) takes only a minor this core can present;
+    anything else skips every plugin with the knob named, never a crash."""
+    code = ("from oar import _C\n"
+            "recs = [r for r in _C.plugin_records() if r.device_type == 'cpu']\n"
+            "print(recs[0].loaded, recs[0].reason)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/",
+                       env=dict(CLEAN_ENV, OAR_ABI_EMULATE_CORE_MINOR=value))
+    assert "False" in r.stdout and "OAR_ABI_EMULATE_CORE_MINOR='{}' is not a minor this core can present".format(
+        value) in r.stdout, r.stdout + r.stderr
+
+
+def test_the_bundled_plugins_work_under_an_older_core():
+    """Under an emulated ABI 1.0 core (trace_event and workspace NULL) the CPU plugin, and sim when present,
+    load and compute; a profiled run does not call the missing trace_event."""
+    code = ("import numpy as np, oar\n"
+            "from oar import _C\n"
+            "places = ['cpu'] + (['sim:0'] if _C.device_count('sim') else [])\n"
+            "for p in places:\n"
+            "    x = oar.to_tensor(np.arange(6, dtype='float32').reshape(2, 3), place=p)\n"
+            "    _C._kit_start_profiling()\n"
+            "    y = oar.matmul(x, x, transpose_y=True) + 1.0\n"
+            "    _C._kit_stop_profiling()\n"
+            "    assert np.allclose(y.numpy(), np.array([[6., 15.], [15., 51.]])), y.numpy()\n"
+            "print('OK', places)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/",
+                       env=dict(CLEAN_ENV, OAR_ABI_EMULATE_CORE_MINOR="0"))
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
 
 
 def test_conformance_cli_unknown_device_exits_2():
@@ -160,6 +193,9 @@ def test_broken_kernel_fails_the_suite_with_a_readable_report(faulty_build):
     # A stream wait that does not wait is caught by the producer/consumer check (stale values).
     m = re.search(r"^FAIL streams\.events_across_streams .*\n\s+AssertionError: (.*)$", out, re.M)
     assert m and "ordered after its producer through an event" in m.group(1), out
+    # The profiler that calls trace_event without checking for it crashes under an ABI 1.0 core.
+    m = re.search(r"^FAIL abi\.older_core .*\n\s+AssertionError: (.*)$", out, re.M)
+    assert m and "under an ABI 1.0 core the process exited with status" in m.group(1), out
     # Kernels the fault does not touch still pass.
     assert "FAIL kernels.matmul" not in out and "FAIL kernels.multiply" not in out
     # The same through the library.

@@ -34,6 +34,7 @@ expose yet: op schemas, extra streams and events, raw memset/copy, collectives a
 """
 import argparse
 import fnmatch
+import os
 import sys
 import threading
 import time
@@ -259,6 +260,74 @@ def check_abi_version(ctx):
         "plugin name '{}' does not match its file {} (must be liboar_plugin_<name>.so)".format(r.name, r.path))
     assert r.num_devices == ctx.count, "record says {} devices, the runtime has {}".format(r.num_devices, ctx.count)
     assert not r.warnings, "the loader warned: " + "; ".join(r.warnings)
+
+
+_OLDER_CORE_SCRIPT = """
+import sys, numpy as np, oar
+from oar import _C
+t, path = sys.argv[1], sys.argv[2]
+if _C.device_count(t) == 0:
+    _C.load_plugin(path)
+rec = next((r for r in _C.plugin_records() if r.device_type == t and r.path == path), None)
+if rec is None or not rec.loaded:
+    print("REFUSED", rec.reason if rec is not None else "not found")
+    sys.exit(0)
+rng = np.random.default_rng(0)
+a = rng.uniform(-2, 2, (5, 6)).astype("float32")
+b = rng.uniform(-2, 2, (5, 6)).astype("float32")
+kernels = dict(_C.kernels_of(t))
+refs = {"add": lambda: a + b, "multiply": lambda: a * b, "relu": lambda: np.maximum(a, 0),
+        "matmul": lambda: a @ b.T}
+for p in ["{}:{}".format(t, i) for i in range(_C.device_count(t))]:
+    x, y = oar.to_tensor(a, place=p), oar.to_tensor(b, place=p)
+    assert np.array_equal(x.numpy(), a), "host->device->host changed the data on " + p
+    got = {"add": lambda: x + y, "multiply": lambda: x * y, "relu": lambda: oar.nn.functional.relu(x),
+           "matmul": lambda: oar.matmul(x, y, transpose_y=True)}
+    for op, ref in refs.items():
+        if "float32" in kernels.get(op, ()):
+            assert np.allclose(got[op]().numpy(), ref(), rtol=1e-5, atol=1e-5), "{} on {} is wrong".format(op, p)
+    try:
+        s, e = _C._KitStream(p), _C._KitEvent(p)
+    except Exception:  # no stream table: a synchronous device
+        s = None
+    if s is not None:
+        e.record(s)
+        e.synchronize()
+        s.synchronize()
+if _C._kit_has_profiler(t):
+    _C._kit_start_profiling()
+    (oar.to_tensor(a, place=t + ":0") * 2.0).numpy()
+    _C._kit_stop_profiling()
+print("WORKED")
+"""
+
+
+@check("abi.older_core")
+def check_older_core(ctx):
+    """The minor window runs both ways: a core of an older minor (same major) loads this plugin too. Each such
+    minor is emulated in a fresh process (OAR_ABI_EMULATE_CORE_MINOR: the core's tables cut where that minor
+    ended, the newer fields NULL); the plugin must load and work there, or refuse in its init with a reason
+    (reported as a skip). A crash or a wrong answer fails."""
+    import subprocess
+    major, minor, window = _C.abi_version()
+    older = [m for m in range(max(0, minor - window), minor)]
+    if not older:
+        raise Skip("the core is ABI {}.{}: there is no older minor of this major".format(major, minor))
+    refused = []
+    for m in older:
+        env = dict(os.environ, OAR_ABI_EMULATE_CORE_MINOR=str(m))
+        r = subprocess.run([sys.executable, "-c", _OLDER_CORE_SCRIPT, ctx.device_type, ctx.record.path],
+                           capture_output=True, text=True, timeout=120, env=env)
+        tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-5:])
+        assert r.returncode == 0, "under an ABI {}.{} core the process exited with status {}:\n{}".format(
+            major, m, r.returncode, tail)
+        if "REFUSED" in r.stdout:
+            refused.append("{}.{}: {}".format(major, m, r.stdout.split("REFUSED", 1)[1].strip()))
+            continue
+        assert "WORKED" in r.stdout, "under an ABI {}.{} core the plugin did not work:\n{}".format(major, m, tail)
+    if refused:
+        raise Skip("the plugin refuses older cores: " + "; ".join(refused))
+    return "works under ABI " + ", ".join("{}.{}".format(major, m) for m in older) + " cores"
 
 
 @check("device.enumeration")

@@ -104,6 +104,9 @@ class KernelContext {
     return s ? s : "";
   }
   void* workspace(uint64_t bytes) {
+    // Appended in ABI 1.1: an older core leaves it NULL (docs/device_abi.md, the size rule).
+    if (!kernel_api().workspace)
+      throw Error(OAR_ERR_UNIMPLEMENTED, "the core's kernel API has no workspace (a core older than ABI 1.1)");
     void* p = nullptr;
     throw_if_error(kernel_api().workspace(ctx_, bytes, &p));
     return p;
