@@ -61,6 +61,63 @@ def test_conformance_cli_on_sim_selects_and_exits_0():
     assert "3 passed, 0 failed, 0 skipped" in r.stdout
 
 
+def test_two_process_check_on_sim_passes_or_fails_readably():
+    """collectives.two_processes on sim: two ranks in two processes bootstrapped through the TCP store. It
+    passes once sim's collectives cross processes (branch h_xcoll); a sim whose ranks only meet inside one
+    process fails it quickly with sim's own comm_init error, never hangs."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    import time
+    t0 = time.monotonic()
+    report = pc.run("sim", ["collectives.two_processes"])
+    assert time.monotonic() - t0 < 90
+    (res,) = report.results
+    if res.status == "FAIL":
+        assert "rank 1: comm_init: RuntimeError: plugin sim: comm_init" in res.message, res.message
+        assert "only connect ranks inside one process" in res.message, res.message
+    else:
+        assert res.status == "PASS", res.message
+        for kind in ("all_reduce(sum) 1000 elements", "broadcast from root 1", "reduce(sum) to root 1",
+                     "all_gather", "reduce_scatter(sum)", "all_to_all", "comm_init"):
+            assert kind in res.message, res.message
+
+
+def _test_plugin(name):
+    path = os.path.join(ROOT, os.environ.get("OAR_BUILD_DIR", "build"), "tests", "plugins",
+                        "liboar_plugin_{}.so".format(name))
+    if not os.path.exists(path):
+        pytest.skip("{} is not built (scripts/build.sh; OAR_BUILD_DIR names the build folder)".format(path))
+    return path
+
+
+def test_two_process_check_fails_in_process_only_collectives_by_timeout():
+    """tests/plugins/inproc_collectives.cc: in-process ranks work, but its comm_init waits for ranks that
+    never come. collectives.two_processes fails by its own timeout with a readable message, not a hang."""
+    path = _test_plugin("inproc_collectives")
+    code = """
+import sys, time
+import oar
+from oar import _C
+from oar.testing import plugin_conformance as pc
+assert _C.load_plugin(sys.argv[1]).loaded
+ctx = pc.Context("test_inproc_coll")
+pc.check_all_reduce(ctx)  # in-process ranks: fine
+t0 = time.monotonic()
+try:
+    pc.check_two_processes(ctx, timeout=8)
+    print("NO FAILURE")
+except AssertionError as e:
+    print("FAILED after {:.0f} s:".format(time.monotonic() - t0), e)
+"""
+    r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "FAILED after" in out, out
+    assert int(out.split("FAILED after ")[1].split()[0]) <= 12, out
+    assert "rank(s) 0, 1 did not finish within 8 s: do the plugin's collectives only connect ranks inside one " \
+           "process?" in out, out
+
+
 def test_conformance_cli_unknown_device_exits_2():
     r = _conformance_cli("--device", "no_such_device")
     assert r.returncode == 2
