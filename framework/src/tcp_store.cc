@@ -3,11 +3,15 @@
 //
 // Wire protocol (native byte order; every process of a job runs on one architecture):
 //   request: u32 magic 'OARS' | u8 command | u32 field count | per field: u64 length, bytes
-//   reply:   u32 magic 'OARR' | u8 status (0 ok, 1 error) | u64 length | payload (error: the message)
-// Integers travel as 8-byte fields. Lengths are checked against the limits in store.h before anything
-// is buffered, and buffers only grow with bytes actually received, so a hostile length costs nothing.
-// A malformed frame gets an error reply and the connection is closed; a well-formed request the server
-// refuses (a key too long, a non-integer under add) gets an error reply and the connection stays.
+//   reply:   u32 magic 'OARR' | u8 status (0 ok, 1 error, 2 timed out) | u64 length | payload (errors:
+//            the message)
+// Integers travel as 8-byte fields. get and wait carry their timeout (ms) as the first field: the server
+// answers status 2 ("timed out") when it passes, so the connection stays in step and is reused; the
+// client waits a little longer than that before it gives up on a silent server. Lengths are checked against
+// the limits in store.h before anything is buffered, and buffers only grow with bytes actually received, so a
+// hostile length costs nothing. A malformed frame gets an error reply and the connection is closed; a
+// well-formed request the server refuses (a key too long, a non-integer under add) gets an error reply and
+// the connection stays.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -95,6 +99,7 @@ struct Conn {
   bool waiting = false;
   uint8_t wait_cmd = 0;
   std::vector<std::string> wait_keys;
+  std::chrono::steady_clock::time_point wait_deadline;
 };
 
 class Server {
@@ -171,10 +176,11 @@ class Server {
       fds.push_back({listen_fd_, POLLIN, 0});
       for (auto& c : conns_)
         fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
-      if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (::poll(fds.data(), fds.size(), poll_timeout_ms()) < 0) {
         if (errno == EINTR) continue;
         return;  // nothing sensible left to do; clients see their connections fail
       }
+      expire_waiters();
       if (fds[0].revents) return;
       if (fds[1].revents & POLLIN) accept_all();
       // conns_ may have grown in accept_all(): only the first fds.size() - 2 have poll results.
@@ -192,6 +198,31 @@ class Server {
           ++i;
         }
       }
+    }
+  }
+
+  // Until the earliest get / wait deadline (-1: none pending).
+  int poll_timeout_ms() const {
+    int64_t best = -1;
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& c : conns_) {
+      if (!c.waiting) continue;
+      const int64_t left = std::max<int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(c.wait_deadline - now).count() + 1);
+      if (best < 0 || left < best) best = left;
+    }
+    return static_cast<int>(std::min<int64_t>(best, 1 << 30));
+  }
+
+  void expire_waiters() {
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& c : conns_) {
+      if (!c.waiting || now < c.wait_deadline) continue;
+      c.waiting = false;
+      c.wait_keys.clear();
+      reply(c, 2, "timed out");
+      process(c);  // requests it sent meanwhile
+      flush(c);
     }
   }
 
@@ -321,7 +352,8 @@ class Server {
         return false;
       }
       for (size_t i = 0; i < f.size(); ++i)
-        if (!(cmd == kSet && i == 1) && !(cmd == kAdd && i == 1) && f[i].size() > kStoreMaxKeyBytes) {
+        if (!(cmd == kSet && i == 1) && !(cmd == kAdd && i == 1) &&
+            !((cmd == kGet || cmd == kWait) && i == 0) && f[i].size() > kStoreMaxKeyBytes) {
           fail(c, std::string(name) + ": key of " + std::to_string(f[i].size()) + " bytes refused (at most " +
                       std::to_string(kStoreMaxKeyBytes) + ")");
           return false;
@@ -337,10 +369,16 @@ class Server {
         return;
       case kGet:
       case kWait:
-        if (!need(1, cmd == kGet ? 1 : kMaxFields)) return;
+        if (!need(2, cmd == kGet ? 2 : kMaxFields)) return;
+        if (f[0].size() != 8 || field_int(f[0]) < 0) {
+          fail(c, std::string(name) + ": the timeout must be 8 bytes, not negative");
+          return;
+        }
         c.waiting = true;
         c.wait_cmd = cmd;
-        c.wait_keys = std::move(f);
+        c.wait_deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(std::min<int64_t>(field_int(f[0]), int64_t{1} << 40));
+        c.wait_keys.assign(std::make_move_iterator(f.begin() + 1), std::make_move_iterator(f.end()));
         answer_if_ready(c);
         return;
       case kAdd: {
@@ -536,7 +574,10 @@ struct TCPStore::Impl {
   std::string call(uint8_t cmd, const std::vector<std::string>& fields, int64_t timeout,
                    const std::string& waits_for = "") {
     const char* name = command_name(cmd);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout < 0 ? timeout_ms : timeout);
+    if (timeout < 0) timeout = timeout_ms;
+    // A get / wait is timed by the server (it answers "timed out"); the client allows it a margin.
+    const int64_t margin = waits_for.empty() ? 0 : std::min<int64_t>(timeout_ms, 5000);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout + margin);
     int fd = take_connection();
     auto lost = [&](const std::string& why) {
       ::close(fd);
@@ -546,13 +587,8 @@ struct TCPStore::Impl {
     };
     auto timed_out = [&]() {
       ::close(fd);  // the server may still answer later: this connection cannot be reused
-      if (!waits_for.empty())
-        OAR_THROW(ErrorCode::kUnavailable, "TCPStore." << name << ": timed out after "
-                                                       << (timeout < 0 ? timeout_ms : timeout)
-                                                       << " ms waiting for " << waits_for);
       OAR_THROW(ErrorCode::kUnavailable, "TCPStore." << name << ": no answer from the store master at "
-                                                     << where() << " within "
-                                                     << (timeout < 0 ? timeout_ms : timeout) << " ms");
+                                                     << where() << " within " << timeout + margin << " ms");
     };
     std::string msg(kRequestHeader, '\0');
     const uint32_t count = static_cast<uint32_t>(fields.size());
@@ -598,6 +634,8 @@ struct TCPStore::Impl {
       got += chunk;
     }
     give_back(fd);
+    OAR_ENFORCE(h[4] != 2, ErrorCode::kUnavailable,
+                "TCPStore." << name << ": timed out after " << timeout << " ms waiting for " << waits_for);
     OAR_ENFORCE(h[4] == 0, ErrorCode::kInvalidArgument, payload);
     return payload;
   }
@@ -665,7 +703,8 @@ void TCPStore::set(const std::string& key, const std::string& value) {
 
 std::string TCPStore::get(const std::string& key, int64_t timeout_ms) {
   check_key("get", key);
-  return impl_->call(kGet, {key}, timeout_ms, "key '" + key + "'");
+  const int64_t t = timeout_ms < 0 ? impl_->timeout_ms : timeout_ms;
+  return impl_->call(kGet, {int_field(t), key}, t, "key '" + key + "'");
 }
 
 int64_t TCPStore::add(const std::string& key, int64_t delta) {
@@ -684,7 +723,10 @@ void TCPStore::wait(const std::vector<std::string>& keys, int64_t timeout_ms) {
     check_key("wait", k);
     names += (names.empty() ? "'" : ", '") + k + "'";
   }
-  impl_->call(kWait, keys, timeout_ms, (keys.size() == 1 ? "key " : "keys ") + names);
+  const int64_t t = timeout_ms < 0 ? impl_->timeout_ms : timeout_ms;
+  std::vector<std::string> fields{int_field(t)};
+  fields.insert(fields.end(), keys.begin(), keys.end());
+  impl_->call(kWait, fields, t, (keys.size() == 1 ? "key " : "keys ") + names);
 }
 
 bool TCPStore::check(const std::vector<std::string>& keys) {

@@ -1,6 +1,7 @@
 // The TCP key-value store (oar/core/store.h): operations, blocking and timeouts, many client threads,
 // a master that goes away, hostile or garbled bytes on the wire, and the plugin services using it.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <oar/core/error.h>
@@ -119,6 +120,29 @@ TEST(TCPStore, GetAndWaitTimeOut) {
   c->set("missing", "here");
   EXPECT_EQ(c->get("missing", 200), "here");
   EXPECT_EQ(short_c->get("missing"), "here");
+}
+
+int open_fds() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (::readdir(d)) ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
+TEST(TCPStore, TimedOutGetsKeepTheirConnection) {
+  // Plugins poll store_get in short slices: the server answers "timed out", so the client's connection
+  // stays in step and is reused instead of a new connection per slice.
+  auto m = master();
+  auto c = client(m->port());
+  EXPECT_NE(error_of([&] { c->get("slice", 5); }).find("timed out"), std::string::npos);
+  const int fds = open_fds();
+  for (int i = 0; i < 30; ++i)
+    EXPECT_NE(error_of([&] { c->get("slice", 5); }).find("timed out"), std::string::npos);
+  EXPECT_EQ(open_fds(), fds);
+  c->set("slice", "x");
+  EXPECT_EQ(c->get("slice", 5), "x");
 }
 
 TEST(TCPStore, ManyClientThreads) {
