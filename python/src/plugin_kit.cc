@@ -100,7 +100,7 @@ std::vector<py::array_t<float>> run_collective(
   else if (kind == "reduce_scatter" || kind == "all_to_all") {
     if (n % nranks) throw py::value_error("run_collective: count must divide by the number of ranks");
     if (kind == "reduce_scatter") recv_n = n / nranks;
-  } else if (kind != "all_reduce" && kind != "broadcast" && kind != "reduce") {
+  } else if (kind != "all_reduce" && kind != "broadcast" && kind != "reduce" && kind != "send_recv") {
     throw py::value_error("run_collective: unknown collective '" + kind + "'");
   }
   OarCommUniqueId id{};
@@ -146,6 +146,16 @@ std::vector<py::array_t<float>> run_collective(
       } else if (kind == "reduce_scatter") {
         if (!c.reduce_scatter) missing("reduce_scatter");
         e = c.reduce_scatter(send, recv, recv_n, f32, OAR_REDUCE_SUM, comm, stream);
+      } else if (kind == "send_recv") {  // a ring: rank r sends to r + 1 and receives from r - 1
+        if (!c.send || !c.recv) missing("send/recv");
+        if (nranks < 2) throw py::value_error("run_collective: send_recv needs two ranks");
+        // Even ranks send first, odd ranks receive first: a plugin whose send blocks until the matching
+        // recv starts (unbuffered) still completes the ring.
+        auto send_next = [&] { return c.send(send, n, f32, (r + 1) % nranks, comm, stream); };
+        auto recv_prev = [&] { return c.recv(recv, n, f32, (r + nranks - 1) % nranks, comm, stream); };
+        e = r % 2 == 0 ? send_next() : recv_prev();
+        throw_if(plugin, r % 2 == 0 ? "send" : "recv", e);
+        e = r % 2 == 0 ? recv_prev() : send_next();
       } else {
         if (!c.all_to_all) missing("all_to_all");
         e = c.all_to_all(send, recv, n / nranks, f32, comm, stream);
@@ -299,6 +309,7 @@ void init_plugin_kit(py::module_& m) {
       if (c.all_gather) out.push_back("all_gather");
       if (c.reduce_scatter) out.push_back("reduce_scatter");
       if (c.all_to_all) out.push_back("all_to_all");
+      if (c.send && c.recv) out.push_back("send_recv");
     }
     return out;
   });

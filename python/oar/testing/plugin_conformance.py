@@ -25,7 +25,8 @@ What it checks (names are `group.check[.detail]`; `-k` selects by substring):
   non-contiguous views, attribute defaults), and its gradient where the op is differentiable;
 - `errors.*`: an out-of-memory request raises MemoryError carrying the plugin's message, a bad device
   index and a failing op raise exceptions naming the device type / op, and the device keeps working;
-- `collectives.*`: each collective the plugin implements, with in-process ranks (one thread each);
+- `collectives.*`: each collective the plugin implements, and send/recv (a ring), with in-process ranks
+  (one thread each);
 - `profiler.*`: trace events, when the plugin has a profiler table;
 - `lifecycle.process_exit`: a fresh interpreter that used the devices exits cleanly (status 0).
 
@@ -858,6 +859,16 @@ def check_all_to_all(ctx):
     xs = _rank_inputs(ctx, nr, c * nr)
     for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "all_to_all", xs)):
         _expect_equal(got, np.concatenate([x[r * c:(r + 1) * c] for x in xs]), "all_to_all rank {}".format(r))
+
+
+@check("collectives.send_recv")
+def check_send_recv(ctx):
+    nr = _collective_setup(ctx, "send_recv")
+    for n in (1, 300):
+        xs = _rank_inputs(ctx, nr, n)
+        for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "send_recv", xs)):
+            _expect_equal(got, xs[(r - 1) % nr], "send/recv ring: rank {} receiving {} elements from rank {}".format(
+                r, n, (r - 1) % nr))
 
 
 # ---- profiler ---------------------------------------------------------------------------------------
