@@ -17,9 +17,8 @@
 // per-process nonce) under <prefix>/join/<rank> and reads the others'. The ABI's store has no delete, so
 // every call leaves one key per rank behind: this transport is for tests and bootstrap-scale data; a
 // real backend moves data over its fabric and uses the store only to exchange the unique id.
-#include "sim_state.h"
-
 #include <oar/sdk/types.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -29,7 +28,8 @@
 #include <set>
 #include <sstream>
 #include <tuple>
-#include <unistd.h>
+
+#include "sim_state.h"
 
 namespace oar::sim {
 namespace {
@@ -47,7 +47,8 @@ const char* kind_name(Kind k) {
     case Kind::kAllGather: return "all_gather";
     case Kind::kReduceScatter: return "reduce_scatter";
     case Kind::kAllToAll: return "all_to_all";
-    case Kind::kSend: return "send";
+    case Kind::kSend:
+      return "send";
   }
   return "collective";
 }
@@ -212,7 +213,8 @@ void compute(Slot& s, int32_t n) {
       for (int32_t r = 0; r < n; ++r) std::memcpy(s.result.data() + r * row, s.send[r], row);
       break;
     }
-    case Kind::kSend: break;  // never a slot
+    case Kind::kSend:
+      break;  // never a slot
   }
 }
 
@@ -235,7 +237,8 @@ void deliver(const Slot& s, int32_t r, int32_t n) {
       for (int32_t j = 0; j < n; ++j) std::memcpy(out + j * bytes, s.result.data() + j * row + r * bytes, bytes);
       break;
     }
-    case Kind::kSend: break;
+    case Kind::kSend:
+      break;
   }
 }
 
@@ -411,18 +414,20 @@ std::string store_read(const std::shared_ptr<Comm>& c, const std::string& key, c
   WireHeader h{};
   OAR_SDK_CHECK(v->size() >= sizeof(h), OAR_ERR_INTERNAL, name << ": store key '" << key << "' is too short");
   std::memcpy(&h, v->data(), sizeof(h));
-  OAR_SDK_CHECK(h.magic == kWireMagic, OAR_ERR_INTERNAL, name << ": store key '" << key << "' was not written by sim");
+  OAR_SDK_CHECK(h.magic == kWireMagic, OAR_ERR_INTERNAL,
+                name << ": store key '" << key << "' was not written by sim");
   const bool same = h.kind == mine.kind && h.dtype == mine.dtype && h.count == mine.count &&
                     h.op == mine.op && h.root == mine.root;
-  OAR_SDK_CHECK(same, OAR_ERR_INVALID_ARGUMENT,
-                "ranks disagree on " << (mine.kind == static_cast<int32_t>(Kind::kSend) ? "message" : "collective")
-                                     << " #" << mine.seq << ": rank " << c->rank << " called "
-                                     << (mine.kind == static_cast<int32_t>(Kind::kSend) ? "recv" : name)
-                                     << describe(mine).substr(std::string(name).size()) << ", rank " << h.rank
-                                     << " called " << describe(h));
-  OAR_SDK_CHECK(h.payload_bytes == expected_payload && v->size() == sizeof(h) + expected_payload,
-                OAR_ERR_INTERNAL,
-                name << ": rank " << h.rank << " wrote " << h.payload_bytes << " bytes, expected " << expected_payload);
+  OAR_SDK_CHECK(
+      same, OAR_ERR_INVALID_ARGUMENT,
+      "ranks disagree on " << (mine.kind == static_cast<int32_t>(Kind::kSend) ? "message" : "collective")
+                           << " #" << mine.seq << ": rank " << c->rank << " called "
+                           << (mine.kind == static_cast<int32_t>(Kind::kSend) ? "recv" : name)
+                           << describe(mine).substr(std::string(name).size()) << ", rank " << h.rank
+                           << " called " << describe(h));
+  OAR_SDK_CHECK(
+      h.payload_bytes == expected_payload && v->size() == sizeof(h) + expected_payload, OAR_ERR_INTERNAL,
+      name << ": rank " << h.rank << " wrote " << h.payload_bytes << " bytes, expected " << expected_payload);
   return v->substr(sizeof(h));
 }
 
@@ -457,19 +462,20 @@ void store_collective(const std::shared_ptr<Comm>& c, uint64_t seq, Kind kind, c
   deliver(s, r, n);
 }
 
-void store_send(const std::shared_ptr<Comm>& c, const void* data, uint64_t bytes, uint64_t count, int32_t dtype,
-                int32_t peer, uint64_t seq) {
+void store_send(const std::shared_ptr<Comm>& c, const void* data, uint64_t bytes, uint64_t count,
+                int32_t dtype, int32_t peer, uint64_t seq) {
   WireHeader h{kWireMagic, static_cast<int32_t>(Kind::kSend), dtype, 0, 0, c->rank, count, seq, bytes};
-  store_put(c->prefix + "/p" + std::to_string(c->rank) + "-" + std::to_string(peer) + "/" + std::to_string(seq),
-            h, data);
+  store_put(
+      c->prefix + "/p" + std::to_string(c->rank) + "-" + std::to_string(peer) + "/" + std::to_string(seq), h,
+      data);
 }
 
 void store_recv(const std::shared_ptr<Comm>& c, void* data, uint64_t bytes, uint64_t count, int32_t dtype,
                 int32_t peer, uint64_t seq) {
   WireHeader mine{kWireMagic, static_cast<int32_t>(Kind::kSend), dtype, 0, 0, c->rank, count, seq, bytes};
   const std::string payload = store_read(
-      c, c->prefix + "/p" + std::to_string(peer) + "-" + std::to_string(c->rank) + "/" + std::to_string(seq), mine,
-      peer, bytes);
+      c, c->prefix + "/p" + std::to_string(peer) + "-" + std::to_string(c->rank) + "/" + std::to_string(seq),
+      mine, peer, bytes);
   if (bytes) std::memcpy(data, payload.data(), bytes);
 }
 
@@ -477,8 +483,8 @@ void store_recv(const std::shared_ptr<Comm>& c, void* data, uint64_t bytes, uint
 // Returns whether all ranks are in this process. Every rank reads the same values, so all decide alike.
 bool exchange_identities(const std::string& prefix, int32_t nranks, int32_t rank, Group& local) {
   const std::string mine = process_identity() + "\n" + std::to_string(nranks);
-  sdk::throw_if_error(
-      sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(), mine.data(), mine.size()));
+  sdk::throw_if_error(sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(),
+                                                mine.data(), mine.size()));
   bool all_local = true;
   for (int32_t j = 0; j < nranks; ++j) {
     if (j == rank) continue;
@@ -486,12 +492,13 @@ bool exchange_identities(const std::string& prefix, int32_t nranks, int32_t rank
     std::string last;
     std::optional<std::string> v = store_wait(local, key, 256, "sim: comm_init", &last);
     OAR_SDK_CHECK(v, OAR_ERR_UNAVAILABLE,
-                  "sim: comm_init: rank " << rank << " timed out after " << state().comm_timeout_ms
-                                          << " ms waiting for rank " << j << " to join (key '" << key
-                                          << "'; OAR_SIM_COMM_TIMEOUT_MS sets the limit; the store said: " << last
-                                          << ")");
+                  "sim: comm_init: rank "
+                      << rank << " timed out after " << state().comm_timeout_ms << " ms waiting for rank "
+                      << j << " to join (key '" << key
+                      << "'; OAR_SIM_COMM_TIMEOUT_MS sets the limit; the store said: " << last << ")");
     const size_t nl = v->find('\n');
-    OAR_SDK_CHECK(nl != std::string::npos, OAR_ERR_INTERNAL, "sim: comm_init: bad join record at '" << key << "'");
+    OAR_SDK_CHECK(nl != std::string::npos, OAR_ERR_INTERNAL,
+                  "sim: comm_init: bad join record at '" << key << "'");
     const std::string their_nranks = v->substr(nl + 1);
     OAR_SDK_CHECK(their_nranks == std::to_string(nranks), OAR_ERR_INVALID_ARGUMENT,
                   "sim: comm_init: rank " << rank << " says " << nranks << " ranks, rank " << j << " says "
@@ -550,7 +557,8 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
       case Kind::kAllGather: recv_elems = count * un; break;
       case Kind::kReduceScatter: send_elems = count * un; break;
       case Kind::kAllToAll: send_elems = recv_elems = count * un; break;
-      case Kind::kSend: break;
+      case Kind::kSend:
+        break;
     }
     if (kind == Kind::kAllReduce || kind == Kind::kReduce || kind == Kind::kReduceScatter)
       check_reduce_args(dtype, op);

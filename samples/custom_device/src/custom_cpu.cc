@@ -17,6 +17,7 @@
 // a collective waits for the other ranks, default 60000), CUSTOM_CPU_COLLECTIVE_TRANSPORT=store (move
 // collective data through the core's key-value store even when all ranks are in this process).
 #include <oar/sdk.h>
+#include <unistd.h>  // gethostname, getpid
 
 #include <algorithm>
 #include <atomic>
@@ -35,8 +36,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>  // gethostname, getpid
 
 // Fault injection for the plugin kit's own tests (CMake option CUSTOM_CPU_TEST_FAULTS): `add` gives wrong
 // numbers, stream_wait_event does not wait (and memset sleeps 100 ms first, so that shows on any machine),
@@ -234,7 +233,7 @@ struct State {
   int32_t device_count = 2;
   uint64_t memory_per_device = 1ull << 30;
   uint64_t latency_us = 0;
-  int64_t comm_timeout_ms = 60000;        // how long a rank waits for the others
+  int64_t comm_timeout_ms = 60000;         // how long a rank waits for the others
   bool collectives_through_store = false;  // CUSTOM_CPU_COLLECTIVE_TRANSPORT=store
   std::mutex mu;
   std::map<const void*, Allocation> allocations;  // every pointer we handed out
@@ -539,13 +538,20 @@ enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, k
 
 const char* coll_name(Coll kind) {
   switch (kind) {
-    case Coll::kAllReduce: return "all_reduce";
-    case Coll::kBroadcast: return "broadcast";
-    case Coll::kReduce: return "reduce";
-    case Coll::kAllGather: return "all_gather";
-    case Coll::kReduceScatter: return "reduce_scatter";
-    case Coll::kAllToAll: return "all_to_all";
-    case Coll::kSendRecv: return "send/recv";
+    case Coll::kAllReduce:
+      return "all_reduce";
+    case Coll::kBroadcast:
+      return "broadcast";
+    case Coll::kReduce:
+      return "reduce";
+    case Coll::kAllGather:
+      return "all_gather";
+    case Coll::kReduceScatter:
+      return "reduce_scatter";
+    case Coll::kAllToAll:
+      return "all_to_all";
+    case Coll::kSendRecv:
+      return "send/recv";
   }
   return "?";
 }
@@ -565,7 +571,7 @@ struct Group {  // the ranks of this process that share a unique id
   int32_t nranks = 0;
   std::mutex mu;
   std::condition_variable cv;
-  std::map<uint64_t, Call> calls;  // in-process transport: by call sequence number
+  std::map<uint64_t, Call> calls;    // in-process transport: by call sequence number
   std::atomic<bool> aborted{false};  // read without the lock by store waits
 };
 
@@ -573,8 +579,8 @@ struct Comm {
   std::shared_ptr<Group> group;
   int32_t rank = 0, device = 0, nranks = 0;
   bool use_store = false;
-  std::string prefix;     // store keys of this communicator start with it
-  uint64_t next_seq = 0;  // advanced on the host, in the order the rank enqueues its calls
+  std::string prefix;                    // store keys of this communicator start with it
+  uint64_t next_seq = 0;                 // advanced on the host, in the order the rank enqueues its calls
   std::vector<uint64_t> sent, received;  // send/recv messages so far, per peer
 };
 
@@ -720,7 +726,8 @@ void store_put(const std::string& key, const Header& h, const void* data) {
 // Waits for `key` and returns its value. store_get is called in slices of 200 ms so that abort and shutdown
 // (which mark the group aborted) get a waiting rank out; the whole wait is bounded by
 // CUSTOM_CPU_COMM_TIMEOUT_MS, and a timeout names the call, this rank and the peer it waited for.
-std::string store_wait(const Group& g, const std::string& key, uint64_t expected_bytes, const std::string& what) {
+std::string store_wait(const Group& g, const std::string& key, uint64_t expected_bytes,
+                       const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(state().comm_timeout_ms);
   std::string value(std::max<uint64_t>(expected_bytes, 64), '\0');
   std::string store_said;
@@ -764,8 +771,9 @@ std::string store_read(const Comm& comm, const std::string& key, const Header& m
     throw Error(OAR_ERR_INTERNAL, "custom_cpu: " + what + ": key '" + key + "' holds no custom_cpu message");
   if (h.kind != mine.kind || h.count != mine.count || h.dtype != mine.dtype || h.op != mine.op ||
       h.root != mine.root || h.data_bytes != expected_bytes || value.size() != sizeof(h) + expected_bytes)
-    throw Error(OAR_ERR_INVALID_ARGUMENT, "custom_cpu: the ranks disagree at call " + std::to_string(mine.seq) +
-                                              ": rank " + std::to_string(comm.rank) + " called " + describe(mine) +
+    throw Error(OAR_ERR_INVALID_ARGUMENT, "custom_cpu: the ranks disagree at call " +
+                                              std::to_string(mine.seq) + ": rank " +
+                                              std::to_string(comm.rank) + " called " + describe(mine) +
                                               ", rank " + std::to_string(peer) + " called " + describe(h));
   return value.substr(sizeof(h));
 }
@@ -775,7 +783,14 @@ void store_collective(const Comm& comm, uint64_t seq, Coll kind, const void* sen
                       int32_t dtype, int32_t op, int32_t root) {
   const int32_t n = comm.nranks;
   const std::string key = comm.prefix + "/c" + std::to_string(seq) + "/r";
-  Header mine{kHeaderMagic, static_cast<int32_t>(kind), dtype, op, root, comm.rank, count, seq,
+  Header mine{kHeaderMagic,
+              static_cast<int32_t>(kind),
+              dtype,
+              op,
+              root,
+              comm.rank,
+              count,
+              seq,
               input_bytes(kind, count, dtype, n, comm.rank, root)};
   store_put(key + std::to_string(comm.rank), mine, send);
 
@@ -788,7 +803,8 @@ void store_collective(const Comm& comm, uint64_t seq, Coll kind, const void* sen
   std::vector<std::string> inputs(static_cast<size_t>(n));
   for (int32_t j = 0; j < n; ++j) {  // every rank reads every other rank's input, even when it needs none,
     if (j == comm.rank) continue;    // so that a rank calling something else is always noticed
-    inputs[j] = store_read(comm, key + std::to_string(j), mine, j, input_bytes(kind, count, dtype, n, j, root));
+    inputs[j] =
+        store_read(comm, key + std::to_string(j), mine, j, input_bytes(kind, count, dtype, n, j, root));
     c.send[j] = inputs[j].data();
   }
   compute(c);
@@ -803,14 +819,14 @@ bool all_ranks_in_this_process(const std::string& prefix, int32_t nranks, int32_
     return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(std::random_device{}());
   }();
   const std::string record = me + "\n" + std::to_string(nranks);
-  sdk::throw_if_error(
-      sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(), record.data(), record.size()));
+  sdk::throw_if_error(sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(),
+                                                record.data(), record.size()));
   bool all_here = true;
   for (int32_t j = 0; j < nranks; ++j) {
     if (j == rank) continue;
-    const std::string theirs = store_wait(g, prefix + "/join/" + std::to_string(j), 256,
-                                          "comm_init: rank " + std::to_string(rank) + " waiting for rank " +
-                                              std::to_string(j) + " to join");
+    const std::string theirs = store_wait(
+        g, prefix + "/join/" + std::to_string(j), 256,
+        "comm_init: rank " + std::to_string(rank) + " waiting for rank " + std::to_string(j) + " to join");
     const size_t nl = theirs.find('\n');
     OAR_SDK_CHECK(nl != std::string::npos && theirs.substr(nl + 1) == std::to_string(nranks),
                   OAR_ERR_INVALID_ARGUMENT,
@@ -983,29 +999,45 @@ OarError* coll_all_to_all(const void* send, void* recv, uint64_t count_per_rank,
 
 // send/recv: a mailbox in the store, "<prefix>/p<src>-<dst>/<n>" for the n-th message from src to dst.
 // send is buffered (it returns once its stream has written the key), so the two sides never deadlock.
-OarError* coll_send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle, OarStream stream) {
+OarError* coll_send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
+                    OarStream stream) {
   return sdk::guard([&] {
     Comm& comm = comm_of(handle, stream);
     OAR_SDK_CHECK(peer >= 0 && peer < comm.nranks && peer != comm.rank, OAR_ERR_INVALID_ARGUMENT,
                   "custom_cpu: send to " << peer << ", not another rank of " << comm.nranks);
     const uint64_t n = comm.sent[peer]++;
-    const Header h{kHeaderMagic, static_cast<int32_t>(Coll::kSendRecv), dtype, 0, 0, comm.rank, count, n,
+    const Header h{kHeaderMagic,
+                   static_cast<int32_t>(Coll::kSendRecv),
+                   dtype,
+                   0,
+                   0,
+                   comm.rank,
+                   count,
+                   n,
                    count * static_cast<uint64_t>(sdk::dtype_size(dtype))};
-    const std::string key = comm.prefix + "/p" + std::to_string(comm.rank) + "-" + std::to_string(peer) + "/" +
-                            std::to_string(n);
+    const std::string key =
+        comm.prefix + "/p" + std::to_string(comm.rank) + "-" + std::to_string(peer) + "/" + std::to_string(n);
     submit(comm.device, stream, "send", "collective", [=] { store_put(key, h, buf); });
   });
 }
-OarError* coll_recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle, OarStream stream) {
+OarError* coll_recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
+                    OarStream stream) {
   return sdk::guard([&] {
     Comm& comm = comm_of(handle, stream);
     OAR_SDK_CHECK(peer >= 0 && peer < comm.nranks && peer != comm.rank, OAR_ERR_INVALID_ARGUMENT,
                   "custom_cpu: recv from " << peer << ", not another rank of " << comm.nranks);
     const uint64_t n = comm.received[peer]++;
-    const Header mine{kHeaderMagic, static_cast<int32_t>(Coll::kSendRecv), dtype, 0, 0, comm.rank, count, n,
+    const Header mine{kHeaderMagic,
+                      static_cast<int32_t>(Coll::kSendRecv),
+                      dtype,
+                      0,
+                      0,
+                      comm.rank,
+                      count,
+                      n,
                       count * static_cast<uint64_t>(sdk::dtype_size(dtype))};
-    const std::string key = comm.prefix + "/p" + std::to_string(peer) + "-" + std::to_string(comm.rank) + "/" +
-                            std::to_string(n);
+    const std::string key =
+        comm.prefix + "/p" + std::to_string(peer) + "-" + std::to_string(comm.rank) + "/" + std::to_string(n);
     Comm copy = comm;
     submit(comm.device, stream, "recv", "collective", [=] {
       const std::string data = store_read(copy, key, mine, peer, mine.data_bytes);
