@@ -77,12 +77,19 @@ void throw_if(const std::string& plugin, const char* what, OarError* err) {
 // its own stream. float32 only: the point is the plugin's data movement and reduction, not dtypes.
 std::vector<py::array_t<float>> run_collective(
     const std::string& type, const std::string& kind,
-    const std::vector<py::array_t<float, py::array::c_style | py::array::forcecast>>& inputs, int32_t root) {
+    const std::vector<py::array_t<float, py::array::c_style | py::array::forcecast>>& inputs, int32_t root,
+    const std::vector<std::string>& rank_kinds) {
   const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
   if (!t || !t->plugin || t->count < 1)
     throw py::value_error("unknown or unavailable device type '" + type + "'");
   const int32_t nranks = static_cast<int32_t>(inputs.size());
   if (nranks < 1) throw py::value_error("run_collective: needs at least one rank");
+  if (!rank_kinds.empty() && static_cast<int32_t>(rank_kinds.size()) != nranks)
+    throw py::value_error("run_collective: rank_kinds needs one kind per rank");
+  for (const auto& k : rank_kinds)
+    if (k != "all_reduce" && k != "all_gather" && k != "broadcast")  // buffers sized for any of these
+      throw py::value_error("run_collective: rank_kinds may hold all_reduce, all_gather, broadcast, not '" +
+                            k + "'");
   oar::Device& d0 = oar::Runtime::get().device(oar::Place{t->id, 0});
   const oar::PluginTables& tb = d0.tables();
   const std::string plugin = d0.plugin_name();
@@ -120,7 +127,7 @@ std::vector<py::array_t<float>> run_collective(
       throw_if(plugin, "allocate",
                tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(send_n, 1) * 4, &send));
       throw_if(plugin, "allocate",
-               tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(recv_n, 1) * 4, &recv));
+               tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(n * nranks, 1) * 4, &recv));
       throw_if(plugin, "memcpy",
                tb.memory.memcpy(dev, send, dloc, host[r].data(), hloc, send_n * 4, nullptr));
       if (tb.stream.create) throw_if(plugin, "stream create", tb.stream.create(dev, 0, &stream));
@@ -130,23 +137,26 @@ std::vector<py::array_t<float>> run_collective(
       auto missing = [&](const char* what) {
         throw oar::Error(oar::ErrorCode::kUnimplemented, "plugin " + plugin + " has no " + what);
       };
-      if (kind == "all_reduce") {
+      // Ranks calling different collectives (rank_kinds) must get an error, not garbage: the buffers are
+      // sized for `kind`, and recv is large enough for any kind.
+      const std::string& my_kind = rank_kinds.empty() ? kind : rank_kinds[r];
+      if (my_kind == "all_reduce") {
         if (!c.all_reduce) missing("all_reduce");
         e = c.all_reduce(send, recv, n, f32, OAR_REDUCE_SUM, comm, stream);
-      } else if (kind == "broadcast") {
+      } else if (my_kind == "broadcast") {
         if (!c.broadcast) missing("broadcast");
         e = c.broadcast(send, n, f32, root, comm, stream);
         recv = std::exchange(send, recv);  // the result is in the buffer broadcast wrote
-      } else if (kind == "reduce") {
+      } else if (my_kind == "reduce") {
         if (!c.reduce) missing("reduce");
         e = c.reduce(send, recv, n, f32, OAR_REDUCE_SUM, root, comm, stream);
-      } else if (kind == "all_gather") {
+      } else if (my_kind == "all_gather") {
         if (!c.all_gather) missing("all_gather");
         e = c.all_gather(send, recv, n, f32, comm, stream);
-      } else if (kind == "reduce_scatter") {
+      } else if (my_kind == "reduce_scatter") {
         if (!c.reduce_scatter) missing("reduce_scatter");
         e = c.reduce_scatter(send, recv, recv_n, f32, OAR_REDUCE_SUM, comm, stream);
-      } else if (kind == "send_recv") {  // a ring: rank r sends to r + 1 and receives from r - 1
+      } else if (my_kind == "send_recv") {  // a ring: rank r sends to r + 1 and receives from r - 1
         if (!c.send || !c.recv) missing("send/recv");
         if (nranks < 2) throw py::value_error("run_collective: send_recv needs two ranks");
         // Even ranks send first, odd ranks receive first: a plugin whose send blocks until the matching
@@ -160,7 +170,7 @@ std::vector<py::array_t<float>> run_collective(
         if (!c.all_to_all) missing("all_to_all");
         e = c.all_to_all(send, recv, n / nranks, f32, comm, stream);
       }
-      throw_if(plugin, kind.c_str(), e);
+      throw_if(plugin, my_kind.c_str(), e);
       if (stream)
         throw_if(plugin, "stream synchronize", tb.stream.synchronize(dev, stream));
       else if (tb.device.synchronize)
@@ -331,7 +341,7 @@ void init_plugin_kit(py::module_& m) {
     return out;
   });
   m.def("_kit_run_collective", &run_collective, py::arg("device_type"), py::arg("kind"), py::arg("inputs"),
-        py::arg("root") = 0);
+        py::arg("root") = 0, py::arg("rank_kinds") = std::vector<std::string>{});
 }
 
 }  // namespace oarpy
