@@ -376,7 +376,7 @@ std::optional<std::string> store_wait(Group& g, const std::string& key, uint64_t
     }
     const auto now = std::chrono::steady_clock::now();
     const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
-    const int64_t slice = std::clamp<int64_t>(left, 0, 200);
+    const int64_t slice = std::clamp<int64_t>(left, 1, 200);  // never 0: a store may read 0 as "no limit"
     std::string buf(capacity, '\0');
     uint64_t size = 0;
     OarError* e = sdk::services().store_get(key.c_str(), &buf[0], capacity, &size, slice);

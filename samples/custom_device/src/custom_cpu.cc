@@ -735,7 +735,8 @@ std::string store_wait(const Group& g, const std::string& key, uint64_t expected
     if (g.aborted) throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": the communicator was aborted");
     const auto now = std::chrono::steady_clock::now();
     const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-    const int64_t slice = std::min<int64_t>(std::max<int64_t>(left, 0), 200);
+    const int64_t slice =
+        std::min<int64_t>(std::max<int64_t>(left, 1), 200);  // never 0 ("no limit" to some stores)
     uint64_t size = 0;
     OarError* err = sdk::services().store_get(key.c_str(), &value[0], value.size(), &size, slice);
     if (!err) {
