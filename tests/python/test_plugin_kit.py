@@ -64,7 +64,7 @@ def test_conformance_cli_on_sim_selects_and_exits_0():
 
 
 COLLECTIVE_CHECKS = ["collectives." + k for k in ("all_gather", "all_reduce", "all_to_all", "broadcast", "reduce",
-                                                  "reduce_scatter", "send_recv")]
+                                                  "reduce_scatter", "send_recv", "two_processes")]
 
 
 def _collective_checks_pass(device, env):
@@ -72,7 +72,7 @@ def _collective_checks_pass(device, env):
     assert r.returncode == 0, r.stdout + r.stderr
     passed = sorted(line.split()[1] for line in r.stdout.splitlines() if line.startswith("PASS"))
     assert passed == COLLECTIVE_CHECKS, r.stdout
-    assert "7 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
+    assert "8 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("transport", ["auto", "store"])
@@ -100,6 +100,65 @@ def test_sim_store_transport_names_both_calls_when_ranks_disagree(monkeypatch):
     monkeypatch.setenv("OAR_SIM_COLLECTIVE_TRANSPORT", "pigeon")
     with pytest.raises(Exception, match="OAR_SIM_COLLECTIVE_TRANSPORT='pigeon' is neither 'auto' nor 'store'"):
         oar._C._kit_run_collective("sim", "all_reduce", xs)
+
+
+def test_two_process_check_on_sim_passes():
+    """collectives.two_processes on sim: two ranks in two processes bootstrapped through the TCP store meet
+    through sim's store transport (comm_init finds the ranks in different processes)."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    import time
+    t0 = time.monotonic()
+    report = pc.run("sim", ["collectives.two_processes"])
+    assert time.monotonic() - t0 < 90
+    (res,) = report.results
+    assert res.status == "PASS", res.message
+    for kind in ("all_reduce(sum) 1000 elements", "broadcast from root 1", "reduce(sum) to root 1",
+                 "all_gather", "reduce_scatter(sum)", "all_to_all", "send/recv", "comm_init"):
+        assert kind in res.message, res.message
+
+
+def test_two_process_check_on_the_sample_passes(sample_build):
+    r = _conformance_cli("--device", "custom_cpu", "-k", "two_processes", "-v",
+                         env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS collectives.two_processes" in r.stdout and "send/recv" in r.stdout, r.stdout
+
+
+def _test_plugin(name):
+    path = os.path.join(ROOT, os.environ.get("OAR_BUILD_DIR", "build"), "tests", "plugins",
+                        "liboar_plugin_{}.so".format(name))
+    if not os.path.exists(path):
+        pytest.skip("{} is not built (scripts/build.sh; OAR_BUILD_DIR names the build folder)".format(path))
+    return path
+
+
+def test_two_process_check_fails_in_process_only_collectives_by_timeout():
+    """tests/plugins/inproc_collectives.cc: in-process ranks work, but its comm_init waits for ranks that
+    never come. collectives.two_processes fails by its own timeout with a readable message, not a hang."""
+    path = _test_plugin("inproc_collectives")
+    code = """
+import sys, time
+import oar
+from oar import _C
+from oar.testing import plugin_conformance as pc
+assert _C.load_plugin(sys.argv[1]).loaded
+ctx = pc.Context("test_inproc_coll")
+pc.check_all_reduce(ctx)  # in-process ranks: fine
+t0 = time.monotonic()
+try:
+    pc.check_two_processes(ctx, timeout=8)
+    print("NO FAILURE")
+except AssertionError as e:
+    print("FAILED after {:.0f} s:".format(time.monotonic() - t0), e)
+"""
+    r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "FAILED after" in out, out
+    assert int(out.split("FAILED after ")[1].split()[0]) <= 12, out
+    assert "rank(s) 0, 1 did not finish within 8 s: do the plugin's collectives only connect ranks inside one " \
+           "process?" in out, out
 
 
 def test_conformance_cli_unknown_device_exits_2():
@@ -205,7 +264,7 @@ def test_sample_loaded_late_conforms_and_exits_cleanly(sample_build):
             "print(rep.format())\n").format(os.path.join(sample_build, "liboar_plugin_custom_cpu.so"))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=CLEAN_ENV, cwd="/")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "7 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
+    assert "8 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
 
 
 def test_broken_kernel_fails_the_suite_with_a_readable_report(faulty_build):
