@@ -80,7 +80,7 @@ uint64_t recv_count(const std::string& kind, uint64_t n, int32_t nranks) {
     if (n % nranks) throw py::value_error("run_collective: count must divide by the number of ranks");
     return kind == "reduce_scatter" ? n / nranks : n;
   }
-  if (kind != "all_reduce" && kind != "broadcast" && kind != "reduce")
+  if (kind != "all_reduce" && kind != "broadcast" && kind != "reduce" && kind != "send_recv")
     throw py::value_error("run_collective: unknown collective '" + kind + "'");
   return n;
 }
@@ -94,11 +94,14 @@ void drop_error(OarError* e) {
 }
 
 // One collective on one rank of an initialised communicator: copies `in` to device `dev`, runs `kind`
-// (sums for the reductions), waits for the stream and copies the result back (empty: no result, a
-// non-root rank of reduce). Device buffers are freed on every path.
+// (sums for the reductions; send_recv: a ring, send to rank + 1 and receive from rank - 1), waits for the
+// stream and copies the result back (empty: no result, a non-root rank of reduce). Device buffers are
+// freed on every path. `call`, when not empty, is what this rank calls instead of `kind` (ranks that
+// disagree must get an error, not garbage): the buffers are sized for `kind`, recv for any kind.
 std::vector<float> collective_on_rank(const oar::PluginTables& tb, const std::string& plugin, int32_t dev,
                                       OarComm comm, OarStream stream, const std::string& kind, int32_t nranks,
-                                      int32_t rank, int32_t root, const std::vector<float>& in) {
+                                      int32_t rank, int32_t root, const std::vector<float>& in,
+                                      const std::string& call = "") {
   const OarCollectiveTable& c = tb.collective;
   const OarMemLocation dloc{OAR_MEM_DEVICE, dev}, hloc{OAR_MEM_HOST, 0};
   const uint64_t n = in.size(), recv_n = recv_count(kind, n, nranks);
@@ -114,7 +117,7 @@ std::vector<float> collective_on_rank(const oar::PluginTables& tb, const std::st
   throw_if(plugin, "allocate",
            tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(n, 1) * 4, &b.send));
   throw_if(plugin, "allocate",
-           tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(recv_n, 1) * 4, &b.recv));
+           tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(n * nranks, 1) * 4, &b.recv));
   throw_if(plugin, "memcpy", tb.memory.memcpy(dev, b.send, dloc, in.data(), hloc, n * 4, nullptr));
   auto missing = [&](const char* what) {
     throw oar::Error(oar::ErrorCode::kUnimplemented, "plugin " + plugin + " has no " + what);
@@ -122,27 +125,38 @@ std::vector<float> collective_on_rank(const oar::PluginTables& tb, const std::st
   OarError* e = nullptr;
   const int32_t f32 = OAR_DTYPE_FLOAT32;
   void* result = b.recv;
-  if (kind == "all_reduce") {
+  const std::string& my_kind = call.empty() ? kind : call;
+  if (my_kind == "all_reduce") {
     if (!c.all_reduce) missing("all_reduce");
     e = c.all_reduce(b.send, b.recv, n, f32, OAR_REDUCE_SUM, comm, stream);
-  } else if (kind == "broadcast") {
+  } else if (my_kind == "broadcast") {
     if (!c.broadcast) missing("broadcast");
     e = c.broadcast(b.send, n, f32, root, comm, stream);
     result = b.send;  // the result is in the buffer broadcast wrote
-  } else if (kind == "reduce") {
+  } else if (my_kind == "reduce") {
     if (!c.reduce) missing("reduce");
     e = c.reduce(b.send, b.recv, n, f32, OAR_REDUCE_SUM, root, comm, stream);
-  } else if (kind == "all_gather") {
+  } else if (my_kind == "all_gather") {
     if (!c.all_gather) missing("all_gather");
     e = c.all_gather(b.send, b.recv, n, f32, comm, stream);
-  } else if (kind == "reduce_scatter") {
+  } else if (my_kind == "reduce_scatter") {
     if (!c.reduce_scatter) missing("reduce_scatter");
     e = c.reduce_scatter(b.send, b.recv, recv_n, f32, OAR_REDUCE_SUM, comm, stream);
+  } else if (my_kind == "send_recv") {
+    if (!c.send || !c.recv) missing("send/recv");
+    if (nranks < 2) throw py::value_error("run_collective: send_recv needs two ranks");
+    // Even ranks send first, odd ranks receive first: a plugin whose send blocks until the matching recv
+    // starts (unbuffered) still completes the ring.
+    auto send_next = [&] { return c.send(b.send, n, f32, (rank + 1) % nranks, comm, stream); };
+    auto recv_prev = [&] { return c.recv(b.recv, n, f32, (rank + nranks - 1) % nranks, comm, stream); };
+    e = rank % 2 == 0 ? send_next() : recv_prev();
+    throw_if(plugin, rank % 2 == 0 ? "send" : "recv", e);
+    e = rank % 2 == 0 ? recv_prev() : send_next();
   } else {
     if (!c.all_to_all) missing("all_to_all");
     e = c.all_to_all(b.send, b.recv, n / nranks, f32, comm, stream);
   }
-  throw_if(plugin, kind.c_str(), e);
+  throw_if(plugin, my_kind.c_str(), e);
   if (stream)
     throw_if(plugin, "stream synchronize", tb.stream.synchronize(dev, stream));
   else if (tb.device.synchronize)
@@ -159,12 +173,19 @@ std::vector<float> collective_on_rank(const oar::PluginTables& tb, const std::st
 // its own stream. float32 only: the point is the plugin's data movement and reduction, not dtypes.
 std::vector<py::array_t<float>> run_collective(
     const std::string& type, const std::string& kind,
-    const std::vector<py::array_t<float, py::array::c_style | py::array::forcecast>>& inputs, int32_t root) {
+    const std::vector<py::array_t<float, py::array::c_style | py::array::forcecast>>& inputs, int32_t root,
+    const std::vector<std::string>& rank_kinds) {
   const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
   if (!t || !t->plugin || t->count < 1)
     throw py::value_error("unknown or unavailable device type '" + type + "'");
   const int32_t nranks = static_cast<int32_t>(inputs.size());
   if (nranks < 1) throw py::value_error("run_collective: needs at least one rank");
+  if (!rank_kinds.empty() && static_cast<int32_t>(rank_kinds.size()) != nranks)
+    throw py::value_error("run_collective: rank_kinds needs one kind per rank");
+  for (const auto& k : rank_kinds)
+    if (k != "all_reduce" && k != "all_gather" && k != "broadcast")  // buffers sized for any of these
+      throw py::value_error("run_collective: rank_kinds may hold all_reduce, all_gather, broadcast, not '" + k +
+                            "'");
   oar::Device& d0 = oar::Runtime::get().device(oar::Place{t->id, 0});
   const oar::PluginTables& tb = d0.tables();
   const std::string plugin = d0.plugin_name();
@@ -191,7 +212,8 @@ std::vector<py::array_t<float>> run_collective(
       oar::Runtime::get().device(oar::Place{t->id, dev});  // opens it
       if (tb.stream.create) throw_if(plugin, "stream create", tb.stream.create(dev, 0, &stream));
       throw_if(plugin, "comm_init", c.comm_init(dev, nranks, r, &id, &comm));
-      res[r].out = collective_on_rank(tb, plugin, dev, comm, stream, kind, nranks, r, root, host[r]);
+      res[r].out = collective_on_rank(tb, plugin, dev, comm, stream, kind, nranks, r, root, host[r],
+                                      rank_kinds.empty() ? std::string() : rank_kinds[r]);
     } catch (const std::exception& ex) {
       res[r].error = ex.what();
       if (comm && c.abort) c.abort(comm);  // let the other ranks out of a rendezvous
@@ -415,6 +437,7 @@ void init_plugin_kit(py::module_& m) {
       if (c.all_gather) out.push_back("all_gather");
       if (c.reduce_scatter) out.push_back("reduce_scatter");
       if (c.all_to_all) out.push_back("all_to_all");
+      if (c.send && c.recv) out.push_back("send_recv");
     }
     return out;
   });
@@ -436,7 +459,7 @@ void init_plugin_kit(py::module_& m) {
     return out;
   });
   m.def("_kit_run_collective", &run_collective, py::arg("device_type"), py::arg("kind"), py::arg("inputs"),
-        py::arg("root") = 0);
+        py::arg("root") = 0, py::arg("rank_kinds") = std::vector<std::string>{});
   // One rank of a multi-process job (collectives.two_processes): a unique id made by the plugin (bytes,
   // rank 0 publishes it through the store), and a communicator of this process running one collective
   // at a time on float32 numpy input (sums for reductions). Plugin errors raise, naming the plugin.

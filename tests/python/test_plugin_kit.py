@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import oar
@@ -44,7 +45,8 @@ def test_conformance_suite_passes_on_sim():
         for dt in dtypes:
             assert status["kernels.{}.{}".format(op, dt)] == "PASS", (op, dt)
     for name in ("collectives.all_reduce", "collectives.broadcast", "collectives.all_gather",
-                 "collectives.reduce_scatter", "collectives.all_to_all", "profiler.trace_events",
+                 "collectives.reduce_scatter", "collectives.all_to_all", "collectives.reduce",
+                 "collectives.send_recv", "profiler.trace_events",
                  "streams.events_across_streams", "errors.out_of_memory", "memory.across_devices"):
         assert status[name] == "PASS", name
     assert "CONFORMS" in report.format()
@@ -61,10 +63,48 @@ def test_conformance_cli_on_sim_selects_and_exits_0():
     assert "3 passed, 0 failed, 0 skipped" in r.stdout
 
 
-def test_two_process_check_on_sim_passes_or_fails_readably():
-    """collectives.two_processes on sim: two ranks in two processes bootstrapped through the TCP store. It
-    passes once sim's collectives cross processes (branch h_xcoll); a sim whose ranks only meet inside one
-    process fails it quickly with sim's own comm_init error, never hangs."""
+COLLECTIVE_CHECKS = ["collectives." + k for k in ("all_gather", "all_reduce", "all_to_all", "broadcast", "reduce",
+                                                  "reduce_scatter", "send_recv", "two_processes")]
+
+
+def _collective_checks_pass(device, env):
+    r = _conformance_cli("--device", device, "-k", "collectives", "-v", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    passed = sorted(line.split()[1] for line in r.stdout.splitlines() if line.startswith("PASS"))
+    assert passed == COLLECTIVE_CHECKS, r.stdout
+    assert "8 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("transport", ["auto", "store"])
+def test_sim_collectives_in_process_and_through_the_store(transport):
+    """OAR_SIM_COLLECTIVE_TRANSPORT=store sends the in-process ranks' data through the core's key-value store,
+    the path ranks in several processes take; both transports pass the collective checks."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    _collective_checks_pass("sim", dict(CLEAN_ENV, OAR_SIM_COLLECTIVE_TRANSPORT=transport))
+
+
+def test_sim_store_transport_names_both_calls_when_ranks_disagree(monkeypatch):
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    xs = [np.arange(4, dtype="float32")] * 2
+    monkeypatch.setenv("OAR_SIM_COLLECTIVE_TRANSPORT", "store")  # read by sim at every comm_init
+    with pytest.raises(Exception) as e:
+        oar._C._kit_run_collective("sim", "all_reduce", xs, 0, ["all_reduce", "all_gather"])
+    msg = str(e.value)
+    assert "ranks disagree on collective #0" in msg, msg
+    assert "rank 0 called all_reduce(count 4, float32, op 0)" in msg and "rank 1 called all_gather(count 4, float32)" in msg, msg
+    monkeypatch.setenv("OAR_SIM_COLLECTIVE_TRANSPORT", "auto")  # the in-process rendezvous refuses it too
+    with pytest.raises(Exception, match="ranks disagree on collective #0"):
+        oar._C._kit_run_collective("sim", "all_reduce", xs, 0, ["all_reduce", "all_gather"])
+    monkeypatch.setenv("OAR_SIM_COLLECTIVE_TRANSPORT", "pigeon")
+    with pytest.raises(Exception, match="OAR_SIM_COLLECTIVE_TRANSPORT='pigeon' is neither 'auto' nor 'store'"):
+        oar._C._kit_run_collective("sim", "all_reduce", xs)
+
+
+def test_two_process_check_on_sim_passes():
+    """collectives.two_processes on sim: two ranks in two processes bootstrapped through the TCP store meet
+    through sim's store transport (comm_init finds the ranks in different processes)."""
     if not _has_sim():
         pytest.skip("no sim plugin installed")
     import time
@@ -72,14 +112,17 @@ def test_two_process_check_on_sim_passes_or_fails_readably():
     report = pc.run("sim", ["collectives.two_processes"])
     assert time.monotonic() - t0 < 90
     (res,) = report.results
-    if res.status == "FAIL":
-        assert "rank 1: comm_init: RuntimeError: plugin sim: comm_init" in res.message, res.message
-        assert "only connect ranks inside one process" in res.message, res.message
-    else:
-        assert res.status == "PASS", res.message
-        for kind in ("all_reduce(sum) 1000 elements", "broadcast from root 1", "reduce(sum) to root 1",
-                     "all_gather", "reduce_scatter(sum)", "all_to_all", "comm_init"):
-            assert kind in res.message, res.message
+    assert res.status == "PASS", res.message
+    for kind in ("all_reduce(sum) 1000 elements", "broadcast from root 1", "reduce(sum) to root 1",
+                 "all_gather", "reduce_scatter(sum)", "all_to_all", "send/recv", "comm_init"):
+        assert kind in res.message, res.message
+
+
+def test_two_process_check_on_the_sample_passes(sample_build):
+    r = _conformance_cli("--device", "custom_cpu", "-k", "two_processes", "-v",
+                         env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS collectives.two_processes" in r.stdout and "send/recv" in r.stdout, r.stdout
 
 
 def _test_plugin(name):
@@ -162,6 +205,28 @@ def test_sample_passes_conformance(sample_build):
     assert re.search(r"\d+ passed, 0 failed, 0 skipped", r.stdout), r.stdout
 
 
+@pytest.mark.parametrize("transport", ["", "store"])
+def test_sample_collectives_in_process_and_through_the_store(sample_build, transport):
+    """CUSTOM_CPU_COLLECTIVE_TRANSPORT=store: the sample's collectives go through the core's key-value store."""
+    _collective_checks_pass("custom_cpu", dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build,
+                                               CUSTOM_CPU_COLLECTIVE_TRANSPORT=transport))
+
+
+def test_sample_store_transport_names_both_calls_when_ranks_disagree(sample_build):
+    code = ("import numpy as np, oar\n"
+            "xs = [np.arange(4, dtype='float32')] * 2\n"
+            "try:\n"
+            "    oar._C._kit_run_collective('custom_cpu', 'all_reduce', xs, 0, ['all_reduce', 'all_gather'])\n"
+            "except Exception as e:\n"
+            "    print('ERROR', e)\n")
+    env = dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build, CUSTOM_CPU_COLLECTIVE_TRANSPORT="store")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ERROR" in r.stdout and "the ranks disagree at call 0" in r.stdout, r.stdout + r.stderr
+    assert "rank 0 called all_reduce(count 4, float32" in r.stdout, r.stdout
+    assert "rank 1 called all_gather(count 4, float32" in r.stdout, r.stdout
+
+
 def test_oot_sample_conforms_and_skips_what_it_lacks(tmp_path):
     """samples/oot_plugin (synchronous streams, one device, one kernel, no collectives, no profiler) passes
     too; what it does not implement is skipped with the reason."""
@@ -199,7 +264,7 @@ def test_sample_loaded_late_conforms_and_exits_cleanly(sample_build):
             "print(rep.format())\n").format(os.path.join(sample_build, "liboar_plugin_custom_cpu.so"))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=CLEAN_ENV, cwd="/")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "7 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
+    assert "8 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
 
 
 def test_broken_kernel_fails_the_suite_with_a_readable_report(faulty_build):

@@ -25,9 +25,10 @@ What it checks (names are `group.check[.detail]`; `-k` selects by substring):
   non-contiguous views, attribute defaults), and its gradient where the op is differentiable;
 - `errors.*`: an out-of-memory request raises MemoryError carrying the plugin's message, a bad device
   index and a failing op raise exceptions naming the device type / op, and the device keeps working;
-- `collectives.*`: each collective the plugin implements, with in-process ranks (one thread each), and
-  `collectives.two_processes`: every collective with two ranks in two processes that meet through the
-  core's TCP store (oar.distributed.TCPStore; rank 0 hosts it and publishes the plugin's unique id);
+- `collectives.*`: each collective the plugin implements, and send/recv (a ring), with in-process ranks
+  (one thread each), and `collectives.two_processes`: every collective with two ranks in two
+  processes that meet through the core's TCP store (oar.distributed.TCPStore; rank 0 hosts it and
+  publishes the plugin's unique id);
 - `profiler.*`: trace events, when the plugin has a profiler table;
 - `lifecycle.process_exit`: a fresh interpreter that used the devices exits cleanly (status 0).
 
@@ -861,6 +862,16 @@ def check_all_to_all(ctx):
         _expect_equal(got, np.concatenate([x[r * c:(r + 1) * c] for x in xs]), "all_to_all rank {}".format(r))
 
 
+@check("collectives.send_recv")
+def check_send_recv(ctx):
+    nr = _collective_setup(ctx, "send_recv")
+    for n in (1, 300):
+        xs = _rank_inputs(ctx, nr, n)
+        for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "send_recv", xs)):
+            _expect_equal(got, xs[(r - 1) % nr], "send/recv ring: rank {} receiving {} elements from rank {}".format(
+                r, n, (r - 1) % nr))
+
+
 # Two ranks in two processes. Rank 0 hosts the TCP store on a free port (printed for the parent, which
 # then starts rank 1), makes it the store the plugin services use, gets the plugin's unique id and
 # publishes it; rank 1 reads it. Both init a communicator and run every collective on deterministic
@@ -928,6 +939,8 @@ for kind in kinds:
         check("reduce_scatter(sum)", kind, 24, np.sum(inputs(24), axis=0)[rank * 12:(rank + 1) * 12])
     elif kind == "all_to_all":
         check("all_to_all", kind, 10, np.concatenate([x[rank * 5:(rank + 1) * 5] for x in inputs(10)]))
+    elif kind == "send_recv":  # a ring of two: each rank receives the other's input
+        check("send/recv", kind, 64, inputs(64)[1 - rank])
 if not failed:
     try:
         comm.destroy()
