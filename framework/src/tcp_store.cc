@@ -127,6 +127,7 @@ class Server {
     ::close(wake_[1]);
   }
   int port() const { return port_; }
+  pid_t owner() const { return owner_; }
 
  private:
   // Listens on every address: IPv6 with IPv4 mapped where the system has IPv6, else IPv4 only.
@@ -439,6 +440,7 @@ class Server {
   int port_ = 0;
   int wake_[2] = {-1, -1};
   std::thread thread_;
+  const pid_t owner_ = ::getpid();
   std::vector<Conn> conns_;                  // server thread only
   std::map<std::string, std::string> data_;  // server thread only
 };
@@ -473,6 +475,7 @@ struct TCPStore::Impl {
   std::mutex mu;
   std::vector<int> idle;  // connected sockets not in use: one per concurrent caller at most
   std::atomic<int64_t> barriers{0};
+  pid_t owner = ::getpid();  // a forked child must not share this process's connections
 
   ~Impl() {
     for (int fd : idle) ::close(fd);
@@ -543,6 +546,11 @@ struct TCPStore::Impl {
   int take_connection() {
     {
       std::lock_guard<std::mutex> lock(mu);
+      if (owner != ::getpid()) {  // forked (a DataLoader worker, say): the inherited sockets are the parent's
+        for (int fd : idle) ::close(fd);
+        idle.clear();
+        owner = ::getpid();
+      }
       if (!idle.empty()) {
         int fd = idle.back();
         idle.pop_back();
@@ -677,7 +685,10 @@ TCPStore::TCPStore(const std::string& host, int port, bool is_master, int world_
   }
 }
 
-TCPStore::~TCPStore() = default;
+TCPStore::~TCPStore() {
+  // In a forked child the server thread does not exist (and its wake-up pipe is the parent's): leave it.
+  if (impl_->server && impl_->server->owner() != ::getpid()) (void)impl_->server.release();
+}
 
 const std::string& TCPStore::host() const { return impl_->host; }
 int TCPStore::port() const { return impl_->port; }

@@ -227,3 +227,29 @@ def test_global_store_set_from_python():
     finally:
         _C._store_set_global(None)
     assert _C._store_global() is None
+
+
+def test_forked_child_uses_its_own_connections_and_leaves_the_master_alone():
+    """A forked child (a DataLoader worker, say) talks to the store on fresh connections, and dropping its
+    copy of a master store neither stops the parent's server nor hangs."""
+    m = TCPStore("127.0.0.1", 0, True, 1, timeout=10)
+    m.set("before", "fork")  # leaves a pooled connection the child inherits
+    c = TCPStore("127.0.0.1", m.port, False, 0, timeout=10)
+    c.set("warm", "1")
+    pid = os.fork()
+    if pid == 0:  # child: exit status says what went wrong
+        code = 0
+        try:
+            if c.get("before") != b"fork":
+                code = 2
+            c.set("from_child", "hi")
+            m.set("from_child_master", "hi")
+            del m, c  # the master's server belongs to the parent
+        except BaseException:
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0, status
+    assert m.get("from_child") == b"hi" and c.get("from_child_master") == b"hi"
+    m.set("after", "fork")  # the parent's server still runs
+    assert c.get("after") == b"fork"

@@ -993,9 +993,9 @@ def check_two_processes(ctx, timeout=60.0):
         start(0, 0)
         port = None
         while port is None and time.monotonic() < deadline and procs[0].poll() is None:
-            for line in output(0).splitlines():
-                if line.startswith("PORT "):
-                    port = int(line.split()[1])
+            for line in output(0).split("\n")[:-1]:  # whole lines only: the child may be mid-write
+                if line.startswith("PORT ") and line[5:].strip().isdigit():
+                    port = int(line[5:])
             time.sleep(0.05)
         if port is None:
             procs[0].kill()
