@@ -253,3 +253,38 @@ def test_forked_child_uses_its_own_connections_and_leaves_the_master_alone():
     assert m.get("from_child") == b"hi" and c.get("from_child_master") == b"hi"
     m.set("after", "fork")  # the parent's server still runs
     assert c.get("after") == b"fork"
+
+
+_SEMANTICS = """
+import socket, sys
+if sys.argv[1] == "paddle":
+    from paddle.base import core
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    m = core.TCPStore("127.0.0.1", port, True, 1, 30)
+else:
+    from oar.distributed import TCPStore
+    m = TCPStore("127.0.0.1", 0, True, 1, 30)
+out = [m.add("n", 3), m.add("n", -5), m.add("fresh", 0), m.get("n"), m.get("fresh")]
+m.set("s", "text"); out.append(m.get("s"))
+m.set("b", b"\\x00\\xff"); out.append(m.get("b"))
+m.set("b", b""); out.append(m.get("b"))
+m.wait("s")
+print("RESULT", repr(out), flush=True)
+"""
+
+
+def test_semantics_match_paddle():
+    """The same calls on PaddlePaddle's core.TCPStore and on oar's give the same values (counters are decimal
+    strings, str values come back as bytes). Needs OAR_PADDLE_PATH (a folder where `import paddle` works)."""
+    paddle_path = os.environ.get("OAR_PADDLE_PATH", "")
+    if not paddle_path or not os.path.isdir(paddle_path):
+        pytest.skip("OAR_PADDLE_PATH is not set")
+    env = dict(_ENV, FLAGS_enable_pir_api="0", PYTHONPATH=paddle_path)
+    p = subprocess.run([sys.executable, "-c", _SEMANTICS, "paddle"], capture_output=True, text=True, env=env,
+                       timeout=300)
+    o = subprocess.run([sys.executable, "-c", _SEMANTICS, "oar"], capture_output=True, text=True, env=_ENV,
+                       timeout=60)
+    got = [line for line in o.stdout.splitlines() if line.startswith("RESULT")]
+    want = [line for line in p.stdout.splitlines() if line.startswith("RESULT")]
+    assert want, p.stdout + p.stderr
+    assert got == want, (got, want)
