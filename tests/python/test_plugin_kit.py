@@ -125,6 +125,35 @@ def test_two_process_check_on_the_sample_passes(sample_build):
     assert "PASS collectives.two_processes" in r.stdout and "send/recv" in r.stdout, r.stdout
 
 
+def test_kit_comm_one_rank_and_its_errors():
+    """The kit's one-rank bindings (_kit_get_unique_id, _KitComm) on sim: a one-rank communicator runs every
+    collective; bad arguments raise ValueError, a plugin's refusal raises naming the plugin."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    uid = oar._C._kit_get_unique_id("sim")
+    assert isinstance(uid, bytes) and len(uid) == 128
+    comm = oar._C._KitComm("sim", 1, 1, 0, uid)
+    x = np.arange(12, dtype="float32") - 3
+    for kind in ("all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        np.testing.assert_array_equal(comm.run(kind, x), x, err_msg=kind)
+    with pytest.raises(ValueError, match="unknown collective 'gossip'"):
+        comm.run("gossip", x)
+    with pytest.raises(ValueError, match="root 1 out of range"):
+        comm.run("broadcast", x, 1)
+    comm.destroy()
+    with pytest.raises(ValueError, match="the communicator was destroyed"):
+        comm.run("all_reduce", x)
+    with pytest.raises(ValueError, match="must be 128 bytes"):
+        oar._C._KitComm("sim", 0, 1, 0, b"short")
+    with pytest.raises(ValueError, match="rank 2 of 2 is out of range"):
+        oar._C._KitComm("sim", 0, 2, 2, uid)
+    with pytest.raises(ValueError, match="local device 7 out of range"):
+        oar._C._KitComm("sim", 7, 1, 0, uid)
+    with pytest.raises(Exception, match="plugin sim: comm_init: sim: comm_init: the id was not made by the sim "
+                                        "plugin's get_unique_id"):
+        oar._C._KitComm("sim", 0, 1, 0, bytes(128))
+
+
 def _test_plugin(name):
     path = os.path.join(ROOT, os.environ.get("OAR_BUILD_DIR", "build"), "tests", "plugins",
                         "liboar_plugin_{}.so".format(name))
