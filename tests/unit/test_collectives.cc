@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -170,14 +171,26 @@ class StoreTransport : public ::testing::Test {
 
 TEST(SimCollectives, InProcessResultsAreRight) {
   auto res = run_all_kinds();
-  // Spot checks against a direct computation from the inputs (the transports are compared below).
-  auto io = inputs(3, 10, 10);
-  float sum0 = (io[0].in[0] + io[1].in[0]) + io[2].in[0];  // rank order, as the plugin adds
-  EXPECT_EQ(res[0].second[1][0], sum0);
-  EXPECT_EQ(res[0].second[2][0], sum0);
-  EXPECT_EQ(res.back().first, "send_recv");
-  EXPECT_EQ(res.back().second[0], io[2].in);
-  EXPECT_EQ(res.back().second[1], io[0].in);
+  // Against a direct computation from the inputs (the transports are compared with each other below).
+  const size_t k = 10;
+  const auto small = inputs(3, k, k), large = inputs(3, 3 * k, 3 * k);  // what run_all_kinds used
+  std::vector<float> sum(k), gathered;
+  for (size_t i = 0; i < k; ++i) sum[i] = (small[0].in[i] + small[1].in[i]) + small[2].in[i];  // rank order
+  for (int r = 0; r < 3; ++r) gathered.insert(gathered.end(), small[r].in.begin(), small[r].in.end());
+  std::map<std::string, std::vector<std::vector<float>>> got(res.begin(), res.end());
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(got["all_reduce op 0"][r], sum) << r;
+    EXPECT_EQ(got["broadcast"][r], small[1].in) << r;
+    EXPECT_EQ(got["all_gather"][r], gathered) << r;
+    EXPECT_EQ(got["send_recv"][r], small[(r + 2) % 3].in) << r;
+    std::vector<float> scattered(k), exchanged;
+    for (size_t i = 0; i < k; ++i)
+      scattered[i] = (large[0].in[r * k + i] + large[1].in[r * k + i]) + large[2].in[r * k + i];
+    EXPECT_EQ(got["reduce_scatter"][r], scattered) << r;
+    for (int j = 0; j < 3; ++j)
+      exchanged.insert(exchanged.end(), large[j].in.begin() + r * k, large[j].in.begin() + (r + 1) * k);
+    EXPECT_EQ(got["all_to_all"][r], exchanged) << r;
+  }
 }
 
 TEST_F(StoreTransport, GivesBitIdenticalResultsToInProcess) {
