@@ -91,8 +91,9 @@ void set_nodelay(int fd) {
 
 struct Conn {
   int fd = -1;
-  std::string in;        // bytes received, not yet parsed
-  std::string out;       // reply bytes not yet sent
+  std::string in;   // bytes received, not yet parsed
+  std::string out;  // reply bytes, sent up to out_pos
+  size_t out_pos = 0;
   bool closing = false;  // close once `out` is flushed (after a framing error)
   bool dead = false;
   // A get / wait whose keys do not all exist yet: answered when the last one is set.
@@ -255,11 +256,23 @@ class Server {
     process(c);
   }
 
+  // Empties `s`, giving back its memory after a large value (an idle connection keeps none).
+  static void release_if_large(std::string& s) {
+    if (s.capacity() > (1u << 20))
+      std::string().swap(s);
+    else
+      s.clear();
+  }
+
   void flush(Conn& c) {
     while (!c.out.empty()) {
-      ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+      ssize_t n = ::send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
       if (n > 0) {
-        c.out.erase(0, static_cast<size_t>(n));
+        c.out_pos += static_cast<size_t>(n);  // an offset, not erase(): large values would move repeatedly
+        if (c.out_pos == c.out.size()) {
+          release_if_large(c.out);
+          c.out_pos = 0;
+        }
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
@@ -296,6 +309,7 @@ class Server {
         return;
       }
       c.in.erase(0, used);
+      if (c.in.empty()) release_if_large(c.in);
       serve(c, cmd, std::move(fields));
     }
   }
