@@ -2,6 +2,7 @@
 // accessors, and conversion of plugin errors into oar::Error.
 #include <glog/logging.h>
 #include <oar/core/error.h>
+#include <oar/core/store.h>
 
 #include <algorithm>
 #include <chrono>
@@ -156,7 +157,7 @@ OarError* ctx_workspace(OarKernelContext* c, uint64_t bytes, void** ptr) {
   }
 }
 
-// ---- key-value store (in-process; a TCP store joins ranks of several processes later) -------------
+// ---- key-value store: the global TCP store when there is one, else in-process ----------------------
 struct Store {
   std::mutex mu;
   std::condition_variable cv;
@@ -166,7 +167,25 @@ Store& store() {
   static Store* s = new Store();
   return *s;
 }
+OarError* store_error(const char* what, const char* key, const Error& e) {
+  return error_new(static_cast<int32_t>(e.code()), 0,
+                   (std::string(what) + "('" + (key ? key : "") + "'): " + e.what()).c_str());
+}
 OarError* store_set(const char* key, const void* value, uint64_t size) {
+  if (!key) return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "store_set: key is NULL");
+  if (!value && size) return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "store_set: value is NULL");
+  try {
+    // A TCP store shared by the job's processes once one is set up (explicitly or from the launcher's
+    // environment, see oar/core/store.h); otherwise the in-process map.
+    if (auto tcp = global_store()) {
+      tcp->set(key, std::string(static_cast<const char*>(value), size));
+      return nullptr;
+    }
+  } catch (const Error& e) {
+    return store_error("store_set", key, e);
+  } catch (const std::exception& e) {
+    return error_new(OAR_ERR_INTERNAL, 0, e.what());
+  }
   Store& s = store();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -176,6 +195,24 @@ OarError* store_set(const char* key, const void* value, uint64_t size) {
   return nullptr;
 }
 OarError* store_get(const char* key, void* buffer, uint64_t capacity, uint64_t* size, int64_t timeout_ms) {
+  if (!key) return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "store_get: key is NULL");
+  try {
+    if (auto tcp = global_store()) {
+      // timeout 0 asks "is it there now?": a round trip cannot fit in 0 ms, so ask check() first.
+      if (timeout_ms <= 0 && !tcp->check({key}))
+        return error_new(OAR_ERR_UNAVAILABLE, 0, (std::string("store_get: timed out waiting for key '") + key + "'").c_str());
+      const std::string v = tcp->get(key, timeout_ms <= 0 ? -1 : timeout_ms);
+      if (size) *size = v.size();
+      if (v.size() > capacity)
+        return error_new(OAR_ERR_OUT_OF_RANGE, 0, (std::string("store_get: buffer too small for key '") + key + "'").c_str());
+      if (!v.empty()) std::memcpy(buffer, v.data(), v.size());
+      return nullptr;
+    }
+  } catch (const Error& e) {
+    return store_error("store_get", key, e);
+  } catch (const std::exception& e) {
+    return error_new(OAR_ERR_INTERNAL, 0, e.what());
+  }
   Store& s = store();
   std::unique_lock<std::mutex> lock(s.mu);
   bool found = s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms),

@@ -1,27 +1,43 @@
-// In-process collectives: communicators created in one process (ranks are threads, or devices driven
-// from one thread) that share a unique id form a group. Every call is enqueued on the caller's stream;
-// the tasks of the ranks meet at a rendezvous slot (matched by the per-communicator call sequence).
-// The last rank to arrive computes the result from every rank's input into a scratch buffer; each rank
-// then copies its part out, so in-place calls (send == recv) are safe. send is buffered (the data is
-// copied when the sender's stream reaches it), so send/recv never deadlock on ordering and
-// group_start/group_end have nothing to batch.
-#include "sim_state.h"
-
+// Collectives of the sim plugin, with two transports.
+//
+// In-process (the default when every rank of a communicator lives in this process): communicators that
+// share a unique id form a group. Every call is enqueued on the caller's stream; the tasks of the ranks
+// meet at a rendezvous slot (matched by the per-communicator call sequence). The last rank to arrive
+// computes the result from every rank's input into a scratch buffer; each rank then copies its part out,
+// so in-place calls (send == recv) are safe. send is buffered (the data is copied when the sender's
+// stream reaches it), so send/recv never deadlock on ordering and group_start/group_end have nothing to
+// batch.
+//
+// Store (when the ranks are in several processes, or always with OAR_SIM_COLLECTIVE_TRANSPORT=store):
+// every rank writes its input, behind a small header (kind, dtype, count, op, root), to the core's
+// key-value store under <prefix>/c<seq>/r<rank> and reads the other ranks' keys; each rank then computes
+// its own result locally with the same code and the same rank order as the in-process transport, so the
+// results are bit-identical on every rank. send writes <prefix>/p<src>-<dst>/<seq>, recv waits for it.
+// comm_init decides the transport: every rank publishes its process identity (host, pid, a random
+// per-process nonce) under <prefix>/join/<rank> and reads the others'. The ABI's store has no delete, so
+// every call leaves one key per rank behind: this transport is for tests and bootstrap-scale data; a
+// real backend moves data over its fabric and uses the store only to exchange the unique id.
 #include <oar/sdk/types.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 #include <tuple>
-#include <unistd.h>
+
+#include "sim_state.h"
 
 namespace oar::sim {
 namespace {
 
 constexpr char kMagic[8] = {'o', 'a', 'r', 's', 'i', 'm', 'I', 'D'};
 
-enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll };
+// kSend only labels send/recv messages of the store transport.
+enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kSend };
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -31,6 +47,8 @@ const char* kind_name(Kind k) {
     case Kind::kAllGather: return "all_gather";
     case Kind::kReduceScatter: return "reduce_scatter";
     case Kind::kAllToAll: return "all_to_all";
+    case Kind::kSend:
+      return "send";
   }
   return "collective";
 }
@@ -67,7 +85,12 @@ struct Group {
 };
 
 struct Comm {
+  // The ranks of this process that share the unique id. With the store transport it only carries
+  // `broken` (abort, shutdown) to this process's ranks; the data goes through the store.
   std::shared_ptr<Group> group;
+  bool use_store = false;
+  std::string prefix;  // store transport: every key of this communicator starts with it
+  int32_t nranks = 0;
   int32_t rank = 0;
   int32_t device = 0;
   std::mutex mu;  // guards the sequence counters and the async error
@@ -79,6 +102,7 @@ struct Comm {
 struct Registry {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Group>> forming;  // groups still waiting for ranks
+  std::map<std::string, std::weak_ptr<Group>> store_groups;  // store transport: this process's ranks
   std::map<Comm*, std::shared_ptr<Comm>> comms;
 };
 Registry& registry() {
@@ -189,6 +213,8 @@ void compute(Slot& s, int32_t n) {
       for (int32_t r = 0; r < n; ++r) std::memcpy(s.result.data() + r * row, s.send[r], row);
       break;
     }
+    case Kind::kSend:
+      break;  // never a slot
   }
 }
 
@@ -211,6 +237,8 @@ void deliver(const Slot& s, int32_t r, int32_t n) {
       for (int32_t j = 0; j < n; ++j) std::memcpy(out + j * bytes, s.result.data() + j * row + r * bytes, bytes);
       break;
     }
+    case Kind::kSend:
+      break;
   }
 }
 
@@ -272,6 +300,214 @@ void rendezvous(const std::shared_ptr<Comm>& c, uint64_t seq, Kind kind, const v
   if (failed) throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, std::string(kind_name(kind)) + ": " + s.error);
 }
 
+// ---- the store transport ----
+
+// Set in the environment of every process of a job: "store" forces the store transport even when all
+// ranks are in this process (so the in-process tests cover it); "auto" or unset decides at comm_init.
+bool store_transport_forced() {
+  const char* v = std::getenv("OAR_SIM_COLLECTIVE_TRANSPORT");
+  const std::string t = v ? v : "";
+  OAR_SDK_CHECK(t.empty() || t == "auto" || t == "store", OAR_ERR_INVALID_ARGUMENT,
+                "sim: OAR_SIM_COLLECTIVE_TRANSPORT='" << t << "' is neither 'auto' nor 'store'");
+  return t == "store";
+}
+
+bool have_store() { return sdk::services().store_set && sdk::services().store_get; }
+
+// host:pid:nonce. The nonce tells apart processes with one pid on two hosts of the same name (containers).
+const std::string& process_identity() {
+  static const std::string id = [] {
+    char host[256] = {0};
+    if (::gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "?");
+    std::random_device rd;
+    std::ostringstream os;
+    os << host << ":" << ::getpid() << ":" << std::hex << rd() << rd();
+    return os.str();
+  }();
+  return id;
+}
+
+std::string hex(const unsigned char* p, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += digits[p[i] >> 4], s += digits[p[i] & 15];
+  return s;
+}
+
+// What every store value starts with: enough to tell that two ranks called different things.
+struct WireHeader {
+  uint32_t magic;
+  int32_t kind;  // Kind
+  int32_t dtype, op, root, rank;
+  uint64_t count, seq, payload_bytes;
+};
+constexpr uint32_t kWireMagic = 0x4f534331;  // "OSC1"
+
+std::string describe(const WireHeader& h) {
+  std::ostringstream os;
+  os << kind_name(static_cast<Kind>(h.kind)) << "(count " << h.count << ", " << sdk::dtype_name(h.dtype);
+  if (h.kind == static_cast<int32_t>(Kind::kAllReduce) || h.kind == static_cast<int32_t>(Kind::kReduce) ||
+      h.kind == static_cast<int32_t>(Kind::kReduceScatter))
+    os << ", op " << h.op;
+  if (h.kind == static_cast<int32_t>(Kind::kBroadcast) || h.kind == static_cast<int32_t>(Kind::kReduce))
+    os << ", root " << h.root;
+  os << ")";
+  return os.str();
+}
+
+void store_put(const std::string& key, const WireHeader& h, const void* payload) {
+  std::string v(sizeof(h) + h.payload_bytes, '\0');
+  std::memcpy(&v[0], &h, sizeof(h));
+  if (h.payload_bytes) std::memcpy(&v[sizeof(h)], payload, h.payload_bytes);
+  sdk::throw_if_error(sdk::services().store_set(key.c_str(), v.data(), v.size()));
+}
+
+// Waits up to OAR_SIM_COMM_TIMEOUT_MS for `key` and returns its value; nullopt on timeout (`last_error`
+// then holds the store's last message). Waits in short slices so that abort and shutdown, which mark
+// this process's group broken, get a blocked rank out.
+std::optional<std::string> store_wait(Group& g, const std::string& key, uint64_t expected_bytes,
+                                      const char* what, std::string* last_error) {
+  const auto end = deadline();
+  uint64_t capacity = std::max<uint64_t>(expected_bytes, sizeof(WireHeader));
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(g.mu);
+      OAR_SDK_CHECK(g.broken.empty(), OAR_ERR_UNAVAILABLE, what << ": " << g.broken);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
+    const int64_t slice = std::clamp<int64_t>(left, 1, 200);  // never 0: a store may read 0 as "no limit"
+    std::string buf(capacity, '\0');
+    uint64_t size = 0;
+    OarError* e = sdk::services().store_get(key.c_str(), &buf[0], capacity, &size, slice);
+    if (!e) {
+      buf.resize(size);
+      return buf;
+    }
+    const int32_t code = sdk::services().error_code(e);
+    *last_error = sdk::services().error_message(e);
+    sdk::services().error_free(e);
+    if (code == OAR_ERR_OUT_OF_RANGE) {  // the key is there but larger than we guessed
+      capacity = size > capacity ? size : capacity * 2;
+      continue;
+    }
+    if (left <= 0) return std::nullopt;
+    // A store that fails at once (rather than waiting out the slice) is not polled in a tight loop.
+    if (std::chrono::steady_clock::now() - now < std::chrono::milliseconds(slice / 2))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Reads rank `peer`'s value at `key` and checks its header against ours; returns the payload.
+std::string store_read(const std::shared_ptr<Comm>& c, const std::string& key, const WireHeader& mine,
+                       int32_t peer, uint64_t expected_payload) {
+  const char* name = kind_name(static_cast<Kind>(mine.kind));
+  std::ostringstream what;
+  what << name << " #" << mine.seq;
+  std::string last;
+  std::optional<std::string> v =
+      store_wait(*c->group, key, sizeof(WireHeader) + expected_payload, what.str().c_str(), &last);
+  OAR_SDK_CHECK(v, OAR_ERR_UNAVAILABLE,
+                name << ": rank " << c->rank << " timed out in " << what.str() << " waiting for rank " << peer
+                     << " after " << state().comm_timeout_ms << " ms (key '" << key
+                     << "'; OAR_SIM_COMM_TIMEOUT_MS sets the limit; the store said: " << last << ")");
+  WireHeader h{};
+  OAR_SDK_CHECK(v->size() >= sizeof(h), OAR_ERR_INTERNAL, name << ": store key '" << key << "' is too short");
+  std::memcpy(&h, v->data(), sizeof(h));
+  OAR_SDK_CHECK(h.magic == kWireMagic, OAR_ERR_INTERNAL,
+                name << ": store key '" << key << "' was not written by sim");
+  const bool same = h.kind == mine.kind && h.dtype == mine.dtype && h.count == mine.count &&
+                    h.op == mine.op && h.root == mine.root;
+  OAR_SDK_CHECK(
+      same, OAR_ERR_INVALID_ARGUMENT,
+      "ranks disagree on " << (mine.kind == static_cast<int32_t>(Kind::kSend) ? "message" : "collective")
+                           << " #" << mine.seq << ": rank " << c->rank << " called "
+                           << (mine.kind == static_cast<int32_t>(Kind::kSend) ? "recv" : name)
+                           << describe(mine).substr(std::string(name).size()) << ", rank " << h.rank
+                           << " called " << describe(h));
+  OAR_SDK_CHECK(
+      h.payload_bytes == expected_payload && v->size() == sizeof(h) + expected_payload, OAR_ERR_INTERNAL,
+      name << ": rank " << h.rank << " wrote " << h.payload_bytes << " bytes, expected " << expected_payload);
+  return v->substr(sizeof(h));
+}
+
+// The store transport's body of one collective, on the rank's stream: publish, read every other rank,
+// compute this rank's result as the in-process transport would.
+void store_collective(const std::shared_ptr<Comm>& c, uint64_t seq, Kind kind, const void* send, void* recv,
+                      uint64_t count, int32_t dtype, int32_t op, int32_t root) {
+  const int32_t n = c->nranks, r = c->rank;
+  const uint64_t es = static_cast<uint64_t>(elem_size(dtype));
+  uint64_t send_elems = count;
+  if (kind == Kind::kReduceScatter || kind == Kind::kAllToAll) send_elems = count * static_cast<uint64_t>(n);
+  auto payload_of = [&](int32_t rank) -> uint64_t {
+    return (kind == Kind::kBroadcast && rank != root) ? 0 : send_elems * es;
+  };
+  WireHeader mine{kWireMagic, static_cast<int32_t>(kind), dtype, op, root, r, count, seq, payload_of(r)};
+  const std::string base = c->prefix + "/c" + std::to_string(seq) + "/r";
+  store_put(base + std::to_string(r), mine, send);
+
+  Slot s;
+  s.kind = kind, s.count = count, s.dtype = dtype, s.op = op, s.root = root;
+  s.send.assign(static_cast<size_t>(n), nullptr);
+  s.recv.assign(static_cast<size_t>(n), nullptr);
+  s.send[r] = send;
+  s.recv[r] = recv;
+  std::vector<std::string> payloads(static_cast<size_t>(n));  // every rank reads every rank: same order
+  for (int32_t j = 0; j < n; ++j) {
+    if (j == r) continue;
+    payloads[j] = store_read(c, base + std::to_string(j), mine, j, payload_of(j));
+    s.send[j] = payloads[j].data();
+  }
+  compute(s, n);
+  deliver(s, r, n);
+}
+
+void store_send(const std::shared_ptr<Comm>& c, const void* data, uint64_t bytes, uint64_t count,
+                int32_t dtype, int32_t peer, uint64_t seq) {
+  WireHeader h{kWireMagic, static_cast<int32_t>(Kind::kSend), dtype, 0, 0, c->rank, count, seq, bytes};
+  store_put(
+      c->prefix + "/p" + std::to_string(c->rank) + "-" + std::to_string(peer) + "/" + std::to_string(seq), h,
+      data);
+}
+
+void store_recv(const std::shared_ptr<Comm>& c, void* data, uint64_t bytes, uint64_t count, int32_t dtype,
+                int32_t peer, uint64_t seq) {
+  WireHeader mine{kWireMagic, static_cast<int32_t>(Kind::kSend), dtype, 0, 0, c->rank, count, seq, bytes};
+  const std::string payload = store_read(
+      c, c->prefix + "/p" + std::to_string(peer) + "-" + std::to_string(c->rank) + "/" + std::to_string(seq),
+      mine, peer, bytes);
+  if (bytes) std::memcpy(data, payload.data(), bytes);
+}
+
+// comm_init's exchange: publishes this rank's process identity and nranks, reads every other rank's.
+// Returns whether all ranks are in this process. Every rank reads the same values, so all decide alike.
+bool exchange_identities(const std::string& prefix, int32_t nranks, int32_t rank, Group& local) {
+  const std::string mine = process_identity() + "\n" + std::to_string(nranks);
+  sdk::throw_if_error(sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(),
+                                                mine.data(), mine.size()));
+  bool all_local = true;
+  for (int32_t j = 0; j < nranks; ++j) {
+    if (j == rank) continue;
+    const std::string key = prefix + "/join/" + std::to_string(j);
+    std::string last;
+    std::optional<std::string> v = store_wait(local, key, 256, "sim: comm_init", &last);
+    OAR_SDK_CHECK(v, OAR_ERR_UNAVAILABLE,
+                  "sim: comm_init: rank "
+                      << rank << " timed out after " << state().comm_timeout_ms << " ms waiting for rank "
+                      << j << " to join (key '" << key
+                      << "'; OAR_SIM_COMM_TIMEOUT_MS sets the limit; the store said: " << last << ")");
+    const size_t nl = v->find('\n');
+    OAR_SDK_CHECK(nl != std::string::npos, OAR_ERR_INTERNAL,
+                  "sim: comm_init: bad join record at '" << key << "'");
+    const std::string their_nranks = v->substr(nl + 1);
+    OAR_SDK_CHECK(their_nranks == std::to_string(nranks), OAR_ERR_INVALID_ARGUMENT,
+                  "sim: comm_init: rank " << rank << " says " << nranks << " ranks, rank " << j << " says "
+                                          << their_nranks);
+    if (v->substr(0, nl) != process_identity()) all_local = false;
+  }
+  return all_local;
+}
+
 // Wraps a collective body: a failure is also kept as the communicator's async error.
 void enqueue_comm(const std::shared_ptr<Comm>& c, OarStream stream, const char* name,
                   std::function<void()> body) {
@@ -311,7 +547,7 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
   return sdk::guard([&] {
     std::shared_ptr<Comm> c = find_comm(handle);
     check_usable(c);
-    const int32_t n = c->group->nranks;
+    const int32_t n = c->nranks;
     const uint64_t es = static_cast<uint64_t>(elem_size(dtype));
     const uint64_t un = static_cast<uint64_t>(n);
     uint64_t send_elems = count, recv_elems = count;
@@ -321,6 +557,8 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
       case Kind::kAllGather: recv_elems = count * un; break;
       case Kind::kReduceScatter: send_elems = count * un; break;
       case Kind::kAllToAll: send_elems = recv_elems = count * un; break;
+      case Kind::kSend:
+        break;
     }
     if (kind == Kind::kAllReduce || kind == Kind::kReduce || kind == Kind::kReduceScatter)
       check_reduce_args(dtype, op);
@@ -339,7 +577,10 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
       seq = c->seq++;
     }
     enqueue_comm(c, stream, name, [c, seq, kind, hs, hr, count, dtype, op, root] {
-      rendezvous(c, seq, kind, hs, hr, count, dtype, op, root);
+      if (c->use_store)
+        store_collective(c, seq, kind, hs, hr, count, dtype, op, root);
+      else
+        rendezvous(c, seq, kind, hs, hr, count, dtype, op, root);
     });
   });
 }
@@ -358,6 +599,10 @@ OarError* get_unique_id(OarCommUniqueId* id) {
       uint32_t v = rd();
       std::memcpy(id->bytes + i, &v, 4);
     }
+    // The creator's host name, for messages only: comm_init decides the transport from every rank's
+    // identity, not from the creator's (the creator need not hold a rank).
+    char host[80] = {0};
+    if (::gethostname(host, sizeof(host) - 1) == 0) std::memcpy(id->bytes + 48, host, sizeof(host) - 1);
   });
 }
 
@@ -370,13 +615,48 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
                   "sim: comm_init: rank " << rank << " of " << nranks << " is out of range");
     OAR_SDK_CHECK(std::memcmp(id->bytes, kMagic, sizeof(kMagic)) == 0, OAR_ERR_INVALID_ARGUMENT,
                   "sim: comm_init: the id was not made by the sim plugin's get_unique_id");
-    int64_t pid = 0;
-    std::memcpy(&pid, id->bytes + 8, sizeof(pid));
-    OAR_SDK_CHECK(pid == static_cast<int64_t>(::getpid()), OAR_ERR_UNAVAILABLE,
-                  "sim: comm_init: the id comes from process " << pid
-                      << "; sim collectives only connect ranks inside one process");
     const std::string key(reinterpret_cast<const char*>(id->bytes), sizeof(id->bytes));
+    const std::string prefix = "oar.sim/" + hex(id->bytes + 8, 40);  // pid + random bytes of the id
+    const bool forced = store_transport_forced();
+    bool use_store = forced;
+    if (have_store()) {
+      Group scratch;  // never broken: comm_init is bounded by the timeout alone
+      use_store = !exchange_identities(prefix, nranks, rank, scratch) || forced;
+    } else {  // an older core without a store: only ranks of the process that made the id can meet
+      int64_t pid = 0;
+      std::memcpy(&pid, id->bytes + 8, sizeof(pid));
+      OAR_SDK_CHECK(!forced && pid == static_cast<int64_t>(::getpid()), OAR_ERR_UNAVAILABLE,
+                    "sim: comm_init: the core gives no key-value store, so only ranks inside the process "
+                    "that made the id can meet (the id comes from process "
+                        << pid << (forced ? "; OAR_SIM_COLLECTIVE_TRANSPORT=store needs the store)" : ")"));
+    }
     Registry& reg = registry();
+    if (use_store) {
+      auto c = std::make_shared<Comm>();
+      {
+        std::lock_guard<std::mutex> lk(reg.mu);
+        std::shared_ptr<Group> g = reg.store_groups[key].lock();
+        if (!g) {
+          g = std::make_shared<Group>();
+          g->key = key;
+          g->nranks = nranks;
+          reg.store_groups[key] = g;
+        }
+        c->group = g;
+        c->use_store = true;
+        c->prefix = prefix;
+        c->nranks = nranks;
+        c->rank = rank;
+        c->device = local_device;
+        c->send_seq.assign(static_cast<size_t>(nranks), 0);
+        c->recv_seq.assign(static_cast<size_t>(nranks), 0);
+        reg.comms[c.get()] = c;
+        for (auto it = reg.store_groups.begin(); it != reg.store_groups.end();)  // forget dead groups
+          it = it->second.expired() ? reg.store_groups.erase(it) : std::next(it);
+      }
+      *out = reinterpret_cast<OarComm>(c.get());
+      return;
+    }
     std::shared_ptr<Group> g;
     {
       std::lock_guard<std::mutex> lk(reg.mu);
@@ -421,6 +701,7 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
     }
     auto c = std::make_shared<Comm>();
     c->group = g;
+    c->nranks = nranks;
     c->rank = rank;
     c->device = local_device;
     c->send_seq.assign(static_cast<size_t>(nranks), 0);
@@ -472,8 +753,8 @@ OarError* send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, Oar
   return sdk::guard([&] {
     std::shared_ptr<Comm> c = find_comm(handle);
     check_usable(c);
-    OAR_SDK_CHECK(peer >= 0 && peer < c->group->nranks && peer != c->rank, OAR_ERR_INVALID_ARGUMENT,
-                  "send: peer " << peer << " is not another rank of " << c->group->nranks);
+    OAR_SDK_CHECK(peer >= 0 && peer < c->nranks && peer != c->rank, OAR_ERR_INVALID_ARGUMENT,
+                  "send: peer " << peer << " is not another rank of " << c->nranks);
     const uint64_t bytes = count * static_cast<uint64_t>(elem_size(dtype));
     const void* h = buffer(c, buf, bytes, "send");
     uint64_t seq;
@@ -482,6 +763,7 @@ OarError* send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, Oar
       seq = c->send_seq[static_cast<size_t>(peer)]++;
     }
     enqueue_comm(c, stream, "send", [c, h, bytes, count, dtype, peer, seq] {
+      if (c->use_store) return store_send(c, h, bytes, count, dtype, peer, seq);
       Group& g = *c->group;
       Message m;
       m.data.assign(static_cast<const unsigned char*>(h), static_cast<const unsigned char*>(h) + bytes);
@@ -500,8 +782,8 @@ OarError* recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm h
   return sdk::guard([&] {
     std::shared_ptr<Comm> c = find_comm(handle);
     check_usable(c);
-    OAR_SDK_CHECK(peer >= 0 && peer < c->group->nranks && peer != c->rank, OAR_ERR_INVALID_ARGUMENT,
-                  "recv: peer " << peer << " is not another rank of " << c->group->nranks);
+    OAR_SDK_CHECK(peer >= 0 && peer < c->nranks && peer != c->rank, OAR_ERR_INVALID_ARGUMENT,
+                  "recv: peer " << peer << " is not another rank of " << c->nranks);
     const uint64_t bytes = count * static_cast<uint64_t>(elem_size(dtype));
     void* h = buffer(c, buf, bytes, "recv");
     uint64_t seq;
@@ -510,6 +792,7 @@ OarError* recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm h
       seq = c->recv_seq[static_cast<size_t>(peer)]++;
     }
     enqueue_comm(c, stream, "recv", [c, h, bytes, count, dtype, peer, seq] {
+      if (c->use_store) return store_recv(c, h, bytes, count, dtype, peer, seq);
       Group& g = *c->group;
       const auto key = std::make_tuple(peer, c->rank, seq);
       std::unique_lock<std::mutex> lk(g.mu);
@@ -574,6 +857,7 @@ void shutdown_collectives() {
       if (seen.insert(kv.second.get()).second) groups.push_back(kv.second);
     reg.comms.clear();
     reg.forming.clear();
+    reg.store_groups.clear();
   }
   for (auto& g : groups) {  // wake every blocked rank so the streams can drain
     {

@@ -73,5 +73,6 @@ void init_passes(py::module_& m);     // passes.cc: the inference passes (privat
 void init_inference(py::module_& m);  // inference.cc: the inference API (oar.inference)
 void init_custom_op(py::module_& m);  // custom_op.cc: custom op libraries (oar.utils.load_op_library)
 void init_plugin_kit(py::module_& m);  // plugin_kit.cc: helpers of oar.testing.plugin_conformance
+void init_store(py::module_& m);       // store.cc: oar.distributed.TCPStore
 
 }  // namespace oarpy

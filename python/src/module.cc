@@ -310,4 +310,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_inference(m);
   oarpy::init_custom_op(m);
   oarpy::init_plugin_kit(m);
+  oarpy::init_store(m);
 }

@@ -73,16 +73,119 @@ void throw_if(const std::string& plugin, const char* what, OarError* err) {
   oar::check_plugin_error(plugin, what, err);
 }
 
+// Element count of collective `kind`'s result for `n` input elements on `nranks` ranks.
+uint64_t recv_count(const std::string& kind, uint64_t n, int32_t nranks) {
+  if (kind == "all_gather") return n * nranks;
+  if (kind == "reduce_scatter" || kind == "all_to_all") {
+    if (n % nranks) throw py::value_error("run_collective: count must divide by the number of ranks");
+    return kind == "reduce_scatter" ? n / nranks : n;
+  }
+  if (kind != "all_reduce" && kind != "broadcast" && kind != "reduce" && kind != "send_recv")
+    throw py::value_error("run_collective: unknown collective '" + kind + "'");
+  return n;
+}
+
+// Frees a cleanup step's error: the first failure is the one reported.
+void drop_error(OarError* e) {
+  try {
+    oar::check_plugin_error("", "", e);
+  } catch (const std::exception&) {
+  }
+}
+
+// One collective on one rank of an initialised communicator: copies `in` to device `dev`, runs `kind`
+// (sums for the reductions; send_recv: a ring, send to rank + 1 and receive from rank - 1), waits for the
+// stream and copies the result back (empty: no result, a non-root rank of reduce). Device buffers are
+// freed on every path. `call`, when not empty, is what this rank calls instead of `kind` (ranks that
+// disagree must get an error, not garbage): the buffers are sized for `kind`, recv for any kind.
+std::vector<float> collective_on_rank(const oar::PluginTables& tb, const std::string& plugin, int32_t dev,
+                                      OarComm comm, OarStream stream, const std::string& kind, int32_t nranks,
+                                      int32_t rank, int32_t root, const std::vector<float>& in,
+                                      const std::string& call = "") {
+  const OarCollectiveTable& c = tb.collective;
+  const OarMemLocation dloc{OAR_MEM_DEVICE, dev}, hloc{OAR_MEM_HOST, 0};
+  const uint64_t n = in.size(), recv_n = recv_count(kind, n, nranks);
+  struct Buffers {
+    const oar::PluginTables& tb;
+    int32_t dev;
+    void *send = nullptr, *recv = nullptr;
+    ~Buffers() {  // errors dropped: the collective's own failure is what matters
+      if (send) drop_error(tb.memory.free(dev, OAR_MEM_DEVICE, send));
+      if (recv) drop_error(tb.memory.free(dev, OAR_MEM_DEVICE, recv));
+    }
+  } b{tb, dev};
+  throw_if(plugin, "allocate",
+           tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(n, 1) * 4, &b.send));
+  throw_if(plugin, "allocate",
+           tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(n * nranks, 1) * 4, &b.recv));
+  throw_if(plugin, "memcpy", tb.memory.memcpy(dev, b.send, dloc, in.data(), hloc, n * 4, nullptr));
+  auto missing = [&](const char* what) {
+    throw oar::Error(oar::ErrorCode::kUnimplemented, "plugin " + plugin + " has no " + what);
+  };
+  OarError* e = nullptr;
+  const int32_t f32 = OAR_DTYPE_FLOAT32;
+  void* result = b.recv;
+  const std::string& my_kind = call.empty() ? kind : call;
+  if (my_kind == "all_reduce") {
+    if (!c.all_reduce) missing("all_reduce");
+    e = c.all_reduce(b.send, b.recv, n, f32, OAR_REDUCE_SUM, comm, stream);
+  } else if (my_kind == "broadcast") {
+    if (!c.broadcast) missing("broadcast");
+    e = c.broadcast(b.send, n, f32, root, comm, stream);
+    result = b.send;  // the result is in the buffer broadcast wrote
+  } else if (my_kind == "reduce") {
+    if (!c.reduce) missing("reduce");
+    e = c.reduce(b.send, b.recv, n, f32, OAR_REDUCE_SUM, root, comm, stream);
+  } else if (my_kind == "all_gather") {
+    if (!c.all_gather) missing("all_gather");
+    e = c.all_gather(b.send, b.recv, n, f32, comm, stream);
+  } else if (my_kind == "reduce_scatter") {
+    if (!c.reduce_scatter) missing("reduce_scatter");
+    e = c.reduce_scatter(b.send, b.recv, recv_n, f32, OAR_REDUCE_SUM, comm, stream);
+  } else if (my_kind == "send_recv") {
+    if (!c.send || !c.recv) missing("send/recv");
+    if (nranks < 2) throw py::value_error("run_collective: send_recv needs two ranks");
+    // Even ranks send first, odd ranks receive first: a plugin whose send blocks until the matching recv
+    // starts (unbuffered) still completes the ring.
+    auto send_next = [&] { return c.send(b.send, n, f32, (rank + 1) % nranks, comm, stream); };
+    auto recv_prev = [&] { return c.recv(b.recv, n, f32, (rank + nranks - 1) % nranks, comm, stream); };
+    e = rank % 2 == 0 ? send_next() : recv_prev();
+    throw_if(plugin, rank % 2 == 0 ? "send" : "recv", e);
+    e = rank % 2 == 0 ? recv_prev() : send_next();
+  } else {
+    if (!c.all_to_all) missing("all_to_all");
+    e = c.all_to_all(b.send, b.recv, n / nranks, f32, comm, stream);
+  }
+  throw_if(plugin, my_kind.c_str(), e);
+  if (stream)
+    throw_if(plugin, "stream synchronize", tb.stream.synchronize(dev, stream));
+  else if (tb.device.synchronize)
+    throw_if(plugin, "device synchronize", tb.device.synchronize(dev));
+  std::vector<float> out;
+  if (kind != "reduce" || rank == root) {
+    out.resize(recv_n);
+    throw_if(plugin, "memcpy", tb.memory.memcpy(dev, out.data(), hloc, result, dloc, recv_n * 4, nullptr));
+  }
+  return out;
+}
+
 // Runs collective `kind` over len(inputs) ranks (threads); rank r uses device r % count of the type and
 // its own stream. float32 only: the point is the plugin's data movement and reduction, not dtypes.
 std::vector<py::array_t<float>> run_collective(
     const std::string& type, const std::string& kind,
-    const std::vector<py::array_t<float, py::array::c_style | py::array::forcecast>>& inputs, int32_t root) {
+    const std::vector<py::array_t<float, py::array::c_style | py::array::forcecast>>& inputs, int32_t root,
+    const std::vector<std::string>& rank_kinds) {
   const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
   if (!t || !t->plugin || t->count < 1)
     throw py::value_error("unknown or unavailable device type '" + type + "'");
   const int32_t nranks = static_cast<int32_t>(inputs.size());
   if (nranks < 1) throw py::value_error("run_collective: needs at least one rank");
+  if (!rank_kinds.empty() && static_cast<int32_t>(rank_kinds.size()) != nranks)
+    throw py::value_error("run_collective: rank_kinds needs one kind per rank");
+  for (const auto& k : rank_kinds)
+    if (k != "all_reduce" && k != "all_gather" && k != "broadcast")  // buffers sized for any of these
+      throw py::value_error("run_collective: rank_kinds may hold all_reduce, all_gather, broadcast, not '" + k +
+                            "'");
   oar::Device& d0 = oar::Runtime::get().device(oar::Place{t->id, 0});
   const oar::PluginTables& tb = d0.tables();
   const std::string plugin = d0.plugin_name();
@@ -94,15 +197,7 @@ std::vector<py::array_t<float>> run_collective(
   const uint64_t n = host[0].size();
   for (const auto& h : host)
     if (h.size() != n) throw py::value_error("run_collective: every rank needs the same number of elements");
-  uint64_t send_n = n, recv_n = n;
-  if (kind == "all_gather")
-    recv_n = n * nranks;
-  else if (kind == "reduce_scatter" || kind == "all_to_all") {
-    if (n % nranks) throw py::value_error("run_collective: count must divide by the number of ranks");
-    if (kind == "reduce_scatter") recv_n = n / nranks;
-  } else if (kind != "all_reduce" && kind != "broadcast" && kind != "reduce") {
-    throw py::value_error("run_collective: unknown collective '" + kind + "'");
-  }
+  recv_count(kind, n, nranks);  // validates kind and count before any thread starts
   OarCommUniqueId id{};
   {
     py::gil_scoped_release nogil;
@@ -111,56 +206,14 @@ std::vector<py::array_t<float>> run_collective(
   std::vector<RankResult> res(nranks);
   auto rank_body = [&](int32_t r) {
     const int32_t dev = r % t->count;
-    const OarMemLocation dloc{OAR_MEM_DEVICE, dev}, hloc{OAR_MEM_HOST, 0};
-    void *send = nullptr, *recv = nullptr;
     OarStream stream = nullptr;
     OarComm comm = nullptr;
     try {
       oar::Runtime::get().device(oar::Place{t->id, dev});  // opens it
-      throw_if(plugin, "allocate",
-               tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(send_n, 1) * 4, &send));
-      throw_if(plugin, "allocate",
-               tb.memory.allocate(dev, OAR_MEM_DEVICE, std::max<uint64_t>(recv_n, 1) * 4, &recv));
-      throw_if(plugin, "memcpy",
-               tb.memory.memcpy(dev, send, dloc, host[r].data(), hloc, send_n * 4, nullptr));
       if (tb.stream.create) throw_if(plugin, "stream create", tb.stream.create(dev, 0, &stream));
       throw_if(plugin, "comm_init", c.comm_init(dev, nranks, r, &id, &comm));
-      OarError* e = nullptr;
-      const int32_t f32 = OAR_DTYPE_FLOAT32;
-      auto missing = [&](const char* what) {
-        throw oar::Error(oar::ErrorCode::kUnimplemented, "plugin " + plugin + " has no " + what);
-      };
-      if (kind == "all_reduce") {
-        if (!c.all_reduce) missing("all_reduce");
-        e = c.all_reduce(send, recv, n, f32, OAR_REDUCE_SUM, comm, stream);
-      } else if (kind == "broadcast") {
-        if (!c.broadcast) missing("broadcast");
-        e = c.broadcast(send, n, f32, root, comm, stream);
-        recv = std::exchange(send, recv);  // the result is in the buffer broadcast wrote
-      } else if (kind == "reduce") {
-        if (!c.reduce) missing("reduce");
-        e = c.reduce(send, recv, n, f32, OAR_REDUCE_SUM, root, comm, stream);
-      } else if (kind == "all_gather") {
-        if (!c.all_gather) missing("all_gather");
-        e = c.all_gather(send, recv, n, f32, comm, stream);
-      } else if (kind == "reduce_scatter") {
-        if (!c.reduce_scatter) missing("reduce_scatter");
-        e = c.reduce_scatter(send, recv, recv_n, f32, OAR_REDUCE_SUM, comm, stream);
-      } else {
-        if (!c.all_to_all) missing("all_to_all");
-        e = c.all_to_all(send, recv, n / nranks, f32, comm, stream);
-      }
-      throw_if(plugin, kind.c_str(), e);
-      if (stream)
-        throw_if(plugin, "stream synchronize", tb.stream.synchronize(dev, stream));
-      else if (tb.device.synchronize)
-        throw_if(plugin, "device synchronize", tb.device.synchronize(dev));
-      const bool has_result = kind != "reduce" || r == root;
-      if (has_result) {
-        res[r].out.resize(recv_n);
-        throw_if(plugin, "memcpy",
-                 tb.memory.memcpy(dev, res[r].out.data(), hloc, recv, dloc, recv_n * 4, nullptr));
-      }
+      res[r].out = collective_on_rank(tb, plugin, dev, comm, stream, kind, nranks, r, root, host[r],
+                                      rank_kinds.empty() ? std::string() : rank_kinds[r]);
     } catch (const std::exception& ex) {
       res[r].error = ex.what();
       if (comm && c.abort) c.abort(comm);  // let the other ranks out of a rendezvous
@@ -174,8 +227,6 @@ std::vector<py::array_t<float>> run_collective(
     };
     if (comm) quietly("comm_destroy", c.comm_destroy(comm));
     if (stream && tb.stream.destroy) quietly("stream destroy", tb.stream.destroy(dev, stream));
-    if (send) quietly("free", tb.memory.free(dev, OAR_MEM_DEVICE, send));
-    if (recv) quietly("free", tb.memory.free(dev, OAR_MEM_DEVICE, recv));
   };
   {
     py::gil_scoped_release nogil;
@@ -192,6 +243,93 @@ std::vector<py::array_t<float>> run_collective(
   }
   return out;
 }
+
+// ---- one rank of a multi-process job --------------------------------------------------------------
+// The communicator of this process's rank: the caller (a conformance child process) got the unique id
+// from rank 0 through the store and runs collectives one at a time.
+struct KitComm {
+  const oar::PluginTables* tb = nullptr;
+  std::string plugin;
+  int32_t dev = 0, nranks = 0, rank = 0;
+  OarStream stream = nullptr;
+  OarComm comm = nullptr;
+
+  KitComm(const std::string& type, int32_t local_device, int32_t nranks_, int32_t rank_,
+          const std::string& id_bytes) {
+    const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
+    if (!t || !t->plugin || t->count < 1)
+      throw py::value_error("unknown or unavailable device type '" + type + "'");
+    if (local_device < 0 || local_device >= t->count)
+      throw py::value_error("_KitComm: local device " + std::to_string(local_device) + " out of range (" +
+                            type + " has " + std::to_string(t->count) + ")");
+    if (nranks_ < 1 || rank_ < 0 || rank_ >= nranks_)
+      throw py::value_error("_KitComm: rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) +
+                            " is out of range");
+    OarCommUniqueId id{};
+    if (id_bytes.size() != sizeof(id.bytes))
+      throw py::value_error("_KitComm: the unique id must be " + std::to_string(sizeof(id.bytes)) +
+                            " bytes (from _kit_get_unique_id), got " + std::to_string(id_bytes.size()));
+    std::memcpy(id.bytes, id_bytes.data(), sizeof(id.bytes));
+    oar::Device& d = oar::Runtime::get().device(oar::Place{t->id, local_device});  // opens it
+    tb = &d.tables();
+    plugin = d.plugin_name();
+    dev = local_device, nranks = nranks_, rank = rank_;
+    const OarCollectiveTable& c = tb->collective;
+    if (!c.comm_init || !c.comm_destroy)
+      throw py::value_error("plugin " + plugin + " has no communicator functions");
+    py::gil_scoped_release nogil;  // comm_init waits for the other ranks
+    if (tb->stream.create) throw_if(plugin, "stream create", tb->stream.create(dev, 0, &stream));
+    try {
+      throw_if(plugin, "comm_init", c.comm_init(dev, nranks, rank, &id, &comm));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~KitComm() { release(); }
+
+  py::object run(const std::string& kind, py::array_t<float, py::array::c_style | py::array::forcecast> input,
+                 int32_t root) {
+    if (!comm) throw py::value_error("_KitComm: the communicator was destroyed");
+    if (root < 0 || root >= nranks)
+      throw py::value_error("_KitComm.run: root " + std::to_string(root) + " out of range");
+    std::vector<float> in(input.data(), input.data() + input.size());
+    recv_count(kind, in.size(), nranks);
+    std::vector<float> out;
+    {
+      py::gil_scoped_release nogil;
+      try {
+        out = collective_on_rank(*tb, plugin, dev, comm, stream, kind, nranks, rank, root, in);
+      } catch (...) {
+        if (tb->collective.abort) drop_error(tb->collective.abort(comm));  // let the peers out
+        throw;
+      }
+    }
+    if (kind == "reduce" && rank != root) return py::none();
+    py::array_t<float> a(static_cast<py::ssize_t>(out.size()));
+    if (!out.empty()) std::memcpy(a.mutable_data(), out.data(), out.size() * 4);
+    return std::move(a);
+  }
+
+  // Destroys the communicator and the stream; errors of comm_destroy are raised (once).
+  void destroy() {
+    OarComm c = std::exchange(comm, nullptr);
+    OarError* e = nullptr;
+    if (c) {
+      py::gil_scoped_release nogil;
+      e = tb->collective.comm_destroy(c);
+    }
+    release();
+    throw_if(plugin, "comm_destroy", e);
+  }
+
+ private:
+  void release() {
+    if (comm) drop_error(tb->collective.comm_destroy(std::exchange(comm, nullptr)));
+    if (stream && tb->stream.destroy) drop_error(tb->stream.destroy(dev, std::exchange(stream, nullptr)));
+    stream = nullptr;
+  }
+};
 
 }  // namespace
 
@@ -299,6 +437,7 @@ void init_plugin_kit(py::module_& m) {
       if (c.all_gather) out.push_back("all_gather");
       if (c.reduce_scatter) out.push_back("reduce_scatter");
       if (c.all_to_all) out.push_back("all_to_all");
+      if (c.send && c.recv) out.push_back("send_recv");
     }
     return out;
   });
@@ -320,7 +459,30 @@ void init_plugin_kit(py::module_& m) {
     return out;
   });
   m.def("_kit_run_collective", &run_collective, py::arg("device_type"), py::arg("kind"), py::arg("inputs"),
-        py::arg("root") = 0);
+        py::arg("root") = 0, py::arg("rank_kinds") = std::vector<std::string>{});
+  // One rank of a multi-process job (collectives.two_processes): a unique id made by the plugin (bytes,
+  // rank 0 publishes it through the store), and a communicator of this process running one collective
+  // at a time on float32 numpy input (sums for reductions). Plugin errors raise, naming the plugin.
+  m.def("_kit_get_unique_id", [](const std::string& type) {
+    const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
+    if (!t || !t->plugin || t->count < 1)
+      throw py::value_error("unknown or unavailable device type '" + type + "'");
+    oar::Device& d = oar::Runtime::get().device(oar::Place{t->id, 0});
+    const OarCollectiveTable& c = d.tables().collective;
+    if (!c.get_unique_id) throw py::value_error("plugin " + d.plugin_name() + " has no get_unique_id");
+    OarCommUniqueId id{};
+    throw_if(d.plugin_name(), "get_unique_id", c.get_unique_id(&id));
+    return py::bytes(reinterpret_cast<const char*>(id.bytes), sizeof(id.bytes));
+  });
+  py::class_<KitComm>(m, "_KitComm")
+      .def(py::init(
+               [](const std::string& type, int32_t local_device, int32_t nranks, int32_t rank, py::bytes id) {
+                 return std::make_unique<KitComm>(type, local_device, nranks, rank, id);
+               }),
+           py::arg("device_type"), py::arg("local_device"), py::arg("nranks"), py::arg("rank"),
+           py::arg("unique_id"))
+      .def("run", &KitComm::run, py::arg("kind"), py::arg("input"), py::arg("root") = 0)
+      .def("destroy", &KitComm::destroy);
 }
 
 }  // namespace oarpy

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import oar
@@ -44,7 +45,8 @@ def test_conformance_suite_passes_on_sim():
         for dt in dtypes:
             assert status["kernels.{}.{}".format(op, dt)] == "PASS", (op, dt)
     for name in ("collectives.all_reduce", "collectives.broadcast", "collectives.all_gather",
-                 "collectives.reduce_scatter", "collectives.all_to_all", "profiler.trace_events",
+                 "collectives.reduce_scatter", "collectives.all_to_all", "collectives.reduce",
+                 "collectives.send_recv", "collectives.two_processes", "profiler.trace_events",
                  "streams.events_across_streams", "errors.out_of_memory", "memory.across_devices",
                  "abi.older_core"):
         assert status[name] == "PASS", name
@@ -94,6 +96,133 @@ def test_the_bundled_plugins_work_under_an_older_core():
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
 
 
+COLLECTIVE_CHECKS = ["collectives." + k for k in ("all_gather", "all_reduce", "all_to_all", "broadcast", "reduce",
+                                                  "reduce_scatter", "send_recv", "two_processes")]
+
+
+def _collective_checks_pass(device, env):
+    r = _conformance_cli("--device", device, "-k", "collectives", "-v", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    passed = sorted(line.split()[1] for line in r.stdout.splitlines() if line.startswith("PASS"))
+    assert passed == COLLECTIVE_CHECKS, r.stdout
+    assert "8 passed, 0 failed, 0 skipped" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("transport", ["auto", "store"])
+def test_sim_collectives_in_process_and_through_the_store(transport):
+    """OAR_SIM_COLLECTIVE_TRANSPORT=store sends the in-process ranks' data through the core's key-value store,
+    the path ranks in several processes take; both transports pass the collective checks."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    _collective_checks_pass("sim", dict(CLEAN_ENV, OAR_SIM_COLLECTIVE_TRANSPORT=transport))
+
+
+def test_sim_store_transport_names_both_calls_when_ranks_disagree(monkeypatch):
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    xs = [np.arange(4, dtype="float32")] * 2
+    monkeypatch.setenv("OAR_SIM_COLLECTIVE_TRANSPORT", "store")  # read by sim at every comm_init
+    with pytest.raises(Exception) as e:
+        oar._C._kit_run_collective("sim", "all_reduce", xs, 0, ["all_reduce", "all_gather"])
+    msg = str(e.value)
+    assert "ranks disagree on collective #0" in msg, msg
+    assert "rank 0 called all_reduce(count 4, float32, op 0)" in msg and "rank 1 called all_gather(count 4, float32)" in msg, msg
+    monkeypatch.setenv("OAR_SIM_COLLECTIVE_TRANSPORT", "auto")  # the in-process rendezvous refuses it too
+    with pytest.raises(Exception, match="ranks disagree on collective #0"):
+        oar._C._kit_run_collective("sim", "all_reduce", xs, 0, ["all_reduce", "all_gather"])
+    monkeypatch.setenv("OAR_SIM_COLLECTIVE_TRANSPORT", "pigeon")
+    with pytest.raises(Exception, match="OAR_SIM_COLLECTIVE_TRANSPORT='pigeon' is neither 'auto' nor 'store'"):
+        oar._C._kit_run_collective("sim", "all_reduce", xs)
+
+
+def test_two_process_check_on_sim_passes():
+    """collectives.two_processes on sim: two ranks in two processes bootstrapped through the TCP store meet
+    through sim's store transport (comm_init finds the ranks in different processes)."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    import time
+    t0 = time.monotonic()
+    report = pc.run("sim", ["collectives.two_processes"])
+    assert time.monotonic() - t0 < 90
+    (res,) = report.results
+    assert res.status == "PASS", res.message
+    for kind in ("all_reduce(sum) 1000 elements", "broadcast from root 1", "reduce(sum) to root 1",
+                 "all_gather", "reduce_scatter(sum)", "all_to_all", "send/recv", "comm_init"):
+        assert kind in res.message, res.message
+
+
+def test_two_process_check_on_the_sample_passes(sample_build):
+    r = _conformance_cli("--device", "custom_cpu", "-k", "two_processes", "-v",
+                         env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS collectives.two_processes" in r.stdout and "send/recv" in r.stdout, r.stdout
+
+
+def test_kit_comm_one_rank_and_its_errors():
+    """The kit's one-rank bindings (_kit_get_unique_id, _KitComm) on sim: a one-rank communicator runs every
+    collective; bad arguments raise ValueError, a plugin's refusal raises naming the plugin."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    uid = oar._C._kit_get_unique_id("sim")
+    assert isinstance(uid, bytes) and len(uid) == 128
+    comm = oar._C._KitComm("sim", 1, 1, 0, uid)
+    x = np.arange(12, dtype="float32") - 3
+    for kind in ("all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        np.testing.assert_array_equal(comm.run(kind, x), x, err_msg=kind)
+    with pytest.raises(ValueError, match="unknown collective 'gossip'"):
+        comm.run("gossip", x)
+    with pytest.raises(ValueError, match="root 1 out of range"):
+        comm.run("broadcast", x, 1)
+    comm.destroy()
+    with pytest.raises(ValueError, match="the communicator was destroyed"):
+        comm.run("all_reduce", x)
+    with pytest.raises(ValueError, match="must be 128 bytes"):
+        oar._C._KitComm("sim", 0, 1, 0, b"short")
+    with pytest.raises(ValueError, match="rank 2 of 2 is out of range"):
+        oar._C._KitComm("sim", 0, 2, 2, uid)
+    with pytest.raises(ValueError, match="local device 7 out of range"):
+        oar._C._KitComm("sim", 7, 1, 0, uid)
+    with pytest.raises(Exception, match="plugin sim: comm_init: sim: comm_init: the id was not made by the sim "
+                                        "plugin's get_unique_id"):
+        oar._C._KitComm("sim", 0, 1, 0, bytes(128))
+
+
+def _test_plugin(name):
+    path = os.path.join(ROOT, os.environ.get("OAR_BUILD_DIR", "build"), "tests", "plugins",
+                        "liboar_plugin_{}.so".format(name))
+    if not os.path.exists(path):
+        pytest.skip("{} is not built (scripts/build.sh; OAR_BUILD_DIR names the build folder)".format(path))
+    return path
+
+
+def test_two_process_check_fails_in_process_only_collectives_by_timeout():
+    """tests/plugins/inproc_collectives.cc: in-process ranks work, but its comm_init waits for ranks that
+    never come. collectives.two_processes fails by its own timeout with a readable message, not a hang."""
+    path = _test_plugin("inproc_collectives")
+    code = """
+import sys, time
+import oar
+from oar import _C
+from oar.testing import plugin_conformance as pc
+assert _C.load_plugin(sys.argv[1]).loaded
+ctx = pc.Context("test_inproc_coll")
+pc.check_all_reduce(ctx)  # in-process ranks: fine
+t0 = time.monotonic()
+try:
+    pc.check_two_processes(ctx, timeout=8)
+    print("NO FAILURE")
+except AssertionError as e:
+    print("FAILED after {:.0f} s:".format(time.monotonic() - t0), e)
+"""
+    r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert "FAILED after" in out, out
+    assert int(out.split("FAILED after ")[1].split()[0]) <= 12, out
+    assert "rank(s) 0, 1 did not finish within 8 s: do the plugin's collectives only connect ranks inside one " \
+           "process?" in out, out
+
+
 def test_conformance_cli_unknown_device_exits_2():
     r = _conformance_cli("--device", "no_such_device")
     assert r.returncode == 2
@@ -136,6 +265,28 @@ def test_sample_passes_conformance(sample_build):
     assert "(plugin custom_cpu) CONFORMS" in r.stdout
     # Everything ran: the sample has in-process collectives and a profiler.
     assert re.search(r"\d+ passed, 0 failed, 0 skipped", r.stdout), r.stdout
+
+
+@pytest.mark.parametrize("transport", ["", "store"])
+def test_sample_collectives_in_process_and_through_the_store(sample_build, transport):
+    """CUSTOM_CPU_COLLECTIVE_TRANSPORT=store: the sample's collectives go through the core's key-value store."""
+    _collective_checks_pass("custom_cpu", dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build,
+                                               CUSTOM_CPU_COLLECTIVE_TRANSPORT=transport))
+
+
+def test_sample_store_transport_names_both_calls_when_ranks_disagree(sample_build):
+    code = ("import numpy as np, oar\n"
+            "xs = [np.arange(4, dtype='float32')] * 2\n"
+            "try:\n"
+            "    oar._C._kit_run_collective('custom_cpu', 'all_reduce', xs, 0, ['all_reduce', 'all_gather'])\n"
+            "except Exception as e:\n"
+            "    print('ERROR', e)\n")
+    env = dict(CLEAN_ENV, OAR_PLUGIN_PATH=sample_build, CUSTOM_CPU_COLLECTIVE_TRANSPORT="store")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ERROR" in r.stdout and "the ranks disagree at call 0" in r.stdout, r.stdout + r.stderr
+    assert "rank 0 called all_reduce(count 4, float32" in r.stdout, r.stdout
+    assert "rank 1 called all_gather(count 4, float32" in r.stdout, r.stdout
 
 
 def test_oot_sample_conforms_and_skips_what_it_lacks(tmp_path):

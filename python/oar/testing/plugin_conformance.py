@@ -25,7 +25,10 @@ What it checks (names are `group.check[.detail]`; `-k` selects by substring):
   non-contiguous views, attribute defaults), and its gradient where the op is differentiable;
 - `errors.*`: an out-of-memory request raises MemoryError carrying the plugin's message, a bad device
   index and a failing op raise exceptions naming the device type / op, and the device keeps working;
-- `collectives.*`: each collective the plugin implements, with in-process ranks (one thread each);
+- `collectives.*`: each collective the plugin implements, and send/recv (a ring), with in-process ranks
+  (one thread each), and `collectives.two_processes`: every collective with two ranks in two
+  processes that meet through the core's TCP store (oar.distributed.TCPStore; rank 0 hosts it and
+  publishes the plugin's unique id);
 - `profiler.*`: trace events, when the plugin has a profiler table;
 - `lifecycle.process_exit`: a fresh interpreter that used the devices exits cleanly (status 0).
 
@@ -868,8 +871,7 @@ def _collective_setup(ctx, kind):
         raise Skip("plugin {} registers no collectives (no collective table)".format(ctx.plugin))
     if kind not in have:
         raise Skip("plugin {} does not implement {}".format(ctx.plugin, kind))
-    # In-process ranks, one thread each: the core's key-value store (services->store_set/get) is
-    # in-process, so a plugin cannot be driven from two processes through the core yet.
+    # In-process ranks, one thread each (collectives.two_processes drives two processes).
     return max(2, min(ctx.count, 4))
 
 
@@ -927,6 +929,187 @@ def check_all_to_all(ctx):
     xs = _rank_inputs(ctx, nr, c * nr)
     for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "all_to_all", xs)):
         _expect_equal(got, np.concatenate([x[r * c:(r + 1) * c] for x in xs]), "all_to_all rank {}".format(r))
+
+
+@check("collectives.send_recv")
+def check_send_recv(ctx):
+    nr = _collective_setup(ctx, "send_recv")
+    for n in (1, 300):
+        xs = _rank_inputs(ctx, nr, n)
+        for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "send_recv", xs)):
+            _expect_equal(got, xs[(r - 1) % nr], "send/recv ring: rank {} receiving {} elements from rank {}".format(
+                r, n, (r - 1) % nr))
+
+
+# Two ranks in two processes. Rank 0 hosts the TCP store on a free port (printed for the parent, which
+# then starts rank 1), makes it the store the plugin services use, gets the plugin's unique id and
+# publishes it; rank 1 reads it. Both init a communicator and run every collective on deterministic
+# inputs, checking the results against numpy themselves; each prints "OK <check>" or "FAIL <check>: why".
+_TWO_PROCESS_SCRIPT = """
+import json, sys, traceback
+import numpy as np
+import oar
+from oar import _C
+t, path, rank, port, timeout = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+kinds = json.loads(sys.argv[6])
+if _C.device_count(t) == 0:  # the parent loaded it explicitly (load_plugin): do the same
+    _C.load_plugin(path)
+store = oar.distributed.TCPStore("127.0.0.1", port, rank == 0, 2, timeout=timeout, wait_for_workers=False)
+if rank == 0:
+    print("PORT", store.port, flush=True)
+_C._store_set_global(store)  # the plugin's store_set / store_get now reach the other process
+
+def say(*a):
+    print(*a, flush=True)
+
+def inputs(n):  # both ranks' inputs, the same in both processes
+    return [np.random.default_rng(1000 * r + n).integers(-8, 9, size=n).astype("float32") for r in range(2)]
+
+failed = False
+try:
+    if rank == 0:
+        uid = _C._kit_get_unique_id(t)
+        store.set("oar/conformance/unique_id", uid)
+    else:
+        uid = store.get("oar/conformance/unique_id")
+    comm = _C._KitComm(t, rank % _C.device_count(t), 2, rank, uid)
+    say("OK comm_init")
+except Exception as e:
+    say("FAIL comm_init: {}: {}".format(type(e).__name__, e))
+    sys.exit(1)
+
+def check(name, kind, n, want, root=0):
+    global failed
+    if failed:
+        return
+    try:
+        got = comm.run(kind, inputs(n)[rank], root)
+        if want is None:
+            assert got is None, "a non-root rank got a result"
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=name)
+        say("OK", name)
+    except Exception as e:
+        failed = True  # the peer may be stuck in this collective: stop here
+        say("FAIL {}: {}: {}".format(name, type(e).__name__, str(e).strip().replace("\\n", " | ")))
+
+for kind in kinds:
+    if kind == "all_reduce":
+        for n in (1, 1000):
+            check("all_reduce(sum) {} elements".format(n), kind, n, np.sum(inputs(n), axis=0))
+    elif kind == "broadcast":
+        for root in (0, 1):
+            check("broadcast from root {}".format(root), kind, 100, inputs(100)[root], root)
+    elif kind == "reduce":
+        check("reduce(sum) to root 1", kind, 100, np.sum(inputs(100), axis=0) if rank == 1 else None, 1)
+    elif kind == "all_gather":
+        check("all_gather", kind, 50, np.concatenate(inputs(50)))
+    elif kind == "reduce_scatter":
+        check("reduce_scatter(sum)", kind, 24, np.sum(inputs(24), axis=0)[rank * 12:(rank + 1) * 12])
+    elif kind == "all_to_all":
+        check("all_to_all", kind, 10, np.concatenate([x[rank * 5:(rank + 1) * 5] for x in inputs(10)]))
+    elif kind == "send_recv":  # a ring of two: each rank receives the other's input
+        check("send/recv", kind, 64, inputs(64)[1 - rank])
+if not failed:
+    try:
+        comm.destroy()
+    except Exception as e:
+        failed = True
+        say("FAIL comm_destroy: {}: {}".format(type(e).__name__, e))
+# Rank 0 hosts the store: it leaves last.
+store.set("oar/conformance/done/{}".format(rank), b"1")
+if rank == 0 and not failed:
+    store.wait(["oar/conformance/done/1"])
+say("DONE")
+sys.exit(1 if failed else 0)
+"""
+
+
+@check("collectives.two_processes")
+def check_two_processes(ctx, timeout=60.0):
+    """Every collective with two ranks in two processes, bootstrapped through the core's TCP store. A plugin
+    whose ranks only meet in process memory fails here (within `timeout` seconds), not hangs."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    have = _C._kit_collectives_of(ctx.device_type)
+    if not have:
+        raise Skip("plugin {} registers no collectives (no collective table)".format(ctx.plugin))
+    env = dict(os.environ)
+    for k in ("PADDLE_MASTER", "MASTER_ADDR", "MASTER_PORT"):  # the children set their store explicitly
+        env.pop(k, None)
+    store_timeout = str(max(5.0, timeout / 2))
+    deadline = time.monotonic() + timeout
+    procs, logs = [], []
+
+    def start(rank, port):
+        log = tempfile.TemporaryFile(mode="w+")
+        logs.append(log)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", _TWO_PROCESS_SCRIPT, ctx.device_type, ctx.record.path, str(rank), str(port),
+             store_timeout, json.dumps(have)], stdout=log, stderr=subprocess.STDOUT, text=True, env=env))
+
+    def output(rank):
+        logs[rank].seek(0)
+        return logs[rank].read()
+
+    def tail(rank, lines=6):
+        text = output(rank).strip().splitlines() if rank < len(logs) else []
+        return "\n".join("  rank {}: {}".format(rank, line) for line in text[-lines:]) or "  rank {}: (no output)".format(rank)
+
+    try:
+        start(0, 0)
+        port = None
+        while port is None and time.monotonic() < deadline and procs[0].poll() is None:
+            for line in output(0).split("\n")[:-1]:  # whole lines only: the child may be mid-write
+                if line.startswith("PORT ") and line[5:].strip().isdigit():
+                    port = int(line[5:])
+            time.sleep(0.05)
+        if port is None:
+            procs[0].kill()
+            procs[0].wait()
+            raise AssertionError("rank 0 did not start the store:\n" + tail(0))
+        start(1, port)
+        # Wait for both; once one rank has exited with a failure the other gets a short grace period (it
+        # may be stuck in a collective its peer left).
+        grace = None
+        while any(p.poll() is None for p in procs):
+            now = time.monotonic()
+            if grace is None and any(p.poll() not in (None, 0) for p in procs):
+                grace = now + 5.0
+            if now > deadline or (grace is not None and now > grace):
+                break
+            time.sleep(0.05)
+        stuck = [r for r, p in enumerate(procs) if p.poll() is None]
+        for r in stuck:
+            procs[r].kill()
+            procs[r].wait()
+        lines = [(r, line) for r in range(2) for line in output(r).splitlines()]
+        fails = ["rank {}: {}".format(r, line[5:]) for r, line in lines if line.startswith("FAIL ")]
+        passed = sorted({line[3:] for r, line in lines if line.startswith("OK ")})
+        if fails or stuck or any(p.returncode != 0 for p in procs):
+            msg = []
+            if fails:
+                msg.append("collectives across two processes failed (a plugin whose ranks only meet inside one "
+                           "process cannot pass this check):")
+                msg += ["  " + f for f in fails]
+            if stuck and not fails:
+                msg.append("rank(s) {} did not finish within {:.0f} s: do the plugin's collectives only connect "
+                           "ranks inside one process?".format(", ".join(map(str, stuck)), timeout))
+            elif stuck:
+                msg.append("rank(s) {} were stopped after the failure".format(", ".join(map(str, stuck))))
+            if not fails:
+                msg += ["output:", tail(0), tail(1)]
+            raise AssertionError("\n".join(msg))
+        return "two processes: {} passed".format(", ".join(passed))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for log in logs:
+            log.close()
 
 
 # ---- profiler ---------------------------------------------------------------------------------------

@@ -13,8 +13,11 @@
 // entry point returning an OarError* through oar::sdk::guard.
 //
 // Environment (read once at init): CUSTOM_CPU_DEVICE_COUNT (default 2), CUSTOM_CPU_MEMORY_MB per
-// device (default 1024), CUSTOM_CPU_LATENCY_US per task (default 0).
+// device (default 1024), CUSTOM_CPU_LATENCY_US per task (default 0), CUSTOM_CPU_COMM_TIMEOUT_MS (how long
+// a collective waits for the other ranks, default 60000), CUSTOM_CPU_COLLECTIVE_TRANSPORT=store (move
+// collective data through the core's key-value store even when all ranks are in this process).
 #include <oar/sdk.h>
+#include <unistd.h>  // gethostname, getpid
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -230,6 +234,8 @@ struct State {
   int32_t device_count = 2;
   uint64_t memory_per_device = 1ull << 30;
   uint64_t latency_us = 0;
+  int64_t comm_timeout_ms = 60000;         // how long a rank waits for the others
+  bool collectives_through_store = false;  // CUSTOM_CPU_COLLECTIVE_TRANSPORT=store
   std::mutex mu;
   std::map<const void*, Allocation> allocations;  // every pointer we handed out
   std::vector<uint64_t> used;                     // device bytes in use, per device
@@ -507,39 +513,76 @@ OarError* event_elapsed_ms(int32_t /*device*/, OarEvent start, OarEvent end, flo
   });
 }
 
-// ---- collectives: ranks inside one process -----------------------------------------------------------
+// ---- collectives -------------------------------------------------------------------------------------
 // Communicators created with the same unique id form a group. Every call is enqueued on the caller's
-// stream; when the stream reaches it, the rank's task waits at a rendezvous for the same call (matched by
-// the communicator's call sequence number) of every other rank. The last to arrive computes every rank's
-// result into scratch buffers first (so in-place calls, send == recv, are safe) and copies them out. Ranks
-// must therefore run on different streams (as they do on a real device); a real backend calls its vendor
-// library (NCCL-like) here instead. Multi-process ranks would exchange the unique id through the core's
-// key-value store (services->store_set / store_get) and need a transport: not done in this sample.
-enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll };
+// stream and runs when the stream reaches it; the call's sequence number (counted per communicator, in
+// the order the rank enqueues) matches the calls of the different ranks. A real backend calls its
+// vendor's collective library (NCCL-like) here instead. Two transports move the data:
+//
+// - In-process (all ranks in this process): the rank's task waits at a rendezvous for the same call of
+//   every other rank; the last to arrive computes every rank's result into scratch buffers first (so
+//   in-place calls, send == recv, are safe) and copies them out. Ranks must therefore run on different
+//   streams, as they do on a real device.
+// - Store (ranks in several processes, or CUSTOM_CPU_COLLECTIVE_TRANSPORT=store): each rank writes its
+//   input to the core's key-value store (services->store_set) under "<prefix>/c<seq>/r<rank>", behind a
+//   small header saying what it called, reads every other rank's key (store_get waits for it), checks
+//   the headers agree, and computes its own result locally with the same code, in rank order, so every
+//   rank gets bit-identical results. The store has no delete: every call leaves one key per rank behind,
+//   so this is for tests and small (bootstrap-scale) data. A real device moves data over its fabric and
+//   uses the store only to share the unique id.
+//
+// comm_init picks the transport: each rank publishes its process identity under "<prefix>/join/<rank>"
+// and reads the others'; the ranks use the in-process transport only if they all found the same process.
+// send/recv always go through the store (a buffered mailbox: send writes "<prefix>/p<src>-<dst>/<n>",
+// recv waits for it), in one process as across processes.
+enum class Coll { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+
+const char* coll_name(Coll kind) {
+  switch (kind) {
+    case Coll::kAllReduce:
+      return "all_reduce";
+    case Coll::kBroadcast:
+      return "broadcast";
+    case Coll::kReduce:
+      return "reduce";
+    case Coll::kAllGather:
+      return "all_gather";
+    case Coll::kReduceScatter:
+      return "reduce_scatter";
+    case Coll::kAllToAll:
+      return "all_to_all";
+    case Coll::kSendRecv:
+      return "send/recv";
+  }
+  return "?";
+}
 
 struct Call {
   Coll kind = Coll::kAllReduce;
   uint64_t count = 0;
   int32_t dtype = 0, op = 0, root = 0;
-  std::vector<const void*> send;
-  std::vector<void*> recv;
+  std::vector<const void*> send;  // every rank's input
+  std::vector<void*> recv;        // every rank's output (store transport: only this rank's)
   int32_t arrived = 0, departed = 0;
   bool done = false;
   std::string error;
 };
 
-struct Group {
+struct Group {  // the ranks of this process that share a unique id
   int32_t nranks = 0;
   std::mutex mu;
   std::condition_variable cv;
-  std::map<uint64_t, Call> calls;  // by call sequence number
-  bool aborted = false;
+  std::map<uint64_t, Call> calls;    // in-process transport: by call sequence number
+  std::atomic<bool> aborted{false};  // read without the lock by store waits
 };
 
 struct Comm {
   std::shared_ptr<Group> group;
-  int32_t rank = 0, device = 0;
-  uint64_t next_seq = 0;  // advanced on the host, in the order the rank enqueues its calls
+  int32_t rank = 0, device = 0, nranks = 0;
+  bool use_store = false;
+  std::string prefix;                    // store keys of this communicator start with it
+  uint64_t next_seq = 0;                 // advanced on the host, in the order the rank enqueues its calls
+  std::vector<uint64_t> sent, received;  // send/recv messages so far, per peer
 };
 
 std::mutex g_groups_mu;
@@ -593,7 +636,8 @@ void reduce_any(const Call& c, uint64_t offset, uint64_t n, unsigned char* out) 
                                 std::string(sdk::dtype_name(c.dtype)));
 }
 
-// Computes every rank's result (run by the last rank to arrive, under the group's lock).
+// Computes the result of every rank whose c.recv entry is set (the in-process transport: all of them,
+// run by the last rank to arrive under the group's lock; the store transport: this rank's only).
 void compute(Call& c) {
   const int32_t nr = static_cast<int32_t>(c.send.size());
   const uint64_t es = static_cast<uint64_t>(sdk::dtype_size(c.dtype));
@@ -635,16 +679,177 @@ void compute(Call& c) {
           out[r].insert(out[r].end(), src, src + bytes);
         }
       break;
+    case Coll::kSendRecv:
+      break;
   }
   for (int32_t r = 0; r < nr; ++r)
-    if (!out[r].empty()) std::memcpy(c.recv[r], out[r].data(), out[r].size());
+    if (c.recv[r] && !out[r].empty()) std::memcpy(c.recv[r], out[r].data(), out[r].size());
 }
+
+// Bytes of the input a rank contributes to a call (what it writes to the store).
+uint64_t input_bytes(Coll kind, uint64_t count, int32_t dtype, int32_t nranks, int32_t rank, int32_t root) {
+  const uint64_t bytes = count * static_cast<uint64_t>(sdk::dtype_size(dtype));
+  switch (kind) {
+    case Coll::kBroadcast:
+      return rank == root ? bytes : 0;  // only the root has something to say
+    case Coll::kReduceScatter:
+    case Coll::kAllToAll:
+      return bytes * static_cast<uint64_t>(nranks);
+    default:
+      return bytes;
+  }
+}
+
+// ---- the store transport: the core's key-value store as the wire ----
+
+// What precedes the data in every store value, so that ranks calling different things get an error
+// naming both calls instead of reading each other's bytes as garbage.
+struct Header {
+  uint32_t magic;  // kHeaderMagic
+  int32_t kind;    // Coll
+  int32_t dtype, op, root, rank;
+  uint64_t count, seq, data_bytes;
+};
+constexpr uint32_t kHeaderMagic = 0x43435331;  // "CCS1"
+
+std::string describe(const Header& h) {
+  return std::string(coll_name(static_cast<Coll>(h.kind))) + "(count " + std::to_string(h.count) + ", " +
+         sdk::dtype_name(h.dtype) + ", op " + std::to_string(h.op) + ", root " + std::to_string(h.root) + ")";
+}
+
+void store_put(const std::string& key, const Header& h, const void* data) {
+  std::string value(sizeof(h) + h.data_bytes, '\0');
+  std::memcpy(&value[0], &h, sizeof(h));
+  if (h.data_bytes) std::memcpy(&value[sizeof(h)], data, h.data_bytes);
+  sdk::throw_if_error(sdk::services().store_set(key.c_str(), value.data(), value.size()));
+}
+
+// Waits for `key` and returns its value. store_get is called in slices of 200 ms so that abort and shutdown
+// (which mark the group aborted) get a waiting rank out; the whole wait is bounded by
+// CUSTOM_CPU_COMM_TIMEOUT_MS, and a timeout names the call, this rank and the peer it waited for.
+std::string store_wait(const Group& g, const std::string& key, uint64_t expected_bytes,
+                       const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(state().comm_timeout_ms);
+  std::string value(std::max<uint64_t>(expected_bytes, 64), '\0');
+  std::string store_said;
+  for (;;) {
+    if (g.aborted) throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": the communicator was aborted");
+    const auto now = std::chrono::steady_clock::now();
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
+    const int64_t slice =
+        std::min<int64_t>(std::max<int64_t>(left, 1), 200);  // never 0 ("no limit" to some stores)
+    uint64_t size = 0;
+    OarError* err = sdk::services().store_get(key.c_str(), &value[0], value.size(), &size, slice);
+    if (!err) {
+      value.resize(size);
+      return value;
+    }
+    const int32_t code = sdk::services().error_code(err);
+    store_said = sdk::services().error_message(err);
+    sdk::services().error_free(err);
+    if (code == OAR_ERR_OUT_OF_RANGE) {  // the value is larger than our buffer: grow it and read again
+      value.resize(size > value.size() ? size : value.size() * 2);
+      continue;
+    }
+    if (left <= 0)
+      throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": timed out after " +
+                                           std::to_string(state().comm_timeout_ms) +
+                                           " ms (CUSTOM_CPU_COMM_TIMEOUT_MS); store: " + store_said);
+    if (std::chrono::steady_clock::now() - now < std::chrono::milliseconds(slice / 2))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a store failing at once is not spun on
+  }
+}
+
+// Reads what rank `peer` wrote at `key`, checks it made the same call as `mine`, returns its data.
+std::string store_read(const Comm& comm, const std::string& key, const Header& mine, int32_t peer,
+                       uint64_t expected_bytes) {
+  const std::string what = std::string(coll_name(static_cast<Coll>(mine.kind))) + " call " +
+                           std::to_string(mine.seq) + ": rank " + std::to_string(comm.rank) +
+                           " waiting for rank " + std::to_string(peer);
+  std::string value = store_wait(*comm.group, key, sizeof(Header) + expected_bytes, what);
+  Header h{};
+  if (value.size() >= sizeof(h)) std::memcpy(&h, value.data(), sizeof(h));
+  if (h.magic != kHeaderMagic)
+    throw Error(OAR_ERR_INTERNAL, "custom_cpu: " + what + ": key '" + key + "' holds no custom_cpu message");
+  if (h.kind != mine.kind || h.count != mine.count || h.dtype != mine.dtype || h.op != mine.op ||
+      h.root != mine.root || h.data_bytes != expected_bytes || value.size() != sizeof(h) + expected_bytes)
+    throw Error(OAR_ERR_INVALID_ARGUMENT, "custom_cpu: the ranks disagree at call " +
+                                              std::to_string(mine.seq) + ": rank " +
+                                              std::to_string(comm.rank) + " called " + describe(mine) +
+                                              ", rank " + std::to_string(peer) + " called " + describe(h));
+  return value.substr(sizeof(h));
+}
+
+// One collective of the store transport, run on the rank's stream.
+void store_collective(const Comm& comm, uint64_t seq, Coll kind, const void* send, void* recv, uint64_t count,
+                      int32_t dtype, int32_t op, int32_t root) {
+  const int32_t n = comm.nranks;
+  const std::string key = comm.prefix + "/c" + std::to_string(seq) + "/r";
+  Header mine{kHeaderMagic,
+              static_cast<int32_t>(kind),
+              dtype,
+              op,
+              root,
+              comm.rank,
+              count,
+              seq,
+              input_bytes(kind, count, dtype, n, comm.rank, root)};
+  store_put(key + std::to_string(comm.rank), mine, send);
+
+  Call c;
+  c.kind = kind, c.count = count, c.dtype = dtype, c.op = op, c.root = root;
+  c.send.assign(static_cast<size_t>(n), nullptr);
+  c.recv.assign(static_cast<size_t>(n), nullptr);
+  c.send[comm.rank] = send;
+  c.recv[comm.rank] = recv;
+  std::vector<std::string> inputs(static_cast<size_t>(n));
+  for (int32_t j = 0; j < n; ++j) {  // every rank reads every other rank's input, even when it needs none,
+    if (j == comm.rank) continue;    // so that a rank calling something else is always noticed
+    inputs[j] =
+        store_read(comm, key + std::to_string(j), mine, j, input_bytes(kind, count, dtype, n, j, root));
+    c.send[j] = inputs[j].data();
+  }
+  compute(c);
+}
+
+// comm_init's handshake: publishes "<process identity>\n<nranks>" and reads every other rank's. Returns
+// whether every rank is in this process. All ranks read the same records, so they all decide alike.
+bool all_ranks_in_this_process(const std::string& prefix, int32_t nranks, int32_t rank, const Group& g) {
+  static const std::string me = [] {  // host, pid and a random nonce (two hosts may share a name and pid)
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(std::random_device{}());
+  }();
+  const std::string record = me + "\n" + std::to_string(nranks);
+  sdk::throw_if_error(sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(),
+                                                record.data(), record.size()));
+  bool all_here = true;
+  for (int32_t j = 0; j < nranks; ++j) {
+    if (j == rank) continue;
+    const std::string theirs = store_wait(
+        g, prefix + "/join/" + std::to_string(j), 256,
+        "comm_init: rank " + std::to_string(rank) + " waiting for rank " + std::to_string(j) + " to join");
+    const size_t nl = theirs.find('\n');
+    OAR_SDK_CHECK(nl != std::string::npos && theirs.substr(nl + 1) == std::to_string(nranks),
+                  OAR_ERR_INVALID_ARGUMENT,
+                  "custom_cpu: comm_init: rank " << rank << " says " << nranks << " ranks, rank " << j
+                                                 << " disagrees ('" << theirs.substr(nl + 1) << "')");
+    if (theirs.substr(0, nl) != me) all_here = false;
+  }
+  return all_here;
+}
+
+// ---- the collective table ----
 
 OarError* coll_get_unique_id(OarCommUniqueId* id) {
   return sdk::guard([&] {
-    static std::atomic<uint64_t> counter{0};
+    // Readable text, unique across processes and hosts: "custom_cpu:<host>:<pid>:<random>".
+    char host[64] = {0};
+    gethostname(host, sizeof(host) - 1);
+    std::random_device rd;
+    const std::string text = "custom_cpu:" + std::string(host) + ":" + std::to_string(getpid()) + ":" +
+                             std::to_string(rd()) + std::to_string(rd());
     std::memset(id->bytes, 0, sizeof(id->bytes));
-    const std::string text = "custom_cpu:" + std::to_string(now_ns()) + ":" + std::to_string(counter++);
     std::memcpy(id->bytes, text.data(), std::min(text.size(), sizeof(id->bytes) - 1));
   });
 }
@@ -657,6 +862,8 @@ OarError* coll_comm_init(int32_t local_device, int32_t nranks, int32_t rank, con
                   "custom_cpu: comm_init: rank " << rank << " of " << nranks);
     const std::string key(reinterpret_cast<const char*>(id->bytes),
                           strnlen(reinterpret_cast<const char*>(id->bytes), sizeof(id->bytes)));
+    OAR_SDK_CHECK(key.rfind("custom_cpu:", 0) == 0, OAR_ERR_INVALID_ARGUMENT,
+                  "custom_cpu: comm_init: the id was not made by custom_cpu's get_unique_id");
     std::shared_ptr<Group> g;
     {
       std::lock_guard<std::mutex> lk(g_groups_mu);
@@ -669,16 +876,27 @@ OarError* coll_comm_init(int32_t local_device, int32_t nranks, int32_t rank, con
     }
     OAR_SDK_CHECK(g->nranks == nranks, OAR_ERR_INVALID_ARGUMENT,
                   "custom_cpu: comm_init: " << nranks << " ranks, the group has " << g->nranks);
-    auto* c = new Comm();
+    auto c = std::make_unique<Comm>();
+    c->prefix = key;
+    c->use_store = state().collectives_through_store;
+    if (sdk::services().store_set && sdk::services().store_get) {
+      if (!all_ranks_in_this_process(c->prefix, nranks, rank, *g)) c->use_store = true;
+    } else {
+      OAR_SDK_CHECK(!c->use_store, OAR_ERR_UNAVAILABLE,
+                    "custom_cpu: CUSTOM_CPU_COLLECTIVE_TRANSPORT=store, but the core has no key-value store");
+    }
     c->group = std::move(g);
     c->rank = rank;
     c->device = local_device;
-    *comm = reinterpret_cast<OarComm>(c);
+    c->nranks = nranks;
+    c->sent.assign(static_cast<size_t>(nranks), 0);
+    c->received.assign(static_cast<size_t>(nranks), 0);
+    *comm = reinterpret_cast<OarComm>(c.release());
   });
 }
 
 OarError* coll_comm_destroy(OarComm comm) {
-  delete reinterpret_cast<Comm*>(comm);
+  delete reinterpret_cast<Comm*>(comm);  // queued work holds its own copy of what it needs
   return nullptr;
 }
 
@@ -693,49 +911,66 @@ OarError* coll_abort(OarComm comm) {
   });
 }
 
+// The in-process transport's rendezvous for one call, run on the rank's stream.
+void rendezvous(Group& g, int32_t rank, uint64_t seq, Coll kind, const void* send, void* recv, uint64_t count,
+                int32_t dtype, int32_t op, int32_t root) {
+  std::unique_lock<std::mutex> lk(g.mu);
+  Call& c = g.calls[seq];
+  if (c.send.empty()) {
+    c.kind = kind, c.count = count, c.dtype = dtype, c.op = op, c.root = root;
+    c.send.assign(static_cast<size_t>(g.nranks), nullptr);
+    c.recv.assign(static_cast<size_t>(g.nranks), nullptr);
+  } else if (c.kind != kind || c.count != count || c.dtype != dtype || c.root != root) {
+    c.error = "custom_cpu: the ranks called different collectives (or counts, dtypes, roots) at call " +
+              std::to_string(seq);
+  }
+  c.send[rank] = send;
+  c.recv[rank] = recv;
+  if (++c.arrived == g.nranks) {
+    if (c.error.empty()) {
+      try {
+        compute(c);
+      } catch (const std::exception& e) {
+        c.error = e.what();
+      }
+    }
+    c.done = true;
+    g.cv.notify_all();
+  } else if (!g.cv.wait_for(lk, std::chrono::milliseconds(state().comm_timeout_ms),
+                            [&] { return c.done || g.aborted; })) {
+    throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: collective call " + std::to_string(seq) + ": only " +
+                                         std::to_string(c.arrived) + " of " + std::to_string(g.nranks) +
+                                         " ranks arrived within " + std::to_string(state().comm_timeout_ms) +
+                                         " ms (CUSTOM_CPU_COMM_TIMEOUT_MS)");
+  }
+  if (!c.done) throw Error(OAR_ERR_PRECONDITION, "custom_cpu: communicator aborted");
+  const std::string error = c.error;
+  if (++c.departed == g.nranks) g.calls.erase(seq);
+  if (!error.empty()) throw Error(OAR_ERR_INVALID_ARGUMENT, error);
+}
+
+Comm& comm_of(OarComm handle, OarStream stream) {
+  OAR_SDK_CHECK(handle, OAR_ERR_INVALID_ARGUMENT, "custom_cpu: collective on a NULL communicator");
+  OAR_SDK_CHECK(stream, OAR_ERR_INVALID_ARGUMENT,
+                "custom_cpu: collectives need a stream (ranks meet on their streams' workers)");
+  return *reinterpret_cast<Comm*>(handle);
+}
+
 // Enqueues this rank's part of one collective on `stream`.
 void enqueue(Coll kind, const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root,
              OarComm handle, OarStream stream) {
-  Comm* comm = reinterpret_cast<Comm*>(handle);
-  OAR_SDK_CHECK(comm, OAR_ERR_INVALID_ARGUMENT, "custom_cpu: collective on a NULL communicator");
-  OAR_SDK_CHECK(stream, OAR_ERR_INVALID_ARGUMENT,
-                "custom_cpu: collectives need a stream (ranks meet on their streams' workers)");
-  const uint64_t seq = comm->next_seq++;
-  std::shared_ptr<Group> g = comm->group;
-  const int32_t rank = comm->rank;
-  submit(comm->device, stream, "collective", "collective", [=] {
-    std::unique_lock<std::mutex> lk(g->mu);
-    Call& c = g->calls[seq];
-    if (c.send.empty()) {
-      c.kind = kind, c.count = count, c.dtype = dtype, c.op = op, c.root = root;
-      c.send.assign(static_cast<size_t>(g->nranks), nullptr);
-      c.recv.assign(static_cast<size_t>(g->nranks), nullptr);
-    } else if (c.kind != kind || c.count != count || c.dtype != dtype || c.root != root) {
-      c.error = "custom_cpu: the ranks called different collectives (or counts, dtypes, roots) at call " +
-                std::to_string(seq);
-    }
-    c.send[rank] = send;
-    c.recv[rank] = recv;
-    if (++c.arrived == g->nranks) {
-      if (c.error.empty()) {
-        try {
-          compute(c);
-        } catch (const std::exception& e) {
-          c.error = e.what();
-        }
-      }
-      c.done = true;
-      g->cv.notify_all();
-    } else if (!g->cv.wait_for(lk, std::chrono::seconds(60), [&] { return c.done || g->aborted; })) {
-      throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: collective call " + std::to_string(seq) + ": only " +
-                                           std::to_string(c.arrived) + " of " + std::to_string(g->nranks) +
-                                           " ranks arrived within 60 s");
-    }
-    if (!c.done) throw Error(OAR_ERR_PRECONDITION, "custom_cpu: communicator aborted");
-    const std::string error = c.error;
-    if (++c.departed == g->nranks) g->calls.erase(seq);
-    if (!error.empty()) throw Error(OAR_ERR_INVALID_ARGUMENT, error);
-  });
+  Comm& comm = comm_of(handle, stream);
+  const uint64_t seq = comm.next_seq++;
+  if (comm.use_store) {
+    Comm copy = comm;  // the task outlives neither the group nor the prefix, whatever the host does
+    submit(comm.device, stream, "collective", "collective",
+           [=] { store_collective(copy, seq, kind, send, recv, count, dtype, op, root); });
+    return;
+  }
+  std::shared_ptr<Group> g = comm.group;
+  const int32_t rank = comm.rank;
+  submit(comm.device, stream, "collective", "collective",
+         [=] { rendezvous(*g, rank, seq, kind, send, recv, count, dtype, op, root); });
 }
 
 OarError* coll_all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
@@ -762,6 +997,55 @@ OarError* coll_reduce_scatter(const void* send, void* recv, uint64_t recv_count,
 OarError* coll_all_to_all(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype, OarComm comm,
                           OarStream stream) {
   return sdk::guard([&] { enqueue(Coll::kAllToAll, send, recv, count_per_rank, dtype, 0, 0, comm, stream); });
+}
+
+// send/recv: a mailbox in the store, "<prefix>/p<src>-<dst>/<n>" for the n-th message from src to dst.
+// send is buffered (it returns once its stream has written the key), so the two sides never deadlock.
+OarError* coll_send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
+                    OarStream stream) {
+  return sdk::guard([&] {
+    Comm& comm = comm_of(handle, stream);
+    OAR_SDK_CHECK(peer >= 0 && peer < comm.nranks && peer != comm.rank, OAR_ERR_INVALID_ARGUMENT,
+                  "custom_cpu: send to " << peer << ", not another rank of " << comm.nranks);
+    const uint64_t n = comm.sent[peer]++;
+    const Header h{kHeaderMagic,
+                   static_cast<int32_t>(Coll::kSendRecv),
+                   dtype,
+                   0,
+                   0,
+                   comm.rank,
+                   count,
+                   n,
+                   count * static_cast<uint64_t>(sdk::dtype_size(dtype))};
+    const std::string key =
+        comm.prefix + "/p" + std::to_string(comm.rank) + "-" + std::to_string(peer) + "/" + std::to_string(n);
+    submit(comm.device, stream, "send", "collective", [=] { store_put(key, h, buf); });
+  });
+}
+OarError* coll_recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
+                    OarStream stream) {
+  return sdk::guard([&] {
+    Comm& comm = comm_of(handle, stream);
+    OAR_SDK_CHECK(peer >= 0 && peer < comm.nranks && peer != comm.rank, OAR_ERR_INVALID_ARGUMENT,
+                  "custom_cpu: recv from " << peer << ", not another rank of " << comm.nranks);
+    const uint64_t n = comm.received[peer]++;
+    const Header mine{kHeaderMagic,
+                      static_cast<int32_t>(Coll::kSendRecv),
+                      dtype,
+                      0,
+                      0,
+                      comm.rank,
+                      count,
+                      n,
+                      count * static_cast<uint64_t>(sdk::dtype_size(dtype))};
+    const std::string key =
+        comm.prefix + "/p" + std::to_string(peer) + "-" + std::to_string(comm.rank) + "/" + std::to_string(n);
+    Comm copy = comm;
+    submit(comm.device, stream, "recv", "collective", [=] {
+      const std::string data = store_read(copy, key, mine, peer, mine.data_bytes);
+      if (!data.empty()) std::memcpy(buf, data.data(), data.size());
+    });
+  });
 }
 
 // ---- profiler table ----------------------------------------------------------------------------------
@@ -984,6 +1268,15 @@ void register_kernels(OarRegistrar* registrar) {
 }
 
 void shutdown() {
+  {  // ranks waiting in a collective give up, so that the stream workers can be joined
+    std::lock_guard<std::mutex> lk(g_groups_mu);
+    for (auto& kv : groups())
+      if (auto g = kv.second.lock()) {
+        std::lock_guard<std::mutex> glk(g->mu);
+        g->aborted = true;
+        g->cv.notify_all();
+      }
+  }
   State& s = state();
   std::map<OarStream, std::shared_ptr<Stream>> streams;
   {
@@ -1008,6 +1301,9 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     s.device_count = static_cast<int32_t>(std::min<uint64_t>(env_uint("CUSTOM_CPU_DEVICE_COUNT", 2), 16));
     s.memory_per_device = env_uint("CUSTOM_CPU_MEMORY_MB", 1024) << 20;
     s.latency_us = env_uint("CUSTOM_CPU_LATENCY_US", 0);
+    s.comm_timeout_ms = static_cast<int64_t>(env_uint("CUSTOM_CPU_COMM_TIMEOUT_MS", 60000));
+    const char* transport = std::getenv("CUSTOM_CPU_COLLECTIVE_TRANSPORT");
+    s.collectives_through_store = transport && std::string(transport) == "store";
     s.used.assign(static_cast<size_t>(s.device_count), 0);
 
     static OarDeviceTable device{};
@@ -1061,7 +1357,9 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     collective.all_gather = coll_all_gather;
     collective.reduce_scatter = coll_reduce_scatter;
     collective.all_to_all = coll_all_to_all;
-    collective.abort = coll_abort;  // send/recv, group_start/end, get_async_error: NULL (not implemented)
+    collective.send = coll_send;
+    collective.recv = coll_recv;
+    collective.abort = coll_abort;  // group_start/end, get_async_error: NULL (not implemented)
 
     t.device = &device;
     t.memory = &memory;
