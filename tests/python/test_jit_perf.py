@@ -117,3 +117,27 @@ def test_to_static_training_equals_eager(kind):
         ob.clear_grad()
         for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
             np.testing.assert_allclose(pb.numpy(), pa.numpy(), rtol=1e-5, atol=1e-5, err_msg="{} {}".format(step, k))
+
+
+@pytest.mark.parametrize("n", [1, 7, 16, 33, 1000])
+def test_softmax_float32_rows_match_numpy(n):
+    # the vectorised float32 row path (plugins/cpu/nn.cc softmax_rows_f32) against float64 numpy
+    rs = np.random.RandomState(n)
+    x = (rs.randn(6, n) * 30).astype("float32")
+    x[1, :] -= 200.0                     # all very negative: the max shift keeps it exact
+    x[2, ::2] = -1e9                     # masked entries: exp underflows to 0
+    x[3, 0] = 80.0                       # one dominant entry
+    got = oar.nn.functional.softmax(oar.to_tensor(x), axis=-1).numpy()
+    e = np.exp(x.astype("float64") - x.max(-1, keepdims=True))
+    ref = e / e.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-30)
+    assert got.dtype == np.float32
+    if n > 1:
+        assert (got[2, ::2] == 0).all()
+
+
+def test_softmax_float32_special_values():
+    x = np.array([[0.0, np.nan, 1.0], [np.inf, 0.0, 1.0], [-np.inf, 0.0, 0.0], [-np.inf] * 3], "float32")
+    got = oar.nn.functional.softmax(oar.to_tensor(x), axis=-1).numpy()
+    assert np.isnan(got[0]).all() and np.isnan(got[1]).all() and np.isnan(got[3]).all()
+    np.testing.assert_allclose(got[2], [0.0, 0.5, 0.5], rtol=1e-6)
