@@ -42,8 +42,13 @@ Tensor sum_to(const Tensor& g, const Dims& shape) {
   for (int32_t i = 0; i < lead; ++i) axes.push_back(i);
   for (int32_t i = 0; i < shape.size(); ++i)
     if (shape[i] == 1 && g.dims()[lead + i] != 1) axes.push_back(lead + i);
-  Tensor s = axes.empty() ? g : ops::sum(g, axes, /*keepdim=*/true);
-  return s.reshape(shape);
+  if (axes.empty()) return g.reshape(shape);
+  // Only leading axes reduced: the sum without keepdim has the target shape already; without leading
+  // axes the keepdim sum has it. Either way no reshape op follows (a bias gradient is one op).
+  const bool inner = static_cast<int32_t>(axes.size()) > lead;
+  if (!inner) return ops::sum(g, axes, /*keepdim=*/false);
+  if (lead == 0) return ops::sum(g, axes, /*keepdim=*/true);
+  return ops::sum(g, axes, /*keepdim=*/true).reshape(shape);
 }
 
 namespace {
@@ -678,7 +683,14 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
     gx = tx ? ops::matmul(y, g, ty, true) : ops::matmul(g, y, false, !ty);
     gx = unbroadcast(gx, x.dims()).reshape(in_dims(c, 0));
   }
-  if (c.needs_grad[1]) {
+  if (c.needs_grad[1] && y.ndim() == 2 && x.ndim() > 2 && !tx) {
+    // A batch times one matrix (nn.Linear on N-D input): the weight gradient summed over the batch is
+    // one 2-D product of the flattened rows, not a batched product and a sum over its batch.
+    const int64_t k = x.dim(-1), n = g.dim(-1);
+    Tensor x2 = x.reshape({-1, k}), g2 = g.reshape({-1, n});
+    gy = ty ? ops::matmul(g2, x2, true, false) : ops::matmul(x2, g2, true, false);
+    gy = gy.reshape(in_dims(c, 1));
+  } else if (c.needs_grad[1]) {
     gy = ty ? ops::matmul(g, x, true, tx) : ops::matmul(x, g, !tx, false);
     gy = unbroadcast(gy, y.dims()).reshape(in_dims(c, 1));
   }

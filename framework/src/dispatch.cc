@@ -236,8 +236,36 @@ void record_static(ir::ProgramBuilder& b, const OpDef& op, const Tensor* inputs,
 }
 }  // namespace
 
-void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place, Tensor* outputs) {
-  OAR_ENFORCE(op.variadic ? n_in >= 1 : n_in == static_cast<int32_t>(op.inputs.size()), ErrorCode::kInvalidArgument,
+namespace {
+// The part of run_op after shape inference: checks that need the values, kernel lookup, the call,
+// version bumps and autograd recording. `place` is inputs[0]'s place when there are inputs.
+void execute_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place,
+                const InferContext& ic, Tensor* outputs) {
+  const DType kd =
+      op.dispatch_input >= 0 ? inputs[op.dispatch_input].dtype() : static_cast<DType>(attrs.get_int("dtype"));
+  const bool writes = op.inplace_input >= 0 || op.inplace_mask != 0;
+  if (writes && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
+  if (op.inplace_mask)  // a kernel writing a contiguous copy of a strided input would lose the update
+    for (int32_t i = 0; i < n_in; ++i)
+      OAR_ENFORCE(!op_writes_input(op, i, n_in) || inputs[i].is_contiguous(), ErrorCode::kInvalidArgument,
+                  op.name << ": input " << i << " ('" << op.inputs[op.variadic ? 0 : i]
+                          << "') is written in place and must be contiguous");
+  Runtime& rt = Runtime::get();
+  FallbackState& st = fallback_state();
+  const bool forced = !place.is_cpu() && st.forced[op.id].load(std::memory_order_relaxed);
+  const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, place.type, kd);
+  if (k)
+    run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
+  else
+    run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
+  finish_op(op, inputs, n_in, attrs, outputs);
+}
+}  // namespace
+
+void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place, Tensor* outputs,
+            TensorMeta* out_meta) {
+  OAR_ENFORCE(op.variadic ? n_in >= 1 : n_in == static_cast<int32_t>(op.inputs.size()),
+              ErrorCode::kInvalidArgument,
               op.name << ": expects " << (op.variadic ? "at least 1" : std::to_string(op.inputs.size()))
                       << " input(s), got " << n_in);
   TensorMeta meta_small[4];
@@ -274,25 +302,17 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
   OAR_ENFORCE(!any_symbolic, ErrorCode::kInvalidArgument,
               op.name << ": an input is a static-graph variable, used outside of the program being built "
                          "(program_guard / to_static)");
+  if (out_meta)
+    for (size_t i = 0; i < op.outputs.size(); ++i) out_meta[i] = ic.outputs[i];
+  execute_op(op, inputs, n_in, attrs, place, ic, outputs);
+}
 
-  const DType kd = op.dispatch_input >= 0 ? inputs[op.dispatch_input].dtype()
-                                          : static_cast<DType>(attrs.get_int("dtype"));
-  const bool writes = op.inplace_input >= 0 || op.inplace_mask != 0;
-  if (writes && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
-  if (op.inplace_mask)  // a kernel writing a contiguous copy of a strided input would lose the update
-    for (int32_t i = 0; i < n_in; ++i)
-      OAR_ENFORCE(!op_writes_input(op, i, n_in) || inputs[i].is_contiguous(), ErrorCode::kInvalidArgument,
-                  op.name << ": input " << i << " ('" << op.inputs[op.variadic ? 0 : i]
-                          << "') is written in place and must be contiguous");
-  Runtime& rt = Runtime::get();
-  FallbackState& st = fallback_state();
-  const bool forced = !place.is_cpu() && st.forced[op.id].load(std::memory_order_relaxed);
-  const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, place.type, kd);
-  if (k)
-    run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
-  else
-    run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
-  finish_op(op, inputs, n_in, attrs, outputs);
+void run_op_inferred(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place,
+                     const TensorMeta* out_meta, Tensor* outputs) {
+  InferContext ic{&op, nullptr, n_in, &attrs, {}};
+  for (size_t i = 0; i < op.outputs.size(); ++i) ic.outputs[i] = out_meta[i];
+  if (n_in > 0) place = inputs[0].place();
+  execute_op(op, inputs, n_in, attrs, place, ic, outputs);
 }
 
 std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {

@@ -5,6 +5,9 @@
 #include "elementwise.h"
 
 namespace oar_cpu {
+// softmax of float32 rows over the last axis, vectorised (nn.cc: compiled for vectorised selects).
+void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n);
+
 namespace {
 
 using oar::sdk::compute_t;
@@ -275,6 +278,12 @@ void softmax_impl(const TensorView& out, const TensorView& x, int64_t axis) {
   T* po = out.data<T>();
   if (n == 0 || outer == 0 || inner == 0) return;
   auto bigger = [](C v, C m) { return v > m || v != v; };  // NaN wins and then sticks
+  if constexpr (std::is_same_v<T, float> && !kLog) {
+    if (inner == 1) {
+      softmax_rows_f32(po, px, outer, n);
+      return;
+    }
+  }
   if (inner == 1) {
     parallel_for(0, outer, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
       std::vector<C> e(static_cast<size_t>(n));

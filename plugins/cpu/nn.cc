@@ -407,6 +407,23 @@ void softmax_ce_grad_kernel(KernelContext& ctx) {
 
 }  // namespace
 
+// softmax over the last (contiguous) axis of float32 rows, for misc.cc's softmax kernel: glibc's expf
+// is a scalar call (~4 ns per element, most of a small Transformer's softmax time); vec_math.h's
+// fast_exp (< 1 ulp, expf's range: denormals, 0 below -103.97) vectorises in this file. NaN or +inf in
+// a row makes the row NaN as before (row_max ignores NaN, exp(NaN - m) is NaN, so is the sum).
+void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n) {
+  parallel_for(0, rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      const float* r = x + o * n;
+      float* w = out + o * n;
+      const float m = row_max(r, n);
+      for (int64_t i = 0; i < n; ++i) w[i] = fast_exp(r[i] - m);
+      const double inv = 1.0 / static_cast<double>(row_sum<float>(n, [&](int64_t i) { return w[i]; }));
+      for (int64_t i = 0; i < n; ++i) w[i] = static_cast<float>(static_cast<double>(w[i]) * inv);
+    }
+  });
+}
+
 void register_nn_kernels(Registry& r) {
   const std::vector<OarDType> floats = oar::sdk::float_dtypes();
   r.add("gelu", floats, &Gelu_fwd);

@@ -292,6 +292,7 @@ void init_module_basics(py::module_& m) {
 }
 
 void init_fastpath(py::module_& m);  // fastpath.cc: per-step optimizer helpers
+void init_jit_run(py::module_& m);   // jit_run.cc: to_static training runs (oar.jit)
 
 }  // namespace oarpy
 
@@ -306,6 +307,7 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_dlpack(m);
   oarpy::init_program(m);
   oarpy::init_static(m);
+  oarpy::init_jit_run(m);
   oarpy::init_passes(m);
   oarpy::init_inference(m);
   oarpy::init_custom_op(m);

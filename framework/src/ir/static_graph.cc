@@ -600,6 +600,22 @@ struct NativeOp {
   // The variables' slots in `scope` (the last scope run in; -1 for unnamed outputs).
   Scope* scope = nullptr;
   std::vector<int32_t> in_slots, out_slots;
+  // The input metas and place of the last run that inferred the outputs, and those outputs: a run
+  // with the same inputs skips attribute completion and shape inference (run_op_inferred).
+  bool inferred = false;
+  Place place;
+  std::vector<TensorMeta> in_meta;
+  TensorMeta out_meta[kMaxOpOutputs];
+  bool same_inputs(const Tensor* in, int32_t n_in) const {
+    if (!inferred || static_cast<int32_t>(in_meta.size()) != n_in) return false;
+    for (int32_t i = 0; i < n_in; ++i) {
+      const Tensor& t = in[i];
+      if (t.impl()->symbol != nullptr || t.dtype() != in_meta[i].dtype || !(t.dims() == in_meta[i].dims) ||
+          !(t.place() == place))
+        return false;
+    }
+    return true;
+  }
   void bind(Scope* s) {
     in_slots.clear();
     out_slots.clear();
@@ -683,7 +699,16 @@ OpKernelFn translate_native_op(const OpDesc& od) {
       return;
     }
     Tensor outs[kMaxOpOutputs];
-    run_op(def, in, n_in, *attrs, c.place, outs);
+    if (!n->needs_extent && current_builder() == nullptr && n->same_inputs(in, n_in)) {
+      run_op_inferred(def, in, n_in, *attrs, c.place, n->out_meta, outs);
+    } else {
+      run_op(def, in, n_in, *attrs, c.place, outs, n->out_meta);
+      // Remembered only for a run that ran (not recorded into a program) with a fixed Attrs.
+      n->inferred = !n->needs_extent && current_builder() == nullptr;
+      n->in_meta.resize(n_in);
+      for (int32_t i = 0; i < n_in; ++i) n->in_meta[i] = TensorMeta{in[i].dtype(), in[i].dims()};
+      n->place = n_in > 0 ? in[0].place() : c.place;
+    }
     for (size_t i = 0; i < n->out_slots.size(); ++i)
       if (n->out_slots[i] >= 0) c.scope->set(n->out_slots[i], std::move(outs[i]));
   };

@@ -109,7 +109,7 @@ def _hashable(obj):
 # The training form of a program: forward and backward executors on one scope, the output-gradient feed
 # names, the parameters and input positions gradients flow to, the gradient variable names (None where
 # unused) and the positions of the differentiable outputs.
-_Training = collections.namedtuple("_Training", "fexe bexe seed_names wrt_params input_idx grad_names diff_out")
+_Training = collections.namedtuple("_Training", "fexe bexe seed_names wrt_params input_idx grad_names diff_out run")
 
 
 class ConcreteProgram:
@@ -131,7 +131,11 @@ class ConcreteProgram:
         self._sym_inputs, self._sym_outputs, self._params = sym_inputs, sym_outputs, params
         self._exe = None
         self._train = None  # a _Training once built; False when nothing is differentiable
-        self._pending = 0   # forward runs whose backward has not run yet
+
+    @property
+    def _pending(self):
+        """Training runs whose backward has not run yet (their nodes are alive)."""
+        return self._train.run.pending if self._train else 0
 
     def _bind(self, exe):
         scope = exe.scope
@@ -181,7 +185,14 @@ class ConcreteProgram:
         bexe = _C._Executor(bwd, self.place, scope=fexe.scope, feed_names=seed_names,
                             fetch_names=fetch if fetch else [seed_names[0]])
         diff_out = [self.fetch_names.index(_C._symbolic_name(o)) for o in outs]
-        self._train = _Training(fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out)
+        # The step itself runs in C++ (python/src/jit_run.cc): gradient j of the node's inputs is the
+        # backward's fetch grad_pos[j] (-1: none).
+        grad_pos, k = [], 0
+        for n in grad_names:
+            grad_pos.append(k if n is not None else -1)
+            k += n is not None
+        run = _C._TrainingRun(fexe, bexe, list(self.feed_names), seed_names, diff_out, grad_pos)
+        self._train = _Training(fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out, run)
 
     def run(self, tensors):
         # StaticFunction calls this only while no program is being built: no builder to pause
@@ -193,60 +204,12 @@ class ConcreteProgram:
                     self._build_training()
                 finally:
                     _C._set_builder(prev)
-            if self._train and self._pending == 0:
-                return _unflatten(self.out_structure, self._run_training(tensors))
+            if self._train and self._train.run.pending == 0:
+                t = self._train
+                node_inputs = t.wrt_params + [tensors[i] for i in t.input_idx] if t.input_idx else t.wrt_params
+                return _unflatten(self.out_structure, t.run.run(tensors, node_inputs))
         outs = self._executor().run(dict(zip(self.feed_names, tensors)))  # autograd replays if on
         return _unflatten(self.out_structure, outs)
-
-    def _run_training(self, tensors):
-        fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out = self._train
-        grads_in_order = None not in grad_names
-        _C._set_grad_enabled(False)
-        try:
-            outs = fexe.run(dict(zip(self.feed_names, tensors)))
-        finally:
-            _C._set_grad_enabled(True)
-        # One autograd node for the program, whose inputs are what gradients flow to.
-        node_inputs = wrt_params + [tensors[i] for i in input_idx]
-        recorded = [outs[i] if i in diff_out else None for i in range(len(outs))]
-        pending = _Pending(self)
-        shapes = [(outs[i].shape, outs[i].dtype) for i in diff_out]
-
-        def backward(ctx, *gouts):
-            pending.done()
-            feeds = {}
-            for name, i, (shape, dtype) in zip(seed_names, diff_out, shapes):
-                g = gouts[i]
-                feeds[name] = g if g is not None else _zeros(shape, dtype)
-            got = bexe.run(feeds)
-            if grads_in_order:  # the fetches are the gradients, in order
-                return tuple(got)
-            by_name = dict(zip([n for n in grad_names if n is not None], got))
-            return tuple(by_name.get(n) if n is not None else None for n in grad_names)
-
-        res = _C._pylayer_record(backward, None, node_inputs, recorded, True, "run_program")
-        return [r if r is not None else o for r, o in zip(res, outs)]
-
-
-class _Pending:
-    """Counts a forward run whose backward has not run; released when its autograd node goes away."""
-
-    def __init__(self, cp):
-        self.cp = cp
-        cp._pending += 1
-
-    def done(self):
-        if self.cp is not None:
-            self.cp._pending -= 1
-            self.cp = None
-
-    def __del__(self):
-        self.done()
-
-
-def _zeros(shape, dtype):
-    from ..tensor.creation import zeros
-    return zeros(shape, dtype=dtype)
 
 
 def _trace(fn, args, kwargs, layer, specs=None, place=None):

@@ -18,7 +18,16 @@ std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, 
                             Place place = cpu_place());
 // The allocation-free form behind call_op: `inputs` has n_inputs tensors, `outputs` room for the op's
 // outputs. `attrs` is completed (defaults) and normalised in place.
-void run_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attrs, Place place, Tensor* outputs);
+// With `out_meta` (room for the op's outputs), the inferred output metas are written there when the
+// op runs (not when a program builder records it).
+void run_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attrs, Place place,
+            Tensor* outputs, TensorMeta* out_meta = nullptr);
+// run_op for a call whose attributes were completed and whose outputs were inferred by an earlier
+// run_op with inputs of the same dtypes, dims and place (out_meta from it), and no program builder
+// current: skips the arity checks, attribute completion and shape inference (the executor's repeated
+// runs of one instruction).
+void run_op_inferred(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attrs, Place place,
+                     const TensorMeta* out_meta, Tensor* outputs);
 // Same, by name (slower: looks the op up).
 std::vector<Tensor> call_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs = {},
                             Place place = cpu_place());
