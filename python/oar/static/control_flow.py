@@ -5,20 +5,19 @@ enclosing block, and appends one `conditional_block` op per branch (the false on
 logical_not(pred)); while_loop records the body into a sub-block that writes the loop variables and the
 condition back, under a `while` op. The executor runs the sub-blocks (framework/src/ir/executor.cc).
 
-Gradients: when a program runs with autograd recording (to_static training, TranslatedLayer), the ops
-of the branch taken and of each iteration are recorded as they run, so gradients flow. In a static-mode
-program, cond's outputs get a gradient node (_CondGrad): append_backward records, for each branch, a
-sub-block with the branch's backward ops under a conditional_block on the same condition, writing the
-gradients of the outer variables the branches read. append_backward through while_loop is not supported
-yet and refuses (rather than missing gradients).
+Gradients: a program's gradient ops are recorded by the autograd engine run on its symbolic variables
+(append_backward, gradients, minimize, and to_static's backward program). cond's outputs get a gradient
+node (_CondGrad) whose backward records, for each branch, a sub-block with the branch's backward ops
+under a conditional_block on the same condition, writing the gradients of the outer variables the
+branches read. while_loop's results get one (_WhileGrad) whose backward records a reverse `while` that
+re-runs the body on each iteration's saved loop variables and records its backward (see the class).
+When a program runs with autograd recording instead (to_static's replay, TranslatedLayer), the ops of the
+branch taken and of each iteration are recorded as they run.
 """
 from .. import _C
 
 _copy = _C.Op("copy")
 _logical_not = _C.Op("logical_not")
-
-# Programs (by id of their builder, alive as long as the Program) with differentiable values passing through control flow.
-_nondifferentiable = set()
 
 
 def _builder():
@@ -44,16 +43,6 @@ def _as_tensor(v, what):
     if isinstance(v, float):
         return _full([], v, dtype=_C.get_default_dtype())
     raise TypeError("{}: expected tensors or Python numbers, got {}".format(what, type(v).__name__))
-
-
-def _note_gradients(b, flat):
-    if any(_C._is_symbolic(t) and not t.stop_gradient for t in flat):
-        _nondifferentiable.add(id(b))
-
-
-def blocks_gradients(program):
-    """Whether differentiable values pass through control flow in `program` (append_backward refuses)."""
-    return id(program._builder) in _nondifferentiable
 
 
 def _branch(b, fn):
@@ -122,11 +111,6 @@ class _CondGrad:
 
     @staticmethod
     def attach(b, outs, branches):
-        from . import program as _prog
-        prog = _prog.default_main_program()
-        if prog._for_to_static or prog._builder is not b:  # b is the current builder
-            _note_gradients(b, [t for _, flat, _ in branches for t in flat if t is not None])
-            return outs  # to_static trains by replaying the branch taken under autograd
         if not any(t is not None and _C._is_symbolic(t) and not t.stop_gradient
                    for _, flat, _ in branches for t in flat):
             return outs
@@ -150,6 +134,8 @@ class _CondGrad:
     def _backward(node, *grad_outs):
         from ..tensor.creation import zeros_like
         b = node.b
+        if _C._current_builder() is not b:
+            raise RuntimeError("cond: its gradient must be recorded into the program holding the cond")
         parent = b.current_block
         acc = [zeros_like(x) for x in node.inputs]
         for idx, flat, p in node.branches:
@@ -313,11 +299,6 @@ class _WhileGrad:
 
     @staticmethod
     def attach(b, name, parent, idx, body, ins, lvs, out, c_var, body_reads):
-        from . import program as _prog
-        prog = _prog.default_main_program()
-        if prog._for_to_static or prog._builder is not b:  # b is the current builder
-            _note_gradients(b, out)  # to_static trains by replaying the iterations under autograd
-            return lvs
         lv_names = [_C._symbolic_name(v) for v in lvs]
         name = name or "while_loop (block {})".format(idx)
         # Differentiable inputs: the loop variables' initial values and the outer variables the body reads.
@@ -387,8 +368,10 @@ class _WhileGrad:
         if node.reason is not None:
             raise NotImplementedError("append_backward: cannot differentiate through {}: {}".format(
                 node.name, node.reason))
-        stacks, count = node._save()
         b = node.b
+        if _C._current_builder() is not b:
+            raise RuntimeError("while_loop: its gradient must be recorded into the program holding the loop")
+        stacks, count = node._save()
         here = b.current_block
         carried = [i for i, v in enumerate(node.lvs) if _differentiable(v)]
         # Outer variables the reverse loop updates: the loop variables' gradients (those of the final
