@@ -1,4 +1,5 @@
 // Program edits that control-flow gradients need (private helpers of oar.static.control_flow).
+#include <oar/core/autograd.h>
 #include <oar/ir/static_graph.h>
 
 #include <algorithm>
@@ -38,6 +39,29 @@ void init_static_edit(py::module_& m) {
       py::arg("builder"), py::arg("block"), py::arg("first"), py::arg("before_sub_block"),
       "Moves ops [first, end) of `block` to just before the op running sub-block `before_sub_block` (the "
       "front of the block when it is -1)");
+
+  // The gradient nodes of cond and while_loop differentiate their sub-graph with respect to their inputs
+  // as independent variables (oar::autograd::partial_grad); None entries: no gradient given / reached.
+  m.def(
+      "_partial_grad",
+      [](const py::list& outputs, const py::list& inputs, const py::list& grad_outputs) {
+        auto tensors = [](const py::list& l, const char* what) {
+          std::vector<oar::Tensor> out;
+          for (auto x : l) {
+            if (!is_tensor(x))
+              throw py::type_error(std::string("_partial_grad: ") + what + " must be Tensors");
+            out.push_back(tensor_of(x).t);
+          }
+          return out;
+        };
+        std::vector<oar::Tensor> res =
+            oar::autograd::partial_grad(tensors(outputs, "outputs"), tensors(inputs, "inputs"),
+                                        tensors(grad_outputs, "grad_outputs"), true, false, true);
+        py::list out;
+        for (const auto& t : res) out.append(t.defined() ? py::object(wrap(t)) : py::object(py::none()));
+        return out;
+      },
+      py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs"));
 }
 
 }  // namespace oarpy

@@ -363,12 +363,13 @@ def test_minimize_through_cond_trains_like_eager(static_mode):
 
 
 def _rnn_model(x, n, lin, lin2, while_loop, cond):
-    """h = tanh(lin(h) + x) n times (a counter condition), the initial h and an accumulator depending
-    on parameters, lin2 a closure parameter, a cond inside the body."""
+    """h = tanh(lin(h) + ctx) n times (a counter condition), the initial h and an accumulator depending
+    on parameters, lin2 a closure parameter also behind the closure value ctx, a cond inside the body."""
     h0 = oar.tanh(lin(x))
+    ctx = lin2(x) * 0.5
 
     def body(i, h, acc):
-        h = oar.tanh(lin(h) + x)
+        h = oar.tanh(lin(h) + ctx)
         s = cond(h.sum() > 0, lambda: h * 1.5, lambda: lin2(h))
         return i + 1, h, acc + s * s
 
@@ -416,6 +417,60 @@ def test_append_backward_through_while_loop_matches_eager(static_mode, steps):
     oar.enable_static()
     for i, (a, b) in enumerate(zip(got, want)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg="fetch {}".format(i))
+
+
+def _nested_while_model(x, n, m, lin, while_loop, cond):
+    def inner(j, h):
+        return j + 1, oar.tanh(lin(h)) + h * 0.5
+
+    def outer(i, h):
+        _, h = while_loop(lambda j, h: j < m, inner, [oar.zeros([], "int64"), h])
+        return i + 1, h * 0.9 + x
+
+    _, h = while_loop(lambda i, h: i < n, outer, [oar.zeros([], "int64"), x * 1.0])
+    return (h * h).mean()
+
+
+def _while_in_cond_model(x, n, m, lin, while_loop, cond):
+    h = lin(x)
+
+    def loop():
+        _, r = while_loop(lambda i, r: i < n, lambda i, r: (i + 1, oar.tanh(lin(r))), [oar.zeros([], "int64"), h])
+        return r * 2.0
+
+    # the branches read h and lin's parameters, which h depends on (partial derivatives in the node)
+    y = cond(h.sum() > 0, loop, lambda: lin(h) * h)
+    return (y * h).mean()  # m (the inner trip count of the nested model) is unused here
+
+
+@pytest.mark.parametrize("model", [_nested_while_model, _while_in_cond_model])
+def test_gradients_through_nested_control_flow_match_eager(static_mode, model):
+    """A while_loop inside a while_loop's body, and inside a cond branch whose branches also read a
+    parameter the branch input depends on: static gradients equal eager's for several trip counts."""
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 3])
+        x.stop_gradient = False
+        n, m = static.data("n", [], "int64"), static.data("m", [], "int64")
+        oar.seed(2)
+        lin = oar.nn.Linear(3, 3)
+        loss = model(x, n, m, lin, static.nn.while_loop, static.nn.cond)
+        grads = static.gradients([loss], [x] + lin.parameters())
+    exe = static.Executor()
+    for seed, (steps, inner) in enumerate([(0, 2), (1, 0), (2, 3), (3, 1)]):
+        xs = np.random.RandomState(seed).randn(2, 3).astype("float32")
+        got = exe.run(main, feed={"x": xs, "n": np.array(steps, "int64"), "m": np.array(inner, "int64")},
+                      fetch_list=[loss] + grads)
+        oar.disable_static()
+        ex = oar.to_tensor(xs, stop_gradient=False)
+        eloss = model(ex, steps, inner, lin, _eager_while, _eager_cond)
+        eloss.backward()
+        want = [eloss.numpy(), ex.grad.numpy()] + [
+            p.grad.numpy() if p.grad is not None else np.zeros(p.shape, "float32") for p in lin.parameters()]
+        lin.clear_gradients()
+        oar.enable_static()
+        for i, (a, b) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg="case {} fetch {}".format(seed, i))
 
 
 def test_while_loop_gradient_with_a_data_dependent_trip_count(static_mode):

@@ -145,7 +145,7 @@ class _CondGrad:
                 continue
             gi = b.push_block()
             try:
-                grads = _C._grad([f for f, _ in pairs], list(node.inputs), [g for _, g in pairs], True, False, True)
+                grads = _C._partial_grad([f for f, _ in pairs], list(node.inputs), [g for _, g in pairs])
                 for a, g in zip(acc, grads):
                     if g is not None:
                         b.append_op("assign", {"X": [_name(b, g)]}, {"Out": [_C._symbolic_name(a)]})
@@ -399,7 +399,7 @@ class _WhileGrad:
             wrt = [vs[i] for i in carried] + list(node.closure)
             grads = [None] * len(wrt)
             if pairs:
-                grads = _C._grad([o for o, _ in pairs], wrt, [g for _, g in pairs], True, False, True)
+                grads = _C._partial_grad([o for o, _ in pairs], wrt, [g for _, g in pairs])
             new = [_copy(g) if g is not None else zeros_like(vs[i]) for i, g in zip(carried, grads)]
             sums = [(a + g, a) for a, g in zip(acc, grads[len(carried):]) if g is not None]
             writes = [(n, gv[i]) for n, i in zip(new, carried)] + sums + [(k1, k), (k1 > 0, c)]
