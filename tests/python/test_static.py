@@ -443,10 +443,19 @@ def _while_in_cond_model(x, n, m, lin, while_loop, cond):
     return (y * h).mean()  # m (the inner trip count of the nested model) is unused here
 
 
-@pytest.mark.parametrize("model", [_nested_while_model, _while_in_cond_model])
+def _swap_model(x, n, m, lin, while_loop, cond):
+    def body(i, a, b, c):
+        return i + 1, b, a * 1.5, c  # a and b swap each step, c passes through unchanged
+
+    _, a, b, c = while_loop(lambda i, a, b, c: i < n, body, [oar.zeros([], "int64"), lin(x), x * 2.0, lin(x) * 3.0])
+    return (a + b * 2.0 + c * c).sum()
+
+
+@pytest.mark.parametrize("model", [_nested_while_model, _while_in_cond_model, _swap_model])
 def test_gradients_through_nested_control_flow_match_eager(static_mode, model):
-    """A while_loop inside a while_loop's body, and inside a cond branch whose branches also read a
-    parameter the branch input depends on: static gradients equal eager's for several trip counts."""
+    """A while_loop inside a while_loop's body, inside a cond branch whose branches also read a parameter
+    the branch input depends on, and loop variables swapping or passing through unchanged: static
+    gradients equal eager's for several trip counts."""
     main = static.Program()
     with static.program_guard(main):
         x = static.data("x", [None, 3])

@@ -366,7 +366,7 @@ class _WhileGrad:
         from ..tensor.creation import zeros_like
         from ..tensor.search import index_select
         if node.reason is not None:
-            raise NotImplementedError("append_backward: cannot differentiate through {}: {}".format(
+            raise NotImplementedError("gradients: cannot differentiate through {}: {}".format(
                 node.name, node.reason))
         b = node.b
         if _C._current_builder() is not b:
