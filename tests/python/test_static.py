@@ -588,6 +588,34 @@ def test_minimize_through_while_loop_trains_like_eager(static_mode, tmp_path):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
 
 
+def test_save_inference_model_after_minimize_through_cond(static_mode, tmp_path):
+    """A branch intermediate that the cond's gradient block reads is declared in block 0 but written in
+    the branch: the inference program keeps it, and drops the gradient blocks' ops."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4])
+        oar.seed(6)
+        lin, lin2 = oar.nn.Linear(4, 4), oar.nn.Linear(4, 1)
+        h = lin(x)
+        y = static.nn.cond(h.sum() > 0, lambda: oar.tanh(lin(h)), lambda: h * h)
+        loss = lin2(y).mean()
+        oar.optimizer.SGD(0.1).minimize(loss)
+    exe = static.Executor()
+    exe.run(startup)
+    rs = np.random.RandomState(0)
+    for _ in range(2):
+        exe.run(main, feed={"x": rs.randn(3, 4).astype("float32")}, fetch_list=[loss])
+    prefix = str(tmp_path / "condnet")
+    static.save_inference_model(prefix, [x], [loss], exe, program=main)
+    prog, feeds, fetches = static.load_inference_model(prefix, exe)
+    test_prog = main.clone(for_test=True)
+    for sign in (1.0, -1.0):
+        xs = np.abs(rs.randn(3, 4)).astype("float32") * sign
+        ref, = exe.run(test_prog, feed={"x": xs}, fetch_list=[loss])
+        out, = exe.run(prog, feed={"x": xs}, fetch_list=fetches)
+        np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
 def test_append_backward_through_while_loop_refusals(static_mode):
     """What the reverse loop cannot reproduce is refused, naming the loop: a body writing an outer
     variable in place, random ops in the body (re-running it draws new values), a loop variable

@@ -32,6 +32,17 @@ void reads_of(const Program& p, const OpDesc& op, std::set<std::string>& out) {
   }
 }
 
+// Every variable an op writes, its sub-blocks included (a branch's intermediates that a gradient block
+// reads are declared in block 0 by keep_alive_for, yet written inside the branch).
+void writes_of(const Program& p, const OpDesc& op, std::set<std::string>& out) {
+  names_of(op.outputs, out);
+  for (auto& [name, a] : op.attrs) {
+    if (auto* b = std::get_if<BlockRef>(&a)) {
+      for (const OpDesc& sub : p.block(b->idx).ops()) writes_of(p, sub, out);
+    }
+  }
+}
+
 }  // namespace
 
 Program prepare_inference_program(const Program& built, const std::vector<std::string>& feed_names,
@@ -70,7 +81,7 @@ Program prepare_inference_program(const Program& built, const std::vector<std::s
     for (size_t i = 0; i < g.ops().size() && !produced; ++i) {
       if (!keep[i]) continue;
       std::set<std::string> outs;
-      names_of(g.ops()[i].outputs, outs);
+      writes_of(program, g.ops()[i], outs);
       produced = outs.count(n) > 0;
     }
     OAR_ENFORCE(produced, ErrorCode::kInvalidArgument,
