@@ -436,6 +436,7 @@ namespace {
 struct Capture {  // for grad(): which (node, slot) gradients to hand back instead of accumulating
   std::vector<Edge> targets;
   std::vector<Tensor> results;
+  bool stop = false;  // partial_grad: a target's gradient is not propagated further
 };
 
 void run_graph(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads, bool retain_graph,
@@ -492,6 +493,9 @@ void run_graph(const std::vector<Edge>& roots, const std::vector<Tensor>& root_g
           if (g.defined())
             capture->results[k] = capture->results[k].defined() ? ops::add(capture->results[k], g) : g;
         }
+      if (capture->stop)
+        for (const Edge& t : capture->targets)
+          if (t.node.get() == n) grads[t.input_nr] = Tensor();
       skip = dynamic_cast<AccumulateGrad*>(n) != nullptr;  // grad() leaves .grad alone
     }
     bool any = false;
@@ -541,13 +545,15 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
   run_graph(edges, grads, retain_graph || create_graph, create_graph, nullptr);
 }
 
-std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
-                         bool allow_unused) {
+namespace {
+std::vector<Tensor> grad_impl(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
+                              bool allow_unused, bool stop) {
   std::vector<Tensor> grads = default_root_grads(outputs, grad_outputs);
   std::vector<Edge> edges;
   for (const Tensor& r : outputs) edges.push_back(edge_of(r));
   Capture cap;
+  cap.stop = stop;
   for (size_t i = 0; i < inputs.size(); ++i) {
     OAR_ENFORCE(requires_grad(inputs[i]), ErrorCode::kInvalidArgument,
                 "grad: inputs[" << i << "] does not require gradients (stop_gradient is True)");
@@ -560,6 +566,19 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
         allow_unused || cap.results[i].defined(), ErrorCode::kInvalidArgument,
         "grad: inputs[" << i << "] is not reachable from the outputs; pass allow_unused=True to get None");
   return cap.results;
+}
+}  // namespace
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
+                         bool allow_unused) {
+  return grad_impl(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, false);
+}
+
+std::vector<Tensor> partial_grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                 const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
+                                 bool allow_unused) {
+  return grad_impl(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, true);
 }
 
 }  // namespace autograd

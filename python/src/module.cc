@@ -293,6 +293,7 @@ void init_module_basics(py::module_& m) {
 
 void init_fastpath(py::module_& m);  // fastpath.cc: per-step optimizer helpers
 void init_jit_run(py::module_& m);   // jit_run.cc: to_static training runs (oar.jit)
+void init_static_edit(py::module_& m);  // static_edit.cc: program edits for control-flow gradients
 
 }  // namespace oarpy
 
@@ -308,6 +309,7 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_program(m);
   oarpy::init_static(m);
   oarpy::init_jit_run(m);
+  oarpy::init_static_edit(m);
   oarpy::init_passes(m);
   oarpy::init_inference(m);
   oarpy::init_custom_op(m);

@@ -362,16 +362,361 @@ def test_minimize_through_cond_trains_like_eager(static_mode):
         np.testing.assert_allclose(lv, el.numpy(), rtol=1e-5, atol=1e-6, err_msg="step {}".format(step))
 
 
-def test_append_backward_through_while_loop_is_refused(static_mode):
+def _rnn_model(x, n, lin, lin2, while_loop, cond):
+    """h = tanh(lin(h) + ctx) n times (a counter condition), the initial h and an accumulator depending
+    on parameters, lin2 a closure parameter also behind the closure value ctx, a cond inside the body."""
+    h0 = oar.tanh(lin(x))
+    ctx = lin2(x) * 0.5
+
+    def body(i, h, acc):
+        h = oar.tanh(lin(h) + ctx)
+        s = cond(h.sum() > 0, lambda: h * 1.5, lambda: lin2(h))
+        return i + 1, h, acc + s * s
+
+    _, h, acc = while_loop(lambda i, h, acc: i < n, body, [oar.zeros([], "int64"), h0, h0 * 0.5])
+    return (h * acc).mean() + lin2(h).sum()
+
+
+def _eager_while(cond, body, loop_vars):
+    while bool(cond(*loop_vars)):
+        loop_vars = list(body(*loop_vars))
+    return loop_vars
+
+
+def _eager_cond(p, t, f):
+    return t() if bool(p) else f()
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 5])
+def test_append_backward_through_while_loop_matches_eager(static_mode, steps):
+    """Gradients through static.nn.while_loop (the iterations' loop variables stacked, the body re-run
+    and differentiated in a reverse loop) equal eager autograd's through the unrolled Python loop, for
+    the input, the parameters used before, inside (also in a nested cond) and after the loop."""
+    rs = np.random.RandomState(steps)
+    xs = rs.randn(3, 4).astype("float32")
     main = static.Program()
     with static.program_guard(main):
         x = static.data("x", [None, 4])
-        lin = oar.nn.Linear(4, 1)
+        n = static.data("n", [], "int64")
+        x.stop_gradient = False
+        oar.seed(steps)
+        lin, lin2 = oar.nn.Linear(4, 4), oar.nn.Linear(4, 4)
+        loss = _rnn_model(x, n, lin, lin2, static.nn.while_loop, static.nn.cond)
+        params = lin.parameters() + lin2.parameters()
+        grads = static.gradients([loss], [x] + params)
+    assert all(g is not None for g in grads)
+    exe = static.Executor()
+    got = exe.run(main, feed={"x": xs, "n": np.array(steps, "int64")}, fetch_list=[loss] + grads)
+    oar.disable_static()
+    ex = oar.to_tensor(xs, stop_gradient=False)
+    eloss = _rnn_model(ex, steps, lin, lin2, _eager_while, _eager_cond)
+    eloss.backward()
+    want = [eloss.numpy(), ex.grad.numpy()] + [p.grad.numpy() for p in params]
+    for p in params:
+        p.clear_gradient()
+    oar.enable_static()
+    for i, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg="fetch {}".format(i))
+
+
+def _nested_while_model(x, n, m, lin, while_loop, cond):
+    def inner(j, h):
+        return j + 1, oar.tanh(lin(h)) + h * 0.5
+
+    def outer(i, h):
+        _, h = while_loop(lambda j, h: j < m, inner, [oar.zeros([], "int64"), h])
+        return i + 1, h * 0.9 + x
+
+    _, h = while_loop(lambda i, h: i < n, outer, [oar.zeros([], "int64"), x * 1.0])
+    return (h * h).mean()
+
+
+def _while_in_cond_model(x, n, m, lin, while_loop, cond):
+    h = lin(x)
+
+    def loop():
+        _, r = while_loop(lambda i, r: i < n, lambda i, r: (i + 1, oar.tanh(lin(r))), [oar.zeros([], "int64"), h])
+        return r * 2.0
+
+    # the branches read h and lin's parameters, which h depends on (partial derivatives in the node)
+    y = cond(h.sum() > 0, loop, lambda: lin(h) * h)
+    return (y * h).mean()  # m (the inner trip count of the nested model) is unused here
+
+
+def _swap_model(x, n, m, lin, while_loop, cond):
+    def body(i, a, b, c):
+        return i + 1, b, a * 1.5, c  # a and b swap each step, c passes through unchanged
+
+    _, a, b, c = while_loop(lambda i, a, b, c: i < n, body, [oar.zeros([], "int64"), lin(x), x * 2.0, lin(x) * 3.0])
+    return (a + b * 2.0 + c * c).sum()
+
+
+@pytest.mark.parametrize("model", [_nested_while_model, _while_in_cond_model, _swap_model])
+def test_gradients_through_nested_control_flow_match_eager(static_mode, model):
+    """A while_loop inside a while_loop's body, inside a cond branch whose branches also read a parameter
+    the branch input depends on, and loop variables swapping or passing through unchanged: static
+    gradients equal eager's for several trip counts."""
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 3])
+        x.stop_gradient = False
+        n, m = static.data("n", [], "int64"), static.data("m", [], "int64")
+        oar.seed(2)
+        lin = oar.nn.Linear(3, 3)
+        loss = model(x, n, m, lin, static.nn.while_loop, static.nn.cond)
+        grads = static.gradients([loss], [x] + lin.parameters())
+    exe = static.Executor()
+    for seed, (steps, inner) in enumerate([(0, 2), (1, 0), (2, 3), (3, 1)]):
+        xs = np.random.RandomState(seed).randn(2, 3).astype("float32")
+        got = exe.run(main, feed={"x": xs, "n": np.array(steps, "int64"), "m": np.array(inner, "int64")},
+                      fetch_list=[loss] + grads)
+        oar.disable_static()
+        ex = oar.to_tensor(xs, stop_gradient=False)
+        eloss = model(ex, steps, inner, lin, _eager_while, _eager_cond)
+        eloss.backward()
+        want = [eloss.numpy(), ex.grad.numpy()] + [
+            p.grad.numpy() if p.grad is not None else np.zeros(p.shape, "float32") for p in lin.parameters()]
+        lin.clear_gradients()
+        oar.enable_static()
+        for i, (a, b) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg="case {} fetch {}".format(seed, i))
+
+
+def test_while_loop_gradient_with_a_data_dependent_trip_count(static_mode):
+    """A loop whose condition depends on the loop variable itself (h grows until its norm passes a
+    limit): the trip count varies with the input; the gradient flows through the body, none through the
+    comparison (as in eager), and a tensor only the condition reads gets no gradient."""
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [None, 3])
+        x.stop_gradient = False
+        limit = static.data("limit", [])
+        limit.stop_gradient = False
+        oar.seed(4)
+        lin = oar.nn.Linear(3, 3)
+        h0 = lin(x)
+        h, = static.nn.while_loop(lambda h: (h * h).sum() < limit, lambda h: [h * 1.5 + oar.sin(h) * 0.1], [h0])
+        loss = (h * h).sum()
+        grads = static.gradients([loss], [x, limit] + lin.parameters())
+    assert grads[1] is None
+    exe = static.Executor()
+    rs = np.random.RandomState(0)
+    trips = set()
+    for lim in (0.0, 1.0, 30.0, 500.0):
+        xs = rs.randn(2, 3).astype("float32")
+        got = exe.run(main, feed={"x": xs, "limit": np.array(lim, "float32")},
+                      fetch_list=[loss, grads[0], grads[2], grads[3]])
+        oar.disable_static()
+        ex = oar.to_tensor(xs, stop_gradient=False)
+        eh, k = lin(ex), 0
+        while float((eh * eh).sum()) < lim:
+            eh, k = eh * 1.5 + oar.sin(eh) * 0.1, k + 1
+        trips.add(k)
+        el = (eh * eh).sum()
+        el.backward()
+        want = [el.numpy(), ex.grad.numpy(), lin.weight.grad.numpy(), lin.bias.grad.numpy()]
+        lin.clear_gradients()
+        oar.enable_static()
+        for i, (a, b) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5, err_msg="limit {} fetch {}".format(lim, i))
+    assert 0 in trips and len(trips) >= 3
+
+
+def _while_train_model(x, n, lin, lin2, while_loop):
+    h = oar.tanh(lin(x))
+    _, h = while_loop(lambda i, h: i < n, lambda i, h: (i + 1, oar.tanh(lin2(h) + h)), [oar.zeros([], "int64"), h])
+    return ((h - 0.5) ** 2).mean()
+
+
+def test_minimize_through_while_loop_trains_like_eager(static_mode, tmp_path):
+    """SGD through a while_loop: the static losses equal eager training's step by step and decrease;
+    clone(for_test=True) and the saved inference model of the trained program run the loop without its
+    gradient bookkeeping and match eager inference."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4])
+        n = static.data("n", [], "int64")
+        oar.seed(11)
+        lin, lin2 = oar.nn.Linear(4, 4), oar.nn.Linear(4, 4)
+        loss = _while_train_model(x, n, lin, lin2, static.nn.while_loop)
+        test_prog = main.clone(for_test=True)
+        oar.optimizer.SGD(0.2).minimize(loss)
+        after = main.clone(for_test=True)
+    oar.disable_static()
+    oar.seed(11)
+    elin, elin2 = oar.nn.Linear(4, 4), oar.nn.Linear(4, 4)
+    for a, b in zip(lin.parameters() + lin2.parameters(), elin.parameters() + elin2.parameters()):
+        b.set_value(a.numpy())
+    eopt = oar.optimizer.SGD(0.2, parameters=elin.parameters() + elin2.parameters())
+    oar.enable_static()
+    exe = static.Executor()
+    exe.run(startup)
+    xs = np.random.RandomState(5).randn(6, 4).astype("float32")
+    losses = []
+    for step in range(8):
+        steps = [3, 0, 1, 4][step % 4]
+        lv, = exe.run(main, feed={"x": xs, "n": np.array(steps, "int64")}, fetch_list=[loss])
+        oar.disable_static()
+        el = _while_train_model(oar.to_tensor(xs), steps, elin, elin2, _eager_while)
+        el.backward()
+        eopt.step()
+        eopt.clear_grad()
+        oar.enable_static()
+        np.testing.assert_allclose(lv, el.numpy(), rtol=1e-5, atol=1e-6, err_msg="step {}".format(step))
+        losses.append(float(lv))
+    assert losses[4] < losses[0] and losses[7] < losses[3]
+
+    # The test clones (before and after minimize) run the forward only: no stacks, no updates.
+    for prog in (test_prog, after):
+        ops = [op for i in range(prog.num_blocks) for op in prog.block(i).ops]
+        assert not any(op["attrs"].get("oar_mode") for op in ops)
+        assert not any(op["type"] in ("oar.concat", "sgd") for op in ops)
+    before = [p.numpy().copy() for p in lin.parameters()]
+    r, = exe.run(after, feed={"x": xs, "n": np.array(3, "int64")}, fetch_list=[loss])
+    oar.disable_static()
+    want = _while_train_model(oar.to_tensor(xs), 3, elin, elin2, _eager_while).numpy()
+    oar.enable_static()
+    np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-6)
+    for a, p in zip(before, lin.parameters()):
+        np.testing.assert_array_equal(a, p.numpy())
+    prefix = str(tmp_path / "rnn")
+    static.save_inference_model(prefix, [x, n], [loss], exe, program=main)
+    prog, feeds, fetches = static.load_inference_model(prefix, exe)
+    ops = [op for i in range(prog.num_blocks) for op in prog.block(i).ops]
+    assert "while" in [op["type"] for op in ops] and not any(op["attrs"].get("oar_mode") for op in ops)
+    out, = exe.run(prog, feed={"x": xs, "n": np.array(3, "int64")}, fetch_list=fetches)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_save_inference_model_after_minimize_through_cond(static_mode, tmp_path):
+    """A branch intermediate that the cond's gradient block reads is declared in block 0 but written in
+    the branch: the inference program keeps it, and drops the gradient blocks' ops."""
+    main, startup = static.Program(), static.Program()
+    with static.program_guard(main, startup):
+        x = static.data("x", [None, 4])
+        oar.seed(6)
+        lin, lin2 = oar.nn.Linear(4, 4), oar.nn.Linear(4, 1)
         h = lin(x)
-        i = oar.zeros([], "int64")
-        _, y = static.nn.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2), [i, h])
-        with pytest.raises(NotImplementedError, match="while_loop"):
+        y = static.nn.cond(h.sum() > 0, lambda: oar.tanh(lin(h)), lambda: h * h)
+        loss = lin2(y).mean()
+        oar.optimizer.SGD(0.1).minimize(loss)
+    exe = static.Executor()
+    exe.run(startup)
+    rs = np.random.RandomState(0)
+    for _ in range(2):
+        exe.run(main, feed={"x": rs.randn(3, 4).astype("float32")}, fetch_list=[loss])
+    prefix = str(tmp_path / "condnet")
+    static.save_inference_model(prefix, [x], [loss], exe, program=main)
+    prog, feeds, fetches = static.load_inference_model(prefix, exe)
+    test_prog = main.clone(for_test=True)
+    for sign in (1.0, -1.0):
+        xs = np.abs(rs.randn(3, 4)).astype("float32") * sign
+        ref, = exe.run(test_prog, feed={"x": xs}, fetch_list=[loss])
+        out, = exe.run(prog, feed={"x": xs}, fetch_list=fetches)
+        np.testing.assert_allclose(out, ref, rtol=1e-6)
+
+
+def test_append_backward_through_while_loop_refusals(static_mode):
+    """What the reverse loop cannot reproduce is refused, naming the loop: a body writing an outer
+    variable in place, random ops in the body (re-running it draws new values), a loop variable
+    changing shape. A loop the loss does not depend on through such a body is not refused."""
+    def build(body, name=None):
+        main = static.Program()
+        with static.program_guard(main):
+            x = static.data("x", [None, 3])
+            lin = oar.nn.Linear(3, 3)
+            h = lin(x)
+            outer = h * 1.0
+            _, y = static.nn.while_loop(lambda i, h: i < 3, lambda i, h: body(i, h, outer),
+                                        [oar.zeros([], "int64"), h], name=name)
+            return main, y, outer
+
+    def writes_outer(i, h, outer):
+        outer.add_(h)
+        return i + 1, h * 2
+
+    main, y, _ = build(writes_outer)
+    with static.program_guard(main):
+        with pytest.raises(NotImplementedError, match=r"while_loop \(block 1\): its body writes the outer"):
             static.append_backward(y.mean())
+    main, y, _ = build(lambda i, h, o: (i + 1, F.dropout(h, 0.5)), name="noisy")
+    with static.program_guard(main):
+        with pytest.raises(NotImplementedError, match="noisy: its body has random ops"):
+            static.append_backward(y.mean())
+    main, y, _ = build(lambda i, h, o: (i + 1, oar.concat([h, h], axis=1)))
+    with static.program_guard(main):
+        with pytest.raises(NotImplementedError, match="loop variable 1 changes shape"):
+            static.append_backward(y.mean())
+    main, y, outer = build(lambda i, h, o: (i + 1, F.dropout(h, 0.5)), name="unused")
+    with static.program_guard(main):
+        assert len(static.append_backward(outer.mean())) == 2  # the loop's results are not differentiated
+
+
+class _LoopNet(oar.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.inp, self.cell = oar.nn.Linear(3, 4), oar.nn.Linear(4, 4)
+
+    def forward(self, x, n):
+        h = oar.tanh(self.inp(x))
+        i = oar.zeros([], "int64")
+        while i < n:  # a tensor condition: a while_loop in the program
+            h = oar.tanh(self.cell(h) + h)
+            i = i + 1
+        return (h * x.sum()).mean()
+
+
+def test_to_static_trains_through_while_loop(tmp_path):
+    """to_static's backward program through a converted tensor `while` (loop variables depending on the
+    input and the parameters) gives eager's gradients for several trip counts; after training, inference
+    runs the loop without the gradient bookkeeping and jit.save/load keeps the loop."""
+    oar.seed(3)
+    net = _LoopNet()
+    static_net = oar.jit.to_static(net)
+    xs = np.random.RandomState(1).randn(2, 3).astype("float32")
+    for steps in (0, 1, 3):
+        x = oar.to_tensor(xs, stop_gradient=False)
+        n = oar.to_tensor(np.array(steps, "int64"))
+        net.clear_gradients()
+        static_net(x, n).backward()
+        got = [x.grad.numpy()] + [p.grad.numpy().copy() for p in net.parameters()]
+        net.clear_gradients()
+        x = oar.to_tensor(xs, stop_gradient=False)
+        net.forward(x, n).backward()  # the Python loop, eagerly
+        want = [x.grad.numpy()] + [p.grad.numpy() for p in net.parameters()]
+        for i, (a, b) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg="steps {} grad {}".format(steps, i))
+    n = oar.to_tensor(np.array(2, "int64"))
+    with oar.no_grad():
+        ref = net.forward(oar.to_tensor(xs), n).numpy()
+        np.testing.assert_allclose(static_net(oar.to_tensor(xs), n).numpy(), ref, rtol=1e-5)
+    path = str(tmp_path / "loopnet")
+    oar.jit.save(static_net, path, input_spec=[oar.static.InputSpec([None, 3], "float32"),
+                                               oar.static.InputSpec([], "int64")])
+    loaded = oar.jit.load(path)
+    np.testing.assert_allclose(loaded(oar.to_tensor(xs), n).numpy(), ref, rtol=1e-5)
+
+
+def test_to_static_trains_through_cond_mixed_with_other_paths():
+    """A cond's output combined with a value that bypasses it: the backward program holds the cond's
+    gradient blocks (before, the cond's part of the gradient was missing)."""
+    oar.seed(0)
+    lin = oar.nn.Linear(3, 1)
+
+    @oar.jit.to_static
+    def f(x):
+        h = lin(x)
+        return static.nn.cond(h.sum() > 0, lambda: h * 3.0, lambda: h * -1.0) + h * h
+
+    for sign in (1.0, -1.0):
+        x = oar.to_tensor(np.full((2, 3), sign, "float32"))
+        lin.clear_gradients()
+        f(x).sum().backward()
+        g_static = lin.weight.grad.numpy().copy()
+        lin.clear_gradients()
+        h = lin(x)
+        ((h * 3.0 if float(h.sum()) > 0 else h * -1.0) + h * h).sum().backward()
+        np.testing.assert_allclose(g_static, lin.weight.grad.numpy(), rtol=1e-6)
 
 
 def test_to_static_trains_through_cond():

@@ -227,6 +227,22 @@ TEST(Autograd, GradWithUnusedInputs) {
   EXPECT_FALSE(g[1].defined());
 }
 
+TEST(Autograd, PartialGradTreatsInputsAsIndependent) {
+  // y = h * w with h = w * x: grad() gives dy/dw in total (through h too), partial_grad() only the
+  // direct part, and the gradient reaching h, as if h did not depend on w.
+  Tensor x = leaf({3}, {1}, oar::cpu_place()), w = leaf({2}, {1}, oar::cpu_place());
+  Tensor h = ops::multiply(w, x);
+  Tensor y = ops::sum(ops::multiply(h, w));
+  auto total = ag::grad({y}, {h, w}, {}, true);
+  EXPECT_EQ(total[0].to_vector<double>(), (std::vector<double>{2}));   // w
+  EXPECT_EQ(total[1].to_vector<double>(), (std::vector<double>{12}));  // h + w * x = 6 + 6
+  auto part = ag::partial_grad({y}, {h, w}, {}, true, false, false);
+  EXPECT_EQ(part[0].to_vector<double>(), (std::vector<double>{2}));
+  EXPECT_EQ(part[1].to_vector<double>(), (std::vector<double>{6}));  // h only
+  auto only_x = ag::partial_grad({y}, {h, x}, {}, true, false, true);
+  EXPECT_FALSE(only_x[1].defined());  // x is reached only through h
+}
+
 TEST(Autograd, NoGradRecordsNothing) {
   Tensor x = leaf({1, 2}, {2}, oar::cpu_place());
   Tensor y;

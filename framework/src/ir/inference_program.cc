@@ -32,6 +32,17 @@ void reads_of(const Program& p, const OpDesc& op, std::set<std::string>& out) {
   }
 }
 
+// Every variable an op writes, its sub-blocks included (a branch's intermediates that a gradient block
+// reads are declared in block 0 by keep_alive_for, yet written inside the branch).
+void writes_of(const Program& p, const OpDesc& op, std::set<std::string>& out) {
+  names_of(op.outputs, out);
+  for (auto& [name, a] : op.attrs) {
+    if (auto* b = std::get_if<BlockRef>(&a)) {
+      for (const OpDesc& sub : p.block(b->idx).ops()) writes_of(p, sub, out);
+    }
+  }
+}
+
 }  // namespace
 
 Program prepare_inference_program(const Program& built, const std::vector<std::string>& feed_names,
@@ -70,7 +81,7 @@ Program prepare_inference_program(const Program& built, const std::vector<std::s
     for (size_t i = 0; i < g.ops().size() && !produced; ++i) {
       if (!keep[i]) continue;
       std::set<std::string> outs;
-      names_of(g.ops()[i].outputs, outs);
+      writes_of(program, g.ops()[i], outs);
       produced = outs.count(n) > 0;
     }
     OAR_ENFORCE(produced, ErrorCode::kInvalidArgument,
@@ -87,6 +98,35 @@ Program prepare_inference_program(const Program& built, const std::vector<std::s
   for (const OpDesc& op : ops) {
     names_of(op.inputs, used);
     names_of(op.outputs, used);
+  }
+  // Sub-blocks no kept op runs (the backward's: gradient branches, reverse loops) are emptied below: their
+  // ops read variables pruned here. They stay, empty, so that block indices do not change. Variables of
+  // block 0 that only the kept sub-blocks name (moved there by keep_alive_for) are kept.
+  std::vector<bool> reached(out.num_blocks(), false);
+  std::vector<int32_t> todo;
+  auto reach = [&](const OpDesc& op) {
+    for (auto& [name, a] : op.attrs)
+      if (auto* r = std::get_if<BlockRef>(&a);
+          r != nullptr && r->idx > 0 && r->idx < out.num_blocks() && !reached[r->idx]) {
+        reached[r->idx] = true;
+        todo.push_back(r->idx);
+      }
+  };
+  for (const OpDesc& op : ops) reach(op);
+  while (!todo.empty()) {
+    const int32_t bi = todo.back();
+    todo.pop_back();
+    for (const OpDesc& op : out.block(bi).ops()) {
+      names_of(op.inputs, used);
+      names_of(op.outputs, used);
+      reach(op);
+    }
+  }
+  for (int32_t bi = 1; bi < out.num_blocks(); ++bi) {
+    if (reached[bi]) continue;
+    out.block(bi).mutable_ops().clear();
+    out.block(bi).mutable_vars().clear();
+    out.block(bi).reindex();
   }
   auto& vars = ob.mutable_vars();
   vars.erase(

@@ -145,7 +145,9 @@ class ConcreteProgram:
 
     def _executor(self):
         if self._exe is None:
-            forward = _C._filter_ops_by_role(self.main_program.desc, [0])  # without a recorded backward
+            # Without a recorded backward, nor the ops saving values for it (while_loop's stacks, which
+            # are marked as the training variant; to_static records no other variants).
+            forward = _C._select_mode(_C._filter_ops_by_role(self.main_program.desc, [0]), True)
             self._exe = self._bind(_C._Executor(forward, self.place,
                                                 feed_names=list(self.feed_names), fetch_names=list(self.fetch_names)))
         return self._exe

@@ -62,10 +62,6 @@ def append_backward(loss, parameter_list=None, no_grad_set=None, callbacks=None,
     """Appends the gradient ops of `loss` (a one-element variable) with respect to the trainable
     parameters (or `parameter_list`, parameters or names) and returns [(param, grad), ...]."""
     prog = _program_of(loss, "append_backward")
-    from .control_flow import blocks_gradients
-    if blocks_gradients(prog):
-        raise NotImplementedError("append_backward: gradients through while_loop in a static program are not "
-                                  "supported yet (through cond they are; to_static training through both works)")
     if loss.size != 1 and -1 not in loss.shape:
         raise ValueError("append_backward: loss must have one element, got shape {}".format(loss.shape))
     params = prog.all_parameters()

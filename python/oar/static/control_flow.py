@@ -5,20 +5,19 @@ enclosing block, and appends one `conditional_block` op per branch (the false on
 logical_not(pred)); while_loop records the body into a sub-block that writes the loop variables and the
 condition back, under a `while` op. The executor runs the sub-blocks (framework/src/ir/executor.cc).
 
-Gradients: when a program runs with autograd recording (to_static training, TranslatedLayer), the ops
-of the branch taken and of each iteration are recorded as they run, so gradients flow. In a static-mode
-program, cond's outputs get a gradient node (_CondGrad): append_backward records, for each branch, a
-sub-block with the branch's backward ops under a conditional_block on the same condition, writing the
-gradients of the outer variables the branches read. append_backward through while_loop is not supported
-yet and refuses (rather than missing gradients).
+Gradients: a program's gradient ops are recorded by the autograd engine run on its symbolic variables
+(append_backward, gradients, minimize, and to_static's backward program). cond's outputs get a gradient
+node (_CondGrad) whose backward records, for each branch, a sub-block with the branch's backward ops
+under a conditional_block on the same condition, writing the gradients of the outer variables the
+branches read. while_loop's results get one (_WhileGrad) whose backward records a reverse `while` that
+re-runs the body on each iteration's saved loop variables and records its backward (see the class).
+When a program runs with autograd recording instead (to_static's replay, TranslatedLayer), the ops of the
+branch taken and of each iteration are recorded as they run.
 """
 from .. import _C
 
 _copy = _C.Op("copy")
 _logical_not = _C.Op("logical_not")
-
-# Programs (by id of their builder, alive as long as the Program) with differentiable values passing through control flow.
-_nondifferentiable = set()
 
 
 def _builder():
@@ -44,16 +43,6 @@ def _as_tensor(v, what):
     if isinstance(v, float):
         return _full([], v, dtype=_C.get_default_dtype())
     raise TypeError("{}: expected tensors or Python numbers, got {}".format(what, type(v).__name__))
-
-
-def _note_gradients(b, flat):
-    if any(_C._is_symbolic(t) and not t.stop_gradient for t in flat):
-        _nondifferentiable.add(id(b))
-
-
-def blocks_gradients(program):
-    """Whether differentiable values pass through control flow in `program` (append_backward refuses)."""
-    return id(program._builder) in _nondifferentiable
 
 
 def _branch(b, fn):
@@ -122,11 +111,6 @@ class _CondGrad:
 
     @staticmethod
     def attach(b, outs, branches):
-        from . import program as _prog
-        prog = _prog.default_main_program()
-        if prog._for_to_static or prog._builder is not b:  # b is the current builder
-            _note_gradients(b, [t for _, flat, _ in branches for t in flat if t is not None])
-            return outs  # to_static trains by replaying the branch taken under autograd
         if not any(t is not None and _C._is_symbolic(t) and not t.stop_gradient
                    for _, flat, _ in branches for t in flat):
             return outs
@@ -150,6 +134,8 @@ class _CondGrad:
     def _backward(node, *grad_outs):
         from ..tensor.creation import zeros_like
         b = node.b
+        if _C._current_builder() is not b:
+            raise RuntimeError("cond: its gradient must be recorded into the program holding the cond")
         parent = b.current_block
         acc = [zeros_like(x) for x in node.inputs]
         for idx, flat, p in node.branches:
@@ -159,7 +145,7 @@ class _CondGrad:
                 continue
             gi = b.push_block()
             try:
-                grads = _C._grad([f for f, _ in pairs], list(node.inputs), [g for _, g in pairs], True, False, True)
+                grads = _C._partial_grad([f for f, _ in pairs], list(node.inputs), [g for _, g in pairs])
                 for a, g in zip(acc, grads):
                     if g is not None:
                         b.append_op("assign", {"X": [_name(b, g)]}, {"Out": [_C._symbolic_name(a)]})
@@ -243,27 +229,20 @@ def _merge_outputs(b, ts, fs, tf, ff, ti, fi, parent):
     return structure, new_t, new_f
 
 
-def while_loop(cond_fn, body, loop_vars):
+def while_loop(cond_fn, body, loop_vars, name=None):
     b = _builder()
     parent = b.current_block
-    lvs = [_copy(_as_tensor(v, "while_loop")) for v in loop_vars]
+    ins = [_as_tensor(v, "while_loop") for v in loop_vars]
+    lvs = [_copy(t) for t in ins]
     c = cond_fn(*lvs)
     if not isinstance(c, _C.Tensor) or c.size != 1 or c.dtype != _C.bool:
         raise ValueError("while_loop: cond must return a one-element bool tensor")
     c_var = _copy(c)
     idx = b.push_block()
     try:
-        out = body(*lvs)
-        out = list(out) if isinstance(out, (list, tuple)) else [out]
-        if len(out) != len(lvs):
-            raise ValueError("while_loop: body returned {} values for {} loop variables".format(len(out), len(lvs)))
-        out = [_as_tensor(o, "while_loop body") for o in out]
-        for i, (o, v) in enumerate(zip(out, lvs)):
-            if o.dtype != v.dtype or len(o.shape) != len(v.shape):
-                raise ValueError("while_loop: loop variable {} is {} {} before the loop but {} {} after the body"
-                                 .format(i, v.dtype.name, v.shape, o.dtype.name, o.shape))
+        out = _body_outputs(body, lvs)
+        body_reads = b.outer_reads(idx)  # before the condition's ops: the body's differentiable inputs
         new_c = cond_fn(*out)
-        _note_gradients(b, out)
         tmps = [_copy(o) for o in out] + [_copy(new_c)]  # copies first: the body may swap loop variables
         for t, dst in zip(tmps, lvs + [c_var]):
             b.append_op("assign", {"X": [_C._symbolic_name(t)]}, {"Out": [_C._symbolic_name(dst)]})
@@ -271,4 +250,164 @@ def while_loop(cond_fn, body, loop_vars):
         b.current_block = parent
     b.append_op("while", {"X": b.outer_reads(idx), "Condition": [_C._symbolic_name(c_var)]},
                 {"Out": b.outer_writes(idx)}, {"is_test": False}, {"sub_block": idx})
-    return lvs
+    return _WhileGrad.attach(b, name, parent, idx, body, ins, lvs, out, c_var, body_reads)
+
+
+def _body_outputs(body, lvs):
+    out = body(*lvs)
+    out = list(out) if isinstance(out, (list, tuple)) else [out]
+    if len(out) != len(lvs):
+        raise ValueError("while_loop: body returned {} values for {} loop variables".format(len(out), len(lvs)))
+    out = [_as_tensor(o, "while_loop body") for o in out]
+    for i, (o, v) in enumerate(zip(out, lvs)):
+        if o.dtype != v.dtype or len(o.shape) != len(v.shape):
+            raise ValueError("while_loop: loop variable {} is {} {} before the loop but {} {} after the body"
+                             .format(i, v.dtype.name, v.shape, o.dtype.name, o.shape))
+    return out
+
+
+def _ops_with_seed(desc, idx):
+    """Types of the random ops (a `seed` attribute) of block idx and its sub-blocks, training variants."""
+    found = []
+    for op in desc.block(idx)["ops"]:
+        attrs = op["attrs"]
+        if "seed" in attrs and attrs.get("oar_mode") != "test":
+            found.append(op["type"])
+        for k, t in op["attr_types"].items():
+            if t == "BLOCK":
+                found += _ops_with_seed(desc, attrs[k])
+    return found
+
+
+class _WhileGrad:
+    """The gradient node of a static-mode while_loop's results.
+
+    Design (docs/static.md, "Gradients through while_loop"): the loop's backward needs each iteration's
+    inputs, which the loop overwrites. When a gradient first flows through the loop, _save() adds
+    training-only ops (oar_mode "train", dropped by clone(for_test=True) and inference programs) that
+    push the loop variables' values at the start of each iteration onto a stack variable (concat along a
+    new axis 0) and count the iterations. The backward is a second `while` running the iterations in
+    reverse: it reads iteration k's loop variables from the stacks, re-records the body on them (the
+    forward of that iteration, recomputed), and records the body's backward with the autograd engine,
+    carrying the loop variables' gradients from iteration to iteration and summing the gradients of the
+    outer variables the body reads (closure parameters and inputs)."""
+
+    def __init__(self, b, name, parent, idx, body, lvs, loop_inputs, closure, reason):
+        self.b, self.name, self.parent, self.idx, self.body = b, name, parent, idx, body
+        self.lvs, self.loop_inputs, self.closure, self.reason = lvs, loop_inputs, closure, reason
+        self.saved = None
+
+    @staticmethod
+    def attach(b, name, parent, idx, body, ins, lvs, out, c_var, body_reads):
+        lv_names = [_C._symbolic_name(v) for v in lvs]
+        name = name or "while_loop (block {})".format(idx)
+        # Differentiable inputs: the loop variables' initial values and the outer variables the body reads.
+        loop_inputs = [i for i, t in enumerate(ins) if not t.stop_gradient and _differentiable(t)]
+        closure, seen = [], set()
+        for n in body_reads:
+            if n in lv_names or n in seen:
+                continue
+            seen.add(n)
+            t = b.live_tensor(n)
+            if t is not None and not t.stop_gradient and _differentiable(t):
+                closure.append(t)
+        if not loop_inputs and not closure:
+            return lvs
+        reason = None
+        writes = [n for n in b.outer_writes(idx) if n not in lv_names and n != _C._symbolic_name(c_var)]
+        random_ops = _ops_with_seed(b.desc, idx)
+        if writes:
+            reason = "its body writes the outer variable(s) {} in place (its backward re-runs the body)".format(writes)
+        elif random_ops:
+            reason = "its body has random ops {} (its backward re-runs the body, which would draw new " \
+                     "values)".format(sorted(set(random_ops)))
+        else:
+            for i, (o, v) in enumerate(zip(out, lvs)):
+                if any(a != c and a >= 0 and c >= 0 for a, c in zip(o.shape, v.shape)):
+                    reason = "loop variable {} changes shape from {} to {} in the body".format(i, v.shape, o.shape)
+                    break
+        node = _WhileGrad(b, name, parent, idx, body, lvs, loop_inputs, closure, reason)
+        inputs = [ins[i] for i in loop_inputs] + closure
+        recorded = [v if _differentiable(v) else None for v in lvs]
+        new = _C._pylayer_record(_WhileGrad._backward, node, inputs, recorded, False, "while_loop")
+        merged = [n if n is not None else v for n, v in zip(new, lvs)]
+        for t in merged:
+            b.note_live(t)
+        return merged
+
+    def _save(self):
+        """The stacks of the loop variables' per-iteration values and the trip count (made once)."""
+        if self.saved is not None:
+            return self.saved
+        from ..tensor.creation import full
+        from ..tensor.manipulation import concat
+        b = self.b
+        here, role, mode = b.current_block, b.op_role, b.mode
+        b.op_role, b.mode = 0, "train"
+        try:
+            b.current_block = self.parent  # before the while op: empty stacks, count 0
+            first = b.desc.num_ops(self.parent)
+            count = full([], 0, dtype=_C.int64)
+            stacks = [v.unsqueeze(0)[0:0] for v in self.lvs]
+            _C._move_ops(b, self.parent, first, self.idx)
+            b.current_block = self.idx  # at the start of the body: push the iteration's inputs
+            first = b.desc.num_ops(self.idx)
+            ops = [(count + 1, count)] + [(concat([s, v.unsqueeze(0)], axis=0), s) for s, v in zip(stacks, self.lvs)]
+            for new, dst in ops:
+                b.append_op("assign", {"X": [_C._symbolic_name(new)]}, {"Out": [_C._symbolic_name(dst)]})
+            _C._move_ops(b, self.idx, first, -1)
+        finally:
+            b.current_block, b.op_role, b.mode = here, role, mode
+        self.saved = (stacks, count)
+        return self.saved
+
+    @staticmethod
+    def _backward(node, *grad_outs):
+        from ..tensor.creation import zeros_like
+        from ..tensor.search import index_select
+        if node.reason is not None:
+            raise NotImplementedError("gradients: cannot differentiate through {}: {}".format(
+                node.name, node.reason))
+        b = node.b
+        if _C._current_builder() is not b:
+            raise RuntimeError("while_loop: its gradient must be recorded into the program holding the loop")
+        stacks, count = node._save()
+        here = b.current_block
+        carried = [i for i, v in enumerate(node.lvs) if _differentiable(v)]
+        # Outer variables the reverse loop updates: the loop variables' gradients (those of the final
+        # values first), the closure's summed gradients, the iteration index and the condition.
+        gv = {i: _copy(grad_outs[i]) if grad_outs[i] is not None else zeros_like(node.lvs[i]) for i in carried}
+        acc = [zeros_like(x) for x in node.closure]
+        k = _copy(count)
+        c = _copy(k > 0)
+        gi = b.push_block()
+        grad_mode = _C.is_grad_enabled()
+        try:
+            k1 = k - 1
+            vs = []
+            for s in stacks:
+                v = index_select(s, k1.reshape([1]), axis=0).squeeze(0)
+                if _differentiable(v):
+                    v.stop_gradient = False
+                vs.append(v)
+            _C._set_grad_enabled(True)  # record the iteration's forward with its autograd history
+            try:
+                outs = _body_outputs(node.body, vs)
+            finally:
+                _C._set_grad_enabled(grad_mode)
+            pairs = [(outs[i], gv[i]) for i in carried if not outs[i].stop_gradient and _differentiable(outs[i])]
+            wrt = [vs[i] for i in carried] + list(node.closure)
+            grads = [None] * len(wrt)
+            if pairs:
+                grads = _C._partial_grad([o for o, _ in pairs], wrt, [g for _, g in pairs])
+            new = [_copy(g) if g is not None else zeros_like(vs[i]) for i, g in zip(carried, grads)]
+            sums = [(a + g, a) for a, g in zip(acc, grads[len(carried):]) if g is not None]
+            writes = [(n, gv[i]) for n, i in zip(new, carried)] + sums + [(k1, k), (k1 > 0, c)]
+            for src, dst in writes:
+                b.append_op("assign", {"X": [_name(b, src)]}, {"Out": [_C._symbolic_name(dst)]})
+        finally:
+            b.current_block = here
+        b.keep_alive_for(gi)  # the stacks outlive the forward loop's block when that is a sub-block
+        b.append_op("while", {"X": b.outer_reads(gi), "Condition": [_C._symbolic_name(c)]},
+                    {"Out": b.outer_writes(gi)}, {"is_test": False}, {"sub_block": gi})
+        return tuple([gv[i] for i in node.loop_inputs] + acc)

@@ -136,7 +136,7 @@ def while_loop(cond, body, loop_vars, is_test=False, name=None):
     c = cond(*loop_vars)
     if _prog.is_symbolic(c):
         from . import control_flow
-        return control_flow.while_loop(cond, body, loop_vars)
+        return control_flow.while_loop(cond, body, loop_vars, name)
     while _concrete_bool(c, "while_loop"):
         out = body(*loop_vars)
         loop_vars = list(out) if isinstance(out, (list, tuple)) else [out]

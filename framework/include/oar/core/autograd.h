@@ -143,6 +143,13 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
                          bool create_graph = false, bool allow_unused = false);
+// grad() with `inputs` treated as independent variables: a gradient reaching an input is handed back and
+// not propagated into the input's own history (partial derivatives). A custom node's backward needs this
+// when some of its inputs depend on others (static control flow: a branch reading both h = lin(x) and
+// lin's weight), or the engine running the node would count the path through h twice.
+std::vector<Tensor> partial_grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                                 const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                                 bool create_graph, bool allow_unused);
 
 }  // namespace autograd
 }  // namespace oar
