@@ -999,6 +999,13 @@ OarError* coll_all_to_all(const void* send, void* recv, uint64_t count_per_rank,
   return sdk::guard([&] { enqueue(Coll::kAllToAll, send, recv, count_per_rank, dtype, 0, 0, comm, stream); });
 }
 
+// The header of the n-th point-to-point message between this rank and a peer (both sides build the same
+// one, so the receiver can check the sender's call).
+Header message_header(const Comm& comm, int32_t dtype, uint64_t count, uint64_t n) {
+  const uint64_t bytes = count * static_cast<uint64_t>(sdk::dtype_size(dtype));
+  return Header{kHeaderMagic, static_cast<int32_t>(Coll::kSendRecv), dtype, 0, 0, comm.rank, count, n, bytes};
+}
+
 // send/recv: a mailbox in the store, "<prefix>/p<src>-<dst>/<n>" for the n-th message from src to dst.
 // send is buffered (it returns once its stream has written the key), so the two sides never deadlock.
 OarError* coll_send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
@@ -1008,15 +1015,7 @@ OarError* coll_send(const void* buf, uint64_t count, int32_t dtype, int32_t peer
     OAR_SDK_CHECK(peer >= 0 && peer < comm.nranks && peer != comm.rank, OAR_ERR_INVALID_ARGUMENT,
                   "custom_cpu: send to " << peer << ", not another rank of " << comm.nranks);
     const uint64_t n = comm.sent[peer]++;
-    const Header h{kHeaderMagic,
-                   static_cast<int32_t>(Coll::kSendRecv),
-                   dtype,
-                   0,
-                   0,
-                   comm.rank,
-                   count,
-                   n,
-                   count * static_cast<uint64_t>(sdk::dtype_size(dtype))};
+    const Header h = message_header(comm, dtype, count, n);
     const std::string key =
         comm.prefix + "/p" + std::to_string(comm.rank) + "-" + std::to_string(peer) + "/" + std::to_string(n);
     submit(comm.device, stream, "send", "collective", [=] { store_put(key, h, buf); });
@@ -1029,15 +1028,7 @@ OarError* coll_recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarC
     OAR_SDK_CHECK(peer >= 0 && peer < comm.nranks && peer != comm.rank, OAR_ERR_INVALID_ARGUMENT,
                   "custom_cpu: recv from " << peer << ", not another rank of " << comm.nranks);
     const uint64_t n = comm.received[peer]++;
-    const Header mine{kHeaderMagic,
-                      static_cast<int32_t>(Coll::kSendRecv),
-                      dtype,
-                      0,
-                      0,
-                      comm.rank,
-                      count,
-                      n,
-                      count * static_cast<uint64_t>(sdk::dtype_size(dtype))};
+    const Header mine = message_header(comm, dtype, count, n);
     const std::string key =
         comm.prefix + "/p" + std::to_string(peer) + "-" + std::to_string(comm.rank) + "/" + std::to_string(n);
     Comm copy = comm;
