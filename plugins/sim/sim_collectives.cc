@@ -99,6 +99,18 @@ struct Comm {
   StoredError async_error;
 };
 
+// A communicator for `rank` of `nranks` on this process's `device`, in `group`.
+std::shared_ptr<Comm> new_comm(std::shared_ptr<Group> group, int32_t nranks, int32_t rank, int32_t device) {
+  auto c = std::make_shared<Comm>();
+  c->group = std::move(group);
+  c->nranks = nranks;
+  c->rank = rank;
+  c->device = device;
+  c->send_seq.assign(static_cast<size_t>(nranks), 0);
+  c->recv_seq.assign(static_cast<size_t>(nranks), 0);
+  return c;
+}
+
 struct Registry {
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Group>> forming;  // groups still waiting for ranks
@@ -632,7 +644,7 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
     }
     Registry& reg = registry();
     if (use_store) {
-      auto c = std::make_shared<Comm>();
+      std::shared_ptr<Comm> c;
       {
         std::lock_guard<std::mutex> lk(reg.mu);
         std::shared_ptr<Group> g = reg.store_groups[key].lock();
@@ -642,14 +654,9 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
           g->nranks = nranks;
           reg.store_groups[key] = g;
         }
-        c->group = g;
+        c = new_comm(g, nranks, rank, local_device);
         c->use_store = true;
         c->prefix = prefix;
-        c->nranks = nranks;
-        c->rank = rank;
-        c->device = local_device;
-        c->send_seq.assign(static_cast<size_t>(nranks), 0);
-        c->recv_seq.assign(static_cast<size_t>(nranks), 0);
         reg.comms[c.get()] = c;
         for (auto it = reg.store_groups.begin(); it != reg.store_groups.end();)  // forget dead groups
           it = it->second.expired() ? reg.store_groups.erase(it) : std::next(it);
@@ -699,13 +706,7 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
                              std::to_string(nranks) + " joined (OAR_SIM_COMM_TIMEOUT_MS sets the limit)");
       }
     }
-    auto c = std::make_shared<Comm>();
-    c->group = g;
-    c->nranks = nranks;
-    c->rank = rank;
-    c->device = local_device;
-    c->send_seq.assign(static_cast<size_t>(nranks), 0);
-    c->recv_seq.assign(static_cast<size_t>(nranks), 0);
+    std::shared_ptr<Comm> c = new_comm(g, nranks, rank, local_device);
     {
       std::lock_guard<std::mutex> lk(reg.mu);
       reg.comms[c.get()] = c;
