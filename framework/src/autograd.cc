@@ -1,5 +1,6 @@
 // Autograd: grad mode, graph recording, the backward engine, and the gradient rule of each op.
 #include <oar/core/autograd.h>
+#include <oar/core/dispatch_hooks.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 
@@ -30,8 +31,6 @@ AutogradMeta& ensure_meta(const Tensor& t) {
   if (!m) m = std::make_shared<AutogradMeta>();
   return *m;
 }
-
-bool differentiable_dtype(DType d) { return is_floating(d) || is_complex(d); }
 
 }  // namespace
 
@@ -581,257 +580,25 @@ std::vector<Tensor> partial_grad(const std::vector<Tensor>& outputs, const std::
   return grad_impl(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, true);
 }
 
-}  // namespace autograd
-
-// ---- gradient rules -------------------------------------------------------------------------------
+// ---- the dispatch hook: record each op's gradient node --------------------------------------------
 namespace {
-using namespace gradutil;
-using ops::divide;
-using ops::multiply;
-using ops::subtract;
-
-std::vector<Tensor> add_grad(const GradContext& c) {
-  return {unbroadcast(g0(c), in_dims(c, 0)), unbroadcast(g0(c), in_dims(c, 1))};
+bool check_op_call(OpCall& c) {
+  if ((c.op.inplace_input >= 0 || c.op.inplace_mask != 0) && grad_enabled())
+    check_inplace(c.op, c.inputs, c.n_inputs);
+  return false;
 }
-std::vector<Tensor> subtract_grad(const GradContext& c) {
-  return {unbroadcast(g0(c), in_dims(c, 0)),
-          c.needs_grad[1] ? unbroadcast(ops::neg(g0(c)), in_dims(c, 1)) : Tensor()};
+void record_op_call(OpCall& c) {
+  if (!grad_enabled()) return;
+  if (c.op.inplace_input >= 0)
+    record_inplace(c.op, c.inputs, c.n_inputs, c.attrs);
+  else if (!c.op.inplace_mask)
+    record_op(c.op, c.inputs, c.n_inputs, c.attrs, c.outputs, static_cast<int32_t>(c.op.outputs.size()));
 }
-std::vector<Tensor> multiply_grad(const GradContext& c) {
-  return {c.needs_grad[0] ? unbroadcast(multiply(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
-          c.needs_grad[1] ? unbroadcast(multiply(g0(c), X(c)), in_dims(c, 1)) : Tensor()};
-}
-std::vector<Tensor> divide_grad(const GradContext& c) {
-  return {c.needs_grad[0] ? unbroadcast(divide(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
-          c.needs_grad[1] ? unbroadcast(ops::neg(divide(multiply(g0(c), OUT(c)), Y(c))), in_dims(c, 1))
-                          : Tensor()};
-}
-std::vector<Tensor> pow_grad(const GradContext& c) {
-  Tensor gx, gy;
-  if (c.needs_grad[0])
-    gx = unbroadcast(multiply(g0(c), multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c)))))),
-                     in_dims(c, 0));
-  if (c.needs_grad[1]) gy = unbroadcast(multiply(g0(c), multiply(OUT(c), ops::log(X(c)))), in_dims(c, 1));
-  return {gx, gy};
-}
-// maximum/minimum: the gradient goes to the chosen operand; ties split it evenly.
-std::vector<Tensor> select_grad(const GradContext& c, bool is_max) {
-  Tensor wins = is_max ? ops::greater_than(X(c), Y(c)) : ops::less_than(X(c), Y(c));
-  Tensor ties = multiply(mask(ops::equal(X(c), Y(c)), g0(c)), scalar_like(0.5, g0(c)));
-  Tensor wx = ops::add(mask(wins, g0(c)), ties);
-  Tensor wy = subtract(scalar_like(1, g0(c)), wx);
-  return {unbroadcast(multiply(g0(c), wx), in_dims(c, 0)), unbroadcast(multiply(g0(c), wy), in_dims(c, 1))};
-}
-std::vector<Tensor> maximum_grad(const GradContext& c) { return select_grad(c, true); }
-std::vector<Tensor> minimum_grad(const GradContext& c) { return select_grad(c, false); }
-
-std::vector<Tensor> neg_grad(const GradContext& c) { return {ops::neg(g0(c))}; }
-std::vector<Tensor> exp_grad(const GradContext& c) { return {multiply(g0(c), OUT(c))}; }
-std::vector<Tensor> expm1_grad(const GradContext& c) {
-  return {multiply(g0(c), ops::add(OUT(c), scalar_like(1, OUT(c))))};
-}
-std::vector<Tensor> log_grad(const GradContext& c) { return {divide(g0(c), X(c))}; }
-std::vector<Tensor> log1p_grad(const GradContext& c) {
-  return {divide(g0(c), ops::add(X(c), scalar_like(1, X(c))))};
-}
-std::vector<Tensor> sqrt_grad(const GradContext& c) {
-  return {divide(g0(c), multiply(OUT(c), scalar_like(2, OUT(c))))};
-}
-std::vector<Tensor> rsqrt_grad(const GradContext& c) {  // d x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
-  return {multiply(g0(c), multiply(multiply(OUT(c), multiply(OUT(c), OUT(c))), scalar_like(-0.5, OUT(c))))};
-}
-std::vector<Tensor> reciprocal_grad(const GradContext& c) {
-  return {ops::neg(multiply(g0(c), multiply(OUT(c), OUT(c))))};
-}
-std::vector<Tensor> tanh_grad(const GradContext& c) {
-  return {multiply(g0(c), subtract(scalar_like(1, OUT(c)), multiply(OUT(c), OUT(c))))};
-}
-std::vector<Tensor> sigmoid_grad(const GradContext& c) {
-  return {multiply(g0(c), multiply(OUT(c), subtract(scalar_like(1, OUT(c)), OUT(c))))};
-}
-// out > 0 exactly where x > 0, so leaky_relu's fused gradient with slope 0 at `out` is relu's: one kernel
-// instead of compare + cast + multiply (static backward programs are a third shorter for MLPs).
-std::vector<Tensor> relu_grad(const GradContext& c) {
-  if (!is_floating(OUT(c).dtype()))
-    return {multiply(g0(c), mask(ops::greater_than(OUT(c), scalar_like(0, OUT(c))), g0(c)))};
-  return {call_op("leaky_relu_grad", {OUT(c), g0(c)}, Attrs{{"negative_slope", 0.0}})[0]};
-}
-std::vector<Tensor> abs_grad(const GradContext& c) { return {multiply(g0(c), ops::unary("sign", X(c)))}; }
-std::vector<Tensor> square_grad(const GradContext& c) {
-  return {multiply(g0(c), multiply(X(c), scalar_like(2, X(c))))};
-}
-std::vector<Tensor> sin_grad(const GradContext& c) { return {multiply(g0(c), ops::unary("cos", X(c)))}; }
-std::vector<Tensor> cos_grad(const GradContext& c) {
-  return {ops::neg(multiply(g0(c), ops::unary("sin", X(c))))};
-}
-std::vector<Tensor> erf_grad(const GradContext& c) {  // 2/sqrt(pi) exp(-x^2)
-  Tensor e = ops::exp(ops::neg(multiply(X(c), X(c))));
-  return {multiply(g0(c), multiply(e, scalar_like(1.1283791670955126, X(c))))};
-}
-
-std::vector<Tensor> sum_grad(const GradContext& c) { return {expand_reduced(c, g0(c))}; }
-std::vector<Tensor> mean_grad(const GradContext& c) {
-  double count =
-      static_cast<double>(in_dims(c, 0).numel()) / std::max<int64_t>(c.output_meta[0].dims.numel(), 1);
-  return {expand_reduced(c, divide(g0(c), scalar_like(count, g0(c))))};
-}
-// max/min over axes: the gradient goes to the elements equal to the result, split among ties.
-std::vector<Tensor> extreme_grad(const GradContext& c) {
-  Tensor hit = mask(ops::equal(X(c), expand_reduced(c, OUT(c))), X(c));
-  Tensor count = ops::sum(hit, c.attrs.get_ints("axis"), /*keepdim=*/true);
-  return {multiply(expand_reduced(c, g0(c)), divide(hit, count))};
-}
-
-std::vector<Tensor> matmul_grad(const GradContext& c) {
-  bool tx = c.attrs.get_int("transpose_x") != 0, ty = c.attrs.get_int("transpose_y") != 0;
-  Tensor x = X(c), y = Y(c), g = g0(c);
-  // 1-D operands behave as [1, k] and [k, 1]; put the dropped dims back into g.
-  if (x.ndim() == 1) {
-    x = x.unsqueeze(0);
-    tx = false;
-    g = g.unsqueeze(y.ndim() == 1 ? -1 : -2);
-  }
-  if (y.ndim() == 1) {
-    y = y.unsqueeze(-1);
-    ty = false;
-    g = g.unsqueeze(-1);
-  }
-  if (X(c).ndim() == 1 && Y(c).ndim() == 1) g = g.reshape({1, 1});
-  Tensor gx, gy;
-  if (c.needs_grad[0]) {
-    gx = tx ? ops::matmul(y, g, ty, true) : ops::matmul(g, y, false, !ty);
-    gx = unbroadcast(gx, x.dims()).reshape(in_dims(c, 0));
-  }
-  if (c.needs_grad[1] && y.ndim() == 2 && x.ndim() > 2 && !tx) {
-    // A batch times one matrix (nn.Linear on N-D input): the weight gradient summed over the batch is
-    // one 2-D product of the flattened rows, not a batched product and a sum over its batch.
-    const int64_t k = x.dim(-1), n = g.dim(-1);
-    Tensor x2 = x.reshape({-1, k}), g2 = g.reshape({-1, n});
-    gy = ty ? ops::matmul(g2, x2, true, false) : ops::matmul(x2, g2, true, false);
-    gy = gy.reshape(in_dims(c, 1));
-  } else if (c.needs_grad[1]) {
-    gy = ty ? ops::matmul(g, x, true, tx) : ops::matmul(x, g, !tx, false);
-    gy = unbroadcast(gy, y.dims()).reshape(in_dims(c, 1));
-  }
-  return {gx, gy};
-}
-
-std::vector<Tensor> cast_grad(const GradContext& c) {
-  DType from = c.input_meta[0].dtype;
-  return {autograd::differentiable_dtype(from) ? ops::cast(g0(c), from) : Tensor()};
-}
-std::vector<Tensor> copy_grad(const GradContext& c) { return {g0(c)}; }
-std::vector<Tensor> softmax_grad(const GradContext& c) {
-  int64_t axis = c.attrs.get_int("axis");
-  Tensor dot = ops::sum(multiply(g0(c), OUT(c)), {axis}, true);
-  return {multiply(OUT(c), subtract(g0(c), dot))};
-}
-std::vector<Tensor> log_softmax_grad(const GradContext& c) {
-  int64_t axis = c.attrs.get_int("axis");
-  return {subtract(g0(c), multiply(ops::exp(OUT(c)), ops::sum(g0(c), {axis}, true)))};
-}
-std::vector<Tensor> where_grad(const GradContext& c) {
-  const Tensor& cond = c.inputs[0];
-  Tensor zero = scalar_like(0, g0(c));
-  return {Tensor(), c.needs_grad[1] ? unbroadcast(ops::where(cond, g0(c), zero), in_dims(c, 1)) : Tensor(),
-          c.needs_grad[2] ? unbroadcast(ops::where(cond, zero, g0(c)), in_dims(c, 2)) : Tensor()};
-}
-std::vector<Tensor> concat_grad(const GradContext& c) {
-  int64_t axis = c.attrs.get_int("axis"), offset = 0;
-  std::vector<Tensor> out;
-  for (const TensorMeta& in : c.input_meta) {
-    int64_t len = in.dims[static_cast<int32_t>(axis)];
-    out.push_back(g0(c).slice(axis, offset, offset + len));
-    offset += len;
-  }
-  return out;
-}
-
-std::vector<Tensor> index_select_grad(const GradContext& c) {
-  int64_t axis = c.attrs.get_int("axis");
-  Tensor zeros = ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place());
-  return {ops::index_add(zeros, c.inputs[1], g0(c), axis), Tensor()};
-}
-// assign(dst, src): dst's old values are overwritten (no gradient); src's is the incoming one, cast
-// back and summed over the broadcast dimensions.
-std::vector<Tensor> assign_grad(const GradContext& c) {
-  if (!c.needs_grad[1]) return {Tensor(), Tensor()};
-  return {Tensor(), unbroadcast(ops::cast(g0(c), c.input_meta[1].dtype), in_dims(c, 1))};
-}
-std::vector<Tensor> index_add_grad(const GradContext& c) {
-  int64_t axis = c.attrs.get_int("axis");
-  return {g0(c), Tensor(), c.needs_grad[2] ? ops::index_select(g0(c), c.inputs[1], axis) : Tensor()};
-}
-
-struct RuleTable {
-  std::vector<GradRule> rules;
-  RuleTable() {
-    const OpRegistry& r = OpRegistry::get();
-    rules.resize(r.size());
-    constexpr uint32_t kNone = 0, kX = 1, kY = 2, kXY = 3;
-    constexpr bool kOut = true, kNoOut = false;
-    auto set = [&](const char* op, GradFn f, uint32_t inputs, bool outputs) {
-      rules[r.at(op).id] = {f, inputs, outputs};
-    };
-    set("add", add_grad, kNone, kNoOut);
-    set("subtract", subtract_grad, kNone, kNoOut);
-    rules[r.at("multiply").id] = {multiply_grad, kXY, kNoOut, /*saved_for_others=*/kXY};
-    set("divide", divide_grad, kY, kOut);
-    set("pow", pow_grad, kXY, kOut);
-    set("maximum", maximum_grad, kXY, kNoOut);
-    set("minimum", minimum_grad, kXY, kNoOut);
-    set("neg", neg_grad, kNone, kNoOut);
-    set("exp", exp_grad, kNone, kOut);
-    set("expm1", expm1_grad, kNone, kOut);
-    set("log", log_grad, kX, kNoOut);
-    set("log1p", log1p_grad, kX, kNoOut);
-    set("sqrt", sqrt_grad, kNone, kOut);
-    set("rsqrt", rsqrt_grad, kNone, kOut);
-    set("reciprocal", reciprocal_grad, kNone, kOut);
-    set("tanh", tanh_grad, kNone, kOut);
-    set("sigmoid", sigmoid_grad, kNone, kOut);
-    set("relu", relu_grad, kNone, kOut);
-    set("abs", abs_grad, kX, kNoOut);
-    set("square", square_grad, kX, kNoOut);
-    set("sin", sin_grad, kX, kNoOut);
-    set("cos", cos_grad, kX, kNoOut);
-    set("erf", erf_grad, kX, kNoOut);
-    set("sum", sum_grad, kNone, kNoOut);
-    set("mean", mean_grad, kNone, kNoOut);
-    set("max", extreme_grad, kX, kOut);
-    set("min", extreme_grad, kX, kOut);
-    set("matmul", matmul_grad, kXY, kNoOut);
-    set("cast", cast_grad, kNone, kNoOut);
-    set("copy", copy_grad, kNone, kNoOut);
-    set("softmax", softmax_grad, kNone, kOut);
-    set("log_softmax", log_softmax_grad, kNone, kOut);
-    set("where", where_grad, kX, kNoOut);  // the condition
-    set("concat", concat_grad, kNone, kNoOut);
-    set("index_select", index_select_grad, kY, kNoOut);  // the index
-    set("index_add", index_add_grad, kY, kNoOut);        // the index
-    set("assign", assign_grad, kNone, kNoOut);
-    // The op families (op_util.h) add theirs through a plain function pointer.
-    static RuleTable* self;
-    self = this;
-    GradRuleSetter family_set = [](const char* op, GradFn f, uint32_t inputs, bool outputs) {
-      self->rules[OpRegistry::get().at(op).id] = {f, inputs, outputs};
-    };
-    register_math_grads(family_set);
-    register_manip_grads(family_set);
-    register_conv_grads(family_set);
-    register_nn_grads(family_set);
-    register_linalg_grads(family_set);
-  }
-};
-
+const DispatchHook kAutogradHook{check_op_call, record_op_call, nullptr, nullptr};
 }  // namespace
 
-const GradRule* grad_rule(const OpDef& op) {
-  if (op.custom) return op.grad;  // custom op libraries bring their own (custom_op.cc)
-  static const RuleTable table;
-  if (op.id < 0 || op.id >= static_cast<int32_t>(table.rules.size())) return nullptr;
-  const GradRule& r = table.rules[op.id];
-  return r.fn ? &r : nullptr;
-}
+void install_hook() { install_dispatch_hook(HookSlot::kAutograd, &kAutogradHook); }
+
+}  // namespace autograd
 
 }  // namespace oar

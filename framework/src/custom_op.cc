@@ -8,8 +8,6 @@
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 #include <oar/custom_op_api.h>
-#include <oar/ir/executor.h>
-#include <oar/ir/program.h>
 
 #include <algorithm>
 #include <atomic>
@@ -698,7 +696,7 @@ void link_grad(CustomOp& fwd, const CustomOp& g) {
   }
   fwd.grad = &g;
   fwd.rule.fn = custom_grad;
-  fwd.def->grad = &fwd.rule;
+  fwd.def->grad = fwd.rule;
 }
 
 // Validates one registered op into its state (nothing is published yet).
@@ -878,8 +876,6 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
     OAR_ENFORCE(by_name.emplace(op.info.name, &op).second, ErrorCode::kInvalidArgument,
                 op.where() << ": registered twice in the library");
   }
-  OAR_ENFORCE(OpRegistry::get().size() + static_cast<int32_t>(ops.size()) <= 512, ErrorCode::kOutOfRange,
-              "custom op library '" << path << "': too many ops in total (at most 512)");
   // Check the grad links before publishing (link_grad needs the OpDefs, so it runs after; these checks
   // make it not throw).
   for (auto& op : ops) {
@@ -902,7 +898,7 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
     if (auto why = no_grad.find(op->info.name); why != no_grad.end()) {
       op->grad_error = why->second;
       op->rule.fn = unsupported_grad;
-      op->def->grad = &op->rule;
+      op->def->grad = op->rule;
     }
     infos.push_back(op->info);
   }

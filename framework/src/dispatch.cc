@@ -1,13 +1,10 @@
 // Eager dispatch. The hot path (inputs on a device that has the kernel) does: validate arity and
 // attributes, infer outputs, one lock-free table lookup, allocate outputs, call the kernel.
-#include "internal.h"
-
+#include <glog/logging.h>
 #include <oar/core/autograd.h>
 #include <oar/core/dispatch.h>
-#include <oar/ir/static_graph.h>
+#include <oar/core/dispatch_hooks.h>
 #include <oar/core/error.h>
-
-#include <glog/logging.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,16 +13,16 @@
 #include <set>
 #include <sstream>
 
+#include "internal.h"
+
 namespace oar {
 namespace {
-
-inline constexpr int kMaxOps = 512;
 
 // Fallback configuration: per-op flags read lock-free on the hot path; the lists for reporting.
 struct FallbackState {
   std::atomic<int> policy{static_cast<int>(FallbackPolicy::kWarn)};
-  std::atomic<bool> forced[kMaxOps] = {};
-  std::atomic<bool> denied[kMaxOps] = {};
+  // Per op id; an op added after the configuration (a custom op library's) has neither flag.
+  StableTable<std::atomic<bool>> forced, denied;
   std::mutex mu;
   FallbackConfig config;
   std::map<FallbackKey, int64_t> counts;
@@ -54,7 +51,10 @@ void apply_config(FallbackState& st, const FallbackConfig& c) {
   for (const auto& list : {c.deny, c.force})
     for (const auto& name : list) reg.at(name);  // unknown op names are an error, not ignored
   st.policy = static_cast<int>(c.policy);
-  for (int i = 0; i < kMaxOps; ++i) st.forced[i] = st.denied[i] = false;
+  const size_t n = static_cast<size_t>(reg.size());
+  st.forced.grow_to(n);
+  st.denied.grow_to(n);
+  for (size_t i = 0; i < n; ++i) st.forced[i] = st.denied[i] = false;
   for (const auto& name : c.force) st.forced[reg.at(name).id] = true;
   for (const auto& name : c.deny) st.denied[reg.at(name).id] = true;
   st.config = c;
@@ -169,7 +169,8 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
                       << (place.is_cpu() ? " on cpu" : " on " + type_name + " nor on cpu"));
   FallbackState& st = fallback_state();
   const auto policy = static_cast<FallbackPolicy>(st.policy.load());
-  OAR_ENFORCE(forced || !st.denied[op.id], ErrorCode::kUnimplemented,
+  const bool denied = st.denied.has(op.id) && st.denied[op.id];
+  OAR_ENFORCE(forced || !denied, ErrorCode::kUnimplemented,
               op.name << ": " << type_name << " has no kernel for dtype " << dtype_name(kd)
                       << " and the op is on the fallback deny list (OAR_FALLBACK_DENY)");
   OAR_ENFORCE(forced || policy != FallbackPolicy::kError, ErrorCode::kUnimplemented,
@@ -214,51 +215,76 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
 }  // namespace
 
 namespace {
-// After an op ran (or was recorded): written inputs get a new storage version, and autograd records the
-// op when gradients are on.
-void finish_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs, Tensor* outputs) {
-  if (op.inplace_input >= 0 || op.inplace_mask != 0)
-    for (int32_t i = 0; i < n_in; ++i)
-      if (op_writes_input(op, i, n_in)) inputs[i].storage()->bump_version();
-  if (grad_enabled()) {
-    if (op.inplace_input >= 0) autograd::record_inplace(op, inputs, n_in, attrs);
-    else if (!op.inplace_mask) autograd::record_op(op, inputs, n_in, attrs, outputs, static_cast<int32_t>(op.outputs.size()));
-  }
-}
-
-// Static mode: the op is appended to the program being built; autograd records it as in eager mode, so
-// that gradients of a program are built by the same rules (static_graph.h).
-void record_static(ir::ProgramBuilder& b, const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
-                   const InferContext& ic, Place place, Tensor* outputs) {
-  if ((op.inplace_input >= 0 || op.inplace_mask != 0) && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
-  b.record(op, inputs, n_in, attrs, ic, place, outputs);
-  finish_op(op, inputs, n_in, attrs, outputs);
-}
-}  // namespace
-
-namespace {
-// The part of run_op after shape inference: checks that need the values, kernel lookup, the call,
-// version bumps and autograd recording. `place` is inputs[0]'s place when there are inputs.
-void execute_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place,
-                const InferContext& ic, Tensor* outputs) {
-  const DType kd =
-      op.dispatch_input >= 0 ? inputs[op.dispatch_input].dtype() : static_cast<DType>(attrs.get_int("dtype"));
-  const bool writes = op.inplace_input >= 0 || op.inplace_mask != 0;
-  if (writes && grad_enabled()) autograd::check_inplace(op, inputs, n_in);
+// Runs one inferred call: the device's kernel for the dispatch dtype, or the CPU fallback.
+void launch(OpCall& call) {
+  const OpDef& op = call.op;
+  const int32_t n_in = call.n_inputs;
+  const DType kd = op.dispatch_input >= 0 ? call.inputs[op.dispatch_input].dtype()
+                                          : static_cast<DType>(call.attrs.get_int("dtype"));
   if (op.inplace_mask)  // a kernel writing a contiguous copy of a strided input would lose the update
     for (int32_t i = 0; i < n_in; ++i)
-      OAR_ENFORCE(!op_writes_input(op, i, n_in) || inputs[i].is_contiguous(), ErrorCode::kInvalidArgument,
+      OAR_ENFORCE(!op_writes_input(op, i, n_in) || call.inputs[i].is_contiguous(),
+                  ErrorCode::kInvalidArgument,
                   op.name << ": input " << i << " ('" << op.inputs[op.variadic ? 0 : i]
                           << "') is written in place and must be contiguous");
   Runtime& rt = Runtime::get();
   FallbackState& st = fallback_state();
-  const bool forced = !place.is_cpu() && st.forced[op.id].load(std::memory_order_relaxed);
-  const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, place.type, kd);
+  const bool forced =
+      !call.place.is_cpu() && st.forced.has(op.id) && st.forced[op.id].load(std::memory_order_relaxed);
+  const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, call.place.type, kd);
   if (k)
-    run_kernel(op, *k, inputs, n_in, attrs, rt.device(place), ic, outputs);
+    run_kernel(op, *k, call.inputs, n_in, call.attrs, rt.device(call.place), call.infer, call.outputs);
   else
-    run_fallback(op, inputs, n_in, attrs, place, kd, forced, outputs);
-  finish_op(op, inputs, n_in, attrs, outputs);
+    run_fallback(op, call.inputs, n_in, call.attrs, call.place, kd, forced, call.outputs);
+}
+}  // namespace
+
+// ---- hooks ----------------------------------------------------------------------------------------
+namespace {
+std::atomic<const DispatchHook*> g_hooks[static_cast<int>(HookSlot::kCount)];
+}  // namespace
+
+void install_dispatch_hook(HookSlot slot, const DispatchHook* hook) {
+  g_hooks[static_cast<int>(slot)].store(hook, std::memory_order_release);
+}
+const DispatchHook* dispatch_hook(HookSlot slot) {
+  return g_hooks[static_cast<int>(slot)].load(std::memory_order_acquire);
+}
+
+void run_view_hooks(const Tensor& base, Tensor& view, const char* op, const Attrs& attrs) {
+  for (const auto& slot : g_hooks)
+    if (const DispatchHook* h = slot.load(std::memory_order_acquire); h && h->view)
+      h->view(base, view, op, attrs);
+}
+
+void throw_symbolic_access(const Tensor& t) {
+  for (const auto& slot : g_hooks)
+    if (const DispatchHook* h = slot.load(std::memory_order_acquire); h && h->symbolic_access)
+      h->symbolic_access(t);
+  OAR_THROW(ErrorCode::kInvalidArgument, "the tensor is a symbolic variable: it has no memory to read");
+}
+
+namespace {
+// One op call after inference: the hooks' `before` in slot order (one may take the call over), the kernel
+// (or the CPU fallback), new versions for written inputs, then the hooks' `after`.
+void dispatch(OpCall& call, TensorMeta* out_meta) {
+  const OpDef& op = call.op;
+  const DispatchHook* hooks[static_cast<int>(HookSlot::kCount)];
+  bool taken = false;
+  for (int i = 0; i < static_cast<int>(HookSlot::kCount); ++i) {
+    hooks[i] = g_hooks[i].load(std::memory_order_relaxed);
+    if (!taken && hooks[i] && hooks[i]->before) taken = hooks[i]->before(call);
+  }
+  if (!taken) {
+    if (out_meta)
+      for (size_t i = 0; i < op.outputs.size(); ++i) out_meta[i] = call.infer.outputs[i];
+    launch(call);
+  }
+  if (op.inplace_input >= 0 || op.inplace_mask != 0)
+    for (int32_t i = 0; i < call.n_inputs; ++i)
+      if (op_writes_input(op, i, call.n_inputs)) call.inputs[i].storage()->bump_version();
+  for (const DispatchHook* h : hooks)
+    if (h && h->after) h->after(call);
 }
 }  // namespace
 
@@ -275,12 +301,10 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
     meta_large.resize(n_in);
     metas = meta_large.data();
   }
-  bool any_symbolic = false;
   for (int32_t i = 0; i < n_in; ++i) {
     const Tensor& t = inputs[i];
     OAR_ENFORCE(t.defined(), ErrorCode::kInvalidArgument,
                 op.name << ": input '" << op.inputs[op.variadic ? 0 : i] << "' is an undefined tensor");
-    any_symbolic |= t.impl()->symbol != nullptr;
     if (i == 0) {
       place = t.place();
     } else {
@@ -295,16 +319,8 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
   complete_attrs(op, attrs);
   InferContext ic{&op, metas, n_in, &attrs, {}};
   op.infer(ic);
-  if (ir::ProgramBuilder* b = ir::current_builder()) {  // static mode: record instead of run
-    record_static(*b, op, inputs, n_in, attrs, ic, place, outputs);
-    return;
-  }
-  OAR_ENFORCE(!any_symbolic, ErrorCode::kInvalidArgument,
-              op.name << ": an input is a static-graph variable, used outside of the program being built "
-                         "(program_guard / to_static)");
-  if (out_meta)
-    for (size_t i = 0; i < op.outputs.size(); ++i) out_meta[i] = ic.outputs[i];
-  execute_op(op, inputs, n_in, attrs, place, ic, outputs);
+  OpCall call{op, inputs, n_in, attrs, ic, place, outputs};
+  dispatch(call, out_meta);
 }
 
 void run_op_inferred(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place,
@@ -312,7 +328,8 @@ void run_op_inferred(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs&
   InferContext ic{&op, nullptr, n_in, &attrs, {}};
   for (size_t i = 0; i < op.outputs.size(); ++i) ic.outputs[i] = out_meta[i];
   if (n_in > 0) place = inputs[0].place();
-  execute_op(op, inputs, n_in, attrs, place, ic, outputs);
+  OpCall call{op, inputs, n_in, attrs, ic, place, outputs};
+  dispatch(call, nullptr);
 }
 
 std::vector<Tensor> call_op(const OpDef& op, const std::vector<Tensor>& inputs, Attrs attrs, Place place) {

@@ -85,5 +85,8 @@ void fill_desc(OarTensorDesc& d, const Tensor& t);
 // A host tensor holding a copy of the storage range `t` spans, viewed with t's strides. For a device
 // tensor, *first and *count (when given) receive that range, in elements of t's storage.
 Tensor host_view(const Tensor& t, int64_t* first = nullptr, int64_t* count = nullptr);
+// Installs the subsystems' dispatch hooks (core_hooks.cc); the op registry does it when it is made,
+// before any op can run.
+void install_core_hooks();
 
 }  // namespace oar

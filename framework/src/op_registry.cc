@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "internal.h"
+
 namespace oar {
 
 void Attrs::set(const char* name, AttrValue v) {
@@ -50,27 +52,35 @@ OpRegistry& OpRegistry::get() {
 }
 
 OpRegistry::OpRegistry() {
-  ops_.reserve(1024);  // custom op libraries add ops later: lookups on other threads must not see a move
   register_builtin_ops(*this);
+  install_core_hooks();
 }
 
-const OpDef* OpRegistry::find(const std::string& name) const {
-  for (const auto& op : ops_)
-    if (name == op->name) return op.get();
-  return nullptr;
+const OpDef* OpRegistry::find(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : ops_[static_cast<size_t>(it->second)].get();
 }
 
-const OpDef& OpRegistry::at(const std::string& name) const {
+const OpDef& OpRegistry::at(std::string_view name) const {
   const OpDef* op = find(name);
   OAR_ENFORCE(op != nullptr, ErrorCode::kNotFound, "unknown op '" << name << "'");
   return *op;
 }
 
+OpDef& OpRegistry::get_mutable(std::string_view name) { return const_cast<OpDef&>(at(name)); }
+
 OpDef& OpRegistry::add(OpDef def) {
-  OAR_ENFORCE(find(def.name) == nullptr, ErrorCode::kInternal, "op '" << def.name << "' defined twice");
-  def.id = static_cast<int32_t>(ops_.size());
-  ops_.push_back(std::make_unique<OpDef>(std::move(def)));
-  return *ops_.back();
+  std::lock_guard<std::mutex> lock(mu_);
+  OAR_ENFORCE(by_name_.count(def.name) == 0, ErrorCode::kInternal, "op '" << def.name << "' defined twice");
+  const int32_t id = size_.load(std::memory_order_relaxed);
+  def.id = id;
+  ops_.grow_to(static_cast<size_t>(id) + 1);
+  ops_[static_cast<size_t>(id)] = std::make_unique<OpDef>(std::move(def));
+  OpDef& op = *ops_[static_cast<size_t>(id)];
+  by_name_.emplace(std::string_view(op.name), id);
+  size_.store(id + 1, std::memory_order_release);  // readers see the op only once it is complete
+  return op;
 }
 
 }  // namespace oar

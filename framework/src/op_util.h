@@ -20,14 +20,18 @@ void register_nn_ops(OpRegistry& r);      // ops_nn.cc: normalisation, activatio
 void register_linalg_ops(OpRegistry& r);  // ops_linalg.cc: LAPACK-backed linear algebra
 void register_optim_ops(OpRegistry& r);   // ops_optim.cc: fused optimizer updates (no gradients)
 
-// Gradient rules: each family adds its rules through this setter (autograd.cc builds the table).
-// `saved_inputs`: bit i set when the rule reads input i's values; `saved_outputs`: it reads the outputs.
-using GradRuleSetter = void (*)(const char* op, GradFn fn, uint32_t saved_inputs, bool saved_outputs);
-void register_math_grads(GradRuleSetter set);
-void register_manip_grads(GradRuleSetter set);
-void register_conv_grads(GradRuleSetter set);
-void register_nn_grads(GradRuleSetter set);
-void register_linalg_grads(GradRuleSetter set);
+// Gradient rules: each family sets OpDef::grad of its ops right after defining them (GradRule:
+// `saved_inputs` bit i set when the rule reads input i's values; `saved_outputs`: it reads the outputs).
+void register_foundation_grads(OpRegistry& r);
+void register_math_grads(OpRegistry& r);
+void register_manip_grads(OpRegistry& r);
+void register_conv_grads(OpRegistry& r);
+void register_nn_grads(OpRegistry& r);
+void register_linalg_grads(OpRegistry& r);
+// Sets `op`'s gradient rule (registration only).
+inline void set_grad(OpRegistry& r, const char* op, GradFn fn, uint32_t saved_inputs, bool saved_outputs) {
+  r.get_mutable(op).grad = {fn, saved_inputs, saved_outputs};
+}
 
 namespace opdef {
 

@@ -27,9 +27,8 @@ Generator& generator() {
   return g;
 }
 
-Tensor random_op(const char* name, const Dims& shape, const char* a, double va, const char* b, double vb, DType dtype,
-                 uint64_t seed, Place place) {
-  const OpDef& def = op(name);
+Tensor random_op(const OpDef& def, const Dims& shape, const char* a, double va, const char* b, double vb,
+                 DType dtype, uint64_t seed, Place place) {
   uint64_t offset = 0;
   if (seed == 0) {
     Generator& g = generator();
@@ -79,6 +78,7 @@ OAR_BINARY_OP(logical_xor)
 #undef OAR_BINARY_OP
 
 Tensor unary(const char* name, const Tensor& x) { return call1(op(name), {x}); }
+Tensor unary(const OpDef& def, const Tensor& x) { return call1(def, {x}); }
 
 #define OAR_UNARY_OP(NAME)                       \
   Tensor NAME(const Tensor& x) {                 \
@@ -144,11 +144,11 @@ Tensor arange(double start, double end, double step, DType dtype, Place place) {
 
 Tensor uniform(const Dims& shape, double min, double max, DType dtype, uint64_t seed, Place place) {
   OAR_ENFORCE(min <= max, ErrorCode::kInvalidArgument, "uniform: min (" << min << ") > max (" << max << ")");
-  return random_op("uniform", shape, "min", min, "max", max, dtype, seed, place);
+  return random_op(OAR_OP("uniform"), shape, "min", min, "max", max, dtype, seed, place);
 }
 Tensor normal(const Dims& shape, double mean, double std, DType dtype, uint64_t seed, Place place) {
   OAR_ENFORCE(std >= 0, ErrorCode::kInvalidArgument, "normal: std (" << std << ") must be >= 0");
-  return random_op("normal", shape, "mean", mean, "std", std, dtype, seed, place);
+  return random_op(OAR_OP("normal"), shape, "mean", mean, "std", std, dtype, seed, place);
 }
 void reserve_random(uint64_t count, uint64_t* seed, uint64_t* offset) {
   Generator& g = generator();

@@ -335,17 +335,17 @@ Attrs conv_attrs(const Attrs& a) {
                {"groups", a.get_int("groups")}};
 }
 Tensor conv_(const Tensor& x, const Tensor& w, const Attrs& a) {
-  return call_op("conv", {x, w}, conv_attrs(a))[0];
+  return call_op(OAR_OP("conv"), {x, w}, conv_attrs(a))[0];
 }
 Tensor conv_gi(const Tensor& g, const Tensor& w, const Attrs& a, const Dims& x) {
   Attrs b = conv_attrs(a);
   b.set("input_size", spatial_of(x));
-  return call_op("conv_grad_input", {g, w}, b)[0];
+  return call_op(OAR_OP("conv_grad_input"), {g, w}, b)[0];
 }
 Tensor conv_gw(const Tensor& x, const Tensor& g, const Attrs& a, const Dims& w) {
   Attrs b = conv_attrs(a);
   b.set("filter_size", spatial_of(w));
-  return call_op("conv_grad_filter", {x, g}, b)[0];
+  return call_op(OAR_OP("conv_grad_filter"), {x, g}, b)[0];
 }
 
 // y = conv(x, w): dx = conv_grad_input(g, w), dw = conv_grad_filter(x, g).
@@ -379,16 +379,16 @@ Attrs pool_attrs_of(const Attrs& a) {
 std::vector<Tensor> max_pool_grad_rule(const GradContext& c) {
   Attrs b = pool_attrs_of(c.attrs);
   b.set("input_size", spatial_of(in_dims(c, 0)));
-  return {call_op("max_pool_grad", {g0(c), c.outputs[1]}, b)[0]};
+  return {call_op(OAR_OP("max_pool_grad"), {g0(c), c.outputs[1]}, b)[0]};
 }
 std::vector<Tensor> avg_pool_grad_rule(const GradContext& c) {
   Attrs b = pool_attrs_of(c.attrs);
   b.set("input_size", spatial_of(in_dims(c, 0)));
-  return {call_op("avg_pool_grad", {g0(c)}, b)[0]};
+  return {call_op(OAR_OP("avg_pool_grad"), {g0(c)}, b)[0]};
 }
 // avg_pool_grad is the adjoint of avg_pool.
 std::vector<Tensor> avg_pool_grad_grad(const GradContext& c) {
-  return {call_op("avg_pool", {g0(c)}, pool_attrs_of(c.attrs))[0]};
+  return {call_op(OAR_OP("avg_pool"), {g0(c)}, pool_attrs_of(c.attrs))[0]};
 }
 
 Attrs interp_attrs_of(const Attrs& a) {
@@ -401,10 +401,10 @@ Attrs interp_attrs_of(const Attrs& a) {
 std::vector<Tensor> interp_grad_rule(const GradContext& c) {
   Attrs b = interp_attrs_of(c.attrs);
   b.set("input_size", spatial_of(in_dims(c, 0)));
-  return {call_op("interpolate_grad", {g0(c)}, b)[0]};
+  return {call_op(OAR_OP("interpolate_grad"), {g0(c)}, b)[0]};
 }
 std::vector<Tensor> interp_grad_grad(const GradContext& c) {
-  return {call_op("interpolate", {g0(c)}, interp_attrs_of(c.attrs))[0]};
+  return {call_op(OAR_OP("interpolate"), {g0(c)}, interp_attrs_of(c.attrs))[0]};
 }
 
 Attrs im2col_of(const Attrs& a) {
@@ -416,17 +416,17 @@ Attrs im2col_of(const Attrs& a) {
 std::vector<Tensor> unfold_grad(const GradContext& c) {
   Attrs b = im2col_of(c.attrs);
   b.set("output_sizes", spatial_of(in_dims(c, 0)));
-  return {call_op("fold", {g0(c)}, b)[0]};
+  return {call_op(OAR_OP("fold"), {g0(c)}, b)[0]};
 }
 std::vector<Tensor> fold_grad(const GradContext& c) {
-  return {call_op("unfold", {g0(c)}, im2col_of(c.attrs))[0]};
+  return {call_op(OAR_OP("unfold"), {g0(c)}, im2col_of(c.attrs))[0]};
 }
 
 std::vector<Tensor> grid_sample_grad_rule(const GradContext& c) {
   Attrs b{{"mode", c.attrs.get_int("mode")},
           {"padding_mode", c.attrs.get_int("padding_mode")},
           {"align_corners", c.attrs.get_int("align_corners")}};
-  std::vector<Tensor> r = call_op("grid_sample_grad", {c.inputs[0], c.inputs[1], g0(c)}, b);
+  std::vector<Tensor> r = call_op(OAR_OP("grid_sample_grad"), {c.inputs[0], c.inputs[1], g0(c)}, b);
   return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1] : Tensor()};
 }
 
@@ -470,19 +470,19 @@ void register_conv_ops(OpRegistry& r) {
       "grad_x", "grad_grid"};
 }
 
-void register_conv_grads(GradRuleSetter set) {
+void register_conv_grads(OpRegistry& r) {
   constexpr uint32_t kNone = 0, kX = 1, kXY = 3;
-  set("conv", conv_grad, kXY, false);
-  set("conv_grad_input", conv_grad_input_grad, kXY, false);
-  set("conv_grad_filter", conv_grad_filter_grad, kXY, false);
-  set("max_pool", max_pool_grad_rule, kNone, true);
-  set("avg_pool", avg_pool_grad_rule, kNone, false);
-  set("avg_pool_grad", avg_pool_grad_grad, kNone, false);
-  set("interpolate", interp_grad_rule, kNone, false);
-  set("interpolate_grad", interp_grad_grad, kNone, false);
-  set("unfold", unfold_grad, kNone, false);
-  set("fold", fold_grad, kNone, false);
-  set("grid_sample", grid_sample_grad_rule, kXY, false);
+  set_grad(r, "conv", conv_grad, kXY, false);
+  set_grad(r, "conv_grad_input", conv_grad_input_grad, kXY, false);
+  set_grad(r, "conv_grad_filter", conv_grad_filter_grad, kXY, false);
+  set_grad(r, "max_pool", max_pool_grad_rule, kNone, true);
+  set_grad(r, "avg_pool", avg_pool_grad_rule, kNone, false);
+  set_grad(r, "avg_pool_grad", avg_pool_grad_grad, kNone, false);
+  set_grad(r, "interpolate", interp_grad_rule, kNone, false);
+  set_grad(r, "interpolate_grad", interp_grad_grad, kNone, false);
+  set_grad(r, "unfold", unfold_grad, kNone, false);
+  set_grad(r, "fold", fold_grad, kNone, false);
+  set_grad(r, "grid_sample", grid_sample_grad_rule, kXY, false);
   (void)kX;
 }
 

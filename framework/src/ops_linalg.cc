@@ -301,17 +301,17 @@ void register_linalg_ops(OpRegistry& r) {
   eigh.doc = "Eigenvalues (ascending) and eigenvectors of symmetric matrices, read from one triangle.";
 }
 
-void register_linalg_grads(GradRuleSetter set) {
+void register_linalg_grads(OpRegistry& r) {
   constexpr uint32_t kNone = 0, kX = 1;
-  set("inverse", inverse_grad, kNone, true);
-  set("det", det_grad, kX, true);
-  set("slogdet", slogdet_grad, kX, false);
-  set("solve", solve_grad, kX, true);
-  set("triangular_solve", triangular_solve_grad, kX, true);
-  set("cholesky", cholesky_grad, kNone, true);
-  set("qr", qr_grad, kNone, true);
-  set("svd", svd_grad, kNone, true);
-  set("eigh", eigh_grad, kNone, true);
+  set_grad(r, "inverse", inverse_grad, kNone, true);
+  set_grad(r, "det", det_grad, kX, true);
+  set_grad(r, "slogdet", slogdet_grad, kX, false);
+  set_grad(r, "solve", solve_grad, kX, true);
+  set_grad(r, "triangular_solve", triangular_solve_grad, kX, true);
+  set_grad(r, "cholesky", cholesky_grad, kNone, true);
+  set_grad(r, "qr", qr_grad, kNone, true);
+  set_grad(r, "svd", svd_grad, kNone, true);
+  set_grad(r, "eigh", eigh_grad, kNone, true);
 }
 
 }  // namespace oar

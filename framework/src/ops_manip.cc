@@ -154,15 +154,15 @@ void infer_nonzero(InferContext& c) {
 Tensor zeros_of(const GradContext& c, int i) {
   return ops::zeros(in_dims(c, i), c.input_meta[i].dtype, g0(c).place());
 }
-Tensor gather_nd(const Tensor& x, const Tensor& index) { return call_op("gather_nd", {x, index})[0]; }
+Tensor gather_nd(const Tensor& x, const Tensor& index) { return call_op(OAR_OP("gather_nd"), {x, index})[0]; }
 Tensor scatter_nd_add(const Tensor& x, const Tensor& index, const Tensor& u) {
-  return call_op("scatter_nd_add", {x, index, u})[0];
+  return call_op(OAR_OP("scatter_nd_add"), {x, index, u})[0];
 }
 Tensor take_along(const Tensor& x, const Tensor& index, int64_t axis) {
-  return call_op("take_along_axis", {x, index}, Attrs{{"axis", axis}})[0];
+  return call_op(OAR_OP("take_along_axis"), {x, index}, Attrs{{"axis", axis}})[0];
 }
 Tensor put_along(const Tensor& x, const Tensor& index, const Tensor& v, int64_t axis, int64_t reduce) {
-  return call_op("put_along_axis", {x, index, v}, Attrs{{"axis", axis}, {"reduce", reduce}})[0];
+  return call_op(OAR_OP("put_along_axis"), {x, index, v}, Attrs{{"axis", axis}, {"reduce", reduce}})[0];
 }
 
 std::vector<Tensor> tri_grad(const GradContext& c) {
@@ -272,58 +272,58 @@ void register_manip_ops(OpRegistry& r) {
   def(r, "triu", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
 }
 
-void register_manip_grads(GradRuleSetter set) {
+void register_manip_grads(OpRegistry& r) {
   constexpr uint32_t kIndex = 2, kAll = 7;  // input bits: 1 x, 2 index, 4 values
-  set("gather_nd", gather_nd_grad, kIndex, false);
-  set("scatter_nd_add", scatter_nd_add_grad, kIndex, false);
-  set("index_put", index_put_grad, kIndex, false);
-  set("take_along_axis", take_along_axis_grad, kIndex, false);
-  set("put_along_axis", put_along_axis_grad, kAll, false);
-  set("sort", sort_grad, 0, true);
-  set("topk", sort_grad, 0, true);
-  set("tril", tri_grad, 0, false);
-  set("pad", pad_grad, 0, false);
-  set("triu", tri_grad, 0, false);
+  set_grad(r, "gather_nd", gather_nd_grad, kIndex, false);
+  set_grad(r, "scatter_nd_add", scatter_nd_add_grad, kIndex, false);
+  set_grad(r, "index_put", index_put_grad, kIndex, false);
+  set_grad(r, "take_along_axis", take_along_axis_grad, kIndex, false);
+  set_grad(r, "put_along_axis", put_along_axis_grad, kAll, false);
+  set_grad(r, "sort", sort_grad, 0, true);
+  set_grad(r, "topk", sort_grad, 0, true);
+  set_grad(r, "tril", tri_grad, 0, false);
+  set_grad(r, "pad", pad_grad, 0, false);
+  set_grad(r, "triu", tri_grad, 0, false);
 }
 
 namespace ops {
 
-Tensor gather_nd(const Tensor& x, const Tensor& index) { return call_op("gather_nd", {x, index})[0]; }
+Tensor gather_nd(const Tensor& x, const Tensor& index) { return call_op(OAR_OP("gather_nd"), {x, index})[0]; }
 Tensor scatter_nd_add(const Tensor& x, const Tensor& index, const Tensor& updates) {
-  return call_op("scatter_nd_add", {x, index, updates})[0];
+  return call_op(OAR_OP("scatter_nd_add"), {x, index, updates})[0];
 }
 void index_put(const Tensor& x, const Tensor& index, const Tensor& value, bool accumulate) {
-  call_op("index_put", {x, index.contiguous(), value.contiguous()},
+  call_op(OAR_OP("index_put"), {x, index.contiguous(), value.contiguous()},
           Attrs{{"accumulate", int64_t{accumulate}}});
 }
 Tensor take_along_axis(const Tensor& x, const Tensor& index, int64_t axis) {
-  return call_op("take_along_axis", {x, index}, Attrs{{"axis", axis}})[0];
+  return call_op(OAR_OP("take_along_axis"), {x, index}, Attrs{{"axis", axis}})[0];
 }
 Tensor put_along_axis(const Tensor& x, const Tensor& index, const Tensor& values, int64_t axis,
                       int64_t reduce) {
-  return call_op("put_along_axis", {x, index, values}, Attrs{{"axis", axis}, {"reduce", reduce}})[0];
+  return call_op(OAR_OP("put_along_axis"), {x, index, values}, Attrs{{"axis", axis}, {"reduce", reduce}})[0];
 }
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t axis, bool descending) {
-  auto r = call_op("sort", {x}, Attrs{{"axis", axis}, {"descending", int64_t{descending}}});
+  auto r = call_op(OAR_OP("sort"), {x}, Attrs{{"axis", axis}, {"descending", int64_t{descending}}});
   return {r[0], r[1]};
 }
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest) {
-  auto r = call_op("topk", {x}, Attrs{{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}});
+  auto r = call_op(OAR_OP("topk"), {x}, Attrs{{"k", k}, {"axis", axis}, {"largest", int64_t{largest}}});
   return {r[0], r[1]};
 }
 Tensor nonzero(const Tensor& x) {
   Tensor n = ops::sum(x.dtype() == DType::kBool ? x : ops::cast(x, DType::kBool));
   const int64_t count = n.cpu().to_vector<int64_t>()[0];
-  return call_op("nonzero", {x}, Attrs{{"count", count}})[0];
+  return call_op(OAR_OP("nonzero"), {x}, Attrs{{"count", count}})[0];
 }
 Tensor tril(const Tensor& x, int64_t diagonal) {
-  return call_op("tril", {x}, Attrs{{"diagonal", diagonal}})[0];
+  return call_op(OAR_OP("tril"), {x}, Attrs{{"diagonal", diagonal}})[0];
 }
 Tensor triu(const Tensor& x, int64_t diagonal) {
-  return call_op("triu", {x}, Attrs{{"diagonal", diagonal}})[0];
+  return call_op(OAR_OP("triu"), {x}, Attrs{{"diagonal", diagonal}})[0];
 }
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, int64_t mode, double value) {
-  return call_op("pad", {x}, Attrs{{"pads", pads}, {"mode", mode}, {"value", value}})[0];
+  return call_op(OAR_OP("pad"), {x}, Attrs{{"pads", pads}, {"mode", mode}, {"value", value}})[0];
 }
 
 }  // namespace ops

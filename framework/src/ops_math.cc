@@ -157,7 +157,9 @@ std::vector<Tensor> zero_grad(const GradContext& c) {  // trunc: piecewise const
   return {ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place())};
 }
 std::vector<Tensor> lgamma_grad(const GradContext& c) { return {multiply(g0(c), op1("digamma", X(c)))}; }
-Tensor polygamma_call(const Tensor& x, int64_t n) { return call_op("polygamma", {x}, Attrs{{"n", n}})[0]; }
+Tensor polygamma_call(const Tensor& x, int64_t n) {
+  return call_op(OAR_OP("polygamma"), {x}, Attrs{{"n", n}})[0];
+}
 std::vector<Tensor> digamma_grad(const GradContext& c) { return {multiply(g0(c), polygamma_call(X(c), 1))}; }
 std::vector<Tensor> polygamma_grad(const GradContext& c) {
   return {multiply(g0(c), polygamma_call(X(c), c.attrs.get_int("n") + 1))};
@@ -205,7 +207,7 @@ std::vector<Tensor> clip_grad(const GradContext& c) {
 }
 
 Tensor cumsum_call(const Tensor& x, int64_t axis, bool reverse) {
-  return call_op("cumsum", {x},
+  return call_op(OAR_OP("cumsum"), {x},
                  Attrs{{"axis", axis}, {"flatten", int64_t{0}}, {"reverse", int64_t{reverse}}})[0];
 }
 // cumsum: each input element feeds every later output, so the gradient is the reversed cumsum.
@@ -232,7 +234,7 @@ std::vector<Tensor> logcumsumexp_grad(const GradContext& c) {
   Tensor zero = scalar_like(0, g);
   auto part = [&](const Tensor& gp) {
     Tensor lg = subtract(ops::log(gp), OUT(c));  // log(0) = -inf: no contribution
-    Tensor s = call_op("logcumsumexp", {lg},
+    Tensor s = call_op(OAR_OP("logcumsumexp"), {lg},
                        Attrs{{"axis", axis}, {"flatten", int64_t{0}}, {"reverse", int64_t{!reverse}}})[0];
     return ops::exp(ops::add(x, s));
   };
@@ -281,34 +283,34 @@ void register_math_ops(OpRegistry& r) {
       infer_randperm, -1);
 }
 
-void register_math_grads(GradRuleSetter set) {
+void register_math_grads(OpRegistry& r) {
   constexpr uint32_t kNone = 0, kX = 1, kXY = 3;
   constexpr bool kOut = true, kNoOut = false;
-  set("sinh", sinh_grad, kX, kNoOut);
-  set("cosh", cosh_grad, kX, kNoOut);
-  set("tan", tan_grad, kNone, kOut);
-  set("asin", asin_grad, kX, kNoOut);
-  set("acos", acos_grad, kX, kNoOut);
-  set("atan", atan_grad, kX, kNoOut);
-  set("asinh", asinh_grad, kX, kNoOut);
-  set("acosh", acosh_grad, kX, kNoOut);
-  set("atanh", atanh_grad, kX, kNoOut);
-  set("log2", log2_grad, kX, kNoOut);
-  set("log10", log10_grad, kX, kNoOut);
-  set("trunc", zero_grad, kNone, kNoOut);
-  set("lgamma", lgamma_grad, kX, kNoOut);
-  set("digamma", digamma_grad, kX, kNoOut);
-  set("polygamma", polygamma_grad, kX, kNoOut);
-  set("erfinv", erfinv_grad, kNone, kOut);
-  set("poisson", zero_grad, kNone, kNoOut);  // as Paddle: samples do not depend smoothly on the rate
-  set("atan2", atan2_grad, kXY, kNoOut);
-  set("fmax", fmax_grad, kXY, kNoOut);
-  set("fmin", fmin_grad, kXY, kNoOut);
-  set("heaviside", heaviside_grad, kX, kNoOut);
-  set("clip", clip_grad, kX, kNoOut);
-  set("cumsum", cumsum_grad, kNone, kNoOut);
-  set("cumprod", cumprod_grad, kX, kOut);
-  set("logcumsumexp", logcumsumexp_grad, kX, kOut);
+  set_grad(r, "sinh", sinh_grad, kX, kNoOut);
+  set_grad(r, "cosh", cosh_grad, kX, kNoOut);
+  set_grad(r, "tan", tan_grad, kNone, kOut);
+  set_grad(r, "asin", asin_grad, kX, kNoOut);
+  set_grad(r, "acos", acos_grad, kX, kNoOut);
+  set_grad(r, "atan", atan_grad, kX, kNoOut);
+  set_grad(r, "asinh", asinh_grad, kX, kNoOut);
+  set_grad(r, "acosh", acosh_grad, kX, kNoOut);
+  set_grad(r, "atanh", atanh_grad, kX, kNoOut);
+  set_grad(r, "log2", log2_grad, kX, kNoOut);
+  set_grad(r, "log10", log10_grad, kX, kNoOut);
+  set_grad(r, "trunc", zero_grad, kNone, kNoOut);
+  set_grad(r, "lgamma", lgamma_grad, kX, kNoOut);
+  set_grad(r, "digamma", digamma_grad, kX, kNoOut);
+  set_grad(r, "polygamma", polygamma_grad, kX, kNoOut);
+  set_grad(r, "erfinv", erfinv_grad, kNone, kOut);
+  set_grad(r, "poisson", zero_grad, kNone, kNoOut);  // as Paddle: samples do not depend smoothly on the rate
+  set_grad(r, "atan2", atan2_grad, kXY, kNoOut);
+  set_grad(r, "fmax", fmax_grad, kXY, kNoOut);
+  set_grad(r, "fmin", fmin_grad, kXY, kNoOut);
+  set_grad(r, "heaviside", heaviside_grad, kX, kNoOut);
+  set_grad(r, "clip", clip_grad, kX, kNoOut);
+  set_grad(r, "cumsum", cumsum_grad, kNone, kNoOut);
+  set_grad(r, "cumprod", cumprod_grad, kX, kOut);
+  set_grad(r, "logcumsumexp", logcumsumexp_grad, kX, kOut);
 }
 
 }  // namespace oar

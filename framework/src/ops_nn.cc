@@ -158,7 +158,7 @@ std::vector<Tensor> layer_norm_grad_rule(const GradContext& c) {
   const Tensor& g = c.grad_outputs[0];
   if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
   std::vector<Tensor> r =
-      call_op("layer_norm_grad", {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
+      call_op(OAR_OP("layer_norm_grad"), {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
               Attrs{{"begin_norm_axis", c.attrs.get_int("begin_norm_axis")}});
   return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1].reshape(in_dims(c, 1)) : Tensor(),
           c.needs_grad[2] ? r[2].reshape(in_dims(c, 2)) : Tensor()};
@@ -167,7 +167,7 @@ std::vector<Tensor> layer_norm_grad_rule(const GradContext& c) {
 std::vector<Tensor> softmax_ce_grad_rule(const GradContext& c) {
   const Tensor& g = c.grad_outputs[0];
   if (!g.defined()) return {Tensor(), Tensor()};
-  return {call_op("softmax_cross_entropy_grad", {c.outputs[1], c.inputs[1], g},
+  return {call_op(OAR_OP("softmax_cross_entropy_grad"), {c.outputs[1], c.inputs[1], g},
                   Attrs{{"ignore_index", c.attrs.get_int("ignore_index")}})[0],
           Tensor()};
 }
@@ -191,14 +191,14 @@ void register_nn_ops(OpRegistry& r) {
       infer_softmax_ce_grad);
 }
 
-void register_nn_grads(GradRuleSetter set) {
+void register_nn_grads(OpRegistry& r) {
   constexpr uint32_t kX = 1, kXW = 3, kLabel = 2;
   for (const ActDef& a : activations()) {
-    set(a.name, act_grad, kX, false);
-    set(a.grad_name, act_grad_grad, kXW, false);  // x and grad
+    set_grad(r, a.name, act_grad, kX, false);
+    set_grad(r, a.grad_name, act_grad_grad, kXW, false);  // x and grad
   }
-  set("layer_norm", layer_norm_grad_rule, kXW, true);
-  set("softmax_cross_entropy", softmax_ce_grad_rule, kLabel, true);
+  set_grad(r, "layer_norm", layer_norm_grad_rule, kXW, true);
+  set_grad(r, "softmax_cross_entropy", softmax_ce_grad_rule, kLabel, true);
 }
 
 namespace ops {

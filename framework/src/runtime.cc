@@ -54,7 +54,7 @@ void init_logging() {
 struct Runtime::Impl {
   std::vector<std::unique_ptr<Plugin>> plugins;
   // kernels[op_id][device_type * kNumDTypes + dtype]
-  std::vector<std::array<KernelEntry, kMaxDeviceTypes * kNumDTypes>> kernels;
+  StableTable<std::array<KernelEntry, kMaxDeviceTypes * kNumDTypes>> kernels;
   std::array<std::array<std::atomic<Device*>, kMaxDevicesPerType>, kMaxDeviceTypes> devices{};
   std::mutex mu;  // loading and opening devices
   std::mutex trace_mu;
@@ -239,8 +239,7 @@ Runtime& Runtime::get() {
 Runtime::Runtime() : impl_(std::make_unique<Impl>()) {
   init_logging();
   // Room for ops registered later (custom op libraries) without moving the table under lock-free readers.
-  impl_->kernels.reserve(1024);
-  impl_->kernels.resize(OpRegistry::get().size());
+  impl_->kernels.grow_to(static_cast<size_t>(OpRegistry::get().size()));
   device_types_.reserve(kMaxDeviceTypes);
   device_types_.push_back(DeviceType{kCpuDeviceType, "cpu", nullptr, 0});  // cpu is always type 0
 }
@@ -489,16 +488,16 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
 }
 
 const KernelEntry* Runtime::kernel(int32_t op_id, int16_t device_type, DType dtype) const {
+  if (!impl_->kernels.has(static_cast<size_t>(op_id))) return nullptr;  // an op added after any kernel was
   const KernelEntry& e = impl_->kernels[op_id][device_type * kNumDTypes + static_cast<int32_t>(dtype)];
   return e.fn ? &e : nullptr;
 }
 
 void Runtime::add_kernel(int32_t op_id, int16_t device_type, DType dtype, const KernelEntry& entry) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  OAR_ENFORCE(op_id >= 0 && op_id < 1024, ErrorCode::kOutOfRange,
+  OAR_ENFORCE(op_id >= 0 && op_id < OpRegistry::get().size(), ErrorCode::kOutOfRange,
               "add_kernel: op id " << op_id << " out of range");
-  if (static_cast<size_t>(op_id) >= impl_->kernels.size())
-    impl_->kernels.resize(op_id + 1);  // within capacity
+  impl_->kernels.grow_to(static_cast<size_t>(op_id) + 1);
   impl_->kernels[op_id][device_type * kNumDTypes + static_cast<int32_t>(dtype)] = entry;
 }
 
@@ -508,6 +507,7 @@ std::vector<std::pair<std::string, std::vector<DType>>> Runtime::kernels_of(int1
   for (int32_t id = 0; id < ops.size(); ++id) {
     if (ops.at(id).custom) continue;  // a custom op library's, not the plugin's
     std::vector<DType> dts;
+    if (!impl_->kernels.has(static_cast<size_t>(id))) continue;
     for (int32_t d = 0; d < kNumDTypes; ++d)
       if (impl_->kernels[id][device_type * kNumDTypes + d].fn) dts.push_back(static_cast<DType>(d));
     if (!dts.empty()) out.emplace_back(ops.at(id).name, dts);

@@ -1,14 +1,14 @@
-#include "internal.h"
-
 #include <oar/core/autograd.h>
+#include <oar/core/dispatch_hooks.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 #include <oar/core/runtime.h>
 #include <oar/core/tensor.h>
-#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "internal.h"
 
 namespace oar {
 
@@ -68,7 +68,7 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::data_ptr() const {
-  if (impl_->symbol) ir::throw_symbolic_access(*this);
+  if (impl_->symbol) throw_symbolic_access(*this);
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * dtype_size(impl_->dtype);
 }
 
@@ -108,7 +108,7 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : ops::copy(*
 
 Tensor Tensor::to(Place place) const {
   if (place == this->place()) return *this;
-  if (impl_->symbol) ir::throw_symbolic_access(*this);
+  if (impl_->symbol) throw_symbolic_access(*this);
   Tensor out;
   {
     NoGradGuard no_grad;  // the copy's own history is recorded below, as one node
@@ -128,7 +128,7 @@ Tensor Tensor::to(Place place) const {
 }
 
 void Tensor::copy_to_host(void* dst, size_t bytes) const {
-  if (impl_->symbol) ir::throw_symbolic_access(*this);
+  if (impl_->symbol) throw_symbolic_access(*this);
   OAR_ENFORCE(bytes == static_cast<size_t>(numel() * dtype_size(dtype())), ErrorCode::kInvalidArgument,
               "copy_to_host: buffer of " << bytes << " bytes for a " << dtype_name(dtype()) << " tensor of shape "
                                          << dims().to_string());
@@ -141,23 +141,11 @@ namespace {
 
 std::vector<int64_t> shape_vector(const Dims& d) { return std::vector<int64_t>(d.begin(), d.end()); }
 
-// While a program is built (static mode), a view is recorded as a view op whose result is a new
-// variable with the view's dims; a concrete base (a parameter) is captured, so that the program reads
-// its current value when it runs. Without a program, `v` is returned unchanged.
-Tensor recorded_view(const Tensor& base, const Tensor& v, const char* op, Attrs attrs) {
-  ir::ProgramBuilder* b = ir::current_builder();
-  if (b == nullptr && !ir::is_symbolic(base)) return v;
-  // A reshape / squeeze / unsqueeze / expand that keeps the shape is the variable itself: `v` (made by
-  // make_view) stands for the same variable, so no op is recorded (gradient rules make many of these).
-  if (ir::is_symbolic(base) && v.dims() == base.dims() && std::strcmp(op, "transpose") != 0 &&
-      std::strcmp(op, "slice") != 0)
-    return v;
-  OAR_ENFORCE(b != nullptr, ErrorCode::kInvalidArgument,
-              op << ": '" << ir::symbolic_name(base)
-                 << "' is a static-graph variable, used outside of the program being built (program_guard)");
-  return b->record_view(base, *ir::find_view_op(op), attrs, v.dims());
+// The dispatch hooks see every view (static mode records it as a view op and may replace `v`).
+Tensor recorded_view(const Tensor& base, Tensor v, const char* op, const Attrs& attrs) {
+  run_view_hooks(base, v, op, attrs);
+  return v;
 }
-
 
 int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
   OAR_ENFORCE(axis >= -ndim && axis < ndim, ErrorCode::kOutOfRange,

@@ -2,6 +2,7 @@
 #include <oar/core/autograd.h>
 #include <oar/core/custom_op.h>
 #include <oar/core/dispatch.h>
+#include <oar/core/dispatch_hooks.h>
 #include <oar/core/error.h>
 #include <oar/core/runtime.h>
 #include <oar/ir/executor.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace oar::ir {
 
@@ -136,6 +138,42 @@ std::shared_ptr<ProgramBuilder> set_current_builder(std::shared_ptr<ProgramBuild
   t_current = t_builder.get();
   return b;
 }
+
+// ---- the dispatch hook: static mode records op calls and views instead of running them ------------
+namespace {
+bool record_op_call(OpCall& c) {
+  if (ProgramBuilder* b = t_current) {
+    b->record(c.op, c.inputs, c.n_inputs, c.attrs, c.infer, c.place, c.outputs);
+    return true;
+  }
+  for (int32_t i = 0; i < c.n_inputs; ++i)
+    OAR_ENFORCE(c.inputs[i].impl()->symbol == nullptr, ErrorCode::kInvalidArgument,
+                c.op.name << ": an input is a static-graph variable, used outside of the program being built "
+                             "(program_guard / to_static)");
+  return false;
+}
+
+// While a program is built, a view is recorded as a view op whose result is a new variable with the
+// view's dims; a concrete base (a parameter) is captured, so that the program reads its current value
+// when it runs.
+void record_view_call(const Tensor& base, Tensor& v, const char* op, const Attrs& attrs) {
+  ProgramBuilder* b = t_current;
+  if (b == nullptr && !is_symbolic(base)) return;
+  // A reshape / squeeze / unsqueeze / expand that keeps the shape is the variable itself: `v` (made by
+  // make_view) stands for the same variable, so no op is recorded (gradient rules make many of these).
+  if (is_symbolic(base) && v.dims() == base.dims() && std::strcmp(op, "transpose") != 0 &&
+      std::strcmp(op, "slice") != 0)
+    return;
+  OAR_ENFORCE(b != nullptr, ErrorCode::kInvalidArgument,
+              op << ": '" << symbolic_name(base)
+                 << "' is a static-graph variable, used outside of the program being built (program_guard)");
+  v = b->record_view(base, *find_view_op(op), attrs, v.dims());
+}
+
+const DispatchHook kStaticGraphHook{record_op_call, nullptr, record_view_call, throw_symbolic_access};
+}  // namespace
+
+void install_static_graph_hook() { install_dispatch_hook(HookSlot::kStaticGraph, &kStaticGraphHook); }
 
 // ---- ProgramBuilder ------------------------------------------------------------------------------------
 

@@ -73,19 +73,9 @@ struct GradContext {
   const std::vector<Tensor>& grad_outputs;  // undefined entries are zero
   std::vector<bool> needs_grad;             // per input
 };
-using GradFn = std::vector<Tensor> (*)(const GradContext& ctx);
 
-struct GradRule {
-  GradFn fn = nullptr;
-  uint32_t saved_inputs = 0;  // bit i: the rule reads input i's values
-  bool saved_outputs = false; // the rule reads the outputs' values
-  // bit i: input i is read only for the other inputs' gradients (x * y: x for dy), so it is saved
-  // only when one of them requires a gradient; this keeps `x *= 2` free of a saved copy of x.
-  uint32_t saved_for_others = 0;
-};
-
-// The gradient rule of each built-in op (autograd.cc), keyed by op id; null = not differentiable.
-const GradRule* grad_rule(const OpDef& op);
+// The op's gradient rule (OpDef::grad); null = not differentiable.
+inline const GradRule* grad_rule(const OpDef& op) { return op.grad.fn ? &op.grad : nullptr; }
 
 // Grad mode: thread-local, on by default.
 bool grad_enabled();
@@ -103,6 +93,8 @@ class NoGradGuard {
 
 namespace autograd {
 
+// Whether tensors of dtype d can carry gradients (floating and complex).
+inline bool differentiable_dtype(DType d) { return is_floating(d) || is_complex(d); }
 bool requires_grad(const Tensor& t);
 void set_requires_grad(const Tensor& t, bool value);  // only on leaves
 bool is_leaf(const Tensor& t);
@@ -115,7 +107,10 @@ Tensor detach(const Tensor& t);  // shares storage, no history
 Tensor sum_to(const Tensor& g, const Dims& shape);
 Edge edge_of(const Tensor& t);
 
-// Called by dispatch after an op ran: records its node when needed.
+// Installs autograd's dispatch hook (dispatch_hooks.h): in-place checks before an op, record_op /
+// record_inplace after it. Called once at start-up (core_hooks.cc).
+void install_hook();
+// Called by the hook after an op ran: records its node when needed.
 void record_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, const Attrs& attrs, Tensor* outputs,
                int32_t n_outputs);
 // Called by dispatch around an op that writes into an input. With gradients involved, check_inplace

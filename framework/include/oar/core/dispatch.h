@@ -28,7 +28,14 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attr
 // runs of one instruction).
 void run_op_inferred(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attrs, Place place,
                      const TensorMeta* out_meta, Tensor* outputs);
-// Same, by name (slower: looks the op up).
+// A typed handle to the op named by a string literal: looked up once per call site, so code that runs
+// per call (gradient rules, composites) does no name lookup: call_op(OAR_OP("conv_grad_input"), ...).
+#define OAR_OP(name)                                                               \
+  ([]() -> const ::oar::OpDef& {                                                   \
+    static const ::oar::OpDef& oar_op_handle_ = ::oar::OpRegistry::get().at(name); \
+    return oar_op_handle_;                                                         \
+  }())
+// Same, by name (slower: looks the op up on every call; for tools and tests).
 std::vector<Tensor> call_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs = {},
                             Place place = cpu_place());
 

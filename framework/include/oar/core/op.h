@@ -5,10 +5,15 @@
 
 #include <oar/core/dtype.h>
 #include <oar/core/shape.h>
+#include <oar/core/stable_table.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -45,7 +50,21 @@ struct TensorMeta {
 inline constexpr int kMaxOpOutputs = 4;
 
 struct OpDef;
-struct GradRule;
+class Tensor;
+struct GradContext;  // autograd.h
+
+// An op's gradient rule: from the saved inputs/outputs, the attributes and the output gradients
+// (GradContext), one gradient per input, written with ordinary ops so it can be differentiated again.
+// fn == nullptr: the op is not differentiable.
+using GradFn = std::vector<Tensor> (*)(const GradContext& ctx);
+struct GradRule {
+  GradFn fn = nullptr;
+  uint32_t saved_inputs = 0;   // bit i: the rule reads input i's values
+  bool saved_outputs = false;  // the rule reads the outputs' values
+  // bit i: input i is read only for the other inputs' gradients (x * y: x for dy), so it is saved
+  // only when one of them requires a gradient; this keeps `x *= 2` free of a saved copy of x.
+  uint32_t saved_for_others = 0;
+};
 
 struct InferContext {
   const OpDef* op;
@@ -85,11 +104,12 @@ struct OpDef {
   uint32_t inplace_mask = 0;
   int32_t inplace_groups = 0;
   std::string doc;
-  // Ops from a custom op library (custom_op.cc): the loader's per-op state, and the gradient rule it
-  // built from the library's grad op (autograd reads it instead of its table).
+  // The gradient rule, declared with the op (built-in ops: next to their definition in op_defs.cc and
+  // the family files; custom ops: built by the loader from the library's grad op).
+  GradRule grad;
+  // Ops from a custom op library (custom_op.cc): the loader's per-op state.
   bool custom = false;
   const void* user = nullptr;
-  const GradRule* grad = nullptr;
 };
 
 // Whether op writes into input i of n_in (inplace_input or inplace_mask).
@@ -101,18 +121,24 @@ inline bool op_writes_input(const OpDef& op, int32_t i, int32_t n_in) {
   return block < 32 && (op.inplace_mask >> block & 1u);
 }
 
+// Every op, by id (dense, in registration order) and by name. Lookups by id are lock-free; ops are
+// only ever added (custom op libraries add theirs at run time) and never move.
 class OpRegistry {
  public:
   static OpRegistry& get();
-  const OpDef* find(const std::string& name) const;  // nullptr when unknown
-  const OpDef& at(const std::string& name) const;    // throws kNotFound
-  const OpDef& at(int32_t id) const { return *ops_[id]; }
-  int32_t size() const { return static_cast<int32_t>(ops_.size()); }
+  const OpDef* find(std::string_view name) const;  // nullptr when unknown
+  const OpDef& at(std::string_view name) const;    // throws kNotFound
+  const OpDef& at(int32_t id) const { return *ops_[static_cast<size_t>(id)]; }
+  int32_t size() const { return size_.load(std::memory_order_acquire); }
   OpDef& add(OpDef def);
+  OpDef& get_mutable(std::string_view name);  // registration only (gradient rules, samples)
 
  private:
   OpRegistry();
-  std::vector<std::unique_ptr<OpDef>> ops_;
+  StableTable<std::unique_ptr<OpDef>> ops_;
+  std::atomic<int32_t> size_{0};
+  mutable std::mutex mu_;  // guards by_name_ and adding
+  std::unordered_map<std::string_view, int32_t> by_name_;
 };
 
 // Registers the built-in op set (op_defs.cc).

@@ -31,7 +31,8 @@ Tensor logical_or(const Tensor& x, const Tensor& y);
 Tensor logical_xor(const Tensor& x, const Tensor& y);
 
 // Elementwise unary, by op name ("exp", "relu", ...; see docs/ops.md).
-Tensor unary(const char* op, const Tensor& x);
+Tensor unary(const char* op, const Tensor& x);  // looks the op up: OAR_OP handles in hot code
+Tensor unary(const OpDef& op, const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);

@@ -147,6 +147,10 @@ class ProgramBuilder {
   std::unordered_map<const TensorImpl*, std::string> capture_names_;
 };
 
+// Installs static mode's dispatch hook (dispatch_hooks.h): op calls and views are recorded into the
+// current builder. Called once at start-up (core_hooks.cc).
+void install_static_graph_hook();
+
 // The builder ops are recorded into on this thread (nullptr: eager execution).
 ProgramBuilder* current_builder();
 // Makes `b` current; returns the previous one. Pass nullptr for eager execution.

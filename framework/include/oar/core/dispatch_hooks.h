@@ -1,0 +1,49 @@
+// The dispatcher's extension points. run_op calls the installed hooks around every op, in a fixed order,
+// so the eager core does not know the subsystems that watch op calls or take them over: autograd
+// recording (autograd.cc) and static-graph recording (ir/static_graph.cc) today; AMP casts and
+// profiling come the same way, each in its own slot.
+#pragma once
+
+#include <oar/core/op.h>
+#include <oar/core/tensor.h>
+
+namespace oar {
+
+// One op call as the hooks see it, after attribute completion and shape inference.
+struct OpCall {
+  const OpDef& op;
+  const Tensor* inputs;
+  int32_t n_inputs;
+  Attrs& attrs;
+  const InferContext& infer;  // the inferred outputs
+  Place place;
+  Tensor* outputs;  // room for op.outputs.size() tensors; filled by the kernel or by a hook
+};
+
+struct DispatchHook {
+  // Before the kernel runs. Returning true takes the call over: the hook has filled `outputs` and no
+  // kernel runs; hooks in later slots do not see this call's `before`. nullptr: nothing to do.
+  bool (*before)(OpCall& call) = nullptr;
+  // After the kernel (or the hook that took the call over), once written inputs have new versions.
+  void (*after)(OpCall& call) = nullptr;
+  // A view made by the core (reshape, transpose, slice, squeeze, unsqueeze, expand; `op` names it): the
+  // hook may replace `view` (a static-graph recording). nullptr: nothing to do.
+  void (*view)(const Tensor& base, Tensor& view, const char* op, const Attrs& attrs) = nullptr;
+  // Reading the memory of a tensor that has a symbol (a static-graph variable, made by the hook's own
+  // subsystem): throws the subsystem's error naming the variable.
+  void (*symbolic_access)(const Tensor& t) = nullptr;
+};
+
+// The slots, in the order their hooks run.
+enum class HookSlot : int { kAutograd = 0, kStaticGraph = 1, kCount = 2 };
+
+// Installs `hook` (static storage) in `slot`, replacing what was there. Done once, at start-up, by
+// install_core_hooks (core_hooks.cc), before any op runs.
+void install_dispatch_hook(HookSlot slot, const DispatchHook* hook);
+const DispatchHook* dispatch_hook(HookSlot slot);
+
+// The views' side of the hooks, called by the core's view methods (tensor.cc).
+void run_view_hooks(const Tensor& base, Tensor& view, const char* op, const Attrs& attrs);
+[[noreturn]] void throw_symbolic_access(const Tensor& t);
+
+}  // namespace oar
