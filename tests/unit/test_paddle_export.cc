@@ -1260,7 +1260,8 @@ TEST(PaddleOpMap, IsConsistent) {
     // The regular forms: the oar op exists and has the signature the form assumes.
     if (m.form == "custom") continue;
     const OpDef* d = reg.find(m.oar_op);
-    ASSERT_NE(d, nullptr) << t << ": no op " << m.oar_op;
+    EXPECT_NE(d, nullptr) << t << ": no op " << m.oar_op;
+    if (d == nullptr) continue;
     size_t ni = d->inputs.size(), no = d->outputs.size();
     if (m.form == "unary" || m.form == "reduce") EXPECT_TRUE(ni == 1 && no == 1) << t;
     if (m.form == "elementwise" || m.form == "binary") EXPECT_TRUE(ni == 2 && no == 1) << t;
