@@ -106,6 +106,15 @@ Tensor align_for_axis(const OpDesc& op, const Tensor& small, int32_t big_rank, i
   return small.reshape(Dims(shape));
 }
 
+// One call of a one-output op without attributes, allocation-free as the ops:: functions are (the unary,
+// elementwise and binary forms run on every executor step).
+Tensor call1(const OpDef& def, std::initializer_list<Tensor> inputs) {
+  Attrs attrs;
+  Tensor out;
+  run_op(def, inputs.begin(), static_cast<int32_t>(inputs.size()), attrs, cpu_place(), &out);
+  return out;
+}
+
 // The elementwise form of the Paddle op map: oar op `def` on X and Y.
 OpKernelFn tr_elementwise(const OpDesc& op, const OpDef* def) {
   int64_t axis = attr_int(op, "axis", -1);
@@ -120,7 +129,7 @@ OpKernelFn tr_elementwise(const OpDesc& op, const OpDef* def) {
       else
         x = align_for_axis(*o, x, y.ndim(), axis);
     }
-    c.set_out("Out", call_op(*def, {x, y})[0]);
+    c.set_out("Out", call1(*def, {x, y}));
   };
 }
 
@@ -1114,11 +1123,11 @@ OpKernelFn tr_regular(const OpDesc& op) {
   OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op " << e.op);
   switch (e.form) {
     case Form::kUnary:
-      return [def](OpRunContext& c) { c.set_out("Out", call_op(*def, {c.in("X")})[0]); };
+      return [def](OpRunContext& c) { c.set_out("Out", call1(*def, {c.in("X")})); };
     case Form::kElementwise:
       return tr_elementwise(op, def);
     case Form::kBinary:
-      return [def](OpRunContext& c) { c.set_out("Out", call_op(*def, {c.in("X"), c.in("Y")})[0]); };
+      return [def](OpRunContext& c) { c.set_out("Out", call1(*def, {c.in("X"), c.in("Y")})); };
     case Form::kReduce:
       return tr_reduce(op, def);
     case Form::kSlots:
