@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 using namespace oar;
@@ -1213,6 +1214,76 @@ TEST(PaddleExport, EveryExportableOpHasARule) {
        {"add", "matmul", "conv", "max_pool", "avg_pool", "layer_norm", "softmax", "reshape", "fill"})
     EXPECT_TRUE(s.count(n)) << n;
   EXPECT_FALSE(s.count("round"));  // a rule that always keeps the op native
+}
+
+// The Paddle op map (framework/src/ir/paddle_map.def), from which the Executor's translations, the export
+// rules and the op versions are all derived, is consistent.
+TEST(PaddleOpMap, IsConsistent) {
+  const OpRegistry& reg = OpRegistry::get();
+  std::set<std::string> types, imported;
+  std::map<std::string, std::string> owner;  // native op -> the Paddle type that is its export
+  auto has_attr = [](const OpDef& d, const std::string& a) {
+    for (const AttrDef& ad : d.attrs)
+      if (a == ad.name) return true;
+    return false;
+  };
+  for (const PaddleOpMapping& m : paddle_op_map()) {
+    const std::string& t = m.paddle_type;
+    EXPECT_TRUE(types.insert(t).second) << t << " appears twice";
+    // Versions and translations come from the entry.
+    if (m.version >= 0)
+      EXPECT_EQ(supported_op_version(t), m.version) << t;
+    else
+      EXPECT_FALSE(supported_op_version(t).has_value()) << t;
+    EXPECT_EQ(find_op_translation(t) != nullptr, m.imported) << t;
+    if (m.imported) imported.insert(t);
+    // Every Paddle type the exporter writes is one oar runs and records a version of.
+    bool exported = !m.exported_from.empty() || !m.exported_views.empty() || !m.also_from.empty();
+    if (exported) {
+      EXPECT_TRUE(m.imported) << t << " is exported but has no import";
+      EXPECT_GE(m.version, 0) << t << " is exported but has no op version";
+    }
+    // Native ops exist (views are the ones without an OpDef), each exported by one entry.
+    for (const std::string& n : m.exported_from) {
+      EXPECT_NE(reg.find(n), nullptr) << t << ": no op " << n;
+      EXPECT_TRUE(owner.emplace(n, t).second) << n << " is exported by " << owner[n] << " and " << t;
+    }
+    for (const std::string& n : m.exported_views) {
+      EXPECT_EQ(reg.find(n), nullptr) << t << ": " << n << " has an OpDef, so it is no view op";
+      EXPECT_TRUE(owner.emplace(n, t).second) << n << " is exported by " << owner[n] << " and " << t;
+    }
+    if (!m.declined.empty()) {
+      EXPECT_NE(reg.find(m.oar_op), nullptr) << t << ": no op " << m.oar_op;
+      EXPECT_FALSE(m.imported || exported) << t << " is declined but mapped";
+      continue;
+    }
+    // The regular forms: the oar op exists and has the signature the form assumes.
+    if (m.form == "custom") continue;
+    const OpDef* d = reg.find(m.oar_op);
+    EXPECT_NE(d, nullptr) << t << ": no op " << m.oar_op;
+    if (d == nullptr) continue;
+    size_t ni = d->inputs.size(), no = d->outputs.size();
+    if (m.form == "unary" || m.form == "reduce") EXPECT_TRUE(ni == 1 && no == 1) << t;
+    if (m.form == "elementwise" || m.form == "binary") EXPECT_TRUE(ni == 2 && no == 1) << t;
+    if (m.form == "reduce") EXPECT_TRUE(has_attr(*d, "axis") && has_attr(*d, "keepdim")) << t;
+    if (m.form == "slots") {
+      EXPECT_EQ(static_cast<size_t>(m.num_inputs), ni) << t;
+      EXPECT_EQ(static_cast<size_t>(m.num_outputs), no) << t;
+      for (const std::string& a : m.renamed_attrs)
+        EXPECT_TRUE(has_attr(*d, a)) << t << ": no attribute " << a;
+    }
+  }
+  for (const PaddleOpMapping& m : paddle_op_map())
+    if (!m.also_from.empty()) EXPECT_TRUE(owner.count(m.also_from)) << m.paddle_type << ": " << m.also_from;
+  // The export rules and the translations are exactly the map's.
+  std::vector<std::string> natives;
+  for (auto& kv : owner) natives.push_back(kv.first);
+  EXPECT_EQ(exportable_native_ops(), natives);
+  EXPECT_EQ(translated_op_types(), std::vector<std::string>(imported.begin(), imported.end()));
+  // Many to one: Paddle's swish and silu both import to oar's silu, which exports as silu.
+  EXPECT_EQ(owner["silu"], "silu");
+  EXPECT_NE(find_op_translation("swish"), nullptr);
+  EXPECT_FALSE(supported_op_version("round").has_value());  // declined: Paddle's round differs
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
-// The op versions oar implements for the Paddle op types it maps. A version here is the newest
+// The op versions oar implements for the Paddle op types it maps, read from the Paddle op map
+// (paddle_map.def, where each type's entry gives its version). A version there is the newest
 // PaddlePaddle op definition (its REGISTER_OP_VERSION checkpoint count) whose semantics oar's mapping
 // follows; ops Paddle never versioned are 0. Older versions are accepted: the mapping handles them.
+// This file is also built into the fuzzers, without the rest of the core: it reads the map's data only.
 #include <oar/core/error.h>
 #include <oar/ir/op_version.h>
 #include <oar/ir/program.h>
@@ -9,167 +11,74 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "paddle_map.h"
+
 namespace oar::ir {
+namespace {
+
+const std::vector<paddle_map::Entry>& map_entries() {
+#define IMPORT(fn) nullptr
+#define RULE(fn) nullptr
+  using namespace paddle_map;
+  static const std::vector<Entry> t = {
+#include "paddle_map.def"
+  };
+#undef IMPORT
+#undef RULE
+  return t;
+}
+
+const char* form_name(paddle_map::Form f) {
+  switch (f) {
+    case paddle_map::Form::kUnary:
+      return "unary";
+    case paddle_map::Form::kElementwise:
+      return "elementwise";
+    case paddle_map::Form::kBinary:
+      return "binary";
+    case paddle_map::Form::kReduce:
+      return "reduce";
+    case paddle_map::Form::kSlots:
+      return "slots";
+    case paddle_map::Form::kCustom:
+      break;
+  }
+  return "custom";
+}
+
+}  // namespace
+
+const std::vector<PaddleOpMapping>& paddle_op_map() {
+  static const std::vector<PaddleOpMapping> t = [] {
+    std::vector<PaddleOpMapping> out;
+    for (const paddle_map::Entry& e : map_entries()) {
+      PaddleOpMapping m;
+      m.paddle_type = e.paddle;
+      m.version = e.version;
+      m.form = form_name(e.form);
+      m.oar_op = e.op != nullptr ? e.op : "";
+      m.imported = e.imported;
+      m.num_inputs = static_cast<int32_t>(e.ins.size());
+      m.num_outputs = static_cast<int32_t>(e.outs.size());
+      for (const paddle_map::AttrRename& r : e.attrs) m.renamed_attrs.push_back(r.oar);
+      for (const paddle_map::Export& x : e.exports)
+        (x.view ? m.exported_views : m.exported_from).push_back(x.native);
+      m.also_from = e.also_from != nullptr ? e.also_from : "";
+      m.declined = e.declined != nullptr ? e.declined : "";
+      out.push_back(std::move(m));
+    }
+    return out;
+  }();
+  return t;
+}
 
 const std::vector<std::pair<std::string, int32_t>>& supported_op_versions() {
-  static const std::vector<std::pair<std::string, int32_t>> kVersions = {
-      {"feed", 0},
-      {"fetch", 0},
-      {"elementwise_add", 1},
-      {"elementwise_sub", 1},
-      {"elementwise_mul", 1},
-      {"elementwise_div", 1},
-      {"elementwise_pow", 1},
-      {"matmul", 1},
-      {"matmul_v2", 0},
-      {"mul", 0},
-      {"relu", 0},
-      {"sigmoid", 0},
-      {"tanh", 0},
-      {"leaky_relu", 1},
-      {"softplus", 1},
-      {"softmax", 0},
-      {"conv2d", 1},
-      {"depthwise_conv2d", 1},
-      {"conv2d_transpose", 2},
-      {"pool2d", 0},
-      {"max_pool2d_with_index", 1},
-      {"batch_norm", 0},
-      {"layer_norm", 0},
-      {"scale", 0},
-      {"reshape2", 0},
-      {"transpose2", 0},
-      {"flatten_contiguous_range", 0},
-      {"concat", 0},
-      {"dropout", 0},
-      {"fill_constant", 2},
-      {"shape", 0},
-      {"rnn", 0},  // Paddle 3.3 records no version for it
-      {"lookup_table", 1},
-      {"lookup_table_v2", 1},
-      {"clip", 1},
-      {"gather", 1},
-      {"cumsum", 1},
-      {"cumprod", 1},
-      {"flip", 1},
-      {"roll", 2},
-      {"equal", 1},
-      {"not_equal", 1},
-      {"less_than", 1},
-      {"less_equal", 1},
-      {"greater_than", 1},
-      {"greater_equal", 1},
-      // Emitted by export_paddle_dialect (paddle_export.cc); versions as in PaddlePaddle 3.3.
-      {"elementwise_max", 0},
-      {"elementwise_min", 0},
-      {"elementwise_floordiv", 0},
-      {"elementwise_mod", 0},
-      {"logical_and", 0},
-      {"logical_or", 0},
-      {"logical_xor", 0},
-      {"logical_not", 0},
-      {"exp", 0},
-      {"log", 0},
-      {"sqrt", 0},
-      {"rsqrt", 0},
-      {"abs", 0},
-      {"square", 0},
-      {"sin", 0},
-      {"cos", 0},
-      {"tan", 0},
-      {"asin", 0},
-      {"acos", 0},
-      {"atan", 0},
-      {"sinh", 0},
-      {"cosh", 0},
-      {"asinh", 0},
-      {"acosh", 0},
-      {"atanh", 0},
-      {"floor", 0},
-      {"ceil", 0},
-      {"reciprocal", 0},
-      {"erf", 0},
-      {"erfinv", 0},
-      {"log1p", 0},
-      {"expm1", 0},
-      {"log2", 0},
-      {"log10", 0},
-      {"sign", 0},
-      {"silu", 0},
-      {"lgamma", 0},
-      {"digamma", 0},
-      {"trunc", 0},
-      {"gelu", 0},
-      {"elu", 0},
-      {"hard_swish", 0},
-      {"hard_sigmoid", 0},
-      {"log_softmax", 0},
-      {"assign", 0},
-      {"cast", 0},
-      {"eye", 0},
-      {"reduce_sum", 0},
-      {"reduce_mean", 0},
-      {"reduce_max", 0},
-      {"reduce_min", 0},
-      {"reduce_prod", 0},
-      {"reduce_all", 0},
-      {"reduce_any", 0},
-      {"arg_max", 0},
-      {"arg_min", 0},
-      {"index_select", 0},
-      {"where", 0},
-      {"gather_nd", 0},
-      {"tril_triu", 0},
-      {"top_k_v2", 0},
-      {"argsort", 1},
-      {"pad", 0},
-      {"conv3d", 1},
-      {"squeeze2", 0},
-      {"unsqueeze2", 0},
-      {"slice", 0},
-      {"strided_slice", 0},
-      {"expand_v2", 0},
-      {"expand_as_v2", 0},
-      {"elementwise_fmax", 0},
-      {"elementwise_fmin", 0},
-      {"elementwise_heaviside", 0},
-      {"bitwise_and", 0},
-      {"bitwise_or", 0},
-      {"bitwise_xor", 0},
-      {"bitwise_not", 0},
-      {"atan2", 0},
-      {"isnan_v2", 0},
-      {"isinf_v2", 0},
-      {"isfinite_v2", 0},
-      {"logcumsumexp", 0},
-      {"take_along_axis", 0},
-      {"put_along_axis", 0},
-      {"scatter_nd_add", 0},
-      {"index_add", 0},
-      {"inverse", 0},
-      {"determinant", 0},
-      {"cholesky", 0},
-      {"solve", 0},
-      {"triangular_solve", 0},
-      {"qr", 0},
-      {"svd", 0},
-      {"eigh", 0},
-      {"polygamma", 0},
-      {"unfold", 0},
-      {"fold", 0},
-      {"grid_sampler", 1},
-      {"range", 0},
-      {"linspace", 1},
-      {"softmax_with_cross_entropy", 0},
-      {"pad3d", 0},
-      {"pool3d", 0},
-      {"nearest_interp_v2", 0},
-      {"linear_interp_v2", 0},
-      {"bilinear_interp_v2", 0},
-      {"trilinear_interp_v2", 0},
-      {"bicubic_interp_v2", 0},
-      {"slogdeterminant", 0},
-  };
+  static const std::vector<std::pair<std::string, int32_t>> kVersions = [] {
+    std::vector<std::pair<std::string, int32_t>> v;
+    for (const paddle_map::Entry& e : map_entries())
+      if (e.version != paddle_map::kNoVersion) v.emplace_back(e.paddle, e.version);
+    return v;
+  }();
   return kVersions;
 }
 

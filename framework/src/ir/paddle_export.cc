@@ -1,7 +1,9 @@
 // Native oar ops -> PaddlePaddle's legacy op dialect (paddle_export.h). One rule per native op name;
 // a rule reads the native op's slots and attributes and emits one or more Paddle ops, or declines with
-// a reason (the op then stays native and is reported). Every Paddle type emitted here has a
-// translation in paddle_ops.cc, so the exported program runs on oar's Executor too.
+// a reason (the op then stays native and is reported). Which native op has which rule is the Paddle op
+// map (paddle_map.def): the regular forms' rules are derived from their entries, the others are the
+// rule_* functions the map names. Every Paddle type emitted here has a translation in paddle_ops.cc,
+// so the exported program runs on oar's Executor too.
 #include <oar/core/error.h>
 #include <oar/core/op.h>
 #include <oar/ir/op_version.h>
@@ -15,6 +17,8 @@
 #include <set>
 #include <sstream>
 
+#include "paddle_map.h"
+
 namespace oar::ir {
 namespace {
 
@@ -23,8 +27,10 @@ constexpr int32_t kPaddleInt64 = 3;  // VarType.INT64
 
 using AttrList = std::vector<std::pair<std::string, Attribute>>;
 
+}  // namespace
+
 // What a rule works on: the native op, its block, and where new ops and temporaries go.
-struct Ctx {
+struct paddle_map::ExportCtx {
   Program* prog;
   int32_t block_idx;
   const OpDesc* op;
@@ -174,6 +180,10 @@ struct Ctx {
   }
 };
 
+namespace {
+
+using Ctx = paddle_map::ExportCtx;
+
 // int64 values that must fit Paddle's INT / INTS attributes.
 bool fits_i32(int64_t v) {
   return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
@@ -232,13 +242,6 @@ bool rule_binary(Ctx& c, const char* type) {
   return true;
 }
 
-bool rule_logical(Ctx& c, const char* type) {
-  const std::string &x = c.in("x"), &y = c.in("y");
-  if (!broadcastable(c, x, y)) return false;
-  c.emit(type, {{"X", {x}}, {"Y", {y}}}, {{"Out", {c.out("out")}}});
-  return true;
-}
-
 bool rule_unary(Ctx& c, const char* type) {
   c.emit(type, {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}});
   return true;
@@ -260,47 +263,10 @@ bool rule_copy(Ctx& c, const char*) {
 
 // ---- activations with attributes -------------------------------------------------------------------
 
-bool rule_gelu(Ctx& c, const char*) {
-  c.emit("gelu", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, {{"approximate", c.i("approximate") != 0}});
-  return true;
-}
-
-// One FLOAT attribute copied from the native op under Paddle's name.
-bool rule_act1(Ctx& c, const char* type, const char* native_attr, const char* paddle_attr) {
-  float v;
-  if (!to_f32(c, native_attr, c.f(native_attr), &v)) return false;
-  c.emit(type, {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, {{paddle_attr, v}});
-  return true;
-}
-bool rule_leaky_relu(Ctx& c, const char*) { return rule_act1(c, "leaky_relu", "negative_slope", "alpha"); }
-bool rule_elu(Ctx& c, const char*) { return rule_act1(c, "elu", "alpha", "alpha"); }
-
-bool rule_softplus(Ctx& c, const char*) {
-  float beta, th;
-  if (!to_f32(c, "beta", c.f("beta"), &beta) || !to_f32(c, "threshold", c.f("threshold"), &th)) return false;
-  c.emit("softplus", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, {{"beta", beta}, {"threshold", th}});
-  return true;
-}
-
 bool rule_hardswish(Ctx& c, const char*) {
   // oar's hardswish is x * relu6(x + 3) / 6: Paddle's with its default threshold/scale/offset.
   c.emit("hard_swish", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}},
          {{"threshold", 6.0f}, {"scale", 6.0f}, {"offset", 3.0f}});
-  return true;
-}
-
-bool rule_hardsigmoid(Ctx& c, const char*) {
-  float slope, offset;
-  if (!to_f32(c, "slope", c.f("slope"), &slope) || !to_f32(c, "offset", c.f("offset"), &offset)) return false;
-  c.emit("hard_sigmoid", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}},
-         {{"slope", slope}, {"offset", offset}});
-  return true;
-}
-
-bool rule_softmax(Ctx& c, const char* type) {
-  int32_t axis;
-  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
-  c.emit(type, {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, {{"axis", axis}});
   return true;
 }
 
@@ -438,14 +404,6 @@ bool rule_concat(Ctx& c, const char*) {
   return true;
 }
 
-bool rule_index_select(Ctx& c, const char*) {
-  int32_t axis;
-  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
-  c.emit("index_select", {{"X", {c.in("x")}}, {"Index", {c.in("index")}}}, {{"Out", {c.out("out")}}},
-         {{"dim", axis}});
-  return true;
-}
-
 // How operand `v` reaches the declared shape `to` of an op's result, for Paddle ops that do not
 // broadcast: unchanged, expand_v2 to the known extents (-1 where v keeps its own), or expand_as_v2 to
 // the runtime shape of an operand `like` that has the full shape. False when none applies.
@@ -517,11 +475,6 @@ bool rule_where(Ctx& c, const char*) {
   std::vector<std::string> ins;
   if (!broadcast_all(c, {c.in("condition"), c.in("x"), c.in("y")}, c.shape(out), &ins)) return false;
   c.emit("where", {{"Condition", {ins[0]}}, {"X", {ins[1]}}, {"Y", {ins[2]}}}, {{"Out", {out}}});
-  return true;
-}
-
-bool rule_gather_nd(Ctx& c, const char*) {
-  c.emit("gather_nd", {{"X", {c.in("x")}}, {"Index", {c.in("index")}}}, {{"Out", {c.out("out")}}});
   return true;
 }
 
@@ -825,14 +778,6 @@ bool rule_scan(Ctx& c, const char* type) {
   return true;
 }
 
-bool rule_take_along_axis(Ctx& c, const char*) {
-  int32_t axis;
-  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
-  c.emit("take_along_axis", {{"Input", {c.in("x")}}, {"Index", {c.in("index")}}},
-         {{"Result", {c.out("out")}}}, {{"Axis", axis}});
-  return true;
-}
-
 bool rule_put_along_axis(Ctx& c, const char*) {
   int32_t axis;
   if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
@@ -845,42 +790,12 @@ bool rule_put_along_axis(Ctx& c, const char*) {
   return true;
 }
 
-bool rule_scatter_nd_add(Ctx& c, const char*) {
-  c.emit("scatter_nd_add", {{"X", {c.in("x")}}, {"Index", {c.in("index")}}, {"Updates", {c.in("updates")}}},
-         {{"Out", {c.out("out")}}});
-  return true;
-}
-
-bool rule_index_add(Ctx& c, const char*) {
-  int32_t axis;
-  if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
-  c.emit("index_add", {{"X", {c.in("x")}}, {"Index", {c.in("index")}}, {"AddValue", {c.in("source")}}},
-         {{"Out", {c.out("out")}}}, {{"axis", axis}});
-  return true;
-}
-
-// Linear algebra: one op each, Paddle's slot names differ per op.
+// qr / eigh: attributes Paddle spells as strings.
 bool rule_linalg(Ctx& c, const char*) {
   const std::string& n = c.name;
-  if (n == "inverse") {
-    c.emit("inverse", {{"Input", {c.in("x")}}}, {{"Output", {c.out("out")}}});
-  } else if (n == "det") {
-    c.emit("determinant", {{"Input", {c.in("x")}}}, {{"Out", {c.out("out")}}});
-  } else if (n == "cholesky") {
-    c.emit("cholesky", {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, {{"upper", c.i("upper") != 0}});
-  } else if (n == "solve") {
-    c.emit("solve", {{"X", {c.in("x")}}, {"Y", {c.in("y")}}}, {{"Out", {c.out("out")}}});
-  } else if (n == "triangular_solve") {
-    c.emit("triangular_solve", {{"X", {c.in("x")}}, {"Y", {c.in("y")}}}, {{"Out", {c.out("out")}}},
-           {{"upper", c.i("upper") != 0},
-            {"transpose", c.i("transpose") != 0},
-            {"unitriangular", c.i("unitriangular") != 0}});
-  } else if (n == "qr") {
+  if (n == "qr") {
     c.emit("qr", {{"X", {c.in("x")}}}, {{"Q", {c.out("q")}}, {"R", {c.out("r")}}},
            {{"mode", std::string(c.i("complete") != 0 ? "complete" : "reduced")}});
-  } else if (n == "svd") {
-    c.emit("svd", {{"X", {c.in("x")}}}, {{"U", {c.out("u")}}, {"S", {c.out("s")}}, {"VH", {c.out("vh")}}},
-           {{"full_matrices", c.i("full_matrices") != 0}});
   } else if (n == "eigh") {
     c.emit("eigh", {{"X", {c.in("x")}}},
            {{"Eigenvalues", {c.out("eigenvalues")}}, {"Eigenvectors", {c.out("eigenvectors")}}},
@@ -888,14 +803,6 @@ bool rule_linalg(Ctx& c, const char*) {
   } else {
     return c.decline("no Paddle equivalent");
   }
-  return true;
-}
-
-bool rule_polygamma(Ctx& c, const char*) {
-  int32_t n;
-  if (!to_i32(c, "n", c.i("n"), &n)) return false;
-  c.emit("polygamma", {{"x", {c.in("x")}}}, {{"out", {c.out("out")}}},
-         {{"n", n}});  // Paddle's slots are lower case
   return true;
 }
 
@@ -1154,120 +1061,102 @@ bool rule_interpolate(Ctx& c, const char*) {
   return true;
 }
 
-// ---- the table ----------------------------------------------------------------------------------------
+// ---- the Paddle op map ---------------------------------------------------------------------------------
+
+using paddle_map::Entry;
+using paddle_map::Form;
+
+const std::vector<Entry>& map_entries() {
+#define IMPORT(fn) nullptr
+#define RULE(fn) fn
+  using namespace paddle_map;
+  static const std::vector<Entry> t = {
+#include "paddle_map.def"
+  };
+#undef IMPORT
+#undef RULE
+  return t;
+}
+
+const Entry& entry_of(const std::string& paddle_type) {
+  static const std::map<std::string, const Entry*> by_type = [] {
+    std::map<std::string, const Entry*> m;
+    for (const Entry& e : map_entries()) m.emplace(e.paddle, &e);
+    return m;
+  }();
+  return *by_type.at(paddle_type);
+}
+
+// The slots form: the native op's inputs / outputs (OpDef order) into the entry's Paddle slots, its
+// attributes renamed and converted to Paddle's INT / BOOLEAN / FLOAT.
+bool rule_slots(Ctx& c, const char* type) {
+  const Entry& e = entry_of(type);
+  if (c.def == nullptr) c.malformed("has no op definition");
+  Slots ins, outs;
+  for (size_t k = 0; k < e.ins.size() && k < c.def->inputs.size(); ++k)
+    ins.push_back({e.ins[k], {c.in(c.def->inputs[k])}});
+  for (size_t k = 0; k < e.outs.size() && k < c.def->outputs.size(); ++k)
+    outs.push_back({e.outs[k], {c.out(c.def->outputs[k])}});
+  AttrList a;
+  for (const paddle_map::AttrRename& r : e.attrs) {
+    switch (r.kind) {
+      case paddle_map::AttrKind::kInt: {
+        int32_t v;
+        if (!to_i32(c, r.oar, c.i(r.oar), &v)) return false;
+        a.push_back({r.paddle, v});
+        break;
+      }
+      case paddle_map::AttrKind::kBool:
+        a.push_back({r.paddle, c.i(r.oar) != 0});
+        break;
+      case paddle_map::AttrKind::kFloat: {
+        float v;
+        if (!to_f32(c, r.oar, c.f(r.oar), &v)) return false;
+        a.push_back({r.paddle, v});
+        break;
+      }
+    }
+  }
+  c.emit(type, std::move(ins), std::move(outs), std::move(a));
+  return true;
+}
+
+paddle_map::ExportFn form_rule(Form f) {
+  switch (f) {
+    case Form::kUnary:
+      return rule_unary;
+    case Form::kElementwise:
+      return rule_binary;
+    case Form::kBinary:
+      return rule_binary_plain;
+    case Form::kReduce:
+      return rule_reduce;
+    case Form::kSlots:
+      return rule_slots;
+    case Form::kCustom:
+      break;
+  }
+  return nullptr;
+}
 
 struct Rule {
-  bool (*fn)(Ctx&, const char*);
-  const char* arg;  // the Paddle op type, for the families
+  paddle_map::ExportFn fn;
+  const char* arg;  // the Paddle op type, for the forms; the declined reason for rule_differs
 };
 
+// Native op name -> its rule, from the map: each native op is exported by the one entry that lists it.
 const std::map<std::string, Rule>& rules() {
   static const std::map<std::string, Rule> t = [] {
     std::map<std::string, Rule> m;
-    for (auto [n, p] :
-         std::initializer_list<std::pair<const char*, const char*>>{{"add", "elementwise_add"},
-                                                                    {"subtract", "elementwise_sub"},
-                                                                    {"multiply", "elementwise_mul"},
-                                                                    {"divide", "elementwise_div"},
-                                                                    {"maximum", "elementwise_max"},
-                                                                    {"minimum", "elementwise_min"},
-                                                                    {"pow", "elementwise_pow"},
-                                                                    {"floor_divide", "elementwise_floordiv"},
-                                                                    {"remainder", "elementwise_mod"},
-                                                                    {"equal", "equal"},
-                                                                    {"not_equal", "not_equal"},
-                                                                    {"less_than", "less_than"},
-                                                                    {"less_equal", "less_equal"},
-                                                                    {"greater_than", "greater_than"},
-                                                                    {"greater_equal", "greater_equal"}})
-      m[n] = {rule_binary, p};
-    for (const char* n : {"logical_and", "logical_or", "logical_xor"}) m[n] = {rule_logical, n};
-    // Unary ops whose Paddle op has the same name and an X -> Out signature.
-    for (const char* n :
-         {"relu",  "sigmoid", "tanh",  "exp",  "log",         "sqrt",   "rsqrt",   "abs",   "square",
-          "sin",   "cos",     "tan",   "asin", "acos",        "atan",   "sinh",    "cosh",  "asinh",
-          "acosh", "atanh",   "floor", "ceil", "reciprocal",  "erf",    "erfinv",  "log1p", "expm1",
-          "log2",  "log10",   "sign",  "silu", "logical_not", "lgamma", "digamma", "trunc"})
-      m[n] = {rule_unary, n};
-    m["round"] = {rule_differs, "Paddle's round rounds halves to even, oar's rounds them away from zero"};
-    m["neg"] = {rule_neg, nullptr};
-    for (auto [n, p] :
-         std::initializer_list<std::pair<const char*, const char*>>{{"fmax", "elementwise_fmax"},
-                                                                    {"fmin", "elementwise_fmin"},
-                                                                    {"heaviside", "elementwise_heaviside"},
-                                                                    {"bitwise_and", "bitwise_and"},
-                                                                    {"bitwise_or", "bitwise_or"},
-                                                                    {"bitwise_xor", "bitwise_xor"},
-                                                                    {"atan2", "atan2"}})
-      m[n] = {rule_binary_plain, p};
-    m["bitwise_not"] = {rule_unary, "bitwise_not"};
-    m["isnan"] = {rule_unary, "isnan_v2"};
-    m["isinf"] = {rule_unary, "isinf_v2"};
-    m["isfinite"] = {rule_unary, "isfinite_v2"};
-    m["logcumsumexp"] = {rule_scan, "logcumsumexp"};
-    m["cumprod"] = {rule_scan, "cumprod"};
-    m["take_along_axis"] = {rule_take_along_axis, nullptr};
-    m["put_along_axis"] = {rule_put_along_axis, nullptr};
-    m["scatter_nd_add"] = {rule_scatter_nd_add, nullptr};
-    m["index_add"] = {rule_index_add, nullptr};
-    for (const char* n : {"inverse", "det", "cholesky", "solve", "triangular_solve", "qr", "svd", "eigh"})
-      m[n] = {rule_linalg, nullptr};
-    m["polygamma"] = {rule_polygamma, nullptr};
-    m["arange"] = {rule_arange, nullptr};
-    m["linspace"] = {rule_linspace, nullptr};
-    m["softmax_cross_entropy"] = {rule_softmax_ce, nullptr};
-    m["unfold"] = {rule_im2col, "unfold"};
-    m["fold"] = {rule_im2col, "fold"};
-    m["grid_sample"] = {rule_grid_sample, nullptr};
-    m["interpolate"] = {rule_interpolate, nullptr};
-    m["slogdet"] = {rule_slogdet, nullptr};
-    m["copy"] = {rule_copy, nullptr};
-    m["gelu"] = {rule_gelu, nullptr};
-    m["leaky_relu"] = {rule_leaky_relu, nullptr};
-    m["elu"] = {rule_elu, nullptr};
-    m["softplus"] = {rule_softplus, nullptr};
-    m["hardswish"] = {rule_hardswish, nullptr};
-    m["hardsigmoid"] = {rule_hardsigmoid, nullptr};
-    m["softmax"] = {rule_softmax, "softmax"};
-    m["log_softmax"] = {rule_softmax, "log_softmax"};
-    m["clip"] = {rule_clip, nullptr};
-    m["cast"] = {rule_cast, nullptr};
-    m["fill"] = {rule_fill, nullptr};
-    m["eye"] = {rule_eye, nullptr};
-    for (auto [n, p] : std::initializer_list<std::pair<const char*, const char*>>{{"sum", "reduce_sum"},
-                                                                                  {"mean", "reduce_mean"},
-                                                                                  {"max", "reduce_max"},
-                                                                                  {"min", "reduce_min"},
-                                                                                  {"prod", "reduce_prod"},
-                                                                                  {"all", "reduce_all"},
-                                                                                  {"any", "reduce_any"}})
-      m[n] = {rule_reduce, p};
-    m["argmax"] = {rule_arg, "arg_max"};
-    m["argmin"] = {rule_arg, "arg_min"};
-    m["cumsum"] = {rule_cumsum, nullptr};
-    m["matmul"] = {rule_matmul, nullptr};
-    m["concat"] = {rule_concat, nullptr};
-    m["index_select"] = {rule_index_select, nullptr};
-    m["where"] = {rule_where, nullptr};
-    m["gather_nd"] = {rule_gather_nd, nullptr};
-    m["tril"] = {rule_tri, nullptr};
-    m["triu"] = {rule_tri, nullptr};
-    m["topk"] = {rule_topk, nullptr};
-    m["sort"] = {rule_sort, nullptr};
-    m["pad"] = {rule_pad, nullptr};
-    m["assign"] = {rule_assign, nullptr};
-    m["layer_norm"] = {rule_layer_norm, nullptr};
-    m["conv"] = {rule_conv, nullptr};
-    m["max_pool"] = {rule_pool, "max"};
-    m["avg_pool"] = {rule_pool, "avg"};
-    m["reshape"] = {rule_reshape, nullptr};
-    m["view"] = {rule_reshape, nullptr};
-    m["transpose"] = {rule_transpose, nullptr};
-    m["squeeze"] = {rule_squeeze, nullptr};
-    m["unsqueeze"] = {rule_unsqueeze, nullptr};
-    m["slice"] = {rule_slice, nullptr};
-    m["expand"] = {rule_expand, nullptr};
-    m["flatten"] = {rule_flatten, nullptr};
+    for (const Entry& e : map_entries()) {
+      if (e.declined != nullptr) m[e.op] = {rule_differs, e.declined};
+      for (const paddle_map::Export& x : e.exports) {
+        paddle_map::ExportFn fn = x.fn != nullptr ? x.fn : form_rule(e.form);
+        OAR_ENFORCE(fn != nullptr, ErrorCode::kInternal,
+                    "Paddle op map: " << e.paddle << " exports " << x.native << " without a rule");
+        m[x.native] = {fn, x.arg != nullptr ? x.arg : e.paddle};
+      }
+    }
     return m;
   }();
   return t;

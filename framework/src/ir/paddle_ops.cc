@@ -1,6 +1,8 @@
 // Paddle op type -> oar ops: one translation per op type. A translation runs once, at lowering: it
 // reads the OpDesc's attributes (refusing values oar does not implement) and returns the closure that
-// runs each time, reading inputs from and writing outputs to the scope through OpRunContext.
+// runs each time, reading inputs from and writing outputs to the scope through OpRunContext. Which
+// types exist and how each is translated is the Paddle op map (paddle_map.def): the regular forms are
+// translated at the end of this file, the others by the tr_* functions the map names.
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
@@ -12,6 +14,8 @@
 #include <cmath>
 #include <map>
 #include <optional>
+
+#include "paddle_map.h"
 
 namespace oar::ir {
 namespace {
@@ -102,13 +106,22 @@ Tensor align_for_axis(const OpDesc& op, const Tensor& small, int32_t big_rank, i
   return small.reshape(Dims(shape));
 }
 
-template <Tensor (*F)(const Tensor&, const Tensor&)>
-OpKernelFn tr_elementwise(const OpDesc& op) {
+// One call of a one-output op without attributes, allocation-free as the ops:: functions are (the unary,
+// elementwise and binary forms run on every executor step).
+Tensor call1(const OpDef& def, std::initializer_list<Tensor> inputs) {
+  Attrs attrs;
+  Tensor out;
+  run_op(def, inputs.begin(), static_cast<int32_t>(inputs.size()), attrs, cpu_place(), &out);
+  return out;
+}
+
+// The elementwise form of the Paddle op map: oar op `def` on X and Y.
+OpKernelFn tr_elementwise(const OpDesc& op, const OpDef* def) {
   int64_t axis = attr_int(op, "axis", -1);
   OAR_ENFORCE(axis >= -1, ErrorCode::kUnimplemented,
               op.type << ": axis " << axis << " < -1 is not supported");
   const OpDesc* o = &op;
-  return [axis, o](OpRunContext& c) {
+  return [axis, o, def](OpRunContext& c) {
     Tensor x = c.in("X"), y = c.in("Y");
     if (axis != -1 && x.ndim() != y.ndim()) {
       if (y.ndim() < x.ndim())
@@ -116,19 +129,11 @@ OpKernelFn tr_elementwise(const OpDesc& op) {
       else
         x = align_for_axis(*o, x, y.ndim(), axis);
     }
-    c.set_out("Out", F(x, y));
+    c.set_out("Out", call1(*def, {x, y}));
   };
 }
 
-// ---- unary ------------------------------------------------------------------------------------------
-
-template <const char* Name>
-OpKernelFn tr_unary(const OpDesc&) {
-  return [](OpRunContext& c) { c.set_out("Out", ops::unary(Name, c.in("X"))); };
-}
-constexpr char kRelu[] = "relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp", kLog[] = "log",
-               kSqrt[] = "sqrt", kRsqrt[] = "rsqrt", kAbs[] = "abs", kSquare[] = "square", kSilu[] = "silu",
-               kHardswish[] = "hardswish";
+// ---- activations ------------------------------------------------------------------------------------
 
 // hard_swish: x * min(max(x + offset, 0), threshold) / scale; oar's hardswish is the 6 / 6 / 3 case.
 OpKernelFn tr_hard_swish(const OpDesc& op) {
@@ -137,22 +142,7 @@ OpKernelFn tr_hard_swish(const OpDesc& op) {
   OAR_ENFORCE(th == 6.0 && sc == 6.0 && off == 3.0, ErrorCode::kUnimplemented,
               "hard_swish: threshold " << th << ", scale " << sc << ", offset " << off
                                        << " are not supported (only 6, 6, 3)");
-  return tr_unary<kHardswish>(op);
-}
-
-OpKernelFn tr_gelu(const OpDesc& op) {
-  bool approx = attr_bool(op, "approximate", false);
-  return [approx](OpRunContext& c) { c.set_out("Out", ops::gelu(c.in("X"), approx)); };
-}
-
-OpKernelFn tr_leaky_relu(const OpDesc& op) {
-  double alpha = attr_float(op, "alpha", 0.02);
-  return [alpha](OpRunContext& c) { c.set_out("Out", ops::leaky_relu(c.in("X"), alpha)); };
-}
-
-OpKernelFn tr_softmax(const OpDesc& op) {
-  int64_t axis = attr_int(op, "axis", -1);
-  return [axis](OpRunContext& c) { c.set_out("Out", ops::softmax(c.in("X"), axis)); };
+  return [](OpRunContext& c) { c.set_out("Out", ops::unary("hardswish", c.in("X"))); };
 }
 
 // scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias).
@@ -720,42 +710,6 @@ OpKernelFn tr_rnn(const OpDesc& op) {
 
 // ---- ops export_paddle_dialect emits (paddle_export.cc) ------------------------------------------------
 
-// Unary ops whose Paddle name is an oar op name (X -> Out, no attributes).
-OpKernelFn tr_unary_same(const OpDesc& op) {
-  const OpDef* def = OpRegistry::get().find(op.type);
-  OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op of that name");
-  return [def](OpRunContext& c) { c.set_out("Out", call_op(*def, {c.in("X")})[0]); };
-}
-
-// Binary ops without Paddle's elementwise axis (logical_*).
-template <Tensor (*F)(const Tensor&, const Tensor&)>
-OpKernelFn tr_binary_plain(const OpDesc&) {
-  return [](OpRunContext& c) { c.set_out("Out", F(c.in("X"), c.in("Y"))); };
-}
-
-Tensor floor_divide_op(const Tensor& x, const Tensor& y) { return call_op("floor_divide", {x, y})[0]; }
-Tensor remainder_op(const Tensor& x, const Tensor& y) { return call_op("remainder", {x, y})[0]; }
-
-OpKernelFn tr_elu(const OpDesc& op) {
-  double alpha = attr_float(op, "alpha", 1.0);
-  return [alpha](OpRunContext& c) { c.set_out("Out", ops::elu(c.in("X"), alpha)); };
-}
-
-OpKernelFn tr_softplus(const OpDesc& op) {
-  double beta = attr_float(op, "beta", 1.0), th = attr_float(op, "threshold", 20.0);
-  return [beta, th](OpRunContext& c) { c.set_out("Out", ops::softplus(c.in("X"), beta, th)); };
-}
-
-OpKernelFn tr_hard_sigmoid(const OpDesc& op) {
-  double slope = attr_float(op, "slope", 0.2), offset = attr_float(op, "offset", 0.5);
-  return [slope, offset](OpRunContext& c) { c.set_out("Out", ops::hardsigmoid(c.in("X"), slope, offset)); };
-}
-
-OpKernelFn tr_log_softmax(const OpDesc& op) {
-  int64_t axis = attr_int(op, "axis", -1);
-  return [axis](OpRunContext& c) { c.set_out("Out", ops::log_softmax(c.in("X"), axis)); };
-}
-
 DType paddle_dtype_attr(const OpDesc& op, const char* name, int64_t def) {
   int64_t code = attr_int(op, name, def);
   std::optional<DType> dt = paddle_code_to_dtype(static_cast<int32_t>(code));
@@ -788,8 +742,9 @@ OpKernelFn tr_eye(const OpDesc& op) {
   };
 }
 
-// reduce_*: dim (negative counts from the end), keep_dim, reduce_all; reduce_sum's out_dtype.
-OpKernelFn tr_reduce(const OpDesc& op) {
+// The reduce form of the Paddle op map (reduce_* -> oar op `def`): dim (negative counts from the end),
+// keep_dim, reduce_all; reduce_sum's out_dtype.
+OpKernelFn tr_reduce(const OpDesc& op, const OpDef* def) {
   require_unbound(op, "AxisTensor");
   require_unbound(op, "AxisTensorList");
   std::vector<int64_t> dim = attr_ints(op, "dim", {0});
@@ -797,9 +752,7 @@ OpKernelFn tr_reduce(const OpDesc& op) {
   int64_t out_code = attr_int(op, "out_dtype", -1);
   std::optional<DType> out_dt;
   if (out_code != -1) out_dt = paddle_dtype_attr(op, "out_dtype", -1);
-  std::string name = op.type.substr(7);  // reduce_sum -> sum
-  const OpDef* def = OpRegistry::get().find(name);
-  OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op " << name);
+  std::string name = def->name;
   return [=](OpRunContext& c) {
     const Tensor& x = c.in("X");
     Attrs a{{"axis", all ? std::vector<int64_t>{} : dim}, {"keepdim", int64_t{keep}}};
@@ -832,19 +785,6 @@ OpKernelFn tr_cumsum(const OpDesc& op) {
     Attrs a{{"axis", axis}, {"flatten", int64_t{flatten}}, {"reverse", int64_t{reverse}}};
     c.set_out("Out", call_op("cumsum", {c.in("X")}, a)[0]);
   };
-}
-
-OpKernelFn tr_index_select(const OpDesc& op) {
-  int64_t dim = attr_int(op, "dim", 0);
-  return [dim](OpRunContext& c) { c.set_out("Out", ops::index_select(c.in("X"), c.in("Index"), dim)); };
-}
-
-OpKernelFn tr_where(const OpDesc&) {
-  return [](OpRunContext& c) { c.set_out("Out", ops::where(c.in("Condition"), c.in("X"), c.in("Y"))); };
-}
-
-OpKernelFn tr_gather_nd(const OpDesc&) {
-  return [](OpRunContext& c) { c.set_out("Out", ops::gather_nd(c.in("X"), c.in("Index"))); };
 }
 
 OpKernelFn tr_tril_triu(const OpDesc& op) {
@@ -1056,13 +996,7 @@ OpKernelFn tr_slogdeterminant(const OpDesc&) {
   };
 }
 
-// ---- one Paddle op -> one oar op, slots mapped positionally --------------------------------------------
-
-struct OneToOne {
-  const char* oar;                     // the oar op
-  std::vector<const char*> ins, outs;  // Paddle slots, in the oar op's input / output order
-  Attrs (*attrs)(const OpDesc& op);    // oar attributes from Paddle's (nullptr: none)
-};
+// ---- attribute conversions of the map's slots entries that are not plain renames ------------------
 
 int64_t reduce_code(const OpDesc& op) {
   std::string r = attr_str(op, "Reduce", "assign");
@@ -1097,263 +1031,121 @@ int64_t index_of(const OpDesc& op, const char* attr, const std::string& def, std
   OAR_THROW(ErrorCode::kUnimplemented, op.type << ": " << attr << " '" << v << "' is not supported");
 }
 
-const std::map<std::string, OneToOne>& one_to_one() {
-  static const std::map<std::string, OneToOne> t = {
-      {"elementwise_fmax", {"fmax", {"X", "Y"}, {"Out"}, nullptr}},
-      {"elementwise_fmin", {"fmin", {"X", "Y"}, {"Out"}, nullptr}},
-      {"elementwise_heaviside", {"heaviside", {"X", "Y"}, {"Out"}, nullptr}},
-      {"bitwise_and", {"bitwise_and", {"X", "Y"}, {"Out"}, nullptr}},
-      {"bitwise_or", {"bitwise_or", {"X", "Y"}, {"Out"}, nullptr}},
-      {"bitwise_xor", {"bitwise_xor", {"X", "Y"}, {"Out"}, nullptr}},
-      {"bitwise_not", {"bitwise_not", {"X"}, {"Out"}, nullptr}},
-      {"atan2", {"atan2", {"X1", "X2"}, {"Out"}, nullptr}},
-      {"isnan_v2", {"isnan", {"X"}, {"Out"}, nullptr}},
-      {"isinf_v2", {"isinf", {"X"}, {"Out"}, nullptr}},
-      {"isfinite_v2", {"isfinite", {"X"}, {"Out"}, nullptr}},
-      {"logcumsumexp",
-       {"logcumsumexp",
-        {"X"},
-        {"Out"},
-        [](const OpDesc& op) {
-          OAR_ENFORCE(!attr_bool(op, "exclusive", false), ErrorCode::kUnimplemented,
-                      "logcumsumexp: exclusive = true is not supported");
-          return Attrs{{"axis", attr_int(op, "axis", -1)},
-                       {"flatten", int64_t{attr_bool(op, "flatten", false)}},
-                       {"reverse", int64_t{attr_bool(op, "reverse", false)}}};
-        }}},
-      {"cumprod",
-       {"cumprod",
-        {"X"},
-        {"Out"},
-        [](const OpDesc& op) {
-          OAR_ENFORCE(!attr_bool(op, "exclusive", false) && !attr_bool(op, "reverse", false),
-                      ErrorCode::kUnimplemented, "cumprod: exclusive / reverse = true are not supported");
-          return Attrs{{"axis", attr_int(op, "dim", -1)}, {"flatten", int64_t{0}}};
-        }}},
-      {"take_along_axis",
-       {"take_along_axis",
-        {"Input", "Index"},
-        {"Result"},
-        [](const OpDesc& op) {
-          return Attrs{{"axis", attr_int(op, "Axis", 0)}};
-        }}},
-      {"put_along_axis",
-       {"put_along_axis",
-        {"Input", "Index", "Value"},
-        {"Result"},
-        [](const OpDesc& op) {
-          return Attrs{{"axis", attr_int(op, "Axis", 0)}, {"reduce", reduce_code(op)}};
-        }}},
-      {"scatter_nd_add", {"scatter_nd_add", {"X", "Index", "Updates"}, {"Out"}, nullptr}},
-      {"index_add",
-       {"index_add",
-        {"X", "Index", "AddValue"},
-        {"Out"},
-        [](const OpDesc& op) {
-          return Attrs{{"axis", attr_int(op, "axis", 0)}};
-        }}},
-      {"inverse", {"inverse", {"Input"}, {"Output"}, nullptr}},
-      {"determinant", {"det", {"Input"}, {"Out"}, nullptr}},
-      {"cholesky",
-       {"cholesky",
-        {"X"},
-        {"Out"},
-        [](const OpDesc& op) {
-          return Attrs{{"upper", int64_t{attr_bool(op, "upper", false)}}};
-        }}},
-      {"solve", {"solve", {"X", "Y"}, {"Out"}, nullptr}},
-      {"triangular_solve",
-       {"triangular_solve",
-        {"X", "Y"},
-        {"Out"},
-        [](const OpDesc& op) {
-          return Attrs{{"upper", int64_t{attr_bool(op, "upper", true)}},
-                       {"transpose", int64_t{attr_bool(op, "transpose", false)}},
-                       {"unitriangular", int64_t{attr_bool(op, "unitriangular", false)}}};
-        }}},
-      {"qr",
-       {"qr",
-        {"X"},
-        {"Q", "R"},
-        [](const OpDesc& op) {
-          return Attrs{{"complete", index_of(op, "mode", "reduced", {"reduced", "complete"})}};
-        }}},
-      {"svd",
-       {"svd",
-        {"X"},
-        {"U", "S", "VH"},
-        [](const OpDesc& op) {
-          return Attrs{{"full_matrices", int64_t{attr_bool(op, "full_matrices", false)}}};
-        }}},
-      {"eigh",
-       {"eigh",
-        {"X"},
-        {"Eigenvalues", "Eigenvectors"},
-        [](const OpDesc& op) {
-          return Attrs{{"lower", 1 - index_of(op, "UPLO", "L", {"L", "U"})}};
-        }}},
-      {"polygamma",
-       {"polygamma",
-        {"x"},
-        {"out"},
-        [](const OpDesc& op) {
-          return Attrs{{"n", attr_int(op, "n", 0)}};
-        }}},
-      {"unfold", {"unfold", {"X"}, {"Y"}, im2col_attrs}},
-      {"fold", {"fold", {"X"}, {"Y"}, im2col_attrs}},
-      {"grid_sampler",
-       {"grid_sample",
-        {"X", "Grid"},
-        {"Output"},
-        [](const OpDesc& op) {
-          return Attrs{
-              {"mode", index_of(op, "mode", "bilinear", {"bilinear", "nearest"})},
-              {"padding_mode", index_of(op, "padding_mode", "zeros", {"zeros", "border", "reflection"})},
-              {"align_corners", int64_t{attr_bool(op, "align_corners", true)}}};
-        }}},
+Attrs logcumsumexp_attrs(const OpDesc& op) {
+  OAR_ENFORCE(!attr_bool(op, "exclusive", false), ErrorCode::kUnimplemented,
+              "logcumsumexp: exclusive = true is not supported");
+  return Attrs{{"axis", attr_int(op, "axis", -1)},
+               {"flatten", int64_t{attr_bool(op, "flatten", false)}},
+               {"reverse", int64_t{attr_bool(op, "reverse", false)}}};
+}
+
+Attrs cumprod_attrs(const OpDesc& op) {
+  OAR_ENFORCE(!attr_bool(op, "exclusive", false) && !attr_bool(op, "reverse", false),
+              ErrorCode::kUnimplemented, "cumprod: exclusive / reverse = true are not supported");
+  return Attrs{{"axis", attr_int(op, "dim", -1)}, {"flatten", int64_t{0}}};
+}
+
+Attrs put_along_axis_attrs(const OpDesc& op) {
+  return Attrs{{"axis", attr_int(op, "Axis", 0)}, {"reduce", reduce_code(op)}};
+}
+
+Attrs qr_attrs(const OpDesc& op) {
+  return Attrs{{"complete", index_of(op, "mode", "reduced", {"reduced", "complete"})}};
+}
+
+Attrs eigh_attrs(const OpDesc& op) { return Attrs{{"lower", 1 - index_of(op, "UPLO", "L", {"L", "U"})}}; }
+
+Attrs grid_sampler_attrs(const OpDesc& op) {
+  return Attrs{{"mode", index_of(op, "mode", "bilinear", {"bilinear", "nearest"})},
+               {"padding_mode", index_of(op, "padding_mode", "zeros", {"zeros", "border", "reflection"})},
+               {"align_corners", int64_t{attr_bool(op, "align_corners", true)}}};
+}
+
+// ---- the Paddle op map -------------------------------------------------------------------------------
+
+using paddle_map::Entry;
+using paddle_map::Form;
+
+const std::vector<Entry>& map_entries() {
+#define IMPORT(fn) fn
+#define RULE(fn) nullptr
+  using namespace paddle_map;
+  static const std::vector<Entry> t = {
+#include "paddle_map.def"
   };
+#undef IMPORT
+#undef RULE
   return t;
 }
 
-OpKernelFn tr_one_to_one(const OpDesc& op) {
-  const OneToOne& spec = one_to_one().at(op.type);
-  const OpDef& def = OpRegistry::get().at(spec.oar);
-  Attrs attrs = spec.attrs != nullptr ? spec.attrs(op) : Attrs{};
-  return [&spec, &def, attrs](OpRunContext& c) {
+const Entry& entry_of(const std::string& paddle_type) {
+  static const std::map<std::string, const Entry*> by_type = [] {
+    std::map<std::string, const Entry*> m;
+    for (const Entry& e : map_entries()) m.emplace(e.paddle, &e);
+    return m;
+  }();
+  return *by_type.at(paddle_type);
+}
+
+// The slots form: Paddle's slots in the oar op's input / output order, attributes renamed (or converted
+// by the entry's import_attrs).
+OpKernelFn tr_slots(const OpDesc& op, const Entry& e, const OpDef* def) {
+  Attrs attrs;
+  if (e.import_attrs != nullptr) {
+    attrs = e.import_attrs(op);
+  } else {
+    for (const paddle_map::AttrRename& r : e.attrs) {
+      switch (r.kind) {
+        case paddle_map::AttrKind::kInt:
+          attrs.set(r.oar, attr_int(op, r.paddle, static_cast<int64_t>(r.def)));
+          break;
+        case paddle_map::AttrKind::kBool:
+          attrs.set(r.oar, int64_t{attr_bool(op, r.paddle, r.def != 0)});
+          break;
+        case paddle_map::AttrKind::kFloat:
+          attrs.set(r.oar, attr_float(op, r.paddle, r.def));
+          break;
+      }
+    }
+  }
+  return [&e, def, attrs](OpRunContext& c) {
     std::vector<Tensor> in;
-    for (const char* s : spec.ins) in.push_back(c.in(s));
-    std::vector<Tensor> out = call_op(def, in, attrs, c.place);
-    for (size_t i = 0; i < spec.outs.size() && i < out.size(); ++i) c.set_out(spec.outs[i], out[i]);
+    for (const char* s : e.ins) in.push_back(c.in(s));
+    std::vector<Tensor> out = call_op(*def, in, attrs, c.place);
+    for (size_t i = 0; i < e.outs.size() && i < out.size(); ++i) c.set_out(e.outs[i], out[i]);
   };
 }
 
+// The translation of every regular-form entry: what the entry of op.type declares.
+OpKernelFn tr_regular(const OpDesc& op) {
+  const Entry& e = entry_of(op.type);
+  const OpDef* def = OpRegistry::get().find(e.op);
+  OAR_ENFORCE(def != nullptr, ErrorCode::kUnimplemented, op.type << ": oar has no op " << e.op);
+  switch (e.form) {
+    case Form::kUnary:
+      return [def](OpRunContext& c) { c.set_out("Out", call1(*def, {c.in("X")})); };
+    case Form::kElementwise:
+      return tr_elementwise(op, def);
+    case Form::kBinary:
+      return [def](OpRunContext& c) { c.set_out("Out", call1(*def, {c.in("X"), c.in("Y")})); };
+    case Form::kReduce:
+      return tr_reduce(op, def);
+    case Form::kSlots:
+      return tr_slots(op, e, def);
+    case Form::kCustom:
+      break;
+  }
+  OAR_THROW(ErrorCode::kInternal, op.type << ": the Paddle op map has no translation for this form");
+}
+
+// Paddle op type -> translation, from the map.
 const std::map<std::string, OpTranslation>& table() {
-  static const std::map<std::string, OpTranslation> t = {
-      {"feed", tr_feed},
-      {"fetch", tr_fetch},
-      {"elementwise_add", tr_elementwise<ops::add>},
-      {"elementwise_sub", tr_elementwise<ops::subtract>},
-      {"elementwise_mul", tr_elementwise<ops::multiply>},
-      {"elementwise_div", tr_elementwise<ops::divide>},
-      {"elementwise_max", tr_elementwise<ops::maximum>},
-      {"elementwise_min", tr_elementwise<ops::minimum>},
-      {"elementwise_pow", tr_elementwise<ops::pow>},
-      {"less_than", tr_elementwise<ops::less_than>},
-      {"less_equal", tr_elementwise<ops::less_equal>},
-      {"greater_than", tr_elementwise<ops::greater_than>},
-      {"greater_equal", tr_elementwise<ops::greater_equal>},
-      {"equal", tr_elementwise<ops::equal>},
-      {"not_equal", tr_elementwise<ops::not_equal>},
-      {"relu", tr_unary<kRelu>},
-      {"sigmoid", tr_unary<kSigmoid>},
-      {"tanh", tr_unary<kTanh>},
-      {"exp", tr_unary<kExp>},
-      {"log", tr_unary<kLog>},
-      {"sqrt", tr_unary<kSqrt>},
-      {"rsqrt", tr_unary<kRsqrt>},
-      {"abs", tr_unary<kAbs>},
-      {"square", tr_unary<kSquare>},
-      {"silu", tr_unary<kSilu>},
-      {"swish", tr_unary<kSilu>},
-      {"hard_swish", tr_hard_swish},
-      {"gelu", tr_gelu},
-      {"leaky_relu", tr_leaky_relu},
-      {"softmax", tr_softmax},
-      {"scale", tr_scale},
-      {"dropout", tr_dropout},
-      {"matmul_v2", tr_matmul_v2},
-      {"matmul", tr_matmul},
-      {"mul", tr_mul},
-      {"fc", tr_fc},
-      {"fused_elemwise_add_activation", tr_fused_add_act},
-      {"conv2d", tr_conv2d},
-      {"depthwise_conv2d", tr_conv2d},
-      {"pool2d", tr_pool2d},
-      {"max_pool2d_with_index", tr_max_pool2d_with_index},
-      {"batch_norm", tr_batch_norm},
-      {"layer_norm", tr_layer_norm},
-      {"reshape2", tr_reshape2},
-      {"flatten_contiguous_range", tr_flatten_range},
-      {"transpose2", tr_transpose2},
-      {"concat", tr_concat},
-      {"assign", tr_assign},
-      {"fill_constant", tr_fill_constant},
-      {"shape", tr_shape},
-      {"rnn", tr_rnn},
-      // Emitted by export_paddle_dialect (paddle_export.cc).
-      {"elementwise_floordiv", tr_elementwise<floor_divide_op>},
-      {"elementwise_mod", tr_elementwise<remainder_op>},
-      {"logical_and", tr_binary_plain<ops::logical_and>},
-      {"logical_or", tr_binary_plain<ops::logical_or>},
-      {"logical_xor", tr_binary_plain<ops::logical_xor>},
-      {"logical_not", tr_unary_same},
-      {"sin", tr_unary_same},
-      {"cos", tr_unary_same},
-      {"tan", tr_unary_same},
-      {"asin", tr_unary_same},
-      {"acos", tr_unary_same},
-      {"atan", tr_unary_same},
-      {"sinh", tr_unary_same},
-      {"cosh", tr_unary_same},
-      {"asinh", tr_unary_same},
-      {"acosh", tr_unary_same},
-      {"atanh", tr_unary_same},
-      {"floor", tr_unary_same},
-      {"ceil", tr_unary_same},
-      {"reciprocal", tr_unary_same},
-      {"erf", tr_unary_same},
-      {"erfinv", tr_unary_same},
-      {"log1p", tr_unary_same},
-      {"expm1", tr_unary_same},
-      {"log2", tr_unary_same},
-      {"log10", tr_unary_same},
-      {"sign", tr_unary_same},
-      {"lgamma", tr_unary_same},
-      {"digamma", tr_unary_same},
-      {"trunc", tr_unary_same},
-      {"elu", tr_elu},
-      {"softplus", tr_softplus},
-      {"hard_sigmoid", tr_hard_sigmoid},
-      {"log_softmax", tr_log_softmax},
-      {"cast", tr_cast},
-      {"clip", tr_clip},
-      {"eye", tr_eye},
-      {"reduce_sum", tr_reduce},
-      {"reduce_mean", tr_reduce},
-      {"reduce_max", tr_reduce},
-      {"reduce_min", tr_reduce},
-      {"reduce_prod", tr_reduce},
-      {"reduce_all", tr_reduce},
-      {"reduce_any", tr_reduce},
-      {"arg_max", tr_arg},
-      {"arg_min", tr_arg},
-      {"cumsum", tr_cumsum},
-      {"index_select", tr_index_select},
-      {"where", tr_where},
-      {"gather_nd", tr_gather_nd},
-      {"tril_triu", tr_tril_triu},
-      {"top_k_v2", tr_top_k_v2},
-      {"argsort", tr_argsort},
-      {"pad", tr_pad},
-      {"squeeze2", tr_squeeze2},
-      {"unsqueeze2", tr_unsqueeze2},
-      {"slice", tr_slice},
-      {"strided_slice", tr_slice},
-      {"expand_v2", tr_expand_v2},
-      {"expand_as_v2", tr_expand_as_v2},
-      {"conv3d", tr_conv3d},
-      {"range", tr_range},
-      {"linspace", tr_linspace},
-      {"softmax_with_cross_entropy", tr_softmax_with_ce},
-      {"pad3d", tr_pad3d},
-      {"pool3d", tr_pool3d},
-      {"slogdeterminant", tr_slogdeterminant},
-      {"nearest_interp_v2", tr_interp_v2},
-      {"linear_interp_v2", tr_interp_v2},
-      {"bilinear_interp_v2", tr_interp_v2},
-      {"trilinear_interp_v2", tr_interp_v2},
-      {"bicubic_interp_v2", tr_interp_v2},
-  };
+  static const std::map<std::string, OpTranslation> t = [] {
+    std::map<std::string, OpTranslation> m;
+    for (const Entry& e : map_entries())
+      if (e.imported) m.emplace(e.paddle, e.form == Form::kCustom ? e.import : tr_regular);
+    return m;
+  }();
   return t;
 }
 
@@ -1362,7 +1154,6 @@ const std::map<std::string, OpTranslation>& table() {
 OpTranslation find_op_translation(const std::string& paddle_op_type) {
   auto it = table().find(paddle_op_type);
   if (it != table().end()) return it->second;
-  if (one_to_one().count(paddle_op_type)) return tr_one_to_one;
   const OpDef* custom = OpRegistry::get().find(paddle_op_type);  // a loaded custom op library's op
   return custom && custom->custom ? translate_custom_op : nullptr;
 }
@@ -1370,9 +1161,7 @@ OpTranslation find_op_translation(const std::string& paddle_op_type) {
 std::vector<std::string> translated_op_types() {
   std::vector<std::string> out;
   for (auto& kv : table()) out.push_back(kv.first);
-  for (auto& kv : one_to_one()) out.push_back(kv.first);
-  std::sort(out.begin(), out.end());
-  return out;
+  return out;  // sorted: the map's order
 }
 
 }  // namespace oar::ir
