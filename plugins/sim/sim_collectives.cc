@@ -17,6 +17,7 @@
 // per-process nonce) under <prefix>/join/<rank> and reads the others'. The ABI's store has no delete, so
 // every call leaves one key per rank behind: this transport is for tests and bootstrap-scale data; a
 // real backend moves data over its fabric and uses the store only to exchange the unique id.
+#include <oar/sdk/collective.h>
 #include <oar/sdk/types.h>
 #include <unistd.h>
 
@@ -96,7 +97,7 @@ struct Comm {
   std::mutex mu;  // guards the sequence counters and the async error
   uint64_t seq = 0;
   std::vector<uint64_t> send_seq, recv_seq;
-  StoredError async_error;
+  sdk::StoredError async_error;
 };
 
 // A communicator for `rank` of `nranks` on this process's `device`, in `group`.
@@ -141,54 +142,6 @@ int64_t elem_size(int32_t dtype) {
   return es;
 }
 
-// acc[i] = op(acc[i], x[i]) for n elements of `dtype`.
-void reduce_into(void* acc, const void* x, uint64_t n, int32_t dtype, int32_t op) {
-  bool ok = sdk::visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool> || sdk::is_complex_v<T>) {
-      throw sdk::Error(OAR_ERR_TYPE, std::string("sim collective: reductions do not handle ") +
-                                         sdk::dtype_name(dtype));
-    } else {
-      using C = sdk::compute_t<T>;
-      T* a = static_cast<T*>(acc);
-      const T* b = static_cast<const T*>(x);
-      for (uint64_t i = 0; i < n; ++i) {
-        C u = C(a[i]), v = C(b[i]);
-        C r;
-        switch (op) {
-          case OAR_REDUCE_SUM:
-          case OAR_REDUCE_AVG: r = u + v; break;
-          case OAR_REDUCE_PROD: r = u * v; break;
-          case OAR_REDUCE_MAX: r = (u != u || u > v) ? u : v; break;
-          case OAR_REDUCE_MIN: r = (u != u || u < v) ? u : v; break;
-          default: throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "sim collective: unknown reduce op");
-        }
-        a[i] = T(r);
-      }
-    }
-  });
-  OAR_SDK_CHECK(ok, OAR_ERR_TYPE, "sim collective: unknown dtype " << dtype);
-}
-
-void finish_avg(void* acc, uint64_t n, int32_t dtype, int32_t nranks) {
-  sdk::visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool> && !sdk::is_complex_v<T>) {
-      using C = sdk::compute_t<T>;
-      T* a = static_cast<T*>(acc);
-      for (uint64_t i = 0; i < n; ++i) a[i] = T(C(a[i]) / C(nranks));
-    }
-  });
-}
-
-void check_reduce_args(int32_t dtype, int32_t op) {
-  OAR_SDK_CHECK(op >= OAR_REDUCE_SUM && op <= OAR_REDUCE_AVG, OAR_ERR_INVALID_ARGUMENT,
-                "sim collective: unknown reduce op " << op);
-  OAR_SDK_CHECK(dtype != OAR_DTYPE_BOOL && dtype != OAR_DTYPE_COMPLEX64 &&
-                    dtype != OAR_DTYPE_COMPLEX128 && sdk::dtype_size(dtype) > 0,
-                OAR_ERR_TYPE, "sim collective: reductions do not handle " << sdk::dtype_name(dtype));
-}
-
 // Computed by the last rank to arrive, under the group lock, while every other rank waits.
 void compute(Slot& s, int32_t n) {
   const uint64_t es = static_cast<uint64_t>(elem_size(s.dtype));
@@ -198,17 +151,17 @@ void compute(Slot& s, int32_t n) {
     case Kind::kReduce:
       s.result.assign(static_cast<const unsigned char*>(s.send[0]),
                       static_cast<const unsigned char*>(s.send[0]) + bytes);
-      for (int32_t r = 1; r < n; ++r) reduce_into(s.result.data(), s.send[r], s.count, s.dtype, s.op);
-      if (s.op == OAR_REDUCE_AVG) finish_avg(s.result.data(), s.count, s.dtype, n);
+      for (int32_t r = 1; r < n; ++r) sdk::accumulate(s.result.data(), s.send[r], s.count, s.dtype, s.op);
+      if (s.op == OAR_REDUCE_AVG) sdk::finish_average(s.result.data(), s.count, s.dtype, n);
       break;
     case Kind::kReduceScatter: {  // count = recv_count; inputs are n * count
       const uint64_t total = bytes * static_cast<uint64_t>(n);
       s.result.assign(static_cast<const unsigned char*>(s.send[0]),
                       static_cast<const unsigned char*>(s.send[0]) + total);
       for (int32_t r = 1; r < n; ++r)
-        reduce_into(s.result.data(), s.send[r], s.count * static_cast<uint64_t>(n), s.dtype, s.op);
+        sdk::accumulate(s.result.data(), s.send[r], s.count * static_cast<uint64_t>(n), s.dtype, s.op);
       if (s.op == OAR_REDUCE_AVG)
-        finish_avg(s.result.data(), s.count * static_cast<uint64_t>(n), s.dtype, n);
+        sdk::finish_average(s.result.data(), s.count * static_cast<uint64_t>(n), s.dtype, n);
       break;
     }
     case Kind::kBroadcast:
@@ -573,7 +526,7 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
         break;
     }
     if (kind == Kind::kAllReduce || kind == Kind::kReduce || kind == Kind::kReduceScatter)
-      check_reduce_args(dtype, op);
+      sdk::check_reduction(dtype, op);
     if (kind == Kind::kBroadcast || kind == Kind::kReduce)
       OAR_SDK_CHECK(root >= 0 && root < n, OAR_ERR_INVALID_ARGUMENT,
                     kind_name(kind) << ": root " << root << " is not a rank of " << n);
@@ -869,12 +822,11 @@ void shutdown_collectives() {
   }
 }
 
-void release_collectives() { delete &registry(); }
-
-const OarCollectiveTable kCollectiveTable = {
-    sizeof(OarCollectiveTable), get_unique_id, comm_init,  comm_destroy, all_reduce,
-    broadcast,                  reduce,        all_gather, reduce_scatter, all_to_all,
-    send,                       recv,          group_start, group_end,   abort_comm,
-    get_async_error};
+void setup_collectives(sdk::Tables& t) {
+  t.collective = {sizeof(OarCollectiveTable), get_unique_id, comm_init,   comm_destroy, all_reduce,
+                  broadcast,                  reduce,        all_gather,  reduce_scatter, all_to_all,
+                  send,                       recv,          group_start, group_end,    abort_comm,
+                  get_async_error};
+}
 
 }  // namespace oar::sim

@@ -88,35 +88,6 @@ const OarTensorDesc* input_desc(const KernelContext& ctx, int32_t i, const char*
   return sdk::kernel_api().input(ctx.raw(), i);
 }
 
-bool try_attr_int(const KernelContext& ctx, const char* name, int64_t* v) {
-  if (!sdk::kernel_api().attr_int) return false;
-  OarError* e = sdk::kernel_api().attr_int(ctx.raw(), name, v);
-  if (!e) return true;
-  if (sdk::services().error_code(e) == OAR_ERR_NOT_FOUND) {
-    sdk::services().error_free(e);
-    return false;
-  }
-  sdk::throw_if_error(e);
-  return false;
-}
-
-bool try_attr_ints(const KernelContext& ctx, const char* name, std::vector<int64_t>* v) {
-  if (!sdk::kernel_api().attr_ints) return false;
-  const int64_t* p = nullptr;
-  int64_t n = 0;
-  OarError* e = sdk::kernel_api().attr_ints(ctx.raw(), name, &p, &n);
-  if (!e) {
-    v->assign(p, p + (p ? n : 0));
-    return true;
-  }
-  if (sdk::services().error_code(e) == OAR_ERR_NOT_FOUND) {
-    sdk::services().error_free(e);
-    return false;
-  }
-  sdk::throw_if_error(e);
-  return false;
-}
-
 void check_dtype(const char* op, int32_t dtype, std::initializer_list<OarDType> allowed) {
   for (OarDType d : allowed)
     if (d == dtype) return;
@@ -256,10 +227,8 @@ void sum_kernel(KernelContext& ctx) {
                 op << ": output dtype " << sdk::dtype_name(out.desc.dtype) << " differs from "
                    << sdk::dtype_name(x.desc.dtype));
   check_output(out, op);
-  std::vector<int64_t> axes;
-  try_attr_ints(ctx, "axis", &axes);
-  int64_t keepdim = 0;
-  try_attr_int(ctx, "keepdim", &keepdim);
+  std::vector<int64_t> axes = ctx.attr_ints_or("axis", {});
+  const int64_t keepdim = ctx.attr_int_or("keepdim", 0);
   if (axes.empty())
     for (int32_t i = 0; i < x.desc.ndim; ++i) axes.push_back(i);
   int64_t kept = 1;
@@ -349,9 +318,7 @@ void matmul_kernel(KernelContext& ctx) {
   OAR_SDK_CHECK(a.y.desc.dtype == a.x.desc.dtype && a.out.desc.dtype == a.x.desc.dtype,
                 OAR_ERR_TYPE, op << ": x, y and out must share one dtype");
   check_output(a.out, op);
-  int64_t tx = 0, ty = 0;
-  try_attr_int(ctx, "transpose_x", &tx);
-  try_attr_int(ctx, "transpose_y", &ty);
+  const int64_t tx = ctx.attr_int_or("transpose_x", 0), ty = ctx.attr_int_or("transpose_y", 0);
   const int32_t nx = a.x.desc.ndim, ny = a.y.desc.ndim;
   OAR_SDK_CHECK(nx >= 1 && ny >= 1, OAR_ERR_INVALID_ARGUMENT,
                 op << ": operands must have at least one dimension");
@@ -405,8 +372,7 @@ void matmul_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_kernels(OarRegistrar* registrar) {
-  sdk::KernelRegistrar reg(registrar);
+void register_kernels(sdk::KernelRegistrar& reg) {
   const uint32_t strided = OAR_KERNEL_STRIDED_INPUTS;
   struct Def {
     const char* op;
