@@ -51,10 +51,12 @@ OarError* add_kernel(OarKernelContext* ctx, void* user_data) {
   if (user_data != nullptr)
     return oar::sdk::make_error(OAR_ERR_INTERNAL,
                                 "older_minor: the core read OarKernelDef.user_data past its struct_size");
-  return oar::sdk::guard([&] {
-    oar::sdk::KernelContext c(ctx);
-    oar_test_plugin::add_f32(c);
-  });
+  oar::sdk::KernelContext c(ctx);
+  // A plugin older than 1.2 cannot know OAR_ERR_DECLINED (12); this one returns that code anyway for
+  // 13-element calls, and the core must treat it as the ordinary error it was then, not a decline.
+  if (c.output(0).numel() == 13)
+    return oar::sdk::services().error_new(OAR_ERR_DECLINED, 0, "older_minor: error code 12 from a 1.1 plugin");
+  return oar::sdk::guard([&] { oar_test_plugin::add_f32(c); });
 }
 }  // namespace
 

@@ -315,6 +315,17 @@ TEST(Loader, OlderMinorLoadsAndWorks) {
   EXPECT_EQ(dev.tables().event.elapsed_ms, nullptr) << "elapsed_ms lies past the older event table";
   EXPECT_NE(dev.tables().memory.memcpy, nullptr);
   exercise_device("test_older");
+
+  // Code 12 (OAR_ERR_DECLINED since ABI 1.2) from a plugin built for 1.1 is an error, never a fallback.
+  oar::reset_fallback_counts();
+  Tensor x = floats(std::vector<float>(13, 1.0f), Dims{13}).to(oar::Place::parse("test_older:0"));
+  try {
+    oar::ops::add(x, x);
+    ADD_FAILURE() << "error code 12 from an ABI 1.1 plugin was taken as a decline";
+  } catch (const oar::Error& e) {
+    EXPECT_TRUE(mentions(e.what(), "error code 12 from a 1.1 plugin")) << e.what();
+  }
+  EXPECT_EQ(fallback_count("add", "test_older", DType::kFloat32), 0);
 }
 
 TEST(Loader, NewerMinorLoadsAndWorks) {
