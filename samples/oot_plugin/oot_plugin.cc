@@ -25,8 +25,8 @@ constexpr uint64_t kTotalMemory = 1ull << 30;
 
 OarError* check_device(int32_t device) {
   if (device >= 0 && device < kNumDevices) return nullptr;
-  return oar::sdk::make_error(OAR_ERR_OUT_OF_RANGE, "oot: no device " + std::to_string(device) + " (there are " +
-                                                        std::to_string(kNumDevices) + ")");
+  return oar::sdk::make_error(OAR_ERR_OUT_OF_RANGE, "oot: no device " + std::to_string(device) +
+                                                        " (there are " + std::to_string(kNumDevices) + ")");
 }
 
 // ---- device ---------------------------------------------------------------------------------------
@@ -67,10 +67,13 @@ OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr)
   // Honour the size the properties report, so the core (and the conformance suite) see a real limit.
   if (kind == OAR_MEM_DEVICE && bytes > kTotalMemory)
     return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "oot: cannot allocate " + std::to_string(bytes) +
-                                                           " bytes: the device has " + std::to_string(kTotalMemory));
+                                                           " bytes: the device has " +
+                                                           std::to_string(kTotalMemory));
   uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   *ptr = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
-  if (!*ptr) return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "oot: cannot allocate " + std::to_string(bytes) + " bytes");
+  if (!*ptr)
+    return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY,
+                                "oot: cannot allocate " + std::to_string(bytes) + " bytes");
   return nullptr;
 }
 OarError* mem_free(int32_t device, int32_t, void* ptr) {
@@ -163,10 +166,10 @@ void multiply_f32(oar::sdk::KernelContext& ctx) {
 // oar_plugin_init (the core's services first, the ABI major checked, any exception turned into an
 // OarError, the required functions checked, the tables handed back).
 void setup(oar::sdk::Tables& t, oar::sdk::KernelRegistrar& kernels) {
-  t.device = {sizeof(OarDeviceTable), device_count,      device_open, device_close, device_properties,
-              device_synchronize,     device_memory_info};
+  t.device = {sizeof(OarDeviceTable), device_count,       device_open,       device_close,
+              device_properties,      device_synchronize, device_memory_info};
   t.memory = {sizeof(OarMemoryTable), mem_allocate, mem_free, mem_memset, mem_memcpy};
-  t.stream = {sizeof(OarStreamTable), stream_create, stream_destroy,    stream_synchronize,
+  t.stream = {sizeof(OarStreamTable), stream_create,     stream_destroy,         stream_synchronize,
               stream_query,           stream_wait_event, stream_launch_host_func};
   t.event = {sizeof(OarEventTable), event_create, event_destroy,   event_record,
              event_synchronize,     event_query,  event_elapsed_ms};

@@ -58,8 +58,8 @@ OarError* mem_memset(int32_t device, void* ptr, int32_t value, uint64_t bytes, O
     std::memset(ptr, value, bytes);
   });
 }
-OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation, const void* src, OarMemLocation, uint64_t bytes,
-                     OarStream) {
+OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation, const void* src, OarMemLocation,
+                     uint64_t bytes, OarStream) {
   return sdk::guard([&] {
     check_device(device);
     if (bytes) std::memmove(dst, src, bytes);
@@ -67,10 +67,12 @@ OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation, const void* src,
 }
 
 // ---- kernels: numpy broadcasting over any strides (oar/sdk/iter.h) --------------------------------
-template <typename T> void add(sdk::KernelContext& ctx) {
+template <typename T>
+void add(sdk::KernelContext& ctx) {
   sdk::binary_loop<T, T, T>(ctx.output(0), ctx.input(0), ctx.input(1), [](T x, T y) { return x + y; });
 }
-template <typename T> void multiply(sdk::KernelContext& ctx) {
+template <typename T>
+void multiply(sdk::KernelContext& ctx) {
   sdk::binary_loop<T, T, T>(ctx.output(0), ctx.input(0), ctx.input(1), [](T x, T y) { return x * y; });
 }
 

@@ -7,9 +7,9 @@
 //  - multiply (float32): an ordinary kernel; every call runs here.
 // Each kernel counts its calls; "subtract" (float32) writes those counts into its output, so a test can
 // see which calls reached the device.
-#include "test_plugin_common.h"
-
 #include <atomic>
+
+#include "test_plugin_common.h"
 
 namespace {
 
@@ -21,8 +21,8 @@ void add_supports(oar::sdk::KernelContext& ctx) {
   const oar::sdk::TensorView out = ctx.output(0);
   if (out.dtype() == OAR_DTYPE_FLOAT64) oar::sdk::decline("declining: add has no float64 units");
   // A 1.2 core asks the query with the data hidden (an older one has no query: the SDK asks it itself).
-  OAR_SDK_CHECK(!oar::sdk::services().register_kernel_ex || ctx.input(0).desc()->data == nullptr, OAR_ERR_INTERNAL,
-                "declining: the supports query was handed tensor data");
+  OAR_SDK_CHECK(!oar::sdk::services().register_kernel_ex || ctx.input(0).desc()->data == nullptr,
+                OAR_ERR_INTERNAL, "declining: the supports query was handed tensor data");
   if (out.numel() > kMaxAddElements)
     oar::sdk::decline("declining: add takes at most " + std::to_string(kMaxAddElements) + " elements, got " +
                       std::to_string(out.numel()));
@@ -55,7 +55,8 @@ void setup(oar::sdk::Tables& t, oar::sdk::KernelRegistrar& kernels) {
   oar_test_plugin::device_name() = "test_declining test device";
   t.device = oar_test_plugin::device_table();
   t.memory = oar_test_plugin::memory_table();
-  kernels.add("add", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, add_kernel, add_supports, OAR_KERNEL_STRIDED_INPUTS);
+  kernels.add("add", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, add_kernel, add_supports,
+              OAR_KERNEL_STRIDED_INPUTS);
   kernels.add("multiply", {OAR_DTYPE_FLOAT32}, multiply_kernel, OAR_KERNEL_STRIDED_INPUTS);
   kernels.add("subtract", {OAR_DTYPE_FLOAT32}, counts_kernel);
 }

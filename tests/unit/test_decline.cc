@@ -1,13 +1,12 @@
 // ABI 1.2: a kernel declines a call (its supports query says no, or it returns OAR_ERR_DECLINED) and the
 // core runs that call on the CPU fallback, counted and under the fallback policy; kernel_supports()
 // answers placement questions from metadata. Uses tests/plugins/declining.cc (device type test_declining).
+#include <gtest/gtest.h>
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 #include <oar/core/runtime.h>
 #include <oar/core/tensor.h>
-
-#include <gtest/gtest.h>
 
 #include <numeric>
 #include <string>
@@ -15,14 +14,14 @@
 
 namespace {
 
-using oar::DType;
 using oar::Dims;
+using oar::DType;
 using oar::Tensor;
 
 oar::Place place() {
   static const oar::Place p = [] {
-    const oar::PluginRecord r = oar::Runtime::get().load_plugin(std::string(OAR_TEST_PLUGIN_DIR) +
-                                                                "/liboar_plugin_declining.so");
+    const oar::PluginRecord r =
+        oar::Runtime::get().load_plugin(std::string(OAR_TEST_PLUGIN_DIR) + "/liboar_plugin_declining.so");
     EXPECT_TRUE(r.loaded) << r.reason;
     return oar::Place::parse("test_declining:0");
   }();
@@ -140,19 +139,19 @@ TEST_F(Decline, TheDenyListAppliesToDeclines) {
 TEST_F(Decline, KernelSupportsAnswersPlacementFromMetadata) {
   const float before = device_calls()[0];
   std::string why = "unset";
-  EXPECT_TRUE(oar::kernel_supports("add", {{DType::kFloat32, Dims{3, 4}}, {DType::kFloat32, Dims{4}}}, {}, place(),
-                                   &why));
+  EXPECT_TRUE(oar::kernel_supports("add", {{DType::kFloat32, Dims{3, 4}}, {DType::kFloat32, Dims{4}}}, {},
+                                   place(), &why));
   EXPECT_EQ(why, "");
   EXPECT_FALSE(oar::kernel_supports("add", {{DType::kFloat32, Dims{10, 10}}, {DType::kFloat32, Dims{10}}}, {},
                                     place(), &why));
   EXPECT_NE(why.find("at most 64 elements, got 100"), std::string::npos) << why;
-  EXPECT_FALSE(oar::kernel_supports("add", {{DType::kFloat64, Dims{2}}, {DType::kFloat64, Dims{2}}}, {}, place(),
-                                    &why));
+  EXPECT_FALSE(oar::kernel_supports("add", {{DType::kFloat64, Dims{2}}, {DType::kFloat64, Dims{2}}}, {},
+                                    place(), &why));
   EXPECT_NE(why.find("no float64 units"), std::string::npos) << why;
   EXPECT_FALSE(oar::kernel_supports("exp", {{DType::kFloat32, Dims{2}}}, {}, place(), &why));
   EXPECT_NE(why.find("no kernel for exp"), std::string::npos) << why;
-  EXPECT_TRUE(oar::kernel_supports("multiply", {{DType::kFloat32, Dims{1000}}, {DType::kFloat32, Dims{1000}}}, {},
-                                   place()))
+  EXPECT_TRUE(oar::kernel_supports("multiply", {{DType::kFloat32, Dims{1000}}, {DType::kFloat32, Dims{1000}}},
+                                   {}, place()))
       << "a kernel without a query supports every call of its dtypes";
   EXPECT_THROW(oar::kernel_supports("add", {{DType::kFloat32, Dims{2}}}, {}, place()), oar::Error)
       << "wrong arity is an error, not a 'no'";

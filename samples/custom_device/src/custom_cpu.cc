@@ -19,6 +19,7 @@
 // a collective waits for the other ranks, default 60000), CUSTOM_CPU_COLLECTIVE_TRANSPORT=store (move
 // collective data through the core's key-value store even when all ranks are in this process).
 #include <oar/sdk.h>
+#include <oar/sdk/store.h>
 #include <unistd.h>  // gethostname, getpid
 
 #include <algorithm>
@@ -99,7 +100,8 @@ void check_device(int32_t device) {
 }
 
 // Runs fn on `stream` (enqueued; returns at once) or right now when stream is NULL (synchronous).
-void submit(int32_t device, OarStream stream, const char* name, const char* category, std::function<void()> fn) {
+void submit(int32_t device, OarStream stream, const char* name, const char* category,
+            std::function<void()> fn) {
   sdk::worker_streams().submit(device, stream, name, category, std::move(fn));
 }
 
@@ -383,46 +385,27 @@ std::string describe(const Header& h) {
 }
 
 void store_put(const std::string& key, const Header& h, const void* data) {
-  std::string value(sizeof(h) + h.data_bytes, '\0');
-  std::memcpy(&value[0], &h, sizeof(h));
-  if (h.data_bytes) std::memcpy(&value[sizeof(h)], data, h.data_bytes);
-  sdk::throw_if_error(sdk::services().store_set(key.c_str(), value.data(), value.size()));
+  sdk::store_put(key, h, data, h.data_bytes);
 }
 
-// Waits for `key` and returns its value. store_get is called in slices of 200 ms so that abort and shutdown
-// (which mark the group aborted) get a waiting rank out; the whole wait is bounded by
-// CUSTOM_CPU_COMM_TIMEOUT_MS, and a timeout names the call, this rank and the peer it waited for.
+// Waits for `key` and returns its value (oar/sdk/store.h): abort and shutdown (which mark the group
+// aborted) get a waiting rank out; the whole wait is bounded by CUSTOM_CPU_COMM_TIMEOUT_MS, and a timeout
+// names the call, this rank and the peer it waited for.
 std::string store_wait(const Group& g, const std::string& key, uint64_t expected_bytes,
                        const std::string& what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(state().comm_timeout_ms);
-  std::string value(std::max<uint64_t>(expected_bytes, 64), '\0');
   std::string store_said;
-  for (;;) {
-    if (g.aborted) throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": the communicator was aborted");
-    const auto now = std::chrono::steady_clock::now();
-    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-    const int64_t slice =
-        std::min<int64_t>(std::max<int64_t>(left, 1), 200);  // never 0 ("no limit" to some stores)
-    uint64_t size = 0;
-    OarError* err = sdk::services().store_get(key.c_str(), &value[0], value.size(), &size, slice);
-    if (!err) {
-      value.resize(size);
-      return value;
-    }
-    const int32_t code = sdk::services().error_code(err);
-    store_said = sdk::services().error_message(err);
-    sdk::services().error_free(err);
-    if (code == OAR_ERR_OUT_OF_RANGE) {  // the value is larger than our buffer: grow it and read again
-      value.resize(size > value.size() ? size : value.size() * 2);
-      continue;
-    }
-    if (left <= 0)
-      throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": timed out after " +
-                                           std::to_string(state().comm_timeout_ms) +
-                                           " ms (CUSTOM_CPU_COMM_TIMEOUT_MS); store: " + store_said);
-    if (std::chrono::steady_clock::now() - now < std::chrono::milliseconds(slice / 2))
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a store failing at once is not spun on
-  }
+  std::optional<std::string> v = sdk::store_wait(
+      key, expected_bytes, state().comm_timeout_ms,
+      [&] {
+        if (g.aborted)
+          throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": the communicator was aborted");
+      },
+      &store_said);
+  if (!v)
+    throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": timed out after " +
+                                         std::to_string(state().comm_timeout_ms) +
+                                         " ms (CUSTOM_CPU_COMM_TIMEOUT_MS); store: " + store_said);
+  return *v;
 }
 
 // Reads what rank `peer` wrote at `key`, checks it made the same call as `mine`, returns its data.
@@ -480,11 +463,7 @@ void store_collective(const Comm& comm, uint64_t seq, Coll kind, const void* sen
 // comm_init's handshake: publishes "<process identity>\n<nranks>" and reads every other rank's. Returns
 // whether every rank is in this process. All ranks read the same records, so they all decide alike.
 bool all_ranks_in_this_process(const std::string& prefix, int32_t nranks, int32_t rank, const Group& g) {
-  static const std::string me = [] {  // host, pid and a random nonce (two hosts may share a name and pid)
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(std::random_device{}());
-  }();
+  const std::string& me = sdk::process_identity();
   const std::string record = me + "\n" + std::to_string(nranks);
   sdk::throw_if_error(sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(),
                                                 record.data(), record.size()));
@@ -809,7 +788,8 @@ void matmul_kernel(sdk::KernelContext& ctx) {
         const bool tx = l.ints[0] && nx > 1, ty = l.ints[1] && ny > 1;
         // Logical [M, K] x [K, N]; a 1-D x is [1, K], a 1-D y is [K, 1].
         const int64_t xr = nx > 1 ? x.desc().dims[nx - 2] : 1, xc = x.desc().dims[nx - 1];
-        const int64_t yr = ny > 1 ? y.desc().dims[ny - 2] : y.desc().dims[0], yc = ny > 1 ? y.desc().dims[ny - 1] : 1;
+        const int64_t yr = ny > 1 ? y.desc().dims[ny - 2] : y.desc().dims[0],
+                      yc = ny > 1 ? y.desc().dims[ny - 1] : 1;
         const int64_t M = tx ? xc : xr, K = tx ? xr : xc, N = ty ? yr : yc;
         // Batch dims of the output (all but its matrix dims), broadcast against x's and y's.
         const int32_t nb = no - (nx > 1 ? 1 : 0) - (ny > 1 ? 1 : 0);
@@ -873,7 +853,8 @@ void matmul_supports(sdk::KernelContext& ctx) {
   const sdk::TensorView x = ctx.input(0);
   const bool tx = ctx.attr_int("transpose_x") != 0 && x.ndim() > 1;
   const int64_t k = tx ? x.dim(-2) : x.dim(-1);
-  if (k > INT32_MAX) sdk::decline("custom_cpu: matmul inner dimension " + std::to_string(k) + " exceeds 2^31 - 1");
+  if (k > INT32_MAX)
+    sdk::decline("custom_cpu: matmul inner dimension " + std::to_string(k) + " exceeds 2^31 - 1");
 }
 
 void register_kernels(sdk::KernelRegistrar& reg) {
