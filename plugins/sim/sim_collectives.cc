@@ -42,23 +42,9 @@ constexpr char kMagic[8] = {'o', 'a', 'r', 's', 'i', 'm', 'I', 'D'};
 enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kSend };
 
 const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce:
-      return "all_reduce";
-    case Kind::kBroadcast:
-      return "broadcast";
-    case Kind::kReduce:
-      return "reduce";
-    case Kind::kAllGather:
-      return "all_gather";
-    case Kind::kReduceScatter:
-      return "reduce_scatter";
-    case Kind::kAllToAll:
-      return "all_to_all";
-    case Kind::kSend:
-      return "send";
-  }
-  return "collective";
+  static const char* const names[] = {"all_reduce",     "broadcast",  "reduce", "all_gather",
+                                      "reduce_scatter", "all_to_all", "send"};
+  return names[static_cast<int>(k)];
 }
 
 struct Slot {  // one collective call, seen from every rank
@@ -487,24 +473,8 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
     const uint64_t es = static_cast<uint64_t>(elem_size(dtype));
     const uint64_t un = static_cast<uint64_t>(n);
     uint64_t send_elems = count, recv_elems = count;
-    switch (kind) {
-      case Kind::kAllReduce:
-      case Kind::kBroadcast:
-        break;
-      case Kind::kReduce:
-        break;
-      case Kind::kAllGather:
-        recv_elems = count * un;
-        break;
-      case Kind::kReduceScatter:
-        send_elems = count * un;
-        break;
-      case Kind::kAllToAll:
-        send_elems = recv_elems = count * un;
-        break;
-      case Kind::kSend:
-        break;
-    }
+    if (kind == Kind::kReduceScatter || kind == Kind::kAllToAll) send_elems = count * un;
+    if (kind == Kind::kAllGather || kind == Kind::kAllToAll) recv_elems = count * un;
     if (kind == Kind::kAllReduce || kind == Kind::kReduce || kind == Kind::kReduceScatter)
       sdk::check_reduction(dtype, op);
     if (kind == Kind::kBroadcast || kind == Kind::kReduce)

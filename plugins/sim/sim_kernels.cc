@@ -96,22 +96,15 @@ void check_dtype(const char* op, int32_t dtype, std::initializer_list<OarDType> 
 // Calls fn(T{}) for the four dtypes the sim kernels cover.
 template <typename Fn>
 void dispatch(int32_t dtype, const char* op, Fn&& fn) {
+  // clang-format off
   switch (dtype) {
-    case OAR_DTYPE_FLOAT32:
-      fn(float{});
-      return;
-    case OAR_DTYPE_FLOAT64:
-      fn(double{});
-      return;
-    case OAR_DTYPE_INT32:
-      fn(int32_t{});
-      return;
-    case OAR_DTYPE_INT64:
-      fn(int64_t{});
-      return;
-    default:
-      throw sdk::Error(OAR_ERR_TYPE, std::string(op) + ": unsupported dtype " + sdk::dtype_name(dtype));
+    case OAR_DTYPE_FLOAT32: return fn(float{});
+    case OAR_DTYPE_FLOAT64: return fn(double{});
+    case OAR_DTYPE_INT32: return fn(int32_t{});
+    case OAR_DTYPE_INT64: return fn(int64_t{});
+    default: throw sdk::Error(OAR_ERR_TYPE, std::string(op) + ": unsupported dtype " + sdk::dtype_name(dtype));
   }
+  // clang-format on
 }
 
 void check_output(const TensorArg& out, const char* op) {

@@ -328,6 +328,17 @@ TEST(Loader, OlderMinorLoadsAndWorks) {
   EXPECT_EQ(fallback_count("add", "test_older", DType::kFloat32), 0);
 }
 
+TEST(Loader, Abi10PluginLoadsAndWorks) {
+  // older_minor.cc built claiming ABI 1.0 (the first published minor): still loads and works under 1.2.
+  const PluginRecord& r = load("abi_1_0");
+  ASSERT_TRUE(r.loaded) << describe(r);
+  EXPECT_EQ(r.abi_minor, 0u);
+  EXPECT_EQ(r.num_kernels, 1);
+  EXPECT_STREQ(Runtime::get().device(oar::Place::parse("test_abi_1_0:0")).properties().name,
+               "test_abi_1_0 test device");
+  exercise_device("test_abi_1_0");
+}
+
 TEST(Loader, NewerMinorLoadsAndWorks) {
   const PluginRecord& r = load("newer_minor");
   ASSERT_TRUE(r.loaded) << describe(r);
