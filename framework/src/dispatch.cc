@@ -88,9 +88,15 @@ void complete_attrs(const OpDef& op, Attrs& attrs) {
   }
 }
 
-void run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
-                Device& dev, const InferContext& ic, Tensor* outputs) {
+// Returns false when the kernel declined the call (ABI 1.2: its supports query said no, or it returned
+// OAR_ERR_DECLINED); *declined then holds the plugin's reason and no output is set.
+bool run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int32_t n_in, const Attrs& attrs,
+                Device& dev, const InferContext& ic, DType kd, Tensor* outputs, std::string* declined) {
   const int32_t n_out = static_cast<int32_t>(op.outputs.size());
+  if (k.supports) {  // asked before anything is copied or allocated
+    *declined = ask_supports(k, op, inputs, nullptr, n_in, ic.outputs, attrs, dev, kd);
+    if (!declined->empty()) return false;
+  }
   // Kernels that did not opt in to strided inputs get contiguous ones.
   const Tensor* in = inputs;
   std::vector<Tensor> contiguous_inputs;
@@ -121,7 +127,15 @@ void run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
   }
   std::vector<Tensor> workspaces;  // empty unless the kernel asks for scratch memory
   OarKernelContext ctx{&op, in_desc, n_in, out_desc, outputs, n_out, &attrs, &dev, &workspaces, in, &ic};
-  check_plugin_error(k.plugin->name, op.name, k.fn(&ctx, k.user_data));
+  OarError* err = k.fn(&ctx, k.user_data);
+  if (err && err->code == OAR_ERR_DECLINED && k.plugin->may_decline) {
+    *declined = err->message.empty() ? "no reason given" : err->message;
+    delete err;
+    for (int32_t i = 0; i < n_out; ++i) outputs[i] = Tensor();  // the fallback makes its own
+    return false;
+  }
+  check_plugin_error(k.plugin->name, op.name, err);
+  return true;
 }
 
 }  // namespace
@@ -155,14 +169,42 @@ bool has_kernel(const std::string& op, Place place, DType dtype) {
   return Runtime::get().kernel(OpRegistry::get().at(op).id, place.type, dtype) != nullptr;
 }
 
+bool kernel_supports(const std::string& op_name, const std::vector<TensorMeta>& inputs, Attrs attrs, Place place,
+                     std::string* reason) {
+  const OpDef& op = OpRegistry::get().at(op_name);
+  const int32_t n_in = static_cast<int32_t>(inputs.size());
+  OAR_ENFORCE(op.variadic ? n_in >= 1 : n_in == static_cast<int32_t>(op.inputs.size()), ErrorCode::kInvalidArgument,
+              op.name << ": expects " << (op.variadic ? "at least 1" : std::to_string(op.inputs.size()))
+                      << " input(s), got " << n_in);
+  complete_attrs(op, attrs);
+  InferContext ic{&op, inputs.data(), n_in, &attrs, {}};
+  op.infer(ic);
+  const DType kd = op.dispatch_input >= 0 ? inputs[op.dispatch_input].dtype : static_cast<DType>(attrs.get_int("dtype"));
+  Runtime& rt = Runtime::get();
+  const KernelEntry* k = rt.kernel(op.id, place.type, kd);
+  std::string why;
+  if (!k)
+    why = rt.device_types()[place.type].name + " has no kernel for " + op.name + " with dtype " + dtype_name(kd);
+  else if (k->supports)
+    why = ask_supports(*k, op, nullptr, inputs.data(), n_in, ic.outputs, attrs, rt.device(place), kd);
+  if (reason) *reason = why;
+  return why.empty();
+}
+
 namespace {
 
-// No kernel on `place`'s device (or the op is forced to the CPU): run it on the CPU plugin with the
-// inputs copied to the host and copy the outputs back, if the policy allows.
+// No kernel on `place`'s device, its kernel declined the call (`declined`: the plugin's reason), or the
+// op is forced to the CPU: run it on the CPU plugin with the inputs copied to the host and copy the
+// outputs back, if the policy allows.
 void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, Place place, DType kd,
-                  bool forced, Tensor* outputs) {
+                  bool forced, const std::string& declined, Tensor* outputs) {
   Runtime& rt = Runtime::get();
   const std::string type_name = rt.device_types()[place.type].name;
+  const std::string why = declined.empty()
+                              ? type_name + " has no kernel for dtype " + dtype_name(kd)
+                              : "the " + type_name + " kernel declined this " + dtype_name(kd) + " call (" + declined + ")";
+  OAR_ENFORCE(!place.is_cpu() || declined.empty(), ErrorCode::kUnimplemented,
+              op.name << ": " << why << " and cpu has nothing to fall back to");
   // Nothing to fall back to: the dtype is not supported by this op anywhere we could run it.
   OAR_ENFORCE(rt.kernel(op.id, kCpuDeviceType, kd) != nullptr, ErrorCode::kType,
               op.name << ": dtype " << dtype_name(kd) << " is not supported"
@@ -171,17 +213,15 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
   const auto policy = static_cast<FallbackPolicy>(st.policy.load());
   const bool denied = st.denied.has(op.id) && st.denied[op.id];
   OAR_ENFORCE(forced || !denied, ErrorCode::kUnimplemented,
-              op.name << ": " << type_name << " has no kernel for dtype " << dtype_name(kd)
-                      << " and the op is on the fallback deny list (OAR_FALLBACK_DENY)");
+              op.name << ": " << why << " and the op is on the fallback deny list (OAR_FALLBACK_DENY)");
   OAR_ENFORCE(forced || policy != FallbackPolicy::kError, ErrorCode::kUnimplemented,
-              op.name << ": " << type_name << " has no kernel for dtype " << dtype_name(kd)
-                      << " and the CPU fallback policy is 'error' (OAR_FALLBACK_POLICY)");
+              op.name << ": " << why << " and the CPU fallback policy is 'error' (OAR_FALLBACK_POLICY)");
   {
     std::lock_guard<std::mutex> lock(st.mu);
     FallbackKey key{op.name, type_name, kd};
     ++st.counts[key];
     if (policy == FallbackPolicy::kWarn && !forced && st.warned.insert(key).second)
-      LOG(WARNING) << op.name << " has no " << type_name << " kernel for " << dtype_name(kd)
+      LOG(WARNING) << op.name << ": " << why
                    << "; running it on cpu (copying inputs and outputs). Shown once per op and dtype; "
                       "OAR_FALLBACK_POLICY=allow|warn|error controls this.";
   }
@@ -232,10 +272,10 @@ void launch(OpCall& call) {
   const bool forced =
       !call.place.is_cpu() && st.forced.has(op.id) && st.forced[op.id].load(std::memory_order_relaxed);
   const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, call.place.type, kd);
-  if (k)
-    run_kernel(op, *k, call.inputs, n_in, call.attrs, rt.device(call.place), call.infer, call.outputs);
-  else
-    run_fallback(op, call.inputs, n_in, call.attrs, call.place, kd, forced, call.outputs);
+  std::string declined;  // the plugin's reason when its kernel declines this call (ABI 1.2)
+  if (!k || !run_kernel(op, *k, call.inputs, n_in, call.attrs, rt.device(call.place), call.infer, kd,
+                        call.outputs, &declined))
+    run_fallback(op, call.inputs, n_in, call.attrs, call.place, kd, forced, declined, call.outputs);
 }
 }  // namespace
 

@@ -31,6 +31,8 @@ struct OarKernelContext {
   // For the core's own kernels (custom ops): the input tensors and the op's inferred outputs.
   const oar::Tensor* input_tensors = nullptr;
   const oar::InferContext* infer = nullptr;
+  // A supports query (ABI 1.2): descriptors without data, no stream, no workspace, no resize.
+  bool query = false;
 };
 
 namespace oar {
@@ -44,6 +46,8 @@ struct KernelEntry {
   void* user_data = nullptr;
   uint32_t flags = 0;
   Plugin* plugin = nullptr;
+  OarKernelSupportsFn supports = nullptr;  // ABI 1.2: asked before each call (NULL: always yes)
+  void* supports_user_data = nullptr;
 };
 
 struct Plugin {
@@ -53,6 +57,9 @@ struct Plugin {
   boost::dll::shared_library library;
   PluginTables tables;
   size_t record_index = 0;
+  // OAR_ERR_DECLINED means "declined" only from a plugin built for >= 1.2 that was handed a >= 1.2
+  // core (not an emulated older one); from any other it is an ordinary error.
+  bool may_decline = false;
 };
 
 struct PendingKernel {
@@ -62,6 +69,8 @@ struct PendingKernel {
   uint32_t flags;
   OarKernelFn fn;
   void* user_data;
+  OarKernelSupportsFn supports = nullptr;
+  void* supports_user_data = nullptr;
 };
 
 }  // namespace oar
@@ -80,6 +89,11 @@ const OarCoreServices* core_services();
 const OarCoreServices* core_services_as_minor(uint32_t minor);
 // Throws the plugin's error as oar::Error "<plugin>: <what>: <message>" (and frees it) when set.
 void check_plugin_error(const std::string& plugin, const char* what, OarError* err);
+// Asks a kernel's supports query (ABI 1.2) about a call whose inputs are `in` (data is hidden from the
+// plugin) and whose outputs `out` inferred. Returns "" for yes, else the plugin's reason; a failing query
+// throws. `k.supports` must be set.
+std::string ask_supports(const KernelEntry& k, const OpDef& op, const Tensor* in, const TensorMeta* in_meta,
+                         int32_t n_in, const TensorMeta* out, const Attrs& attrs, Device& dev, DType kd);
 // Fills an ABI descriptor viewing `t` (pointers into t's impl, which must outlive the descriptor).
 void fill_desc(OarTensorDesc& d, const Tensor& t);
 // A host tensor holding a copy of the storage range `t` spans, viewed with t's strides. For a device

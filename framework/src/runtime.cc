@@ -405,6 +405,7 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
                     ")");
     services = core_services_as_minor(static_cast<uint32_t>(minor));
   }
+  plugin->may_decline = info.abi_minor >= 2 && services->abi_minor >= 2;
 
   // Init: the plugin registers kernels (held back until init succeeds) and returns its tables.
   OarRegistrar registrar{plugin.get(), true, {}};
@@ -469,7 +470,7 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
     }
     for (int32_t d : k.dtypes) {
       impl_->kernels[op->id][type_id * kNumDTypes + d] =
-          KernelEntry{k.fn, k.user_data, k.flags, plugin.get()};
+          KernelEntry{k.fn, k.user_data, k.flags, plugin.get(), k.supports, k.supports_user_data};
       ++rec.num_kernels;
     }
   }

@@ -46,7 +46,8 @@ void log_message(int32_t level, const char* message) {
   }
 }
 
-OarError* register_kernel(OarRegistrar* r, const OarKernelDef* given) {
+OarError* add_pending_kernel(OarRegistrar* r, const OarKernelDef* given, OarKernelSupportsFn supports,
+                             void* supports_user_data) {
   if (!r || !r->open)
     return error_new(OAR_ERR_PRECONDITION, 0, "register_kernel is only valid during oar_plugin_init");
   // An older plugin's definition may end early: read what it has, the rest is zero (user_data NULL).
@@ -57,7 +58,7 @@ OarError* register_kernel(OarRegistrar* r, const OarKernelDef* given) {
   const OarKernelDef* def = &copy;
   if (!def->op_name || !def->fn || (def->num_dtypes > 0 && !def->dtypes))
     return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel: op_name, fn and dtypes are required");
-  PendingKernel k{def->op_name, def->op_version, {}, def->flags, def->fn, def->user_data};
+  PendingKernel k{def->op_name, def->op_version, {}, def->flags, def->fn, def->user_data, supports, supports_user_data};
   for (int32_t i = 0; i < def->num_dtypes; ++i) {
     if (!is_valid_dtype(def->dtypes[i]))
       return error_new(
@@ -68,6 +69,17 @@ OarError* register_kernel(OarRegistrar* r, const OarKernelDef* given) {
   }
   r->kernels.push_back(std::move(k));
   return nullptr;
+}
+
+OarError* register_kernel(OarRegistrar* r, const OarKernelDef* def) { return add_pending_kernel(r, def, nullptr, nullptr); }
+
+// ABI 1.2: the size-prefixed registration; fields a plugin's older struct lacks read as zero.
+OarError* register_kernel_ex(OarRegistrar* r, const OarKernelRegistration* given) {
+  if (!given || given->struct_size < offsetof(OarKernelRegistration, def) + sizeof(given->def))
+    return error_new(OAR_ERR_INVALID_ARGUMENT, 0, "register_kernel_ex: OarKernelRegistration is NULL or ends before def");
+  OarKernelRegistration reg{};
+  std::memcpy(&reg, given, std::min(given->struct_size, sizeof(reg)));
+  return add_pending_kernel(r, reg.def, reg.supports, reg.supports_user_data);
 }
 
 // ---- kernel context -------------------------------------------------------------------------------
@@ -82,6 +94,7 @@ const OarTensorDesc* ctx_output(OarKernelContext* c, int32_t i) {
 
 OarError* ctx_resize_output(OarKernelContext* c, int32_t i, int32_t ndim, const int64_t* dims,
                             const OarTensorDesc** out) {
+  if (c->query) return error_new(OAR_ERR_PRECONDITION, 0, "resize_output is not available in a supports query");
   if (i < 0 || i >= c->num_outputs)
     return error_new(OAR_ERR_OUT_OF_RANGE, 0, "resize_output: no such output");
   try {
@@ -95,7 +108,7 @@ OarError* ctx_resize_output(OarKernelContext* c, int32_t i, int32_t ndim, const 
   }
 }
 
-OarStream ctx_stream(const OarKernelContext* c) { return c->device->stream(); }
+OarStream ctx_stream(const OarKernelContext* c) { return c->query ? nullptr : c->device->stream(); }
 int32_t ctx_device(const OarKernelContext* c) { return c->device->place().index; }
 
 template <typename T>
@@ -147,6 +160,7 @@ OarError* ctx_attr_string(const OarKernelContext* c, const char* name, const cha
   return e;
 }
 OarError* ctx_workspace(OarKernelContext* c, uint64_t bytes, void** ptr) {
+  if (c->query) return error_new(OAR_ERR_PRECONDITION, 0, "workspace is not available in a supports query");
   try {
     c->workspaces->push_back(
         Tensor::empty(Dims{static_cast<int64_t>(bytes)}, DType::kUInt8, c->device->place()));
@@ -250,16 +264,18 @@ const OarCoreServices kServices = {
     store_set,
     store_get,
     trace_event_sink,
+    register_kernel_ex,
 };
 
 // What the core handed to plugins at each published minor of ABI major 1: the sizes of the two tables
 // that grew. 1.0 ended the services before trace_event and the kernel API before workspace (both
-// appended in 1.1). Indexed by minor.
+// appended in 1.1); 1.1 ended the services before register_kernel_ex (appended in 1.2). Indexed by minor.
 struct MinorLayout {
   size_t services_size, kernel_api_size;
 };
 const MinorLayout kMinorLayouts[] = {
     {offsetof(OarCoreServices, trace_event), offsetof(OarKernelApi, workspace)},
+    {offsetof(OarCoreServices, register_kernel_ex), sizeof(OarKernelApi)},
     {sizeof(OarCoreServices), sizeof(OarKernelApi)},
 };
 static_assert(sizeof(kMinorLayouts) / sizeof(kMinorLayouts[0]) == OAR_ABI_VERSION_MINOR + 1,
@@ -311,6 +327,45 @@ void fill_desc(OarTensorDesc& d, const Tensor& t) {
   d.offset = t.offset();
   d.device = t.place().index;
   d.layout = OAR_LAYOUT_STRIDED;
+}
+
+std::string ask_supports(const KernelEntry& k, const OpDef& op, const Tensor* in, const TensorMeta* in_meta,
+                         int32_t n_in, const TensorMeta* out, const Attrs& attrs, Device& dev, DType kd) {
+  const int32_t n_out = static_cast<int32_t>(op.outputs.size());
+  // Descriptors of the call with data NULL: the query answers from metadata only.
+  std::vector<OarTensorDesc> descs(static_cast<size_t>(n_in + n_out));
+  std::vector<Dims> strides(static_cast<size_t>(n_in + n_out));
+  for (int32_t i = 0; i < n_in + n_out; ++i) {
+    OarTensorDesc& d = descs[i];
+    const bool is_in = i < n_in;
+    if (is_in && in) {
+      fill_desc(d, in[i]);
+    } else {
+      const TensorMeta& m = is_in ? in_meta[i] : out[i - n_in];
+      strides[i] = contiguous_strides(m.dims);
+      d.struct_size = sizeof(OarTensorDesc);
+      d.dtype = static_cast<int32_t>(m.dtype);
+      d.ndim = m.dims.size();
+      d.dims = m.dims.data();
+      d.strides = strides[i].data();
+      d.offset = 0;
+      d.device = dev.place().index;
+      d.layout = OAR_LAYOUT_STRIDED;
+    }
+    d.data = nullptr;
+  }
+  OarKernelContext ctx{&op, descs.data(), n_in, descs.data() + n_in, nullptr, n_out, &attrs, &dev, nullptr, nullptr,
+                       nullptr, true};
+  OarSupportsQuery q{sizeof(OarSupportsQuery), op.name, static_cast<int32_t>(kd), dev.place().index, &ctx};
+  OarError* err = k.supports(&q, k.supports_user_data);
+  if (!err) return "";
+  if (err->code == OAR_ERR_DECLINED && k.plugin->may_decline) {
+    std::string why = err->message.empty() ? "no reason given" : err->message;
+    delete err;
+    return why;
+  }
+  check_plugin_error(k.plugin->name, (std::string(op.name) + " supports query").c_str(), err);
+  return "";
 }
 
 }  // namespace oar

@@ -17,6 +17,8 @@
 // per-process nonce) under <prefix>/join/<rank> and reads the others'. The ABI's store has no delete, so
 // every call leaves one key per rank behind: this transport is for tests and bootstrap-scale data; a
 // real backend moves data over its fabric and uses the store only to exchange the unique id.
+#include <oar/sdk/collective.h>
+#include <oar/sdk/store.h>
 #include <oar/sdk/types.h>
 #include <unistd.h>
 
@@ -40,17 +42,9 @@ constexpr char kMagic[8] = {'o', 'a', 'r', 's', 'i', 'm', 'I', 'D'};
 enum class Kind { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kSend };
 
 const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce: return "all_reduce";
-    case Kind::kBroadcast: return "broadcast";
-    case Kind::kReduce: return "reduce";
-    case Kind::kAllGather: return "all_gather";
-    case Kind::kReduceScatter: return "reduce_scatter";
-    case Kind::kAllToAll: return "all_to_all";
-    case Kind::kSend:
-      return "send";
-  }
-  return "collective";
+  static const char* const names[] = {"all_reduce",     "broadcast",  "reduce", "all_gather",
+                                      "reduce_scatter", "all_to_all", "send"};
+  return names[static_cast<int>(k)];
 }
 
 struct Slot {  // one collective call, seen from every rank
@@ -96,7 +90,7 @@ struct Comm {
   std::mutex mu;  // guards the sequence counters and the async error
   uint64_t seq = 0;
   std::vector<uint64_t> send_seq, recv_seq;
-  StoredError async_error;
+  sdk::StoredError async_error;
 };
 
 // A communicator for `rank` of `nranks` on this process's `device`, in `group`.
@@ -113,7 +107,7 @@ std::shared_ptr<Comm> new_comm(std::shared_ptr<Group> group, int32_t nranks, int
 
 struct Registry {
   std::mutex mu;
-  std::map<std::string, std::shared_ptr<Group>> forming;  // groups still waiting for ranks
+  std::map<std::string, std::shared_ptr<Group>> forming;     // groups still waiting for ranks
   std::map<std::string, std::weak_ptr<Group>> store_groups;  // store transport: this process's ranks
   std::map<Comm*, std::shared_ptr<Comm>> comms;
 };
@@ -141,54 +135,6 @@ int64_t elem_size(int32_t dtype) {
   return es;
 }
 
-// acc[i] = op(acc[i], x[i]) for n elements of `dtype`.
-void reduce_into(void* acc, const void* x, uint64_t n, int32_t dtype, int32_t op) {
-  bool ok = sdk::visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool> || sdk::is_complex_v<T>) {
-      throw sdk::Error(OAR_ERR_TYPE, std::string("sim collective: reductions do not handle ") +
-                                         sdk::dtype_name(dtype));
-    } else {
-      using C = sdk::compute_t<T>;
-      T* a = static_cast<T*>(acc);
-      const T* b = static_cast<const T*>(x);
-      for (uint64_t i = 0; i < n; ++i) {
-        C u = C(a[i]), v = C(b[i]);
-        C r;
-        switch (op) {
-          case OAR_REDUCE_SUM:
-          case OAR_REDUCE_AVG: r = u + v; break;
-          case OAR_REDUCE_PROD: r = u * v; break;
-          case OAR_REDUCE_MAX: r = (u != u || u > v) ? u : v; break;
-          case OAR_REDUCE_MIN: r = (u != u || u < v) ? u : v; break;
-          default: throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "sim collective: unknown reduce op");
-        }
-        a[i] = T(r);
-      }
-    }
-  });
-  OAR_SDK_CHECK(ok, OAR_ERR_TYPE, "sim collective: unknown dtype " << dtype);
-}
-
-void finish_avg(void* acc, uint64_t n, int32_t dtype, int32_t nranks) {
-  sdk::visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool> && !sdk::is_complex_v<T>) {
-      using C = sdk::compute_t<T>;
-      T* a = static_cast<T*>(acc);
-      for (uint64_t i = 0; i < n; ++i) a[i] = T(C(a[i]) / C(nranks));
-    }
-  });
-}
-
-void check_reduce_args(int32_t dtype, int32_t op) {
-  OAR_SDK_CHECK(op >= OAR_REDUCE_SUM && op <= OAR_REDUCE_AVG, OAR_ERR_INVALID_ARGUMENT,
-                "sim collective: unknown reduce op " << op);
-  OAR_SDK_CHECK(dtype != OAR_DTYPE_BOOL && dtype != OAR_DTYPE_COMPLEX64 &&
-                    dtype != OAR_DTYPE_COMPLEX128 && sdk::dtype_size(dtype) > 0,
-                OAR_ERR_TYPE, "sim collective: reductions do not handle " << sdk::dtype_name(dtype));
-}
-
 // Computed by the last rank to arrive, under the group lock, while every other rank waits.
 void compute(Slot& s, int32_t n) {
   const uint64_t es = static_cast<uint64_t>(elem_size(s.dtype));
@@ -198,17 +144,17 @@ void compute(Slot& s, int32_t n) {
     case Kind::kReduce:
       s.result.assign(static_cast<const unsigned char*>(s.send[0]),
                       static_cast<const unsigned char*>(s.send[0]) + bytes);
-      for (int32_t r = 1; r < n; ++r) reduce_into(s.result.data(), s.send[r], s.count, s.dtype, s.op);
-      if (s.op == OAR_REDUCE_AVG) finish_avg(s.result.data(), s.count, s.dtype, n);
+      for (int32_t r = 1; r < n; ++r) sdk::accumulate(s.result.data(), s.send[r], s.count, s.dtype, s.op);
+      if (s.op == OAR_REDUCE_AVG) sdk::finish_average(s.result.data(), s.count, s.dtype, n);
       break;
     case Kind::kReduceScatter: {  // count = recv_count; inputs are n * count
       const uint64_t total = bytes * static_cast<uint64_t>(n);
       s.result.assign(static_cast<const unsigned char*>(s.send[0]),
                       static_cast<const unsigned char*>(s.send[0]) + total);
       for (int32_t r = 1; r < n; ++r)
-        reduce_into(s.result.data(), s.send[r], s.count * static_cast<uint64_t>(n), s.dtype, s.op);
+        sdk::accumulate(s.result.data(), s.send[r], s.count * static_cast<uint64_t>(n), s.dtype, s.op);
       if (s.op == OAR_REDUCE_AVG)
-        finish_avg(s.result.data(), s.count * static_cast<uint64_t>(n), s.dtype, n);
+        sdk::finish_average(s.result.data(), s.count * static_cast<uint64_t>(n), s.dtype, n);
       break;
     }
     case Kind::kBroadcast:
@@ -235,18 +181,25 @@ void deliver(const Slot& s, int32_t r, int32_t n) {
   const uint64_t bytes = s.count * static_cast<uint64_t>(elem_size(s.dtype));
   unsigned char* out = static_cast<unsigned char*>(s.recv[r]);
   switch (s.kind) {
-    case Kind::kAllReduce: std::memcpy(out, s.result.data(), bytes); break;
+    case Kind::kAllReduce:
+      std::memcpy(out, s.result.data(), bytes);
+      break;
     case Kind::kReduce:
       if (r == s.root) std::memcpy(out, s.result.data(), bytes);
       break;
     case Kind::kBroadcast:
       if (r != s.root) std::memcpy(out, s.result.data(), bytes);
       break;
-    case Kind::kAllGather: std::memcpy(out, s.result.data(), bytes * static_cast<uint64_t>(n)); break;
-    case Kind::kReduceScatter: std::memcpy(out, s.result.data() + r * bytes, bytes); break;
+    case Kind::kAllGather:
+      std::memcpy(out, s.result.data(), bytes * static_cast<uint64_t>(n));
+      break;
+    case Kind::kReduceScatter:
+      std::memcpy(out, s.result.data() + r * bytes, bytes);
+      break;
     case Kind::kAllToAll: {
       const uint64_t row = bytes * static_cast<uint64_t>(n);
-      for (int32_t j = 0; j < n; ++j) std::memcpy(out + j * bytes, s.result.data() + j * row + r * bytes, bytes);
+      for (int32_t j = 0; j < n; ++j)
+        std::memcpy(out + j * bytes, s.result.data() + j * row + r * bytes, bytes);
       break;
     }
     case Kind::kSend:
@@ -326,19 +279,6 @@ bool store_transport_forced() {
 
 bool have_store() { return sdk::services().store_set && sdk::services().store_get; }
 
-// host:pid:nonce. The nonce tells apart processes with one pid on two hosts of the same name (containers).
-const std::string& process_identity() {
-  static const std::string id = [] {
-    char host[256] = {0};
-    if (::gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "?");
-    std::random_device rd;
-    std::ostringstream os;
-    os << host << ":" << ::getpid() << ":" << std::hex << rd() << rd();
-    return os.str();
-  }();
-  return id;
-}
-
 std::string hex(const unsigned char* p, size_t n) {
   static const char* digits = "0123456789abcdef";
   std::string s;
@@ -367,47 +307,17 @@ std::string describe(const WireHeader& h) {
   return os.str();
 }
 
-void store_put(const std::string& key, const WireHeader& h, const void* payload) {
-  std::string v(sizeof(h) + h.payload_bytes, '\0');
-  std::memcpy(&v[0], &h, sizeof(h));
-  if (h.payload_bytes) std::memcpy(&v[sizeof(h)], payload, h.payload_bytes);
-  sdk::throw_if_error(sdk::services().store_set(key.c_str(), v.data(), v.size()));
-}
-
-// Waits up to OAR_SIM_COMM_TIMEOUT_MS for `key` and returns its value; nullopt on timeout (`last_error`
-// then holds the store's last message). Waits in short slices so that abort and shutdown, which mark
+// Waits up to OAR_SIM_COMM_TIMEOUT_MS for `key` (nullopt on timeout); abort and shutdown, which mark
 // this process's group broken, get a blocked rank out.
 std::optional<std::string> store_wait(Group& g, const std::string& key, uint64_t expected_bytes,
                                       const char* what, std::string* last_error) {
-  const auto end = deadline();
-  uint64_t capacity = std::max<uint64_t>(expected_bytes, sizeof(WireHeader));
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lk(g.mu);
-      OAR_SDK_CHECK(g.broken.empty(), OAR_ERR_UNAVAILABLE, what << ": " << g.broken);
-    }
-    const auto now = std::chrono::steady_clock::now();
-    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now).count();
-    const int64_t slice = std::clamp<int64_t>(left, 1, 200);  // never 0: a store may read 0 as "no limit"
-    std::string buf(capacity, '\0');
-    uint64_t size = 0;
-    OarError* e = sdk::services().store_get(key.c_str(), &buf[0], capacity, &size, slice);
-    if (!e) {
-      buf.resize(size);
-      return buf;
-    }
-    const int32_t code = sdk::services().error_code(e);
-    *last_error = sdk::services().error_message(e);
-    sdk::services().error_free(e);
-    if (code == OAR_ERR_OUT_OF_RANGE) {  // the key is there but larger than we guessed
-      capacity = size > capacity ? size : capacity * 2;
-      continue;
-    }
-    if (left <= 0) return std::nullopt;
-    // A store that fails at once (rather than waiting out the slice) is not polled in a tight loop.
-    if (std::chrono::steady_clock::now() - now < std::chrono::milliseconds(slice / 2))
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return sdk::store_wait(
+      key, std::max<uint64_t>(expected_bytes, sizeof(WireHeader)), state().comm_timeout_ms,
+      [&] {
+        std::lock_guard<std::mutex> lk(g.mu);
+        OAR_SDK_CHECK(g.broken.empty(), OAR_ERR_UNAVAILABLE, what << ": " << g.broken);
+      },
+      last_error);
 }
 
 // Reads rank `peer`'s value at `key` and checks its header against ours; returns the payload.
@@ -456,7 +366,7 @@ void store_collective(const std::shared_ptr<Comm>& c, uint64_t seq, Kind kind, c
   };
   WireHeader mine{kWireMagic, static_cast<int32_t>(kind), dtype, op, root, r, count, seq, payload_of(r)};
   const std::string base = c->prefix + "/c" + std::to_string(seq) + "/r";
-  store_put(base + std::to_string(r), mine, send);
+  sdk::store_put(base + std::to_string(r), mine, send, mine.payload_bytes);
 
   Slot s;
   s.kind = kind, s.count = count, s.dtype = dtype, s.op = op, s.root = root;
@@ -477,9 +387,9 @@ void store_collective(const std::shared_ptr<Comm>& c, uint64_t seq, Kind kind, c
 void store_send(const std::shared_ptr<Comm>& c, const void* data, uint64_t bytes, uint64_t count,
                 int32_t dtype, int32_t peer, uint64_t seq) {
   WireHeader h{kWireMagic, static_cast<int32_t>(Kind::kSend), dtype, 0, 0, c->rank, count, seq, bytes};
-  store_put(
+  sdk::store_put(
       c->prefix + "/p" + std::to_string(c->rank) + "-" + std::to_string(peer) + "/" + std::to_string(seq), h,
-      data);
+      data, bytes);
 }
 
 void store_recv(const std::shared_ptr<Comm>& c, void* data, uint64_t bytes, uint64_t count, int32_t dtype,
@@ -494,7 +404,7 @@ void store_recv(const std::shared_ptr<Comm>& c, void* data, uint64_t bytes, uint
 // comm_init's exchange: publishes this rank's process identity and nranks, reads every other rank's.
 // Returns whether all ranks are in this process. Every rank reads the same values, so all decide alike.
 bool exchange_identities(const std::string& prefix, int32_t nranks, int32_t rank, Group& local) {
-  const std::string mine = process_identity() + "\n" + std::to_string(nranks);
+  const std::string mine = sdk::process_identity() + "\n" + std::to_string(nranks);
   sdk::throw_if_error(sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(),
                                                 mine.data(), mine.size()));
   bool all_local = true;
@@ -515,7 +425,7 @@ bool exchange_identities(const std::string& prefix, int32_t nranks, int32_t rank
     OAR_SDK_CHECK(their_nranks == std::to_string(nranks), OAR_ERR_INVALID_ARGUMENT,
                   "sim: comm_init: rank " << rank << " says " << nranks << " ranks, rank " << j << " says "
                                           << their_nranks);
-    if (v->substr(0, nl) != process_identity()) all_local = false;
+    if (v->substr(0, nl) != sdk::process_identity()) all_local = false;
   }
   return all_local;
 }
@@ -554,8 +464,8 @@ void check_usable(const std::shared_ptr<Comm>& c) {
   OAR_SDK_CHECK(c->group->broken.empty(), OAR_ERR_UNAVAILABLE, "sim communicator: " << c->group->broken);
 }
 
-OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, int32_t dtype,
-                     int32_t op, int32_t root, OarComm handle, OarStream stream) {
+OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
+                     int32_t root, OarComm handle, OarStream stream) {
   return sdk::guard([&] {
     std::shared_ptr<Comm> c = find_comm(handle);
     check_usable(c);
@@ -563,17 +473,10 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
     const uint64_t es = static_cast<uint64_t>(elem_size(dtype));
     const uint64_t un = static_cast<uint64_t>(n);
     uint64_t send_elems = count, recv_elems = count;
-    switch (kind) {
-      case Kind::kAllReduce: case Kind::kBroadcast: break;
-      case Kind::kReduce: break;
-      case Kind::kAllGather: recv_elems = count * un; break;
-      case Kind::kReduceScatter: send_elems = count * un; break;
-      case Kind::kAllToAll: send_elems = recv_elems = count * un; break;
-      case Kind::kSend:
-        break;
-    }
+    if (kind == Kind::kReduceScatter || kind == Kind::kAllToAll) send_elems = count * un;
+    if (kind == Kind::kAllGather || kind == Kind::kAllToAll) recv_elems = count * un;
     if (kind == Kind::kAllReduce || kind == Kind::kReduce || kind == Kind::kReduceScatter)
-      check_reduce_args(dtype, op);
+      sdk::check_reduction(dtype, op);
     if (kind == Kind::kBroadcast || kind == Kind::kReduce)
       OAR_SDK_CHECK(root >= 0 && root < n, OAR_ERR_INVALID_ARGUMENT,
                     kind_name(kind) << ": root " << root << " is not a rank of " << n);
@@ -581,8 +484,10 @@ OarError* collective(Kind kind, const void* send, void* recv, uint64_t count, in
     const void* hs = buffer(c, send, send_elems * es, name);
     void* hr = nullptr;
     const bool wants_recv = !(kind == Kind::kReduce && c->rank != root) && kind != Kind::kBroadcast;
-    if (wants_recv) hr = buffer(c, recv, recv_elems * es, name);
-    else if (kind == Kind::kBroadcast) hr = const_cast<void*>(hs);
+    if (wants_recv)
+      hr = buffer(c, recv, recv_elems * es, name);
+    else if (kind == Kind::kBroadcast)
+      hr = const_cast<void*>(hs);
     uint64_t seq;
     {
       std::lock_guard<std::mutex> lk(c->mu);
@@ -724,28 +629,27 @@ OarError* comm_destroy(OarComm handle) {
   });
 }
 
-OarError* all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
-                     OarComm comm, OarStream stream) {
+OarError* all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, OarComm comm,
+                     OarStream stream) {
   return collective(Kind::kAllReduce, send, recv, count, dtype, op, 0, comm, stream);
 }
-OarError* broadcast(void* buf, uint64_t count, int32_t dtype, int32_t root, OarComm comm,
-                    OarStream stream) {
+OarError* broadcast(void* buf, uint64_t count, int32_t dtype, int32_t root, OarComm comm, OarStream stream) {
   return collective(Kind::kBroadcast, buf, buf, count, dtype, 0, root, comm, stream);
 }
-OarError* reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
-                 int32_t root, OarComm comm, OarStream stream) {
+OarError* reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root,
+                 OarComm comm, OarStream stream) {
   return collective(Kind::kReduce, send, recv, count, dtype, op, root, comm, stream);
 }
 OarError* all_gather(const void* send, void* recv, uint64_t send_count, int32_t dtype, OarComm comm,
                      OarStream stream) {
   return collective(Kind::kAllGather, send, recv, send_count, dtype, 0, 0, comm, stream);
 }
-OarError* reduce_scatter(const void* send, void* recv, uint64_t recv_count, int32_t dtype,
-                         int32_t op, OarComm comm, OarStream stream) {
+OarError* reduce_scatter(const void* send, void* recv, uint64_t recv_count, int32_t dtype, int32_t op,
+                         OarComm comm, OarStream stream) {
   return collective(Kind::kReduceScatter, send, recv, recv_count, dtype, op, 0, comm, stream);
 }
-OarError* all_to_all(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype,
-                     OarComm comm, OarStream stream) {
+OarError* all_to_all(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype, OarComm comm,
+                     OarStream stream) {
   return collective(Kind::kAllToAll, send, recv, count_per_rank, dtype, 0, 0, comm, stream);
 }
 
@@ -778,8 +682,7 @@ OarError* send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, Oar
   });
 }
 
-OarError* recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle,
-               OarStream stream) {
+OarError* recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm handle, OarStream stream) {
   return sdk::guard([&] {
     std::shared_ptr<Comm> c = find_comm(handle);
     check_usable(c);
@@ -800,8 +703,8 @@ OarError* recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm h
       auto ready = [&] { return g.messages.count(key) > 0 || !g.broken.empty(); };
       if (!g.cv.wait_until(lk, deadline(), ready)) {
         std::ostringstream os;
-        os << "rank " << c->rank << " timed out in recv #" << seq << " from rank " << peer
-           << " after " << state().comm_timeout_ms << " ms (OAR_SIM_COMM_TIMEOUT_MS)";
+        os << "rank " << c->rank << " timed out in recv #" << seq << " from rank " << peer << " after "
+           << state().comm_timeout_ms << " ms (OAR_SIM_COMM_TIMEOUT_MS)";
         g.broken = os.str();
         g.cv.notify_all();
       }
@@ -869,12 +772,23 @@ void shutdown_collectives() {
   }
 }
 
-void release_collectives() { delete &registry(); }
-
-const OarCollectiveTable kCollectiveTable = {
-    sizeof(OarCollectiveTable), get_unique_id, comm_init,  comm_destroy, all_reduce,
-    broadcast,                  reduce,        all_gather, reduce_scatter, all_to_all,
-    send,                       recv,          group_start, group_end,   abort_comm,
-    get_async_error};
+void setup_collectives(sdk::Tables& t) {
+  t.collective = {sizeof(OarCollectiveTable),
+                  get_unique_id,
+                  comm_init,
+                  comm_destroy,
+                  all_reduce,
+                  broadcast,
+                  reduce,
+                  all_gather,
+                  reduce_scatter,
+                  all_to_all,
+                  send,
+                  recv,
+                  group_start,
+                  group_end,
+                  abort_comm,
+                  get_async_error};
+}
 
 }  // namespace oar::sim

@@ -2,14 +2,14 @@
 // fallback is exercised for everything else. A kernel never computes inline: it copies what it needs
 // out of the descriptors (valid only during the call), validates the device addresses, and enqueues a
 // task on the context's stream that translates them and runs the loop from oar/sdk/iter.h.
-#include "sim_state.h"
-
 #include <oar/sdk/iter.h>
 #include <oar/sdk/kernel.h>
 
 #include <array>
 #include <cmath>
 #include <type_traits>
+
+#include "sim_state.h"
 
 namespace oar::sim {
 namespace {
@@ -41,12 +41,11 @@ struct TensorArg {
   }
 };
 
-void capture(TensorArg& t, const OarTensorDesc* d, int32_t device, const char* op,
-             const char* role) {
+void capture(TensorArg& t, const OarTensorDesc* d, int32_t device, const char* op, const char* role) {
   OAR_SDK_CHECK(d, OAR_ERR_INVALID_ARGUMENT, op << ": " << role << " is missing");
-  OAR_SDK_CHECK(d->ndim >= 0 && d->ndim <= sdk::kMaxDims, OAR_ERR_INVALID_ARGUMENT,
-                op << ": " << role << " has rank " << d->ndim << " (sim supports up to "
-                   << sdk::kMaxDims << ")");
+  OAR_SDK_CHECK(
+      d->ndim >= 0 && d->ndim <= sdk::kMaxDims, OAR_ERR_INVALID_ARGUMENT,
+      op << ": " << role << " has rank " << d->ndim << " (sim supports up to " << sdk::kMaxDims << ")");
   const int64_t es = sdk::dtype_size(d->dtype);
   OAR_SDK_CHECK(es > 0, OAR_ERR_TYPE, op << ": " << role << " has unknown dtype " << d->dtype);
   t.desc.struct_size = sizeof(t.desc);
@@ -72,8 +71,7 @@ void capture(TensorArg& t, const OarTensorDesc* d, int32_t device, const char* o
   OAR_SDK_CHECK(d->layout == OAR_LAYOUT_STRIDED, OAR_ERR_INVALID_ARGUMENT,
                 op << ": " << role << " has unsupported layout " << d->layout);
   OAR_SDK_CHECK(d->device == device, OAR_ERR_INVALID_ARGUMENT,
-                op << ": " << role << " is on sim device " << d->device << ", the kernel runs on "
-                   << device);
+                op << ": " << role << " is on sim device " << d->device << ", the kernel runs on " << device);
   if (t.numel == 0) return;  // nothing is read or written
   OAR_SDK_CHECK(lo >= 0, OAR_ERR_INVALID_ARGUMENT,
                 op << ": " << role << " reaches before its storage (element offset " << lo << ")");
@@ -88,52 +86,25 @@ const OarTensorDesc* input_desc(const KernelContext& ctx, int32_t i, const char*
   return sdk::kernel_api().input(ctx.raw(), i);
 }
 
-bool try_attr_int(const KernelContext& ctx, const char* name, int64_t* v) {
-  if (!sdk::kernel_api().attr_int) return false;
-  OarError* e = sdk::kernel_api().attr_int(ctx.raw(), name, v);
-  if (!e) return true;
-  if (sdk::services().error_code(e) == OAR_ERR_NOT_FOUND) {
-    sdk::services().error_free(e);
-    return false;
-  }
-  sdk::throw_if_error(e);
-  return false;
-}
-
-bool try_attr_ints(const KernelContext& ctx, const char* name, std::vector<int64_t>* v) {
-  if (!sdk::kernel_api().attr_ints) return false;
-  const int64_t* p = nullptr;
-  int64_t n = 0;
-  OarError* e = sdk::kernel_api().attr_ints(ctx.raw(), name, &p, &n);
-  if (!e) {
-    v->assign(p, p + (p ? n : 0));
-    return true;
-  }
-  if (sdk::services().error_code(e) == OAR_ERR_NOT_FOUND) {
-    sdk::services().error_free(e);
-    return false;
-  }
-  sdk::throw_if_error(e);
-  return false;
-}
-
 void check_dtype(const char* op, int32_t dtype, std::initializer_list<OarDType> allowed) {
   for (OarDType d : allowed)
     if (d == dtype) return;
-  throw sdk::Error(OAR_ERR_TYPE, std::string(op) + ": the sim kernel does not handle dtype " +
-                                     sdk::dtype_name(dtype));
+  throw sdk::Error(OAR_ERR_TYPE,
+                   std::string(op) + ": the sim kernel does not handle dtype " + sdk::dtype_name(dtype));
 }
 
 // Calls fn(T{}) for the four dtypes the sim kernels cover.
-template <typename Fn> void dispatch(int32_t dtype, const char* op, Fn&& fn) {
+template <typename Fn>
+void dispatch(int32_t dtype, const char* op, Fn&& fn) {
+  // clang-format off
   switch (dtype) {
-    case OAR_DTYPE_FLOAT32: fn(float{}); return;
-    case OAR_DTYPE_FLOAT64: fn(double{}); return;
-    case OAR_DTYPE_INT32: fn(int32_t{}); return;
-    case OAR_DTYPE_INT64: fn(int64_t{}); return;
-    default:
-      throw sdk::Error(OAR_ERR_TYPE, std::string(op) + ": unsupported dtype " + sdk::dtype_name(dtype));
+    case OAR_DTYPE_FLOAT32: return fn(float{});
+    case OAR_DTYPE_FLOAT64: return fn(double{});
+    case OAR_DTYPE_INT32: return fn(int32_t{});
+    case OAR_DTYPE_INT64: return fn(int64_t{});
+    default: throw sdk::Error(OAR_ERR_TYPE, std::string(op) + ": unsupported dtype " + sdk::dtype_name(dtype));
   }
+  // clang-format on
 }
 
 void check_output(const TensorArg& out, const char* op) {
@@ -144,7 +115,8 @@ void check_output(const TensorArg& out, const char* op) {
 // ---- elementwise -------------------------------------------------------------------------------
 
 struct AddOp {
-  template <typename T> T operator()(T a, T b) const {
+  template <typename T>
+  T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {  // wrap around instead of signed-overflow UB
       using U = std::make_unsigned_t<T>;
       return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
@@ -154,7 +126,8 @@ struct AddOp {
   }
 };
 struct MulOp {
-  template <typename T> T operator()(T a, T b) const {
+  template <typename T>
+  T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
       using U = std::make_unsigned_t<T>;
       return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
@@ -164,7 +137,8 @@ struct MulOp {
   }
 };
 
-template <typename Op> void binary_kernel(KernelContext& ctx, const char* op) {
+template <typename Op>
+void binary_kernel(KernelContext& ctx, const char* op) {
   const int32_t dev = ctx.device();
   auto args = std::make_shared<std::array<TensorArg, 3>>();
   TensorArg& x = (*args)[0];
@@ -176,16 +150,14 @@ template <typename Op> void binary_kernel(KernelContext& ctx, const char* op) {
   check_dtype(op, x.desc.dtype, {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64, OAR_DTYPE_INT32, OAR_DTYPE_INT64});
   OAR_SDK_CHECK(y.desc.dtype == x.desc.dtype && out.desc.dtype == x.desc.dtype, OAR_ERR_TYPE,
                 op << ": dtypes differ (x " << sdk::dtype_name(x.desc.dtype) << ", y "
-                   << sdk::dtype_name(y.desc.dtype) << ", out " << sdk::dtype_name(out.desc.dtype)
-                   << ")");
+                   << sdk::dtype_name(y.desc.dtype) << ", out " << sdk::dtype_name(out.desc.dtype) << ")");
   check_output(out, op);
   for (const TensorArg* in : {&x, &y}) {
     const int32_t lead = out.desc.ndim - in->desc.ndim;
     bool ok = lead >= 0;
     for (int32_t i = 0; ok && i < in->desc.ndim; ++i)
       ok = in->dims[i] == out.dims[i + lead] || in->dims[i] == 1;
-    OAR_SDK_CHECK(ok, OAR_ERR_INVALID_ARGUMENT,
-                  op << ": an input does not broadcast to the output shape");
+    OAR_SDK_CHECK(ok, OAR_ERR_INVALID_ARGUMENT, op << ": an input does not broadcast to the output shape");
   }
   if (out.numel == 0) return;
   submit(dev, ctx.stream(), op, "kernel", [args, op] {
@@ -230,7 +202,8 @@ void relu_kernel(KernelContext& ctx) {
 
 // ---- sum -----------------------------------------------------------------------------------------
 
-template <typename T> struct SumOp {
+template <typename T>
+struct SumOp {
   using acc_t = double;
   acc_t init() const { return 0.0; }
   acc_t step(acc_t acc, T v, int64_t) const { return acc + static_cast<double>(v); }
@@ -256,24 +229,23 @@ void sum_kernel(KernelContext& ctx) {
                 op << ": output dtype " << sdk::dtype_name(out.desc.dtype) << " differs from "
                    << sdk::dtype_name(x.desc.dtype));
   check_output(out, op);
-  std::vector<int64_t> axes;
-  try_attr_ints(ctx, "axis", &axes);
-  int64_t keepdim = 0;
-  try_attr_int(ctx, "keepdim", &keepdim);
+  std::vector<int64_t> axes = ctx.attr_ints_or("axis", {});
+  const int64_t keepdim = ctx.attr_int_or("keepdim", 0);
   if (axes.empty())
     for (int32_t i = 0; i < x.desc.ndim; ++i) axes.push_back(i);
   int64_t kept = 1;
   std::vector<int64_t> expect;
   for (size_t k = 0; k < axes.size(); ++k)
-    OAR_SDK_CHECK(axes[k] >= 0 && axes[k] < x.desc.ndim && (k == 0 || axes[k] > axes[k - 1]),
-                  OAR_ERR_INVALID_ARGUMENT,
-                  op << ": axis attribute must be sorted, unique and in [0, " << x.desc.ndim
-                     << "); got " << axes[k]);
+    OAR_SDK_CHECK(
+        axes[k] >= 0 && axes[k] < x.desc.ndim && (k == 0 || axes[k] > axes[k - 1]), OAR_ERR_INVALID_ARGUMENT,
+        op << ": axis attribute must be sorted, unique and in [0, " << x.desc.ndim << "); got " << axes[k]);
   for (int32_t i = 0, k = 0; i < x.desc.ndim; ++i) {
     const bool red = k < static_cast<int32_t>(axes.size()) && axes[k] == i;
     if (red) ++k;
-    if (!red) kept *= x.dims[i], expect.push_back(x.dims[i]);
-    else if (keepdim) expect.push_back(1);
+    if (!red)
+      kept *= x.dims[i], expect.push_back(x.dims[i]);
+    else if (keepdim)
+      expect.push_back(1);
   }
   bool shape_ok = static_cast<int32_t>(expect.size()) == out.desc.ndim;
   for (size_t i = 0; shape_ok && i < expect.size(); ++i) shape_ok = expect[i] == out.dims[i];
@@ -296,14 +268,15 @@ struct MatmulArgs {
   TensorArg x, y, out;
   int64_t M = 0, N = 0, K = 0;
   int64_t x_sm = 0, x_sk = 0, y_sk = 0, y_sn = 0;  // element strides of the logical matrices
-  int32_t nbatch = 0;                             // number of broadcast batch dims
+  int32_t nbatch = 0;                              // number of broadcast batch dims
   int64_t batch_dims[sdk::kMaxDims] = {};
-  int64_t x_bstride[sdk::kMaxDims] = {};          // 0 where x broadcasts
+  int64_t x_bstride[sdk::kMaxDims] = {};  // 0 where x broadcasts
   int64_t y_bstride[sdk::kMaxDims] = {};
   int64_t batches = 1;
 };
 
-template <typename T> void run_matmul(MatmulArgs& a) {
+template <typename T>
+void run_matmul(MatmulArgs& a) {
   TensorView vx = a.x.bind(), vy = a.y.bind(), vo = a.out.bind();
   const T* px = vx.data<T>();
   const T* py = vy.data<T>();
@@ -346,12 +319,10 @@ void matmul_kernel(KernelContext& ctx) {
   capture(a.y, input_desc(ctx, 1, op), dev, op, "input y");
   capture(a.out, ctx.output(0).desc(), dev, op, "output");
   check_dtype(op, a.x.desc.dtype, {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64});
-  OAR_SDK_CHECK(a.y.desc.dtype == a.x.desc.dtype && a.out.desc.dtype == a.x.desc.dtype,
-                OAR_ERR_TYPE, op << ": x, y and out must share one dtype");
+  OAR_SDK_CHECK(a.y.desc.dtype == a.x.desc.dtype && a.out.desc.dtype == a.x.desc.dtype, OAR_ERR_TYPE,
+                op << ": x, y and out must share one dtype");
   check_output(a.out, op);
-  int64_t tx = 0, ty = 0;
-  try_attr_int(ctx, "transpose_x", &tx);
-  try_attr_int(ctx, "transpose_y", &ty);
+  const int64_t tx = ctx.attr_int_or("transpose_x", 0), ty = ctx.attr_int_or("transpose_y", 0);
   const int32_t nx = a.x.desc.ndim, ny = a.y.desc.ndim;
   OAR_SDK_CHECK(nx >= 1 && ny >= 1, OAR_ERR_INVALID_ARGUMENT,
                 op << ": operands must have at least one dimension");
@@ -361,16 +332,20 @@ void matmul_kernel(KernelContext& ctx) {
   } else {
     const int64_t r = a.x.dims[nx - 2], c = a.x.dims[nx - 1];
     const int64_t sr = a.x.strides[nx - 2], sc = a.x.strides[nx - 1];
-    if (tx) a.M = c, kx = r, a.x_sm = sc, a.x_sk = sr;
-    else a.M = r, kx = c, a.x_sm = sr, a.x_sk = sc;
+    if (tx)
+      a.M = c, kx = r, a.x_sm = sc, a.x_sk = sr;
+    else
+      a.M = r, kx = c, a.x_sm = sr, a.x_sk = sc;
   }
   if (ny == 1) {  // [k] is [k, 1]
     ky = a.y.dims[0], a.N = 1, a.y_sk = a.y.strides[0], a.y_sn = 0;
   } else {
     const int64_t r = a.y.dims[ny - 2], c = a.y.dims[ny - 1];
     const int64_t sr = a.y.strides[ny - 2], sc = a.y.strides[ny - 1];
-    if (ty) ky = c, a.N = r, a.y_sk = sc, a.y_sn = sr;
-    else ky = r, a.N = c, a.y_sk = sr, a.y_sn = sc;
+    if (ty)
+      ky = c, a.N = r, a.y_sk = sc, a.y_sn = sr;
+    else
+      ky = r, a.N = c, a.y_sk = sr, a.y_sn = sc;
   }
   OAR_SDK_CHECK(kx == ky, OAR_ERR_INVALID_ARGUMENT,
                 op << ": inner dimensions differ (" << kx << " vs " << ky << ")");
@@ -405,8 +380,7 @@ void matmul_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_kernels(OarRegistrar* registrar) {
-  sdk::KernelRegistrar reg(registrar);
+void register_kernels(sdk::KernelRegistrar& reg) {
   const uint32_t strided = OAR_KERNEL_STRIDED_INPUTS;
   struct Def {
     const char* op;
@@ -418,10 +392,8 @@ void register_kernels(OarRegistrar* registrar) {
                                        OAR_DTYPE_INT64};
   const std::vector<OarDType> floats = {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64};
   const Def defs[] = {
-      {"add", arith, &add_kernel, strided},
-      {"multiply", arith, &multiply_kernel, strided},
-      {"relu", floats, &relu_kernel, strided},
-      {"sum", floats, &sum_kernel, strided},
+      {"add", arith, &add_kernel, strided},    {"multiply", arith, &multiply_kernel, strided},
+      {"relu", floats, &relu_kernel, strided}, {"sum", floats, &sum_kernel, strided},
       {"matmul", floats, &matmul_kernel, 0},  // matmul handles strides too, but takes contiguous inputs
   };
   for (const Def& d : defs) {

@@ -2,8 +2,10 @@
 
 The core wheel carries the SDK next to the Python code (docs/packaging.md):
 
-    oar/include/            the device ABI (oar/device_api.h), the plugin SDK (oar/sdk.h, oar/sdk/*.h)
-                            and the core's C++ headers (oar/core/*.h, oar/ir/*.h, oar/inference/*.h)
+    oar/include/oar_sdk/    the device ABI (oar/device_api.h), the plugin SDK (oar/sdk.h, oar/sdk/*.h) and
+                            the custom-op headers (oar/extension.h, paddle/extension.h): get_include()
+    oar/include/oar_core/   the core's C++ headers (oar/core/*.h, oar/ir/*.h, oar/inference/*.h), kept
+                            apart so that a plugin cannot include them by mistake: get_core_include()
     oar/lib/liboar_core.so.0
     oar/lib/cmake/oar/      oarConfig.cmake: find_package(oar) -> oar::sdk, oar::core, oar_add_plugin()
     oar/plugins/            the plugins shipped with oar (liboar_plugin_cpu.so)
@@ -18,7 +20,7 @@ The module only computes paths: it loads no library of its own.
 """
 import os
 
-__all__ = ["get_include", "get_lib", "get_cmake_dir", "get_plugin_dir", "get_compile_flags", "get_link_flags"]
+__all__ = ["get_include", "get_core_include", "get_lib", "get_cmake_dir", "get_plugin_dir", "get_compile_flags", "get_link_flags"]
 
 _PKG = os.path.dirname(os.path.abspath(__file__))
 _CORE_SONAME = "liboar_core.so.0"
@@ -32,8 +34,15 @@ def _existing(path, what):
 
 
 def get_include():
-    """The folder to put on the include path: holds oar/device_api.h, oar/sdk.h and oar/core/*.h."""
-    return _existing(os.path.join(_PKG, "include"), "include")
+    """The SDK's include folder (what plugins and custom ops use): oar/device_api.h, oar/sdk.h, oar/sdk/*.h,
+    oar/extension.h. It holds none of the core's headers (get_core_include())."""
+    return _existing(os.path.join(_PKG, "include", "oar_sdk"), "include")
+
+
+def get_core_include():
+    """The core's C++ headers (oar/core/*.h, ...), for programs that link liboar_core; they include the
+    ABI, so such a program puts both folders on its include path (get_compile_flags() does)."""
+    return _existing(os.path.join(_PKG, "include", "oar_core"), "core include")
 
 
 def get_lib():
@@ -52,8 +61,9 @@ def get_plugin_dir():
 
 
 def get_compile_flags():
-    """Compiler flags for code using the SDK or the core headers, as a list."""
-    return ["-I" + get_include(), "-std=c++17"]
+    """Compiler flags for a program using the core's C++ API (the SDK's and the core's include folders), as a
+    list. A plugin needs only -I<get_include()>."""
+    return ["-I" + get_include(), "-I" + get_core_include(), "-std=c++17"]
 
 
 def get_link_flags():

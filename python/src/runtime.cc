@@ -1,6 +1,8 @@
 // What the runtime found, for oar.utils.doctor (the same facts as the C++ oar-doctor) and oar.device.
 #include "common.h"
 
+#include <oar/core/dispatch.h>
+#include <oar/core/op.h>
 #include <oar/core/runtime.h>
 
 namespace oarpy {
@@ -64,6 +66,45 @@ void init_runtime(py::module_& m) {
   m.def("has_kernel", [](const std::string& op, py::handle place, py::handle dtype) {
     return oar::has_kernel(op, to_place(place), to_dtype(dtype));
   });
+  // ABI 1.2 placement query: would `place`'s device run this call itself (its kernel, and the kernel's
+  // supports query says yes)? inputs: tensors or (shape, dtype) pairs; no data is read. -> (bool, reason).
+  m.def(
+      "kernel_supports",
+      [](const std::string& op_name, py::handle place, py::sequence inputs, py::object attrs) {
+        const oar::OpDef& op = oar::OpRegistry::get().at(op_name);
+        std::vector<oar::TensorMeta> metas;
+        for (py::handle h : inputs) {
+          if (is_tensor(h)) {
+            const oar::Tensor& t = tensor_of(h).t;
+            metas.push_back({t.dtype(), t.dims()});
+          } else {
+            if (!py::isinstance<py::tuple>(h) || py::len(h) != 2)
+              throw py::type_error("kernel_supports: each input must be a Tensor or a (shape, dtype) pair");
+            py::tuple pair = py::reinterpret_borrow<py::tuple>(h);
+            metas.push_back({to_dtype(pair[1]), oar::Dims(pair[0].cast<std::vector<int64_t>>())});
+          }
+        }
+        oar::Attrs a;
+        if (!attrs.is_none())
+          for (auto kv : attrs.cast<py::dict>()) {
+            const std::string name = kv.first.cast<std::string>();
+            const oar::AttrDef* def = nullptr;
+            for (const auto& d : op.attrs)
+              if (name == d.name) def = &d;
+            if (!def) throw py::type_error("kernel_supports: " + op_name + " has no attribute '" + name + "'");
+            switch (def->type) {
+              case oar::AttrType::kInt: a.set(def->name, kv.second.cast<int64_t>()); break;
+              case oar::AttrType::kFloat: a.set(def->name, kv.second.cast<double>()); break;
+              case oar::AttrType::kInts: a.set(def->name, kv.second.cast<std::vector<int64_t>>()); break;
+              case oar::AttrType::kFloats: a.set(def->name, kv.second.cast<std::vector<double>>()); break;
+              case oar::AttrType::kString: a.set(def->name, kv.second.cast<std::string>()); break;
+            }
+          }
+        std::string reason;
+        bool yes = oar::kernel_supports(op_name, metas, std::move(a), to_place(place), &reason);
+        return py::make_tuple(yes, reason);
+      },
+      py::arg("op"), py::arg("place"), py::arg("inputs"), py::arg("attrs") = py::none());
   // {(op, device type, dtype): count} of CPU fallbacks since start (or the last reset).
   m.def("fallback_counts", [] {
     py::dict out;

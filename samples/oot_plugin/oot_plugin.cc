@@ -6,8 +6,8 @@
 //
 // To port it to real hardware, replace the bodies of the table functions with calls into your
 // runtime (allocation, copies, streams, events) and add kernels; keep the shape of the file:
-//   1. oar_plugin_query: side-effect free, says who we are and which ABI we were built for;
-//   2. oar_plugin_init: takes the core's services, registers kernels, returns our tables;
+//   1. setup(): fills the tables (oar/sdk/tables.h sets their sizes) and registers the kernels;
+//   2. OAR_SDK_PLUGIN(kPlugin, setup) defines the two exported entry points from it;
 //   3. every entry point returns an OarError* (NULL = success) and lets no exception escape
 //      (oar::sdk::guard turns one into an error).
 #include <oar/sdk.h>
@@ -25,8 +25,8 @@ constexpr uint64_t kTotalMemory = 1ull << 30;
 
 OarError* check_device(int32_t device) {
   if (device >= 0 && device < kNumDevices) return nullptr;
-  return oar::sdk::make_error(OAR_ERR_OUT_OF_RANGE, "oot: no device " + std::to_string(device) + " (there are " +
-                                                        std::to_string(kNumDevices) + ")");
+  return oar::sdk::make_error(OAR_ERR_OUT_OF_RANGE, "oot: no device " + std::to_string(device) +
+                                                        " (there are " + std::to_string(kNumDevices) + ")");
 }
 
 // ---- device ---------------------------------------------------------------------------------------
@@ -67,10 +67,13 @@ OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr)
   // Honour the size the properties report, so the core (and the conformance suite) see a real limit.
   if (kind == OAR_MEM_DEVICE && bytes > kTotalMemory)
     return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "oot: cannot allocate " + std::to_string(bytes) +
-                                                           " bytes: the device has " + std::to_string(kTotalMemory));
+                                                           " bytes: the device has " +
+                                                           std::to_string(kTotalMemory));
   uint64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   *ptr = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
-  if (!*ptr) return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "oot: cannot allocate " + std::to_string(bytes) + " bytes");
+  if (!*ptr)
+    return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY,
+                                "oot: cannot allocate " + std::to_string(bytes) + " bytes");
   return nullptr;
 }
 OarError* mem_free(int32_t device, int32_t, void* ptr) {
@@ -158,59 +161,26 @@ void multiply_f32(oar::sdk::KernelContext& ctx) {
                                              [](float x, float y) { return x * y; });
 }
 
+// Fills the tables and registers the kernels. OAR_SDK_PLUGIN (oar/sdk/tables.h) turns it into the two
+// entry points: oar_plugin_query (side-effect free: who we are, which ABI we were built for) and
+// oar_plugin_init (the core's services first, the ABI major checked, any exception turned into an
+// OarError, the required functions checked, the tables handed back).
+void setup(oar::sdk::Tables& t, oar::sdk::KernelRegistrar& kernels) {
+  t.device = {sizeof(OarDeviceTable), device_count,       device_open,       device_close,
+              device_properties,      device_synchronize, device_memory_info};
+  t.memory = {sizeof(OarMemoryTable), mem_allocate, mem_free, mem_memset, mem_memcpy};
+  t.stream = {sizeof(OarStreamTable), stream_create,     stream_destroy,         stream_synchronize,
+              stream_query,           stream_wait_event, stream_launch_host_func};
+  t.event = {sizeof(OarEventTable), event_create, event_destroy,   event_record,
+             event_synchronize,     event_query,  event_elapsed_ms};
+  // collectives, profiler, shutdown: left NULL = not implemented
+  kernels.add("multiply", {OAR_DTYPE_FLOAT32}, multiply_f32, OAR_KERNEL_STRIDED_INPUTS);
+  oar::sdk::log(OAR_LOG_DEBUG, "oot: initialised with 1 device and 1 kernel");
+}
+
+// name must match the file name liboar_plugin_oot.so; vendor_versions would be e.g. "acme-runtime 3.2"
+const oar::sdk::PluginDescription kPlugin{"oot", "oot", "0.1.0", nullptr, 0};
+
 }  // namespace
 
-extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
-  // name must match the file name liboar_plugin_oot.so; vendor_versions would be e.g. "acme-runtime 3.2"
-  return oar::sdk::answer_query(info, {"oot", "oot", "0.1.0", nullptr, 0});
-}
-
-extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services,
-                                                       OarRegistrar* registrar, OarPluginTables* tables) {
-  // run_init takes the core's services first (errors and logging go through the core), checks the ABI
-  // major and turns any exception into an OarError.
-  return oar::sdk::run_init(services, tables, "oot", [&](OarPluginTables& t) {
-    static OarDeviceTable device{};
-    device.struct_size = sizeof(device);
-    device.count = device_count;
-    device.open = device_open;
-    device.close = device_close;
-    device.properties = device_properties;
-    device.synchronize = device_synchronize;
-    device.memory_info = device_memory_info;
-
-    static OarMemoryTable memory{};
-    memory.struct_size = sizeof(memory);
-    memory.allocate = mem_allocate;
-    memory.free = mem_free;
-    memory.memset = mem_memset;
-    memory.memcpy = mem_memcpy;
-
-    static OarStreamTable stream{};
-    stream.struct_size = sizeof(stream);
-    stream.create = stream_create;
-    stream.destroy = stream_destroy;
-    stream.synchronize = stream_synchronize;
-    stream.query = stream_query;
-    stream.wait_event = stream_wait_event;
-    stream.launch_host_func = stream_launch_host_func;
-
-    static OarEventTable event{};
-    event.struct_size = sizeof(event);
-    event.create = event_create;
-    event.destroy = event_destroy;
-    event.record = event_record;
-    event.synchronize = event_synchronize;
-    event.query = event_query;
-    event.elapsed_ms = event_elapsed_ms;
-
-    t.device = &device;
-    t.memory = &memory;
-    t.stream = &stream;
-    t.event = &event;  // collectives, profiler, shutdown: NULL = not implemented
-
-    oar::sdk::KernelRegistrar reg(registrar);
-    reg.add("multiply", {OAR_DTYPE_FLOAT32}, multiply_f32, OAR_KERNEL_STRIDED_INPUTS);
-    oar::sdk::log(OAR_LOG_DEBUG, "oot: initialised with 1 device and 1 kernel");
-  });
-}
+OAR_SDK_PLUGIN(kPlugin, setup)

@@ -11,8 +11,16 @@
 
 #include <cstddef>
 
+// Built twice (tests/plugins/CMakeLists.txt): as older_minor (the previous minor, 1.1) and as abi_1_0
+// (claiming ABI 1.0), so plugins of every older published minor are loaded by the tests.
+#ifndef OLDER_MINOR_NAME
+#define OLDER_MINOR_NAME "older_minor"
+#define OLDER_MINOR_DEVICE "test_older"
+#define OLDER_MINOR_ABI (OAR_ABI_VERSION_MINOR - 1)
+#endif
+
 namespace {
-constexpr const char* kDeviceType = "test_older";
+constexpr const char* kDeviceType = OLDER_MINOR_DEVICE;
 
 // Copies only the first `known` bytes of `src` into the caller's struct, keeping its struct_size.
 template <typename T> void fill_prefix(T* dst, const T& src, size_t known) {
@@ -37,7 +45,7 @@ OarError* poison_elapsed_ms(int32_t, OarEvent, OarEvent, float*) {
 
 OarError* properties(int32_t device, OarDeviceProperties* props) {
   if (device != 0) return oar_test_plugin::bad_device(device);
-  OarDeviceProperties mine = oar_test_plugin::make_properties("test_older test device");
+  OarDeviceProperties mine = oar_test_plugin::make_properties(OLDER_MINOR_DEVICE " test device");
   mine.max_streams = 7;  // not part of the older struct: the core must not see it
   fill_prefix(props, mine, offsetof(OarDeviceProperties, max_streams));
   return nullptr;
@@ -51,21 +59,23 @@ OarError* add_kernel(OarKernelContext* ctx, void* user_data) {
   if (user_data != nullptr)
     return oar::sdk::make_error(OAR_ERR_INTERNAL,
                                 "older_minor: the core read OarKernelDef.user_data past its struct_size");
-  return oar::sdk::guard([&] {
-    oar::sdk::KernelContext c(ctx);
-    oar_test_plugin::add_f32(c);
-  });
+  oar::sdk::KernelContext c(ctx);
+  // A plugin older than 1.2 cannot know OAR_ERR_DECLINED (12); this one returns that code anyway for
+  // 13-element calls, and the core must treat it as the ordinary error it was then, not a decline.
+  if (c.output(0).numel() == 13)
+    return oar::sdk::services().error_new(OAR_ERR_DECLINED, 0, "older_minor: error code 12 from a 1.1 plugin");
+  return oar::sdk::guard([&] { oar_test_plugin::add_f32(c); });
 }
 }  // namespace
 
 extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
   OarPluginInfo mine{};
   mine.struct_size = sizeof(mine);
-  mine.name = "older_minor";
+  mine.name = OLDER_MINOR_NAME;
   mine.device_type = kDeviceType;
   mine.plugin_version = "0.0.1-test";
   mine.abi_major = OAR_ABI_VERSION_MAJOR;
-  mine.abi_minor = OAR_ABI_VERSION_MINOR - 1;
+  mine.abi_minor = OLDER_MINOR_ABI;
   mine.vendor_versions = "older vendor sdk 1.0";
   mine.score = 99;  // not part of the older struct
   fill_prefix(info, mine, offsetof(OarPluginInfo, score));

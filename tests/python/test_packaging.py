@@ -23,8 +23,15 @@ from _venv import run_python as _run_python
 
 def test_sysconfig_paths_hold_the_sdk():
     inc = sc.get_include()
-    for h in ("oar/device_api.h", "oar/sdk.h", "oar/sdk/kernel.h", "oar/core/tensor.h", "oar/core/runtime.h"):
+    for h in ("oar/device_api.h", "oar/sdk.h", "oar/sdk/kernel.h", "oar/sdk/tables.h", "oar/sdk/streams.h"):
         assert os.path.isfile(os.path.join(inc, h)), h
+    core = sc.get_core_include()
+    for h in ("oar/core/tensor.h", "oar/core/runtime.h"):
+        assert os.path.isfile(os.path.join(core, h)), h
+    # A plugin's include folder holds no core header (ABI 1.2 / issue 13: separate folders), and neither
+    # folder is inside the other.
+    assert not os.path.exists(os.path.join(inc, "oar", "core")) and not os.path.exists(os.path.join(core, "oar", "sdk"))
+    assert os.path.commonpath([inc, core]) not in (inc, core)
     assert os.path.isfile(os.path.join(sc.get_lib(), "liboar_core.so.0"))
     cmake_dir = sc.get_cmake_dir()
     assert os.path.isfile(os.path.join(cmake_dir, "oarConfig.cmake"))
@@ -43,14 +50,14 @@ def test_sysconfig_paths_hold_the_sdk():
 
 def test_sysconfig_flags():
     cflags = sc.get_compile_flags()
-    assert "-I" + sc.get_include() in cflags and "-std=c++17" in cflags
+    assert "-I" + sc.get_include() in cflags and "-I" + sc.get_core_include() in cflags and "-std=c++17" in cflags
     lflags = sc.get_link_flags()
     assert lflags == ["-L" + sc.get_lib(), "-l:liboar_core.so.0", "-Wl,-rpath," + sc.get_lib()]
 
 
 def test_sysconfig_names_a_missing_folder(monkeypatch, tmp_path):
     monkeypatch.setattr(sc, "_PKG", str(tmp_path))
-    for fn, what in ((sc.get_include, "include"), (sc.get_lib, "library"), (sc.get_cmake_dir, "CMake package"),
+    for fn, what in ((sc.get_include, "include"), (sc.get_core_include, "core include"), (sc.get_lib, "library"), (sc.get_cmake_dir, "CMake package"),
                      (sc.get_plugin_dir, "plugin")):
         with pytest.raises(FileNotFoundError, match="the {} folder {}".format(what, tmp_path)):
             fn()
@@ -272,7 +279,7 @@ def test_oar_sim_wheel_in_a_fresh_venv(tmp_path, tmp_path_factory):
     wheels = str(tmp_path / "wheels")
     core = core_wheel(tmp_path_factory)
     names = zipfile.ZipFile(core).namelist()
-    for f in ("oar/include/oar/sdk.h", "oar/include/oar/core/tensor.h", "oar/lib/cmake/oar/oarConfig.cmake",
+    for f in ("oar/include/oar_sdk/oar/sdk.h", "oar/include/oar_core/oar/core/tensor.h", "oar/lib/cmake/oar/oarConfig.cmake",
               "oar/lib/liboar_core.so.0", "oar/plugins/liboar_plugin_cpu.so"):
         assert f in names, f
     assert "oar/plugins/liboar_plugin_sim.so" not in names  # sim comes from its own wheel

@@ -315,6 +315,28 @@ TEST(Loader, OlderMinorLoadsAndWorks) {
   EXPECT_EQ(dev.tables().event.elapsed_ms, nullptr) << "elapsed_ms lies past the older event table";
   EXPECT_NE(dev.tables().memory.memcpy, nullptr);
   exercise_device("test_older");
+
+  // Code 12 (OAR_ERR_DECLINED since ABI 1.2) from a plugin built for 1.1 is an error, never a fallback.
+  oar::reset_fallback_counts();
+  Tensor x = floats(std::vector<float>(13, 1.0f), Dims{13}).to(oar::Place::parse("test_older:0"));
+  try {
+    oar::ops::add(x, x);
+    ADD_FAILURE() << "error code 12 from an ABI 1.1 plugin was taken as a decline";
+  } catch (const oar::Error& e) {
+    EXPECT_TRUE(mentions(e.what(), "error code 12 from a 1.1 plugin")) << e.what();
+  }
+  EXPECT_EQ(fallback_count("add", "test_older", DType::kFloat32), 0);
+}
+
+TEST(Loader, Abi10PluginLoadsAndWorks) {
+  // older_minor.cc built claiming ABI 1.0 (the first published minor): still loads and works under 1.2.
+  const PluginRecord& r = load("abi_1_0");
+  ASSERT_TRUE(r.loaded) << describe(r);
+  EXPECT_EQ(r.abi_minor, 0u);
+  EXPECT_EQ(r.num_kernels, 1);
+  EXPECT_STREQ(Runtime::get().device(oar::Place::parse("test_abi_1_0:0")).properties().name,
+               "test_abi_1_0 test device");
+  exercise_device("test_abi_1_0");
 }
 
 TEST(Loader, NewerMinorLoadsAndWorks) {

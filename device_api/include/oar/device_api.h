@@ -9,6 +9,17 @@
  *    the core's services table, so memory never crosses allocators. Exceptions never cross.
  *  - Version rule: the ABI major must match exactly; a plugin whose minor differs from the core's by
  *    at most OAR_ABI_MINOR_WINDOW is accepted, in both directions.
+ *
+ * Evolution rule (how a minor grows; docs/device_abi.md "Evolution rule"):
+ *  - No signature ever changes. A new parameter comes as a new function (appended to a table, e.g.
+ *    OarCoreServices.register_kernel_ex in 1.2) or as a field appended to a size-prefixed argument
+ *    struct (OarKernelRegistration, OarSupportsQuery): never as an extra positional argument.
+ *  - Fields are only appended, to the end of a struct; nothing is removed, retyped or reordered.
+ *  - NULL (or a struct_size that ends before a field) means "not implemented"; each side checks it.
+ *  - New enum values are appended; a value that an older peer cannot know (OAR_ERR_DECLINED) is only
+ *    sent to a peer whose minor says it knows it.
+ * History: 1.0 first layout; 1.1 appended OarCoreServices.trace_event and OarKernelApi.workspace;
+ * 1.2 appended OAR_ERR_DECLINED, OarCoreServices.register_kernel_ex (kernels with a supports query).
  */
 #ifndef OAR_DEVICE_API_H_
 #define OAR_DEVICE_API_H_
@@ -22,7 +33,7 @@ extern "C" {
 
 /* ---- versions -------------------------------------------------------------------------------- */
 #define OAR_ABI_VERSION_MAJOR 1
-#define OAR_ABI_VERSION_MINOR 1
+#define OAR_ABI_VERSION_MINOR 2
 #define OAR_ABI_MINOR_WINDOW 4
 
 #if defined(_WIN32)
@@ -44,7 +55,12 @@ typedef enum OarErrorCode {
   OAR_ERR_PRECONDITION = 8,     /* called in the wrong state */
   OAR_ERR_ABI_MISMATCH = 9,
   OAR_ERR_INTERNAL = 10,
-  OAR_ERR_EXTERNAL = 11         /* the vendor library failed; see native_code */
+  OAR_ERR_EXTERNAL = 11,        /* the vendor library failed; see native_code */
+  /* ABI 1.2. Not an error: "this kernel does not support this call and wrote nothing". Returned by a
+   * kernel (before it enqueued any work) or by its supports query; the core then runs the call on
+   * the CPU fallback, counted and under the fallback policy. Only a plugin built for >= 1.2 under a
+   * core >= 1.2 may return it; from anyone else it is an ordinary error. The message is the reason. */
+  OAR_ERR_DECLINED = 12
 } OarErrorCode;
 
 /* Opaque; created with OarCoreServices.error_new, owned by whoever receives it. */
@@ -254,6 +270,31 @@ typedef struct OarKernelDef {
   void* user_data;
 } OarKernelDef;
 
+/* ABI 1.2: a kernel's side-effect free "can you run this call?" query, given at registration
+ * through OarCoreServices.register_kernel_ex. The core asks it before every call of the kernel and
+ * for placement decisions (oar::kernel_supports, oar._C.kernel_supports). It answers from dtypes,
+ * dims, strides and attributes only: through OarKernelApi on `ctx` it can read inputs and outputs
+ * (descriptors whose data is NULL; outputs as the core's shape inference made them), attributes
+ * and the device; stream() is NULL, workspace() and resize_output() fail. It returns NULL (yes),
+ * an error with code OAR_ERR_DECLINED whose message says why not, or another error (a failure). */
+typedef struct OarSupportsQuery {
+  size_t struct_size;
+  const char* op_name;
+  int32_t dtype;  /* OarDType of the dispatch key */
+  int32_t device; /* device index */
+  const OarKernelContext* ctx;
+} OarSupportsQuery;
+
+typedef OarError* (*OarKernelSupportsFn)(const OarSupportsQuery* query, void* user_data);
+
+/* ABI 1.2: the size-prefixed registration struct of register_kernel_ex. Later minors append here. */
+typedef struct OarKernelRegistration {
+  size_t struct_size;
+  const OarKernelDef* def;      /* required: what register_kernel takes */
+  OarKernelSupportsFn supports; /* NULL: every call of def's dtypes is supported */
+  void* supports_user_data;     /* passed to supports */
+} OarKernelRegistration;
+
 /* Accessors a kernel uses on its context. Attribute getters fail with OAR_ERR_NOT_FOUND when the
  * attribute is absent and OAR_ERR_TYPE when it has another type. */
 typedef struct OarKernelApi {
@@ -302,6 +343,9 @@ typedef struct OarCoreServices {
   OarError* (*store_get)(const char* key, void* buffer, uint64_t capacity, uint64_t* size,
                          int64_t timeout_ms);
   void (*trace_event)(const OarTraceEvent* event);
+  /* ABI 1.2. Like register_kernel (only during oar_plugin_init), with the size-prefixed
+   * OarKernelRegistration (a supports query). NULL in an older core: use register_kernel. */
+  OarError* (*register_kernel_ex)(OarRegistrar* registrar, const OarKernelRegistration* registration);
 } OarCoreServices;
 
 /* ---- what a plugin exports -------------------------------------------------------------------- */

@@ -7,16 +7,19 @@
 // enqueued and the call returns at once, so a missing synchronisation in the core or in this plugin shows
 // up as a wrong answer (CUSTOM_CPU_LATENCY_US delays every task to make that likelier).
 //
-// What a port to real hardware replaces: `DeviceMemory` (allocation), `Stream` (the vendor's queue),
-// `Event`, and the kernel bodies (which would launch device code on the stream instead of enqueueing a
-// host lambda). The shape of the file stays: query, init, tables, kernels registered in init, every
-// entry point returning an OarError* through oar::sdk::guard.
+// Streams, events and the profiler are the SDK's worker-thread implementation (oar/sdk/streams.h), the
+// tables and entry points come from oar/sdk/tables.h (OAR_SDK_PLUGIN). What a port to real hardware
+// replaces: the memory table (allocation), the stream/event tables (the vendor's queues and events,
+// instead of worker_streams().install), and the kernel bodies (which would launch device code on the
+// stream instead of enqueueing a host lambda). The shape of the file stays: a setup function that fills
+// the tables and registers kernels, every entry point returning an OarError* through oar::sdk::guard.
 //
 // Environment (read once at init): CUSTOM_CPU_DEVICE_COUNT (default 2), CUSTOM_CPU_MEMORY_MB per
 // device (default 1024), CUSTOM_CPU_LATENCY_US per task (default 0), CUSTOM_CPU_COMM_TIMEOUT_MS (how long
 // a collective waits for the other ranks, default 60000), CUSTOM_CPU_COLLECTIVE_TRANSPORT=store (move
 // collective data through the core's key-value store even when all ranks are in this process).
 #include <oar/sdk.h>
+#include <oar/sdk/store.h>
 #include <unistd.h>  // gethostname, getpid
 
 #include <algorithm>
@@ -58,12 +61,6 @@ using sdk::Error;
 
 constexpr uint64_t kAlignment = 64;
 
-uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
 uint64_t env_uint(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
@@ -71,157 +68,6 @@ uint64_t env_uint(const char* name, uint64_t fallback) {
   unsigned long long x = std::strtoull(v, &end, 10);
   return (end && *end == 0) ? x : fallback;
 }
-
-// ---- profiling: spans of executed tasks, emitted as trace events on flush -----------------------------
-struct Span {
-  const char* name;
-  const char* category;
-  uint64_t start, end;
-  int32_t device;
-  uint64_t stream;
-};
-std::atomic<bool> g_profiling{false};
-struct Spans {
-  std::mutex mu;
-  std::vector<Span> spans;
-};
-// Never destroyed: stream workers and the core may still call in while the process exits, after
-// function-local statics would have been destroyed (a destroyed mutex aborts the process).
-Spans& spans() {
-  static Spans* s = new Spans();
-  return *s;
-}
-
-void record_span(const Span& s) {
-  if (!g_profiling.load(std::memory_order_relaxed)) return;
-  std::lock_guard<std::mutex> lk(spans().mu);
-  spans().spans.push_back(s);
-}
-
-// ---- streams: a worker thread per stream --------------------------------------------------------------
-struct Task {
-  std::function<void()> fn;
-  const char* name;
-  const char* category;
-};
-
-class Stream {
- public:
-  Stream(int32_t device, uint64_t id, uint64_t latency_us)
-      : device_(device), id_(id), latency_us_(latency_us) {
-    worker_ = std::thread([this] { loop(); });
-  }
-  ~Stream() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();  // drains the queue first
-  }
-  int32_t device() const { return device_; }
-  void enqueue(Task t) {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      queue_.push_back(std::move(t));
-    }
-    cv_.notify_all();
-  }
-  // Waits until everything queued so far has run; a task's failure is reported here (once).
-  void synchronize() {
-    OAR_SDK_CHECK(std::this_thread::get_id() != worker_.get_id(), OAR_ERR_PRECONDITION,
-                  "custom_cpu: a stream cannot be synchronized from its own worker");
-    std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [&] { return queue_.empty() && !busy_; });
-    report_locked();
-  }
-  bool idle() {
-    std::lock_guard<std::mutex> lk(mu_);
-    const bool idle = queue_.empty() && !busy_;
-    report_locked();
-    return idle;
-  }
-
- private:
-  void report_locked() {
-    if (error_.empty()) return;
-    std::string e = std::move(error_);
-    error_.clear();
-    throw Error(OAR_ERR_EXTERNAL, e);
-  }
-  void loop() {
-    for (;;) {
-      Task t;
-      {
-        std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stop_ and drained
-        t = std::move(queue_.front());
-        queue_.pop_front();
-        busy_ = true;
-      }
-      if (latency_us_) std::this_thread::sleep_for(std::chrono::microseconds(latency_us_));
-      const uint64_t t0 = now_ns();
-      std::string failure;
-      try {
-        t.fn();
-      } catch (const std::exception& e) {
-        failure = std::string("custom_cpu: ") + t.name + " failed on the stream: " + e.what();
-      }
-      record_span({t.name, t.category, t0, now_ns(), device_, id_});
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        busy_ = false;
-        if (!failure.empty() && error_.empty()) error_ = failure;  // the first one is reported
-      }
-      done_cv_.notify_all();
-    }
-  }
-
-  int32_t device_;
-  uint64_t id_;
-  uint64_t latency_us_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  std::deque<Task> queue_;
-  bool busy_ = false, stop_ = false;
-  std::string error_;
-  std::thread worker_;
-};
-
-// One record() of an event: completes when the stream reaches it.
-struct EventPoint {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  uint64_t time_ns = 0;
-  void complete() {
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      done = true;
-      time_ns = now_ns();
-    }
-    cv.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return done; });
-  }
-  bool is_done() {
-    std::lock_guard<std::mutex> lk(mu);
-    return done;
-  }
-};
-struct Event {
-  int32_t device;
-  uint32_t flags;
-  std::mutex mu;
-  std::shared_ptr<EventPoint> point;  // latest record; null until recorded
-  std::shared_ptr<EventPoint> latest() {
-    std::lock_guard<std::mutex> lk(mu);
-    return point;
-  }
-};
 
 // ---- plugin state ------------------------------------------------------------------------------------
 struct Allocation {
@@ -239,12 +85,9 @@ struct State {
   std::mutex mu;
   std::map<const void*, Allocation> allocations;  // every pointer we handed out
   std::vector<uint64_t> used;                     // device bytes in use, per device
-  std::map<OarStream, std::shared_ptr<Stream>> streams;
-  std::map<OarEvent, std::shared_ptr<Event>> events;
-  std::atomic<uint64_t> next_stream_id{1};
 };
-// Never destroyed (see spans()): the core may free memory or destroy streams during its own exit-time
-// cleanup, after this library's statics would be gone. shutdown() joins the stream workers.
+// Never destroyed: the core may free memory during its own exit-time cleanup, after this library's
+// statics would be gone.
 State& state() {
   static State* s = new State();
   return *s;
@@ -256,35 +99,10 @@ void check_device(int32_t device) {
                 "custom_cpu: no device " << device << " (there are " << n << ")");
 }
 
-std::shared_ptr<Stream> find_stream(OarStream handle, int32_t device) {
-  State& s = state();
-  std::lock_guard<std::mutex> lk(s.mu);
-  auto it = s.streams.find(handle);
-  OAR_SDK_CHECK(it != s.streams.end(), OAR_ERR_INVALID_ARGUMENT, "custom_cpu: unknown stream handle");
-  OAR_SDK_CHECK(it->second->device() == device, OAR_ERR_INVALID_ARGUMENT,
-                "custom_cpu: stream of device " << it->second->device() << " used on device " << device);
-  return it->second;
-}
-
-std::shared_ptr<Event> find_event(OarEvent handle) {
-  State& s = state();
-  std::lock_guard<std::mutex> lk(s.mu);
-  auto it = s.events.find(handle);
-  OAR_SDK_CHECK(it != s.events.end(), OAR_ERR_INVALID_ARGUMENT, "custom_cpu: unknown event handle");
-  return it->second;
-}
-
 // Runs fn on `stream` (enqueued; returns at once) or right now when stream is NULL (synchronous).
 void submit(int32_t device, OarStream stream, const char* name, const char* category,
             std::function<void()> fn) {
-  if (!stream) {
-    check_device(device);
-    const uint64_t t0 = now_ns();
-    fn();
-    record_span({name, category, t0, now_ns(), device, 0});
-    return;
-  }
-  find_stream(stream, device)->enqueue(Task{std::move(fn), name, category});
+  sdk::worker_streams().submit(device, stream, name, category, std::move(fn));
 }
 
 // ---- device table ------------------------------------------------------------------------------------
@@ -292,9 +110,6 @@ OarError* device_count(int32_t* count) {
   return sdk::guard([&] { *count = state().device_count; });
 }
 OarError* device_open(int32_t device) {
-  return sdk::guard([&] { check_device(device); });
-}
-OarError* device_close(int32_t device) {
   return sdk::guard([&] { check_device(device); });
 }
 OarError* device_properties(int32_t device, OarDeviceProperties* props) {
@@ -311,19 +126,6 @@ OarError* device_properties(int32_t device, OarDeviceProperties* props) {
     p.compute_units = 1;
     p.max_streams = 0;
     sdk::fill_sized(props, p);
-  });
-}
-OarError* device_synchronize(int32_t device) {
-  return sdk::guard([&] {
-    check_device(device);
-    std::vector<std::shared_ptr<Stream>> mine;
-    {
-      State& s = state();
-      std::lock_guard<std::mutex> lk(s.mu);
-      for (auto& kv : s.streams)
-        if (kv.second->device() == device) mine.push_back(kv.second);
-    }
-    for (const auto& st : mine) st->synchronize();
   });
 }
 OarError* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
@@ -411,107 +213,8 @@ OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation dst_loc, const vo
   });
 }
 
-// ---- stream table ------------------------------------------------------------------------------------
-OarError* stream_create(int32_t device, int32_t /*priority*/, OarStream* stream) {
-  return sdk::guard([&] {
-    check_device(device);
-    State& s = state();
-    auto st = std::make_shared<Stream>(device, s.next_stream_id++, s.latency_us);
-    OarStream h = reinterpret_cast<OarStream>(st.get());
-    std::lock_guard<std::mutex> lk(s.mu);
-    s.streams[h] = std::move(st);
-    *stream = h;
-  });
-}
-OarError* stream_destroy(int32_t device, OarStream stream) {
-  return sdk::guard([&] {
-    find_stream(stream, device);
-    std::shared_ptr<Stream> st;
-    {
-      State& s = state();
-      std::lock_guard<std::mutex> lk(s.mu);
-      st = std::move(s.streams[stream]);
-      s.streams.erase(stream);
-    }
-    st.reset();  // drains and joins outside the lock
-  });
-}
-OarError* stream_synchronize(int32_t device, OarStream stream) {
-  return sdk::guard([&] { find_stream(stream, device)->synchronize(); });
-}
-OarError* stream_query(int32_t device, OarStream stream, int32_t* done) {
-  return sdk::guard([&] { *done = find_stream(stream, device)->idle() ? 1 : 0; });
-}
-OarError* stream_wait_event(int32_t device, OarStream stream, OarEvent event) {
-  return sdk::guard([&] {
-    std::shared_ptr<EventPoint> p = find_event(event)->latest();
-    if (!p) return;       // never recorded: nothing to wait for
-    if (kFaults) return;  // the deliberately broken wait (CUSTOM_CPU_TEST_FAULTS): orders nothing
-    if (!stream) return p->wait();
-    find_stream(stream, device)->enqueue(Task{[p] { p->wait(); }, "wait_event", "event"});
-  });
-}
-OarError* stream_launch_host_func(int32_t device, OarStream stream, void (*fn)(void*), void* arg) {
-  return sdk::guard([&] { submit(device, stream, "host_func", "host_func", [fn, arg] { fn(arg); }); });
-}
-
-// ---- event table -------------------------------------------------------------------------------------
-OarError* event_create(int32_t device, uint32_t flags, OarEvent* event) {
-  return sdk::guard([&] {
-    check_device(device);
-    auto ev = std::make_shared<Event>();
-    ev->device = device;
-    ev->flags = flags;
-    OarEvent h = reinterpret_cast<OarEvent>(ev.get());
-    State& s = state();
-    std::lock_guard<std::mutex> lk(s.mu);
-    s.events[h] = std::move(ev);
-    *event = h;
-  });
-}
-OarError* event_destroy(int32_t /*device*/, OarEvent event) {
-  return sdk::guard([&] {
-    State& s = state();
-    std::lock_guard<std::mutex> lk(s.mu);
-    s.events.erase(event);  // a pending record keeps its EventPoint alive
-  });
-}
-OarError* event_record(int32_t device, OarEvent event, OarStream stream) {
-  return sdk::guard([&] {
-    std::shared_ptr<Event> ev = find_event(event);
-    OAR_SDK_CHECK(ev->device == device, OAR_ERR_INVALID_ARGUMENT,
-                  "custom_cpu: event of device " << ev->device << " recorded on device " << device);
-    auto p = std::make_shared<EventPoint>();
-    {
-      std::lock_guard<std::mutex> lk(ev->mu);
-      ev->point = p;
-    }
-    if (!stream) return p->complete();
-    find_stream(stream, device)->enqueue(Task{[p] { p->complete(); }, "event_record", "event"});
-  });
-}
-OarError* event_synchronize(int32_t /*device*/, OarEvent event) {
-  return sdk::guard([&] {
-    if (auto p = find_event(event)->latest()) p->wait();
-  });
-}
-OarError* event_query(int32_t /*device*/, OarEvent event, int32_t* done) {
-  return sdk::guard([&] {
-    auto p = find_event(event)->latest();
-    *done = (!p || p->is_done()) ? 1 : 0;
-  });
-}
-OarError* event_elapsed_ms(int32_t /*device*/, OarEvent start, OarEvent end, float* ms) {
-  return sdk::guard([&] {
-    std::shared_ptr<Event> a = find_event(start), b = find_event(end);
-    OAR_SDK_CHECK(!(a->flags & OAR_EVENT_DISABLE_TIMING) && !(b->flags & OAR_EVENT_DISABLE_TIMING),
-                  OAR_ERR_INVALID_ARGUMENT, "custom_cpu: elapsed_ms on an event created without timing");
-    auto pa = a->latest(), pb = b->latest();
-    OAR_SDK_CHECK(pa && pb && pa->is_done() && pb->is_done(), OAR_ERR_PRECONDITION,
-                  "custom_cpu: elapsed_ms needs two recorded, completed events");
-    *ms = static_cast<float>((static_cast<double>(pb->time_ns) - static_cast<double>(pa->time_ns)) / 1e6);
-  });
-}
+// The deliberately broken wait (CUSTOM_CPU_TEST_FAULTS): orders nothing.
+OarError* faulty_wait_event(int32_t, OarStream, OarEvent) { return nullptr; }
 
 // ---- collectives -------------------------------------------------------------------------------------
 // Communicators created with the same unique id form a group. Every call is enqueued on the caller's
@@ -591,49 +294,13 @@ std::map<std::string, std::weak_ptr<Group>>& groups() {
   return *g;
 }
 
-template <typename T>
-T reduce_two(T a, T b, int32_t op) {
-  switch (op) {
-    case OAR_REDUCE_SUM:
-    case OAR_REDUCE_AVG:
-      return a + b;
-    case OAR_REDUCE_PROD:
-      return a * b;
-    case OAR_REDUCE_MAX:
-      return a > b ? a : b;
-    case OAR_REDUCE_MIN:
-      return a < b ? a : b;
-  }
-  throw Error(OAR_ERR_INVALID_ARGUMENT, "custom_cpu: unknown reduce op " + std::to_string(op));
-}
-
 // Elementwise reduction of `n` elements starting at element `offset` of every rank's send buffer.
-template <typename T>
-void reduce_into(const Call& c, uint64_t offset, uint64_t n, unsigned char* out) {
-  T* o = reinterpret_cast<T*>(out);
-  const int32_t nr = static_cast<int32_t>(c.send.size());
-  for (uint64_t i = 0; i < n; ++i) {
-    T acc = static_cast<const T*>(c.send[0])[offset + i];
-    for (int32_t r = 1; r < nr; ++r)
-      acc = reduce_two(acc, static_cast<const T*>(c.send[r])[offset + i], c.op);
-    if (c.op == OAR_REDUCE_AVG) acc = static_cast<T>(acc / static_cast<T>(nr));
-    o[i] = acc;
-  }
-}
-
 void reduce_any(const Call& c, uint64_t offset, uint64_t n, unsigned char* out) {
-  switch (c.dtype) {
-    case OAR_DTYPE_FLOAT32:
-      return reduce_into<float>(c, offset, n, out);
-    case OAR_DTYPE_FLOAT64:
-      return reduce_into<double>(c, offset, n, out);
-    case OAR_DTYPE_INT32:
-      return reduce_into<int32_t>(c, offset, n, out);
-    case OAR_DTYPE_INT64:
-      return reduce_into<int64_t>(c, offset, n, out);
-  }
-  throw Error(OAR_ERR_TYPE, "custom_cpu: collectives support float32, float64, int32 and int64, not " +
-                                std::string(sdk::dtype_name(c.dtype)));
+  const uint64_t es = static_cast<uint64_t>(sdk::dtype_size(c.dtype));
+  std::memcpy(out, static_cast<const unsigned char*>(c.send[0]) + offset * es, n * es);
+  for (size_t r = 1; r < c.send.size(); ++r)
+    sdk::accumulate(out, static_cast<const unsigned char*>(c.send[r]) + offset * es, n, c.dtype, c.op);
+  if (c.op == OAR_REDUCE_AVG) sdk::finish_average(out, n, c.dtype, static_cast<int32_t>(c.send.size()));
 }
 
 // Computes the result of every rank whose c.recv entry is set (the in-process transport: all of them,
@@ -718,46 +385,27 @@ std::string describe(const Header& h) {
 }
 
 void store_put(const std::string& key, const Header& h, const void* data) {
-  std::string value(sizeof(h) + h.data_bytes, '\0');
-  std::memcpy(&value[0], &h, sizeof(h));
-  if (h.data_bytes) std::memcpy(&value[sizeof(h)], data, h.data_bytes);
-  sdk::throw_if_error(sdk::services().store_set(key.c_str(), value.data(), value.size()));
+  sdk::store_put(key, h, data, h.data_bytes);
 }
 
-// Waits for `key` and returns its value. store_get is called in slices of 200 ms so that abort and shutdown
-// (which mark the group aborted) get a waiting rank out; the whole wait is bounded by
-// CUSTOM_CPU_COMM_TIMEOUT_MS, and a timeout names the call, this rank and the peer it waited for.
+// Waits for `key` and returns its value (oar/sdk/store.h): abort and shutdown (which mark the group
+// aborted) get a waiting rank out; the whole wait is bounded by CUSTOM_CPU_COMM_TIMEOUT_MS, and a timeout
+// names the call, this rank and the peer it waited for.
 std::string store_wait(const Group& g, const std::string& key, uint64_t expected_bytes,
                        const std::string& what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(state().comm_timeout_ms);
-  std::string value(std::max<uint64_t>(expected_bytes, 64), '\0');
   std::string store_said;
-  for (;;) {
-    if (g.aborted) throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": the communicator was aborted");
-    const auto now = std::chrono::steady_clock::now();
-    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
-    const int64_t slice =
-        std::min<int64_t>(std::max<int64_t>(left, 1), 200);  // never 0 ("no limit" to some stores)
-    uint64_t size = 0;
-    OarError* err = sdk::services().store_get(key.c_str(), &value[0], value.size(), &size, slice);
-    if (!err) {
-      value.resize(size);
-      return value;
-    }
-    const int32_t code = sdk::services().error_code(err);
-    store_said = sdk::services().error_message(err);
-    sdk::services().error_free(err);
-    if (code == OAR_ERR_OUT_OF_RANGE) {  // the value is larger than our buffer: grow it and read again
-      value.resize(size > value.size() ? size : value.size() * 2);
-      continue;
-    }
-    if (left <= 0)
-      throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": timed out after " +
-                                           std::to_string(state().comm_timeout_ms) +
-                                           " ms (CUSTOM_CPU_COMM_TIMEOUT_MS); store: " + store_said);
-    if (std::chrono::steady_clock::now() - now < std::chrono::milliseconds(slice / 2))
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a store failing at once is not spun on
-  }
+  std::optional<std::string> v = sdk::store_wait(
+      key, expected_bytes, state().comm_timeout_ms,
+      [&] {
+        if (g.aborted)
+          throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": the communicator was aborted");
+      },
+      &store_said);
+  if (!v)
+    throw Error(OAR_ERR_UNAVAILABLE, "custom_cpu: " + what + ": timed out after " +
+                                         std::to_string(state().comm_timeout_ms) +
+                                         " ms (CUSTOM_CPU_COMM_TIMEOUT_MS); store: " + store_said);
+  return *v;
 }
 
 // Reads what rank `peer` wrote at `key`, checks it made the same call as `mine`, returns its data.
@@ -815,11 +463,7 @@ void store_collective(const Comm& comm, uint64_t seq, Coll kind, const void* sen
 // comm_init's handshake: publishes "<process identity>\n<nranks>" and reads every other rank's. Returns
 // whether every rank is in this process. All ranks read the same records, so they all decide alike.
 bool all_ranks_in_this_process(const std::string& prefix, int32_t nranks, int32_t rank, const Group& g) {
-  static const std::string me = [] {  // host, pid and a random nonce (two hosts may share a name and pid)
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(std::random_device{}());
-  }();
+  const std::string& me = sdk::process_identity();
   const std::string record = me + "\n" + std::to_string(nranks);
   sdk::throw_if_error(sdk::services().store_set((prefix + "/join/" + std::to_string(rank)).c_str(),
                                                 record.data(), record.size()));
@@ -1039,55 +683,19 @@ OarError* coll_recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarC
   });
 }
 
-// ---- profiler table ----------------------------------------------------------------------------------
-OarError* profiler_start() {
-  g_profiling = true;
-  return nullptr;
-}
-OarError* profiler_stop() {
-  g_profiling = false;
-  return nullptr;
-}
-OarError* profiler_flush() {
+// ---- profiler ----------------------------------------------------------------------------------------
+// The SDK's profiler drops trace events under an ABI 1.0 core (it has no trace_event). The fault build
+// calls it without checking, so the suite's abi.older_core check can be seen to catch it.
+OarError* faulty_profiler_flush() {
   return sdk::guard([] {
-    std::vector<Span> batch;
-    {
-      std::lock_guard<std::mutex> lk(spans().mu);
-      batch.swap(spans().spans);
-    }
-    // An older core (ABI 1.0) has no trace events. The fault build forgets this check, so the suite's
-    // abi.older_core check can be seen to catch it.
-    if (!kFaults && !sdk::services().trace_event) return;
-    for (const Span& s : batch) {
-      OarTraceEvent e{};
-      e.struct_size = sizeof(e);
-      e.name = s.name;  // string literals: valid for the life of the plugin
-      e.category = s.category;
-      e.start_ns = s.start;
-      e.end_ns = s.end;
-      e.device = s.device;
-      e.stream_id = s.stream;
-      sdk::services().trace_event(&e);
-    }
+    for (const OarTraceEvent& e : sdk::worker_streams().profiler().take()) sdk::services().trace_event(&e);
   });
 }
 
 // ---- kernels -----------------------------------------------------------------------------------------
 // A kernel's descriptors are only valid during the call, but the work runs later on the stream's worker,
 // so each launch copies what it needs (descriptor, dims, strides) into an object the task owns.
-struct Arg {
-  OarTensorDesc desc{};
-  std::vector<int64_t> dims, strides;
-  void set(const OarTensorDesc* d) {
-    OAR_SDK_CHECK(d, OAR_ERR_INVALID_ARGUMENT, "custom_cpu: a required input is missing");
-    desc = *d;
-    dims.assign(d->dims, d->dims + d->ndim);
-    strides.assign(d->strides, d->strides + d->ndim);
-    desc.dims = dims.data();
-    desc.strides = strides.data();
-  }
-  sdk::TensorView view() const { return sdk::TensorView(&desc); }
-};
+using Arg = sdk::HeldTensor;
 struct Launch {
   Arg in[2];
   Arg out;
@@ -1100,8 +708,8 @@ template <typename Body>
 void launch(sdk::KernelContext& ctx, const char* name, int32_t num_inputs, Body&& body,
             std::shared_ptr<Launch> l = nullptr) {
   if (!l) l = std::make_shared<Launch>();
-  for (int32_t i = 0; i < num_inputs; ++i) l->in[i].set(ctx.input(i).desc());
-  l->out.set(ctx.output(0).desc());
+  for (int32_t i = 0; i < num_inputs; ++i) l->in[i].hold(ctx.input(i).desc());
+  l->out.hold(ctx.output(0).desc());
   submit(ctx.device(), ctx.stream(), name, "kernel", [l, body] { body(*l); });
 }
 
@@ -1136,9 +744,7 @@ void relu_kernel(sdk::KernelContext& ctx) {
 template <typename T>
 void leaky_relu_grad_kernel(sdk::KernelContext& ctx) {
   auto l = std::make_shared<Launch>();
-  l->real = 0.01;
-  OarError* e = sdk::kernel_api().attr_float(ctx.raw(), "negative_slope", &l->real);
-  if (e) sdk::services().error_free(e);  // absent: the schema default
+  l->real = ctx.attr_float_or("negative_slope", 0.01);  // absent: the schema default
   launch(
       ctx, "leaky_relu_grad", 2,
       [](const Launch& l) {
@@ -1178,30 +784,31 @@ void matmul_kernel(sdk::KernelContext& ctx) {
       ctx, "matmul", 2,
       [](const Launch& l) {
         const auto &x = l.in[0], &y = l.in[1], &o = l.out;
-        const int32_t nx = x.desc.ndim, ny = y.desc.ndim, no = o.desc.ndim;
+        const int32_t nx = x.desc().ndim, ny = y.desc().ndim, no = o.desc().ndim;
         const bool tx = l.ints[0] && nx > 1, ty = l.ints[1] && ny > 1;
         // Logical [M, K] x [K, N]; a 1-D x is [1, K], a 1-D y is [K, 1].
-        const int64_t xr = nx > 1 ? x.dims[nx - 2] : 1, xc = x.dims[nx - 1];
-        const int64_t yr = ny > 1 ? y.dims[ny - 2] : y.dims[0], yc = ny > 1 ? y.dims[ny - 1] : 1;
+        const int64_t xr = nx > 1 ? x.desc().dims[nx - 2] : 1, xc = x.desc().dims[nx - 1];
+        const int64_t yr = ny > 1 ? y.desc().dims[ny - 2] : y.desc().dims[0],
+                      yc = ny > 1 ? y.desc().dims[ny - 1] : 1;
         const int64_t M = tx ? xc : xr, K = tx ? xr : xc, N = ty ? yr : yc;
         // Batch dims of the output (all but its matrix dims), broadcast against x's and y's.
         const int32_t nb = no - (nx > 1 ? 1 : 0) - (ny > 1 ? 1 : 0);
         int64_t batches = 1;
-        for (int32_t d = 0; d < nb; ++d) batches *= o.dims[d];
+        for (int32_t d = 0; d < nb; ++d) batches *= o.desc().dims[d];
         const T* px = x.view().data<T>();
         const T* py = y.view().data<T>();
         T* po = o.view().data<T>();
         const int64_t xmat = xr * xc, ymat = yr * yc;
         auto batch_offset = [&](const Arg& a, int32_t nmat, int64_t b, int64_t mat) {
           // Row-major index of batch b in a's own (possibly smaller, broadcast) batch dims.
-          const int32_t na = a.desc.ndim - nmat;
+          const int32_t na = a.desc().ndim - nmat;
           int64_t off = 0, stride = 1;
           for (int32_t d = nb - 1, ad = na - 1; d >= 0; --d, --ad) {
-            const int64_t idx = b % o.dims[d];
-            b /= o.dims[d];
+            const int64_t idx = b % o.desc().dims[d];
+            b /= o.desc().dims[d];
             if (ad >= 0) {
-              if (a.dims[ad] != 1) off += idx * stride;
-              stride *= a.dims[ad];
+              if (a.desc().dims[ad] != 1) off += idx * stride;
+              stride *= a.desc().dims[ad];
             }
           }
           return off * mat;
@@ -1239,8 +846,18 @@ void fill_kernel(sdk::KernelContext& ctx) {
       l);
 }
 
-void register_kernels(OarRegistrar* registrar) {
-  sdk::KernelRegistrar reg(registrar);
+// ABI 1.2: a supports query, asked by the core before each matmul call and for placement decisions. It
+// sees dtypes, dims and attributes only. This device's matmul accumulates in a loop with 32-bit trip
+// counts, so it declines a larger inner dimension and the core runs that call on the CPU instead.
+void matmul_supports(sdk::KernelContext& ctx) {
+  const sdk::TensorView x = ctx.input(0);
+  const bool tx = ctx.attr_int("transpose_x") != 0 && x.ndim() > 1;
+  const int64_t k = tx ? x.dim(-2) : x.dim(-1);
+  if (k > INT32_MAX)
+    sdk::decline("custom_cpu: matmul inner dimension " + std::to_string(k) + " exceeds 2^31 - 1");
+}
+
+void register_kernels(sdk::KernelRegistrar& reg) {
   const uint32_t strided = OAR_KERNEL_STRIDED_INPUTS;
   reg.add("add", {OAR_DTYPE_FLOAT32}, add_kernel<float>, strided);
   reg.add("add", {OAR_DTYPE_FLOAT64}, add_kernel<double>, strided);
@@ -1252,8 +869,8 @@ void register_kernels(OarRegistrar* registrar) {
   reg.add("leaky_relu_grad", {OAR_DTYPE_FLOAT64}, leaky_relu_grad_kernel<double>, strided);
   reg.add("sum", {OAR_DTYPE_FLOAT32}, sum_kernel<float>, strided);
   reg.add("sum", {OAR_DTYPE_FLOAT64}, sum_kernel<double>, strided);
-  reg.add("matmul", {OAR_DTYPE_FLOAT32}, matmul_kernel<float>);
-  reg.add("matmul", {OAR_DTYPE_FLOAT64}, matmul_kernel<double>);
+  reg.add("matmul", {OAR_DTYPE_FLOAT32}, matmul_kernel<float>, matmul_supports);
+  reg.add("matmul", {OAR_DTYPE_FLOAT64}, matmul_kernel<double>, matmul_supports);
   reg.add("fill", {OAR_DTYPE_FLOAT32}, fill_kernel<float>);
   reg.add("fill", {OAR_DTYPE_FLOAT64}, fill_kernel<double>);
 }
@@ -1268,99 +885,51 @@ void shutdown() {
         g->cv.notify_all();
       }
   }
-  State& s = state();
-  std::map<OarStream, std::shared_ptr<Stream>> streams;
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    streams.swap(s.streams);
-    s.events.clear();
-  }
-  streams.clear();  // joins the workers
+  sdk::worker_streams().shutdown();  // drains and joins the stream workers
 }
+
+// Fills the tables and registers the kernels; oar/sdk/tables.h hands them to the core.
+void setup(sdk::Tables& t, sdk::KernelRegistrar& kernels) {
+  State& s = state();
+  s.device_count = static_cast<int32_t>(std::min<uint64_t>(env_uint("CUSTOM_CPU_DEVICE_COUNT", 2), 16));
+  s.memory_per_device = env_uint("CUSTOM_CPU_MEMORY_MB", 1024) << 20;
+  s.latency_us = env_uint("CUSTOM_CPU_LATENCY_US", 0);
+  s.comm_timeout_ms = static_cast<int64_t>(env_uint("CUSTOM_CPU_COMM_TIMEOUT_MS", 60000));
+  const char* transport = std::getenv("CUSTOM_CPU_COLLECTIVE_TRANSPORT");
+  s.collectives_through_store = transport && std::string(transport) == "store";
+  s.used.assign(static_cast<size_t>(s.device_count), 0);
+
+  t.device.count = device_count;
+  t.device.open = device_open;
+  t.device.properties = device_properties;
+  t.device.memory_info = device_memory_info;
+  t.memory = {sizeof(OarMemoryTable), mem_allocate, mem_free, mem_memset, mem_memcpy};
+  // Streams (a worker thread each), events, the profiler, device synchronize and close.
+  sdk::worker_streams().configure({"custom_cpu", s.latency_us, check_device, {}});
+  sdk::worker_streams().install(t);
+  if (kFaults) t.stream.wait_event = faulty_wait_event;
+  if (kFaults) t.profiler.flush = faulty_profiler_flush;
+  t.collective.get_unique_id = coll_get_unique_id;
+  t.collective.comm_init = coll_comm_init;
+  t.collective.comm_destroy = coll_comm_destroy;
+  t.collective.all_reduce = coll_all_reduce;
+  t.collective.broadcast = coll_broadcast;
+  t.collective.reduce = coll_reduce;
+  t.collective.all_gather = coll_all_gather;
+  t.collective.reduce_scatter = coll_reduce_scatter;
+  t.collective.all_to_all = coll_all_to_all;
+  t.collective.send = coll_send;
+  t.collective.recv = coll_recv;
+  t.collective.abort = coll_abort;  // group_start/end, get_async_error: NULL (not implemented)
+  t.shutdown = shutdown;
+
+  register_kernels(kernels);
+  sdk::log(OAR_LOG_DEBUG, "custom_cpu: initialised");
+}
+
+// The name must match the file: liboar_plugin_custom_cpu.so.
+const sdk::PluginDescription kPlugin{"custom_cpu", "custom_cpu", "0.1.0", nullptr, 100};
 
 }  // namespace
 
-extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
-  // The name must match the file: liboar_plugin_custom_cpu.so.
-  return sdk::answer_query(info, {"custom_cpu", "custom_cpu", "0.1.0", nullptr, 100});
-}
-
-extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* services,
-                                                       OarRegistrar* registrar, OarPluginTables* tables) {
-  return sdk::run_init(services, tables, "custom_cpu", [&](OarPluginTables& t) {
-    State& s = state();
-    s.device_count = static_cast<int32_t>(std::min<uint64_t>(env_uint("CUSTOM_CPU_DEVICE_COUNT", 2), 16));
-    s.memory_per_device = env_uint("CUSTOM_CPU_MEMORY_MB", 1024) << 20;
-    s.latency_us = env_uint("CUSTOM_CPU_LATENCY_US", 0);
-    s.comm_timeout_ms = static_cast<int64_t>(env_uint("CUSTOM_CPU_COMM_TIMEOUT_MS", 60000));
-    const char* transport = std::getenv("CUSTOM_CPU_COLLECTIVE_TRANSPORT");
-    s.collectives_through_store = transport && std::string(transport) == "store";
-    s.used.assign(static_cast<size_t>(s.device_count), 0);
-
-    static OarDeviceTable device{};
-    device.struct_size = sizeof(device);
-    device.count = device_count;
-    device.open = device_open;
-    device.close = device_close;
-    device.properties = device_properties;
-    device.synchronize = device_synchronize;
-    device.memory_info = device_memory_info;
-
-    static OarMemoryTable memory{};
-    memory.struct_size = sizeof(memory);
-    memory.allocate = mem_allocate;
-    memory.free = mem_free;
-    memory.memset = mem_memset;
-    memory.memcpy = mem_memcpy;
-
-    static OarStreamTable stream{};
-    stream.struct_size = sizeof(stream);
-    stream.create = stream_create;
-    stream.destroy = stream_destroy;
-    stream.synchronize = stream_synchronize;
-    stream.query = stream_query;
-    stream.wait_event = stream_wait_event;
-    stream.launch_host_func = stream_launch_host_func;
-
-    static OarEventTable event{};
-    event.struct_size = sizeof(event);
-    event.create = event_create;
-    event.destroy = event_destroy;
-    event.record = event_record;
-    event.synchronize = event_synchronize;
-    event.query = event_query;
-    event.elapsed_ms = event_elapsed_ms;
-
-    static OarProfilerTable profiler{};
-    profiler.struct_size = sizeof(profiler);
-    profiler.start = profiler_start;
-    profiler.stop = profiler_stop;
-    profiler.flush = profiler_flush;
-
-    static OarCollectiveTable collective{};
-    collective.struct_size = sizeof(collective);
-    collective.get_unique_id = coll_get_unique_id;
-    collective.comm_init = coll_comm_init;
-    collective.comm_destroy = coll_comm_destroy;
-    collective.all_reduce = coll_all_reduce;
-    collective.broadcast = coll_broadcast;
-    collective.reduce = coll_reduce;
-    collective.all_gather = coll_all_gather;
-    collective.reduce_scatter = coll_reduce_scatter;
-    collective.all_to_all = coll_all_to_all;
-    collective.send = coll_send;
-    collective.recv = coll_recv;
-    collective.abort = coll_abort;  // group_start/end, get_async_error: NULL (not implemented)
-
-    t.device = &device;
-    t.memory = &memory;
-    t.stream = &stream;
-    t.event = &event;
-    t.profiler = &profiler;
-    t.collective = &collective;
-    t.shutdown = shutdown;
-
-    register_kernels(registrar);
-    sdk::log(OAR_LOG_DEBUG, "custom_cpu: initialised");
-  });
-}
+OAR_SDK_PLUGIN(kPlugin, setup)

@@ -5,5 +5,8 @@
 #include <oar/sdk/kernel.h>
 #include <oar/sdk/parallel.h>
 #include <oar/sdk/plugin.h>
+#include <oar/sdk/collective.h>
 #include <oar/sdk/random.h>
+#include <oar/sdk/streams.h>
+#include <oar/sdk/tables.h>
 #include <oar/sdk/types.h>

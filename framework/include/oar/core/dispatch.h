@@ -67,4 +67,11 @@ void reset_fallback_counts();
 // Whether the device type of `place` has its own kernel for (op, dtype).
 bool has_kernel(const std::string& op, Place place, DType dtype);
 
+// For placement decisions: whether `place`'s device would run a call of `op` with inputs of these
+// dtypes and dims and these attributes itself, rather than falling back: it has the kernel and the
+// kernel's side-effect free supports query (ABI 1.2, when it has one) says yes. Touches no data. When
+// not, *reason (if given) says why (the plugin's own reason for a "no").
+bool kernel_supports(const std::string& op, const std::vector<TensorMeta>& inputs, Attrs attrs, Place place,
+                     std::string* reason = nullptr);
+
 }  // namespace oar

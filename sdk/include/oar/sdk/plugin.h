@@ -51,10 +51,24 @@ class Error : public std::runtime_error {
   int64_t native_;
 };
 
+// Whether the core understands OAR_ERR_DECLINED (ABI 1.2): it is, and says it is, 1.2 or newer.
+inline bool core_accepts_decline() { return OAR_ABI_VERSION_MINOR >= 2 && services().abi_minor >= 2; }
+
 inline OarError* make_error(int32_t code, const std::string& message, int64_t native_code = 0) {
   if (!services().error_new) return nullptr;  // no core: nothing can carry the error
+  if (code == OAR_ERR_DECLINED && !core_accepts_decline()) {
+    // An older core cannot fall back for one call: the decline becomes an ordinary, explained error.
+    const std::string m = message + " (the kernel declined the call; a core of ABI 1." +
+                          std::to_string(services().abi_minor) + " cannot fall back for it)";
+    return services().error_new(OAR_ERR_UNIMPLEMENTED, native_code, m.c_str());
+  }
   return services().error_new(code, native_code, message.c_str());
 }
+
+// Declines the current kernel call or answers "no" in a supports query (ABI 1.2): the core runs the call
+// on the CPU fallback instead. A kernel declines before it enqueues any work. Under an older core it is an
+// OAR_ERR_UNIMPLEMENTED error carrying the reason.
+[[noreturn]] inline void decline(const std::string& reason) { throw Error(OAR_ERR_DECLINED, reason); }
 
 // Throws the error carried by `err` (taking ownership); used when a core call fails inside a guard.
 inline void throw_if_error(OarError* err) {
@@ -68,17 +82,18 @@ inline void throw_if_error(OarError* err) {
 }
 
 // Throws an sdk::Error with `code` when cond is false; msg is a stream expression (a << b).
-#define OAR_SDK_CHECK(cond, code, msg)              \
-  do {                                              \
-    if (!(cond)) {                                  \
-      std::ostringstream oar_sdk_os_;               \
-      oar_sdk_os_ << msg;                           \
+#define OAR_SDK_CHECK(cond, code, msg)                    \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      std::ostringstream oar_sdk_os_;                     \
+      oar_sdk_os_ << msg;                                 \
       throw ::oar::sdk::Error((code), oar_sdk_os_.str()); \
-    }                                               \
+    }                                                     \
   } while (0)
 
 // Runs fn and turns any C++ exception into an OarError, so nothing unwinds across the ABI.
-template <typename Fn> OarError* guard(Fn&& fn) noexcept {
+template <typename Fn>
+OarError* guard(Fn&& fn) noexcept {
   try {
     fn();
     return nullptr;
@@ -103,7 +118,8 @@ inline void log(int32_t level, const std::string& message) {
 
 // Fills a struct the caller sized: copies min(dst->struct_size, sizeof(T)) bytes of `src`,
 // keeping the caller's struct_size. Used for query info and returned tables.
-template <typename T> void fill_sized(T* dst, const T& src) {
+template <typename T>
+void fill_sized(T* dst, const T& src) {
   size_t n = dst->struct_size < sizeof(T) ? dst->struct_size : sizeof(T);
   size_t keep = dst->struct_size;
   std::memcpy(dst, &src, n);
@@ -139,7 +155,8 @@ inline int32_t answer_query(OarPluginInfo* info, const PluginDescription& d) noe
 // register kernels, then runs setup(tables) with every exception turned into an OarError. `setup`
 // registers kernels and fills an OarPluginTables, which is handed back with fill_sized.
 template <typename Setup>
-OarError* run_init(const OarCoreServices* core, OarPluginTables* tables, const char* plugin, Setup&& setup) noexcept {
+OarError* run_init(const OarCoreServices* core, OarPluginTables* tables, const char* plugin,
+                   Setup&& setup) noexcept {
   if (!core) return nullptr;  // without services no error can even be created
   init_services(core);
   return guard([&] {
