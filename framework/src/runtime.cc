@@ -373,6 +373,14 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
   rec.score = info.score;
   plugin->name = rec.name;
   plugin->device_type = rec.device_type;
+  // The file is to be liboar_plugin_<name>.so: discovery and the search path go by file name, error
+  // messages and the doctor by the query's name. A mismatch still loads, with a warning in the record.
+  const std::string file_name = boost::filesystem::path(path).filename().string();
+  if (file_name != "liboar_plugin_" + rec.name + ".so") {
+    rec.warnings.push_back("the plugin's name '" + rec.name + "' does not match its file name " + file_name +
+                           " (expected liboar_plugin_" + rec.name + ".so)");
+    LOG(WARNING) << "plugin " << path << ": " << rec.warnings.back();
+  }
 
   // The version rule (docs/device_abi.md): same major; minor within the window, either direction.
   const std::string core_abi = abi_string(OAR_ABI_VERSION_MAJOR, OAR_ABI_VERSION_MINOR);

@@ -2,13 +2,17 @@
 //
 // An Op handle is made once per Python function at import time: it holds the op's definition and its
 // attribute schema, so a call converts each argument once by the schema's type and goes straight to
-// oar::run_op. Positional arguments after the inputs are attributes in schema order; keywords name
-// attributes; `place=` picks the device of ops without inputs (creation ops).
+// oar::run_op. Attributes go by name: keywords name them, and positional arguments after the inputs are
+// the attributes the handle declared when it was made, in that order (`Op("cumsum", "axis", "flatten")`),
+// resolved to schema slots once, there, so a reordered schema cannot misroute them. A handle declaring
+// no names takes attributes by keyword only. `place=` picks the device of ops without inputs (creation
+// ops).
 #include "common.h"
 
 #include <oar/core/autograd.h>
 #include <oar/core/ops.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace oarpy {
@@ -141,7 +145,8 @@ struct AttrSlot {
 
 struct OpHandle {
   const oar::OpDef* def = nullptr;
-  std::vector<AttrSlot> attrs;
+  std::vector<AttrSlot> attrs;       // every attribute of the schema, for keywords
+  std::vector<uint32_t> positional;  // the declared names, as indices into attrs, in declared order
   bool promote = false;      // elementwise binary: inputs may be scalars; dtypes are promoted
   bool true_divide = false;  // divide: integer results become the default float dtype
 };
@@ -230,6 +235,20 @@ py::object wrap_outputs(const oar::OpDef& def, oar::Tensor* outs) {
   return std::move(t);
 }
 
+[[noreturn]] void positional_error(const OpHandle& h, size_t got) {
+  const std::string op = h.def->name;
+  if (h.positional.empty())
+    throw py::type_error(op +
+                         ": takes attributes by keyword only (this Op handle declares no positional "
+                         "attribute names), got " +
+                         std::to_string(got) + " positional argument(s) after its inputs");
+  std::string names;
+  for (uint32_t i : h.positional) names += (names.empty() ? "" : ", ") + h.attrs[i].name;
+  throw py::type_error(op + ": takes at most " + std::to_string(h.positional.size()) +
+                       " positional attribute(s) after its inputs (" + names + "), got " +
+                       std::to_string(got));
+}
+
 py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwargs) {
   const oar::OpDef& def = *h.def;
   const size_t nargs = args.size();
@@ -276,11 +295,9 @@ py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwarg
     n_in = static_cast<int32_t>(want);
     pos = want;
   }
-  if (nargs - pos > h.attrs.size())
-    throw py::type_error(std::string(def.name) + ": takes " + std::to_string(h.attrs.size()) +
-                         " attribute(s) after its inputs, got " + std::to_string(nargs - pos));
+  if (nargs - pos > h.positional.size()) positional_error(h, nargs - pos);
   oar::Attrs attrs;
-  for (size_t j = 0; pos + j < nargs; ++j) set_attr(attrs, h, h.attrs[j], args[pos + j]);
+  for (size_t j = 0; pos + j < nargs; ++j) set_attr(attrs, h, h.attrs[h.positional[j]], args[pos + j]);
   oar::Place place = current_place();
   if (kwargs.size()) {
     for (auto kv : kwargs) {
@@ -303,10 +320,38 @@ py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwarg
   return wrap_outputs(def, outs);
 }
 
-OpHandle make_handle(const std::string& name) {
+// Op(name, *attr_names): the attribute names the handle will receive positionally, checked against the
+// schema now (at import) so that a schema change fails there rather than misrouting a call: an unknown
+// or repeated name, or a required attribute missing from a non-empty list, raises naming op and attribute.
+OpHandle make_handle(const std::string& name, const py::args& attr_names) {
   OpHandle h;
   h.def = &oar::OpRegistry::get().at(name);
   for (const auto& a : h.def->attrs) h.attrs.push_back({&a, a.name, std::strcmp(a.name, "dtype") == 0});
+  auto schema_names = [&] {
+    std::string all;
+    for (const auto& s : h.attrs) all += (all.empty() ? "" : ", ") + s.name;
+    return all.empty() ? std::string("none") : all;
+  };
+  for (auto n : attr_names) {
+    if (!PyUnicode_Check(n.ptr()))
+      throw py::type_error("Op('" + name + "'): attribute names must be str, got " + type_name(n));
+    const std::string key = n.cast<std::string>();
+    uint32_t i = 0;
+    while (i < h.attrs.size() && h.attrs[i].name != key) ++i;
+    if (i == h.attrs.size())
+      throw py::value_error("Op('" + name + "'): the op has no attribute '" + key +
+                            "' (its attributes: " + schema_names() + ")");
+    if (std::find(h.positional.begin(), h.positional.end(), i) != h.positional.end())
+      throw py::value_error("Op('" + name + "'): attribute '" + key + "' is declared twice");
+    h.positional.push_back(i);
+  }
+  if (!h.positional.empty())
+    for (uint32_t i = 0; i < h.attrs.size(); ++i)
+      if (h.attrs[i].def->required &&
+          std::find(h.positional.begin(), h.positional.end(), i) == h.positional.end())
+        throw py::value_error(
+            "Op('" + name + "'): the required attribute '" + h.attrs[i].name +
+            "' is not among the declared positional attributes; declare it so every call passes it");
   static const char* kPromoting[] = {"add",         "subtract",    "multiply",     "divide",        "floor_divide",
                                      "remainder",   "maximum",     "minimum",      "pow",           "equal",
                                      "not_equal",   "less_than",   "less_equal",   "greater_than",  "greater_equal",
@@ -372,9 +417,10 @@ void init_ops(py::module_& m) {
   }
 
   py::class_<OpHandle>(m, "Op",
-                       "A handle on one op definition; calling it runs the op: op(*inputs, *attrs, place=None, "
-                       "**attrs).")
-      .def(py::init(&make_handle), py::arg("name"))
+                       "Op(name, *attr_names): a handle on one op definition; calling it runs the op: "
+                       "op(*inputs, *attrs, place=None, **attrs), where the positional attrs are the ones "
+                       "named in attr_names, in that order; any attribute may be passed by keyword.")
+      .def(py::init(&make_handle), py::arg("name"))  // then *attr_names
       .def_property_readonly("name", [](const OpHandle& h) { return h.def->name; })
       .def_property_readonly("inputs", [](const OpHandle& h) {
         std::vector<std::string> v(h.def->inputs.begin(), h.def->inputs.end());
@@ -383,6 +429,11 @@ void init_ops(py::module_& m) {
       .def_property_readonly("attrs", [](const OpHandle& h) {
         std::vector<std::string> v;
         for (const auto& s : h.attrs) v.push_back(s.name);
+        return v;
+      })
+      .def_property_readonly("positional", [](const OpHandle& h) {
+        std::vector<std::string> v;  // the names taken positionally after the inputs, in order
+        for (uint32_t i : h.positional) v.push_back(h.attrs[i].name);
         return v;
       })
       .def("__call__", &call)

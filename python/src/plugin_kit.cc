@@ -441,6 +441,51 @@ void init_plugin_kit(py::module_& m) {
     }
     return out;
   });
+  // {table: [function, ...]}: the functions of each table a device type's plugin implements (non-NULL), by
+  // their field names in device_api.h. The suite skips, with the reason, what a plugin leaves out.
+  m.def("_kit_functions_of", [](const std::string& type) {
+    const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
+    if (!t || !t->plugin || t->count < 1)
+      throw py::value_error("unknown or unavailable device type '" + type + "'");
+    const oar::PluginTables& tb = oar::Runtime::get().device(oar::Place{t->id, 0}).tables();
+    py::dict out;
+    auto add = [&](const char* table, std::initializer_list<std::pair<const char*, bool>> fns) {
+      py::list names;
+      for (const auto& [name, present] : fns)
+        if (present) names.append(name);
+      out[table] = names;
+    };
+    const auto& d = tb.device;
+    add("device", {{"count", d.count != nullptr},
+                   {"open", d.open != nullptr},
+                   {"close", d.close != nullptr},
+                   {"properties", d.properties != nullptr},
+                   {"synchronize", d.synchronize != nullptr},
+                   {"memory_info", d.memory_info != nullptr}});
+    const auto& mt = tb.memory;
+    add("memory", {{"allocate", mt.allocate != nullptr},
+                   {"free", mt.free != nullptr},
+                   {"memset", mt.memset != nullptr},
+                   {"memcpy", mt.memcpy != nullptr}});
+    const auto& s = tb.stream;
+    add("stream", {{"create", s.create != nullptr},
+                   {"destroy", s.destroy != nullptr},
+                   {"synchronize", s.synchronize != nullptr},
+                   {"query", s.query != nullptr},
+                   {"wait_event", s.wait_event != nullptr},
+                   {"launch_host_func", s.launch_host_func != nullptr}});
+    const auto& e = tb.event;
+    add("event", {{"create", e.create != nullptr},
+                  {"destroy", e.destroy != nullptr},
+                  {"record", e.record != nullptr},
+                  {"synchronize", e.synchronize != nullptr},
+                  {"query", e.query != nullptr},
+                  {"elapsed_ms", e.elapsed_ms != nullptr}});
+    const auto& p = tb.profiler;
+    add("profiler",
+        {{"start", p.start != nullptr}, {"stop", p.stop != nullptr}, {"flush", p.flush != nullptr}});
+    return out;
+  });
   // Profiling through the plugins' profiler tables: whether a device type's plugin has one, and
   // start / stop returning the trace events collected in between as (name, category, start_ns, end_ns,
   // device, stream_id) tuples.

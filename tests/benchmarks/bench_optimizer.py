@@ -57,7 +57,7 @@ def oar_rows(arrays, grads, number):
     rows.append(("oar Adam.step (one merged_adam op)", best_ms(opt.step, number)))
 
     # one fused "adam" op per parameter
-    op = oar._C.Op("adam")
+    op = oar._C.Op("adam", "learning_rate")
     st = [(p, p.grad, oar.zeros(p.shape), oar.zeros(p.shape), oar.to_tensor([0.9]), oar.to_tensor([0.999]))
           for p in ps]
     dummy = oar.zeros([1])

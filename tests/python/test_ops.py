@@ -285,13 +285,15 @@ def test_ops_on_views(device):
 
 
 def test_generic_op_handle():
-    op = oar._C.Op("sum")
+    op = oar._C.Op("sum", "axis", "keepdim")
     assert op.name == "sum" and op.inputs == ["x"] and op.attrs == ["axis", "keepdim"]
+    assert op.positional == ["axis", "keepdim"]
     x = oar.to_tensor([[1, 2], [3, 4]])
     check(op(x), 10)
     check(op(x, [0]), [4, 6])
     check(op(x, axis=1, keepdim=True), [[3], [7]])
-    check(oar._C.Op("fill")([2], 1.0, "int32", place="cpu"), [1, 1])
+    check(oar._C.Op("fill", "shape", "value", "dtype")([2], 1.0, "int32", place="cpu"), [1, 1])
+    check(oar._C.Op("fill")(shape=[2], value=3.0, dtype="int32", place="cpu"), [3, 3])
     assert "add" in oar._C.op_names()
     with pytest.raises(TypeError, match="unexpected keyword argument 'axes'"):
         op(x, axes=[0])
@@ -299,3 +301,42 @@ def test_generic_op_handle():
         op(x, [0], axis=[0])
     with pytest.raises(TypeError, match="must be a Tensor"):
         op([1, 2])
+
+
+def test_op_handle_declares_its_positional_attributes_by_name():
+    """Positional attributes go to the names the handle declared, checked against the schema when the
+    handle is made (at import for the wrappers), never by schema position."""
+    x = oar.to_tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    # a misnamed attribute fails when the handle is made, naming op and attribute
+    with pytest.raises(ValueError, match=r"Op\('cumsum'\): the op has no attribute 'axes' \(its attributes: axis, "):
+        oar._C.Op("cumsum", "axes")
+    with pytest.raises(ValueError, match=r"Op\('sum'\): attribute 'axis' is declared twice"):
+        oar._C.Op("sum", "axis", "axis")
+    with pytest.raises(TypeError, match=r"Op\('sum'\): attribute names must be str"):
+        oar._C.Op("sum", 0)
+    # a required attribute left out of a declared list can never be passed positionally: refused too
+    with pytest.raises(ValueError, match=r"Op\('fill'\): the required attribute 'shape' is not among the declared"):
+        oar._C.Op("fill", "value", "dtype")
+    # a handle without names takes attributes by keyword only
+    plain = oar._C.Op("cumsum")
+    assert plain.positional == []
+    with pytest.raises(TypeError, match=r"^cumsum: takes attributes by keyword only .*got 1 positional"):
+        plain(x, 0)
+    check(plain(x, axis=0), np.cumsum(x.numpy(), axis=0))
+    # too many positional attributes for the declared names
+    with pytest.raises(TypeError, match=r"cumsum: takes at most 1 positional attribute\(s\) after its inputs "
+                                        r"\(axis\), got 2"):
+        oar._C.Op("cumsum", "axis")(x, 0, 1)
+    # a reordered name list routes each argument to its name
+    a = oar._C.Op("cumsum", "axis", "reverse")
+    b = oar._C.Op("cumsum", "reverse", "axis")
+    assert b.positional == ["reverse", "axis"]
+    want = np.flip(np.cumsum(np.flip(x.numpy(), 1), axis=1), 1)
+    check(a(x, 1, 1), want)
+    check(b(x, 1, 1), want)
+    check(b(x, 0, 1), np.cumsum(x.numpy(), axis=1))  # reverse=0, axis=1
+    check(a(x, 0, 0), np.cumsum(x.numpy(), axis=0))
+    # keywords still reach any attribute, also on a handle with names; a name given twice is refused
+    check(b(x, 1, axis=0), np.flip(np.cumsum(np.flip(x.numpy(), 0), axis=0), 0))
+    with pytest.raises(TypeError, match="multiple values for argument 'axis'"):
+        b(x, 0, 1, axis=1)

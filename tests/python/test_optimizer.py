@@ -375,20 +375,20 @@ def test_merged_ops_update_in_place_on_every_device(device):
     ps = [oar.to_tensor(w.astype("float32"), place=device) for w in W0]
     gs = [oar.to_tensor(g.astype("float32"), place=device) for g in GRADS[0]]
     vs = [oar.zeros(w.shape).to(device) for w in W0]
-    oar._C.Op("merged_momentum")(ps + gs + vs, [0.1, 0.2], mu=0.9, l2_coeff=[0.0, 0.5])
+    oar._C.Op("merged_momentum", "learning_rate")(ps + gs + vs, [0.1, 0.2], mu=0.9, l2_coeff=[0.0, 0.5])
     check([p.numpy() for p in ps], [W0[0] - 0.1 * GRADS[0][0], W0[1] - 0.2 * (GRADS[0][1] + 0.5 * W0[1])])
     check([v.numpy() for v in vs], [GRADS[0][0], GRADS[0][1] + 0.5 * W0[1]])
     # the per-parameter ops are the same update
     p = oar.to_tensor(W0[0].astype("float32"), place=device)
     m1, m2 = oar.zeros([3, 4]).to(device), oar.zeros([3, 4]).to(device)
     b1, b2 = oar.to_tensor([0.9], place=device), oar.to_tensor([0.999], place=device)
-    oar._C.Op("adam")(p, gs[0], m1, m2, b1, b2, oar.zeros([1]).to(device), [0.1])
+    oar._C.Op("adam", "learning_rate")(p, gs[0], m1, m2, b1, b2, oar.zeros([1]).to(device), [0.1])
     check([p.numpy(), b1.numpy(), b2.numpy()], [adam(W0[0], GRADS[0][0], {}, 0.1, 1), [0.81], [0.999 ** 2]])
     p = oar.to_tensor(W0[1].astype("float32"), place=device)
-    oar._C.Op("sgd")(p, gs[1], [0.5])
+    oar._C.Op("sgd", "learning_rate")(p, gs[1], [0.5])
     check([p.numpy()], [W0[1] - 0.5 * GRADS[0][1]])
     v = oar.zeros([5]).to(device)
-    oar._C.Op("momentum")(p, gs[1], v, [0.5], mu=0.9)
+    oar._C.Op("momentum", "learning_rate")(p, gs[1], v, [0.5], mu=0.9)
     check([v.numpy()], [GRADS[0][1]])
 
 
@@ -396,32 +396,32 @@ def test_merged_ops_16bit_and_float64():
     for dt in ("float16", "bfloat16", "float64"):
         p = oar.to_tensor(np.ones(4), dtype=dt)
         g = oar.to_tensor(np.full(4, 0.5), dtype=dt)
-        oar._C.Op("merged_sgd")([p, g], [0.5])
+        oar._C.Op("merged_sgd", "learning_rate")([p, g], [0.5])
         np.testing.assert_allclose(p.astype("float32").numpy(), np.full(4, 0.75))
 
 
 def test_merged_op_errors():
     p, g = oar.ones([3]), oar.ones([4])
     with pytest.raises(ValueError, match="merged_sgd: grad\\[0\\]"):
-        oar._C.Op("merged_sgd")([p, g], [0.1])
+        oar._C.Op("merged_sgd", "learning_rate")([p, g], [0.1])
     with pytest.raises(ValueError, match="merged_momentum: expects 3 equal lists"):
-        oar._C.Op("merged_momentum")([p, p], [0.1])
+        oar._C.Op("merged_momentum", "learning_rate")([p, p], [0.1])
     with pytest.raises(ValueError, match="learning_rate"):
-        oar._C.Op("merged_sgd")([p, oar.ones([3])], [0.1, 0.2, 0.3])
+        oar._C.Op("merged_sgd", "learning_rate")([p, oar.ones([3])], [0.1, 0.2, 0.3])
     with pytest.raises(ValueError, match="beta1_pow"):
-        oar._C.Op("adam")(p, p, p, p, oar.ones([2]), oar.ones([1]), oar.ones([1]), [0.1])
+        oar._C.Op("adam", "learning_rate")(p, p, p, p, oar.ones([2]), oar.ones([1]), oar.ones([1]), [0.1])
     with pytest.raises(TypeError, match="merged_sgd"):
-        oar._C.Op("merged_sgd")([oar.ones([3], dtype="int32"), oar.ones([3], dtype="int32")], [0.1])
+        oar._C.Op("merged_sgd", "learning_rate")([oar.ones([3], dtype="int32"), oar.ones([3], dtype="int32")], [0.1])
     with pytest.raises(ValueError, match="contiguous"):
         x = oar.ones([4, 4])
-        oar._C.Op("merged_sgd")([x[:, ::2], oar.ones([4, 2])], [0.1])
+        oar._C.Op("merged_sgd", "learning_rate")([x[:, ::2], oar.ones([4, 2])], [0.1])
     # a parameter that requires gradients may only be updated under no_grad
     w = oar.ones([3])
     w.stop_gradient = False
     with pytest.raises(RuntimeError, match="no_grad"):
-        oar._C.Op("merged_sgd")([w, oar.ones([3])], [0.1])
+        oar._C.Op("merged_sgd", "learning_rate")([w, oar.ones([3])], [0.1])
     with oar.no_grad():
-        oar._C.Op("merged_sgd")([w, oar.ones([3])], [0.1])
+        oar._C.Op("merged_sgd", "learning_rate")([w, oar.ones([3])], [0.1])
     np.testing.assert_allclose(w.numpy(), np.full(3, 0.9), rtol=1e-6)
 
 
@@ -430,7 +430,7 @@ def test_merged_op_writes_through_contiguous_views(device):
     # the write-back, touch exactly their ranges
     buf = oar.to_tensor(np.arange(12, dtype="float32"), place=device)
     a, b = buf[2:5], buf[7:11]
-    oar._C.Op("merged_sgd")([a, b, oar.ones([3]).to(device), oar.ones([4]).to(device)], [0.5, 2.0])
+    oar._C.Op("merged_sgd", "learning_rate")([a, b, oar.ones([3]).to(device), oar.ones([4]).to(device)], [0.5, 2.0])
     want = np.arange(12, dtype="float32")
     want[2:5] -= 0.5
     want[7:11] -= 2.0
@@ -468,7 +468,7 @@ def test_global_norm_clip_folds_into_update_before_decay():
 def test_grad_scale_attribute(device):
     p = oar.to_tensor(W0[1].astype("float32"), place=device)
     g = oar.to_tensor(GRADS[0][1].astype("float32"), place=device)
-    oar._C.Op("merged_sgd")([p, g], [0.5], l2_coeff=[0.1], grad_scale=[0.25])
+    oar._C.Op("merged_sgd", "learning_rate")([p, g], [0.5], l2_coeff=[0.1], grad_scale=[0.25])
     check([p.numpy()], [W0[1] - 0.5 * (0.25 * GRADS[0][1] + 0.1 * W0[1])])
     with pytest.raises(ValueError, match="grad_scale"):
-        oar._C.Op("merged_sgd")([p, g], [0.5], grad_scale=[1.0, 2.0])
+        oar._C.Op("merged_sgd", "learning_rate")([p, g], [0.5], grad_scale=[1.0, 2.0])

@@ -223,6 +223,111 @@ except AssertionError as e:
            "process?" in out, out
 
 
+def _plugin_dir(tmp_path, name):
+    """A folder holding only tests/plugins' liboar_plugin_<name>.so, for OAR_PLUGIN_PATH."""
+    src = _test_plugin(name)
+    d = tmp_path / ("plugins_" + name)
+    d.mkdir()
+    shutil.copy(src, str(d / os.path.basename(src)))
+    return str(d)
+
+
+def _report_lines(out):
+    """{check: (status, message)} from the CLI's report (failures and skips, each with its indented message)."""
+    res, last = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^(PASS|FAIL|SKIP) (\S+) \(", line)
+        if m:
+            last = m.group(2)
+            res[last] = (m.group(1), "")
+        elif last and line.startswith("       "):
+            res[last] = (res[last][0], (res[last][1] + " " + line.strip()).strip())
+    return res
+
+
+# What tests/plugins/minimal_required.cc (only device.count and memory.allocate/free/memcpy, one float32
+# add kernel) legitimately leaves out, and the reason each check gives.
+_MINIMAL_SKIPS = {
+    "device.properties": "the plugin's device table has no properties; it is optional (docs/device_abi.md)",
+    "memory.device_to_device": "the plugin's memory table has no memset; it is optional (docs/device_abi.md)",
+    "memory.across_devices": "one device only",
+    "streams.events_across_streams": "the plugin has no stream table; streams are optional (docs/device_abi.md)",
+    "streams.event_query_sync_timing": "the plugin has no stream table; streams are optional (docs/device_abi.md)",
+    "streams.host_threads": "the plugin has no stream table; streams are optional (docs/device_abi.md)",
+    "errors.out_of_memory": "the plugin's device table has no properties; it is optional (docs/device_abi.md)",
+    "profiler.trace_events": "no profiler table; profilers are optional (docs/device_abi.md)",
+}
+_MINIMAL_SKIPS.update({c: "registers no collectives (no collective table); collectives are optional "
+                          "(docs/device_abi.md)" for c in COLLECTIVE_CHECKS})
+
+
+def test_plugin_with_only_the_required_tables_conforms_and_skips_the_rest(tmp_path):
+    """A plugin with only what the ABI requires passes the suite; what it leaves out (stream and event
+    tables, memset, properties, collectives, profiler) is skipped with the reason, and what it has is
+    checked (copies, its kernel, several threads on the default stream, a clean exit)."""
+    r = _conformance_cli("--device", "test_minimal", "-v",
+                         env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=_plugin_dir(tmp_path, "minimal_required")))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(plugin minimal_required) CONFORMS" in r.stdout, r.stdout
+    res = _report_lines(r.stdout)
+    skipped = {name: msg for name, (status, msg) in res.items() if status == "SKIP"}
+    assert sorted(skipped) == sorted(_MINIMAL_SKIPS), r.stdout
+    for name, why in _MINIMAL_SKIPS.items():
+        assert why in skipped[name], (name, skipped[name])
+    # Checks that run their required part before skipping the optional one say so.
+    assert skipped["streams.host_threads"].startswith("four threads on the default streams checked"), skipped
+    assert skipped["memory.device_to_device"].startswith("device->device memcpy checked"), skipped
+    for name in ("abi.version", "abi.older_core", "device.enumeration", "memory.host_device_roundtrip",
+                 "memory.zero_size", "memory.large", "memory.non_contiguous", "memory.statistics",
+                 "kernels.add.float32", "streams.default_stream_order", "errors.bad_device_index",
+                 "errors.failing_op", "lifecycle.process_exit"):
+        assert res[name][0] == "PASS", (name, res.get(name), r.stdout)
+    assert "no extra stream or event was left alive" in res["lifecycle.process_exit"][1]
+    assert "0 failed, {} skipped".format(len(_MINIMAL_SKIPS)) in r.stdout, r.stdout
+
+
+def test_plugin_with_a_broken_required_behaviour_fails(tmp_path):
+    """The same plugin whose memcpy drops the last byte of a copy fails the required checks; the skips
+    for what it leaves out do not hide that."""
+    r = _conformance_cli("--device", "test_minimal_broken",
+                         env=dict(CLEAN_ENV, OAR_PLUGIN_PATH=_plugin_dir(tmp_path, "minimal_broken")))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "(plugin minimal_broken) DOES NOT CONFORM" in r.stdout, r.stdout
+    res = _report_lines(r.stdout)
+    # The required parts of checks that also skip an optional part (memset, own streams) fail first.
+    for name in ("memory.host_device_roundtrip", "memory.device_to_device", "kernels.add.float32",
+                 "streams.default_stream_order", "streams.host_threads", "lifecycle.process_exit"):
+        assert res.get(name, ("PASS",))[0] == "FAIL", (name, r.stdout)
+    assert "host->device->host: 1 of 15 elements differ" in res["memory.host_device_roundtrip"][1], r.stdout
+    assert "device->device memcpy of 13 floats" in res["memory.device_to_device"][1], r.stdout
+    assert res["streams.events_across_streams"][0] == "SKIP"
+
+
+def test_loader_warns_when_the_plugin_name_and_file_name_disagree(tmp_path):
+    """tests/plugins' liboar_plugin_misnamed.so calls itself 'renamed': it loads, the loader logs a
+    warning, the doctor shows it in the plugin's record, and the suite's abi.version check fails."""
+    env = dict(CLEAN_ENV, OAR_PLUGIN_PATH=_plugin_dir(tmp_path, "misnamed"))
+    r = subprocess.run([sys.executable, "-m", "oar.utils.doctor"], capture_output=True, text=True, env=env, cwd="/")
+    assert r.returncode == 0, r.stdout + r.stderr
+    warning = ("the plugin's name 'renamed' does not match its file name liboar_plugin_misnamed.so "
+               "(expected liboar_plugin_renamed.so)")
+    m = re.search(r"liboar_plugin_misnamed\.so\n    loaded: renamed .*\n    warning: (.*)\n", r.stdout)
+    assert m and m.group(1) == warning, r.stdout
+    assert re.search(r"^W.*plugin .*liboar_plugin_misnamed\.so: " + re.escape(warning), r.stderr, re.M), r.stderr
+    code = ("from oar import _C\n"
+            "rec = [x for x in _C.plugin_records() if x.device_type == 'test_misnamed'][0]\n"
+            "print(rec.loaded, rec.name, rec.warnings)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/")
+    assert "True renamed [\"{}\"]".format(warning) in r.stdout, r.stdout + r.stderr
+    r = _conformance_cli("--device", "test_misnamed", "-k", "abi.version", env=env)
+    assert r.returncode == 1 and "FAIL abi.version" in r.stdout, r.stdout
+    assert "does not match its file" in r.stdout
+    # A plugin whose name matches its file loads without that warning.
+    env = dict(CLEAN_ENV, OAR_PLUGIN_PATH=_plugin_dir(tmp_path, "minimal_required"))
+    r = subprocess.run([sys.executable, "-m", "oar.utils.doctor"], capture_output=True, text=True, env=env, cwd="/")
+    assert "loaded: minimal_required" in r.stdout and "does not match its file name" not in r.stdout + r.stderr
+
+
 def test_conformance_cli_unknown_device_exits_2():
     r = _conformance_cli("--device", "no_such_device")
     assert r.returncode == 2
@@ -445,3 +550,34 @@ def test_guide_walkthrough_in_a_fresh_venv(tmp_path, tmp_path_factory):
     assert r.returncode == 0, r.stderr
     site = venv.site_packages()
     assert "REC ['{}/oar_custom_device/liboar_plugin_custom_cpu.so']".format(site) in r.stdout
+
+
+# ---- the guide's Python usage block, run against sim ------------------------------------------------------
+
+_PY_BEGIN = "<!-- begin python usage: run by tests/python/test_plugin_kit.py with mydev replaced by sim -->"
+_PY_END = "<!-- end python usage -->"
+
+
+def guide_python_usage():
+    """The guide's Python block on using a new device (section 12), for device type `mydev`."""
+    text = open(GUIDE).read()
+    assert _PY_BEGIN in text and _PY_END in text, "docs/plugin_guide.md lost its python usage markers"
+    m = re.search(r"```python\n(.*?)```", text.split(_PY_BEGIN, 1)[1].split(_PY_END, 1)[0], re.S)
+    assert m, "no ```python block inside the python usage markers"
+    return m.group(1)
+
+
+def test_guide_python_usage_runs_on_sim():
+    """Every line of the guide's section on tensors on the new device runs, with sim as the new device:
+    placement by to_tensor/to/set_device, ops and gradients there, fallback counts, and back to the host."""
+    if not _has_sim():
+        pytest.skip("no sim plugin installed")
+    code = guide_python_usage()
+    assert "mydev" in code and "sim" not in code
+    r = subprocess.run([sys.executable, "-c", code.replace("mydev", "sim")], capture_output=True, text=True,
+                       env=CLEAN_ENV, cwd="/", timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert "'sim:0'" in lines[0], r.stdout
+    counts = eval(lines[1])  # the printed fallback counts: {(op, device type, dtype): calls}
+    assert isinstance(counts, dict) and all(dev == "sim" for _, dev, _ in counts), r.stdout

@@ -389,4 +389,29 @@ TEST(Loader, UnknownOpIsAWarningNotAFailure) {
   EXPECT_EQ(fallback_count("add", "test_unknown_op", DType::kFloat32), 0);
 }
 
+TEST(Loader, OnlyTheRequiredTablesLoadsAndWorks) {
+  // tests/plugins/minimal_required.cc: device.count and memory.allocate/free/memcpy, nothing else (no
+  // stream: the device is synchronous; no properties: zeros).
+  const PluginRecord& r = load("minimal_required");
+  ASSERT_TRUE(r.loaded) << describe(r);
+  EXPECT_TRUE(r.warnings.empty()) << describe(r);
+  oar::Device& dev = Runtime::get().device(oar::Place::parse("test_minimal:0"));
+  EXPECT_EQ(dev.tables().stream.create, nullptr);
+  EXPECT_EQ(dev.tables().device.properties, nullptr);
+  EXPECT_EQ(dev.tables().memory.memset, nullptr);
+  exercise_device("test_minimal");
+}
+
+TEST(Loader, NameDifferentFromFileNameLoadsWithAWarning) {
+  // liboar_plugin_misnamed.so answers the query with the name "renamed".
+  const PluginRecord& r = load("misnamed");
+  ASSERT_TRUE(r.loaded) << describe(r);
+  EXPECT_EQ(r.name, "renamed");
+  ASSERT_EQ(r.warnings.size(), 1u) << describe(r);
+  EXPECT_EQ(r.warnings[0],
+            "the plugin's name 'renamed' does not match its file name liboar_plugin_misnamed.so (expected "
+            "liboar_plugin_renamed.so)");
+  exercise_device("test_misnamed");
+}
+
 }  // namespace

@@ -12,9 +12,9 @@ __all__ = ["to_tensor", "zeros", "ones", "full", "zeros_like", "ones_like", "ful
            "linspace", "logspace", "eye", "empty", "empty_like", "diagflat", "meshgrid", "tril_indices",
            "triu_indices"]
 
-_fill = _C.Op("fill")
-_arange = _C.Op("arange")
-_cast = _C.Op("cast")
+_fill = _C.Op("fill", "shape", "value", "dtype")
+_arange = _C.Op("arange", "start", "end", "step", "dtype")
+_cast = _C.Op("cast", "dtype")
 
 
 def _default_dtype():
@@ -182,8 +182,8 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
 
 
 # ---- the math family (docs/ops_math.md) -------------------------------------------------------------
-_linspace = _C.Op("linspace")
-_eye = _C.Op("eye")
+_linspace = _C.Op("linspace", "start", "stop", "num", "dtype")
+_eye = _C.Op("eye", "num_rows", "num_columns", "dtype")
 
 
 def _number(v, what):
@@ -239,7 +239,7 @@ def diagflat(x, offset=0, name=None):
     index = _arange(builtins.float(row0 * size + col0), builtins.float(row0 * size + col0 + n * (size + 1)),
                     builtins.float(size + 1), _C.int64, place=x.place)
     base = _fill([size * size], 0.0, x.dtype, place=x.place)
-    return _C.Op("index_add")(base, index, flat, 0).reshape([size, size])
+    return _C.Op("index_add", "axis")(base, index, flat, 0).reshape([size, size])
 
 
 def meshgrid(*args, **kwargs):

@@ -18,21 +18,21 @@ __all__ = [
     "cholesky", "inverse",
 ]
 
-_matmul = _C.Op("matmul")
+_matmul = _C.Op("matmul", "transpose_x", "transpose_y")
 _inverse = _C.Op("inverse")
 _det = _C.Op("det")
 _slogdet = _C.Op("slogdet")
 _solve = _C.Op("solve")
-_triangular_solve = _C.Op("triangular_solve")
-_cholesky = _C.Op("cholesky")
-_qr = _C.Op("qr")
-_svd = _C.Op("svd")
-_eigh = _C.Op("eigh")
-_arange = _C.Op("arange")
-_fill = _C.Op("fill")
-_index_select = _C.Op("index_select")
-_concat = _C.Op("concat")
-_cast = _C.Op("cast")
+_triangular_solve = _C.Op("triangular_solve", "upper", "transpose", "unitriangular")
+_cholesky = _C.Op("cholesky", "upper")
+_qr = _C.Op("qr", "complete")
+_svd = _C.Op("svd", "full_matrices")
+_eigh = _C.Op("eigh", "lower")
+_arange = _C.Op("arange", "start", "end", "step", "dtype")
+_fill = _C.Op("fill", "shape", "value", "dtype")
+_index_select = _C.Op("index_select", "axis")
+_concat = _C.Op("concat", "axis")
+_cast = _C.Op("cast", "dtype")
 _where = _C.Op("where")
 
 

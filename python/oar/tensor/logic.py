@@ -97,10 +97,11 @@ def isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
     """|x - y| <= atol + rtol * |y| elementwise (numpy's rule); equal infinities are close."""
     x, y = _C._promote(x, y)
     if x.dtype not in (_C.float16, _C.bfloat16, _C.float32, _C.float64):
-        x, y = _C.Op("cast")(x, _C.float64), _C.Op("cast")(y, _C.float64)
+        x, y = _C.Op("cast", "dtype")(x, _C.float64), _C.Op("cast", "dtype")(y, _C.float64)
     sub, absf = _C.Op("subtract"), _C.Op("abs")
-    tol = _C.Op("add")(_C.Op("fill")([], float(atol), x.dtype, place=x.place),
-                       _C.Op("multiply")(_C.Op("fill")([], float(rtol), x.dtype, place=x.place), absf(y)))
+    fill = _C.Op("fill", "shape", "value", "dtype")
+    tol = _C.Op("add")(fill([], float(atol), x.dtype, place=x.place),
+                       _C.Op("multiply")(fill([], float(rtol), x.dtype, place=x.place), absf(y)))
     close = _C.Op("less_equal")(absf(sub(x, y)), tol)
     # numpy: the tolerance rule for finite pairs; otherwise only equal values (same-sign infinities)
     finite = logical_and(isfinite(x), isfinite(y))
@@ -112,11 +113,11 @@ def isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
 
 def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
     """True (a 0-d bool tensor) when every element of x is close to y (see isclose)."""
-    return _C.Op("all")(isclose(x, y, rtol, atol, equal_nan), None, False)
+    return _C.Op("all", "axis", "keepdim")(isclose(x, y, rtol, atol, equal_nan), None, False)
 
 
 def equal_all(x, y, name=None):
     """True (a 0-d bool tensor) when x and y have the same shape and equal elements."""
     if list(x.shape) != list(y.shape):
-        return _C.Op("fill")([], 0.0, _C.bool, place=x.place)
-    return _C.Op("all")(equal(x, y), None, False)
+        return _C.Op("fill", "shape", "value", "dtype")([], 0.0, _C.bool, place=x.place)
+    return _C.Op("all", "axis", "keepdim")(equal(x, y), None, False)

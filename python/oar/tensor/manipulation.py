@@ -17,8 +17,8 @@ __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "fl
            "broadcast_tensors", "gather", "gather_nd", "scatter", "scatter_nd_add", "scatter_nd",
            "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put"]
 
-_cast = _C.Op("cast")
-_concat = _C.Op("concat")
+_cast = _C.Op("cast", "dtype")
+_concat = _C.Op("concat", "axis")
 
 
 def cast(x, dtype):
@@ -98,17 +98,17 @@ def broadcast_to(x, shape, name=None):
     return _C._expand(x, _shape_list(shape))
 
 
-_fill = _C.Op("fill")
+_fill = _C.Op("fill", "shape", "value", "dtype")
 _copy = _C.Op("copy")
 _where = _C.Op("where")
-_index_select = _C.Op("index_select")
+_index_select = _C.Op("index_select", "axis")
 _gather_nd = _C.Op("gather_nd")
 _scatter_nd_add = _C.Op("scatter_nd_add")
-_take_along_axis = _C.Op("take_along_axis")
-_put_along_axis = _C.Op("put_along_axis")
-_tril = _C.Op("tril")
-_pad = _C.Op("pad")
-_triu = _C.Op("triu")
+_take_along_axis = _C.Op("take_along_axis", "axis")
+_put_along_axis = _C.Op("put_along_axis", "axis", "reduce")
+_tril = _C.Op("tril", "diagonal")
+_pad = _C.Op("pad", "pads", "mode", "value")
+_triu = _C.Op("triu", "diagonal")
 
 
 def _axis(axis, ndim, op):

@@ -21,8 +21,8 @@ _remainder = _C.Op("remainder")
 _maximum = _C.Op("maximum")
 _minimum = _C.Op("minimum")
 _pow = _C.Op("pow")
-_matmul = _C.Op("matmul")
-_cast = _C.Op("cast")
+_matmul = _C.Op("matmul", "transpose_x", "transpose_y")
+_cast = _C.Op("cast", "dtype")
 
 
 # Binary elementwise ops take tensors or Python scalars and promote dtypes as Paddle's operators do.
@@ -105,7 +105,7 @@ neg = _unary("neg")
 
 
 def _reduce(op_name, doc):
-    op = _C.Op(op_name)
+    op = _C.Op(op_name, "axis", "keepdim")
 
     def fn(x, axis=None, keepdim=False, name=None):
         return op(x, axis, keepdim)
@@ -118,8 +118,8 @@ def _reduce(op_name, doc):
 mean = _reduce("mean", "Mean over `axis` (int, list or None for all axes); floating dtypes only.")
 max = _reduce("max", "Maximum over `axis` (int, list or None for all axes).")
 min = _reduce("min", "Minimum over `axis` (int, list or None for all axes).")
-_sum = _C.Op("sum")
-_prod = _C.Op("prod")
+_sum = _C.Op("sum", "axis", "keepdim")
+_prod = _C.Op("prod", "axis", "keepdim")
 
 
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):
@@ -151,7 +151,7 @@ from .._C import Tensor as _Tensor
 _where = _C.Op("where")
 _isnan = _C.Op("isnan")
 _not_equal = _C.Op("not_equal")
-_fill = _C.Op("fill")
+_fill = _C.Op("fill", "shape", "value", "dtype")
 
 
 def _is_float(t):
@@ -177,7 +177,7 @@ log10 = _unary("log10")
 trunc = _unary("trunc", "Rounds toward zero; integer inputs are returned unchanged.")
 lgamma = _unary("lgamma", "log|Gamma(x)|, elementwise.")
 digamma = _unary("digamma", "The logarithmic derivative of Gamma (its gradient is polygamma(x, 1)).")
-_polygamma = _C.Op("polygamma")
+_polygamma = _C.Op("polygamma", "n")
 
 
 def polygamma(x, n, name=None):
@@ -314,7 +314,7 @@ def hypot(x, y, name=None):
     return _multiply(big, sqrt(_add(_like(1, r), _multiply(r, r))))
 
 
-_clip = _C.Op("clip")
+_clip = _C.Op("clip", "min", "max")
 
 
 def _bound(v, name):
@@ -333,8 +333,8 @@ def clip(x, min=None, max=None, name=None):
     return _clip(x, lo, hi)
 
 
-_cumsum = _C.Op("cumsum")
-_cumprod = _C.Op("cumprod")
+_cumsum = _C.Op("cumsum", "axis", "flatten")
+_cumprod = _C.Op("cumprod", "axis", "flatten")
 
 
 def cumsum(x, axis=None, dtype=None, name=None):
@@ -359,7 +359,7 @@ def cumprod(x, dim=None, dtype=None, name=None):
     return _cumprod(x, dim, False)
 
 
-_logcumsumexp = _C.Op("logcumsumexp")
+_logcumsumexp = _C.Op("logcumsumexp", "axis", "flatten")
 
 
 def logcumsumexp(x, axis=None, dtype=None, name=None):
@@ -371,8 +371,8 @@ def logcumsumexp(x, axis=None, dtype=None, name=None):
     return _logcumsumexp(x, axis, False)
 
 
-_all = _C.Op("all")
-_any = _C.Op("any")
+_all = _C.Op("all", "axis", "keepdim")
+_any = _C.Op("any", "axis", "keepdim")
 
 
 def _axes(axis):

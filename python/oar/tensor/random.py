@@ -43,10 +43,10 @@ def normal(mean=0.0, std=1.0, shape=None, name=None):
 import builtins as _builtins
 import numbers as _numbers
 
-_bernoulli = _C.Op("bernoulli")
-_multinomial = _C.Op("multinomial")
-_randperm = _C.Op("randperm")
-_cast = _C.Op("cast")
+_bernoulli = _C.Op("bernoulli", "seed", "offset")
+_multinomial = _C.Op("multinomial", "num_samples", "replacement", "seed", "offset")
+_randperm = _C.Op("randperm", "n", "seed", "offset", "dtype")
+_cast = _C.Op("cast", "dtype")
 
 
 def _reserve(count):
@@ -90,7 +90,7 @@ def bernoulli(x, name=None):
 
 def poisson(x, name=None):
     """Poisson samples with rates x (elementwise), in x's dtype. The gradient is zero, as in Paddle."""
-    return _C.Op("poisson")(x, *_reserve(x.size))
+    return _C.Op("poisson", "seed", "offset")(x, *_reserve(x.size))
 
 
 def multinomial(x, num_samples=1, replacement=False, name=None):

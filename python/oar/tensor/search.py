@@ -10,11 +10,11 @@ from .._C import Tensor
 __all__ = ["argmax", "argmin", "where", "index_select", "sort", "argsort", "topk", "nonzero", "masked_select",
            "kthvalue", "median", "mode", "unique", "unique_consecutive", "searchsorted", "bincount"]
 
-_argmax = _C.Op("argmax")
-_argmin = _C.Op("argmin")
+_argmax = _C.Op("argmax", "axis", "keepdim", "flatten")
+_argmin = _C.Op("argmin", "axis", "keepdim", "flatten")
 _where = _C.Op("where")
-_index_select = _C.Op("index_select")
-_cast = _C.Op("cast")
+_index_select = _C.Op("index_select", "axis")
+_cast = _C.Op("cast", "dtype")
 
 
 def _arg(op, x, axis, keepdim, dtype):
@@ -52,12 +52,12 @@ def index_select(x, index, axis=0, name=None):
     return _index_select(x, index, axis)
 
 
-_sort = _C.Op("sort")
-_topk = _C.Op("topk")
-_nonzero = _C.Op("nonzero")
-_sum = _C.Op("sum")
+_sort = _C.Op("sort", "axis", "descending", "stable")
+_topk = _C.Op("topk", "k", "axis", "largest")
+_nonzero = _C.Op("nonzero", "count")
+_sum = _C.Op("sum", "axis", "keepdim")
 _scatter_nd_add = _C.Op("scatter_nd_add")
-_fill = _C.Op("fill")
+_fill = _C.Op("fill", "shape", "value", "dtype")
 
 
 def _axis(axis, ndim, op):
@@ -98,7 +98,7 @@ def topk(x, k, axis=None, largest=True, sorted=True, name=None):
 def nonzero(x, as_tuple=False):
     """The coordinates of the nonzero elements: an int64 tensor [count, ndim], or (as_tuple) a tuple of
     ndim 1-D tensors."""
-    count = builtins.int(_sum(_C.Op("cast")(x, "bool") if x.dtype != _C.bool else x).item())
+    count = builtins.int(_sum(_C.Op("cast", "dtype")(x, "bool") if x.dtype != _C.bool else x).item())
     out = _nonzero(x, count)
     if not as_tuple:
         return out
@@ -139,7 +139,7 @@ def median(x, axis=None, keepdim=False, name=None):
     """The median along axis (None: of all elements); the mean of the two middle values when the count
     is even. Integer inputs give float32."""
     if x.dtype not in (_C.float16, _C.bfloat16, _C.float32, _C.float64):
-        x = _C.Op("cast")(x, "float32")
+        x = _C.Op("cast", "dtype")(x, "float32")
     if axis is None:
         t = _C._reshape(x, [-1])
         a = 0
@@ -211,8 +211,8 @@ def searchsorted(sorted_sequence, values, out_int32=False, right=False, name=Non
         s = _C._unsqueeze(seq, seq.ndim - 1)
     v = _C._unsqueeze(values, values.ndim)
     below = (s <= v) if right else (s < v)
-    out = _sum(_C.Op("cast")(below, "int64"), [-1], False)
-    return _C.Op("cast")(out, "int32") if out_int32 else out
+    out = _sum(_C.Op("cast", "dtype")(below, "int64"), [-1], False)
+    return _C.Op("cast", "dtype")(out, "int32") if out_int32 else out
 
 
 def bincount(x, weights=None, minlength=0, name=None):
@@ -226,7 +226,7 @@ def bincount(x, weights=None, minlength=0, name=None):
     if lo < 0:
         raise ValueError("bincount: x must be non-negative, got a minimum of {}".format(lo))
     length = builtins.max(builtins.int(x.max().item()) + 1 if n else 0, builtins.int(minlength))
-    idx = _C._reshape(_C.Op("cast")(x, "int64"), [n, 1])
+    idx = _C._reshape(_C.Op("cast", "dtype")(x, "int64"), [n, 1])
     if weights is None:
         w = _fill([n], 1.0, _C.int64, place=x.place)
     else:

@@ -9,7 +9,7 @@ from .._C import Tensor
 from . import linalg, logic, manipulation, math, search
 
 _copy = _C.Op("copy")
-_cast = _C.Op("cast")
+_cast = _C.Op("cast", "dtype")
 
 
 def _host_array(t):

@@ -32,6 +32,10 @@ What it checks (names are `group.check[.detail]`; `-k` selects by substring):
 - `profiler.*`: trace events, when the plugin has a profiler table;
 - `lifecycle.process_exit`: a fresh interpreter that used the devices exits cleanly (status 0).
 
+Only the device table's `count` and the memory table's `allocate/free/memcpy` are required
+(docs/device_abi.md): a check that needs something a plugin leaves out (stream or event table, memset,
+properties, collectives, profiler) is skipped with that reason, after running whatever required part it has.
+
 Private helpers of `oar._C` (`_kit_*`, python/src/plugin_kit.cc) reach what the public API does not
 expose yet: op schemas, extra streams and events, raw memset/copy, collectives and profiling.
 """
@@ -53,6 +57,10 @@ __all__ = ["Skip", "Context", "Result", "Report", "run", "checks", "main", "KERN
 
 class Skip(Exception):
     """Raised by a check that does not apply; the message says why."""
+
+
+# What an optional table's absence is called in a skip reason.
+_OPTIONAL_TABLES = {"stream": "streams", "event": "events", "profiler": "profilers", "collective": "collectives"}
 
 
 # ---- the context every check gets ------------------------------------------------------------------
@@ -78,6 +86,28 @@ class Context:
         self.record = next(r for r in _C.plugin_records() if r.loaded and r.device_type == device_type)
         self.plugin = self.record.name
         self.kernels = {op: list(dtypes) for op, dtypes in _C.kernels_of(device_type)}
+        # {table: {function, ...}}: what the plugin implements (non-NULL entries of its tables).
+        self.functions = {table: set(fns) for table, fns in _C._kit_functions_of(device_type).items()}
+
+    def lacks(self, *needs):
+        """Why a check cannot run on this plugin, or None. `needs` are optional tables ("stream") or
+        functions ("memory.memset", "stream.wait_event"); the ABI requires only device.count and
+        memory.allocate/free/memcpy (docs/device_abi.md), so a plugin may leave the rest out."""
+        for need in needs:
+            table, _, fn = need.partition(".")
+            have = self.functions.get(table, set())
+            if not have:
+                return "the plugin has no {} table; {} are optional (docs/device_abi.md)".format(
+                    table, _OPTIONAL_TABLES.get(table, table + " functions"))
+            if fn and fn not in have:
+                return "the plugin's {} table has no {}; it is optional (docs/device_abi.md)".format(table, fn)
+        return None
+
+    def need(self, *needs):
+        """Raises Skip with the reason when the plugin lacks one of `needs` (see `lacks`)."""
+        why = self.lacks(*needs)
+        if why:
+            raise Skip(why)
 
     def random(self, shape, dtype, low=-2.0, high=2.0):
         """A numpy array of `dtype` with values in [low, high) (integers: rounded; bool: random)."""
@@ -348,12 +378,16 @@ def check_device_enumeration(ctx):
 
 @check("device.properties")
 def check_device_properties(ctx):
+    why = ctx.lacks("device.properties")
     for p in ctx.places:
         props = _C.device_properties(p)
         assert props["place"] == p, props
-        assert props["name"], "{}: empty device name".format(p)
-        assert props["total_memory"] > 0, "{}: total_memory is 0".format(p)
         assert props["plugin"] == ctx.plugin, "{}: served by plugin {}, expected {}".format(p, props["plugin"], ctx.plugin)
+        if not why:
+            assert props["name"], "{}: empty device name".format(p)
+            assert props["total_memory"] > 0, "{}: total_memory is 0".format(p)
+    if why:
+        raise Skip("place and serving plugin checked; the device's name and total_memory not: " + why)
 
 
 # ---- memory and copies ------------------------------------------------------------------------------
@@ -414,6 +448,7 @@ def check_non_contiguous(ctx):
 
 @check("memory.device_to_device")
 def check_device_to_device(ctx):
+    no_memset = ctx.lacks("memory.memset")
     for p in ctx.places:
         for n in (1, 13, 4096, 1 << 20):
             a = ctx.random((n,), "float32")
@@ -421,8 +456,11 @@ def check_device_to_device(ctx):
             dst = _to(np.zeros(n, dtype="float32"), p)
             _C._kit_copy(dst, src)
             _expect_equal(dst.numpy(), a, "{} device->device memcpy of {} floats".format(p, n))
-            _C._kit_memset(dst, 0)
-            _expect_equal(dst.numpy(), np.zeros(n, dtype="float32"), "{} memset of {} floats".format(p, n))
+            if not no_memset:
+                _C._kit_memset(dst, 0)
+                _expect_equal(dst.numpy(), np.zeros(n, dtype="float32"), "{} memset of {} floats".format(p, n))
+    if no_memset:
+        raise Skip("device->device memcpy checked; memset not: " + no_memset)
 
 
 @check("memory.across_devices")
@@ -464,20 +502,17 @@ def check_default_stream_order(ctx):
         _expect_equal(x.numpy(), want, "{}: 100 chained adds".format(p))
 
 
-def _need_streams(ctx):
-    try:
-        s = _C._KitStream(ctx.place)
-        e = _C._KitEvent(ctx.place)
-    except Exception as ex:  # noqa: BLE001
-        raise Skip("the plugin has no stream or event table ({})".format(ex))
-    return s, e
+# What the checks on extra streams use (the core's Stream/Event objects and raw memset on a stream).
+_EXTRA_STREAMS = ("stream.create", "stream.synchronize", "memory.memset")
+_STREAMS_AND_EVENTS = _EXTRA_STREAMS + ("stream.wait_event", "stream.query", "event.create", "event.record",
+                                        "event.synchronize", "event.query")
 
 
 @check("streams.events_across_streams")
 def check_events_across_streams(ctx):
     """Producer stream writes, records an event; consumer stream waits for it and copies. Repeated with
     large buffers so that a wait that does not wait shows up as stale values."""
-    _need_streams(ctx)
+    ctx.need(*_STREAMS_AND_EVENTS)
     n = 1 << 22
     for p in ctx.places:
         s1, s2 = _C._KitStream(p), _C._KitStream(p)
@@ -503,8 +538,9 @@ def check_events_across_streams(ctx):
 
 @check("streams.event_query_sync_timing")
 def check_event_query_sync_timing(ctx):
-    s, _ = _need_streams(ctx)
+    ctx.need(*_STREAMS_AND_EVENTS + ("event.elapsed_ms",))
     p = ctx.place
+    s = _C._KitStream(p)
     buf = _to(np.zeros(1 << 22, dtype="float32"), p)
     start, end = _C._KitEvent(p), _C._KitEvent(p)
     start.record(s)
@@ -525,8 +561,9 @@ def check_event_query_sync_timing(ctx):
 @check("streams.host_threads")
 def check_host_threads(ctx):
     """Several Python threads drive the devices at once (default streams and extra streams); each checks
-    its own results."""
+    its own results. Without a stream table only the default streams are driven (and the check says so)."""
     errors = []
+    no_streams = ctx.lacks(*_EXTRA_STREAMS)
 
     def worker(i):
         try:
@@ -539,6 +576,8 @@ def check_host_threads(ctx):
                 x = x + x
                 want = want + want
             _expect_equal(x.numpy(), want, "thread {} on {}".format(i, p))
+            if no_streams:
+                return
             s = _C._KitStream(p)
             buf = _to(np.zeros(4096, dtype="uint8"), p)
             for v in range(20):
@@ -555,6 +594,8 @@ def check_host_threads(ctx):
     for t in threads:
         t.join()
     assert not errors, "\n".join(errors)
+    if no_streams:
+        raise Skip("four threads on the default streams checked; on streams of their own not: " + no_streams)
 
 
 # ---- kernels ----------------------------------------------------------------------------------------
@@ -819,6 +860,9 @@ def _check_grad(ctx, op, schema, host, dev_specs, attrs, dtype, what):
 
 @check("errors.out_of_memory")
 def check_out_of_memory(ctx):
+    why = ctx.lacks("device.properties")
+    if why:
+        raise Skip("the device reports no total_memory, so no request is sure to be too large: " + why)
     total = _C.device_properties(ctx.place)["total_memory"]
     n = 2 * total + (1 << 20)
     try:
@@ -871,7 +915,8 @@ def check_failing_op(ctx):
 def _collective_setup(ctx, kind):
     have = _C._kit_collectives_of(ctx.device_type)
     if not have:
-        raise Skip("plugin {} registers no collectives (no collective table)".format(ctx.plugin))
+        raise Skip("plugin {} registers no collectives (no collective table); collectives are optional "
+                   "(docs/device_abi.md)".format(ctx.plugin))
     if kind not in have:
         raise Skip("plugin {} does not implement {}".format(ctx.plugin, kind))
     # In-process ranks, one thread each (collectives.two_processes drives two processes).
@@ -1038,7 +1083,8 @@ def check_two_processes(ctx, timeout=60.0):
     import tempfile
     have = _C._kit_collectives_of(ctx.device_type)
     if not have:
-        raise Skip("plugin {} registers no collectives (no collective table)".format(ctx.plugin))
+        raise Skip("plugin {} registers no collectives (no collective table); collectives are optional "
+                   "(docs/device_abi.md)".format(ctx.plugin))
     env = dict(os.environ)
     for k in ("PADDLE_MASTER", "MASTER_ADDR", "MASTER_PORT"):  # the children set their store explicitly
         env.pop(k, None)
@@ -1120,7 +1166,7 @@ def check_two_processes(ctx, timeout=60.0):
 @check("profiler.trace_events")
 def check_trace_events(ctx):
     if not _C._kit_has_profiler(ctx.device_type):
-        raise Skip("plugin {} has no profiler table".format(ctx.plugin))
+        raise Skip("plugin {} has no profiler table; profilers are optional (docs/device_abi.md)".format(ctx.plugin))
     _C.device_properties(ctx.place)  # opens the device before profiling starts
     _C._kit_start_profiling()
     try:
@@ -1139,16 +1185,19 @@ def check_trace_events(ctx):
 _EXIT_SCRIPT = """
 import sys, numpy as np, oar
 from oar import _C
-t, path = sys.argv[1], sys.argv[2]
+t, path, streams = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 if _C.device_count(t) == 0:  # the parent loaded it explicitly (load_plugin): do the same
     _C.load_plugin(path)
 assert _C.device_count(t) > 0, "device type {} not available in a fresh process".format(t)
+keep = []
 for p in ["{}:{}".format(t, i) for i in range(_C.device_count(t))]:
     x = oar.to_tensor(np.arange(12, dtype="float32").reshape(3, 4), place=p)
     y = (x + x) * x
-    s = _C._KitStream(p)
-    e = _C._KitEvent(p)
-    e.record(s)
+    if streams:  # an extra stream and event left alive until exit
+        s = _C._KitStream(p)
+        e = _C._KitEvent(p)
+        e.record(s)
+        keep += [s, e]
     assert y.numpy()[2, 3] == 242.0
 print("USED")
 """
@@ -1158,14 +1207,18 @@ print("USED")
 def check_process_exit(ctx):
     """A fresh interpreter that uses every device (tensors, kernels, an extra stream and event left alive)
     must exit with status 0: plugin state torn down in the wrong order at exit (a static destroyed while
-    the core still calls in) aborts the process only then."""
+    the core still calls in) aborts the process only then. A plugin without stream and event tables is
+    checked with tensors and kernels only."""
     import subprocess
-    r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, ctx.device_type, ctx.record.path], capture_output=True, text=True,
-                       timeout=120)
+    no_streams = ctx.lacks("stream.create", "event.create", "event.record")
+    r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, ctx.device_type, ctx.record.path,
+                        "0" if no_streams else "1"], capture_output=True, text=True, timeout=120)
     tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-5:])
     assert "USED" in r.stdout, "the child process could not use {}:\n{}".format(ctx.device_type, tail)
     assert r.returncode == 0, "the process exited with status {} after using {}:\n{}".format(
         r.returncode, ctx.device_type, tail)
+    if no_streams:
+        return "no extra stream or event was left alive: " + no_streams
 
 
 # ---- command line -----------------------------------------------------------------------------------

@@ -13,19 +13,19 @@ __all__ = [
     "multi_margin_loss", "gaussian_nll_loss", "dice_loss", "triplet_margin_with_distance_loss",
 ]
 
-_softmax_ce = _C.Op("softmax_cross_entropy")
-_log_softmax = _C.Op("log_softmax")
-_softplus = _C.Op("softplus")
-_cast = _C.Op("cast")
-_fill = _C.Op("fill")
-_arange = _C.Op("arange")
+_softmax_ce = _C.Op("softmax_cross_entropy", "ignore_index")
+_log_softmax = _C.Op("log_softmax", "axis")
+_softplus = _C.Op("softplus", "beta", "threshold")
+_cast = _C.Op("cast", "dtype")
+_fill = _C.Op("fill", "shape", "value", "dtype")
+_arange = _C.Op("arange", "start", "end", "step", "dtype")
 _equal = _C.Op("equal")
 _where = _C.Op("where")
-_index_select = _C.Op("index_select")
-_sum = _C.Op("sum")
-_mean = _C.Op("mean")
-_max = _C.Op("max")
-_min = _C.Op("min")
+_index_select = _C.Op("index_select", "axis")
+_sum = _C.Op("sum", "axis", "keepdim")
+_mean = _C.Op("mean", "axis", "keepdim")
+_max = _C.Op("max", "axis", "keepdim")
+_min = _C.Op("min", "axis", "keepdim")
 _log = _C.Op("log")
 _exp = _C.Op("exp")
 _abs = _C.Op("abs")
@@ -375,8 +375,8 @@ def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-6
     dp = _pdist(input, positive, p, epsilon)
     dn = _pdist(input, negative, p, epsilon)
     if swap:
-        dn = _min(_C.Op("concat")([dn.unsqueeze(0), _pdist(positive, negative, p, epsilon).unsqueeze(0)], 0), [0],
-                  False)
+        d_pn = _pdist(positive, negative, p, epsilon).unsqueeze(0)
+        dn = _min(_C.Op("concat", "axis")([dn.unsqueeze(0), d_pn], 0), [0], False)
     return _reduce(_relu(dp - dn + float(margin)), reduction)
 
 
@@ -493,5 +493,5 @@ def triplet_margin_with_distance_loss(input, positive, negative, distance_functi
     dp = dist(input, positive)
     dn = dist(input, negative)
     if swap:
-        dn = _min(_C.Op("concat")([dn.unsqueeze(0), dist(positive, negative).unsqueeze(0)], 0), [0], False)
+        dn = _min(_C.Op("concat", "axis")([dn.unsqueeze(0), dist(positive, negative).unsqueeze(0)], 0), [0], False)
     return _reduce(_relu(dp - dn + float(margin)), reduction)

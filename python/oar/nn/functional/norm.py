@@ -9,17 +9,17 @@ from ...autograd import no_grad
 
 __all__ = ["layer_norm", "batch_norm", "instance_norm", "group_norm", "local_response_norm", "normalize"]
 
-_layer_norm = _C.Op("layer_norm")
-_fill = _C.Op("fill")
+_layer_norm = _C.Op("layer_norm", "begin_norm_axis", "epsilon")
+_fill = _C.Op("fill", "shape", "value", "dtype")
 _assign = _C.Op("assign")
-_mean = _C.Op("mean")
-_sum = _C.Op("sum")
+_mean = _C.Op("mean", "axis", "keepdim")
+_sum = _C.Op("sum", "axis", "keepdim")
 _sqrt = _C.Op("sqrt")
 _rsqrt = _C.Op("rsqrt")
 _abs = _C.Op("abs")
 _pow = _C.Op("pow")
 _maximum = _C.Op("maximum")
-_concat = _C.Op("concat")
+_concat = _C.Op("concat", "axis")
 
 
 def _const(shape, value, like):
