@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "op_samples.h"
+
 namespace oar {
 
 void Attrs::set(const char* name, AttrValue v) {
@@ -52,6 +54,7 @@ OpRegistry& OpRegistry::get() {
 OpRegistry::OpRegistry() {
   ops_.reserve(1024);  // custom op libraries add ops later: lookups on other threads must not see a move
   register_builtin_ops(*this);
+  register_builtin_samples(*this);  // the op suite's inputs, declared next to each family's ops
 }
 
 const OpDef* OpRegistry::find(const std::string& name) const {

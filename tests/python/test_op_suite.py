@@ -1,0 +1,66 @@
+"""The op suite (oar.testing.ops): every registered op on its sample inputs, on cpu, sim:0 and sim:1,
+one test per (op, device) so that a failure names both (the message lists the failing samples)."""
+import pytest
+
+import oar
+from oar import _C
+from oar.testing import ops as suite
+
+
+def _devices():
+    out = ["cpu"]
+    for _, name, available, count in _C.device_types():
+        if name == "sim" and available:
+            out += ["sim:{}".format(i) for i in range(min(count, 2))]
+    return out
+
+
+DEVICES = _devices()
+_KERNELS = {}
+
+
+def _kernels(device_type):
+    if device_type not in _KERNELS:
+        _KERNELS[device_type] = {op: list(d) for op, d in _C.kernels_of(device_type)}
+    return _KERNELS[device_type]
+
+
+def test_sim_is_present():
+    # The suite must reach both sim devices, or the device half of it would silently not run.
+    assert "sim:0" in DEVICES and "sim:1" in DEVICES, DEVICES
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", _C.op_names())
+def test_op(op, device):
+    r = suite.check_op(op, device, kernels=_kernels(device.split(":")[0]), cpu_kernels=_kernels("cpu"))
+    assert r.status == "PASS" or (r.status == "SKIP" and op in suite.EXCEPTIONS), r.format(verbose=True)
+
+
+def test_meta_check():
+    # Every registered op and every kernel of every loaded plugin is exercised by a sample.
+    problems = suite.meta_check()
+    assert not problems, "\n".join(problems)
+
+
+def test_suite_catches_a_wrong_result(monkeypatch):
+    # The suite can fail: a CPU oracle that disagrees with the device is reported, naming the sample.
+    real = suite._result_arrays
+    calls = []
+
+    def skewed(op, tensors):
+        arrays = real(op, tensors)
+        calls.append(1)
+        if len(calls) % 2 == 0:  # the reference side of each comparison
+            arrays = [a + 1 for a in arrays]
+        return arrays
+
+    monkeypatch.setattr(suite, "_result_arrays", skewed)
+    r = suite.check_op("add", "sim:0" if "sim:0" in DEVICES else "cpu", dtypes=["float32"], grad=False)
+    assert r.status == "FAIL" and "add[same shape] float32 inputs [(3, 4), (3, 4)]" in r.format()
+
+
+def test_runner_command_line(capsys):
+    assert suite.main(["--device", "cpu", "--op", "add", "--op", "matmul", "--no-grad"]) == 0
+    out = capsys.readouterr().out
+    assert "cpu: 2 ops passed, 0 failed" in out
