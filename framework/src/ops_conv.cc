@@ -479,7 +479,7 @@ void register_conv_samples(OpRegistry& r) {
   add(r, "conv",
       {S("2-d", {m({2, 3, 8, 8}), m({4, 3, 3, 3})}),
        S("stride and padding", {m({2, 3, 8, 8}), m({4, 3, 3, 3})},
-         {{"strides", Shape{2, 2}}, {"paddings", Shape{1, 1}}}),
+         {{"strides", Shape{2, 2}}, {"paddings", Shape{1, 1, 1, 1}}}),
        S("groups and dilation", {m({1, 4, 6, 6}), m({4, 2, 3, 3})},
          {{"groups", int64_t{2}}, {"dilations", Shape{2, 2}}}),
        S("1-d", {m({2, 3, 10}), m({4, 3, 3})}), S("3-d", {m({1, 2, 4, 4, 4}), m({2, 2, 2, 2, 2})}),
@@ -488,7 +488,7 @@ void register_conv_samples(OpRegistry& r) {
   add(r, "conv_grad_input",
       {S("2-d", {m({2, 4, 6, 6}), m({4, 3, 3, 3})}, {{"input_size", Shape{8, 8}}}),
        S("stride", {m({1, 4, 3, 3}), m({4, 2, 3, 3})},
-         {{"strides", Shape{2, 2}}, {"paddings", Shape{1, 1}}, {"input_size", Shape{6, 6}}})});
+         {{"strides", Shape{2, 2}}, {"paddings", Shape{1, 1, 1, 1}}, {"input_size", Shape{6, 6}}})});
   add(r, "conv_grad_filter",
       {S("2-d", {m({2, 3, 8, 8}), m({2, 4, 6, 6})}, {{"filter_size", Shape{3, 3}}}),
        S("groups", {m({1, 4, 5, 5}), m({1, 4, 3, 3})},
@@ -497,11 +497,11 @@ void register_conv_samples(OpRegistry& r) {
     return AttrList{{"kernel_size", k}, {"strides", s}, {"paddings", p}};
   };
   std::vector<OpSample> pools = {
-      S("2x2", {real({2, 3, 8, 8})}, pool({2, 2}, {2, 2}, {0, 0})),
-      S("3x3 padded", {real({2, 3, 7, 7})}, pool({3, 3}, {2, 2}, {1, 1})),
+      S("2x2", {real({2, 3, 8, 8})}, pool({2, 2}, {2, 2}, {0, 0, 0, 0})),
+      S("3x3 padded", {real({2, 3, 7, 7})}, pool({3, 3}, {2, 2}, {1, 1, 1, 1})),
       S("ceil mode", {real({1, 2, 7, 7})},
         [&] {
-          auto a = pool({2, 2}, {2, 2}, {0, 0});
+          auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
           a.emplace_back("ceil_mode", int64_t{1});
           return a;
         }()),
@@ -511,37 +511,37 @@ void register_conv_samples(OpRegistry& r) {
           a.emplace_back("adaptive", int64_t{1});
           return a;
         }()),
-      S("1-d", {real({2, 3, 9})}, pool({3}, {2}, {1})),
-      S("transposed", {transposed(real({1, 2, 6, 5}))}, pool({2, 2}, {1, 1}, {0, 0})),
+      S("1-d", {real({2, 3, 9})}, pool({3}, {2}, {1, 1})),
+      S("transposed", {transposed(real({1, 2, 6, 5}))}, pool({2, 2}, {1, 1}, {0, 0, 0, 0})),
   };
   add(r, "max_pool", pools);
   add(r, "avg_pool", pools);
   add(r, "avg_pool",
       {S("inclusive", {real({1, 2, 7, 7})},
          [&] {
-           auto a = pool({3, 3}, {2, 2}, {1, 1});
+           auto a = pool({3, 3}, {2, 2}, {1, 1, 1, 1});
            a.emplace_back("exclusive", int64_t{0});
            return a;
          }()),
        S("divisor", {real({1, 2, 6, 6})}, [&] {
-         auto a = pool({2, 2}, {2, 2}, {0, 0});
+         auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
          a.emplace_back("divisor", int64_t{3});
          return a;
        }())});
   add(r, "avg_pool_grad",
       {S("2x2", {real({2, 3, 4, 4})},
          [&] {
-           auto a = pool({2, 2}, {2, 2}, {0, 0});
+           auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
            a.emplace_back("input_size", Shape{8, 8});
            return a;
          }()),
        S("padded", {real({1, 2, 4, 4})}, [&] {
-         auto a = pool({3, 3}, {2, 2}, {1, 1});
+         auto a = pool({3, 3}, {2, 2}, {1, 1, 1, 1});
          a.emplace_back("input_size", Shape{7, 7});
          return a;
        }())});
   add(r, "max_pool_grad", {S("2x2", {real({2, 3, 4, 4}), index({2, 3, 4, 4}, 0, 63, DType::kInt32)}, [&] {
-        auto a = pool({2, 2}, {2, 2}, {0, 0});
+        auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
         a.emplace_back("input_size", Shape{8, 8});
         return a;
       }())});
@@ -567,8 +567,8 @@ void register_conv_samples(OpRegistry& r) {
   };
   add(r, "unfold",
       {S("2x2", {real({1, 2, 5, 5})}, U({2, 2}, {}, {})),
-       S("3x3 strided padded", {real({2, 1, 6, 6})}, U({3, 3}, {2, 2}, {1, 1})),
-       S("transposed", {transposed(real({1, 2, 5, 4}))}, U({2, 2}, {1, 1}, {0, 0}))});
+       S("3x3 strided padded", {real({2, 1, 6, 6})}, U({3, 3}, {2, 2}, {1, 1, 1, 1})),
+       S("transposed", {transposed(real({1, 2, 5, 4}))}, U({2, 2}, {1, 1}, {0, 0, 0, 0}))});
   add(r, "fold",
       {S("2x2", {real({1, 8, 16})},
          [&] {
@@ -577,7 +577,7 @@ void register_conv_samples(OpRegistry& r) {
            return a;
          }()),
        S("strided", {real({2, 9, 9})}, [&] {
-         auto a = U({3, 3}, {2, 2}, {1, 1});
+         auto a = U({3, 3}, {2, 2}, {1, 1, 1, 1});
          a.emplace_back("output_sizes", Shape{6, 6});
          return a;
        }())});

@@ -246,6 +246,8 @@ std::vector<Tensor> put_along_axis_grad(const GradContext& c) {
 }
 // sort and topk: the values' gradient goes back to the positions the indices name.
 std::vector<Tensor> sort_grad(const GradContext& c) {
+  if (in_dims(c, 0).size() == 0)
+    return {g0(c)};  // a 0-d input is its own sorted value (no index to scatter by)
   return {put_along(zeros_of(c, 0), c.outputs[1], g0(c), c.attrs.get_int("axis"), 1)};
 }
 
@@ -287,17 +289,21 @@ void register_manip_samples(OpRegistry& r) {
       {S("rows repeated", {real({4, 3}), index({5, 1}, 0, 3), real({5, 3})}),
        S("elements", {real({3, 4}), index({4, 2}, 0, 2), real({4})}),
        S("int32", {real({4, 3}), index({2, 1}, 0, 3, DType::kInt32), real({2, 3})}),
-       S("transposed x", {transposed(real({3, 4})), index({2, 1}, 0, 3), real({2, 3})})});
+       S("transposed x", {transposed(real({3, 4})), index({2, 1}, 0, 2), real({2, 4})})});
   add(r, "index_put",
       {S("assign rows", {real({5, 3}), unique_index({3, 1}, 0, 4), real({3, 3})}),
-       S("accumulate repeated", {real({4, 3}), index({5, 1}, 0, 3), real({5, 3})},
-         {{"accumulate", int64_t{1}}}),
+       only(S("accumulate repeated", {real({4, 3}), index({5, 1}, 0, 3), real({5, 3})},
+              {{"accumulate", int64_t{1}}}),
+            {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kFloat16,
+             DType::kBFloat16, DType::kFloat32, DType::kFloat64, DType::kComplex64,
+             DType::kComplex128}),  // no bool sums
+
        S("elements", {real({4, 4}), unique_index({2, 2}, 0, 3), real({2})})});
   add(r, "take_along_axis",
       {S("axis 1", {real({3, 4}), index({3, 2}, 0, 3)}, {{"axis", int64_t{1}}}),
        S("axis 0", {real({3, 4}), index({2, 4}, 0, 2)}, {{"axis", int64_t{0}}}),
        S("3-d axis -1", {real({2, 3, 4}), index({2, 3, 5}, 0, 3)}, {{"axis", int64_t{-1}}}),
-       S("transposed x", {transposed(real({4, 3})), index({3, 2}, 0, 3)}, {{"axis", int64_t{1}}})});
+       S("transposed x", {transposed(real({4, 3})), index({4, 2}, 0, 2)}, {{"axis", int64_t{1}}})});
   add(r, "put_along_axis",
       {S("assign", {real({3, 4}), unique_index({3, 1}, 0, 3), real({3, 1})}, {{"axis", int64_t{1}}}),
        S("add repeated", {real({3, 4}), index({3, 3}, 0, 3), real({3, 3})},

@@ -75,6 +75,19 @@ void infer_layer_norm(InferContext& c) {
 
 // layer_norm_grad(x, weight, mean, rstd, dy) -> dx, dweight, dbias.
 void infer_layer_norm_grad(InferContext& c) {
+  // (x, weight, mean, rstd, dy): the statistics come from layer_norm in its statistics dtype.
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  require_same_dtype(c, 0, 4);
+  const DType sd = stat_dtype(c.inputs[0].dtype);
+  for (int i = 2; i <= 3; ++i)
+    OAR_ENFORCE(c.inputs[i].dtype == sd, ErrorCode::kType,
+                "layer_norm_grad: " << c.op->inputs[i] << ".dtype " << dtype_name(c.inputs[i].dtype)
+                                    << " must be " << dtype_name(sd) << " for x.dtype "
+                                    << dtype_name(c.inputs[0].dtype));
+  OAR_ENFORCE(c.inputs[4].dims == c.inputs[0].dims, ErrorCode::kInvalidArgument,
+              "layer_norm_grad: dy.shape " << c.inputs[4].dims.to_string() << " != x.shape "
+                                           << c.inputs[0].dims.to_string());
   c.outputs[0] = c.inputs[0];
   c.outputs[1] = c.inputs[1];
   c.outputs[2] = c.inputs[1];
@@ -213,10 +226,17 @@ void register_nn_samples(OpRegistry& r) {
        S("one group", {real({2, 5}), real({10}, 0.5, 1.5), real({10})}, {{"begin_norm_axis", int64_t{0}}}),
        S("transposed x", {transposed(real({6, 4})), real({4}, 0.5, 1.5), real({4})},
          {{"begin_norm_axis", int64_t{1}}})});
+  // The statistics are float32 for float16/bfloat16 x (layer_norm's statistics dtype).
+  const std::vector<SampleInput> stats = {real({4}, -0.5, 0.5), real({4}, 0.5, 2)};
   add(r, "layer_norm_grad",
-      {S("last dim",
-         {real({4, 6}), real({6}, 0.5, 1.5), real({4}, -0.5, 0.5), real({4}, 0.5, 2), real({4, 6})},
-         {{"begin_norm_axis", int64_t{1}}})});
+      {only(S("last dim", {real({4, 6}), real({6}, 0.5, 1.5), stats[0], stats[1], real({4, 6})},
+              {{"begin_norm_axis", int64_t{1}}}),
+            {DType::kFloat32, DType::kFloat64}),
+       only(S("last dim, float32 statistics",
+              {real({4, 6}), real({6}, 0.5, 1.5), fixed(stats[0], DType::kFloat32),
+               fixed(stats[1], DType::kFloat32), real({4, 6})},
+              {{"begin_norm_axis", int64_t{1}}}),
+            {DType::kFloat16, DType::kBFloat16})});
   add(r, "softmax_cross_entropy",
       {S("int64 labels", {real({4, 5}), index({4}, 0, 4)}),
        S("int32 labels", {real({3, 7}), index({3}, 0, 6, DType::kInt32)}),

@@ -2,6 +2,8 @@
 // (python/oar/testing/ops.py).
 #include <oar/core/op.h>
 
+#include <cstring>
+
 #include "common.h"
 
 namespace oarpy {
@@ -76,7 +78,11 @@ void init_op_samples(py::module_& m) {
       }
       d["inputs"] = inputs;
       py::dict attrs;
-      for (const auto& [k, v] : s.attrs) attrs[py::str(k)] = value_of(v);
+      for (const auto& [k, v] : s.attrs) {
+        const auto* d = std::get_if<int64_t>(&v);  // a dtype goes to Python by name, as the op takes it
+        attrs[py::str(k)] = std::strcmp(k, "dtype") == 0 && d ? py::str(oar::dtype_name(static_cast<oar::DType>(*d)))
+                                                              : value_of(v);
+      }
       d["attrs"] = attrs;
       if (s.dtypes.empty()) {
         d["dtypes"] = py::none();
