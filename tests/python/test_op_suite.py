@@ -64,3 +64,21 @@ def test_runner_command_line(capsys):
     assert suite.main(["--device", "cpu", "--op", "add", "--op", "matmul", "--no-grad"]) == 0
     out = capsys.readouterr().out
     assert "cpu: 2 ops passed, 0 failed" in out
+
+
+def test_plugin_conformance_kernel_checks_run_the_suite_and_old_recipes(monkeypatch):
+    # plugin_conformance's kernels.<op>.<dtype> checks are the suite's samples; a KERNEL_RECIPES entry a
+    # plugin author adds (deprecated) still runs, as an extra sample of its op.
+    from oar.testing import plugin_conformance as pc
+    if "sim:0" not in DEVICES:
+        pytest.skip("no sim device")
+    rep = pc.run("sim", ["kernels.add.float32"])
+    assert rep.ok, rep.format(verbose=True)
+    n = len(_C._op_samples("add"))
+    assert "{} sample(s)".format(n) in rep.format(verbose=True)
+    monkeypatch.setitem(pc.KERNEL_RECIPES, "add", [([((2, 3), -1, 1), ((2, 3), -1, 1, "T")], {})])
+    rep = pc.run("sim", ["kernels.add.float32"])
+    assert rep.ok and "{} sample(s)".format(n + 1) in rep.format(verbose=True), rep.format(verbose=True)
+    monkeypatch.setitem(pc.KERNEL_RECIPES, "add", [([((2, 3), -1, 1), ((4,), -1, 1)], {})])  # not broadcastable
+    rep = pc.run("sim", ["kernels.add.float32"])
+    assert not rep.ok and "add[KERNEL_RECIPES[0]] float32" in rep.format(), rep.format()
