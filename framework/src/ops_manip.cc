@@ -55,7 +55,11 @@ void infer_scatter_nd_add(InferContext& c) {
   OAR_ENFORCE(c.inputs[0].dtype != DType::kBool, ErrorCode::kType, "scatter_nd_add: bool is not supported");
   c.outputs[0] = c.inputs[0];
 }
-void infer_index_put(InferContext& c) { check_nd_updates(c); }
+void infer_index_put(InferContext& c) {
+  check_nd_updates(c);
+  OAR_ENFORCE(!(c.attrs->get_int("accumulate") && c.inputs[0].dtype == DType::kBool), ErrorCode::kType,
+              "index_put: accumulate=True is not supported for bool x (a sum of bools); cast x first");
+}
 
 // take_along_axis(x, index): index has x's rank and x's sizes except along axis.
 void check_along(InferContext& c) {

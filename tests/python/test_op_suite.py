@@ -1,5 +1,6 @@
 """The op suite (oar.testing.ops): every registered op on its sample inputs, on cpu, sim:0 and sim:1,
 one test per (op, device) so that a failure names both (the message lists the failing samples)."""
+import numpy as np
 import pytest
 
 import oar
@@ -82,3 +83,31 @@ def test_plugin_conformance_kernel_checks_run_the_suite_and_old_recipes(monkeypa
     monkeypatch.setitem(pc.KERNEL_RECIPES, "add", [([((2, 3), -1, 1), ((4,), -1, 1)], {})])  # not broadcastable
     rep = pc.run("sim", ["kernels.add.float32"])
     assert not rep.ok and "add[KERNEL_RECIPES[0]] float32" in rep.format(), rep.format()
+
+
+# ---- bugs the suite found, each with its own regression test -------------------------------------------
+
+def test_sort_and_topk_gradient_of_a_0d_input():
+    for op, attrs in (("sort", {"stable": 1}), ("topk", {"k": 1})):
+        x = oar.to_tensor(np.array(2.5))
+        x.stop_gradient = False
+        out = _C.Op(op)(x, **attrs)[0]
+        (g,) = oar.grad([out * 3.0], [x])
+        assert g.shape == [] and float(g.numpy()) == 3.0, op
+
+
+def test_layer_norm_grad_checks_its_statistics():
+    x = oar.ones([4, 6], dtype="float16")
+    w = oar.ones([6], dtype="float16")
+    stats16 = oar.ones([4], dtype="float16")  # layer_norm's statistics are float32 for float16 x
+    with pytest.raises(TypeError, match="layer_norm_grad: mean.dtype float16 must be float32"):
+        _C.Op("layer_norm_grad")(x, w, stats16, stats16, x, begin_norm_axis=1)
+    with pytest.raises(ValueError, match=r"layer_norm_grad: dy.shape \[4, 5\]"):
+        _C.Op("layer_norm_grad")(x, w, oar.ones([4]), oar.ones([4]), oar.ones([4, 5], dtype="float16"),
+                                 begin_norm_axis=1)
+
+
+def test_index_put_accumulate_on_bool_names_the_op():
+    x = oar.zeros([3], dtype="bool")
+    with pytest.raises(TypeError, match="index_put: accumulate=True is not supported for bool"):
+        _C.Op("index_put")(x, oar.to_tensor(np.array([[0], [0]])), oar.ones([2], dtype="bool"), accumulate=1)
