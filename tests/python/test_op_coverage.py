@@ -11,15 +11,23 @@ def test_every_op_and_kernel_has_samples():
     assert not problems, "add samples in the op's register_*_samples (docs/ops.md):\n" + "\n".join(problems)
 
 
-def test_every_sample_names_its_op_attributes():
-    # A sample attribute the schema does not have would be rejected at run time; catch it here, per op.
+def test_every_sample_matches_its_op_schema():
+    # Attributes the schema does not have, or a wrong number of inputs, would only show when the sample
+    # runs; catch them here, per op.
     bad = []
     for op in _C.op_names():
-        names = {a[0] for a in _C._kit_op_schema(op)["attrs"]}
+        schema = _C._kit_op_schema(op)
+        names = {a[0] for a in schema["attrs"]}
         for s in _C._op_samples(op):
             extra = sorted(set(s["attrs"]) - names)
             if extra:
-                bad.append("{}[{}]: {}".format(op, s["name"], extra))
+                bad.append("{}[{}]: unknown attributes {}".format(op, s["name"], extra))
+            if not schema["variadic"] and len(s["inputs"]) != len(schema["inputs"]):
+                bad.append("{}[{}]: {} inputs, the op takes {}".format(op, s["name"], len(s["inputs"]),
+                                                                      len(schema["inputs"])))
+            for i in s["inputs"]:
+                if i["view"] == "transpose" and len(i["shape"]) < 2 or i["view"] == "flip" and not i["shape"]:
+                    bad.append("{}[{}]: a {} view of shape {}".format(op, s["name"], i["view"], i["shape"]))
     assert not bad, bad
 
 
