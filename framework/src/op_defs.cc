@@ -415,6 +415,11 @@ void register_foundation_samples(OpRegistry& r) {
   add(r, "divide", binary(-2, 2, -2, 2, /*y_nonzero=*/true));
   add(r, {"floor_divide", "remainder"}, binary(-5, 5, -3, 3, /*y_nonzero=*/true));
   add(r, "remainder", {S("signs", {integer({4, 5}, -7, 7), nonzero({4, 5}, -3, 3)})});
+  // Integer edge cases (docs/ops.md): the dtype's minimum (a range below it clips to it) divided by -1
+  // wraps as numpy does; MIN % -1 == 0.
+  const OpSample min_by_minus_one = only(S("MIN by -1", {real({4}, -1e300, -1e300), integer({4}, -1, -1)}),
+                                         {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64});
+  add(r, {"divide", "floor_divide", "remainder"}, {min_by_minus_one});
   {
     std::vector<OpSample> v;
     for (OpSample& s : binary(0.5, 2, -2, 2)) v.push_back(only(s, floats()));  // a real base
@@ -433,6 +438,9 @@ void register_foundation_samples(OpRegistry& r) {
   }
 
   add(r, {"neg", "abs", "square"}, unary(-10, 10));
+  add(r, {"neg", "abs"},
+      {only(S("MIN", {real({3}, -1e300, -1e300)}),  // wraps: neg(MIN) == abs(MIN) == MIN
+            {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64})});
   add(r, {"sign", "relu"}, unary(-10, 10));
   add(r, {"sign", "relu", "abs"}, {S("zeros", {with_zeros(real({4, 5}, -10, 10))})});
   add(r, "exp", unary(-3, 3));
@@ -515,7 +523,13 @@ void register_foundation_samples(OpRegistry& r) {
       {S("to float64 transposed", {transposed(real({4, 6}, 0, 100))}, {{"dtype", int64_t(DType::kFloat64)}}),
        S("to int32 flipped", {flipped(real({4, 6}, 0, 100))}, {{"dtype", int64_t(DType::kInt32)}}),
        S("to float16 0-d", {real({}, 0, 100)}, {{"dtype", int64_t(DType::kFloat16)}}),
-       S("to float32 empty", {real({0, 3})}, {{"dtype", int64_t(DType::kFloat32)}})});
+       S("to float32 empty", {real({0, 3})}, {{"dtype", int64_t(DType::kFloat32)}}),
+       // values past float16's range become inf
+       only(S("overflow to float16", {real({20}, 6e4, 1e5)}, {{"dtype", int64_t(DType::kFloat16)}}),
+            {DType::kFloat32, DType::kFloat64}),
+       only(nonsmooth(S("negative overflow to float32", {real({20}, -1e39, -3e38)},
+                        {{"dtype", int64_t(DType::kFloat32)}})),
+            {DType::kFloat64})});
   add(r, "copy", unary(-10, 10));
 
   auto F = [](Shape shape, double value) { return AttrList{{"shape", shape}, {"value", value}}; };

@@ -210,7 +210,8 @@ def _draw_real(rng, spec, dtype, n):
     integral = dtype in _INTS or kind in ("integer", "unique")
     if dtype in _INTS:
         info = np.iinfo(dtype)
-        lo, hi = max(lo, float(info.min)), min(hi, float(info.max))
+        lo = min(max(lo, float(info.min)), float(info.max))  # a range beyond the dtype clips to its bounds
+        hi = max(min(hi, float(info.max)), float(info.min))
     if kind == "unique":
         pool = np.arange(math.ceil(lo), math.floor(hi) + 1)
         if n > len(pool):
