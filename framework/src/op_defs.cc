@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "grad_util.h"
+#include "op_samples.h"
 #include "op_util.h"
 
 namespace oar {
@@ -643,6 +644,197 @@ void register_foundation_grads(OpRegistry& r) {
   set("index_select", index_select_grad, kY, kNoOut);  // the index
   set("index_add", index_add_grad, kY, kNoOut);        // the index
   set("assign", assign_grad, kNone, kNoOut);
+}
+
+// The foundation ops' sample inputs for the op suite (op_sample.h; ranges keep every op in its domain).
+void register_foundation_samples(OpRegistry& r) {
+  using namespace sample;
+  add(r, {"add", "subtract", "multiply", "maximum", "minimum"}, binary());
+  add(r, "divide", binary(-2, 2, -2, 2, /*y_nonzero=*/true));
+  add(r, {"floor_divide", "remainder"}, binary(-5, 5, -3, 3, /*y_nonzero=*/true));
+  add(r, "remainder", {S("signs", {integer({4, 5}, -7, 7), nonzero({4, 5}, -3, 3)})});
+  // Integer edge cases (docs/ops.md): the dtype's minimum (a range below it clips to it) divided by -1
+  // wraps as numpy does; MIN % -1 == 0.
+  const OpSample min_by_minus_one = only(S("MIN by -1", {real({4}, -1e300, -1e300), integer({4}, -1, -1)}),
+                                         {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64});
+  add(r, {"divide", "floor_divide", "remainder"}, {min_by_minus_one});
+  {
+    std::vector<OpSample> v;
+    for (OpSample& s : binary(0.5, 2, -2, 2)) v.push_back(only(s, floats()));  // a real base
+    for (OpSample& s : binary(-3, 3, 0, 3, false, false))
+      v.push_back(only(s, ints()));  // no negative exponent
+    add(r, "pow", v);
+  }
+  const OpSample ties = S("ties", {integer({4, 5}, -2, 2), integer({4, 5}, -2, 2)});
+  for (const char* n : {"equal", "not_equal", "less_than", "less_equal", "greater_than", "greater_equal"}) {
+    add(r, n, binary());
+    add(r, n, {ties});
+  }
+  for (const char* n : {"logical_and", "logical_or", "logical_xor"}) {
+    add(r, n, binary(-1, 1, -1, 1));
+    add(r, n, {S("zeros", {with_zeros(integer({4, 5}, -1, 1)), with_zeros(integer({4, 5}, -1, 1))})});
+  }
+
+  add(r, {"neg", "abs", "square"}, unary(-10, 10));
+  add(r, {"neg", "abs"},
+      {only(S("MIN", {real({3}, -1e300, -1e300)}),  // wraps: neg(MIN) == abs(MIN) == MIN
+            {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64})});
+  add(r, {"sign", "relu"}, unary(-10, 10));
+  add(r, {"sign", "relu", "abs"}, {S("zeros", {with_zeros(real({4, 5}, -10, 10))})});
+  add(r, "exp", unary(-3, 3));
+  add(r, "log", unary(0.05, 10));
+  add(r, "log1p", unary(-0.9, 5));
+  add(r, "expm1", unary(-2, 2));
+  add(r, {"sqrt", "rsqrt"}, unary(0.05, 10));
+  add(r, "sqrt", {S("zeros", {with_zeros(real({4, 5}, 0, 10))})});
+  add(r, {"sin", "cos"}, unary(-4, 4));
+  add(r, "tanh", unary(-3, 3));
+  add(r, "sigmoid", unary(-8, 8));
+  add(r, {"floor", "ceil"}, unary(-10, 10));
+  add(r, "round", unary(-10, 10, true, {}, SampleKind::kHalves));  // ties round away from 0
+  add(r, "round", {S("real", {real({7, 9}, -10, 10)})});
+  add(r, "reciprocal", unary(-4, 4, true, {}, SampleKind::kNonZero));
+  add(r, "erf", unary(-3, 3));
+  add(r, "logical_not", unary(-2, 2, true, {}, SampleKind::kInteger));
+  add(r, {"isnan", "isinf", "isfinite"}, unary(-10, 10));
+
+  add(r, "sum", reduction(-5, 5));
+  add(r, "sum",
+      {only(S("widen int32", {real({64}, 1e9, 3e9)}), {DType::kInt32}),
+       only(S("widen uint8", {real({4096}, 200, 255)}), {DType::kUInt8}),
+       only(S("widen int16", {real({1024}, 30000, 40000)}), {DType::kInt16}),
+       only(S("widen int8", {real({1024}, -128, -100)}), {DType::kInt8}),
+       loose(only(S("long accumulate", {real({200, 300}, 0, 1)}), {DType::kFloat16, DType::kBFloat16}), 4)});
+  add(r, "mean", reduction(-5, 5));
+  add(r, "mean", {loose(S("long accumulate", {real({200, 300}, 0, 1)}), 4)});
+  add(r, {"max", "min"}, reduction(-5, 5, /*allow_empty=*/false));
+  add(r, {"max", "min"},
+      {S("ties", {integer({4, 6}, -2, 2)}, {{"axis", Shape{1}}, {"keepdim", int64_t{0}}})});
+  {
+    std::vector<OpSample> v;
+    for (OpSample& s : reduction(0.5, 1.5, true, false)) v.push_back(only(s, floats()));
+    for (OpSample& s : reduction(-2, 2, true, false)) v.push_back(only(s, ints()));  // wraps as numpy
+    v.push_back(S("complex", {real({3, 4}, 0.6, 1.0)}, {{"axis", Shape{1}}, {"keepdim", int64_t{0}}}));
+    add(r, "prod", v);
+  }
+  {
+    auto A = [](int64_t axis, int64_t keep, int64_t flatten) {
+      return AttrList{{"axis", axis}, {"keepdim", keep}, {"flatten", flatten}};
+    };
+    add(r, {"argmax", "argmin"},
+        {S("ties axis 1", {integer({3, 4, 5}, -3, 3)}, A(1, 0, 0)),
+         S("ties axis -1 keepdim", {integer({3, 4, 5}, -3, 3)}, A(-1, 1, 0)),
+         S("flatten", {integer({3, 4, 5}, -3, 3)}, A(0, 0, 1)),
+         S("flatten keepdim", {integer({3, 4}, -3, 3)}, A(0, 1, 1)),
+         S("real", {real({5, 7}, -5, 5)}, A(0, 0, 0)), S("0-d", {real({}, -5, 5)}, A(0, 0, 0)),
+         S("transposed", {transposed(integer({4, 6}, -3, 3))}, A(1, 0, 0)),
+         S("flipped", {flipped(integer({5, 6}, -3, 3))}, A(0, 0, 0)),
+         S("long rows", {real({20, 301}, -5, 5)}, A(1, 0, 0)),
+         S("specials", {with_specials(real({4, 6}, -5, 5))}, A(1, 0, 0))});
+  }
+
+  {
+    auto M = [](int64_t tx, int64_t ty) { return AttrList{{"transpose_x", tx}, {"transpose_y", ty}}; };
+    auto m = [](Shape s) { return real(std::move(s), -1, 1); };
+    add(r, "matmul",
+        {S("2-d", {m({3, 4}), m({4, 5})}, M(0, 0)), S("batch", {m({2, 3, 4}), m({4, 5})}, M(0, 0)),
+         S("transpose x", {m({4, 3}), m({4, 5})}, M(1, 0)), S("transpose y", {m({3, 4}), m({5, 4})}, M(0, 1)),
+         S("transpose both", {m({2, 4, 3}), m({5, 4})}, M(1, 1)),
+         S("vector x", {m({4}), m({2, 4, 5})}, M(0, 0)), S("vector y", {m({3, 4}), m({4})}, M(0, 0)),
+         S("dot", {m({7}), m({7})}, M(0, 0)), S("batch broadcast", {m({2, 1, 3, 4}), m({3, 4, 5})}, M(0, 0)),
+         S("transposed views", {transposed(m({3, 4})), transposed(m({4, 5}))}, M(0, 0)),
+         S("flipped views", {flipped(m({3, 4})), flipped(m({4, 5}))}, M(0, 0)),
+         S("expanded x", {expanded(m({2, 3, 4}), {1, 3, 4}), m({2, 4, 5})}, M(0, 0)),
+         S("view and flag", {transposed(m({4, 3})), flipped(m({5, 4}))}, M(1, 1)),
+         S("k 0", {m({3, 0}), m({0, 5})}, M(0, 0)), S("m 0", {m({0, 4}), m({4, 5})}, M(0, 0)),
+         S("batch 0", {m({0, 3, 4}), m({4, 5})}, M(0, 0)),
+         loose(S("odd sizes", {m({67, 129}), m({131, 129})}, M(0, 1)), 4)});
+  }
+  for (DType to : {DType::kBool, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat16,
+                   DType::kBFloat16, DType::kFloat32, DType::kFloat64, DType::kComplex64}) {
+    const double lo = to == DType::kUInt8 ? 0 : -100;  // a negative float to uint8 is undefined in C
+    add(r, "cast",
+        {S(std::string("to ") + dtype_name(to), {with_zeros(real({3, 4}, lo, 100))},
+           {{"dtype", static_cast<int64_t>(to)}})});
+  }
+  add(r, "cast",
+      {S("to float64 transposed", {transposed(real({4, 6}, 0, 100))}, {{"dtype", int64_t(DType::kFloat64)}}),
+       S("to int32 flipped", {flipped(real({4, 6}, 0, 100))}, {{"dtype", int64_t(DType::kInt32)}}),
+       S("to float16 0-d", {real({}, 0, 100)}, {{"dtype", int64_t(DType::kFloat16)}}),
+       S("to float32 empty", {real({0, 3})}, {{"dtype", int64_t(DType::kFloat32)}}),
+       // values past float16's range become inf
+       only(S("overflow to float16", {real({20}, 6e4, 1e5)}, {{"dtype", int64_t(DType::kFloat16)}}),
+            {DType::kFloat32, DType::kFloat64}),
+       only(nonsmooth(S("negative overflow to float32", {real({20}, -1e39, -3e38)},
+                        {{"dtype", int64_t(DType::kFloat32)}})),
+            {DType::kFloat64})});
+  add(r, "copy", unary(-10, 10));
+
+  auto F = [](Shape shape, double value) { return AttrList{{"shape", shape}, {"value", value}}; };
+  const std::vector<DType> signed_dtypes = {
+      DType::kInt8,     DType::kInt16,   DType::kInt32,   DType::kInt64,     DType::kFloat16,
+      DType::kBFloat16, DType::kFloat32, DType::kFloat64, DType::kComplex64, DType::kComplex128};
+  add(r, "fill",
+      {S("2-d", {}, F({2, 3}, 2.5)), only(S("negative", {}, F({4}, -7)), signed_dtypes),
+       only(S("0-d", {}, F({}, -1.25)), signed_dtypes), S("empty", {}, F({0, 3}, 1)),
+       only(S("fraction", {}, F({4}, -2.75)), signed_dtypes), S("0-d positive", {}, F({}, 3))});
+  auto R = [](double start, double end, double step) {
+    return AttrList{{"start", start}, {"end", end}, {"step", step}};
+  };
+  add(r, "arange", {S("up", {}, R(1, 11, 2)), S("down", {}, R(10, 0, -3)), S("empty", {}, R(5, 5, 1))});
+  add(r, "arange", {only(S("fraction", {}, R(0.5, 3, 0.25)), floats())});
+  auto U = [](double lo, double hi, int64_t offset) {
+    return AttrList{
+        {"shape", Shape{40, 25}}, {"min", lo}, {"max", hi}, {"seed", int64_t{1234}}, {"offset", offset}};
+  };
+  const char* why = "random numbers: the device's stream need not match the CPU's";
+  add(r, "uniform",
+      {random("[-2, 3)", {}, U(-2, 3, 0), -2, 3, 0.5, 5 / std::sqrt(12.0), why),
+       random("offset", {}, U(0, 1, 77), 0, 1, 0.5, 1 / std::sqrt(12.0), why)});
+  auto N = [](double mean, double std) {
+    return AttrList{{"shape", Shape{40, 25}},
+                    {"mean", mean},
+                    {"std", std},
+                    {"seed", int64_t{1234}},
+                    {"offset", int64_t{5}}};
+  };
+  add(r, "normal", {random("N(1, 2^2)", {}, N(1, 2), -1e30, 1e30, 1, 2, why)});
+
+  add(r, "concat",
+      {S("axis 1", {real({3, 4}), real({3, 2})}, {{"axis", int64_t{1}}}),
+       S("three axis 0", {real({2, 3}), real({1, 3}), real({4, 3})}, {{"axis", int64_t{0}}}),
+       S("negative axis", {real({2, 2, 3}), real({2, 2, 1})}, {{"axis", int64_t{-1}}}),
+       S("one", {real({2, 3})}, {{"axis", int64_t{0}}}),
+       S("empty part", {real({0, 4}), real({3, 4})}, {{"axis", int64_t{0}}}),
+       S("views", {transposed(real({4, 3})), flipped(real({2, 3}))}, {{"axis", int64_t{0}}}),
+       S("expanded", {expanded(real({3, 4}), {1, 4}), real({3, 4})}, {{"axis", int64_t{1}}})});
+  add(r, "index_select",
+      {S("axis 0", {real({5, 4}), index({3}, 0, 4)}, {{"axis", int64_t{0}}}),
+       S("axis 1 repeats", {real({5, 4}), index({6}, 0, 3)}, {{"axis", int64_t{1}}}),
+       S("int32 index", {real({5, 4}), index({3}, 0, 3, DType::kInt32)}, {{"axis", int64_t{-1}}}),
+       S("empty index", {real({5, 4}), index({0}, 0, 4)}, {{"axis", int64_t{0}}}),
+       S("flipped x", {flipped(real({5, 4})), index({4}, 0, 4)}, {{"axis", int64_t{0}}}),
+       S("1-d", {real({6}), index({4}, 0, 5)}, {{"axis", int64_t{0}}})});
+  add(r, "index_add",
+      {S("axis 0", {real({5, 3}), index({4}, 0, 4), real({4, 3})}, {{"axis", int64_t{0}}}),
+       S("axis 1 int32", {real({3, 5}), index({2}, 0, 4, DType::kInt32), real({3, 2})},
+         {{"axis", int64_t{1}}}),
+       S("empty index", {real({5, 3}), index({0}, 0, 4), real({0, 3})}, {{"axis", int64_t{0}}}),
+       S("transposed x", {transposed(real({5, 3})), index({3}, 0, 4), real({3, 3})},
+         {{"axis", int64_t{0}}})});
+  add(r, "assign",
+      {S("same shape", {real({3, 4}), real({3, 4})}), S("broadcast src", {real({3, 4}), real({4})}),
+       S("0-d src", {real({2, 3}), real({})}), S("0-d", {real({}), real({})}),
+       S("empty", {real({0, 3}), real({0, 3})}),
+       S("transposed dst", {transposed(real({4, 3})), real({4, 3})}),
+       S("flipped dst", {flipped(real({4, 3})), flipped(real({4, 3}))})});
+  add(r, "where",
+      {S("same shape", {mask({3, 4}), real({3, 4}), real({3, 4})}),
+       S("broadcast", {mask({3, 1}), real({1, 4}), real({3, 4})}),
+       S("0-d condition", {mask({}), real({2, 3}), real({2, 3})}),
+       S("empty", {mask({0, 4}), real({0, 4}), real({4})}),
+       S("views", {transposed(mask({3, 4})), flipped(real({3, 4})), expanded(real({3, 4}), {1, 4})})});
+  add(r, {"softmax", "log_softmax"}, along_axis(-3, 3));
 }
 
 }  // namespace oar

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "internal.h"
+#include "op_samples.h"
 
 namespace oar {
 
@@ -53,6 +54,7 @@ OpRegistry& OpRegistry::get() {
 
 OpRegistry::OpRegistry() {
   register_builtin_ops(*this);
+  register_builtin_samples(*this);  // the op suite's inputs, declared next to each family's ops
   install_core_hooks();
 }
 

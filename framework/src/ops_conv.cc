@@ -11,6 +11,7 @@
 #include <string>
 
 #include "grad_util.h"
+#include "op_samples.h"
 #include "op_util.h"
 
 namespace oar {
@@ -468,6 +469,128 @@ void register_conv_ops(OpRegistry& r) {
   def(r, "grid_sample", {"x", "grid"}, grid_attrs(), infer_grid_sample);
   def(r, "grid_sample_grad", {"x", "grid", "grad_out"}, grid_attrs(), infer_grid_sample_grad).outputs = {
       "grad_x", "grad_grid"};
+}
+
+// Sample inputs for the op suite (op_sample.h). Index-like inputs (max_pool_grad's mask) stay inside
+// the input planes.
+void register_conv_samples(OpRegistry& r) {
+  using namespace sample;
+  auto m = [](Shape s) { return real(std::move(s), -1, 1); };
+  add(r, "conv",
+      {S("2-d", {m({2, 3, 8, 8}), m({4, 3, 3, 3})}),
+       S("stride and padding", {m({2, 3, 8, 8}), m({4, 3, 3, 3})},
+         {{"strides", Shape{2, 2}}, {"paddings", Shape{1, 1, 1, 1}}}),
+       S("groups and dilation", {m({1, 4, 6, 6}), m({4, 2, 3, 3})},
+         {{"groups", int64_t{2}}, {"dilations", Shape{2, 2}}}),
+       S("1-d", {m({2, 3, 10}), m({4, 3, 3})}), S("3-d", {m({1, 2, 4, 4, 4}), m({2, 2, 2, 2, 2})}),
+       S("transposed x", {transposed(m({1, 2, 6, 5})), m({3, 2, 2, 2})}),
+       S("empty batch", {m({0, 3, 5, 5}), m({2, 3, 3, 3})})});
+  add(r, "conv_grad_input",
+      {S("2-d", {m({2, 4, 6, 6}), m({4, 3, 3, 3})}, {{"input_size", Shape{8, 8}}}),
+       S("stride", {m({1, 4, 3, 3}), m({4, 2, 3, 3})},
+         {{"strides", Shape{2, 2}}, {"paddings", Shape{1, 1, 1, 1}}, {"input_size", Shape{6, 6}}})});
+  add(r, "conv_grad_filter",
+      {S("2-d", {m({2, 3, 8, 8}), m({2, 4, 6, 6})}, {{"filter_size", Shape{3, 3}}}),
+       S("groups", {m({1, 4, 5, 5}), m({1, 4, 3, 3})},
+         {{"groups", int64_t{2}}, {"filter_size", Shape{3, 3}}})});
+  auto pool = [](Shape k, Shape s, Shape p) {
+    return AttrList{{"kernel_size", k}, {"strides", s}, {"paddings", p}};
+  };
+  std::vector<OpSample> pools = {
+      S("2x2", {real({2, 3, 8, 8})}, pool({2, 2}, {2, 2}, {0, 0, 0, 0})),
+      S("3x3 padded", {real({2, 3, 7, 7})}, pool({3, 3}, {2, 2}, {1, 1, 1, 1})),
+      S("ceil mode", {real({1, 2, 7, 7})},
+        [&] {
+          auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
+          a.emplace_back("ceil_mode", int64_t{1});
+          return a;
+        }()),
+      S("adaptive", {real({1, 2, 7, 6})},
+        [&] {
+          auto a = pool({3, 2}, {}, {});
+          a.emplace_back("adaptive", int64_t{1});
+          return a;
+        }()),
+      S("1-d", {real({2, 3, 9})}, pool({3}, {2}, {1, 1})),
+      S("transposed", {transposed(real({1, 2, 6, 5}))}, pool({2, 2}, {1, 1}, {0, 0, 0, 0})),
+  };
+  add(r, "max_pool", pools);
+  add(r, "avg_pool", pools);
+  add(r, "avg_pool",
+      {S("inclusive", {real({1, 2, 7, 7})},
+         [&] {
+           auto a = pool({3, 3}, {2, 2}, {1, 1, 1, 1});
+           a.emplace_back("exclusive", int64_t{0});
+           return a;
+         }()),
+       S("divisor", {real({1, 2, 6, 6})}, [&] {
+         auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
+         a.emplace_back("divisor", int64_t{3});
+         return a;
+       }())});
+  add(r, "avg_pool_grad",
+      {S("2x2", {real({2, 3, 4, 4})},
+         [&] {
+           auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
+           a.emplace_back("input_size", Shape{8, 8});
+           return a;
+         }()),
+       S("padded", {real({1, 2, 4, 4})}, [&] {
+         auto a = pool({3, 3}, {2, 2}, {1, 1, 1, 1});
+         a.emplace_back("input_size", Shape{7, 7});
+         return a;
+       }())});
+  add(r, "max_pool_grad", {S("2x2", {real({2, 3, 4, 4}), index({2, 3, 4, 4}, 0, 63, DType::kInt32)}, [&] {
+        auto a = pool({2, 2}, {2, 2}, {0, 0, 0, 0});
+        a.emplace_back("input_size", Shape{8, 8});
+        return a;
+      }())});
+  auto I = [](Shape size, std::vector<double> ratios, int64_t mode, int64_t align) {
+    return AttrList{{"out_size", size}, {"ratios", ratios}, {"mode", mode}, {"align_corners", align}};
+  };
+  add(r, "interpolate",
+      {S("bilinear", {real({1, 2, 4, 4})}, I({6, 6}, {1.5, 1.5}, 1, 0)),
+       S("bilinear align corners", {real({1, 2, 4, 5})}, I({7, 3}, {1.75, 0.6}, 1, 1)),
+       nonsmooth(S("nearest", {real({1, 2, 4, 4})}, I({8, 8}, {2, 2}, 0, 0))),
+       S("mode 2", {real({2, 1, 3, 4})}, I({5, 6}, {5.0 / 3, 1.5}, 2, 0)),
+       S("transposed", {transposed(real({1, 2, 5, 4}))}, I({6, 6}, {1.5, 1.2}, 1, 0))});
+  auto IG = [&](Shape in, Shape out, std::vector<double> ratios, int64_t mode) {
+    AttrList a = I(std::move(out), std::move(ratios), mode, 0);
+    a.emplace_back("input_size", in);
+    return a;
+  };
+  add(r, "interpolate_grad",
+      {S("bilinear", {real({1, 2, 6, 6})}, IG({4, 4}, {6, 6}, {1.5, 1.5}, 1)),
+       S("nearest", {real({1, 2, 8, 8})}, IG({4, 4}, {8, 8}, {2, 2}, 0))});
+  auto U = [](Shape k, Shape s, Shape p) {
+    return AttrList{{"kernel_sizes", k}, {"strides", s}, {"paddings", p}};
+  };
+  add(r, "unfold",
+      {S("2x2", {real({1, 2, 5, 5})}, U({2, 2}, {}, {})),
+       S("3x3 strided padded", {real({2, 1, 6, 6})}, U({3, 3}, {2, 2}, {1, 1, 1, 1})),
+       S("transposed", {transposed(real({1, 2, 5, 4}))}, U({2, 2}, {1, 1}, {0, 0, 0, 0}))});
+  add(r, "fold",
+      {S("2x2", {real({1, 8, 16})},
+         [&] {
+           auto a = U({2, 2}, {}, {});
+           a.emplace_back("output_sizes", Shape{5, 5});
+           return a;
+         }()),
+       S("strided", {real({2, 9, 9})}, [&] {
+         auto a = U({3, 3}, {2, 2}, {1, 1, 1, 1});
+         a.emplace_back("output_sizes", Shape{6, 6});
+         return a;
+       }())});
+  auto G = [](int64_t mode, int64_t padding, int64_t align) {
+    return AttrList{{"mode", mode}, {"padding_mode", padding}, {"align_corners", align}};
+  };
+  add(r, "grid_sample",
+      {S("bilinear", {real({1, 2, 4, 5}), real({1, 3, 3, 2}, -1, 1)}, G(0, 0, 1)),
+       S("outside, border", {real({2, 1, 4, 4}), real({2, 2, 3, 2}, -1.3, 1.3)}, G(0, 1, 0)),
+       nonsmooth(S("nearest", {real({1, 2, 4, 5}), real({1, 3, 3, 2}, -1, 1)}, G(1, 0, 1)))});
+  add(r, "grid_sample_grad",
+      {S("bilinear", {real({1, 2, 4, 5}), real({1, 3, 3, 2}, -1, 1), real({1, 2, 3, 3})}, G(0, 0, 1)),
+       S("border", {real({2, 1, 4, 4}), real({2, 2, 3, 2}, -1.3, 1.3), real({2, 1, 2, 3})}, G(0, 1, 0))});
 }
 
 void register_conv_grads(OpRegistry& r) {

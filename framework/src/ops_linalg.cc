@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "grad_util.h"
+#include "op_samples.h"
 #include "op_util.h"
 
 namespace oar {
@@ -299,6 +300,39 @@ void register_linalg_ops(OpRegistry& r) {
   OpDef& eigh = def(r, "eigh", {"x"}, {int_attr("lower", 1)}, infer_eigh);
   eigh.outputs = {"eigenvalues", "eigenvectors"};
   eigh.doc = "Eigenvalues (ascending) and eigenvectors of symmetric matrices, read from one triangle.";
+}
+
+// Sample inputs for the op suite (op_sample.h): well-conditioned matrices. Ops that read one triangle
+// (cholesky, eigh) get no finite-difference check: a perturbation of the other triangle changes nothing
+// while their rules return the symmetric gradient.
+void register_linalg_samples(OpRegistry& r) {
+  using namespace sample;
+  add(r, {"inverse", "det", "slogdet"},
+      {S("4x4", {spd({4, 4})}), S("batch", {spd({2, 3, 3})}), S("general", {triangular({3, 3})}),
+       S("transposed", {transposed(spd({3, 3}))}), S("empty batch", {spd({0, 2, 2})})});
+  add(r, "solve",
+      {S("matrix rhs", {spd({3, 3}), real({3, 2})}), S("batch", {spd({2, 3, 3}), real({2, 3, 4})}),
+       S("transposed", {transposed(spd({4, 4})), flipped(real({4, 2}))})});
+  auto T = [](int64_t upper, int64_t transpose, int64_t unit) {
+    return AttrList{{"upper", upper}, {"transpose", transpose}, {"unitriangular", unit}};
+  };
+  add(r, "triangular_solve",
+      {S("upper", {triangular({3, 3}), real({3, 2})}, T(1, 0, 0)),
+       S("transpose", {triangular({3, 3}), real({3, 2})}, T(1, 1, 0)),
+       S("unit", {triangular({4, 4}), real({4, 3})}, T(1, 0, 1)),
+       S("lower part of an upper matrix", {transposed(triangular({3, 3})), real({3, 2})}, T(0, 0, 0))});
+  add(r, "cholesky",
+      {nonsmooth(S("lower", {spd({4, 4})})),
+       nonsmooth(S("upper batch", {spd({2, 3, 3})}, {{"upper", int64_t{1}}}))});
+  add(r, "qr",
+      {S("tall", {real({5, 3}, -1, 1)}), S("complete", {real({4, 3}, -1, 1)}, {{"complete", int64_t{1}}}),
+       S("batch", {real({2, 3, 3}, -1, 1)})});
+  add(r, "svd",
+      {S("tall", {real({5, 3}, -1, 1)}), S("wide batch", {real({2, 3, 4}, -1, 1)}),
+       nonsmooth(S("full", {real({4, 3}, -1, 1)}, {{"full_matrices", int64_t{1}}}))});
+  add(r, "eigh",
+      {nonsmooth(S("lower", {spd({4, 4})})),
+       nonsmooth(S("upper batch", {spd({2, 3, 3})}, {{"lower", int64_t{0}}}))});
 }
 
 void register_linalg_grads(OpRegistry& r) {

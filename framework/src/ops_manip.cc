@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "grad_util.h"
+#include "op_samples.h"
 #include "op_util.h"
 
 namespace oar {
@@ -54,7 +55,11 @@ void infer_scatter_nd_add(InferContext& c) {
   OAR_ENFORCE(c.inputs[0].dtype != DType::kBool, ErrorCode::kType, "scatter_nd_add: bool is not supported");
   c.outputs[0] = c.inputs[0];
 }
-void infer_index_put(InferContext& c) { check_nd_updates(c); }
+void infer_index_put(InferContext& c) {
+  check_nd_updates(c);
+  OAR_ENFORCE(!(c.attrs->get_int("accumulate") && c.inputs[0].dtype == DType::kBool), ErrorCode::kType,
+              "index_put: accumulate=True is not supported for bool x (a sum of bools); cast x first");
+}
 
 // take_along_axis(x, index): index has x's rank and x's sizes except along axis.
 void check_along(InferContext& c) {
@@ -245,6 +250,8 @@ std::vector<Tensor> put_along_axis_grad(const GradContext& c) {
 }
 // sort and topk: the values' gradient goes back to the positions the indices name.
 std::vector<Tensor> sort_grad(const GradContext& c) {
+  if (in_dims(c, 0).size() == 0)
+    return {g0(c)};  // a 0-d input is its own sorted value (no index to scatter by)
   return {put_along(zeros_of(c, 0), c.outputs[1], g0(c), c.attrs.get_int("axis"), 1)};
 }
 
@@ -270,6 +277,76 @@ void register_manip_ops(OpRegistry& r) {
   def(r, "tril", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
   def(r, "pad", {"x"}, {req_ints("pads"), int_attr("mode", 0), float_attr("value", 0.0)}, infer_pad);
   def(r, "triu", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
+}
+
+// Sample inputs for the op suite (op_sample.h). Index inputs stay in range; writes that would race on
+// repeated indices (assignments) use distinct indices.
+void register_manip_samples(OpRegistry& r) {
+  using namespace sample;
+  add(r, "gather_nd",
+      {S("2 of 3 dims", {real({3, 4, 5}), index({2, 2}, 0, 2)}),
+       S("1 dim", {real({4, 3}), index({5, 1}, 0, 3)}), S("every dim", {real({3, 4}), index({2, 2}, 0, 2)}),
+       S("int32 0-d result", {real({3, 4}), index({2}, 0, 2, DType::kInt32)}),
+       S("empty index", {real({3, 4}), index({0, 1}, 0, 2)}),
+       S("flipped x", {flipped(real({4, 3})), index({3, 1}, 0, 3)})});
+  add(r, "scatter_nd_add",
+      {S("rows repeated", {real({4, 3}), index({5, 1}, 0, 3), real({5, 3})}),
+       S("elements", {real({3, 4}), index({4, 2}, 0, 2), real({4})}),
+       S("int32", {real({4, 3}), index({2, 1}, 0, 3, DType::kInt32), real({2, 3})}),
+       S("transposed x", {transposed(real({3, 4})), index({2, 1}, 0, 2), real({2, 4})})});
+  add(r, "index_put",
+      {S("assign rows", {real({5, 3}), unique_index({3, 1}, 0, 4), real({3, 3})}),
+       only(S("accumulate repeated", {real({4, 3}), index({5, 1}, 0, 3), real({5, 3})},
+              {{"accumulate", int64_t{1}}}),
+            {DType::kInt8, DType::kUInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kFloat16,
+             DType::kBFloat16, DType::kFloat32, DType::kFloat64, DType::kComplex64,
+             DType::kComplex128}),  // no bool sums
+
+       S("elements", {real({4, 4}), unique_index({2, 2}, 0, 3), real({2})})});
+  add(r, "take_along_axis",
+      {S("axis 1", {real({3, 4}), index({3, 2}, 0, 3)}, {{"axis", int64_t{1}}}),
+       S("axis 0", {real({3, 4}), index({2, 4}, 0, 2)}, {{"axis", int64_t{0}}}),
+       S("3-d axis -1", {real({2, 3, 4}), index({2, 3, 5}, 0, 3)}, {{"axis", int64_t{-1}}}),
+       S("transposed x", {transposed(real({4, 3})), index({4, 2}, 0, 2)}, {{"axis", int64_t{1}}})});
+  add(r, "put_along_axis",
+      {S("assign", {real({3, 4}), unique_index({3, 1}, 0, 3), real({3, 1})}, {{"axis", int64_t{1}}}),
+       S("add repeated", {real({3, 4}), index({3, 3}, 0, 3), real({3, 3})},
+         {{"axis", int64_t{1}}, {"reduce", int64_t{1}}}),
+       S("multiply", {real({4, 3}), unique_index({1, 3}, 0, 3), real({1, 3})},
+         {{"axis", int64_t{0}}, {"reduce", int64_t{2}}})});
+  // Stable sorts everywhere a tie may occur: the order of equal keys is then defined.
+  add(r, "sort", along_axis(-3, 3, {{"stable", int64_t{1}}}));
+  add(r, "sort",
+      {S("descending", {real({3, 6})}, {{"descending", int64_t{1}}, {"stable", int64_t{1}}}),
+       S("ties", {integer({4, 7}, -2, 2)}, {{"axis", int64_t{1}}, {"stable", int64_t{1}}}),
+       S("ties descending", {integer({4, 7}, -2, 2)}, {{"descending", int64_t{1}}, {"stable", int64_t{1}}}),
+       S("specials", {with_specials(real({3, 6}))}, {{"stable", int64_t{1}}})});
+  auto K = [](int64_t k, int64_t axis, int64_t largest) {
+    return AttrList{{"k", k}, {"axis", axis}, {"largest", largest}};
+  };
+  add(r, "topk",
+      {S("largest", {real({3, 5})}, K(2, -1, 1)), S("smallest axis 0", {real({4, 3})}, K(2, 0, 0)),
+       S("k 0", {real({3, 5})}, K(0, 1, 1)), S("all", {real({2, 4})}, K(4, 1, 1)),
+       S("0-d", {real({})}, K(1, 0, 1)), S("transposed", {transposed(real({5, 3}))}, K(3, 1, 1))});
+  // count is filled in by the suite from the data (the number of nonzero elements).
+  add(r, "nonzero",
+      {S("2-d", {with_zeros(integer({4, 5}, -2, 2))}), S("1-d", {with_zeros(integer({7}, -1, 1))}),
+       S("0-d", {integer({}, 1, 2)}), S("empty", {real({0, 3})}),
+       S("transposed", {transposed(with_zeros(integer({3, 4}, -1, 1)))})});
+  for (const char* n : {"tril", "triu"})
+    add(r, n,
+        {S("diagonal 0", {real({4, 5})}), S("diagonal 1", {real({4, 5})}, {{"diagonal", int64_t{1}}}),
+         S("diagonal -2", {real({5, 4})}, {{"diagonal", int64_t{-2}}}), S("batch", {real({2, 3, 4})}),
+         S("empty", {real({0, 3})}), S("transposed", {transposed(real({4, 4}))}, {{"diagonal", int64_t{-1}}}),
+         S("flipped", {flipped(real({4, 3}))})});
+  auto P = [](Shape pads, int64_t mode) { return AttrList{{"pads", pads}, {"mode", mode}, {"value", 0.5}}; };
+  for (int64_t mode : {0, 1, 2, 3})
+    add(r, "pad",
+        {S("mode " + std::to_string(mode) + " 2-d", {real({3, 4})}, P({1, 2, 0, 1}, mode)),
+         S("mode " + std::to_string(mode) + " 4-d", {real({1, 2, 3, 4})}, P({0, 0, 0, 0, 1, 1, 2, 2}, mode)),
+         S("mode " + std::to_string(mode) + " transposed", {transposed(real({4, 3}))},
+           P({2, 0, 1, 1}, mode))});
+  add(r, "pad", {S("empty dim, constant", {real({0, 3})}, P({1, 1, 0, 2}, 0))});
 }
 
 void register_manip_grads(OpRegistry& r) {

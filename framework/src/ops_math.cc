@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "grad_util.h"
+#include "op_samples.h"
 #include "op_util.h"
 
 namespace oar {
@@ -281,6 +282,93 @@ void register_math_ops(OpRegistry& r) {
   def(r, "poisson", {"x"}, {req_int("seed"), int_attr("offset", 0)}, infer_bernoulli);
   def(r, "randperm", {}, {req_int("n"), req_int("seed"), int_attr("offset", 0), req_int("dtype")},
       infer_randperm, -1);
+}
+
+// Sample inputs for the op suite (op_sample.h): ranges keep each function inside its domain.
+void register_math_samples(OpRegistry& r) {
+  using namespace sample;
+  add(r, {"sinh", "cosh", "atan", "asinh"}, unary(-3, 3));
+  add(r, "tan", unary(-1.2, 1.2));
+  add(r, {"asin", "acos", "atanh"}, unary(-0.9, 0.9));
+  add(r, "acosh", unary(1.1, 5));
+  add(r, {"log2", "log10"}, unary(0.05, 10));
+  add(r, "lgamma", unary(0.1, 5));
+  add(r, "digamma", unary(0.3, 5));
+  add(r, "erfinv", unary(-0.9, 0.9));
+  add(r, "trunc", unary(-10, 10));
+  add(r, "polygamma",
+      {S("n 0", {real({3, 4}, 0.5, 3)}, {{"n", int64_t{0}}}),
+       S("n 1", {real({3, 4}, 0.5, 3)}, {{"n", int64_t{1}}}),
+       S("n 2 0-d", {real({}, 0.5, 3)}, {{"n", int64_t{2}}}),
+       S("n 1 transposed", {transposed(real({4, 3}, 0.5, 3))}, {{"n", int64_t{1}}})});
+  add(r, "atan2", binary(-2, 2, -2, 2, true));
+  add(r, "heaviside", binary());
+  add(r, "heaviside", {S("zeros", {with_zeros(integer({4, 5}, -2, 2)), real({4, 5})})});
+  add(r, {"fmax", "fmin"}, binary());
+  for (const char* n : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    add(r, n, binary(-100, 100, -100, 100, false, false));
+  }
+  add(r, "bitwise_not", unary(-100, 100, false));
+  add(r, {"gcd", "lcm"}, binary(-30, 30, -30, 30, false, false));
+  add(r, {"gcd", "lcm"},
+      {S("zeros", {with_zeros(real({4, 5}, -12, 12)), with_zeros(real({4, 5}, -12, 12))})});
+
+  auto C = [](double lo, double hi) { return AttrList{{"min", lo}, {"max", hi}}; };
+  add(r, "clip",
+      {S("both", {real({3, 4}, -3, 3)}, C(-1, 1)), S("min only", {real({3, 4}, -3, 3)}, {{"min", -0.5}}),
+       S("max only", {real({2, 3, 4}, -3, 3)}, {{"max", 0.5}}), S("0-d", {real({}, -3, 3)}, C(-1, 1)),
+       S("empty", {real({0, 3})}, C(-1, 1)), S("transposed", {transposed(real({4, 3}, -3, 3))}, C(-1, 2)),
+       S("flipped", {flipped(real({4, 3}, -3, 3))}, C(0, 1)),
+       S("specials", {with_specials(real({4, 5}, -3, 3))}, C(-1, 1))});
+  for (const char* n : {"cumsum", "logcumsumexp"}) {
+    add(r, n, along_axis(-3, 3, {{"flatten", int64_t{0}}, {"reverse", int64_t{0}}}));
+    add(r, n,
+        {S("reverse", {real({3, 5}, -3, 3)}, {{"axis", int64_t{1}}, {"reverse", int64_t{1}}}),
+         S("flatten", {real({3, 4}, -3, 3)}, {{"flatten", int64_t{1}}}),
+         S("flatten reverse", {real({2, 3, 2}, -3, 3)}, {{"flatten", int64_t{1}}, {"reverse", int64_t{1}}})});
+  }
+  add(r, "cumsum", {loose(S("long", {real({2, 900}, -1, 1)}, {{"axis", int64_t{1}}}), 4)});
+  {
+    std::vector<OpSample> v;
+    for (OpSample& s : along_axis(0.5, 1.5, {{"flatten", int64_t{0}}})) v.push_back(only(s, floats()));
+    for (OpSample& s : along_axis(-2, 2, {{"flatten", int64_t{0}}})) v.push_back(only(s, ints()));
+    v.push_back(S("flatten", {real({3, 4}, 0.5, 1.5)}, {{"flatten", int64_t{1}}}));
+    add(r, "cumprod", v);
+  }
+  add(r, {"all", "any"}, reduction(-1, 1));
+  add(r, {"all", "any"},
+      {S("zeros", {with_zeros(integer({4, 6}, -1, 1))}, {{"axis", Shape{1}}, {"keepdim", int64_t{0}}})});
+
+  auto L = [](double start, double stop, int64_t num) {
+    return AttrList{{"start", start}, {"stop", stop}, {"num", num}};
+  };
+  add(r, "linspace",
+      {only(S("through 0", {}, L(-1, 1, 7)), floats()), S("down", {}, L(10, 2, 5)), S("one", {}, L(2, 2, 1)),
+       S("empty", {}, L(0, 1, 0)), S("integers", {}, L(0, 20, 11))});
+  auto E = [](int64_t rows, int64_t cols) { return AttrList{{"num_rows", rows}, {"num_columns", cols}}; };
+  add(r, "eye",
+      {S("3x4", {}, E(3, 4)), S("square", {}, E(2, 2)), S("tall", {}, E(5, 2)), S("empty", {}, E(0, 3))});
+
+  const char* why = "random numbers: the device's stream need not match the CPU's";
+  auto seed = [](AttrList a) {
+    a.emplace_back("seed", int64_t{42});
+    a.emplace_back("offset", int64_t{3});
+    return a;
+  };
+  add(r, "bernoulli",
+      {random("p 0.5", {real({40, 25}, 0.5, 0.5)}, seed({}), 0, 1, 0.5, 0.5, why),
+       random("p 0 and 1", {integer({6, 7}, 0, 1)}, seed({}), 0, 1, NAN, NAN, why)});
+  add(r, "poisson", {random("rate 3", {real({40, 25}, 3, 3)}, seed({}), 0, 1e9, 3, std::sqrt(3.0), why)});
+  add(r, "multinomial",
+      {random("with replacement", {real({4, 5}, 0.5, 0.5)},
+              seed({{"num_samples", int64_t{50}}, {"replacement", int64_t{1}}}), 0, 4, 2, std::sqrt(2.0),
+              why),
+       random("without replacement", {real({6, 5}, 0.5, 0.5)}, seed({{"num_samples", int64_t{5}}}), 0, 4, 2,
+              0, why),
+       random("1-d", {real({8}, 0.1, 1)}, seed({{"num_samples", int64_t{3}}}), 0, 7, NAN, NAN, why)});
+  add(r, "randperm",
+      {random("n 50", {}, seed({{"n", int64_t{50}}}), 0, 49, 24.5, 0, why),
+       random("n 0", {}, seed({{"n", int64_t{0}}}), 0, 0, NAN, NAN, why)});
 }
 
 void register_math_grads(OpRegistry& r) {

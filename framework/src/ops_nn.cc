@@ -9,6 +9,7 @@
 #include <oar/core/ops_nn.h>
 
 #include "grad_util.h"
+#include "op_samples.h"
 #include "op_util.h"
 
 namespace oar {
@@ -74,6 +75,19 @@ void infer_layer_norm(InferContext& c) {
 
 // layer_norm_grad(x, weight, mean, rstd, dy) -> dx, dweight, dbias.
 void infer_layer_norm_grad(InferContext& c) {
+  // (x, weight, mean, rstd, dy): the statistics come from layer_norm in its statistics dtype.
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  require_same_dtype(c, 0, 4);
+  const DType sd = stat_dtype(c.inputs[0].dtype);
+  for (int i = 2; i <= 3; ++i)
+    OAR_ENFORCE(c.inputs[i].dtype == sd, ErrorCode::kType,
+                "layer_norm_grad: " << c.op->inputs[i] << ".dtype " << dtype_name(c.inputs[i].dtype)
+                                    << " must be " << dtype_name(sd) << " for x.dtype "
+                                    << dtype_name(c.inputs[0].dtype));
+  OAR_ENFORCE(c.inputs[4].dims == c.inputs[0].dims, ErrorCode::kInvalidArgument,
+              "layer_norm_grad: dy.shape " << c.inputs[4].dims.to_string() << " != x.shape "
+                                           << c.inputs[0].dims.to_string());
   c.outputs[0] = c.inputs[0];
   c.outputs[1] = c.inputs[1];
   c.outputs[2] = c.inputs[1];
@@ -189,6 +203,49 @@ void register_nn_ops(OpRegistry& r) {
       .outputs = {"loss", "softmax"};
   def(r, "softmax_cross_entropy_grad", {"softmax", "label", "dloss"}, {int_attr("ignore_index", -100)},
       infer_softmax_ce_grad);
+}
+
+// Sample inputs for the op suite (op_sample.h).
+void register_nn_samples(OpRegistry& r) {
+  using namespace sample;
+  for (const ActDef& a : activations()) {
+    add(r, a.name, unary(-4, 4));
+    add(r, a.grad_name,
+        {S("2-d", {real({3, 4}, -4, 4), real({3, 4})}), S("0-d", {real({}, -4, 4), real({})}),
+         S("empty", {real({0, 3}), real({0, 3})}),
+         S("views", {transposed(real({3, 4}, -4, 4)), flipped(real({3, 4}))})});
+  }
+  add(r, "gelu", unary(-4, 4, false, {{"approximate", int64_t{1}}}));
+  add(r, "leaky_relu", {S("slope 0.2", {real({3, 4})}, {{"negative_slope", 0.2}})});
+  add(r, "softplus", {S("beta 2 threshold 3", {real({3, 4}, -4, 4)}, {{"beta", 2.0}, {"threshold", 3.0}})});
+  add(r, "layer_norm",
+      {S("last dim", {real({4, 6}), real({6}, 0.5, 1.5), real({6}, -1, 1)},
+         {{"begin_norm_axis", int64_t{1}}}),
+       S("last two dims", {real({2, 3, 4}), real({12}, 0.5, 1.5), real({12}, -1, 1)},
+         {{"begin_norm_axis", int64_t{1}}}),
+       S("one group", {real({2, 5}), real({10}, 0.5, 1.5), real({10})}, {{"begin_norm_axis", int64_t{0}}}),
+       S("transposed x", {transposed(real({6, 4})), real({4}, 0.5, 1.5), real({4})},
+         {{"begin_norm_axis", int64_t{1}}})});
+  // The statistics are float32 for float16/bfloat16 x (layer_norm's statistics dtype).
+  const std::vector<SampleInput> stats = {real({4}, -0.5, 0.5), real({4}, 0.5, 2)};
+  add(r, "layer_norm_grad",
+      {only(S("last dim", {real({4, 6}), real({6}, 0.5, 1.5), stats[0], stats[1], real({4, 6})},
+              {{"begin_norm_axis", int64_t{1}}}),
+            {DType::kFloat32, DType::kFloat64}),
+       only(S("last dim, float32 statistics",
+              {real({4, 6}), real({6}, 0.5, 1.5), fixed(stats[0], DType::kFloat32),
+               fixed(stats[1], DType::kFloat32), real({4, 6})},
+              {{"begin_norm_axis", int64_t{1}}}),
+            {DType::kFloat16, DType::kBFloat16})});
+  add(r, "softmax_cross_entropy",
+      {S("int64 labels", {real({4, 5}), index({4}, 0, 4)}),
+       S("int32 labels", {real({3, 7}), index({3}, 0, 6, DType::kInt32)}),
+       S("ignored row", {real({4, 5}), index({4}, 0, 4)}, {{"ignore_index", int64_t{2}}}),
+       S("transposed logits", {transposed(real({5, 4})), index({5}, 0, 3)})});
+  add(r, "softmax_cross_entropy_grad",
+      {S("2-d", {real({4, 5}, 0.05, 0.3), index({4}, 0, 4), real({4})}),
+       S("ignored row", {real({4, 5}, 0.05, 0.3), index({4}, 0, 4), real({4})},
+         {{"ignore_index", int64_t{1}}})});
 }
 
 void register_nn_grads(OpRegistry& r) {

@@ -15,6 +15,7 @@
 
 #include <cstring>
 
+#include "op_samples.h"
 #include "op_util.h"
 
 namespace oar {
@@ -194,6 +195,39 @@ void register_optim_ops(OpRegistry& r) {
       s.inplace_mask = mask;  // one input per block
     }
   }
+}
+
+// Sample inputs for the op suite (op_sample.h), made from each optimizer's layout: states are
+// non-negative where they are squares, the beta powers are one float32 element.
+void register_optim_samples(OpRegistry& r) {
+  using namespace sample;
+  add(r, "merged_sum_squares",
+      {S("two", {real({3, 4}), real({5})}), S("one 0-d", {real({})}),
+       S("views", {transposed(real({4, 3})), flipped(real({5}))})});
+  for (const Layout& l : layouts()) {
+    auto inputs = [&](std::vector<Shape> shapes) {
+      std::vector<SampleInput> v;
+      for (const auto& b : l.blocks)
+        for (const Shape& s : shapes) {
+          if (b.second == kScalar)
+            v.push_back(fixed(real({1}, 0.5, 0.9), DType::kFloat32));
+          else if (b.second == kParam || b.second == kGrad)
+            v.push_back(real(s, -1, 1));
+          else
+            v.push_back(real(s, 0.1, 1));
+        }
+      return v;
+    };
+    const AttrList lr = {{"learning_rate", std::vector<double>{0.1}}};
+    add(r, l.merged,
+        {S("two parameters", inputs({{3, 4}, {5}}), lr),
+         S("per-parameter rates", inputs({{2, 3}, {4}}),
+           {{"learning_rate", std::vector<double>{0.1, 0.01}}, {"l2_coeff", std::vector<double>{0.01}}})});
+    if (l.single) add(r, l.single, {S("one parameter", inputs({{3, 4}}), lr)});
+  }
+  add(r, "merged_momentum",
+      {S("nesterov", {real({4}), real({4}), real({4}, 0.1, 1)},
+         {{"learning_rate", std::vector<double>{0.1}}, {"use_nesterov", int64_t{1}}})});
 }
 
 }  // namespace oar

@@ -294,6 +294,7 @@ void init_module_basics(py::module_& m) {
 void init_fastpath(py::module_& m);  // fastpath.cc: per-step optimizer helpers
 void init_jit_run(py::module_& m);   // jit_run.cc: to_static training runs (oar.jit)
 void init_static_edit(py::module_& m);  // static_edit.cc: program edits for control-flow gradients
+void init_op_samples(py::module_& m);  // op_samples.cc: the op suite's sample declarations (oar.testing.ops)
 
 }  // namespace oarpy
 
@@ -315,4 +316,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_custom_op(m);
   oarpy::init_plugin_kit(m);
   oarpy::init_store(m);
+  oarpy::init_op_samples(m);
 }

@@ -7,7 +7,6 @@ import oar
 from oar.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from oar.nn.utils import clip_grad_norm_, clip_grad_value_
 
-COVERED_OPS = {"merged_sum_squares"}
 
 RNG = np.random.default_rng(3)
 GS = [RNG.standard_normal((3, 4)) * 2, RNG.standard_normal((5,)), RNG.standard_normal((2, 2)) * 0.1]

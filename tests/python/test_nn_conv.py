@@ -9,9 +9,6 @@ import oar
 import oar.nn.functional as F
 from _util import check, check_grad
 
-COVERED_OPS = {"conv", "conv_grad_input", "conv_grad_filter", "max_pool", "max_pool_grad", "avg_pool",
-               "avg_pool_grad", "interpolate", "interpolate_grad", "unfold", "fold", "grid_sample",
-               "grid_sample_grad"}
 
 rng = np.random.default_rng(0)
 

@@ -9,8 +9,6 @@ import oar
 from oar.nn.clip import ClipGradByGlobalNorm, ClipGradByValue
 from oar.regularizer import L1Decay, L2Decay
 
-COVERED_OPS = {"merged_sgd", "merged_momentum", "merged_adam", "merged_adamax", "merged_adagrad", "merged_adadelta",
-               "merged_rmsprop", "merged_lamb", "sgd", "momentum", "adam"}
 
 RNG = np.random.default_rng(7)
 W0 = [RNG.standard_normal((3, 4)), RNG.standard_normal((5,))]

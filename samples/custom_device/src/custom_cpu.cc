@@ -737,7 +737,8 @@ void relu_kernel(sdk::KernelContext& ctx) {
   if (kFaults && ctx.input(0).numel() == kFaultyKernelNumel)
     throw Error(OAR_ERR_INVALID_ARGUMENT, "custom_cpu: relu: injected kernel failure");
   launch(ctx, "relu", 1, [](const Launch& l) {
-    sdk::unary_loop<T, T>(l.out.view(), l.in[0].view(), [](T x) { return x > T(0) ? x : T(0); });
+    sdk::unary_loop<T, T>(l.out.view(), l.in[0].view(),
+                          [](T x) { return x > T(0) || x != x ? x : T(0); });  // NaN propagates
   });
 }
 // relu's gradient: the core's autograd calls leaky_relu_grad(x = relu's output, grad) with slope 0.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <oar/core/dtype.h>
+#include <oar/core/op_sample.h>
 #include <oar/core/shape.h>
 #include <oar/core/stable_table.h>
 
@@ -110,6 +111,8 @@ struct OpDef {
   // Ops from a custom op library (custom_op.cc): the loader's per-op state.
   bool custom = false;
   const void* user = nullptr;
+  // Sample inputs for the op suite (op_sample.h), declared in the family's register_*_samples.
+  std::vector<OpSample> samples;
 };
 
 // Whether op writes into input i of n_in (inplace_input or inplace_mask).
