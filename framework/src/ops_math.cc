@@ -191,6 +191,13 @@ std::vector<Tensor> fselect_grad(const GradContext& c, bool is_max) {
 }
 std::vector<Tensor> fmax_grad(const GradContext& c) { return fselect_grad(c, true); }
 std::vector<Tensor> fmin_grad(const GradContext& c) { return fselect_grad(c, false); }
+// copysign: out = ±x, so dx = g * out / x (0 where x == 0, as Paddle); y only gives the sign: no gradient.
+std::vector<Tensor> copysign_grad(const GradContext& c) {
+  Tensor zero = scalar_like(0, g0(c));
+  Tensor at_zero = ops::equal(X(c), scalar_like(0, X(c)));
+  Tensor ratio = ops::where(at_zero, zero, divide(OUT(c), ops::where(at_zero, scalar_like(1, X(c)), X(c))));
+  return {unbroadcast(multiply(g0(c), ratio), in_dims(c, 0)), Tensor()};
+}
 std::vector<Tensor> heaviside_grad(const GradContext& c) {  // x: 0 almost everywhere; y: where x == 0
   Tensor gx = c.needs_grad[0] ? ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place()) : Tensor();
   Tensor gy;
@@ -256,6 +263,7 @@ void register_math_ops(OpRegistry& r) {
   def(r, "atan2", {"x", "y"}, {}, infer_binary_float);
   def(r, "heaviside", {"x", "y"}, {}, infer_binary_float);
   for (const char* n : {"fmax", "fmin"}) def(r, n, {"x", "y"}, {}, infer_binary_real);
+  def(r, "copysign", {"x", "y"}, {}, infer_binary_real);
   for (const char* n : {"bitwise_and", "bitwise_or", "bitwise_xor"}) def(r, n, {"x", "y"}, {}, infer_bitwise);
   def(r, "bitwise_not", {"x"}, {}, infer_bitwise);
   for (const char* n : {"gcd", "lcm"}) def(r, n, {"x", "y"}, {}, infer_int_binary);
@@ -305,6 +313,8 @@ void register_math_samples(OpRegistry& r) {
   add(r, "heaviside", binary());
   add(r, "heaviside", {S("zeros", {with_zeros(integer({4, 5}, -2, 2)), real({4, 5})})});
   add(r, {"fmax", "fmin"}, binary());
+  add(r, "copysign", binary());
+  add(r, "copysign", {nonsmooth(S("zeros", {with_zeros(real({4, 5})), with_zeros(real({4, 5}))}))});
   for (const char* n : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
     add(r, n, binary(-100, 100, -100, 100, false, false));
   }
@@ -395,6 +405,7 @@ void register_math_grads(OpRegistry& r) {
   set_grad(r, "fmax", fmax_grad, kXY, kNoOut);
   set_grad(r, "fmin", fmin_grad, kXY, kNoOut);
   set_grad(r, "heaviside", heaviside_grad, kX, kNoOut);
+  set_grad(r, "copysign", copysign_grad, kX, kOut);
   set_grad(r, "clip", clip_grad, kX, kNoOut);
   set_grad(r, "cumsum", cumsum_grad, kNone, kNoOut);
   set_grad(r, "cumprod", cumprod_grad, kX, kOut);

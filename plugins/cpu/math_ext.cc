@@ -211,6 +211,16 @@ OAR_MATH_BINARY_OP(Heaviside, "heaviside", FloatType, a != a ? a : (a < 0 ? C(0)
 // fmax/fmin ignore a NaN operand (NaN only when both are).
 OAR_MATH_BINARY_OP(Fmax, "fmax", RealNotBool, (b != b || a > b) ? a : (a != a ? b : (a < b ? b : a)))
 OAR_MATH_BINARY_OP(Fmin, "fmin", RealNotBool, (b != b || a < b) ? a : (a != a ? b : (a > b ? b : a)))
+// copysign: |x| with the sign of y, sign bit included (y = -0.0 gives -|x|); integers as if converted
+// to double and back, so the dtype's minimum keeps wrapping as in numpy.
+template <class C>
+C copysign_value(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>)
+    return std::copysign(a, b);
+  else
+    return (b < 0) != (a < 0) ? C(-a) : a;
+}
+OAR_MATH_BINARY_OP(Copysign, "copysign", RealNotBool, copysign_value(a, b))
 OAR_MATH_BINARY_OP(BitwiseAnd, "bitwise_and", IntOrBool, C(a& b))
 OAR_MATH_BINARY_OP(BitwiseOr, "bitwise_or", IntOrBool, C(a | b))
 OAR_MATH_BINARY_OP(BitwiseXor, "bitwise_xor", IntOrBool, C(a ^ b))
@@ -626,6 +636,7 @@ void register_math_ext_kernels(Registry& r) {
   r.add("heaviside", floats, &binary_kernel<Heaviside>, kStrided);
   r.add("fmax", real_nb, &binary_kernel<Fmax>, kStrided);
   r.add("fmin", real_nb, &binary_kernel<Fmin>, kStrided);
+  r.add("copysign", real_nb, &binary_kernel<Copysign>, kStrided);
   r.add("bitwise_and", ints_bool, &binary_kernel<BitwiseAnd>, kStrided);
   r.add("bitwise_or", ints_bool, &binary_kernel<BitwiseOr>, kStrided);
   r.add("bitwise_xor", ints_bool, &binary_kernel<BitwiseXor>, kStrided);

@@ -7,7 +7,7 @@ __all__ = [
     "floor", "ceil", "round", "reciprocal", "erf", "abs", "neg", "sum", "mean", "max", "min", "prod", "matmul",
     # the math family (docs/ops_math.md)
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
-    "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin",
+    "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin", "copysign",
     "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "logcumsumexp", "all", "any",
     "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
@@ -244,6 +244,7 @@ def _float_pair(op_name, x, y):
 _atan2 = _C.Op("atan2")
 _heaviside = _C.Op("heaviside")
 _fmax = _C.Op("fmax")
+_copysign = _C.Op("copysign")
 _fmin = _C.Op("fmin")
 _gcd = _C.Op("gcd")
 _lcm = _C.Op("lcm")
@@ -268,6 +269,11 @@ def fmax(x, y, name=None):
 def fmin(x, y, name=None):
     """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
     return _fmin(*_C._promote(x, y))
+
+
+def copysign(x, y, name=None):
+    """|x| with the sign of y, elementwise (y = -0.0 counts as negative); integer and float dtypes."""
+    return _copysign(*_C._promote(x, y))
 
 
 def gcd(x, y, name=None):

@@ -94,6 +94,7 @@ NUMPY_REFS = {
     "minimum": lambda x, y, **a: np.minimum(x, y),
     "fmax": lambda x, y, **a: np.fmax(x, y),
     "fmin": lambda x, y, **a: np.fmin(x, y),
+    "copysign": lambda x, y, **a: np.copysign(x, y).astype(x.dtype),
     "atan2": lambda x, y, **a: np.arctan2(x, y),
     "equal": lambda x, y, **a: x == y,
     "not_equal": lambda x, y, **a: x != y,
