@@ -43,6 +43,8 @@ import numpy as np
 import oar
 from oar import _C
 
+from ._report import ReportBase
+
 __all__ = ["OpResult", "Report", "run", "check_op", "meta_check", "main", "EXCEPTIONS", "NUMPY_REFS"]
 
 # Ops the suite does not run, with the reason. Empty: every op of the core declares samples.
@@ -174,21 +176,10 @@ class OpResult:
         return "\n".join(lines)
 
 
-class Report:
+class Report(ReportBase):
     def __init__(self, device):
+        super().__init__()
         self.device = device
-        self.results = []
-        self.seconds = 0.0
-
-    @property
-    def ok(self):
-        return not any(r.status == "FAIL" for r in self.results)
-
-    def counts(self):
-        c = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-        for r in self.results:
-            c[r.status] += 1
-        return c
 
     def format(self, verbose=False):
         lines = [r.format(verbose) for r in self.results if verbose or r.status != "PASS"]

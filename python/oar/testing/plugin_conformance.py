@@ -52,6 +52,8 @@ import numpy as np
 import oar
 from oar import _C
 
+from ._report import ReportBase
+
 __all__ = ["Skip", "Context", "Result", "Report", "run", "checks", "main", "KERNEL_RECIPES", "KERNEL_EXCEPTIONS"]
 
 
@@ -132,23 +134,12 @@ class Result:
         return "<Result {} {}>".format(self.name, self.status)
 
 
-class Report:
+class Report(ReportBase):
     def __init__(self, device_type, plugin="", header=""):
+        super().__init__()
         self.device_type = device_type
         self.plugin = plugin
         self.header = header
-        self.results = []
-        self.seconds = 0.0
-
-    @property
-    def ok(self):
-        return not any(r.status == "FAIL" for r in self.results)
-
-    def counts(self):
-        c = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-        for r in self.results:
-            c[r.status] += 1
-        return c
 
     def format(self, verbose=False):
         lines = [self.header] if self.header else []
