@@ -266,6 +266,7 @@ def _tri_indices(name, row, col, offset, dtype, upper):
             raise TypeError("{}: {} must be an int, got {!r}".format(name, what, v))
     if row < 0 or col < 0:
         raise ValueError("{}: row ({}) and col ({}) must be >= 0".format(name, row, col))
+    _C._check_size(name, [2, row, col], _C.int64, "cpu")  # the host arrays below
     r, c = np.indices((row, col))
     keep = (c - r >= offset) if upper else (c - r <= offset)
     return to_tensor(np.stack([r[keep], c[keep]]), dtype=dtype)

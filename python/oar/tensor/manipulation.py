@@ -221,15 +221,24 @@ def repeat_interleave(x, repeats, axis=None, name=None):
         axis = 0
     a = _axis(axis, x.ndim, "repeat_interleave")
     n = x.shape[a]
-    if isinstance(repeats, Tensor):
-        repeats = repeats.numpy()
-    reps = np.asarray(repeats, dtype=np.int64)
-    if reps.ndim == 0:
-        reps = np.full(n, builtins.int(reps), dtype=np.int64)
-    if reps.shape != (n,) or (reps < 0).any():
+    if isinstance(repeats, (Tensor, np.ndarray)):
+        repeats = repeats.tolist()
+    reps = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats] * n
+    if not builtins.all(isinstance(r, numbers.Integral) and not isinstance(r, builtins.bool) for r in reps):
+        raise TypeError("repeat_interleave: repeats must be an int or a list or 1-D tensor of ints, got {!r}"
+                        .format(repeats))
+    if len(reps) != n or builtins.any(r < 0 for r in reps):
         raise ValueError("repeat_interleave: repeats must be a non-negative int or have x.shape[axis] ({}) "
-                         "entries, got {}".format(n, list(reps)))
-    return _index_select(x, _const(np.repeat(np.arange(n, dtype=np.int64), reps), x.place), a)
+                         "entries, got {!r}".format(n, repeats))
+    total = builtins.sum(builtins.int(r) for r in reps)  # Python ints: never wraps
+    if total > sys.maxsize:
+        raise ValueError("repeat_interleave: the output length {} is more than 2^63-1".format(total))
+    shape = x.shape
+    shape[a] = total
+    _C._check_size("repeat_interleave", shape, x.dtype, x.place)
+    _C._check_size("repeat_interleave", [total], _C.int64, "cpu")  # the index built below
+    index = np.repeat(np.arange(n, dtype=np.int64), np.asarray(reps, dtype=np.int64))
+    return _index_select(x, _const(index, x.place), a)
 
 
 def flip(x, axis, name=None):
