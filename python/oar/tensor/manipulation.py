@@ -441,7 +441,13 @@ def broadcast_tensors(input, name=None):
 
 def _index_1d(index, op):
     if not isinstance(index, Tensor):
-        index = to_tensor(np.asarray(index, dtype=np.int64))
+        try:
+            arr = np.asarray(index)
+        except ValueError as e:
+            raise ValueError("{}: index {!r} is not an integer array: {}".format(op, index, e)) from None
+        if arr.dtype.kind not in "iu" and arr.size:
+            raise TypeError("{}: index must hold int64 integers, got {!r}".format(op, index))
+        index = to_tensor(arr.astype(np.int64))
     if index.ndim == 0:
         index = _C._reshape(index, [1])
     if index.ndim != 1:
