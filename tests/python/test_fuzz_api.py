@@ -113,6 +113,10 @@ def _child(prop):
             survey_seen.add(key)
             print("SURVEY", what, type(e).__name__, str(e)[:120], "|", line[:300], flush=True)
 
+    def call_method(x, name, *args):
+        out = getattr(x, name)(*args)
+        return list(out) if name == "__iter__" else out
+
     def touch(out, depth=0):
         """Reads every element of a result: a bogus shape or stride would read wild memory here."""
         if isinstance(out, oar.Tensor):
@@ -249,9 +253,8 @@ def _child(prop):
 
         @given(tensors(), st.sampled_from(methods), st.lists(anything, max_size=3))
         def body(x, name, args):
-            m = getattr(x, name, None)
-            if m is not None:
-                attempt("Tensor." + name, lambda *a: list(m(*a)) if name == "__iter__" else m(*a), *args)
+            if hasattr(x, name):
+                attempt("Tensor." + name, call_method, x, name, *args)
         run(body)
 
     elif prop == "indexing":

@@ -188,6 +188,37 @@ def test_conv_huge_attributes():
            setup="x = oar.ones([1, 1, 4, 4]); w = oar.ones([1, 1, 3, 3])")
 
 
+# ---- found by the fuzzer (tests/python/test_fuzz_api.py) --------------------------------------------
+def test_tril_triu_without_columns():
+    # A [rows, 0] input divided by its zero column count: SIGFPE.
+    kind, value = run_case("(x.tril().shape, x.triu().shape, y.tril().shape)",
+                           setup="x = oar.ones([3, 0]); y = oar.ones([2, 3, 0])")
+    assert kind is None and value == "([3, 0], [3, 0], [2, 3, 0])", (kind, value)
+
+
+def test_tril_triu_extreme_diagonals():
+    # i + diagonal + 1 overflowed for diagonal near 2^63; the result is all kept or all zero.
+    kind, value = run_case("(oar.tril(x, 2**63 - 1).numpy().tolist(), oar.triu(x, -(2**63)).numpy().tolist(), "
+                           "oar.tril(x, -(2**63)).numpy().tolist())", setup="x = oar.ones([2, 2])")
+    assert kind is None and value == "([[1.0, 1.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]], [[0.0, 0.0], [0.0, 0.0]])", \
+        (kind, value)
+    expect("oar.tril(x, float('inf'))", TypeError, "tril:", "diagonal", setup="x = oar.ones([2, 2])")
+
+
+def test_shapes_must_be_ints():
+    # int(inf) raised OverflowError; int(2.5) silently made a [2] tensor.
+    expect("oar.zeros([2.5])", TypeError, "shape")
+    expect("x.reshape(s)", TypeError, "shape", setup="x = oar.ones([1]); s = oar.to_tensor([float('inf')])")
+
+
+def test_gather_index_beyond_int64():
+    expect("x.gather([2**64])", TypeError, "gather:", setup="x = oar.ones([3])")
+
+
+def test_label_smooth_without_classes():
+    expect("F.label_smooth(x)", ValueError, "label_smooth:", setup="x = oar.ones([0])")
+
+
 # ---- indexing and slicing ---------------------------------------------------------------------------
 def test_index_out_of_range():
     expect("x[2**62]", IndexError, setup="x = oar.ones([4])")

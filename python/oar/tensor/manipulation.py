@@ -332,14 +332,23 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
     return _pad(x, full, modes[mode], builtins.float(value))
 
 
+def _int_arg(v, op, what):
+    """An int argument: an int or a one-element integer tensor, else TypeError (floats are not truncated)."""
+    if isinstance(v, Tensor) and v.size == 1:
+        v = v.item()
+    if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
+        raise TypeError("{}: {} must be an int, got {!r}".format(op, what, v))
+    return builtins.int(v)
+
+
 def tril(x, diagonal=0, name=None):
     """The lower triangle of the last two dims (elements with col - row <= diagonal), others zero."""
-    return _tril(x, builtins.int(diagonal))
+    return _tril(x, _int_arg(diagonal, "tril", "diagonal"))
 
 
 def triu(x, diagonal=0, name=None):
     """The upper triangle of the last two dims (elements with col - row >= diagonal), others zero."""
-    return _triu(x, builtins.int(diagonal))
+    return _triu(x, _int_arg(diagonal, "triu", "diagonal"))
 
 
 def _diag_coords(m, n, offset):
