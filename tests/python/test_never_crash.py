@@ -215,6 +215,18 @@ def test_gather_index_beyond_int64():
     expect("x.gather([2**64])", TypeError, "gather:", setup="x = oar.ones([3])")
 
 
+def test_diag_huge_offset():
+    # diag builds a dense [n + |offset|]^2 host buffer: checked before numpy sizes it.
+    expect("oar.diag(x, 2**40)", ValueError, "diag:", "2^63-1 elements", setup="x = oar.ones([1])")
+    expect("oar.diag(x, 2**63)", ValueError, "diag:", setup="x = oar.ones([1])")
+    expect("oar.diag(x, 2**20)", MemoryError, "diag:", "bytes of memory", setup="x = oar.ones([1])")
+
+
+def test_maxout_and_axes():
+    expect("F.maxout(x, 2)", ValueError, "maxout:", setup="x = oar.ones([])")
+    expect("oar.var(x, float('inf'))", TypeError, "axis", setup="x = oar.ones([2])")
+
+
 def test_label_smooth_without_classes():
     expect("F.label_smooth(x)", ValueError, "label_smooth:", setup="x = oar.ones([0])")
 

@@ -380,9 +380,13 @@ def diag(x, offset=0, padding_value=0, name=None):
         return diagonal(x, offset)
     if x.ndim > 1:
         raise ValueError("diag: x must be 0-D, 1-D or 2-D, got shape {}".format(x.shape))
+    offset = _int_arg(offset, "diag", "offset")
     v = _C._reshape(x, [-1])
     n = v.shape[0]
     size = n + builtins.abs(offset)
+    if size > sys.maxsize:
+        raise ValueError("diag: the result's size {} is more than 2^63-1".format(size))
+    _C._check_size("diag", [size, size], _C.float64, "cpu")  # the host buffer below
     rows, cols = _diag_coords(size, size, offset)
     base = np.full((size, size), padding_value, dtype=np.float64)
     base[rows, cols] = 0
