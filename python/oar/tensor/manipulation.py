@@ -352,6 +352,8 @@ def triu(x, diagonal=0, name=None):
 
 
 def _diag_coords(m, n, offset):
+    if offset >= n or -offset >= m:  # no diagonal (also keeps offsets beyond int64 out of numpy)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if offset >= 0:
         length = builtins.max(0, builtins.min(m, n - offset))
         rows = np.arange(length)
@@ -368,7 +370,7 @@ def diagonal(x, offset=0, axis1=0, axis2=1, name=None):
         raise ValueError("diagonal: axis1 and axis2 must differ, got {} and {}".format(axis1, axis2))
     rest = [i for i in range(x.ndim) if i not in (a1, a2)]
     t = _C._transpose(x, [a1, a2] + rest)
-    rows, cols = _diag_coords(x.shape[a1], x.shape[a2], offset)
+    rows, cols = _diag_coords(x.shape[a1], x.shape[a2], _int_arg(offset, "diagonal", "offset"))
     g = _gather_nd(t, _const(np.stack([rows, cols], -1).astype(np.int64).reshape(-1, 2), x.place))
     return _C._transpose(g, list(range(1, g.ndim)) + [0])
 
@@ -576,8 +578,11 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = _axis(dim1, r, "diag_embed"), _axis(dim2, r, "diag_embed")
     if d1 == d2:
         raise ValueError("diag_embed: dim1 and dim2 must differ, got {} and {}".format(dim1, dim2))
+    offset = _int_arg(offset, "diag_embed", "offset")
     n = input.shape[-1]
     size = n + builtins.abs(offset)
+    if size > sys.maxsize:
+        raise ValueError("diag_embed: the result's size {} is more than 2^63-1".format(size))
     rows, cols = _diag_coords(size, size, offset)
     batch = input.shape[:-1]
     upd = _C._transpose(input, [input.ndim - 1] + list(range(input.ndim - 1)))  # [n, *batch]
