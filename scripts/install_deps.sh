@@ -19,7 +19,7 @@ APT_PACKAGES=(
   clang-format
   clang libclang-rt-dev                       # libFuzzer targets for the model-file parsers (scripts/fuzz.sh)
 )
-PIP_PACKAGES=(numpy pytest scikit-build-core pybind11 pillow wheel)  # pillow: images in oar.vision; wheel: pip builds of setuptools projects (samples/custom_op)
+PIP_PACKAGES=(numpy pytest scikit-build-core pybind11 pillow wheel hypothesis)  # pillow: images in oar.vision; wheel: pip builds of setuptools projects (samples/custom_op); hypothesis: tests/python/test_fuzz_api.py
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi

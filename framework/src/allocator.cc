@@ -32,6 +32,9 @@ void* BestFitAllocator::allocate(size_t bytes, OarStream stream) {
 }
 
 void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
+  // No device has 2^62 bytes; the rounding below must not wrap for a request from a plugin's workspace.
+  OAR_ENFORCE(bytes <= (size_t{1} << 62), ErrorCode::kOutOfMemory,
+              "out of memory on " << raw_.device_name << ": cannot allocate " << bytes << " bytes");
   // Zero-byte tensors still get a distinct, valid address.
   size_t size = (std::max<size_t>(bytes, 1) + alignment_ - 1) / alignment_ * alignment_;
   if (size <= kSmallBytes && small_stream_known_ && stream == small_stream_) {

@@ -121,6 +121,7 @@ bool run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
   OarTensorDesc out_desc[kMaxOpOutputs] = {};
   if (!(k.flags & kKernelOwnsOutputs)) {
     for (int32_t i = 0; i < n_out; ++i) {
+      checked_tensor_bytes(ic.outputs[i].dims, ic.outputs[i].dtype, dev, op.name);  // the error names the op
       outputs[i] = Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place());
       fill_desc(out_desc[i], outputs[i]);
     }

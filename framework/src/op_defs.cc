@@ -255,6 +255,9 @@ void infer_arange(InferContext& c) {
   OAR_ENFORCE(std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ErrorCode::kInvalidArgument,
               "arange: start, end and step must be finite");
   double len = std::ceil((end - start) / step);
+  OAR_ENFORCE(len < 9223372036854775808.0, ErrorCode::kInvalidArgument,
+              "arange: start " << start << ", end " << end << " and step " << step << " make " << len
+                               << " values, more than 2^63-1");
   c.outputs[0] = {attr_dtype(c), Dims{len > 0 ? static_cast<int64_t>(len) : 0}};
 }
 
@@ -277,7 +280,8 @@ void infer_concat(InferContext& c) {
                   "concat: x[" << i << "].shape" << d.to_string() << " differs from x[0].shape"
                                << d0.to_string() << " at axis " << k << " (only axis " << axis
                                << " may differ)");
-    out[static_cast<int32_t>(axis)] += d[static_cast<int32_t>(axis)];
+    out[static_cast<int32_t>(axis)] = checked_add(
+        out[static_cast<int32_t>(axis)], d[static_cast<int32_t>(axis)], "concat", "the output length");
   }
   c.outputs[0] = {c.inputs[0].dtype, out};
 }

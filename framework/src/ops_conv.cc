@@ -67,8 +67,12 @@ ConvGeom conv_geom(InferContext& c, int32_t nd) {
 
 // The output length of one convolved dimension, checked positive.
 int64_t conv_out_len(const InferContext& c, const ConvGeom& g, int32_t i, int64_t in, int64_t k) {
-  int64_t span = g.dilations[i] * (k - 1) + 1;
-  int64_t padded = in + g.pads[2 * i] + g.pads[2 * i + 1];
+  const char* op = op_name(c);
+  OAR_ENFORCE(k >= 1, ErrorCode::kInvalidArgument,
+              op << ": the kernel's spatial dim " << i << " has size " << k << "; it must be at least 1");
+  int64_t span = checked_add(checked_mul(g.dilations[i], k - 1, op, "the dilated kernel size"), 1, op);
+  int64_t padded = checked_add(checked_add(in, g.pads[2 * i], op, "the padded size"), g.pads[2 * i + 1], op,
+                               "the padded size");
   OAR_ENFORCE(padded >= span, ErrorCode::kInvalidArgument,
               op_name(c) << ": spatial dim " << i << " of size " << in << " (padded " << padded
                          << ") is smaller than the dilated kernel (" << span << ")");
@@ -89,7 +93,8 @@ void infer_conv(InferContext& c) {
                          << w.dims.to_string());
   require_float_same(c, 0, 1);
   ConvGeom g = conv_geom(c, nd);
-  OAR_ENFORCE(x.dims[1] == w.dims[1] * g.groups, ErrorCode::kInvalidArgument,
+  OAR_ENFORCE(x.dims[1] == checked_mul(w.dims[1], g.groups, op_name(c), "weight.shape[1] * groups"),
+              ErrorCode::kInvalidArgument,
               op_name(c) << ": x has " << x.dims[1] << " channels but weight.shape[1] (" << w.dims[1]
                          << ") * groups (" << g.groups << ") = " << w.dims[1] * g.groups);
   OAR_ENFORCE(w.dims[0] % g.groups == 0, ErrorCode::kInvalidArgument,
@@ -116,7 +121,7 @@ void infer_conv_grad_input(InferContext& c) {
               op_name(c) << ": weight.shape[0] (" << w.dims[0] << ") is not divisible by groups (" << g.groups
                          << ")");
   std::vector<int64_t> size = spatial_attr(c, "input_size", nd, 0, 1);
-  Dims out{gy.dims[0], w.dims[1] * g.groups};
+  Dims out{gy.dims[0], checked_mul(w.dims[1], g.groups, op_name(c), "weight.shape[1] * groups")};
   for (int32_t i = 0; i < nd; ++i) {
     int64_t o = conv_out_len(c, g, i, size[i], w.dims[2 + i]);
     OAR_ENFORCE(o == gy.dims[2 + i], ErrorCode::kInvalidArgument,
@@ -171,11 +176,14 @@ Dims pool_out_dims(InferContext& c, const Dims& x) {
     OAR_ENFORCE(
         p[2 * i] < k[i] && p[2 * i + 1] < k[i] + (ceil ? s[i] : 0), ErrorCode::kInvalidArgument,
         op_name(c) << ": paddings " << ints_str(p) << " must be smaller than kernel_size " << ints_str(k));
-    int64_t padded = x[2 + i] + p[2 * i] + p[2 * i + 1] - k[i];
+    const char* op = op_name(c);
+    int64_t padded = checked_add(checked_add(x[2 + i], p[2 * i], op, "the padded size"), p[2 * i + 1], op,
+                                 "the padded size") -
+                     k[i];
     OAR_ENFORCE(padded >= 0, ErrorCode::kInvalidArgument,
                 op_name(c) << ": kernel_size " << ints_str(k) << " is larger than the padded input "
                            << x.to_string());
-    out.push_back((padded + (ceil ? s[i] - 1 : 0)) / s[i] + 1);
+    out.push_back(checked_add(padded, ceil ? s[i] - 1 : 0, op, "the pooled size") / s[i] + 1);
   }
   return out;
 }
@@ -262,7 +270,10 @@ Im2col im2col_attrs(InferContext& c) {
           spatial_attr(c, "paddings", 4, 0, 0), spatial_attr(c, "dilations", 2, 1, 1)};
 }
 int64_t im2col_len(const InferContext& c, const Im2col& a, int32_t i, int64_t in) {
-  int64_t span = a.d[i] * (a.k[i] - 1) + 1, padded = in + a.p[2 * i] + a.p[2 * i + 1];
+  const char* op = op_name(c);
+  int64_t span = checked_add(checked_mul(a.d[i], a.k[i] - 1, op, "the dilated kernel size"), 1, op);
+  int64_t padded =
+      checked_add(checked_add(in, a.p[2 * i], op, "the padded size"), a.p[2 * i + 1], op, "the padded size");
   OAR_ENFORCE(padded >= span, ErrorCode::kInvalidArgument,
               op_name(c) << ": spatial size " << in << " (padded " << padded
                          << ") is smaller than the kernel (" << span << ")");
@@ -274,8 +285,10 @@ void infer_unfold(InferContext& c) {
   OAR_ENFORCE(x.size() == 4, ErrorCode::kInvalidArgument,
               op_name(c) << ": x must be 4-D [N, C, H, W], got shape " << x.to_string());
   Im2col a = im2col_attrs(c);
-  int64_t L = im2col_len(c, a, 0, x[2]) * im2col_len(c, a, 1, x[3]);
-  c.outputs[0] = {c.inputs[0].dtype, Dims{x[0], x[1] * a.k[0] * a.k[1], L}};
+  const char* op = op_name(c);
+  int64_t L = checked_mul(im2col_len(c, a, 0, x[2]), im2col_len(c, a, 1, x[3]), op, "the number of blocks");
+  int64_t kk = checked_mul(a.k[0], a.k[1], op, "the kernel area");
+  c.outputs[0] = {c.inputs[0].dtype, Dims{x[0], checked_mul(x[1], kk, op, "the output channels"), L}};
 }
 void infer_fold(InferContext& c) {
   require_floating(c, 0);
@@ -284,11 +297,12 @@ void infer_fold(InferContext& c) {
               op_name(c) << ": x must be 3-D [N, C*kh*kw, L], got shape " << x.to_string());
   Im2col a = im2col_attrs(c);
   std::vector<int64_t> os = spatial_attr(c, "output_sizes", 2, 0, 1);
-  int64_t kk = a.k[0] * a.k[1];
+  int64_t kk = checked_mul(a.k[0], a.k[1], op_name(c), "the kernel area");
   OAR_ENFORCE(
       x[1] % kk == 0, ErrorCode::kInvalidArgument,
       op_name(c) << ": x.shape[1] (" << x[1] << ") is not divisible by the kernel area (" << kk << ")");
-  int64_t L = im2col_len(c, a, 0, os[0]) * im2col_len(c, a, 1, os[1]);
+  int64_t L =
+      checked_mul(im2col_len(c, a, 0, os[0]), im2col_len(c, a, 1, os[1]), op_name(c), "the number of blocks");
   OAR_ENFORCE(x[2] == L, ErrorCode::kInvalidArgument,
               op_name(c) << ": x.shape[2] (" << x[2] << ") != the number of blocks (" << L
                          << ") for output_sizes " << ints_str(os));

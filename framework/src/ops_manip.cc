@@ -141,7 +141,7 @@ void infer_pad(InferContext& c) {
                                            << " (size " << x[d] << ")");
     if (mode != 0 && (b || a))
       OAR_ENFORCE(x[d] > 0, ErrorCode::kInvalidArgument, "pad: cannot pad the empty dim " << d);
-    out[d] = x[d] + b + a;
+    out[d] = checked_add(checked_add(x[d], b, "pad", "the padded size"), a, "pad", "the padded size");
   }
   c.outputs[0] = {c.inputs[0].dtype, out};
 }

@@ -12,6 +12,33 @@ std::string Dims::to_string() const {
   return os.str();
 }
 
+int64_t Dims::numel_overflowed() const {
+  for (int32_t i = 0; i < n_; ++i)
+    if (d_[i] == 0) return 0;
+  OAR_THROW(ErrorCode::kInvalidArgument, "shape " << to_string() << " has more than 2^63-1 elements");
+}
+
+void throw_size_overflow(const char* op, const char* what, int64_t a, char sign, int64_t b) {
+  OAR_THROW(ErrorCode::kInvalidArgument,
+            op << ": " << what << " overflows int64 (" << a << ' ' << sign << ' ' << b << ')');
+}
+
+int64_t checked_numel(const Dims& dims, const char* op) {
+  int64_t n = 1;
+  bool empty = false;
+  for (int32_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = dims[i];
+    OAR_ENFORCE(d >= 0, ErrorCode::kInvalidArgument,
+                op << ": shape " << dims.to_string() << " has a negative dimension at axis " << i);
+    if (d == 0)
+      empty = true;
+    else
+      OAR_ENFORCE(!__builtin_mul_overflow(n, d, &n), ErrorCode::kInvalidArgument,
+                  op << ": shape " << dims.to_string() << " has more than 2^63-1 elements");
+  }
+  return empty ? 0 : n;
+}
+
 Dims contiguous_strides(const Dims& dims) {
   Dims s;
   s.resize(dims.size());

@@ -29,16 +29,29 @@ Place Storage::place() const { return device_->place(); }
 Tensor Tensor::empty(const Dims& dims, DType dtype, Place place) {
   OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(dtype)), ErrorCode::kType,
               "invalid dtype value " << static_cast<int32_t>(dtype));
-  for (int32_t i = 0; i < dims.size(); ++i)
-    OAR_ENFORCE(dims[i] >= 0, ErrorCode::kInvalidArgument,
-                "shape " << dims.to_string() << " has a negative dimension at axis " << i);
   Device& dev = Runtime::get().device(place);
+  const size_t bytes = checked_tensor_bytes(dims, dtype, dev, "allocate");
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->dims = dims;
   impl->strides = contiguous_strides(dims);
-  impl->storage = std::make_shared<Storage>(&dev, static_cast<size_t>(dims.numel() * dtype_size(dtype)));
+  impl->storage = std::make_shared<Storage>(&dev, bytes);
   return Tensor(std::move(impl));
+}
+
+size_t checked_tensor_bytes(const Dims& dims, DType dtype, const Device& device, const char* op) {
+  const int64_t n = checked_numel(dims, op);
+  int64_t bytes;
+  OAR_ENFORCE(!__builtin_mul_overflow(n, dtype_size(dtype), &bytes), ErrorCode::kInvalidArgument,
+              op << ": a " << dtype_name(dtype) << " tensor of shape " << dims.to_string()
+                 << " has more than 2^63-1 bytes");
+  // Refused before anything is allocated: a request beyond the device's memory can only fail (or, on
+  // an overcommitting host, get the process killed when the pages are touched).
+  const uint64_t total = device.properties().total_memory;
+  OAR_ENFORCE(total == 0 || static_cast<uint64_t>(bytes) <= total, ErrorCode::kOutOfMemory,
+              op << ": a " << dtype_name(dtype) << " tensor of shape " << dims.to_string() << " needs "
+                 << bytes << " bytes, but " << device.name() << " has " << total << " bytes of memory");
+  return static_cast<size_t>(bytes);
 }
 
 Tensor Tensor::from_host(const void* data, const Dims& dims, DType dtype, Place place) {
@@ -186,7 +199,6 @@ bool view_strides(const Dims& od, const Dims& os, const Dims& nd, Dims& ns) {
 Dims infer_reshape(const Dims& in, const Dims& shape) {
   Dims out = shape;
   int32_t infer_at = -1;
-  int64_t known = 1;
   for (int32_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       OAR_ENFORCE(infer_at < 0, ErrorCode::kInvalidArgument,
@@ -194,20 +206,21 @@ Dims infer_reshape(const Dims& in, const Dims& shape) {
       infer_at = i;
     } else if (out[i] == 0 && i < in.size()) {
       out[i] = in[i];  // Paddle: 0 copies the input's dimension
-      known *= out[i];
     } else {
       OAR_ENFORCE(out[i] >= 0, ErrorCode::kInvalidArgument,
                   "reshape: invalid dimension " << out[i] << " in shape " << shape.to_string());
-      known *= out[i];
     }
   }
+  Dims known_dims = out;
+  if (infer_at >= 0) known_dims[infer_at] = 1;
+  const int64_t known = checked_numel(known_dims, "reshape");
   if (infer_at >= 0) {
     OAR_ENFORCE(known != 0 && in.numel() % known == 0, ErrorCode::kInvalidArgument,
                 "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
                                                               << " elements) into " << shape.to_string());
     out[infer_at] = in.numel() / known;
   }
-  OAR_ENFORCE(out.numel() == in.numel(), ErrorCode::kInvalidArgument,
+  OAR_ENFORCE(checked_numel(out, "reshape") == in.numel(), ErrorCode::kInvalidArgument,
               "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
                                                             << " elements) into " << shape.to_string());
   return out;
@@ -265,19 +278,26 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
     if (v < 0) v += n;
     return std::min(std::max(v, lo), hi);
   };
+  // ceil(span / |step|) written so that no step, down to INT64_MIN, overflows.
+  const uint64_t abs_step = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+  auto count = [abs_step](int64_t span) {
+    return span > 0 ? static_cast<int64_t>(1 + static_cast<uint64_t>(span - 1) / abs_step) : int64_t{0};
+  };
   int64_t len;
   if (step > 0) {
     start = clamp(start, 0, n);
     end = clamp(end, 0, n);
-    len = end > start ? (end - start + step - 1) / step : 0;
+    len = count(end - start);
   } else {
     start = clamp(start, -1, n - 1);
     end = clamp(end, -1, n - 1);
-    len = start > end ? (start - end - step - 1) / (-step) : 0;
+    len = count(start - end);
   }
   Dims nd = dims(), ns = strides();
   nd[static_cast<int32_t>(axis)] = len;
-  ns[static_cast<int32_t>(axis)] = strides()[static_cast<int32_t>(axis)] * step;
+  // With at most one element the stride is never used (and stride * step may not fit).
+  if (len > 1)
+    ns[static_cast<int32_t>(axis)] = checked_mul(strides()[static_cast<int32_t>(axis)], step, "slice");
   int64_t off = offset() + (len > 0 ? start * strides()[static_cast<int32_t>(axis)] : 0);
   Tensor v = recorded_view(*this, make_view(*this, nd, ns, off), "slice", recorded);
   autograd::record_view(*this, v, "slice", [axis, start, step, len, n](const Tensor& g) {
@@ -349,6 +369,8 @@ Tensor Tensor::expand(const Dims& shape) const {
     if (j >= 0) {
       int64_t have = dims()[j];
       if (want == -1) want = have;
+      OAR_ENFORCE(want >= 0, ErrorCode::kInvalidArgument,
+                  "expand: invalid dimension " << want << " in target shape " << shape.to_string());
       OAR_ENFORCE(have == want || have == 1, ErrorCode::kInvalidArgument,
                   "expand: the input's dimension " << j << " (" << have << ") cannot expand to " << want
                                                    << "; target shape " << shape.to_string());
@@ -361,6 +383,7 @@ Tensor Tensor::expand(const Dims& shape) const {
       ns[i] = 0;
     }
   }
+  checked_numel(nd, "expand");  // a view is a tensor too: its element count must fit
   Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "expand", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "expand", [d = dims()](const Tensor& g) { return autograd::sum_to(g, d); });
   return v;

@@ -406,9 +406,10 @@ void tri_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   const char* op = kLower ? "tril" : "triu";
   OAR_SDK_CHECK(x.ndim() >= 2, OAR_ERR_INVALID_ARGUMENT, op << ": x must have at least 2 dimensions");
-  const int64_t diag = attr_int_or(ctx, "diagonal", 0);
   const int64_t m = x.dim(-2), n = x.dim(-1);
-  const int64_t rows = m == 0 ? 0 : x.numel() / n;
+  // Beyond +-(m + n) every diagonal keeps or drops whole rows: clamped, i + diag + 1 can't overflow.
+  const int64_t diag = std::min(std::max(attr_int_or(ctx, "diagonal", 0), -(m + n)), m + n);
+  const int64_t rows = m == 0 || n == 0 ? 0 : x.numel() / n;
   Retyped xs(x, bits_dtype(x.dtype())), os(out, bits_dtype(out.dtype()));
   visit_bits(x.dtype(), [&](auto tag) {
     using T = decltype(tag);

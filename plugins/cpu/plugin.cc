@@ -103,6 +103,8 @@ void check_kind(int32_t kind) {
 OarError* mem_allocate(int32_t, int32_t kind, uint64_t bytes, void** ptr) {
   return guard([&] {
     check_kind(kind);
+    OAR_SDK_CHECK(bytes <= (uint64_t{1} << 62), OAR_ERR_OUT_OF_MEMORY,
+                  "cpu: out of memory allocating " << bytes << " bytes");  // and the rounding can't wrap
     // aligned_alloc wants a multiple of the alignment; 0 bytes still gets a unique pointer.
     const uint64_t n = (std::max<uint64_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, n);

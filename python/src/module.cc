@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <oar/core/runtime.h>
+#include <oar/core/tensor.h>
 
 #include <array>
 
@@ -251,6 +252,13 @@ void init_module_basics(py::module_& m) {
   m.def("get_device", [] { return g_place.to_string(); });
   m.def("_current_place", [] { return place_object(g_place); });
   m.def("_to_place", [](py::handle h) { return place_object(to_place(h)); });
+  // The core's size check, for Python code that sizes a host buffer itself (docs/python.md, "Sizes and
+  // bad input"): ValueError on overflow, MemoryError beyond the device's memory.
+  m.def("_check_size",
+        [](const std::string& op, const std::vector<int64_t>& shape, py::handle dtype, py::handle place) {
+          oar::checked_tensor_bytes(oar::Dims(shape), to_dtype(dtype),
+                                    oar::Runtime::get().device(to_place(place)), op.c_str());
+        });
 
   // devices
   m.def("get_all_device_type", [] {

@@ -479,7 +479,10 @@ attempt("h2d", lambda: oar.to_tensor(np.ones(1013, "float32"), place="custom_cpu
 big = oar.to_tensor(np.ones(1014, "float32"), place="custom_cpu:0")
 attempt("d2h", lambda: big[:1013].numpy())
 attempt("kernel", lambda: oar.nn.functional.relu(oar.to_tensor(np.ones(1019, "float32"), place="custom_cpu:1")).numpy())
-attempt("oom", lambda: oar.to_tensor(np.ones(3 << 20, "float32"), place="custom_cpu:0"))
+hold = oar.to_tensor(np.ones(5 << 18, "float32"), place="custom_cpu:0")  # 5 of the device's 8 MiB
+attempt("oom", lambda: oar.to_tensor(np.ones(5 << 18, "float32"), place="custom_cpu:0"))
+del hold
+attempt("oom_total", lambda: oar.to_tensor(np.ones(3 << 20, "float32"), place="custom_cpu:0"))
 x = oar.to_tensor(np.arange(6, dtype="float32"), place="custom_cpu:0")
 print("AFTER", (x * x).numpy().tolist())
 """
@@ -496,6 +499,9 @@ print("AFTER", (x * x).numpy().tolist())
     assert m, out
     assert "plugin custom_cpu: OutOfMemory: custom_cpu: out of device memory on device 0" in m.group(1)
     assert "CUSTOM_CPU_MEMORY_MB sets the size" in m.group(1)
+    # More than the device's total memory is refused by the core before the plugin is asked.
+    assert ("oom_total MemoryError | allocate: a float32 tensor of shape [3145728] needs 12582912 bytes, but "
+            "custom_cpu:0 has 8388608 bytes of memory") in out, out
     assert "AFTER [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]" in out
 
 

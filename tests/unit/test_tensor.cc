@@ -92,6 +92,74 @@ TEST(Dims, ContiguousStrides) {
   EXPECT_EQ(oar::contiguous_strides(Dims{7, 1, 2}), (Dims{2, 2, 1}));
 }
 
+TEST(Dims, NumelThrowsInsteadOfWrapping) {
+  constexpr int64_t k2_40 = int64_t{1} << 40, k2_30 = int64_t{1} << 30;
+  EXPECT_EQ((Dims{k2_40, int64_t{1} << 22}).numel(), int64_t{1} << 62);  // still fits
+  std::string msg = expect_error([&] { (Dims{k2_40, k2_30}).numel(); }, ErrorCode::kInvalidArgument);
+  EXPECT_NE(msg.find("[1099511627776, 1073741824] has more than 2^63-1 elements"), std::string::npos) << msg;
+  EXPECT_EQ((Dims{k2_40, k2_30, 0}).numel(), 0);  // the true count
+}
+
+TEST(Dims, CheckedArithmetic) {
+  EXPECT_EQ(oar::checked_mul(int64_t{1} << 31, int64_t{1} << 31, "op"), int64_t{1} << 62);
+  EXPECT_EQ(oar::checked_add(INT64_MAX - 1, 1, "op"), INT64_MAX);
+  std::string msg =
+      expect_error([] { oar::checked_mul(int64_t{1} << 32, int64_t{1} << 31, "tile", "the output size"); },
+                   ErrorCode::kInvalidArgument);
+  EXPECT_EQ(msg, "tile: the output size overflows int64 (4294967296 * 2147483648)");
+  expect_error([] { oar::checked_add(INT64_MAX, 1, "pad"); }, ErrorCode::kInvalidArgument);
+  expect_error([] { oar::checked_mul(INT64_MIN, -1, "op"); }, ErrorCode::kInvalidArgument);
+
+  EXPECT_EQ(oar::checked_numel(Dims{2, 3}, "zeros"), 6);
+  EXPECT_EQ(oar::checked_numel(Dims{}, "zeros"), 1);
+  EXPECT_EQ(oar::checked_numel(Dims{0, int64_t{1} << 62}, "zeros"), 0);
+  msg = expect_error(
+      [] {
+        oar::checked_numel(Dims{int64_t{1} << 40, int64_t{1} << 30}, "zeros");
+      },
+      ErrorCode::kInvalidArgument);
+  EXPECT_EQ(msg, "zeros: shape [1099511627776, 1073741824] has more than 2^63-1 elements");
+  // Zero elements, but a contiguous stride would still overflow: refused, as numpy does.
+  expect_error(
+      [] {
+        oar::checked_numel(Dims{0, int64_t{1} << 40, int64_t{1} << 30}, "zeros");
+      },
+      ErrorCode::kInvalidArgument);
+  msg = expect_error([] { oar::checked_numel(Dims{3, -2}, "zeros"); }, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(msg, "zeros: shape [3, -2] has a negative dimension at axis 1");
+}
+
+TEST(Tensor, SizesAreCheckedBeforeAllocating) {
+  std::string msg = expect_error(
+      [] {
+        Tensor::empty(Dims{int64_t{1} << 40, int64_t{1} << 30}, DType::kFloat32);
+      },
+      ErrorCode::kInvalidArgument);
+  EXPECT_NE(msg.find("2^63-1 elements"), std::string::npos) << msg;
+  // 2^62 float32 elements: the count fits, the byte size does not.
+  msg = expect_error([] { Tensor::empty(Dims{int64_t{1} << 62}, DType::kFloat32); },
+                     ErrorCode::kInvalidArgument);
+  EXPECT_NE(msg.find("has more than 2^63-1 bytes"), std::string::npos) << msg;
+  // 4 TiB: representable, but more than the CPU has.
+  msg = expect_error([] { Tensor::empty(Dims{int64_t{1} << 40}, DType::kFloat32); }, ErrorCode::kOutOfMemory);
+  EXPECT_NE(msg.find("needs 4398046511104 bytes, but cpu has"), std::string::npos) << msg;
+  expect_error([] { Tensor::empty(Dims{2, -1}, DType::kFloat32); }, ErrorCode::kInvalidArgument);
+}
+
+TEST(TensorView, ViewSizesAreChecked) {
+  Tensor one = Tensor::from_vector(std::vector<float>{1.f}, Dims{1}, DType::kFloat32);
+  expect_error([&] { one.expand(Dims{int64_t{1} << 40, int64_t{1} << 30}); }, ErrorCode::kInvalidArgument);
+  expect_error([&] { one.expand(Dims{-2}); }, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(one.expand(Dims{int64_t{1} << 40}).dims(), (Dims{int64_t{1} << 40}));  // a stride-0 view is fine
+  Tensor four = arange_f(4);
+  // (2^62 + 1) * 4 wraps to 4 in int64: must not pass for four's 4 elements.
+  expect_error([&] { four.reshape(Dims{(int64_t{1} << 62) + 1, 4}); }, ErrorCode::kInvalidArgument);
+  // Steps near the int64 limits take one element, without overflowing.
+  EXPECT_EQ(four.slice(0, 0, 4, INT64_MAX).dims(), (Dims{1}));
+  EXPECT_EQ(four.slice(0, 3, INT64_MIN, INT64_MIN).dims(), (Dims{1}));
+  EXPECT_EQ(four.slice(0, -1, -5, -2).dims(), (Dims{2}));
+}
+
 // ---- creation and round trips ---------------------------------------------------------------------------
 
 TEST(Tensor, EmptyIsContiguousOnCpu) {

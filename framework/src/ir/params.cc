@@ -1,6 +1,7 @@
 // .pdiparams (combined tensor stream) and .pdiparams.info (a small pickle) readers and writers.
 // Inputs are untrusted: every length is checked against the bytes left before anything is allocated.
 #include <oar/core/error.h>
+#include <oar/core/shape.h>
 #include <oar/ir/params.h>
 #include <oar/ir/program.h>
 
@@ -65,7 +66,7 @@ constexpr const char* kStream = "pdiparams";
 
 int64_t TensorData::numel() const {
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) n = checked_mul(n, d, kStream, "the element count");
   return n;
 }
 

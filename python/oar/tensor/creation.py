@@ -25,14 +25,25 @@ def _dtype_or_default(dtype):
     return _default_dtype() if dtype is None else _C.to_dtype(dtype)
 
 
+def _shape_dim(v, shape):
+    if isinstance(v, Tensor) and v.size == 1:
+        v = v.item()
+    if isinstance(v, numbers.Integral) and not isinstance(v, builtins.bool):
+        return builtins.int(v)
+    raise TypeError("shape must be a list, tuple or Tensor of ints, got {!r}".format(shape))
+
+
 def _shape_list(shape):
     """A shape given as a list/tuple (of ints or one-element tensors), a 1-D integer tensor or an int."""
     if isinstance(shape, Tensor):
+        if shape.dtype not in (_C.int32, _C.int64) or shape.ndim > 1:
+            raise TypeError("shape must be an int32/int64 tensor of at most 1 dimension, got {} of shape {}"
+                            .format(shape.dtype, shape.shape))
         return [builtins.int(v) for v in shape.tolist()] if shape.ndim else [builtins.int(shape)]
-    if isinstance(shape, numbers.Integral):
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, builtins.bool):
         return [builtins.int(shape)]
     if isinstance(shape, (list, tuple)):
-        return [builtins.int(s) for s in shape]
+        return [_shape_dim(s, shape) for s in shape]
     raise TypeError("shape must be a list, tuple or Tensor of ints, got {}".format(type(shape).__name__))
 
 
@@ -266,6 +277,7 @@ def _tri_indices(name, row, col, offset, dtype, upper):
             raise TypeError("{}: {} must be an int, got {!r}".format(name, what, v))
     if row < 0 or col < 0:
         raise ValueError("{}: row ({}) and col ({}) must be >= 0".format(name, row, col))
+    _C._check_size(name, [2, row, col], _C.int64, "cpu")  # the host arrays below
     r, c = np.indices((row, col))
     keep = (c - r >= offset) if upper else (c - r <= offset)
     return to_tensor(np.stack([r[keep], c[keep]]), dtype=dtype)

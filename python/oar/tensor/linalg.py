@@ -282,6 +282,8 @@ def einsum(equation, *operands):
         operands = tuple(operands[0])
     if not operands:
         raise ValueError("einsum: needs at least one operand")
+    if not isinstance(equation, str):
+        raise TypeError("einsum: equation must be a str, got {}".format(type(equation).__name__))
     labels, out = _einsum_parse(equation, operands)
     # Sizes per label (1 broadcasts).
     size = {}

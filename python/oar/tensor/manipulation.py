@@ -221,15 +221,24 @@ def repeat_interleave(x, repeats, axis=None, name=None):
         axis = 0
     a = _axis(axis, x.ndim, "repeat_interleave")
     n = x.shape[a]
-    if isinstance(repeats, Tensor):
-        repeats = repeats.numpy()
-    reps = np.asarray(repeats, dtype=np.int64)
-    if reps.ndim == 0:
-        reps = np.full(n, builtins.int(reps), dtype=np.int64)
-    if reps.shape != (n,) or (reps < 0).any():
+    if isinstance(repeats, (Tensor, np.ndarray)):
+        repeats = repeats.tolist()
+    reps = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats] * n
+    if not builtins.all(isinstance(r, numbers.Integral) and not isinstance(r, builtins.bool) for r in reps):
+        raise TypeError("repeat_interleave: repeats must be an int or a list or 1-D tensor of ints, got {!r}"
+                        .format(repeats))
+    if len(reps) != n or builtins.any(r < 0 for r in reps):
         raise ValueError("repeat_interleave: repeats must be a non-negative int or have x.shape[axis] ({}) "
-                         "entries, got {}".format(n, list(reps)))
-    return _index_select(x, _const(np.repeat(np.arange(n, dtype=np.int64), reps), x.place), a)
+                         "entries, got {!r}".format(n, repeats))
+    total = builtins.sum(builtins.int(r) for r in reps)  # Python ints: never wraps
+    if total > sys.maxsize:
+        raise ValueError("repeat_interleave: the output length {} is more than 2^63-1".format(total))
+    shape = x.shape
+    shape[a] = total
+    _C._check_size("repeat_interleave", shape, x.dtype, x.place)
+    _C._check_size("repeat_interleave", [total], _C.int64, "cpu")  # the index built below
+    index = np.repeat(np.arange(n, dtype=np.int64), np.asarray(reps, dtype=np.int64))
+    return _index_select(x, _const(index, x.place), a)
 
 
 def flip(x, axis, name=None):
@@ -323,17 +332,28 @@ def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):
     return _pad(x, full, modes[mode], builtins.float(value))
 
 
+def _int_arg(v, op, what):
+    """An int argument: an int or a one-element integer tensor, else TypeError (floats are not truncated)."""
+    if isinstance(v, Tensor) and v.size == 1:
+        v = v.item()
+    if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
+        raise TypeError("{}: {} must be an int, got {!r}".format(op, what, v))
+    return builtins.int(v)
+
+
 def tril(x, diagonal=0, name=None):
     """The lower triangle of the last two dims (elements with col - row <= diagonal), others zero."""
-    return _tril(x, builtins.int(diagonal))
+    return _tril(x, _int_arg(diagonal, "tril", "diagonal"))
 
 
 def triu(x, diagonal=0, name=None):
     """The upper triangle of the last two dims (elements with col - row >= diagonal), others zero."""
-    return _triu(x, builtins.int(diagonal))
+    return _triu(x, _int_arg(diagonal, "triu", "diagonal"))
 
 
 def _diag_coords(m, n, offset):
+    if offset >= n or -offset >= m:  # no diagonal (also keeps offsets beyond int64 out of numpy)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if offset >= 0:
         length = builtins.max(0, builtins.min(m, n - offset))
         rows = np.arange(length)
@@ -350,7 +370,7 @@ def diagonal(x, offset=0, axis1=0, axis2=1, name=None):
         raise ValueError("diagonal: axis1 and axis2 must differ, got {} and {}".format(axis1, axis2))
     rest = [i for i in range(x.ndim) if i not in (a1, a2)]
     t = _C._transpose(x, [a1, a2] + rest)
-    rows, cols = _diag_coords(x.shape[a1], x.shape[a2], offset)
+    rows, cols = _diag_coords(x.shape[a1], x.shape[a2], _int_arg(offset, "diagonal", "offset"))
     g = _gather_nd(t, _const(np.stack([rows, cols], -1).astype(np.int64).reshape(-1, 2), x.place))
     return _C._transpose(g, list(range(1, g.ndim)) + [0])
 
@@ -362,9 +382,13 @@ def diag(x, offset=0, padding_value=0, name=None):
         return diagonal(x, offset)
     if x.ndim > 1:
         raise ValueError("diag: x must be 0-D, 1-D or 2-D, got shape {}".format(x.shape))
+    offset = _int_arg(offset, "diag", "offset")
     v = _C._reshape(x, [-1])
     n = v.shape[0]
     size = n + builtins.abs(offset)
+    if size > sys.maxsize:
+        raise ValueError("diag: the result's size {} is more than 2^63-1".format(size))
+    _C._check_size("diag", [size, size], _C.float64, "cpu")  # the host buffer below
     rows, cols = _diag_coords(size, size, offset)
     base = np.full((size, size), padding_value, dtype=np.float64)
     base[rows, cols] = 0
@@ -432,7 +456,13 @@ def broadcast_tensors(input, name=None):
 
 def _index_1d(index, op):
     if not isinstance(index, Tensor):
-        index = to_tensor(np.asarray(index, dtype=np.int64))
+        try:
+            arr = np.asarray(index)
+        except ValueError as e:
+            raise ValueError("{}: index {!r} is not an integer array: {}".format(op, index, e)) from None
+        if arr.dtype.kind not in "iu" and arr.size:
+            raise TypeError("{}: index must hold int64 integers, got {!r}".format(op, index))
+        index = to_tensor(arr.astype(np.int64))
     if index.ndim == 0:
         index = _C._reshape(index, [1])
     if index.ndim != 1:
@@ -548,8 +578,11 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = _axis(dim1, r, "diag_embed"), _axis(dim2, r, "diag_embed")
     if d1 == d2:
         raise ValueError("diag_embed: dim1 and dim2 must differ, got {} and {}".format(dim1, dim2))
+    offset = _int_arg(offset, "diag_embed", "offset")
     n = input.shape[-1]
     size = n + builtins.abs(offset)
+    if size > sys.maxsize:
+        raise ValueError("diag_embed: the result's size {} is more than 2^63-1".format(size))
     rows, cols = _diag_coords(size, size, offset)
     batch = input.shape[:-1]
     upd = _C._transpose(input, [input.ndim - 1] + list(range(input.ndim - 1)))  # [n, *batch]

@@ -145,6 +145,7 @@ def prod(x, axis=None, keepdim=False, dtype=None, name=None):
 # ---- the math family (docs/ops_math.md) -------------------------------------------------------------
 import builtins as _builtins
 import math as _math
+import numbers as _numbers
 
 from .._C import Tensor as _Tensor
 
@@ -381,12 +382,20 @@ _all = _C.Op("all", "axis", "keepdim")
 _any = _C.Op("any", "axis", "keepdim")
 
 
+def _axis_int(a, axis):
+    if isinstance(a, _Tensor) and a.size == 1:
+        a = a.item()
+    if not isinstance(a, _numbers.Integral) or isinstance(a, _builtins.bool):
+        raise TypeError("axis must be an int, a list of ints or None, got {!r}".format(axis))
+    return _builtins.int(a)
+
+
 def _axes(axis):
     if axis is None:
         return None
     if isinstance(axis, (list, tuple)):
-        return [_builtins.int(a) for a in axis]
-    return [_builtins.int(axis)]
+        return [_axis_int(a, axis) for a in axis]
+    return [_axis_int(axis, axis)]
 
 
 def all(x, axis=None, keepdim=False, name=None):

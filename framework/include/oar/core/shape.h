@@ -37,9 +37,12 @@ class Dims {
     for (int32_t i = n_; i < n; ++i) d_[i] = fill;
     n_ = n;
   }
+  // The element count. A shape whose count exceeds 2^63-1 throws (kInvalidArgument): no tensor can
+  // have one, as checked_numel() refuses it where tensors and views are made.
   int64_t numel() const {
     int64_t p = 1;
-    for (int32_t i = 0; i < n_; ++i) p *= d_[i];
+    for (int32_t i = 0; i < n_; ++i)
+      if (__builtin_mul_overflow(p, d_[i], &p)) return numel_overflowed();
     return p;
   }
   bool operator==(const Dims& o) const {
@@ -53,6 +56,7 @@ class Dims {
   std::string to_string() const;  // "[2, 3]"
 
  private:
+  int64_t numel_overflowed() const;  // 0 when a dim is 0, else throws
   void assign(const int64_t* p, int32_t n) {
     resize(n);
     for (int32_t i = 0; i < n; ++i) d_[i] = p[i];
@@ -63,5 +67,29 @@ class Dims {
 
 // Row-major strides (in elements) for `dims`.
 Dims contiguous_strides(const Dims& dims);
+
+// ---- checked size arithmetic ---------------------------------------------------------------------------
+// Every element count, byte size, stride and dimension the core derives from user input is computed
+// with these: an overflow is a kInvalidArgument error (Python ValueError) naming the op, never a
+// wrapped value (docs/python.md, "Sizes and bad input").
+[[noreturn]] void throw_size_overflow(const char* op, const char* what, int64_t a, char sign, int64_t b);
+
+// a * b, or an error "<op>: <what> overflows int64 (a * b)".
+inline int64_t checked_mul(int64_t a, int64_t b, const char* op, const char* what = "a size") {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw_size_overflow(op, what, a, '*', b);
+  return r;
+}
+// a + b, or an error "<op>: <what> overflows int64 (a + b)".
+inline int64_t checked_add(int64_t a, int64_t b, const char* op, const char* what = "a size") {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw_size_overflow(op, what, a, '+', b);
+  return r;
+}
+
+// The element count of a tensor of shape `dims`, checked: every dim is >= 0 and the product of the
+// non-zero dims (which bounds every contiguous stride) is at most 2^63-1. The error names `op` and the
+// shape: "zeros: shape [1099511627776, 1073741824] has more than 2^63-1 elements".
+int64_t checked_numel(const Dims& dims, const char* op);
 
 }  // namespace oar

@@ -122,4 +122,9 @@ class Tensor {
 // A new TensorImpl describing a strided view of `base`'s storage.
 Tensor make_view(const Tensor& base, const Dims& dims, const Dims& strides, int64_t offset);
 
+// The byte size of a tensor of `dims` and `dtype` on `device`, checked before anything is allocated:
+// kInvalidArgument (ValueError) when a dim is negative or the element count or byte size exceeds
+// 2^63-1, kOutOfMemory (MemoryError) when it is larger than the device's memory. `op` names the caller.
+size_t checked_tensor_bytes(const Dims& dims, DType dtype, const Device& device, const char* op);
+
 }  // namespace oar

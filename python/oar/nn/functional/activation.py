@@ -212,6 +212,8 @@ def rrelu(x, lower=1.0 / 8.0, upper=1.0 / 3.0, training=True, name=None):
 def maxout(x, groups, axis=1, name=None):
     """Max over `groups` consecutive channels: C channels become C / groups."""
     nd = x.ndim
+    if nd < 2:
+        raise ValueError("maxout: x must have at least 2 dimensions, got shape {}".format(x.shape))
     if axis not in (1, -1, 3) or (axis == 3 and nd != 4):
         raise ValueError("maxout: axis must be 1 or -1 (or 3 for 4-D input), got {}".format(axis))
     ax = axis % nd

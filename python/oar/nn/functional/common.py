@@ -181,6 +181,9 @@ def label_smooth(label, prior_dist=None, epsilon=0.1, name=None):
     if not 0 <= epsilon <= 1:
         raise ValueError("label_smooth: epsilon must be in [0, 1], got {}".format(epsilon))
     if prior_dist is None:
+        if label.ndim == 0 or label.shape[-1] == 0:
+            raise ValueError("label_smooth: label must have a non-empty last dimension (the classes), got shape {}"
+                             .format(label.shape))
         return label * (1.0 - epsilon) + epsilon / label.shape[-1]
     return label * (1.0 - epsilon) + prior_dist * float(epsilon)
 

@@ -195,6 +195,7 @@ def affine_grid(theta, out_shape, align_corners=True, name=None):
     if len(out_shape) != 4 or out_shape[0] != theta.shape[0]:
         raise ValueError("{}: out_shape must be [N, C, H, W] with N = {}, got {}".format(op, theta.shape[0], out_shape))
     n, _, h, w = out_shape
+    _C._check_size(op, [n, h, w, 3], _C.float64, "cpu")  # the host grid below
 
     def lin(k):
         if align_corners:
