@@ -34,7 +34,7 @@ Tensor random_op(const OpDef& def, const Dims& shape, const char* a, double va, 
     Generator& g = generator();
     seed = g.seed.load();
     // normal uses two counters per element
-    offset = g.offset.fetch_add(static_cast<uint64_t>(checked_numel(shape, name)) * 2);
+    offset = g.offset.fetch_add(static_cast<uint64_t>(checked_numel(shape, def.name)) * 2);
   }
   return call1(def, {},
                {{"shape", shape.to_vector()},
