@@ -266,7 +266,7 @@ void register_manip_ops(OpRegistry& r) {
       .outputs = {"values", "indices"};
   def(r, "topk", {"x"}, {req_int("k"), int_attr("axis", -1), int_attr("largest", 1)}, infer_topk).outputs = {
       "values", "indices"};
-  def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero);
+  def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero).differentiable = false;
   def(r, "tril", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
   def(r, "pad", {"x"}, {req_ints("pads"), int_attr("mode", 0), float_attr("value", 0.0)}, infer_pad);
   def(r, "triu", {"x"}, {int_attr("diagonal", 0)}, infer_tri);

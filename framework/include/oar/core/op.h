@@ -84,6 +84,10 @@ struct OpDef {
   // back; written inputs must be contiguous.
   uint32_t inplace_mask = 0;
   int32_t inplace_groups = 0;
+  // false: the op has no gradient by nature (comparisons, rounding, argmax, random draws), so its outputs
+  // are constants. An op left true without a gradient rule gets outputs whose backward raises, naming
+  // the op (docs/decisions.md, "no silently wrong gradients"), e.g. a *_grad kernel differentiated twice.
+  bool differentiable = true;
   std::string doc;
   // Ops from a custom op library (custom_op.cc): the loader's per-op state, and the gradient rule it
   // built from the library's grad op (autograd reads it instead of its table).
