@@ -48,6 +48,10 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 
 make_venv() {
   [ -x "$VENV/bin/python" ] || "${PYTHON:-python3}" -m venv --system-site-packages "$VENV"
+  # The pybind11 of that Python, as scikit-build-core would find it (a distribution's older pybind11
+  # in /usr/lib/cmake misreads numpy 2's dtypes).
+  local dir
+  dir=$("$VENV/bin/python" -m pybind11 --cmakedir 2>/dev/null) && CMAKE_DEFS+=("-Dpybind11_DIR=$dir")
 }
 
 run_cpp() {
@@ -80,12 +84,14 @@ run_python() {
     if [ -e "$ROOT/$a" ]; then args+=("$ROOT/$a"); else args+=("$a"); fi
   done
   [ ${#args[@]} -gt 0 ] || args=("$ROOT/tests/python")
+  # --capture=sys: pytest leaves file descriptor 2 alone, so a sanitizer report (written there just
+  # before the process ends) is not lost in pytest's capture file.
   # detect_leaks=0: CPython never frees its interned objects, arenas and extension modules at exit, so
   # LeakSanitizer would list thousands of allocations that are not oar's (the C++ tests above do check
   # the core and the plugins for leaks).
   cd /tmp
   LD_PRELOAD="$preload" ASAN_OPTIONS="$ASAN_COMMON:detect_leaks=0" OAR_BUILD_DIR="$BUILD" \
-    "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${args[@]}"
+    "$VENV/bin/python" -m pytest -q -p no:cacheprovider --capture=sys "${args[@]}"
 }
 
 case "$WHAT" in
