@@ -12,6 +12,12 @@ namespace opdef {
 
 const char* op_name(const InferContext& c) { return c.op->name; }
 
+std::string input_name(const InferContext& c, int i) {
+  const std::vector<const char*>& names = c.op->inputs;
+  if (!c.op->variadic && i >= 0 && static_cast<size_t>(i) < names.size()) return names[i];
+  return std::string(names.empty() ? "input" : names[0]) + "[" + std::to_string(i) + "]";
+}
+
 // numpy broadcasting of two shapes.
 Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* an, const char* bn) {
   Dims out;
@@ -31,14 +37,14 @@ Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* 
 void require_same_dtype(const InferContext& c, int a, int b) {
   DType da = c.inputs[a].dtype, db = c.inputs[b].dtype;
   OAR_ENFORCE(da == db, ErrorCode::kType,
-              op_name(c) << ": " << c.op->inputs[a] << ".dtype (" << dtype_name(da) << ") != "
-                         << c.op->inputs[b] << ".dtype (" << dtype_name(db) << "); cast one of them first");
+              op_name(c) << ": " << input_name(c, a) << ".dtype (" << dtype_name(da) << ") != "
+                         << input_name(c, b) << ".dtype (" << dtype_name(db) << "); cast one of them first");
 }
 
 void require_floating(const InferContext& c, int i) {
   DType d = c.inputs[i].dtype;
   OAR_ENFORCE(is_floating(d), ErrorCode::kType,
-              op_name(c) << ": " << c.op->inputs[i] << ".dtype " << dtype_name(d)
+              op_name(c) << ": " << input_name(c, i) << ".dtype " << dtype_name(d)
                          << " is not supported; expected float16, bfloat16, float32 or float64");
 }
 

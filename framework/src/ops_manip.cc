@@ -19,7 +19,7 @@ void require_index(const InferContext& c, int i) {
   DType d = c.inputs[i].dtype;
   OAR_ENFORCE(
       d == DType::kInt32 || d == DType::kInt64, ErrorCode::kType,
-      op_name(c) << ": " << c.op->inputs[i] << ".dtype must be int32 or int64, got " << dtype_name(d));
+      op_name(c) << ": " << input_name(c, i) << ".dtype must be int32 or int64, got " << dtype_name(d));
 }
 
 // index[..., k] addresses the first k dims of x; the addressed part has shape x.shape[k:].
