@@ -285,13 +285,38 @@ Edge edge_of(const Tensor& t) {
   return {acc, 0};
 }
 
+namespace {
+// The rule of a differentiable op that has none (OpDef::differentiable): its outputs take part in
+// differentiation, and reaching them raises, naming the op, instead of treating them as constants.
+std::vector<Tensor> missing_grad(const GradContext& c) {
+  const std::string name = c.op->name;
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, "_grad") == 0)
+    OAR_THROW(ErrorCode::kUnimplemented,
+              name << ": has no gradient rule, so " << name.substr(0, name.size() - 5)
+                   << " cannot be differentiated twice (its gradient, recorded with create_graph=True, was "
+                      "differentiated again)");
+  OAR_THROW(
+      ErrorCode::kUnimplemented,
+      name << ": has no gradient rule, so it cannot be differentiated; compute it under no_grad() or on "
+              "detached inputs");
+}
+const GradRule kMissingGrad{missing_grad};
+}  // namespace
+
 void record_op(const OpDef& op, const Tensor* inputs, int32_t n_in, const Attrs& attrs, Tensor* outputs,
                int32_t n_out) {
   bool any = false;
   for (int32_t i = 0; i < n_in && !any; ++i) any = requires_grad(inputs[i]);
   if (!any) return;
   const GradRule* rule = grad_rule(op);
-  if (!rule) return;  // not differentiable (comparisons, argmax, creation): outputs carry no history
+  if (!rule) {
+    // Not differentiable by nature (comparisons, rounding, argmax, random) or no floating output: the
+    // outputs carry no history. Otherwise they get a node that raises when differentiated.
+    bool float_out = false;
+    for (int32_t i = 0; i < n_out; ++i) float_out = float_out || differentiable_dtype(outputs[i].dtype());
+    if (!op.differentiable || !float_out) return;
+    rule = &kMissingGrad;
+  }
   auto node = std::make_shared<OpNode>(op, rule->fn, attrs);
   auto others_need = [&](int32_t i) {
     for (int32_t j = 0; j < n_in; ++j)

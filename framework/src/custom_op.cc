@@ -652,6 +652,31 @@ std::vector<Tensor> unsupported_grad(const GradContext& c) {
   OAR_THROW(ErrorCode::kUnimplemented, state_of(*c.op).grad_error);
 }
 
+// Why `op`, which has no grad op "<op>_grad" in its library, cannot be differentiated. A grad op
+// ("<fwd>_grad", "<fwd>_grad_grad") is named after the forward op it belongs to.
+std::string missing_grad_message(const CustomOp& op, const std::set<std::string>& library_ops) {
+  std::string fwd = op.info.name;
+  int32_t order = 0;
+  while (fwd.size() > 5 && fwd.compare(fwd.size() - 5, 5, "_grad") == 0 &&
+         library_ops.count(fwd.substr(0, fwd.size() - 5))) {
+    fwd.resize(fwd.size() - 5);
+    ++order;
+  }
+  const std::string next = op.info.name + "_grad";
+  std::ostringstream m;
+  m << "custom op '" << fwd << "' (" << op.info.library << "): ";
+  if (order == 0) {
+    m << "has no gradient op (no '" << next << "' op is registered); it cannot be differentiated";
+  } else {
+    static const char* const kTimes[] = {"twice", "three times"};
+    m << "its " << (order == 1 ? "" : "order-" + std::to_string(order) + " ") << "gradient op '"
+      << op.info.name << "' has no gradient (no '" << next
+      << "' op is registered); it cannot be differentiated "
+      << (order <= 2 ? kTimes[order - 1] : std::to_string(order + 1) + " times");
+  }
+  return m.str();
+}
+
 // Ties op `fwd` to its grad op `g` ("<fwd>_grad") by the names of g's inputs and outputs.
 void link_grad(CustomOp& fwd, const CustomOp& g) {
   auto index_of = [](const std::vector<std::string>& v, const std::string& n) {
@@ -897,6 +922,12 @@ std::vector<CustomOpInfo> load_custom_op_library(const std::string& path) {
     if (g != by_name.end()) link_grad(*op, *g->second);
     if (auto why = no_grad.find(op->info.name); why != no_grad.end()) {
       op->grad_error = why->second;
+      op->rule.fn = unsupported_grad;
+      op->def->grad = op->rule;
+    } else if (!op->grad) {
+      // No "<op>_grad": differentiating through the op raises, naming it, rather than treating its
+      // outputs as constants (a grad op without "<op>_grad_grad" would give wrong second derivatives).
+      op->grad_error = missing_grad_message(*op, names);
       op->rule.fn = unsupported_grad;
       op->def->grad = op->rule;
     }

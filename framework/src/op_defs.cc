@@ -14,6 +14,12 @@ namespace opdef {
 
 const char* op_name(const InferContext& c) { return c.op->name; }
 
+std::string input_name(const InferContext& c, int i) {
+  const std::vector<const char*>& names = c.op->inputs;
+  if (!c.op->variadic && i >= 0 && static_cast<size_t>(i) < names.size()) return names[i];
+  return std::string(names.empty() ? "input" : names[0]) + "[" + std::to_string(i) + "]";
+}
+
 // numpy broadcasting of two shapes.
 Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* an, const char* bn) {
   Dims out;
@@ -33,14 +39,14 @@ Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* 
 void require_same_dtype(const InferContext& c, int a, int b) {
   DType da = c.inputs[a].dtype, db = c.inputs[b].dtype;
   OAR_ENFORCE(da == db, ErrorCode::kType,
-              op_name(c) << ": " << c.op->inputs[a] << ".dtype (" << dtype_name(da) << ") != "
-                         << c.op->inputs[b] << ".dtype (" << dtype_name(db) << "); cast one of them first");
+              op_name(c) << ": " << input_name(c, a) << ".dtype (" << dtype_name(da) << ") != "
+                         << input_name(c, b) << ".dtype (" << dtype_name(db) << "); cast one of them first");
 }
 
 void require_floating(const InferContext& c, int i) {
   DType d = c.inputs[i].dtype;
   OAR_ENFORCE(is_floating(d), ErrorCode::kType,
-              op_name(c) << ": " << c.op->inputs[i] << ".dtype " << dtype_name(d)
+              op_name(c) << ": " << input_name(c, i) << ".dtype " << dtype_name(d)
                          << " is not supported; expected float16, bfloat16, float32 or float64");
 }
 
@@ -366,19 +372,26 @@ void register_builtin_ops(OpRegistry& r) {
 // where, softmax (docs/ops.md).
 void register_foundation_ops(OpRegistry& r) {
   for (const char* n : {"add", "subtract", "multiply", "divide"}) def(r, n, {"x", "y"}, {}, infer_binary);
+  // differentiable = false: no gradient by nature (piecewise constant, or bool/integer results), so the
+  // outputs are constants (OpDef::differentiable).
   for (const char* n : {"floor_divide", "remainder", "maximum", "minimum", "pow"})
-    def(r, n, {"x", "y"}, {}, infer_binary_real);
-  for (const char* n : {"equal", "not_equal"}) def(r, n, {"x", "y"}, {}, infer_compare);
+    def(r, n, {"x", "y"}, {}, infer_binary_real).differentiable = std::string(n) != "floor_divide";
+  for (const char* n : {"equal", "not_equal"})
+    def(r, n, {"x", "y"}, {}, infer_compare).differentiable = false;
   for (const char* n : {"less_than", "less_equal", "greater_than", "greater_equal", "logical_and",
                         "logical_or", "logical_xor"})
-    def(r, n, {"x", "y"}, {}, infer_compare_real);
+    def(r, n, {"x", "y"}, {}, infer_compare_real).differentiable = false;
 
-  for (const char* n : {"neg", "abs", "square", "sign", "relu"}) def(r, n, {"x"}, {}, infer_unary_real);
+  for (const char* n : {"neg", "abs", "square", "sign", "relu"})
+    def(r, n, {"x"}, {}, infer_unary_real).differentiable = std::string(n) != "sign";
   for (const char* n : {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-                        "floor", "ceil", "round", "reciprocal", "erf"})
-    def(r, n, {"x"}, {}, infer_unary_float);
-  def(r, "logical_not", {"x"}, {}, infer_unary_bool);
-  for (const char* n : {"isnan", "isinf", "isfinite"}) def(r, n, {"x"}, {}, infer_float_predicate);
+                        "floor", "ceil", "round", "reciprocal", "erf"}) {
+    const std::string s = n;
+    def(r, n, {"x"}, {}, infer_unary_float).differentiable = s != "floor" && s != "ceil" && s != "round";
+  }
+  def(r, "logical_not", {"x"}, {}, infer_unary_bool).differentiable = false;
+  for (const char* n : {"isnan", "isinf", "isfinite"})
+    def(r, n, {"x"}, {}, infer_float_predicate).differentiable = false;
 
   std::vector<AttrDef> reduce_attrs = {ints_attr("axis"), int_attr("keepdim", 0)};
   def(r, "sum", {"x"}, reduce_attrs, infer_sum);
@@ -387,8 +400,8 @@ void register_foundation_ops(OpRegistry& r) {
   def(r, "min", {"x"}, reduce_attrs, infer_minmax);
   def(r, "prod", {"x"}, reduce_attrs, infer_prod);
   std::vector<AttrDef> arg_attrs = {int_attr("axis", 0), int_attr("keepdim", 0), int_attr("flatten", 0)};
-  def(r, "argmax", {"x"}, arg_attrs, infer_arg);
-  def(r, "argmin", {"x"}, arg_attrs, infer_arg);
+  def(r, "argmax", {"x"}, arg_attrs, infer_arg).differentiable = false;
+  def(r, "argmin", {"x"}, arg_attrs, infer_arg).differentiable = false;
 
   def(r, "matmul", {"x", "y"}, {int_attr("transpose_x", 0), int_attr("transpose_y", 0)}, infer_matmul);
   def(r, "cast", {"x"}, {req_int("dtype")}, infer_cast);

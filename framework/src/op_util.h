@@ -7,6 +7,7 @@
 #include <oar/core/op.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace oar {
@@ -37,6 +38,8 @@ namespace opdef {
 
 // ---- helpers for inference functions (op_defs.cc) ---------------------------------------------------
 const char* op_name(const InferContext& c);
+// Input i's name for messages; a variadic op's inputs share one name, so they are numbered ("x[2]").
+std::string input_name(const InferContext& c, int i);
 // numpy broadcasting of two shapes; the error names the op and the two arguments.
 Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* an, const char* bn);
 void require_same_dtype(const InferContext& c, int a, int b);

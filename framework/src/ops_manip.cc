@@ -20,7 +20,7 @@ void require_index(const InferContext& c, int i) {
   DType d = c.inputs[i].dtype;
   OAR_ENFORCE(
       d == DType::kInt32 || d == DType::kInt64, ErrorCode::kType,
-      op_name(c) << ": " << c.op->inputs[i] << ".dtype must be int32 or int64, got " << dtype_name(d));
+      op_name(c) << ": " << input_name(c, i) << ".dtype must be int32 or int64, got " << dtype_name(d));
 }
 
 // index[..., k] addresses the first k dims of x; the addressed part has shape x.shape[k:].
@@ -273,7 +273,7 @@ void register_manip_ops(OpRegistry& r) {
       .outputs = {"values", "indices"};
   def(r, "topk", {"x"}, {req_int("k"), int_attr("axis", -1), int_attr("largest", 1)}, infer_topk).outputs = {
       "values", "indices"};
-  def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero);
+  def(r, "nonzero", {"x"}, {req_int("count")}, infer_nonzero).differentiable = false;
   def(r, "tril", {"x"}, {int_attr("diagonal", 0)}, infer_tri);
   def(r, "pad", {"x"}, {req_ints("pads"), int_attr("mode", 0), float_attr("value", 0.0)}, infer_pad);
   def(r, "triu", {"x"}, {int_attr("diagonal", 0)}, infer_tri);

@@ -264,9 +264,11 @@ void register_math_ops(OpRegistry& r) {
   def(r, "heaviside", {"x", "y"}, {}, infer_binary_float);
   for (const char* n : {"fmax", "fmin"}) def(r, n, {"x", "y"}, {}, infer_binary_real);
   def(r, "copysign", {"x", "y"}, {}, infer_binary_real);
-  for (const char* n : {"bitwise_and", "bitwise_or", "bitwise_xor"}) def(r, n, {"x", "y"}, {}, infer_bitwise);
-  def(r, "bitwise_not", {"x"}, {}, infer_bitwise);
-  for (const char* n : {"gcd", "lcm"}) def(r, n, {"x", "y"}, {}, infer_int_binary);
+  // Integer and bool results: not differentiable (OpDef::differentiable).
+  for (const char* n : {"bitwise_and", "bitwise_or", "bitwise_xor"})
+    def(r, n, {"x", "y"}, {}, infer_bitwise).differentiable = false;
+  def(r, "bitwise_not", {"x"}, {}, infer_bitwise).differentiable = false;
+  for (const char* n : {"gcd", "lcm"}) def(r, n, {"x", "y"}, {}, infer_int_binary).differentiable = false;
 
   const double inf = std::numeric_limits<double>::infinity();
   def(r, "clip", {"x"}, {float_attr("min", -inf), float_attr("max", inf)}, infer_clip);
@@ -275,18 +277,21 @@ void register_math_ops(OpRegistry& r) {
       infer_scan_float);
   def(r, "cumprod", {"x"}, {int_attr("axis", -1), int_attr("flatten", 0)}, infer_scan);
   std::vector<AttrDef> reduce_attrs = {ints_attr("axis"), int_attr("keepdim", 0)};
-  def(r, "all", {"x"}, reduce_attrs, infer_bool_reduce);
-  def(r, "any", {"x"}, reduce_attrs, infer_bool_reduce);
+  def(r, "all", {"x"}, reduce_attrs, infer_bool_reduce).differentiable = false;
+  def(r, "any", {"x"}, reduce_attrs, infer_bool_reduce).differentiable = false;
 
   def(r, "linspace", {}, {req_float("start"), req_float("stop"), req_int("num"), req_int("dtype")},
       infer_linspace, -1);
   def(r, "eye", {}, {req_int("num_rows"), req_int("num_columns"), req_int("dtype")}, infer_eye, -1);
   // Random ops: element i uses counter offset + i of stream `seed` (oar/sdk/random.h); the Python
   // wrappers draw seed from the global generator (python/oar/tensor/random.py).
-  def(r, "bernoulli", {"x"}, {req_int("seed"), int_attr("offset", 0)}, infer_bernoulli);
+  // A random draw has no gradient with respect to its probabilities (OpDef::differentiable).
+  def(r, "bernoulli", {"x"}, {req_int("seed"), int_attr("offset", 0)}, infer_bernoulli).differentiable =
+      false;
   def(r, "multinomial", {"x"},
       {req_int("num_samples"), int_attr("replacement", 0), req_int("seed"), int_attr("offset", 0)},
-      infer_multinomial);
+      infer_multinomial)
+      .differentiable = false;
   def(r, "poisson", {"x"}, {req_int("seed"), int_attr("offset", 0)}, infer_bernoulli);
   def(r, "randperm", {}, {req_int("n"), req_int("seed"), int_attr("offset", 0), req_int("dtype")},
       infer_randperm, -1);

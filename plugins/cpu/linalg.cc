@@ -60,10 +60,23 @@ struct Lapack {
 #undef OAR_LAPACK_FN
 };
 
+// The sanitizers' runtimes refuse RTLD_DEEPBIND (it would bypass their interceptors) and end the
+// process; a sanitizer build (scripts/sanitize.sh) loads LAPACK without it.
+#if defined(__SANITIZE_ADDRESS__)
+#define OAR_LAPACK_DEEPBIND 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OAR_LAPACK_DEEPBIND 0
+#endif
+#endif
+#ifndef OAR_LAPACK_DEEPBIND
+#define OAR_LAPACK_DEEPBIND RTLD_DEEPBIND
+#endif
+
 Lapack load_lapack() {
   void* h = nullptr;
   for (const char* name : {"liblapack.so.3", "liblapack.so"}) {
-    h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    h = dlopen(name, RTLD_NOW | RTLD_LOCAL | OAR_LAPACK_DEEPBIND);
     if (h) break;
   }
   OAR_SDK_CHECK(h, OAR_ERR_UNAVAILABLE, "linalg: cannot load LAPACK (liblapack.so.3): " << dlerror());

@@ -14,7 +14,8 @@ namespace oar_cpu {
 
 inline float fast_exp(float x) {
   const float hi = 88.7228f, lo = -103.972f;  // beyond these expf is inf / 0
-  float xc = x < lo ? lo : (x > hi ? hi : x);
+  // NaN computes with 0 (converting NaN to int is undefined) and is put back at the end.
+  float xc = x < lo ? lo : (x > hi ? hi : (x != x ? 0.0f : x));
   // n = round(x / ln2); r = x - n ln2 in two parts so r is exact to float precision.
   // Round to nearest with the 1.5 * 2^23 trick (std::nearbyint/floor are not vectorisable on SSE2).
   const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -31,7 +32,7 @@ inline float fast_exp(float x) {
   // Scale by 2^n in two steps so n down to -150 (denormal results) and up to 128 stay representable.
   int32_t ni = static_cast<int32_t>(n);
   const int32_t n1 = ni / 2, n2 = ni - n1;
-  int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+  uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23, b2 = static_cast<uint32_t>(n2 + 127) << 23;
   float s1, s2;
   std::memcpy(&s1, &b1, 4);
   std::memcpy(&s2, &b2, 4);

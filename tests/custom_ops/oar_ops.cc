@@ -173,6 +173,42 @@ std::vector<Tensor> TanhDoubleGrad(const Tensor& out, const Tensor& gout, const 
   return on_host(TanhDoubleGradCPU, out, gout, ddx);
 }
 
+// ---- cube: custom_cube has a grad op only, custom_cube_dd a grad_grad op too ---------------------------
+std::vector<Tensor> CubeCPU(const Tensor& x) {
+  return {map1(x, [](auto v, int64_t) { return v * v * v; })};
+}
+std::vector<Tensor> Cube(const Tensor& x) { return on_host(CubeCPU, x); }
+// Inputs X, Out@GRAD; output X@GRAD = 3 x^2 g.
+std::vector<Tensor> CubeGradCPU(const Tensor& x, const Tensor& gout) {
+  Tensor r = oar::empty(x.shape(), x.dtype(), x.place());
+  OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "custom_cube_grad", ([&] {
+                                const data_t *a = x.data<data_t>(), *g = gout.data<data_t>();
+                                data_t* d = r.data<data_t>();
+                                for (int64_t i = 0; i < x.numel(); ++i) d[i] = 3 * a[i] * a[i] * g[i];
+                              }));
+  return {r};
+}
+std::vector<Tensor> CubeGrad(const Tensor& x, const Tensor& gout) { return on_host(CubeGradCPU, x, gout); }
+// Inputs X, Out@GRAD, X@GRAD@GRAD; outputs X@GRAD = 6 x g gg (d/dX) and Out@GRAD@GRAD = 3 x^2 gg
+// (d/dOut@GRAD).
+std::vector<Tensor> CubeDoubleGradCPU(const Tensor& x, const Tensor& gout, const Tensor& ddx) {
+  Tensor dx = oar::empty(x.shape(), x.dtype(), x.place());
+  Tensor ddout = oar::empty(x.shape(), x.dtype(), x.place());
+  OAR_DISPATCH_FLOATING_TYPES(x.dtype(), "custom_cube_dd_grad_grad", ([&] {
+                                const data_t *a = x.data<data_t>(), *g = gout.data<data_t>(),
+                                             *dd = ddx.data<data_t>();
+                                data_t *p = dx.data<data_t>(), *q = ddout.data<data_t>();
+                                for (int64_t i = 0; i < x.numel(); ++i) {
+                                  p[i] = 6 * a[i] * g[i] * dd[i];
+                                  q[i] = 3 * a[i] * a[i] * dd[i];
+                                }
+                              }));
+  return {dx, ddout};
+}
+std::vector<Tensor> CubeDoubleGrad(const Tensor& x, const Tensor& gout, const Tensor& ddx) {
+  return on_host(CubeDoubleGradCPU, x, gout, ddx);
+}
+
 // ---- in place: x *= scale --------------------------------------------------------------------------
 void ScaleInplace(Tensor& x, float scale) {
   OAR_CHECK(x.is_cpu(), "custom_scale_ runs on the CPU only");
@@ -256,6 +292,22 @@ OAR_BUILD_DOUBLE_GRAD_OP(custom_tanh)
     .Inputs({"Out", oar::Grad("Out"), oar::Grad(oar::Grad("X"))})
     .Outputs({oar::Grad("Out"), oar::Grad(oar::Grad("Out"))})
     .SetKernelFn(OAR_KERNEL(TanhDoubleGrad));
+
+OAR_BUILD_OP(custom_cube).Inputs({"X"}).Outputs({"Out"}).SetKernelFn(OAR_KERNEL(Cube));
+OAR_BUILD_GRAD_OP(custom_cube)
+    .Inputs({"X", oar::Grad("Out")})
+    .Outputs({oar::Grad("X")})
+    .SetKernelFn(OAR_KERNEL(CubeGrad));
+
+OAR_BUILD_OP(custom_cube_dd).Inputs({"X"}).Outputs({"Out"}).SetKernelFn(OAR_KERNEL(Cube));
+OAR_BUILD_GRAD_OP(custom_cube_dd)
+    .Inputs({"X", oar::Grad("Out")})
+    .Outputs({oar::Grad("X")})
+    .SetKernelFn(OAR_KERNEL(CubeGrad));
+OAR_BUILD_DOUBLE_GRAD_OP(custom_cube_dd)
+    .Inputs({"X", oar::Grad("Out"), oar::Grad(oar::Grad("X"))})
+    .Outputs({oar::Grad("X"), oar::Grad(oar::Grad("Out"))})
+    .SetKernelFn(OAR_KERNEL(CubeDoubleGrad));
 
 OAR_BUILD_OP(custom_scale_)
     .Inputs({"X"})

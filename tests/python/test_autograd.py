@@ -141,6 +141,85 @@ def test_grad_create_graph_second_derivative(device):
     check(x.grad, 6 * np.array([0.5, -2.0, 1.5]))
 
 
+# ---- ops without a gradient rule (docs/decisions.md: no silently wrong gradients) ---------------------
+def test_double_backward_through_a_grad_kernel_without_rule_raises(device):
+    """layer_norm's gradient is the layer_norm_grad kernel, which has no rule of its own: the first-order
+    gradient is right and keeps its history, and differentiating it again raises naming the kernel
+    (it used to be treated as a constant: a silently wrong second derivative)."""
+    a, c = RNG.standard_normal((2, 4)), RNG.standard_normal((2, 4))
+
+    def ln(v):  # float64 reference, weight 1, bias 0
+        m = v.mean(-1, keepdims=True)
+        return (v - m) / np.sqrt(((v - m) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    x = leaf(a, device)
+    w, b = leaf(np.ones(4), device), leaf(np.zeros(4), device)
+    ct = paddle.to_tensor(c, place=device)
+    (g,) = paddle.grad([(F.layer_norm(x, [4], w, b) * ct).sum()], [x], create_graph=True)
+    eps, num = 1e-6, np.zeros_like(a)
+    for i in np.ndindex(*a.shape):
+        p, m = a.copy(), a.copy()
+        p[i] += eps
+        m[i] -= eps
+        num[i] = ((ln(p) - ln(m)) * c).sum() / (2 * eps)
+    check(g, num, rtol=1e-5, atol=1e-7)
+    assert not g.stop_gradient
+    match = r"layer_norm_grad: has no gradient rule, so layer_norm cannot be differentiated twice"
+    with pytest.raises(NotImplementedError, match=match):
+        (g * g).sum().backward()
+    (g,) = paddle.grad([(F.layer_norm(x, [4], w, b) * ct).sum()], [x], create_graph=True)
+    with pytest.raises(NotImplementedError, match=match):
+        paddle.grad([(g * g).sum()], [x])
+
+
+def test_double_backward_through_max_pool_raises(device):
+    """max_pool's gradient is the max_pool_grad kernel (no rule): with an incoming gradient that depends
+    on x (here 2 * max_pool(x)), differentiating the gradient again raises naming it."""
+    a = RNG.standard_normal((1, 1, 4, 4))
+    x = leaf(a, device)
+    (g,) = paddle.grad([(F.max_pool2d(x, 2) ** 2).sum()], [x], create_graph=True)
+    win = a.reshape(2, 2, 2, 2).transpose(0, 2, 1, 3).reshape(4, 4).max(-1)  # the four window maxima
+    np.testing.assert_allclose(np.sort(g.numpy()[g.numpy() != 0]), np.sort(2 * win))  # first order unchanged
+    with pytest.raises(NotImplementedError, match="max_pool_grad: has no gradient rule, so max_pool cannot"):
+        (g * x).sum().backward()
+
+
+def test_op_without_rule_raises_when_differentiated(device):
+    """prod has no gradient rule: its result used to be a constant, so prod(x) + sum(x) gave d/dx = 1."""
+    x = leaf([2.0, 3.0], device)
+    y = paddle.prod(x)
+    assert not y.stop_gradient
+    with pytest.raises(NotImplementedError, match="prod: has no gradient rule, so it cannot be differentiated"):
+        (y + x.sum()).backward()
+    with paddle.no_grad():
+        check(paddle.prod(x), 6.0)
+
+
+def _prod_plus_sum(t):
+    return paddle.prod(t) + t.sum()
+
+
+def test_to_static_with_an_op_without_rule_runs_forward_and_raises_at_backward():
+    x = leaf([2.0, 3.0], "cpu")
+    f = paddle.jit.to_static(_prod_plus_sum)
+    y = f(x)
+    check(y, 11.0)
+    with pytest.raises(NotImplementedError, match="prod: has no gradient rule"):
+        y.backward()
+
+
+def test_non_differentiable_ops_stay_constants(device):
+    """Rounding, sign, comparisons, argmax and random draws have no gradient by nature: their results are
+    constants (stop_gradient), and a loss using them differentiates through the rest as before."""
+    a = np.array([0.4, -1.6, 2.5])
+    x = leaf(a, device)
+    for out in [paddle.floor(x), paddle.ceil(x), paddle.round(x), paddle.sign(x), paddle.floor_divide(x, x),
+                x > 0, paddle.argmax(x), paddle.isnan(x), paddle.bernoulli(paddle.nn.functional.sigmoid(x))]:
+        assert out.stop_gradient, out
+    (paddle.floor(x) * x + paddle.sign(x) + paddle.round(x) * 2 + x).sum().backward()
+    check(x.grad, np.floor(a) + 1)
+
+
 def test_grad_options(device):
     x = leaf([1.0, 2.0], device)
     u = leaf([3.0], device)

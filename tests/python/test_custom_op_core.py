@@ -99,6 +99,65 @@ def test_tanh_gradients_match_numeric(ops, device):
     np.testing.assert_allclose(gg.numpy(), _numeric_grad(d1, a), rtol=1e-5, atol=1e-7)
 
 
+CUBE_TWICE = (r"custom op 'custom_cube' \(.*\): its gradient op 'custom_cube_grad' has no gradient "
+              r"\(no 'custom_cube_grad_grad' op is registered\); it cannot be differentiated twice")
+
+
+def test_grad_op_without_grad_grad_raises_when_differentiated_twice(ops, device):
+    """custom_cube has a grad op but no custom_cube_grad_grad (issue 13): its first-order gradient is right
+    and keeps its history; differentiating it again raises naming the op instead of treating it as a
+    constant (which gave [12, 3] where d/dx sum(3 x^2 * x) = [36, 9])."""
+    x = oar.to_tensor(np.array([2.0, 1.0]), place=device, stop_gradient=False)
+    (g,) = oar.grad([ops.custom_cube(x)], [x], create_graph=True)
+    np.testing.assert_allclose(g.numpy(), [12.0, 3.0])
+    assert not g.stop_gradient  # not wrongly marked constant
+    with pytest.raises(NotImplementedError, match=CUBE_TWICE):
+        (g * x).sum().backward()
+    assert x.grad is None  # nothing half-accumulated
+    (g,) = oar.grad([ops.custom_cube(x)], [x], create_graph=True)
+    with pytest.raises(NotImplementedError, match=CUBE_TWICE):
+        oar.grad([g.sum()], [x])  # a second oar.grad names it too
+
+
+def test_grad_op_without_grad_grad_first_order_unchanged(ops, device):
+    a = np.array([2.0, -1.0, 0.5])
+    x = oar.to_tensor(a, place=device, stop_gradient=False)
+    ops.custom_cube(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * a**2)
+    # create_graph=True alone is fine as long as nothing differentiates the gradient again.
+    (g,) = oar.grad([ops.custom_cube(x).sum()], [x], create_graph=True)
+    np.testing.assert_allclose((g * 2).numpy(), 6 * a**2)
+
+
+def test_grad_grad_op_gives_second_derivatives(ops, device):
+    """custom_cube_dd registers custom_cube_dd_grad_grad (Paddle's PD_BUILD_DOUBLE_GRAD_OP): the issue's
+    case gives [36, 9], and a third differentiation raises naming the order-2 grad op."""
+    x = oar.to_tensor(np.array([2.0, 1.0]), place=device, stop_gradient=False)
+    (g,) = oar.grad([ops.custom_cube_dd(x)], [x], create_graph=True)
+    np.testing.assert_allclose(g.numpy(), [12.0, 3.0])
+    (g * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [36.0, 9.0])
+    (g,) = oar.grad([ops.custom_cube_dd(x)], [x], create_graph=True)
+    (gg,) = oar.grad([g.sum()], [x], create_graph=True)
+    np.testing.assert_allclose(gg.numpy(), [12.0, 6.0])  # 6 x
+    with pytest.raises(NotImplementedError, match=r"custom op 'custom_cube_dd' .*order-2 gradient op "
+                       r"'custom_cube_dd_grad_grad' has no gradient.*differentiated three times"):
+        oar.grad([gg.sum()], [x])
+
+
+def test_op_without_grad_op_raises_when_differentiated(ops):
+    """custom_attrs registers no grad op: its output is not a constant but raises, naming the op, when a
+    backward reaches it (it used to be silently left out of the gradient)."""
+    x = oar.to_tensor(np.ones((2, 3)), stop_gradient=False)
+    out = ops.custom_attrs(x, 1, 1, 1.0, 1.0, True, "a", [1], [1], [1.0], [1.0])
+    assert not out.stop_gradient
+    with pytest.raises(NotImplementedError, match=r"custom op 'custom_attrs' .*has no gradient op "
+                       r"\(no 'custom_attrs_grad' op is registered\); it cannot be differentiated"):
+        (out.sum() + x.sum()).backward()
+    with oar.no_grad():
+        assert ops.custom_attrs(x, 1, 1, 1.0, 1.0, True, "a", [1], [1], [1.0], [1.0]).stop_gradient
+
+
 def test_two_outputs_and_their_gradient(ops, device):
     a, x = _x(device=device)
     s, c = ops.custom_sincos(x)
@@ -388,7 +447,9 @@ def test_cuda_source_builds_and_loads(tmp_path):
     inc = [os.path.join(ROOT, "sdk", "include"), os.path.join(ROOT, "device_api", "include")]
     cmd = [nvcc, "-std=c++17", "-arch=sm_90", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-shared",
            os.path.join(ROOT, "tests", "custom_ops", "gpu_relu.cu"), "-o", out] + ["-I" + i for i in inc]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    # The compiler runs without a sanitizer runtime preloaded for this process (scripts/sanitize.sh).
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     lib = oar.utils.load_op_library(out)
     assert lib.__all__ == ["gpu_relu"]

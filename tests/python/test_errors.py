@@ -125,3 +125,14 @@ def test_cpp_call_stack_only_when_asked():
     deep = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert "matmul: x.shape[-1] (3) != y.shape[-2] (4)" in deep
     assert "C++ call stack (OAR_CALL_STACK_LEVEL=2)" in deep and "#0 " in deep
+
+
+def test_variadic_op_dtype_error_names_the_input_by_position():
+    """merged_sum_squares takes a list whose tensors share one input name: a bad dtype is named by its
+    position (the message used to read past the op's input names: a heap overflow ASan found)."""
+    op = oar._C.Op("merged_sum_squares")
+    a = oar.to_tensor(np.ones(2, "float32"))
+    with pytest.raises(TypeError, match=r"merged_sum_squares: x\[0\]\.dtype \(float32\) != x\[1\]\.dtype \(float64\)"):
+        op([a, oar.to_tensor(np.ones(2, "float64"))])
+    with pytest.raises(TypeError, match=r"merged_sum_squares: x\[1\]\.dtype int64 is not supported"):
+        op([a, oar.to_tensor(np.ones(2, "int64"))])

@@ -1,6 +1,7 @@
 // Autograd: every gradient rule against central finite differences (float64) on cpu and sim, and the
 // engine's semantics (accumulation, retain_graph, create_graph, grad(), hooks, no_grad, version checks).
 #include <oar/core/autograd.h>
+#include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 #include <oar/core/runtime.h>
@@ -208,6 +209,34 @@ TEST(Autograd, HigherOrderWithCreateGraph) {
   Tensor ddx = ag::grad({ops::sum(dx)}, {x})[0];
   EXPECT_EQ(ddx.to_vector<double>(), (std::vector<double>{3.0, -12.0}));  // 6x
   EXPECT_FALSE(ag::grad(x).defined()) << "grad() must not accumulate into .grad";
+}
+
+// An op without a gradient rule is never a constant by mistake (docs/decisions.md, 34): its outputs
+// raise, naming it, when differentiated; ops without a gradient by nature stay constants.
+TEST(Autograd, OpWithoutRuleRaisesWhenDifferentiated) {
+  Tensor x = leaf({1.0, -2.0, 0.5}, {3}, oar::cpu_place());
+  // layer_norm's gradient is the layer_norm_grad kernel, which has no rule: first order works and keeps
+  // its history, differentiating it again names the kernel.
+  Tensor w = leaf({1, 1, 1}, {3}, oar::cpu_place()), b = leaf({0, 0, 0}, {3}, oar::cpu_place());
+  Tensor y = oar::call_op("layer_norm", {x, w, b}, oar::Attrs{{"begin_norm_axis", int64_t{0}}})[0];
+  Tensor c = Tensor::from_vector(std::vector<double>{1, 2, 3}, {3}, DType::kFloat64, oar::cpu_place());
+  Tensor g = ag::grad({ops::sum(ops::multiply(y, c))}, {x}, {}, false, /*create_graph=*/true)[0];
+  ASSERT_TRUE(ag::requires_grad(g));
+  try {
+    ag::grad({ops::sum(ops::multiply(g, g))}, {x});
+    FAIL() << "expected an error";
+  } catch (const oar::Error& e) {
+    EXPECT_EQ(e.code(), oar::ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("layer_norm_grad: has no gradient rule, so layer_norm cannot be "
+                                         "differentiated twice"),
+              std::string::npos)
+        << e.what();
+  }
+  // Not differentiable by nature: constants, and the rest of the loss differentiates as before.
+  for (const char* op : {"floor", "round", "sign"}) EXPECT_FALSE(ag::requires_grad(ops::unary(op, x))) << op;
+  EXPECT_FALSE(ag::requires_grad(ops::floor_divide(x, x)));
+  ag::backward({ops::sum(ops::add(ops::multiply(ops::unary("floor", x), x), x))});
+  EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{2, -1, 1}));  // floor(x) + 1
 }
 
 TEST(Autograd, HigherOrderThroughSavedOutputs) {

@@ -204,6 +204,11 @@ class ConcreteProgram:
                 prev = _C._set_builder(None)
                 try:
                     self._build_training()
+                except NotImplementedError:
+                    # A differentiable op without a gradient rule (docs/decisions.md, 34) on the way: no
+                    # backward program; runs replay under autograd, whose backward raises naming the op
+                    # if it is ever reached, so a forward-only use keeps working.
+                    self._train = False
                 finally:
                     _C._set_builder(prev)
             if self._train and self._train.run.pending == 0:

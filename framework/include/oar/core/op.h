@@ -56,7 +56,7 @@ struct GradContext;  // autograd.h
 
 // An op's gradient rule: from the saved inputs/outputs, the attributes and the output gradients
 // (GradContext), one gradient per input, written with ordinary ops so it can be differentiated again.
-// fn == nullptr: the op is not differentiable.
+// fn == nullptr: no rule; OpDef::differentiable then says whether the outputs are constants or raise.
 using GradFn = std::vector<Tensor> (*)(const GradContext& ctx);
 struct GradRule {
   GradFn fn = nullptr;
@@ -104,6 +104,10 @@ struct OpDef {
   // back; written inputs must be contiguous.
   uint32_t inplace_mask = 0;
   int32_t inplace_groups = 0;
+  // false: the op has no gradient by nature (comparisons, rounding, argmax, random draws), so its outputs
+  // are constants. An op left true without a gradient rule gets outputs whose backward raises, naming
+  // the op (docs/decisions.md, "no silently wrong gradients"), e.g. a *_grad kernel differentiated twice.
+  bool differentiable = true;
   std::string doc;
   // The gradient rule, declared with the op (built-in ops: next to their definition in op_defs.cc and
   // the family files; custom ops: built by the loader from the library's grad op).
