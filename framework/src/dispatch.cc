@@ -121,8 +121,7 @@ bool run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
   OarTensorDesc out_desc[kMaxOpOutputs] = {};
   if (!(k.flags & kKernelOwnsOutputs)) {
     for (int32_t i = 0; i < n_out; ++i) {
-      checked_tensor_bytes(ic.outputs[i].dims, ic.outputs[i].dtype, dev, op.name);  // the error names the op
-      outputs[i] = Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place());
+      outputs[i] = Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place(), op.name);
       fill_desc(out_desc[i], outputs[i]);
     }
   }
@@ -342,10 +341,12 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
     meta_large.resize(n_in);
     metas = meta_large.data();
   }
+  bool symbolic = false;
   for (int32_t i = 0; i < n_in; ++i) {
     const Tensor& t = inputs[i];
     OAR_ENFORCE(t.defined(), ErrorCode::kInvalidArgument,
                 op.name << ": input '" << op.inputs[op.variadic ? 0 : i] << "' is an undefined tensor");
+    symbolic |= t.impl()->symbol != nullptr;
     if (i == 0) {
       place = t.place();
     } else {
@@ -360,7 +361,7 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
   complete_attrs(op, attrs);
   InferContext ic{&op, metas, n_in, &attrs, {}};
   op.infer(ic);
-  OpCall call{op, inputs, n_in, attrs, ic, place, outputs};
+  OpCall call{op, inputs, n_in, attrs, ic, place, outputs, symbolic};
   dispatch(call, out_meta);
 }
 

@@ -26,11 +26,11 @@ Storage::~Storage() {
 Place Storage::place() const { return device_->place(); }
 
 // ---- Tensor -------------------------------------------------------------------------------------
-Tensor Tensor::empty(const Dims& dims, DType dtype, Place place) {
+Tensor Tensor::empty(const Dims& dims, DType dtype, Place place, const char* op) {
   OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(dtype)), ErrorCode::kType,
               "invalid dtype value " << static_cast<int32_t>(dtype));
   Device& dev = Runtime::get().device(place);
-  const size_t bytes = checked_tensor_bytes(dims, dtype, dev, "allocate");
+  const size_t bytes = checked_tensor_bytes(dims, dtype, dev, op);
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->dims = dims;

@@ -146,10 +146,9 @@ bool record_op_call(OpCall& c) {
     b->record(c.op, c.inputs, c.n_inputs, c.attrs, c.infer, c.place, c.outputs);
     return true;
   }
-  for (int32_t i = 0; i < c.n_inputs; ++i)
-    OAR_ENFORCE(c.inputs[i].impl()->symbol == nullptr, ErrorCode::kInvalidArgument,
-                c.op.name << ": an input is a static-graph variable, used outside of the program being built "
-                             "(program_guard / to_static)");
+  OAR_ENFORCE(!c.symbolic_inputs, ErrorCode::kInvalidArgument,
+              c.op.name << ": an input is a static-graph variable, used outside of the program being built "
+                           "(program_guard / to_static)");
   return false;
 }
 

@@ -18,6 +18,7 @@ struct OpCall {
   const InferContext& infer;  // the inferred outputs
   Place place;
   Tensor* outputs;  // room for op.outputs.size() tensors; filled by the kernel or by a hook
+  bool symbolic_inputs = false;  // some input has a symbol (TensorImpl::symbol: a static-graph variable)
 };
 
 struct DispatchHook {

@@ -68,7 +68,8 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // A new contiguous tensor with uninitialised memory on `place`.
-  static Tensor empty(const Dims& dims, DType dtype, Place place = cpu_place());
+  // `op` names the caller in the size errors (checked_tensor_bytes): the op whose output this is.
+  static Tensor empty(const Dims& dims, DType dtype, Place place = cpu_place(), const char* op = "allocate");
   // A CPU tensor holding a copy of `data` (numel * dtype_size bytes).
   static Tensor from_host(const void* data, const Dims& dims, DType dtype, Place place = cpu_place());
   template <typename T>
