@@ -474,6 +474,13 @@ std::vector<Tensor> select_grad(const GradContext& c, bool is_max) {
 std::vector<Tensor> maximum_grad(const GradContext& c) { return select_grad(c, true); }
 std::vector<Tensor> minimum_grad(const GradContext& c) { return select_grad(c, false); }
 
+// remainder: out = x - floor(x / y) * y, so dx = g and dy = -g * floor(x / y) (as Paddle's
+// elementwise_mod_grad); undefined only on the jumps, where x / y is an integer.
+std::vector<Tensor> remainder_grad(const GradContext& c) {
+  return {c.needs_grad[0] ? unbroadcast(g0(c), in_dims(c, 0)) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(ops::neg(multiply(g0(c), ops::floor_divide(X(c), Y(c)))), in_dims(c, 1))
+                          : Tensor()};
+}
 std::vector<Tensor> neg_grad(const GradContext& c) { return {ops::neg(g0(c))}; }
 std::vector<Tensor> exp_grad(const GradContext& c) { return {multiply(g0(c), OUT(c))}; }
 std::vector<Tensor> expm1_grad(const GradContext& c) {
@@ -527,6 +534,19 @@ std::vector<Tensor> mean_grad(const GradContext& c) {
   double count =
       static_cast<double>(in_dims(c, 0).numel()) / std::max<int64_t>(c.output_meta[0].dims.numel(), 1);
   return {expand_reduced(c, divide(g0(c), scalar_like(count, g0(c))))};
+}
+// prod over axes: d out / d x_i is the product of the other elements. out / x_i where x_i != 0; where
+// x_i == 0 it is the product of the rest when x_i is its slice's only zero, else 0 (no division by 0).
+std::vector<Tensor> prod_grad(const GradContext& c) {
+  const std::vector<int64_t>& axes = c.attrs.get_ints("axis");
+  const Tensor& x = X(c);
+  Tensor zero = scalar_like(0, x), one = scalar_like(1, x);
+  Tensor is_zero = ops::equal(x, zero);
+  Tensor zeros_in_slice = expand_reduced(c, ops::sum(mask(is_zero, x), axes, true));
+  Tensor others = expand_reduced(c, ops::prod(ops::where(is_zero, one, x), axes, true));
+  Tensor at_zero = ops::where(ops::equal(zeros_in_slice, one), others, zero);
+  Tensor elsewhere = divide(expand_reduced(c, OUT(c)), ops::where(is_zero, one, x));
+  return {multiply(expand_reduced(c, g0(c)), ops::where(is_zero, at_zero, elsewhere))};
 }
 // max/min over axes: the gradient goes to the elements equal to the result, split among ties.
 std::vector<Tensor> extreme_grad(const GradContext& c) {
@@ -650,6 +670,8 @@ void register_foundation_grads(OpRegistry& r) {
   set("sum", sum_grad, kNone, kNoOut);
   set("mean", mean_grad, kNone, kNoOut);
   set("max", extreme_grad, kX, kOut);
+  set("prod", prod_grad, kX, kOut);
+  set("remainder", remainder_grad, kXY, kNoOut);
   set("min", extreme_grad, kX, kOut);
   set("matmul", matmul_grad, kXY, kNoOut);
   set("cast", cast_grad, kNone, kNoOut);
@@ -669,10 +691,10 @@ void register_foundation_samples(OpRegistry& r) {
   add(r, {"add", "subtract", "multiply", "maximum", "minimum"}, binary());
   add(r, "divide", binary(-2, 2, -2, 2, /*y_nonzero=*/true));
   add(r, {"floor_divide", "remainder"}, binary(-5, 5, -3, 3, /*y_nonzero=*/true));
-  add(r, "remainder", {S("signs", {integer({4, 5}, -7, 7), nonzero({4, 5}, -3, 3)})});
+  add(r, "remainder", {nonsmooth(S("signs", {integer({4, 5}, -7, 7), nonzero({4, 5}, -3, 3)}))});
   // Integer edge cases (docs/ops.md): the dtype's minimum (a range below it clips to it) divided by -1
   // wraps as numpy does; MIN % -1 == 0.
-  const OpSample min_by_minus_one = only(S("MIN by -1", {real({4}, -1e300, -1e300), integer({4}, -1, -1)}),
+  const OpSample min_by_minus_one = only(nonsmooth(S("MIN by -1", {real({4}, -1e300, -1e300), integer({4}, -1, -1)})),
                                          {DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64});
   add(r, {"divide", "floor_divide", "remainder"}, {min_by_minus_one});
   {

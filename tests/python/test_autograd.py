@@ -184,28 +184,49 @@ def test_double_backward_through_max_pool_raises(device):
         (g * x).sum().backward()
 
 
-def test_op_without_rule_raises_when_differentiated(device):
-    """prod has no gradient rule: its result used to be a constant, so prod(x) + sum(x) gave d/dx = 1."""
-    x = leaf([2.0, 3.0], device)
-    y = paddle.prod(x)
-    assert not y.stop_gradient
-    with pytest.raises(NotImplementedError, match="prod: has no gradient rule, so it cannot be differentiated"):
-        (y + x.sum()).backward()
-    with paddle.no_grad():
-        check(paddle.prod(x), 6.0)
+def _numeric_grad(f, a, eps=1e-6):
+    g = np.zeros_like(a)
+    for i in range(a.size):
+        d = np.zeros_like(a)
+        d.flat[i] = eps
+        g.flat[i] = (f(a + d) - f(a - d)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("values", [[2.0, 3.0, -1.5, 0.5], [2.0, 0.0, -1.5, 0.5], [0.0, 3.0, 0.0, 0.5]])
+def test_prod_gradient_with_and_without_zeros(device, values):
+    """prod's gradient is the product of the other elements: out / x away from zeros; at a slice's only
+    zero the product of the rest; 0 where the slice has two zeros (no division by zero anywhere)."""
+    a = np.array(values, dtype="float64").reshape(2, 2)
+    for axis in (None, 1):
+        x = leaf(a, device)
+        y = paddle.prod(x) if axis is None else paddle.prod(x, axis=axis)
+        (y * paddle.to_tensor(np.arange(1.0, y.size + 1).reshape(y.shape), dtype="float64", place=device)).sum().backward()
+        w = np.arange(1.0, (a.size if axis is None else 2) + 1)
+        f = (lambda v: np.prod(v)) if axis is None else (lambda v: float((np.prod(v, axis=1) * w).sum()))
+        np.testing.assert_allclose(x.grad.numpy(), _numeric_grad(f, a), rtol=1e-6, atol=1e-8)
+
+
+def test_remainder_gradient(device):
+    """remainder: dx = g, dy = -g * floor(x / y), as Paddle's elementwise_mod_grad."""
+    a, b = np.array([5.5, -3.2, 7.1]), np.array([2.0, 1.5, -3.0])
+    x, y = leaf(a, device), leaf(b, device)
+    paddle.remainder(x, y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.ones(3))
+    np.testing.assert_allclose(y.grad.numpy(), -np.floor(a / b))
 
 
 def _prod_plus_sum(t):
     return paddle.prod(t) + t.sum()
 
 
-def test_to_static_with_an_op_without_rule_runs_forward_and_raises_at_backward():
+def test_to_static_through_prod_matches_eager():
     x = leaf([2.0, 3.0], "cpu")
     f = paddle.jit.to_static(_prod_plus_sum)
     y = f(x)
     check(y, 11.0)
-    with pytest.raises(NotImplementedError, match="prod: has no gradient rule"):
-        y.backward()
+    y.backward()
+    check(x.grad, [4.0, 3.0])
 
 
 def test_non_differentiable_ops_stay_constants(device):
