@@ -168,22 +168,60 @@ std::vector<Tensor> act_grad_grad(const GradContext& c) {
   return {dx, dg};
 }
 
+// layer_norm's outputs are (out, mean, rstd); mean and rstd are statistics of x over the N normalised
+// elements of each row: d mean / dx = 1 / N and d rstd / dx = -rstd^3 (x - mean) / N.
 std::vector<Tensor> layer_norm_grad_rule(const GradContext& c) {
-  const Tensor& g = c.grad_outputs[0];
-  if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
-  std::vector<Tensor> r =
-      call_op(OAR_OP("layer_norm_grad"), {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
-              Attrs{{"begin_norm_axis", c.attrs.get_int("begin_norm_axis")}});
-  return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1].reshape(in_dims(c, 1)) : Tensor(),
-          c.needs_grad[2] ? r[2].reshape(in_dims(c, 2)) : Tensor()};
+  const Tensor &g = c.grad_outputs[0], &g_mean = c.grad_outputs[1], &g_rstd = c.grad_outputs[2];
+  Tensor dx, dw, db;
+  if (g.defined()) {
+    std::vector<Tensor> r =
+        call_op(OAR_OP("layer_norm_grad"), {c.inputs[0], c.inputs[1], c.outputs[1], c.outputs[2], g},
+                Attrs{{"begin_norm_axis", c.attrs.get_int("begin_norm_axis")}});
+    dx = r[0];
+    if (c.needs_grad[1]) dw = r[1].reshape(in_dims(c, 1));
+    if (c.needs_grad[2]) db = r[2].reshape(in_dims(c, 2));
+  }
+  if (c.needs_grad[0] && (g_mean.defined() || g_rstd.defined())) {
+    const Tensor& x = c.inputs[0];
+    const int32_t b = static_cast<int32_t>(c.attrs.get_int("begin_norm_axis"));
+    Dims kept = in_dims(c, 0);  // the statistics' shape with the normalised axes kept as 1
+    int64_t n = 1;
+    for (int32_t i = b; i < kept.size(); ++i) {
+      n *= kept[i];
+      kept[i] = 1;
+    }
+    const Tensor &mean = c.outputs[1], &rstd = c.outputs[2];
+    const Tensor xs = x.dtype() == mean.dtype() ? x : ops::cast(x, mean.dtype());
+    Tensor stat;  // d(statistics) / dx, in the statistics' dtype, broadcast over the normalised axes
+    if (g_mean.defined()) stat = ops::divide(g_mean.reshape(kept), scalar_like(static_cast<double>(n), mean));
+    if (g_rstd.defined()) {
+      Tensor r3 = ops::multiply(rstd, ops::multiply(rstd, rstd));
+      Tensor coef = ops::multiply(ops::multiply(g_rstd, r3), scalar_like(-1.0 / static_cast<double>(n), rstd))
+                        .reshape(kept);
+      Tensor t = ops::multiply(coef, ops::subtract(xs, mean.reshape(kept)));
+      stat = stat.defined() ? ops::add(stat, t) : t;
+    }
+    stat = ops::add(stat, ops::zeros(in_dims(c, 0), stat.dtype(), stat.place()));  // to x's shape
+    if (stat.dtype() != x.dtype()) stat = ops::cast(stat, x.dtype());
+    dx = dx.defined() ? ops::add(dx, stat) : stat;
+  }
+  return {c.needs_grad[0] ? dx : Tensor(), dw, db};
 }
 
+// softmax_cross_entropy's outputs are (loss, softmax): the softmax's own gradient adds its Jacobian
+// product, softmax * (g - sum(g * softmax)) over the class axis.
 std::vector<Tensor> softmax_ce_grad_rule(const GradContext& c) {
-  const Tensor& g = c.grad_outputs[0];
-  if (!g.defined()) return {Tensor(), Tensor()};
-  return {call_op(OAR_OP("softmax_cross_entropy_grad"), {c.outputs[1], c.inputs[1], g},
-                  Attrs{{"ignore_index", c.attrs.get_int("ignore_index")}})[0],
-          Tensor()};
+  const Tensor &g = c.grad_outputs[0], &g_sm = c.grad_outputs[1];
+  Tensor d;
+  if (g.defined())
+    d = call_op(OAR_OP("softmax_cross_entropy_grad"), {c.outputs[1], c.inputs[1], g},
+                Attrs{{"ignore_index", c.attrs.get_int("ignore_index")}})[0];
+  if (g_sm.defined()) {
+    const Tensor& sm = c.outputs[1];
+    Tensor t = ops::multiply(sm, ops::subtract(g_sm, ops::sum(ops::multiply(g_sm, sm), {1}, true)));
+    d = d.defined() ? ops::add(d, t) : t;
+  }
+  return {d, Tensor()};
 }
 
 }  // namespace

@@ -380,3 +380,33 @@ def test_training_loop_least_squares(device):
     assert loss.item() < 1e-4
     check(w, true_w, rtol=1e-2, atol=1e-2)
     check(b, [0.25], rtol=1e-2, atol=1e-2)
+
+
+def test_secondary_outputs_carry_their_gradients(device):
+    """layer_norm's mean/rstd and the softmax returned next to softmax_cross_entropy's loss are
+    differentiable outputs: a loss built on them gets their part of the gradient (it used to be dropped)."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-2, 2, size=(3, 4))
+    w, b = np.ones(4), np.zeros(4)
+    ln = paddle._C.Op("layer_norm")
+
+    def stats_loss(v):
+        mean, var = v.mean(axis=1), v.var(axis=1)
+        return float((mean * 2.0).sum() + (1.0 / np.sqrt(var + 1e-5) * 3.0).sum())
+
+    x = leaf(a, device)
+    _, mean, rstd = ln(x, paddle.to_tensor(w, place=device), paddle.to_tensor(b, place=device), begin_norm_axis=1)
+    (mean * 2.0 + rstd * 3.0).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), _numeric_grad(stats_loss, a), rtol=1e-5, atol=1e-7)
+
+    labels = np.array([1, 0, 3])
+    x = leaf(a, device)
+    _, sm = F.softmax_with_cross_entropy(x, paddle.to_tensor(labels.reshape(3, 1), place=device),
+                                         return_softmax=True)
+    (sm * paddle.to_tensor(np.arange(12.0).reshape(3, 4), place=device)).sum().backward()
+
+    def sm_loss(v):
+        e = np.exp(v - v.max(axis=1, keepdims=True))
+        return float((e / e.sum(axis=1, keepdims=True) * np.arange(12.0).reshape(3, 4)).sum())
+
+    np.testing.assert_allclose(x.grad.numpy(), _numeric_grad(sm_loss, a), rtol=1e-5, atol=1e-7)

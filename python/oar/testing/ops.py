@@ -431,17 +431,10 @@ def _grad_inputs(case):
     return [k for k in range(len(case.arrays)) if case.follows(k) and case.arrays[k].size]
 
 
-# Ops whose gradient rule reads only some outputs' gradients: the others (saved statistics, the softmax
-# next to the loss) are returned as differentiable but their gradient is dropped (a known issue, see
-# docs/ops.md); the check weights only the listed outputs.
-_GRAD_OUTPUTS = {"layer_norm": (0,), "softmax_cross_entropy": (0,)}
-
-
 def _weights(case, outs, rng):
     """Random weights w for sum(out * w) over the float results (None for the others)."""
-    keep = _GRAD_OUTPUTS.get(case.op, range(len(outs)))
-    return [rng.uniform(0.5, 1.5, size=tuple(o.shape)) if j in keep and o.dtype in (oar.float32, oar.float64)
-            and o.size else None for j, o in enumerate(outs)]
+    return [rng.uniform(0.5, 1.5, size=tuple(o.shape)) if o.dtype in (oar.float32, oar.float64) and o.size
+            else None for o in outs]
 
 
 def _analytic(case, place, dtype, ws):
