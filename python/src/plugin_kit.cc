@@ -234,9 +234,15 @@ std::vector<py::array_t<float>> run_collective(
     for (int32_t r = 0; r < nranks; ++r) threads.emplace_back(rank_body, r);
     for (auto& th : threads) th.join();
   }
+  // Every failing rank's error: the one that failed first (say, on a mismatch) aborts the others, and
+  // which of them reports first depends on timing.
+  std::string errors;
+  for (int32_t r = 0; r < nranks; ++r)
+    if (!res[r].error.empty())
+      errors += (errors.empty() ? "" : "; ") + ("rank " + std::to_string(r) + ": " + res[r].error);
+  if (!errors.empty()) throw std::runtime_error(errors);
   std::vector<py::array_t<float>> out;
   for (int32_t r = 0; r < nranks; ++r) {
-    if (!res[r].error.empty()) throw std::runtime_error("rank " + std::to_string(r) + ": " + res[r].error);
     py::array_t<float> a(static_cast<py::ssize_t>(res[r].out.size()));
     if (!res[r].out.empty()) std::memcpy(a.mutable_data(), res[r].out.data(), res[r].out.size() * 4);
     out.push_back(std::move(a));
