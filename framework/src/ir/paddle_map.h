@@ -14,6 +14,8 @@
 #include <oar/ir/executor.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace oar::ir::paddle_map {
@@ -152,6 +154,13 @@ inline AttrRename bool_attr(const char* paddle, const char* oar, bool def) {
 }
 inline AttrRename float_attr(const char* paddle, const char* oar, double def) {
   return {paddle, oar, AttrKind::kFloat, def};
+}
+
+// A reader's copy of the table (map_entries() in each reading file) indexed by Paddle type.
+inline std::map<std::string, const Entry*> index_by_type(const std::vector<Entry>& entries) {
+  std::map<std::string, const Entry*> m;
+  for (const Entry& e : entries) m.emplace(e.paddle, &e);
+  return m;
 }
 
 }  // namespace oar::ir::paddle_map

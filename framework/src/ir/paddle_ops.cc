@@ -1079,11 +1079,7 @@ const std::vector<Entry>& map_entries() {
 }
 
 const Entry& entry_of(const std::string& paddle_type) {
-  static const std::map<std::string, const Entry*> by_type = [] {
-    std::map<std::string, const Entry*> m;
-    for (const Entry& e : map_entries()) m.emplace(e.paddle, &e);
-    return m;
-  }();
+  static const std::map<std::string, const Entry*> by_type = paddle_map::index_by_type(map_entries());
   return *by_type.at(paddle_type);
 }
 
