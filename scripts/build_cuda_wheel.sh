@@ -39,7 +39,9 @@ case "$NEEDED" in
 esac
 echo "wheel:    $WHEEL ($(du -h "$WHEEL" | cut -f1))"
 echo "needs:    $NEEDED"
-if command -v cuobjdump >/dev/null; then
+if ! command -v cuobjdump >/dev/null; then
+  echo "cubins:   (cuobjdump not found: not listed)"
+else
   echo "cubins:   $(cuobjdump --list-elf "$SO" | grep -o 'sm_[0-9]*[a-z]*' | sort -u | tr '\n' ' ')"
   echo "ptx:      $(cuobjdump --list-ptx "$SO" | grep -o 'sm_[0-9]*[a-z]*' | sort -u | tr '\n' ' ')"
 fi

@@ -308,19 +308,26 @@ def test_refused_gpu_plugin_reason_reaches_every_gpu_call(tmp_path):
     assert out == "ok\n"
 
 
+def _gpu_line(report):
+    """The doctor's device line for gpu ("  gpu: not available: <reasons>"); an installed oar-cuda adds its own."""
+    lines = [ln for ln in report.split("\ndevices:\n", 1)[1].splitlines() if ln.startswith("  gpu: not available: ")]
+    assert len(lines) == 1, report
+    return lines[0]
+
+
 def test_doctors_show_a_refused_gpu_plugin(tmp_path):
     d = _refused_gpu_dir(tmp_path)
     env = dict(os.environ, OAR_PLUGIN_PATH=d)
     path = os.path.join(d, "liboar_plugin_gpu_refused.so")
-    want = "  gpu: not available: the plugin {} was not loaded: {}".format(path, _REFUSAL)
+    want = "the plugin {} was not loaded: {}".format(path, _REFUSAL)
     py = subprocess.run([sys.executable, "-m", "oar.utils.doctor"], check=True, capture_output=True, text=True,
                         env=env, cwd="/").stdout
     assert "    skipped: " + _REFUSAL in py
-    assert want in py.split("\ndevices:\n", 1)[1].splitlines(), py
+    assert want in _gpu_line(py), py
     exe = os.path.join(ROOT, os.environ.get("OAR_BUILD_DIR", "build"), "bin", "oar-doctor")
     if os.path.exists(exe):
         cpp = subprocess.run([exe], check=True, capture_output=True, text=True, env=env).stdout
-        assert want in cpp.split("\ndevices:\n", 1)[1].splitlines(), cpp
+        assert want in _gpu_line(cpp), cpp
 
 
 # ---- with a GPU ----------------------------------------------------------------------------------
