@@ -346,9 +346,11 @@ void matmul_kernel(sdk::KernelContext& c) {
   if (e->use_lt) {
     void* ws = e->workspace ? c.workspace(e->workspace) : nullptr;
     cublasLtHandle_t h = cublaslt_handle(device);
-    cublas_check(cublasLtMatmul(h, e->op, alpha, y.raw(), e->a, x.raw(), e->b, beta, out.raw(), e->c,
-                                out.raw(), e->c, &e->algo, ws, e->workspace, stream),
-                 "matmul: cublasLtMatmul");
+    const cublasStatus_t s = cublasLtMatmul(h, e->op, alpha, y.raw(), e->a, x.raw(), e->b, beta, out.raw(), e->c,
+                                            out.raw(), e->c, &e->algo, ws, e->workspace, stream);
+    // Not supported: nothing was enqueued, the CPU kernel runs this call.
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED) sdk::decline("matmul: cublasLtMatmul does not support this problem");
+    cublas_check(s, "matmul: cublasLtMatmul");
     return;
   }
   // No cuBLASLt algorithm: the classic strided-batched GEMM (32-bit sizes).

@@ -222,6 +222,17 @@ std::shared_ptr<const Entry> make_entry(const Conv& p) {
   return e;
 }
 
+// cuDNN's "bad parameter" and "not supported" status families: a problem it cannot run, which the
+// kernel declines (nothing was enqueued) rather than fails.
+bool unsupported(int64_t status) { return status >= 2000 && status < 4000; }
+
+// Runs a cuDNN call that enqueues the convolution: an unsupported problem is declined.
+void run_checked(cudnnStatus_t s, const char* what) {
+  if (s != CUDNN_STATUS_SUCCESS && unsupported(s))
+    sdk::decline(std::string(what) + ": " + cudnnGetErrorString(s));
+  cudnn_check(s, what);
+}
+
 struct Cache {
   std::mutex mu;
   std::unordered_map<Conv, std::shared_ptr<const Entry>, ConvHash> map;  // nullptr: no algorithm
@@ -239,7 +250,12 @@ std::shared_ptr<const Entry> get_entry(const Conv& p) {
     auto it = c.map.find(p);
     if (it != c.map.end()) return it->second;
   }
-  std::shared_ptr<const Entry> e = make_entry(p);
+  std::shared_ptr<const Entry> e;
+  try {
+    e = make_entry(p);
+  } catch (const sdk::Error& err) {
+    if (!unsupported(err.native_code())) throw;  // a real failure, not "this problem is not supported"
+  }
   std::lock_guard<std::mutex> lk(c.mu);
   if (c.map.size() >= kMaxCached) c.map.clear();
   return c.map.emplace(p, e).first->second;
@@ -272,17 +288,17 @@ void conv_kernel(sdk::KernelContext& c) {
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* beta = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
   if (kKind == kFwd) {
-    cudnn_check(cudnnConvolutionForward(h, alpha, e->x, a.raw(), e->w, b.raw(), e->conv,
+    run_checked(cudnnConvolutionForward(h, alpha, e->x, a.raw(), e->w, b.raw(), e->conv,
                                         static_cast<cudnnConvolutionFwdAlgo_t>(e->algo), ws, e->workspace,
                                         beta, e->y, out.raw()),
                 "conv: cudnnConvolutionForward");
   } else if (kKind == kBwdData) {
-    cudnn_check(cudnnConvolutionBackwardData(h, alpha, e->w, b.raw(), e->y, a.raw(), e->conv,
+    run_checked(cudnnConvolutionBackwardData(h, alpha, e->w, b.raw(), e->y, a.raw(), e->conv,
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(e->algo), ws,
                                              e->workspace, beta, e->x, out.raw()),
                 "conv_grad_input: cudnnConvolutionBackwardData");
   } else {
-    cudnn_check(cudnnConvolutionBackwardFilter(h, alpha, e->x, a.raw(), e->y, b.raw(), e->conv,
+    run_checked(cudnnConvolutionBackwardFilter(h, alpha, e->x, a.raw(), e->y, b.raw(), e->conv,
                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(e->algo), ws,
                                                e->workspace, beta, e->w, out.raw()),
                 "conv_grad_filter: cudnnConvolutionBackwardFilter");
