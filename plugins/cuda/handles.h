@@ -33,7 +33,7 @@ cublasHandle_t cublas_handle(int32_t device);
 cudnnHandle_t cudnn_handle(int32_t device);
 
 // OAR_ALLOW_TF32=1 in the environment (read once, at plugin init): float32 matmul computes with
-// CUBLAS_COMPUTE_32F_FAST_TF32 and cuDNN convolutions with CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION.
+// CUBLAS_COMPUTE_32F_FAST_TF32 and float32 cuDNN convolutions with CUDNN_DEFAULT_MATH (TF32 tensor cores allowed).
 // Default: exact float32 (README.md, "TF32 policy").
 bool allow_tf32();
 
