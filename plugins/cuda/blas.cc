@@ -5,7 +5,8 @@
 // broadcast, transpose_x/transpose_y of the last two dims. Inputs arrive contiguous. One call is one
 // cublasLtMatmul over a strided batch: a broadcast operand (a single matrix) gets batch stride 0, and a
 // batch of X times one Y (nn.Linear on 3-D input) folds the batch into M. A "mixed" broadcast (neither
-// operand full nor single, e.g. [2,1,M,K] x [3,K,N]) does not map onto one strided batch: declined.
+// operand full nor single, e.g. [2,1,M,K] x [3,K,N]) is one strided batch over the last batch dim per
+// index of the other batch dims.
 //
 // Row-major trick: cuBLAS is column-major, and a row-major R x C matrix is a column-major C x R one,
 // so out = X Y (row-major, M x N) is computed as out^T = Y^T X^T (column-major N x M): A = Y, B = X.
@@ -16,6 +17,7 @@
 // cublasGemmStridedBatchedEx instead.
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "handles.h"
+#include "matmul_plan.h"
 
 namespace oar_cuda {
 
@@ -74,86 +77,11 @@ namespace {
 
 constexpr uint64_t kMaxWorkspace = uint64_t{32} << 20;  // what the heuristic may ask for
 
-// One matmul call as a strided batch of column-major problems (see the top of the file).
-struct Plan {
-  int64_t M = 1, K = 1, N = 1;
-  bool tx = false, ty = false;
-  int64_t batch = 1, x_batch = 1, y_batch = 1;
-  bool mixed = false;  // a broadcast that is not "full or single" per operand
-};
-
-Plan make_plan(const sdk::TensorView& x, const sdk::TensorView& y, bool tx, bool ty) {
-  Plan p;
-  std::vector<int64_t> xd = x.shape(), yd = y.shape();
-  OAR_SDK_CHECK(!xd.empty() && !yd.empty(), OAR_ERR_INVALID_ARGUMENT,
-                "matmul: operands must have at least 1 dimension");
-  int64_t ky;
-  std::vector<int64_t> xb, yb;
-  if (xd.size() == 1) {  // [k] is [1, k]
-    p.M = 1, p.K = xd[0];
-  } else {
-    const size_t r = xd.size();
-    p.tx = tx;
-    p.M = tx ? xd[r - 1] : xd[r - 2];
-    p.K = tx ? xd[r - 2] : xd[r - 1];
-    xb.assign(xd.begin(), xd.end() - 2);
-  }
-  if (yd.size() == 1) {  // [k] is [k, 1]
-    ky = yd[0], p.N = 1;
-  } else {
-    const size_t r = yd.size();
-    p.ty = ty;
-    ky = ty ? yd[r - 1] : yd[r - 2];
-    p.N = ty ? yd[r - 2] : yd[r - 1];
-    yb.assign(yd.begin(), yd.end() - 2);
-  }
-  OAR_SDK_CHECK(p.K == ky, OAR_ERR_INVALID_ARGUMENT,
-                "matmul: contraction sizes differ (x gives " << p.K << ", y gives " << ky << ")");
-  const size_t nb = std::max(xb.size(), yb.size());
-  xb.insert(xb.begin(), nb - xb.size(), 1);
-  yb.insert(yb.begin(), nb - yb.size(), 1);
-  for (size_t i = 0; i < nb; ++i) {
-    OAR_SDK_CHECK(
-        xb[i] == yb[i] || xb[i] == 1 || yb[i] == 1, OAR_ERR_INVALID_ARGUMENT,
-        "matmul: batch dimension " << i << " does not broadcast (" << xb[i] << " vs " << yb[i] << ")");
-    p.batch *= xb[i] == 1 ? yb[i] : xb[i];
-    p.x_batch *= xb[i];
-    p.y_batch *= yb[i];
-  }
-  p.mixed = !((p.x_batch == p.batch || p.x_batch == 1) && (p.y_batch == p.batch || p.y_batch == 1));
-  return p;
-}
-
-// The column-major problem handed to cuBLAS: D (m x n) = op(A) (m x k) * op(B) (k x n), `count`
-// matrices, A = Y, B = X.
-struct Problem {
-  int64_t m, n, k, count;
-  bool trans_a, trans_b;
-  int64_t lda, ldb, ldc;
-  int64_t stride_a, stride_b, stride_c;  // elements; 0 = the same matrix for every batch entry
-};
-
-Problem problem_of(const Plan& p) {
-  Problem q{};
-  int64_t M = p.M, batch = p.batch;
-  // A batch of X times one Y, X not transposed: X is one (batch * M) x K row-major matrix.
-  if (batch > 1 && p.y_batch == 1 && !p.tx && p.x_batch == batch) M *= batch, batch = 1;
-  q.m = p.N, q.n = M, q.k = p.K, q.count = batch;
-  q.trans_a = p.ty, q.trans_b = p.tx;
-  q.lda = p.ty ? p.K : p.N;  // Y stored K x N row-major = N x K column-major (ld N); transposed: ld K
-  q.ldb = p.tx ? M : p.K;
-  q.ldc = p.N;
-  q.stride_a = (batch > 1 && p.y_batch > 1) ? p.K * p.N : 0;
-  q.stride_b = (batch > 1 && p.x_batch > 1) ? M * p.K : 0;
-  q.stride_c = M * p.N;
-  return q;
-}
-
-// The largest power of two (at most 256) dividing the address and every batch stride in bytes: the
-// alignment cuBLASLt may assume for every matrix of the batch.
-uint32_t alignment(const void* ptr, int64_t stride_bytes) {
+// The largest power of two (at most 256) dividing the address and every step in bytes (batch stride,
+// matrix size): the alignment cuBLASLt may assume for every matrix it reads or writes.
+uint32_t alignment(const void* ptr, std::initializer_list<int64_t> steps) {
   uint64_t a = reinterpret_cast<uintptr_t>(ptr) | 256;
-  if (stride_bytes) a |= static_cast<uint64_t>(stride_bytes);
+  for (int64_t s : steps) a |= static_cast<uint64_t>(s);
   return static_cast<uint32_t>(a & (~a + 1));
 }
 
@@ -303,10 +231,6 @@ Plan checked_plan(const sdk::KernelContext& c) {
     sdk::decline(std::string("matmul: mixed dtypes ") + sdk::dtype_name(x.dtype()) + " x " +
                  sdk::dtype_name(y.dtype()));
   Plan p = make_plan(x, y, c.attr_int_or("transpose_x", 0) != 0, c.attr_int_or("transpose_y", 0) != 0);
-  if (p.mixed)
-    sdk::decline(
-        "matmul: a batch broadcast where neither operand is full or a single matrix does not map "
-        "onto one strided batch");
   if (p.batch > kIntMax) sdk::decline("matmul: more than 2^31-1 matrices in the batch");
   return p;
 }
@@ -333,10 +257,18 @@ void matmul_kernel(sdk::KernelContext& c) {
   key.m = q.m, key.n = q.n, key.k = q.k, key.count = q.count;
   key.stride_a = q.stride_a, key.stride_b = q.stride_b;
   key.ta = q.trans_a, key.tb = q.trans_b, key.tf32 = compute_type(dtype) == CUBLAS_COMPUTE_32F_FAST_TF32;
-  key.align_a = alignment(y.raw(), q.stride_a * static_cast<int64_t>(elem));
-  key.align_b = alignment(x.raw(), q.stride_b * static_cast<int64_t>(elem));
-  key.align_c = alignment(out.raw(), q.count > 1 ? q.stride_c * static_cast<int64_t>(elem) : 0);
+  const int64_t el = static_cast<int64_t>(elem);
+  // A mixed broadcast's launches start at whole matrices: their sizes count as steps too.
+  const int64_t mat_x = p.mixed ? p.M * p.K * el : 0, mat_y = p.mixed ? p.K * p.N * el : 0;
+  key.align_a = alignment(y.raw(), {q.stride_a * el, mat_y});
+  key.align_b = alignment(x.raw(), {q.stride_b * el, mat_x});
+  key.align_c =
+      alignment(out.raw(), {q.count > 1 ? q.stride_c * el : 0, p.mixed ? q.count * q.stride_c * el : 0});
   const std::shared_ptr<const Entry> e = get_entry(key, q);
+  const std::vector<Launch> runs = launches(p);
+  auto at = [](const sdk::TensorView& t, int64_t off, size_t elem) {
+    return static_cast<void*>(static_cast<char*>(t.raw()) + off * static_cast<int64_t>(elem));
+  };
 
   const float one_f = 1, zero_f = 0;
   const double one_d = 1, zero_d = 0;
@@ -346,11 +278,16 @@ void matmul_kernel(sdk::KernelContext& c) {
   if (e->use_lt) {
     void* ws = e->workspace ? c.workspace(e->workspace) : nullptr;
     cublasLtHandle_t h = cublaslt_handle(device);
-    const cublasStatus_t s = cublasLtMatmul(h, e->op, alpha, y.raw(), e->a, x.raw(), e->b, beta, out.raw(), e->c,
-                                            out.raw(), e->c, &e->algo, ws, e->workspace, stream);
-    // Not supported: nothing was enqueued, the CPU kernel runs this call.
-    if (s == CUBLAS_STATUS_NOT_SUPPORTED) sdk::decline("matmul: cublasLtMatmul does not support this problem");
-    cublas_check(s, "matmul: cublasLtMatmul");
+    for (size_t i = 0; i < runs.size(); ++i) {
+      void* o = at(out, runs[i].out, elem);
+      const cublasStatus_t s =
+          cublasLtMatmul(h, e->op, alpha, at(y, runs[i].y, elem), e->a, at(x, runs[i].x, elem), e->b, beta, o,
+                         e->c, o, e->c, &e->algo, ws, e->workspace, stream);
+      // Not supported at the first launch: nothing was enqueued, the CPU kernel runs this call.
+      if (s == CUBLAS_STATUS_NOT_SUPPORTED && i == 0)
+        sdk::decline("matmul: cublasLtMatmul does not support this problem");
+      cublas_check(s, "matmul: cublasLtMatmul");
+    }
     return;
   }
   // No cuBLASLt algorithm: the classic strided-batched GEMM (32-bit sizes).
@@ -360,13 +297,15 @@ void matmul_kernel(sdk::KernelContext& c) {
   cublasHandle_t h = cublas_handle(device);
   cublas_check(cublasSetStream(h, stream), "cublasSetStream");
   const cudaDataType_t t = cuda_type(dtype);
-  cublas_check(cublasGemmStridedBatchedEx(
-                   h, q.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, q.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                   static_cast<int>(q.m), static_cast<int>(q.n), static_cast<int>(q.k), alpha, y.raw(), t,
-                   static_cast<int>(q.lda), q.stride_a, x.raw(), t, static_cast<int>(q.ldb), q.stride_b, beta,
-                   out.raw(), t, static_cast<int>(q.ldc), q.stride_c, static_cast<int>(q.count),
-                   compute_type(dtype), CUBLAS_GEMM_DEFAULT),
-               "matmul: cublasGemmStridedBatchedEx");
+  for (const Launch& run : runs)
+    cublas_check(
+        cublasGemmStridedBatchedEx(
+            h, q.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, q.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+            static_cast<int>(q.m), static_cast<int>(q.n), static_cast<int>(q.k), alpha, at(y, run.y, elem), t,
+            static_cast<int>(q.lda), q.stride_a, at(x, run.x, elem), t, static_cast<int>(q.ldb), q.stride_b,
+            beta, at(out, run.out, elem), t, static_cast<int>(q.ldc), q.stride_c, static_cast<int>(q.count),
+            compute_type(dtype), CUBLAS_GEMM_DEFAULT),
+        "matmul: cublasGemmStridedBatchedEx");
 }
 
 }  // namespace
