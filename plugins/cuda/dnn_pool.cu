@@ -3,36 +3,15 @@
 // Not cuDNN: the op contract wants max_pool's argmax mask (cuDNN's pooling returns none), asymmetric
 // paddings, ceil mode through the end padding, adaptive windows and a divisor override, which cuDNN's
 // pooling descriptor cannot express. Each output (or input, for avg_pool_grad) is one thread that walks
-// its window in the CPU kernel's order, so forward results and avg_pool_grad are bit-identical to the
-// CPU's. max_pool_grad scatters through the mask, which may point anywhere in its plane: atomicAdd into
-// a float32 (float64 for float64) accumulator, so when windows overlap the summation order (and the
-// last bits) may differ from the CPU's.
+// its window in the CPU kernel's order (pool_geom.h, tested on the host by pool_geom_test.cc), so forward
+// results and avg_pool_grad are bit-identical to the CPU's. max_pool_grad scatters through the mask, which
+// may point anywhere in its plane: atomicAdd into a float32 (float64 for float64) accumulator, so when
+// windows overlap the summation order (and the last bits) may differ from the CPU's.
 #include "handles.h"
+#include "pool_geom.h"
 
 namespace oar_cuda {
 namespace {
-
-// Spatial dims padded to 3 at the front (size 1, kernel 1, stride 1, no padding).
-struct PoolGeom {
-  int64_t planes;
-  int64_t in[3], out[3], k[3], s[3], pad[3];  // pad: the begin padding
-  int32_t adaptive;
-  OAR_HD int64_t in_sz() const { return in[0] * in[1] * in[2]; }
-  OAR_HD int64_t out_sz() const { return out[0] * out[1] * out[2]; }
-  // The input window [b, e) of output index o along dim i, clipped to the input (as the CPU's make_pool).
-  OAR_HD void window(int i, int64_t o, int64_t& b, int64_t& e) const {
-    const int64_t L = in[i], O = out[i];
-    if (adaptive) {
-      b = (o * L) / O;
-      e = ((o + 1) * L + O - 1) / O;
-    } else {
-      b = o * s[i] - pad[i];
-      e = b + k[i] < L ? b + k[i] : L;
-      b = b > 0 ? b : 0;
-    }
-    if (e < b) e = b;
-  }
-};
 
 // x: the pooled input's shape, y: the output's (both [N, C, spatial...]).
 PoolGeom make_geom(const sdk::KernelContext& c, const sdk::TensorView& x, const sdk::TensorView& y) {
@@ -60,47 +39,13 @@ PoolGeom make_geom(const sdk::KernelContext& c, const sdk::TensorView& x, const 
   return g;
 }
 
-// The divisor of one window (as the CPU's pool_divisor).
-OAR_HD double pool_divisor(const PoolGeom& g, bool exclusive, int64_t divisor, int64_t n) {
-  if (divisor > 0) return double(divisor);
-  if (exclusive) return double(n);
-  return double(g.k[0] * g.k[1] * g.k[2]);
-}
+#define OAR_GRID_LOOP(i, n)                                                 \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += int64_t(gridDim.x) * blockDim.x)
 
 template <typename T>
 __global__ void max_pool_fwd(PoolGeom g, const T* x, T* y, int32_t* mask) {
-  using A = acc_t<T>;
-  const int64_t total = g.planes * g.out_sz();
-  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
-       idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t pl = idx / g.out_sz(), o = idx % g.out_sz();
-    const int64_t o2 = o % g.out[2], o1 = (o / g.out[2]) % g.out[1], o0 = o / (g.out[2] * g.out[1]);
-    int64_t b0, e0, b1, e1, b2, e2;
-    g.window(0, o0, b0, e0);
-    g.window(1, o1, b1, e1);
-    g.window(2, o2, b2, e2);
-    const T* xp = x + pl * g.in_sz();
-    A best = -A(INFINITY);
-    // The first element of the window wins ties and an all -inf window; a NaN wins and stays.
-    int64_t arg = b0 < e0 && b1 < e1 && b2 < e2 ? (b0 * g.in[1] + b1) * g.in[2] + b2 : -1;
-    bool nan = false;
-    for (int64_t i0 = b0; i0 < e0 && !nan; ++i0)
-      for (int64_t i1 = b1; i1 < e1 && !nan; ++i1) {
-        const int64_t row = (i0 * g.in[1] + i1) * g.in[2];
-        for (int64_t i2 = b2; i2 < e2; ++i2) {
-          const A v = to_acc(xp[row + i2]);
-          if (!(v <= best)) {
-            best = v, arg = row + i2;
-            if (v != v) {
-              nan = true;
-              break;
-            }
-          }
-        }
-      }
-    y[idx] = from_acc<T>(best);
-    mask[idx] = static_cast<int32_t>(arg);
-  }
+  OAR_GRID_LOOP(idx, g.planes * g.out_sz()) max_pool_one<T>(g, x, idx, y[idx], mask[idx]);
 }
 
 // acc[plane, mask[o]] += g[o] for every output o; out-of-plane mask entries are skipped.
@@ -125,75 +70,12 @@ __global__ void to_type(int64_t n, const float* a, T* out) {
 
 template <typename T>
 __global__ void avg_pool_fwd(PoolGeom g, bool exclusive, int64_t divisor, const T* x, T* y) {
-  using A = acc_t<T>;
-  const int64_t total = g.planes * g.out_sz();
-  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
-       idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t pl = idx / g.out_sz(), o = idx % g.out_sz();
-    const int64_t o2 = o % g.out[2], o1 = (o / g.out[2]) % g.out[1], o0 = o / (g.out[2] * g.out[1]);
-    int64_t b0, e0, b1, e1, b2, e2;
-    g.window(0, o0, b0, e0);
-    g.window(1, o1, b1, e1);
-    g.window(2, o2, b2, e2);
-    const T* xp = x + pl * g.in_sz();
-    A sum = 0;
-    for (int64_t i0 = b0; i0 < e0; ++i0)
-      for (int64_t i1 = b1; i1 < e1; ++i1)
-        for (int64_t i2 = b2; i2 < e2; ++i2) sum += to_acc(xp[(i0 * g.in[1] + i1) * g.in[2] + i2]);
-    const int64_t n = (e0 - b0) * (e1 - b1) * (e2 - b2);
-    y[idx] = n == 0 ? from_acc<T>(A(0)) : from_acc<T>(sum / A(pool_divisor(g, exclusive, divisor, n)));
-  }
+  OAR_GRID_LOOP(idx, g.planes * g.out_sz()) y[idx] = avg_pool_one<T>(g, exclusive, divisor, x, idx);
 }
 
-// The outputs whose window may hold input index t along dim i: [lo, hi] (checked per output after).
-OAR_HD void out_range(const PoolGeom& g, int i, int64_t t, int64_t& lo, int64_t& hi) {
-  const int64_t L = g.in[i], O = g.out[i];
-  if (g.adaptive) {
-    lo = (t * O) / L - 1;
-    hi = ((t + 1) * O) / L;
-  } else {  // o * s - pad <= t < o * s - pad + k
-    const int64_t num = t + g.pad[i] - g.k[i] + 1;
-    lo = num <= 0 ? 0 : (num + g.s[i] - 1) / g.s[i];
-    hi = (t + g.pad[i]) / g.s[i];
-  }
-  if (lo < 0) lo = 0;
-  if (hi > O - 1) hi = O - 1;
-}
-
-// dx[t] = sum over the windows holding t, in increasing output order (the CPU's order), of g / divisor.
 template <typename T>
 __global__ void avg_pool_bwd(PoolGeom g, bool exclusive, int64_t divisor, const T* gy, T* dx) {
-  using A = acc_t<T>;
-  const int64_t total = g.planes * g.in_sz();
-  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
-       idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t pl = idx / g.in_sz(), t = idx % g.in_sz();
-    const int64_t t2 = t % g.in[2], t1 = (t / g.in[2]) % g.in[1], t0 = t / (g.in[2] * g.in[1]);
-    int64_t lo0, hi0, lo1, hi1, lo2, hi2;
-    out_range(g, 0, t0, lo0, hi0);
-    out_range(g, 1, t1, lo1, hi1);
-    out_range(g, 2, t2, lo2, hi2);
-    const T* gp = gy + pl * g.out_sz();
-    A acc = 0;
-    for (int64_t o0 = lo0; o0 <= hi0; ++o0) {
-      int64_t b0, e0;
-      g.window(0, o0, b0, e0);
-      if (t0 < b0 || t0 >= e0) continue;
-      for (int64_t o1 = lo1; o1 <= hi1; ++o1) {
-        int64_t b1, e1;
-        g.window(1, o1, b1, e1);
-        if (t1 < b1 || t1 >= e1) continue;
-        for (int64_t o2 = lo2; o2 <= hi2; ++o2) {
-          int64_t b2, e2;
-          g.window(2, o2, b2, e2);
-          if (t2 < b2 || t2 >= e2) continue;
-          const int64_t n = (e0 - b0) * (e1 - b1) * (e2 - b2);
-          acc += to_acc(gp[(o0 * g.out[1] + o1) * g.out[2] + o2]) / A(pool_divisor(g, exclusive, divisor, n));
-        }
-      }
-    }
-    dx[idx] = from_acc<T>(acc);
-  }
+  OAR_GRID_LOOP(idx, g.planes * g.in_sz()) dx[idx] = avg_pool_grad_one<T>(g, exclusive, divisor, gy, idx);
 }
 
 void max_pool_kernel(sdk::KernelContext& c) {
