@@ -2,197 +2,35 @@
 // blocks [params, grads, accumulators...], n tensors each; plugins/cpu/optim.cc is the reference).
 //
 // First version: one kernel launch per parameter tensor (a multi-tensor launch that packs many small
-// tensors into one grid is the next step). Each element is updated in the compute type of the
-// parameter dtype (float for float16/bfloat16), with the CPU kernel's operations in the CPU kernel's
-// order and every multiply/add written as a rounded intrinsic (__fmul_rn, ...): nvcc would otherwise
-// contract a*b+c into one FMA, which rounds once where the CPU rounds twice. So sgd, momentum, adam,
-// adamax, adagrad, adadelta and rmsprop give the CPU's bits. lamb's norms and merged_sum_squares sum in
-// float64 in another order than the CPU (per block, then the blocks in order: deterministic, but not
-// the CPU's association), so they agree to rounding.
+// tensors into one grid is the next step). The per-element arithmetic is in optim_math.h, host+device,
+// where optim_math_test.cc checks it against the CPU kernel's loops: sgd, momentum, adam (amsgrad,
+// AdamW decay), adamax, adagrad, adadelta and rmsprop give the CPU's bits. lamb's norms and
+// merged_sum_squares sum in float64 in another order than the CPU (per block, then the blocks in
+// order: deterministic, but not the CPU's association), so they agree to rounding.
 //
 // The beta-power accumulators (one float32/float64 element each) live on the GPU: the update kernels
-// read them there (bias corrections are computed per thread in float64, as the CPU does on the host),
-// and a one-thread kernel advances them afterwards on the same stream.
+// read them there (the bias corrections in float64 per thread, as the CPU does on the host), and a
+// one-thread kernel advances them afterwards on the same stream.
 #include <algorithm>
 
 #include "handles.h"
+#include "optim_math.h"
 
 namespace oar_cuda {
 namespace {
 
-// ---- arithmetic rounded as the CPU's (no contraction) ----------------------------------------------
-OAR_D float mul(float a, float b) { return __fmul_rn(a, b); }
-OAR_D double mul(double a, double b) { return __dmul_rn(a, b); }
-OAR_D float add(float a, float b) { return __fadd_rn(a, b); }
-OAR_D double add(double a, double b) { return __dadd_rn(a, b); }
-OAR_D float sub(float a, float b) { return __fsub_rn(a, b); }
-OAR_D double sub(double a, double b) { return __dsub_rn(a, b); }
-OAR_D float dv(float a, float b) { return __fdiv_rn(a, b); }
-OAR_D double dv(double a, double b) { return __ddiv_rn(a, b); }
-OAR_D float sq(float a) { return __fsqrt_rn(a); }
-OAR_D double sq(double a) { return __dsqrt_rn(a); }
-template <typename C>
-OAR_D C maxv(C a, C b) {
-  return a < b ? b : a;
-}  // std::max's rule
-OAR_D float absv(float a) { return fabsf(a); }
-OAR_D double absv(double a) { return fabs(a); }
-
-template <typename T>
-OAR_D acc_t<T> ld(const void* p, int64_t i) {
-  return to_acc(static_cast<const T*>(p)[i]);
-}
-template <typename T>
-OAR_D void st(void* p, int64_t i, acc_t<T> v) {
-  static_cast<T*>(p)[i] = from_acc<T>(v);
-}
-// A value stored as T and read back (the CPU's static_cast<C>(T(v))).
-template <typename T>
-OAR_D acc_t<T> round_trip(acc_t<T> v) {
-  return to_acc(from_acc<T>(v));
-}
-
-OAR_D double read_pow(const void* p, int32_t f64) {
-  return f64 ? *static_cast<const double*>(p) : static_cast<double>(*static_cast<const float*>(p));
-}
+using optim::Hyper;
+using optim::Param;
 
 #define OAR_GRID_LOOP(i, n)                                                 \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
 
-// ---- one parameter of one call ------------------------------------------------------------------------
-// t[0] param, t[1] grad, t[2..] accumulators, pow[0..1] the beta powers; per-parameter scalars in
-// float64 (cast to the compute type in the kernel, as the CPU casts them).
-struct Param {
-  void* t[7];
-  const void* pow[2];
-  int32_t pow_f64;
-  int64_t n;
-  double lr, l2, gs, extra;  // extra: adam's decay factor, lamb's weight decay
-};
-
-// Hyper-parameters shared by all parameters of a call.
-struct Hyper {
-  double a, b, c, d;  // the op's: (beta1, beta2, epsilon) or (mu, rescale) or (rho, epsilon, momentum) ...
-  int32_t flag;       // use_nesterov, amsgrad, centered, always_adapt
-};
-
-// g' = grad_scale * g + l2 * p, every update's first step.
-template <typename C>
-OAR_D C grad_of(C sc, C g, C w, C pv) {
-  return add(mul(sc, g), mul(w, pv));
-}
-
-template <typename T>
-__global__ void sgd_k(Param q) {
-  using C = acc_t<T>;
-  const C a = C(q.lr), w = C(q.l2), sc = C(q.gs);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    st<T>(q.t[0], i, sub(pv, mul(a, grad_of(sc, ld<T>(q.t[1], i), w, pv))));
-  }
-}
-
-template <typename T>
-__global__ void momentum_k(Param q, Hyper h) {
-  using C = acc_t<T>;
-  const C a = C(q.lr), w = C(q.l2), sc = C(q.gs), m = C(h.a), rs = C(h.b);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    const C gv = add(mul(mul(rs, sc), ld<T>(q.t[1], i)), mul(w, pv));
-    const C vv = add(mul(m, ld<T>(q.t[2], i)), gv);
-    st<T>(q.t[2], i, vv);
-    st<T>(q.t[0], i, h.flag ? sub(pv, mul(add(gv, mul(m, vv)), a)) : sub(pv, mul(a, vv)));
-  }
-}
-
-template <typename T>
-__global__ void adam_k(Param q, Hyper h) {
-  using C = acc_t<T>;
-  const double b1p = read_pow(q.pow[0], q.pow_f64), b2p = read_pow(q.pow[1], q.pow_f64);
-  const double root = __dsqrt_rn(__dsub_rn(1.0, b2p));
-  const C a = C(__ddiv_rn(__dmul_rn(q.lr, root), __dsub_rn(1.0, b1p))), e = C(__dmul_rn(h.c, root));
-  const C w = C(q.l2), sc = C(q.gs), decay = C(q.extra), cb1 = C(h.a), cb2 = C(h.b);
-  const C one = C(1);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    const C gv = grad_of(sc, ld<T>(q.t[1], i), w, pv);
-    const C m1v = add(mul(cb1, ld<T>(q.t[2], i)), mul(sub(one, cb1), gv));
-    C m2v = add(mul(cb2, ld<T>(q.t[3], i)), mul(mul(sub(one, cb2), gv), gv));
-    st<T>(q.t[2], i, m1v);
-    st<T>(q.t[3], i, m2v);
-    if (h.flag) {  // amsgrad
-      m2v = maxv(m2v, ld<T>(q.t[6], i));
-      st<T>(q.t[6], i, m2v);
-    }
-    st<T>(q.t[0], i, sub(mul(pv, decay), mul(a, dv(m1v, add(sq(m2v), e)))));
-  }
-}
-
-template <typename T>
-__global__ void adamax_k(Param q, Hyper h) {
-  using C = acc_t<T>;
-  const C a = C(__ddiv_rn(q.lr, __dsub_rn(1.0, read_pow(q.pow[0], q.pow_f64))));
-  const C w = C(q.l2), sc = C(q.gs), cb1 = C(h.a), cb2 = C(h.b), ce = C(h.c), one = C(1);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    const C gv = grad_of(sc, ld<T>(q.t[1], i), w, pv);
-    const C mv = add(mul(cb1, ld<T>(q.t[2], i)), mul(sub(one, cb1), gv));
-    const C uv = maxv(add(mul(cb2, ld<T>(q.t[3], i)), ce), absv(gv));
-    st<T>(q.t[2], i, mv);
-    st<T>(q.t[3], i, uv);
-    st<T>(q.t[0], i, sub(pv, mul(a, dv(mv, uv))));
-  }
-}
-
-template <typename T>
-__global__ void adagrad_k(Param q, Hyper h) {
-  using C = acc_t<T>;
-  const C a = C(q.lr), w = C(q.l2), sc = C(q.gs), ce = C(h.a);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    const C gv = grad_of(sc, ld<T>(q.t[1], i), w, pv);
-    const C mv = add(ld<T>(q.t[2], i), mul(gv, gv));
-    st<T>(q.t[2], i, mv);
-    st<T>(q.t[0], i, sub(pv, dv(mul(a, gv), add(sq(mv), ce))));
-  }
-}
-
-template <typename T>
-__global__ void adadelta_k(Param q, Hyper h) {
-  using C = acc_t<T>;
-  const C a = C(q.lr), w = C(q.l2), sc = C(q.gs), r = C(h.a), ce = C(h.b), one = C(1);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    const C gv = grad_of(sc, ld<T>(q.t[1], i), w, pv);
-    const C su = ld<T>(q.t[3], i);
-    const C sgv = add(mul(r, ld<T>(q.t[2], i)), mul(mul(sub(one, r), gv), gv));
-    const C d = mul(-sq(dv(add(su, ce), add(sgv, ce))), gv);
-    st<T>(q.t[2], i, sgv);
-    st<T>(q.t[3], i, add(mul(r, su), mul(mul(sub(one, r), d), d)));
-    st<T>(q.t[0], i, add(pv, mul(a, d)));
-  }
-}
-
-template <typename T>
-__global__ void rmsprop_k(Param q, Hyper h) {
-  using C = acc_t<T>;
-  const C a = C(q.lr), w = C(q.l2), sc = C(q.gs), r = C(h.a), ce = C(h.b), cm = C(h.c), one = C(1);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    const C gv = grad_of(sc, ld<T>(q.t[1], i), w, pv);
-    const C msv = add(mul(r, ld<T>(q.t[2], i)), mul(mul(sub(one, r), gv), gv));
-    st<T>(q.t[2], i, msv);
-    C denom = add(msv, ce);
-    if (h.flag) {  // centered
-      const C mgv = add(mul(r, ld<T>(q.t[3], i)), mul(sub(one, r), gv));
-      st<T>(q.t[3], i, mgv);
-      denom = add(sub(msv, mul(mgv, mgv)), ce);
-    }
-    const C mov = add(mul(cm, ld<T>(q.t[4], i)), dv(mul(a, gv), sq(denom)));
-    st<T>(q.t[4], i, mov);
-    st<T>(q.t[0], i, sub(pv, mov));
-  }
+// Every element of one parameter through the update U<T> (optim_math.h).
+template <typename T, template <typename> class U>
+__global__ void update_k(Param q, Hyper h) {
+  const U<T> u(q, h);
+  OAR_GRID_LOOP(i, q.n) u(q, i);
 }
 
 // ---- deterministic float64 sums ----------------------------------------------------------------------
@@ -204,7 +42,7 @@ int64_t sum_blocks(int64_t n) {
 }
 
 // Sums v over the block (a fixed tree): the total in thread 0.
-OAR_D double block_sum(double v, double* shared) {
+__device__ double block_sum(double v, double* shared) {
   shared[threadIdx.x] = v;
   __syncthreads();
   for (int s = kThreads / 2; s > 0; s /= 2) {
@@ -239,35 +77,15 @@ __global__ void sum_parts(int64_t n, const double* part, void* out, int32_t f64)
 }
 
 // ---- lamb: moments and the two squared norms, the trust ratio, then the update ----------------------
-template <typename T>
-OAR_D acc_t<T> lamb_r(acc_t<T> k1, acc_t<T> k2, acc_t<T> d, acc_t<T> ce, acc_t<T> pv, acc_t<T> m1v,
-                      acc_t<T> m2v) {
-  return add(dv(mul(m1v, k1), add(sq(mul(m2v, k2)), ce)), mul(d, pv));
-}
-
-OAR_D void lamb_corrections(const Param& q, double& c1, double& c2) {
-  c1 = __ddiv_rn(1.0, __dsub_rn(1.0, read_pow(q.pow[0], q.pow_f64)));
-  c2 = __ddiv_rn(1.0, __dsub_rn(1.0, read_pow(q.pow[1], q.pow_f64)));
-}
-
 // part[2 * block] = sum p^2, part[2 * block + 1] = sum r^2 over this block's elements.
 template <typename T>
 __global__ void lamb_moments(Param q, Hyper h, double* part) {
-  using C = acc_t<T>;
   __shared__ double sh[kThreads];
-  double c1, c2;
-  lamb_corrections(q, c1, c2);
-  const C k1 = C(c1), k2 = C(c2), d = C(q.extra), w = C(q.l2), sc = C(q.gs);
-  const C cb1 = C(h.a), cb2 = C(h.b), ce = C(h.c), one = C(1);
+  const optim::Lamb<T> u(q, h);
   double ps = 0, rs = 0;
   OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    const C gv = grad_of(sc, ld<T>(q.t[1], i), w, pv);
-    const C m1v = add(mul(cb1, ld<T>(q.t[2], i)), mul(sub(one, cb1), gv));
-    const C m2v = add(mul(cb2, ld<T>(q.t[3], i)), mul(mul(sub(one, cb2), gv), gv));
-    st<T>(q.t[2], i, m1v);
-    st<T>(q.t[3], i, m2v);
-    const C rv = lamb_r<T>(k1, k2, d, ce, pv, round_trip<T>(m1v), round_trip<T>(m2v));
+    acc_t<T> pv, rv;
+    u.moments(q, i, pv, rv);
     ps = __dadd_rn(ps, __dmul_rn(double(pv), double(pv)));
     rs = __dadd_rn(rs, __dmul_rn(double(rv), double(rv)));
   }
@@ -277,41 +95,25 @@ __global__ void lamb_moments(Param q, Hyper h, double* part) {
   if (threadIdx.x == 0) part[2 * blockIdx.x] = pt, part[2 * blockIdx.x + 1] = rt;
 }
 
-// step = lr * (||p|| / ||r||, or 1: when either is 0, or without weight decay unless always_adapt).
-__global__ void lamb_step(Param q, Hyper h, int64_t blocks, const double* part, double* step) {
+__global__ void lamb_step_k(Param q, Hyper h, int64_t blocks, const double* part, double* step) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   double pn = 0, rn = 0;
   for (int64_t b = 0; b < blocks; ++b) pn = __dadd_rn(pn, part[2 * b]), rn = __dadd_rn(rn, part[2 * b + 1]);
-  const double a = __dsqrt_rn(pn), r = __dsqrt_rn(rn);
-  const bool adapt = q.extra > 0 || h.flag;
-  *step = __dmul_rn(q.lr, (adapt && a > 0 && r > 0) ? __ddiv_rn(a, r) : 1.0);
+  *step = optim::lamb_step(q.lr, q.extra, h.flag != 0, pn, rn);
 }
 
 template <typename T>
 __global__ void lamb_update(Param q, Hyper h, const double* step) {
-  using C = acc_t<T>;
-  double c1, c2;
-  lamb_corrections(q, c1, c2);
-  const C k1 = C(c1), k2 = C(c2), d = C(q.extra), ce = C(h.c), s = C(*step);
-  OAR_GRID_LOOP(i, q.n) {
-    const C pv = ld<T>(q.t[0], i);
-    st<T>(q.t[0], i, sub(pv, mul(s, lamb_r<T>(k1, k2, d, ce, pv, ld<T>(q.t[2], i), ld<T>(q.t[3], i)))));
-  }
+  const optim::Lamb<T> u(q, h);
+  const acc_t<T> s = acc_t<T>(*step);
+  OAR_GRID_LOOP(i, q.n) u.apply(q, i, s);
 }
 
-// The beta powers advance after the update: pow *= beta (float32 ones through float64, as the CPU).
+// The beta powers advance after the update.
 __global__ void scale_pows(void* p1, double f1, void* p2, double f2, int32_t f64) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  void* ps[2] = {p1, p2};
-  const double fs[2] = {f1, f2};
-  for (int k = 0; k < 2; ++k) {
-    if (!ps[k]) continue;
-    if (f64)
-      *static_cast<double*>(ps[k]) = __dmul_rn(*static_cast<double*>(ps[k]), fs[k]);
-    else
-      *static_cast<float*>(ps[k]) =
-          static_cast<float>(__dmul_rn(static_cast<double>(*static_cast<float*>(ps[k])), fs[k]));
-  }
+  optim::scale_pow(p1, f1, f64);
+  if (p2) optim::scale_pow(p2, f2, f64);
 }
 
 // ---- host side ----------------------------------------------------------------------------------------
@@ -394,18 +196,21 @@ void sgd_kernel(sdk::KernelContext& c) {
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) { sgd_k<T><<<g, kThreads, 0, s>>>(call.param(k)); });
+    each_param(call, [&](int32_t k, int64_t g) {
+      update_k<T, optim::Sgd><<<g, kThreads, 0, s>>>(call.param(k), Hyper{});
+    });
   });
 }
 
 void momentum_kernel(sdk::KernelContext& c) {
   Call call(c, "merged_momentum", 3);
-  const Hyper h{c.attr_float("mu"), c.attr_float("rescale_grad"), 0, 0, c.attr_int("use_nesterov") != 0};
+  const Hyper h{c.attr_float("mu"), c.attr_float("rescale_grad"), 0, c.attr_int("use_nesterov") != 0};
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call,
-               [&](int32_t k, int64_t g) { momentum_k<T><<<g, kThreads, 0, s>>>(call.param(k, -1, 1), h); });
+    each_param(call, [&](int32_t k, int64_t g) {
+      update_k<T, optim::Momentum><<<g, kThreads, 0, s>>>(call.param(k, -1, 1), h);
+    });
   });
 }
 
@@ -414,7 +219,7 @@ void adam_kernel(sdk::KernelContext& c) {
   check_pows(call, 4, 2);
   const auto coeff = per_param(c, "coeff", call.n, 0);
   const double b1 = c.attr_float("beta1"), b2 = c.attr_float("beta2");
-  const Hyper h{b1, b2, c.attr_float("epsilon"), 0, c.attr_int("amsgrad") != 0};
+  const Hyper h{b1, b2, c.attr_float("epsilon"), c.attr_int("amsgrad") != 0};
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -422,7 +227,7 @@ void adam_kernel(sdk::KernelContext& c) {
       Param q = call.param(k, 4, 2);
       q.t[6] = h.flag ? call.at(6, k).raw() : nullptr;
       q.extra = 1 - call.lr[k] * coeff[k];  // AdamW's decay factor, exactly 1 without it (the CPU's formula)
-      adam_k<T><<<g, kThreads, 0, s>>>(q, h);
+      update_k<T, optim::Adam><<<g, kThreads, 0, s>>>(q, h);
     });
   });
   advance_pows(call, s, 4, b1, &b2);
@@ -431,14 +236,14 @@ void adam_kernel(sdk::KernelContext& c) {
 void adamax_kernel(sdk::KernelContext& c) {
   Call call(c, "merged_adamax", 5);
   const double b1 = c.attr_float("beta1");
-  const Hyper h{b1, c.attr_float("beta2"), c.attr_float("epsilon"), 0, 0};
+  const Hyper h{b1, c.attr_float("beta2"), c.attr_float("epsilon"), 0};
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
     each_param(call, [&](int32_t k, int64_t g) {
       Param q = call.param(k, 4, 2);
       q.pow[1] = nullptr;
-      adamax_k<T><<<g, kThreads, 0, s>>>(q, h);
+      update_k<T, optim::Adamax><<<g, kThreads, 0, s>>>(q, h);
     });
   });
   advance_pows(call, s, 4, b1, nullptr);
@@ -446,35 +251,38 @@ void adamax_kernel(sdk::KernelContext& c) {
 
 void adagrad_kernel(sdk::KernelContext& c) {
   Call call(c, "merged_adagrad", 3);
-  const Hyper h{c.attr_float("epsilon"), 0, 0, 0, 0};
+  const Hyper h{c.attr_float("epsilon"), 0, 0, 0};
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call,
-               [&](int32_t k, int64_t g) { adagrad_k<T><<<g, kThreads, 0, s>>>(call.param(k, -1, 1), h); });
+    each_param(call, [&](int32_t k, int64_t g) {
+      update_k<T, optim::Adagrad><<<g, kThreads, 0, s>>>(call.param(k, -1, 1), h);
+    });
   });
 }
 
 void adadelta_kernel(sdk::KernelContext& c) {
   Call call(c, "merged_adadelta", 4);
-  const Hyper h{c.attr_float("rho"), c.attr_float("epsilon"), 0, 0, 0};
+  const Hyper h{c.attr_float("rho"), c.attr_float("epsilon"), 0, 0};
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call,
-               [&](int32_t k, int64_t g) { adadelta_k<T><<<g, kThreads, 0, s>>>(call.param(k, -1, 2), h); });
+    each_param(call, [&](int32_t k, int64_t g) {
+      update_k<T, optim::Adadelta><<<g, kThreads, 0, s>>>(call.param(k, -1, 2), h);
+    });
   });
 }
 
 void rmsprop_kernel(sdk::KernelContext& c) {
   Call call(c, "merged_rmsprop", 5);
-  const Hyper h{c.attr_float("rho"), c.attr_float("epsilon"), c.attr_float("momentum"), 0,
+  const Hyper h{c.attr_float("rho"), c.attr_float("epsilon"), c.attr_float("momentum"),
                 c.attr_int("centered") != 0};
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call,
-               [&](int32_t k, int64_t g) { rmsprop_k<T><<<g, kThreads, 0, s>>>(call.param(k, -1, 3), h); });
+    each_param(call, [&](int32_t k, int64_t g) {
+      update_k<T, optim::Rmsprop><<<g, kThreads, 0, s>>>(call.param(k, -1, 3), h);
+    });
   });
 }
 
@@ -483,7 +291,7 @@ void lamb_kernel(sdk::KernelContext& c) {
   check_pows(call, 4, 2);
   const auto wd = per_param(c, "weight_decay", call.n, 0);
   const double b1 = c.attr_float("beta1"), b2 = c.attr_float("beta2");
-  const Hyper h{b1, b2, c.attr_float("epsilon"), 0, c.attr_int("always_adapt") != 0};
+  const Hyper h{b1, b2, c.attr_float("epsilon"), c.attr_int("always_adapt") != 0};
   // Workspace: per parameter its partial sums (2 per block) and its step, float64.
   std::vector<int64_t> offset(call.n + 1, 0);
   for (int32_t k = 0; k < call.n; ++k) offset[k + 1] = offset[k] + 2 * sum_blocks(call.at(0, k).numel()) + 1;
@@ -499,7 +307,7 @@ void lamb_kernel(sdk::KernelContext& c) {
       double* step = part + 2 * blocks;
       if (q.n == 0) continue;
       lamb_moments<T><<<blocks, kThreads, 0, s>>>(q, h, part);
-      lamb_step<<<1, 1, 0, s>>>(q, h, blocks, part, step);
+      lamb_step_k<<<1, 1, 0, s>>>(q, h, blocks, part, step);
       lamb_update<T><<<grid_for(q.n, c.device()), kThreads, 0, s>>>(q, h, step);
     }
     check_launch(call.op);
