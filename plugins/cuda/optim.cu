@@ -1,8 +1,9 @@
 // The fused optimizer updates (framework/src/ops_optim.cc defines the ops and the input layout: equal
 // blocks [params, grads, accumulators...], n tensors each; plugins/cpu/optim.cc is the reference).
 //
-// First version: one kernel launch per parameter tensor (a multi-tensor launch that packs many small
-// tensors into one grid is the next step). The per-element arithmetic is in optim_math.h, host+device,
+// Multi-tensor: one launch updates up to 24 parameters (blockIdx.y picks one; a launch that packs
+// small tensors' elements densely into one grid is the next step), lamb excepted (three launches per
+// parameter). The per-element arithmetic is in optim_math.h, host+device,
 // where optim_math_test.cc checks it against the CPU kernel's loops: sgd, momentum, adam (amsgrad,
 // AdamW decay), adamax, adagrad, adadelta and rmsprop give the CPU's bits. lamb's norms and
 // merged_sum_squares sum in float64 in another order than the CPU (per block, then the blocks in
@@ -26,9 +27,19 @@ using optim::Param;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(gridDim.x) * blockDim.x)
 
-// Every element of one parameter through the update U<T> (optim_math.h).
+// Up to kBatch parameters per launch (kernel arguments are limited to 4 KiB); blockIdx.y picks the
+// parameter, the x blocks stride over its elements.
+constexpr int32_t kBatch = 24;
+struct Batch {
+  Param q[kBatch];
+  int32_t count;
+};
+static_assert(sizeof(Batch) < 4000, "a Batch must fit in CUDA's 4 KiB of kernel arguments");
+
+// Every element of the batch's parameters through the update U<T> (optim_math.h).
 template <typename T, template <typename> class U>
-__global__ void update_k(Param q, Hyper h) {
+__global__ void update_k(Batch b, Hyper h) {
+  const Param& q = b.q[blockIdx.y];
   const U<T> u(q, h);
   OAR_GRID_LOOP(i, q.n) u(q, i);
 }
@@ -109,11 +120,14 @@ __global__ void lamb_update(Param q, Hyper h, const double* step) {
   OAR_GRID_LOOP(i, q.n) u.apply(q, i, s);
 }
 
-// The beta powers advance after the update.
-__global__ void scale_pows(void* p1, double f1, void* p2, double f2, int32_t f64) {
+// The beta powers advance after the update, one parameter after the other in one thread (a beta power
+// passed for two parameters advances twice, as on the CPU, without a race).
+__global__ void scale_pows(Batch b, double f1, double f2) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  optim::scale_pow(p1, f1, f64);
-  if (p2) optim::scale_pow(p2, f2, f64);
+  for (int32_t k = 0; k < b.count; ++k) {
+    optim::scale_pow(const_cast<void*>(b.q[k].pow[0]), f1, b.q[k].pow_f64);
+    if (b.q[k].pow[1]) optim::scale_pow(const_cast<void*>(b.q[k].pow[1]), f2, b.q[k].pow_f64);
+  }
 }
 
 // ---- host side ----------------------------------------------------------------------------------------
@@ -157,24 +171,38 @@ struct Call {
   int32_t dtype() const { return at(0, 0).dtype(); }
 };
 
-// Launches kern over every parameter (one launch each; empty parameters skipped).
-template <typename Launch>
-void each_param(const Call& call, Launch launch) {
+// Calls launch(batch, most elements of a parameter in it) for the parameters make(0..n) in batches.
+template <typename Make, typename Launch>
+void for_batches(const Call& call, Make make, Launch launch) {
+  Batch b{};
+  int64_t most = 0;
   for (int32_t k = 0; k < call.n; ++k) {
-    const int64_t n = call.at(0, k).numel();
-    if (n == 0) continue;
-    launch(k, grid_for(n, call.c.device()));
+    b.q[b.count++] = make(k);
+    most = std::max(most, b.q[b.count - 1].n);
+    if (b.count == kBatch || k + 1 == call.n) {
+      launch(b, most);
+      b.count = 0, most = 0;
+    }
   }
   check_launch(call.op);
 }
 
-void advance_pows(const Call& call, gpuStream_t s, int32_t pow_block, double b1, const double* b2) {
-  for (int32_t k = 0; k < call.n; ++k) {
-    const sdk::TensorView p1 = call.at(pow_block, k);
-    void* p2 = b2 ? call.at(pow_block + 1, k).raw() : nullptr;
-    scale_pows<<<1, 1, 0, s>>>(p1.raw(), b1, p2, b2 ? *b2 : 1.0, p1.dtype() == OAR_DTYPE_FLOAT64);
-  }
-  check_launch(call.op);
+// The update U<T> over every parameter: one launch per kBatch parameters.
+template <typename T, template <typename> class U, typename Make>
+void update_all(const Call& call, gpuStream_t s, const Hyper& h, Make make) {
+  const int64_t sms = device_prop(call.c.device()).multiProcessorCount;
+  for_batches(call, make, [&](const Batch& b, int64_t most) {
+    if (most == 0) return;
+    // x blocks for the largest parameter, fewer when many parameters share the launch
+    const int64_t bx =
+        std::min(grid_for(most, call.c.device()), std::max<int64_t>(4 * sms, 32 * sms / b.count));
+    update_k<T, U><<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(b.count)), kThreads, 0, s>>>(b, h);
+  });
+}
+
+template <typename Make>
+void advance_pows(const Call& call, gpuStream_t s, Make make, double b1, double b2) {
+  for_batches(call, make, [&](const Batch& b, int64_t) { scale_pows<<<1, 1, 0, s>>>(b, b1, b2); });
 }
 
 // The beta powers must be float32/float64 scalars of one dtype per parameter pair (shape inference
@@ -196,9 +224,7 @@ void sgd_kernel(sdk::KernelContext& c) {
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) {
-      update_k<T, optim::Sgd><<<g, kThreads, 0, s>>>(call.param(k), Hyper{});
-    });
+    update_all<T, optim::Sgd>(call, s, Hyper{}, [&](int32_t k) { return call.param(k); });
   });
 }
 
@@ -208,9 +234,7 @@ void momentum_kernel(sdk::KernelContext& c) {
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) {
-      update_k<T, optim::Momentum><<<g, kThreads, 0, s>>>(call.param(k, -1, 1), h);
-    });
+    update_all<T, optim::Momentum>(call, s, h, [&](int32_t k) { return call.param(k, -1, 1); });
   });
 }
 
@@ -220,33 +244,35 @@ void adam_kernel(sdk::KernelContext& c) {
   const auto coeff = per_param(c, "coeff", call.n, 0);
   const double b1 = c.attr_float("beta1"), b2 = c.attr_float("beta2");
   const Hyper h{b1, b2, c.attr_float("epsilon"), c.attr_int("amsgrad") != 0};
+  auto make = [&](int32_t k) {
+    Param q = call.param(k, 4, 2);
+    q.t[6] = h.flag ? call.at(6, k).raw() : nullptr;
+    q.extra = 1 - call.lr[k] * coeff[k];  // AdamW's decay factor, exactly 1 without it (the CPU's formula)
+    return q;
+  };
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) {
-      Param q = call.param(k, 4, 2);
-      q.t[6] = h.flag ? call.at(6, k).raw() : nullptr;
-      q.extra = 1 - call.lr[k] * coeff[k];  // AdamW's decay factor, exactly 1 without it (the CPU's formula)
-      update_k<T, optim::Adam><<<g, kThreads, 0, s>>>(q, h);
-    });
+    update_all<T, optim::Adam>(call, s, h, make);
   });
-  advance_pows(call, s, 4, b1, &b2);
+  advance_pows(call, s, make, b1, b2);
 }
 
 void adamax_kernel(sdk::KernelContext& c) {
   Call call(c, "merged_adamax", 5);
   const double b1 = c.attr_float("beta1");
   const Hyper h{b1, c.attr_float("beta2"), c.attr_float("epsilon"), 0};
+  auto make = [&](int32_t k) {
+    Param q = call.param(k, 4, 2);
+    q.pow[1] = nullptr;  // adamax has beta1_pow only
+    return q;
+  };
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) {
-      Param q = call.param(k, 4, 2);
-      q.pow[1] = nullptr;
-      update_k<T, optim::Adamax><<<g, kThreads, 0, s>>>(q, h);
-    });
+    update_all<T, optim::Adamax>(call, s, h, make);
   });
-  advance_pows(call, s, 4, b1, nullptr);
+  advance_pows(call, s, make, b1, 1.0);
 }
 
 void adagrad_kernel(sdk::KernelContext& c) {
@@ -255,9 +281,7 @@ void adagrad_kernel(sdk::KernelContext& c) {
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) {
-      update_k<T, optim::Adagrad><<<g, kThreads, 0, s>>>(call.param(k, -1, 1), h);
-    });
+    update_all<T, optim::Adagrad>(call, s, h, [&](int32_t k) { return call.param(k, -1, 1); });
   });
 }
 
@@ -267,9 +291,7 @@ void adadelta_kernel(sdk::KernelContext& c) {
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) {
-      update_k<T, optim::Adadelta><<<g, kThreads, 0, s>>>(call.param(k, -1, 2), h);
-    });
+    update_all<T, optim::Adadelta>(call, s, h, [&](int32_t k) { return call.param(k, -1, 2); });
   });
 }
 
@@ -280,9 +302,7 @@ void rmsprop_kernel(sdk::KernelContext& c) {
   gpuStream_t s = stream_of(c);
   by_dtype(call, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    each_param(call, [&](int32_t k, int64_t g) {
-      update_k<T, optim::Rmsprop><<<g, kThreads, 0, s>>>(call.param(k, -1, 3), h);
-    });
+    update_all<T, optim::Rmsprop>(call, s, h, [&](int32_t k) { return call.param(k, -1, 3); });
   });
 }
 
@@ -312,7 +332,8 @@ void lamb_kernel(sdk::KernelContext& c) {
     }
     check_launch(call.op);
   });
-  advance_pows(call, s, 4, b1, &b2);
+  advance_pows(
+      call, s, [&](int32_t k) { return call.param(k, 4, 2); }, b1, b2);
 }
 
 void sum_squares_kernel(sdk::KernelContext& c) {

@@ -257,6 +257,30 @@ def test_optimizer_updates_match_the_cpu(op, dtype):
     assert fallbacks(op, dtype) == 0
 
 
+@pytest.mark.parametrize("op", ["merged_adam", "merged_momentum"])
+def test_optimizer_updates_many_parameters(op):
+    # more parameters than one launch takes (24), of different sizes, one of them empty
+    roles, extra = OPTIM[op]
+    shapes = [(i % 7 + 1, 3 * i) for i in range(30)]
+    rng = np.random.default_rng(5)
+    arrays = []
+    for role in roles:
+        for s in shapes:
+            if role == "b":
+                arrays.append((rng.uniform(0.5, 0.9, (1,)), "float32"))
+            else:
+                arrays.append((rng.uniform(0.5, 1, s) if role == "s" else rng.uniform(-1, 1, s), "float32"))
+    attrs = dict(learning_rate=[0.01 * (i + 1) for i in range(len(shapes))], **extra)
+    attrs.pop("coeff", None)
+    res = {}
+    for place in (G, "cpu"):
+        ts = [T(a, place, dt) for a, dt in arrays]
+        _C.Op(op)(ts, **attrs)
+        res[place] = [t.numpy() for t in ts]
+    for i, (g, w) in enumerate(zip(res[G], res["cpu"])):
+        np.testing.assert_array_equal(g, w, err_msg="{} input {}".format(op, i))
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_merged_sum_squares(dtype):
     xs = [RNG.standard_normal(s) for s in ((3, 4), (100_000,), (0,), ())]
