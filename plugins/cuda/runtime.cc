@@ -58,17 +58,20 @@ void set_device(int32_t device) {
 }
 
 const gpuDeviceProp& device_prop(int32_t device) {
+  // Read on every kernel launch (grid sizes): a lock-free read once filled. Entries are never freed.
+  constexpr int32_t kMaxDevices = 64;
+  static std::atomic<gpuDeviceProp*> cache[kMaxDevices];
+  if (device >= 0 && device < kMaxDevices)
+    if (gpuDeviceProp* p = cache[device].load(std::memory_order_acquire)) return *p;
   static std::mutex mu;
-  static std::deque<std::unique_ptr<gpuDeviceProp>> props;  // index = device; entries never move
   std::lock_guard<std::mutex> lk(mu);
   check_device(device);
-  while (static_cast<int32_t>(props.size()) <= device) props.emplace_back();
-  if (!props[device]) {
-    auto p = std::make_unique<gpuDeviceProp>();
-    gpu_check(gpuGetDeviceProperties(p.get(), device), "cudaGetDeviceProperties");
-    props[device] = std::move(p);
-  }
-  return *props[device];
+  OAR_SDK_CHECK(device < kMaxDevices, OAR_ERR_INVALID_ARGUMENT, "gpu: device " << device << " beyond " << kMaxDevices);
+  if (gpuDeviceProp* p = cache[device].load(std::memory_order_acquire)) return *p;
+  auto* p = new gpuDeviceProp();
+  gpu_check(gpuGetDeviceProperties(p, device), "cudaGetDeviceProperties");
+  cache[device].store(p, std::memory_order_release);
+  return *p;
 }
 
 int64_t grid_for(int64_t n, int32_t device, int threads) {
