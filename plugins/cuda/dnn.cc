@@ -159,11 +159,18 @@ cudnnTensorDescriptor_t tensor_desc(cudnnDataType_t t, int32_t n, const int32_t*
   return d;
 }
 
-// Picks from cuDNN's ranked list: the first algorithm that works and fits the math policy.
+// An algorithm asking for more scratch memory than this is passed over (FFT algorithms can ask for
+// gigabytes on large problems; the next ranked one is usually close in speed).
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
+
+// Picks from cuDNN's ranked list: the first algorithm that works, fits the math policy and the
+// workspace limit.
 template <typename Perf>
 bool pick(const Conv& p, const Perf* perf, int n, Entry& e, cudnnMathType_t& math) {
   for (int i = 0; i < n; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_allowed(p, perf[i].mathType)) continue;
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_allowed(p, perf[i].mathType) ||
+        perf[i].memory > kMaxWorkspace)
+      continue;
     e.algo = static_cast<int32_t>(perf[i].algo);
     e.workspace = perf[i].memory;
     math = perf[i].mathType;
