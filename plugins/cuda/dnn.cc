@@ -127,7 +127,8 @@ cudnnDataType_t data_type(int32_t dtype) {
 
 // Whether an algorithm's math type is allowed by the policy (float32 exact unless TF32 is allowed).
 bool math_allowed(const Conv& p, cudnnMathType_t m) {
-  if (p.dtype == OAR_DTYPE_FLOAT32 && !p.tf32) return m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+  // Not CUDNN_DEFAULT_MATH either: on Ampere and newer it lets float32 run as TF32.
+  if (p.dtype == OAR_DTYPE_FLOAT32 && !p.tf32) return m == CUDNN_FMA_MATH;
   return true;
 }
 
