@@ -125,13 +125,6 @@ cudnnDataType_t data_type(int32_t dtype) {
   throw sdk::Error(OAR_ERR_TYPE, std::string("gpu conv: no kernel for ") + sdk::dtype_name(dtype));
 }
 
-// Whether an algorithm's math type is allowed by the policy (float32 exact unless TF32 is allowed).
-bool math_allowed(const Conv& p, cudnnMathType_t m) {
-  // Not CUDNN_DEFAULT_MATH either: on Ampere and newer it lets float32 run as TF32.
-  if (p.dtype == OAR_DTYPE_FLOAT32 && !p.tf32) return m == CUDNN_FMA_MATH;
-  return true;
-}
-
 struct Entry {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
@@ -164,19 +157,22 @@ cudnnTensorDescriptor_t tensor_desc(cudnnDataType_t t, int32_t n, const int32_t*
 // gigabytes on large problems; the next ranked one is usually close in speed).
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
-// Picks from cuDNN's ranked list: the first algorithm that works, fits the math policy and the
-// workspace limit.
+// Picks from cuDNN's ranked list the first algorithm that works within the workspace limit, and the
+// math type to run it with. Exact float32 runs with CUDNN_FMA_MATH whatever the ranking said
+// (CUDNN_DEFAULT_MATH lets float32 run as TF32 on Ampere and newer), preferring algorithms ranked under
+// FMA math; tensor-op rankings are never taken for it.
 template <typename Perf>
 bool pick(const Conv& p, const Perf* perf, int n, Entry& e, cudnnMathType_t& math) {
-  for (int i = 0; i < n; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_allowed(p, perf[i].mathType) ||
-        perf[i].memory > kMaxWorkspace)
-      continue;
-    e.algo = static_cast<int32_t>(perf[i].algo);
-    e.workspace = perf[i].memory;
-    math = perf[i].mathType;
-    return true;
-  }
+  const bool exact_f32 = p.dtype == OAR_DTYPE_FLOAT32 && !p.tf32;
+  for (int pass = 0; pass < (exact_f32 ? 2 : 1); ++pass)
+    for (int i = 0; i < n; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kMaxWorkspace) continue;
+      if (exact_f32 && perf[i].mathType != (pass == 0 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)) continue;
+      e.algo = static_cast<int32_t>(perf[i].algo);
+      e.workspace = perf[i].memory;
+      math = exact_f32 ? CUDNN_FMA_MATH : perf[i].mathType;
+      return true;
+    }
   return false;
 }
 
