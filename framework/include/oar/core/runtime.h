@@ -84,7 +84,7 @@ class Device {
   std::atomic<OarStream> current_{nullptr};
 };
 
-// An extra stream on a device (the device's default stream is Device::stream()). RAII.
+// An extra stream on a device (the device's own is Device::default_stream()), or a view of one. RAII.
 class Stream {
  public:
   // priority: 0 normal, larger is more urgent; plugins clamp it to their range.
@@ -116,7 +116,7 @@ class Event {
   Event& operator=(const Event&) = delete;
   OarEvent handle() const { return event_; }
   Place place() const { return device_->place(); }
-  void record();                     // on the device's default stream
+  void record();                     // on the device's current stream
   void record(const Stream& stream);
   void synchronize() const;
   bool query() const;
