@@ -104,7 +104,8 @@ class Stream:
     def __init__(self, device=None, priority=2, stream_base=None):
         if stream_base is not None:
             if not isinstance(stream_base, _C._Stream):
-                raise TypeError("Stream: stream_base must be an oar._C._Stream, got {}".format(type(stream_base).__name__))
+                raise TypeError("Stream: stream_base must be an oar._C._Stream, got {}".format(
+                    type(stream_base).__name__))
             self.stream_base = stream_base
         else:
             self.stream_base = _C._Stream(_place(device), _priority(priority))
