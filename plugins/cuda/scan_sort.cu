@@ -280,7 +280,7 @@ void sort_lines(sdk::KernelContext& c, const char* name, int64_t axis, int64_t k
                 name);
     const size_t temp = std::max<size_t>(std::max(temp1, temp2), 16);
     const uint64_t u = static_cast<uint64_t>(total);
-    char* ws = static_cast<char*>(c.workspace(temp + 4 * 8 * u + 256));
+    char* ws = static_cast<char*>(c.workspace(temp + 4 * 8 * u + 512));
     auto align = [](char* p) {
       return reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(p) + 255) & ~uintptr_t(255));
     };
@@ -289,7 +289,7 @@ void sort_lines(sdk::KernelContext& c, const char* name, int64_t axis, int64_t k
     uint64_t* keys_b = keys_a + u;
     int64_t* slots_a = reinterpret_cast<int64_t*>(keys_b + u);
     int64_t* slots_b = slots_a + u;
-    void* tmp = slots_b + u;
+    void* tmp = align(reinterpret_cast<char*>(slots_b + u));  // CUB wants 256-byte aligned scratch
     const T* px = static_cast<const T*>(x.raw());
     const unsigned grid = static_cast<unsigned>(grid_for(total, c.device()));
     sort_keys<T><<<grid, kThreads, 0, s>>>(px, keys_a, slots_a, total, n, inner, flip);
@@ -383,9 +383,10 @@ void nonzero_kernel(sdk::KernelContext& c) {
                                           static_cast<int64_t*>(nullptr), total, s),
             "nonzero");
   const uint64_t u = static_cast<uint64_t>(total);
-  int64_t* flags = static_cast<int64_t*>(c.workspace(2 * 8 * u + temp + 16));
+  int64_t* flags = static_cast<int64_t*>(c.workspace(2 * 8 * u + temp + 512));
   int64_t* pos = flags + u;
-  void* tmp = pos + u;
+  // CUB wants 256-byte aligned scratch
+  void* tmp = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(pos + u) + 255) & ~uintptr_t(255));
   const unsigned grid = static_cast<unsigned>(grid_for(total, c.device()));
   dispatch_all(x.dtype(), "nonzero", [&](auto tag) {
     using T = typename decltype(tag)::type;
