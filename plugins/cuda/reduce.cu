@@ -33,6 +33,7 @@ struct DimSet {
     ++n;
   }
   OAR_HD int64_t offset(int64_t linear) const {
+    if (n == 1) return linear * strides[0];  // the common case after merging: no division
     int64_t off = 0;
     for (int k = n - 1; k >= 0; --k) {
       off += (linear % dims[k]) * strides[k];
@@ -160,18 +161,29 @@ __global__ void reduce_kernel(const T* __restrict__ x, typename Op::Out* __restr
     const int64_t item = base + gid;
     Acc acc = op.init();
     if (item < items) {
-      const int64_t o = item / g.chunks, ch = item % g.chunks;
+      // Neighbouring items are neighbouring outputs (coalesced reads when a thread takes one).
+      const int64_t o = item % g.n_out, ch = item / g.n_out;
       const int64_t xo = g.kept.offset(o);
       const int64_t lo = ch * g.chunk_len;
       const int64_t hi = lo + g.chunk_len < g.R ? lo + g.chunk_len : g.R;
-      for (int64_t r = lo + lane; r < hi; r += group) acc = op.step(acc, x[xo + g.red.offset(r)], r);
+      // Four independent accumulators keep four loads in flight per thread; merged in a fixed order.
+      Acc a1 = op.init(), a2 = op.init(), a3 = op.init();
+      int64_t r = lo + lane;
+      for (; r + 3 * group < hi; r += 4 * group) {
+        acc = op.step(acc, x[xo + g.red.offset(r)], r);
+        a1 = op.step(a1, x[xo + g.red.offset(r + group)], r + group);
+        a2 = op.step(a2, x[xo + g.red.offset(r + 2 * group)], r + 2 * group);
+        a3 = op.step(a3, x[xo + g.red.offset(r + 3 * group)], r + 3 * group);
+      }
+      for (; r < hi; r += group) acc = op.step(acc, x[xo + g.red.offset(r)], r);
+      acc = op.merge(op.merge(acc, a1), op.merge(a2, a3));
     }
     fam::group_reduce(sh, acc, group, [&](Acc a, Acc b) { return op.merge(a, b); });
     if (item < items && lane == 0) {
       if (g.chunks == 1)
         out[item] = op.finish(sh[threadIdx.x]);
-      else
-        partial[item] = sh[threadIdx.x];
+      else  // partials of output o side by side, in chunk order (reduce_finish)
+        partial[(item % g.n_out) * g.chunks + item / g.n_out] = sh[threadIdx.x];
     }
   }
 }
@@ -207,11 +219,23 @@ void run_reduce(sdk::KernelContext& c, const char* name, const std::vector<int64
     throw sdk::Error(OAR_ERR_INTERNAL,
                      std::string("gpu ") + name + ": output size does not match the kept dims");
   using Acc = typename Op::Acc;
+  // Along contiguous memory (the last reduced dim has stride 1), a warp or a block reads each output's
+  // elements side by side. Otherwise, when the outputs are contiguous (column sums), a thread per output
+  // keeps neighbouring threads on neighbouring addresses, and chunks of the reduced size give the
+  // parallelism. Few outputs over a long reduced size are split into chunks too.
   const int warp = OAR_GPU_WARP_SIZE;
-  const int group = g.R <= 8 ? 1 : (g.R <= 1024 ? warp : kThreads);
+  const bool rows = g.red.n > 0 && g.red.strides[g.red.n - 1] == 1;
+  const bool cols = !rows && g.kept.n > 0 && g.kept.strides[g.kept.n - 1] == 1 && g.R > 8;
+  int group = g.R <= 8 ? 1 : (g.R <= 1024 ? warp : kThreads);
   g.chunks = 1;
-  if (g.R > 65536 && g.n_out < 1024)
-    g.chunks = std::max<int64_t>(1, std::min<int64_t>((g.R + 16383) / 16384, 2048 / g.n_out));
+  if (cols) {
+    group = 1;
+    constexpr int64_t kWanted = 262144;  // threads to fill the GPU with loads in flight
+    if (g.n_out < kWanted)
+      g.chunks = std::max<int64_t>(1, std::min<int64_t>((kWanted + g.n_out - 1) / g.n_out, (g.R + 31) / 32));
+  } else if (g.R >= 16384 && g.n_out < 2048) {  // too few blocks for the GPU: split each output
+    g.chunks = std::max<int64_t>(1, std::min<int64_t>((g.R + 4095) / 4096, (2048 + g.n_out - 1) / g.n_out));
+  }
   g.chunk_len = (g.R + g.chunks - 1) / g.chunks;
   const int64_t items = g.n_out * g.chunks;
   const int per_block = kThreads / group;

@@ -13,6 +13,13 @@ namespace {
 template <typename T>
 using stat_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
+// Threads per row of n elements: a warp for short rows (several rows per block), the block for long ones.
+inline int row_group(int64_t n) { return n <= 1024 ? OAR_GPU_WARP_SIZE : kThreads; }
+inline int64_t row_blocks(int64_t rows, int group) {
+  const int64_t per_block = kThreads / group;
+  return (rows + per_block - 1) / per_block;
+}
+
 // ---- softmax / log_softmax ----------------------------------------------------------------------------
 // A NaN wins the max and then sticks, so a row holding a NaN is all NaN (as the CPU kernel).
 template <typename C>
@@ -20,29 +27,35 @@ OAR_D C max_nan(C a, C b) {
   return (b > a || b != b) ? b : a;
 }
 
+// `group` threads per row (a warp for short rows, the block for long ones), several rows per block.
 template <typename T, bool kLog>
-__global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t n) {
+__global__ void softmax_rows(const T* __restrict__ x, T* __restrict__ out, int64_t rows, int64_t n,
+                             int group) {
   using C = acc_t<T>;
   __shared__ C shm[kThreads];
   __shared__ double shs[kThreads];
-  const int bd = blockDim.x;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T* r = x + row * n;
-    T* w = out + row * n;
+  const int per_block = blockDim.x / group;
+  const int lane = threadIdx.x % group, lead = threadIdx.x - lane;
+  for (int64_t base = int64_t(blockIdx.x) * per_block; base < rows; base += int64_t(gridDim.x) * per_block) {
+    const int64_t row = base + threadIdx.x / group;
+    const bool valid = row < rows;  // every thread takes part in the reductions (they synchronise)
+    const int64_t len = valid ? n : 0;
+    const T* r = x + (valid ? row : 0) * n;
+    T* w = out + (valid ? row : 0) * n;
     C m = C(-INFINITY);
-    for (int64_t i = threadIdx.x; i < n; i += bd) m = max_nan(m, to_acc(r[i]));
-    fam::group_reduce(shm, m, bd, [](C a, C b) { return max_nan(a, b); });
-    m = shm[0];
+    for (int64_t i = lane; i < len; i += group) m = max_nan(m, to_acc(r[i]));
+    fam::group_reduce(shm, m, group, [](C a, C b) { return max_nan(a, b); });
+    m = shm[lead];
     double s = 0;
-    for (int64_t i = threadIdx.x; i < n; i += bd) s += static_cast<double>(exp(to_acc(r[i]) - m));
-    fam::group_reduce(shs, s, bd, [](double a, double b) { return a + b; });
-    s = shs[0];
+    for (int64_t i = lane; i < len; i += group) s += static_cast<double>(exp(to_acc(r[i]) - m));
+    fam::group_reduce(shs, s, group, [](double a, double b) { return a + b; });
+    s = shs[lead];
     if constexpr (kLog) {
       const C ls = C(log(s));
-      for (int64_t i = threadIdx.x; i < n; i += bd) w[i] = from_acc<T>(C(to_acc(r[i]) - m - ls));
+      for (int64_t i = lane; i < len; i += group) w[i] = from_acc<T>(C(to_acc(r[i]) - m - ls));
     } else {
       const double inv = 1.0 / s;
-      for (int64_t i = threadIdx.x; i < n; i += bd)
+      for (int64_t i = lane; i < len; i += group)
         w[i] = from_acc<T>(C(static_cast<double>(exp(to_acc(r[i]) - m)) * inv));
     }
   }
@@ -96,11 +109,14 @@ void softmax_kernel(sdk::KernelContext& c) {
     const T* px = static_cast<const T*>(x.raw());
     T* po = static_cast<T*>(out.raw());
     gpuStream_t s = stream_of(c);
-    if (inner == 1)
-      softmax_rows<T, kLog><<<fam::blocks_for(outer), kThreads, 0, s>>>(px, po, outer, n);
-    else
+    if (inner == 1) {
+      const int group = row_group(n);
+      softmax_rows<T, kLog>
+          <<<fam::blocks_for(row_blocks(outer, group)), kThreads, 0, s>>>(px, po, outer, n, group);
+    } else {
       softmax_cols<T, kLog><<<static_cast<unsigned>(grid_for(outer * inner, c.device())), kThreads, 0, s>>>(
           px, po, outer, n, inner);
+    }
     check_launch(name);
   });
 }
@@ -109,29 +125,34 @@ void softmax_kernel(sdk::KernelContext& c) {
 template <typename T>
 __global__ void layer_norm_fwd(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                                T* __restrict__ out, stat_t<T>* __restrict__ mean,
-                               stat_t<T>* __restrict__ rstd, int64_t outer, int64_t n, double eps) {
+                               stat_t<T>* __restrict__ rstd, int64_t outer, int64_t n, double eps,
+                               int group) {
   using S = stat_t<T>;
   __shared__ S sh[kThreads];
-  const int bd = blockDim.x;
-  for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+  const int per_block = blockDim.x / group;
+  const int lane = threadIdx.x % group, lead = threadIdx.x - lane;
+  for (int64_t base = int64_t(blockIdx.x) * per_block; base < outer; base += int64_t(gridDim.x) * per_block) {
+    const int64_t row0 = base + threadIdx.x / group;
+    const bool valid = row0 < outer;  // every thread takes part in the reductions (they synchronise)
+    const int64_t row = valid ? row0 : 0, len = valid ? n : 0;
     const T* r = x + row * n;
     S sum = 0;
-    for (int64_t i = threadIdx.x; i < n; i += bd) sum += S(to_acc(r[i]));
-    fam::group_reduce(sh, sum, bd, [](S a, S b) { return a + b; });
-    const S m = sh[0] / S(n);
+    for (int64_t i = lane; i < len; i += group) sum += S(to_acc(r[i]));
+    fam::group_reduce(sh, sum, group, [](S a, S b) { return a + b; });
+    const S m = sh[lead] / S(n);
     S var = 0;
-    for (int64_t i = threadIdx.x; i < n; i += bd) {
+    for (int64_t i = lane; i < len; i += group) {
       const S d = S(to_acc(r[i])) - m;
       var += d * d;
     }
-    fam::group_reduce(sh, var, bd, [](S a, S b) { return a + b; });
-    const S rs = S(1) / sqrt(sh[0] / S(n) + S(eps));
-    if (threadIdx.x == 0) {
+    fam::group_reduce(sh, var, group, [](S a, S b) { return a + b; });
+    const S rs = S(1) / sqrt(sh[lead] / S(n) + S(eps));
+    if (valid && lane == 0) {
       mean[row] = m;
       rstd[row] = rs;
     }
     T* o = out + row * n;
-    for (int64_t i = threadIdx.x; i < n; i += bd)
+    for (int64_t i = lane; i < len; i += group)
       o[i] = from_acc<T>(acc_t<T>((S(to_acc(r[i])) - m) * rs * S(to_acc(w[i])) + S(to_acc(b[i]))));
   }
 }
@@ -144,38 +165,44 @@ void layer_norm_kernel(sdk::KernelContext& c) {
     using S = stat_t<T>;
     const int64_t n = w.numel(), outer = n == 0 ? 0 : x.numel() / n;
     if (outer == 0) return;
-    layer_norm_fwd<T><<<fam::blocks_for(outer), kThreads, 0, stream_of(c)>>>(
+    const int group = row_group(n);
+    layer_norm_fwd<T><<<fam::blocks_for(row_blocks(outer, group)), kThreads, 0, stream_of(c)>>>(
         static_cast<const T*>(x.raw()), static_cast<const T*>(w.raw()), static_cast<const T*>(b.raw()),
         static_cast<T*>(c.output(0).raw()), static_cast<S*>(c.output(1).raw()),
-        static_cast<S*>(c.output(2).raw()), outer, n, eps);
+        static_cast<S*>(c.output(2).raw()), outer, n, eps, group);
     check_launch("layer_norm");
   });
 }
 
-// dx = rstd * (w*dy - mean(w*dy) - xhat * mean(w*dy*xhat)), a block per row.
+// dx = rstd * (w*dy - mean(w*dy) - xhat * mean(w*dy*xhat)), `group` threads per row.
 template <typename T>
 __global__ void layer_norm_dx(const T* __restrict__ x, const T* __restrict__ w,
                               const stat_t<T>* __restrict__ mean, const stat_t<T>* __restrict__ rstd,
-                              const T* __restrict__ dy, T* __restrict__ dx, int64_t outer, int64_t n) {
+                              const T* __restrict__ dy, T* __restrict__ dx, int64_t outer, int64_t n,
+                              int group) {
   using S = stat_t<T>;
   __shared__ S sh[kThreads];
-  const int bd = blockDim.x;
-  for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+  const int per_block = blockDim.x / group;
+  const int lane = threadIdx.x % group, lead = threadIdx.x - lane;
+  for (int64_t base = int64_t(blockIdx.x) * per_block; base < outer; base += int64_t(gridDim.x) * per_block) {
+    const int64_t row0 = base + threadIdx.x / group;
+    const bool valid = row0 < outer;  // every thread takes part in the reductions (they synchronise)
+    const int64_t row = valid ? row0 : 0, len = valid ? n : 0;
     const T* xr = x + row * n;
     const T* gr = dy + row * n;
     const S m = mean[row], rs = rstd[row];
     S sg = 0, sgx = 0;
-    for (int64_t i = threadIdx.x; i < n; i += bd) {
+    for (int64_t i = lane; i < len; i += group) {
       const S wg = S(to_acc(gr[i])) * S(to_acc(w[i]));
       sg += wg;
       sgx += wg * (S(to_acc(xr[i])) - m) * rs;
     }
-    fam::group_reduce(sh, sg, bd, [](S a, S b) { return a + b; });
-    const S mg = sh[0] / S(n);
-    fam::group_reduce(sh, sgx, bd, [](S a, S b) { return a + b; });
-    const S mgx = sh[0] / S(n);
+    fam::group_reduce(sh, sg, group, [](S a, S b) { return a + b; });
+    const S mg = sh[lead] / S(n);
+    fam::group_reduce(sh, sgx, group, [](S a, S b) { return a + b; });
+    const S mgx = sh[lead] / S(n);
     T* d = dx + row * n;
-    for (int64_t i = threadIdx.x; i < n; i += bd) {
+    for (int64_t i = lane; i < len; i += group) {
       const S xh = (S(to_acc(xr[i])) - m) * rs;
       d[i] = from_acc<T>(acc_t<T>(rs * (S(to_acc(gr[i])) * S(to_acc(w[i])) - mg - xh * mgx)));
     }
@@ -230,8 +257,10 @@ void layer_norm_grad_kernel(sdk::KernelContext& c) {
     const S* pm = static_cast<const S*>(mean.raw());
     const S* pr = static_cast<const S*>(rstd.raw());
     if (outer > 0) {
-      layer_norm_dx<T><<<fam::blocks_for(outer), kThreads, 0, s>>>(
-          px, static_cast<const T*>(w.raw()), pm, pr, pg, static_cast<T*>(c.output(0).raw()), outer, n);
+      const int group = row_group(n);
+      layer_norm_dx<T><<<fam::blocks_for(row_blocks(outer, group)), kThreads, 0, s>>>(
+          px, static_cast<const T*>(w.raw()), pm, pr, pg, static_cast<T*>(c.output(0).raw()), outer, n,
+          group);
       check_launch("layer_norm_grad");
     }
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(outer, 128));
