@@ -188,15 +188,24 @@ __global__ void reduce_kernel(const T* __restrict__ x, typename Op::Out* __restr
   }
 }
 
-// Combines each output's chunk partials in chunk order.
+// Combines each output's chunk partials ([n_out, chunks]) with `group` threads per output, in a fixed
+// order (a thread per output for few chunks, the block for many).
 template <typename Op>
 __global__ void reduce_finish(const typename Op::Acc* __restrict__ partial,
-                              typename Op::Out* __restrict__ out, int64_t n_out, int64_t chunks, Op op) {
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n_out;
-       o += int64_t(gridDim.x) * blockDim.x) {
-    typename Op::Acc acc = op.init();
-    for (int64_t c = 0; c < chunks; ++c) acc = op.merge(acc, partial[o * chunks + c]);
-    out[o] = op.finish(acc);
+                              typename Op::Out* __restrict__ out, int64_t n_out, int64_t chunks, Op op,
+                              int group) {
+  using Acc = typename Op::Acc;
+  extern __shared__ __align__(16) unsigned char smem[];
+  Acc* sh = reinterpret_cast<Acc*>(smem);
+  const int per_block = blockDim.x / group;
+  const int lane = threadIdx.x % group;
+  for (int64_t base = int64_t(blockIdx.x) * per_block; base < n_out; base += int64_t(gridDim.x) * per_block) {
+    const int64_t o = base + threadIdx.x / group;
+    Acc acc = op.init();
+    if (o < n_out)
+      for (int64_t c = lane; c < chunks; c += group) acc = op.merge(acc, partial[o * chunks + c]);
+    fam::group_reduce(sh, acc, group, [&](Acc a, Acc b) { return op.merge(a, b); });
+    if (o < n_out && lane == 0) out[o] = op.finish(sh[threadIdx.x]);
   }
 }
 
@@ -249,8 +258,10 @@ void run_reduce(sdk::KernelContext& c, const char* name, const std::vector<int64
           px, po, partial, g, op, group);
   check_launch(name);
   if (g.chunks > 1) {
-    reduce_finish<Op><<<static_cast<unsigned>(grid_for(g.n_out, c.device())), kThreads, 0, s>>>(
-        partial, po, g.n_out, g.chunks, op);
+    const int fgroup = g.chunks <= 64 ? 1 : kThreads;
+    const int64_t fper = kThreads / fgroup;
+    reduce_finish<Op><<<fam::blocks_for((g.n_out + fper - 1) / fper), kThreads, kThreads * sizeof(Acc), s>>>(
+        partial, po, g.n_out, g.chunks, op, fgroup);
     check_launch(name);
   }
 }
