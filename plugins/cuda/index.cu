@@ -123,6 +123,20 @@ __global__ void index_select_k(const U* __restrict__ x, const void* __restrict__
   }
 }
 
+// The same for long rows (inner >= 128, e.g. embedding lookups): a block per output row, so the index
+// is read and the row located once per row instead of once per element.
+template <typename U>
+__global__ void index_select_rows(const U* __restrict__ x, const void* __restrict__ index, bool i64,
+                                  U* __restrict__ out, int64_t rows, int64_t n, int64_t ni, int64_t inner) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t idx = load_index(index, i64, row % ni), o = row / ni;
+    const bool ok = idx >= 0 && idx < n;
+    const U* src = x + (o * n + (ok ? idx : 0)) * inner;
+    U* dst = out + row * inner;
+    for (int64_t k = threadIdx.x; k < inner; k += blockDim.x) dst[k] = ok ? src[k] : U(0);
+  }
+}
+
 void index_select_supports(sdk::KernelContext& c) {
   need_index(c.input(1));
   if (c.input(0).ndim() == 0) sdk::decline("x must have at least 1 dimension (the CPU reports it)");
@@ -138,9 +152,14 @@ void index_select_kernel(sdk::KernelContext& c) {
   if (total == 0) return;
   fam::dispatch_bits(x.dtype(), "index_select", [&](auto tag) {
     using U = typename decltype(tag)::type;
-    index_select_k<U><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
-        static_cast<const U*>(x.raw()), index.raw(), index.dtype() == OAR_DTYPE_INT64,
-        static_cast<U*>(out.raw()), total, n, ni, inner);
+    const bool i64 = index.dtype() == OAR_DTYPE_INT64;
+    if (inner >= 128)
+      index_select_rows<U><<<fam::blocks_for(total / inner), kThreads, 0, stream_of(c)>>>(
+          static_cast<const U*>(x.raw()), index.raw(), i64, static_cast<U*>(out.raw()), total / inner, n, ni,
+          inner);
+    else
+      index_select_k<U><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
+          static_cast<const U*>(x.raw()), index.raw(), i64, static_cast<U*>(out.raw()), total, n, ni, inner);
   });
   check_launch("index_select");
 }
