@@ -29,6 +29,7 @@ void setup(oar::sdk::Tables& t, oar::sdk::KernelRegistrar& kernels) {
   oar_cuda::Registry r(kernels);
   oar_cuda::register_elementwise(r);
   oar_cuda::register_vendor(r);
+  oar_cuda::register_reduction_family(r);
   t.shutdown = [] {};
 }
 
