@@ -5,29 +5,36 @@
 #include <cmath>
 #include <cstdint>
 
+// Host and device: a GPU plugin compiles these same functions into its kernels.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define OAR_SDK_HD __host__ __device__
+#else
+#define OAR_SDK_HD
+#endif
+
 namespace oar::sdk {
 
-inline uint64_t mix64(uint64_t z) {  // the splitmix64 finaliser
+OAR_SDK_HD inline uint64_t mix64(uint64_t z) {  // the splitmix64 finaliser
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
-inline uint64_t random_bits(uint64_t seed, uint64_t counter) {
+OAR_SDK_HD inline uint64_t random_bits(uint64_t seed, uint64_t counter) {
   return mix64(mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull));
 }
 
 // Uniform in [0, 1) with 53 random bits.
-inline double uniform01(uint64_t seed, uint64_t counter) {
+OAR_SDK_HD inline double uniform01(uint64_t seed, uint64_t counter) {
   return static_cast<double>(random_bits(seed, counter) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 // Standard normal for element i via Box-Muller on counters 2i and 2i+1.
-inline double standard_normal(uint64_t seed, uint64_t i) {
+OAR_SDK_HD inline double standard_normal(uint64_t seed, uint64_t i) {
   double u1 = uniform01(seed, 2 * i);
   double u2 = uniform01(seed, 2 * i + 1);
   if (u1 < 1e-300) u1 = 1e-300;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  return ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2);
 }
 
 }  // namespace oar::sdk
