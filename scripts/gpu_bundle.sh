@@ -26,7 +26,7 @@ if [ ! -f "$BUILD/build.ninja" ]; then
   OAR_BUILD_DIR=$BUILD bash scripts/build.sh
 fi
 # Only what goes into the bundle (a configured tree may be behind the sources).
-targets=(oar_core oar_plugin_cpu oar_plugin_sim oar-doctor test_ops test_inplace test_streams test_events)
+targets=(oar_core oar_plugin_cpu oar_plugin_sim oar-doctor test_ops test_inplace)
 have_target() { cmake --build "$BUILD" --target help 2>/dev/null | grep -q "^$1:"; }
 for t in oar_plugin_cuda test_cuda_plugin; do
   if have_target "$t"; then targets+=("$t"); fi
@@ -40,7 +40,7 @@ mkdir -p "$STAGE"/{lib,plugins,deps,bin,include,src}
 
 cp -L "$BUILD/lib/liboar_core.so.0" "$STAGE/lib/"
 cp "$BUILD"/lib/oar/plugins/liboar_plugin_*.so "$STAGE/plugins/"
-for b in oar-doctor test_ops test_inplace test_streams test_events test_cuda_plugin; do
+for b in oar-doctor test_ops test_inplace test_cuda_plugin; do
   if [ -x "$BUILD/bin/$b" ]; then cp "$BUILD/bin/$b" "$STAGE/bin/"; fi
 done
 for d in sdk/include framework/include device_api/include; do cp -r "$d/." "$STAGE/include/"; done

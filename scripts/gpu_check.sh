@@ -23,6 +23,7 @@
 #   OAR_GPU_CHECK_DEVICE=sim:0 OUT=/tmp/gpu_out bash scripts/gpu_check.sh .gpu/bundle.tar.xz
 # Knobs: OAR_GPU_CHECK_DEVICE (gpu:0), OAR_GPU_CHECK_PYTHON (python3), OAR_GPU_CHECK_BUDGET (450),
 #        OAR_GPU_CHECK_QUICK=1 (small sizes in train/bench, for CPU dry runs), CXX (c++),
+#        OAR_GPU_CHECK_STEPS=env,ops,... (only those steps; the build always runs),
 #        OAR_GPU_CHECK_BUNDLED_LIBS=1 (use every bundled library, even where the machine has its own).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,7 @@ PY=${OAR_GPU_CHECK_PYTHON:-python3}
 CXX=${CXX:-c++}
 BUDGET=${OAR_GPU_CHECK_BUDGET:-450}
 QUICK=${OAR_GPU_CHECK_QUICK:-0}
+ONLY=${OAR_GPU_CHECK_STEPS:-}  # e.g. "env,ops": only these steps (cxx_* belong to conformance)
 OUT=${OUT:-/tmp/oar_gpu_check_out}
 W=/tmp/oar_gpu_check
 T0=$(date +%s)
@@ -55,6 +57,12 @@ LAST_RC=0
 run_step() {
   local name=$1 limit=$2 log=$3
   shift 3
+  local group=$name
+  case $name in cxx_*) group=conformance ;; esac
+  if [ -n "$ONLY" ] && [[ ",$ONLY," != *",$group,"* ]]; then
+    LAST_RC=125
+    return
+  fi
   local left=$((DEADLINE - $(date +%s) - 15))
   if [ "$left" -lt 10 ]; then
     record "$name" SKIPPED 0 "out of time (budget ${BUDGET}s)"
@@ -205,7 +213,7 @@ QARG=()
 [ "$QUICK" = 1 ] && QARG=(--quick)
 run_step train 90 "$TRAINLOG" "$PY" "$ROOT/tests/benchmarks/train_steps.py" --device "$DEV" "${QARG[@]}" \
   --json "$W/train.json"
-finish_step train "$(grep '^RESULT' "$TRAINLOG" | sed 's/^RESULT //' | tr '\n' ';')"
+finish_step train "$(grep '^RESULT' "$TRAINLOG" | sed 's/^RESULT //' | paste -sd ';' | sed 's/;/; /g')"
 [ -f "$W/train.json" ] && { echo "### train.json"; cat "$W/train.json"; } >>"$TRAINLOG"
 
 # ---- bench: beside PyTorch ---------------------------------------------------------------------------------
@@ -213,7 +221,7 @@ BENCHLOG=$W/bench.log
 : >"$BENCHLOG"
 run_step bench 120 "$BENCHLOG" "$PY" "$ROOT/tests/benchmarks/bench_gpu.py" --device "$DEV" "${QARG[@]}" \
   --json "$OUT/bench.json"
-finish_step bench "table in this file"
+finish_step bench "the table is below"
 
 # ---- conformance: the plugin conformance suite, the C++ tests ------------------------------------------------
 CONFLOG=$OUT/conformance.txt
@@ -240,14 +248,16 @@ fi
 # ---- pytest: the suites that take a device, on the device only ---------------------------------------------
 PYTESTLOG=$OUT/pytest.txt
 : >"$PYTESTLOG"
-# Files with the `device` fixture (tests/python/conftest.py), the op suite's own file left out (step ops).
+# Files with the `device` fixture (tests/python/conftest.py), the op suite's own file left out (step ops),
+# and the CUDA plugin's own checks.
 mapfile -t PYFILES < <(grep -l "def test_[a-z0-9_]*(.*\bdevice\b" "$ROOT"/tests/python/test_*.py | grep -v test_op_suite.py)
+PYFILES+=("$ROOT/tests/python/test_cuda_plugin.py")
 XDIST=()
 if "$PY" -c "import xdist" 2>/dev/null && [ "$(nproc)" -ge 8 ]; then XDIST=(-n 8); fi
 TOUT=()
 if "$PY" -c "import pytest_timeout" 2>/dev/null; then TOUT=(--timeout 60); fi
 run_step pytest 150 "$PYTESTLOG" "$PY" -m pytest -p no:cacheprovider -rfE --tb=short -q "${XDIST[@]}" "${TOUT[@]}" \
-  -k "$DEVTYPE" "${PYFILES[@]}"
+  -k "$DEVTYPE or test_cuda_plugin" "${PYFILES[@]}"
 [ "$LAST_RC" = 5 ] && STEP_STATUS=FAIL STEP_NOTE="no test selected for $DEVTYPE"
 finish_step pytest "$(grep -E '(passed|failed|error|skipped)' "$PYTESTLOG" | tail -1)"
 

@@ -31,7 +31,8 @@ const char kFile[] = "liboar_plugin_cuda.so";
 #ifdef OAR_HAVE_CUDA_PLUGIN
 #define SKIP_WITHOUT_PLUGIN() (void)0
 #else
-#define SKIP_WITHOUT_PLUGIN() GTEST_SKIP() << "the CUDA plugin was not built: no CUDA toolkit (nvcc) at configure time"
+#define SKIP_WITHOUT_PLUGIN() \
+  GTEST_SKIP() << "the CUDA plugin was not built: no CUDA toolkit (nvcc) at configure time"
 #endif
 
 // OAR_TEST_CUDA_PLUGIN, else the build's plugin folder, else (a build moved to another machine, as
@@ -41,7 +42,8 @@ std::string plugin_path() {
   std::string built = std::string(OAR_BUILD_PLUGIN_DIR) + "/" + kFile;
   if (access(built.c_str(), R_OK) == 0) return built;
   for (const PluginRecord& r : Runtime::get().plugin_records())
-    if (r.path.size() >= sizeof(kFile) - 1 && r.path.compare(r.path.size() - (sizeof(kFile) - 1), std::string::npos, kFile) == 0)
+    if (r.path.size() >= sizeof(kFile) - 1 &&
+        r.path.compare(r.path.size() - (sizeof(kFile) - 1), std::string::npos, kFile) == 0)
       return r.path;
   return built;
 }
@@ -93,7 +95,8 @@ TEST(CudaPlugin, LinksNeitherTheCoreNorTheSharedCudaRuntime) {
     if (line.find("(NEEDED)") == std::string::npos) continue;
     ++needed;
     EXPECT_EQ(line.find("liboar_core"), std::string::npos) << path << " links the core: " << line;
-    EXPECT_EQ(line.find("libcudart"), std::string::npos) << path << " links the shared CUDA runtime: " << line;
+    EXPECT_EQ(line.find("libcudart"), std::string::npos)
+        << path << " links the shared CUDA runtime: " << line;
   }
   EXPECT_GT(needed, 0) << "no NEEDED entries read from:\n" << out;
 }
@@ -118,8 +121,8 @@ TEST(CudaPlugin, LoadingReportsTheCudaRuntimesAnswer) {
     EXPECT_NE(Runtime::get().find_device_type("gpu"), nullptr);
     return;
   }
-  EXPECT_FALSE(rec.loaded) << "loaded although cudaGetDeviceCount found no device (" << cudaGetErrorString(err)
-                           << ")";
+  EXPECT_FALSE(rec.loaded) << "loaded although cudaGetDeviceCount found no device ("
+                           << cudaGetErrorString(err) << ")";
   EXPECT_EQ(Runtime::get().find_device_type("gpu"), nullptr);
   if (err != cudaSuccess) {
     const std::string message = cudaGetErrorString(err), name = cudaGetErrorName(err);
