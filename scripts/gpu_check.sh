@@ -197,7 +197,7 @@ if grep -q "(device type '$DEVTYPE'" "$ENVLOG"; then
   finish_step env "doctor: the $DEVTYPE plugin is loaded"
 else
   STEP_STATUS=FAIL
-  finish_step env "doctor: no loaded plugin of device type '$DEVTYPE' (env.txt says why)"
+  finish_step env "doctor: no loaded plugin of device type '$DEVTYPE'; $(grep 'skipped:' "$ENVLOG" | grep -v shadowed | sed 's/^ *//' | paste -sd ';')"
 fi
 
 # ---- ops: the op suite on the device ------------------------------------------------------------------------
@@ -237,7 +237,11 @@ FILTER="*${DEV/:/_}*"
 for b in test_ops test_inplace; do
   if [ -x "$W/b/bin/$b" ]; then
     run_step "cxx_$b" 60 "$CONFLOG" "$W/b/bin/$b" --gtest_brief=1 "--gtest_filter=$FILTER"
-    finish_step "cxx_$b" "$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|tests? ran' "$CONFLOG" | tail -1)"
+    note=$(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|tests? ran' "$CONFLOG" | tail -1)
+    # A filter that matched nothing proves nothing: the device's instances were never created.
+    [ "$LAST_RC" = 0 ] && grep -q "0 tests from 0 test suites ran" <<<"$(tail -5 "$CONFLOG")" &&
+      STEP_STATUS=FAIL note="no test instance for $DEV (is the plugin loaded?)"
+    finish_step "cxx_$b" "$note"
   fi
 done
 if [ -x "$W/b/bin/test_cuda_plugin" ]; then
