@@ -65,6 +65,7 @@ class Registry {
 
 // One registration function per family of kernels (each in its own file).
 void register_elementwise(Registry& r);
+void register_vendor(Registry& r);  // cuBLASLt matmul, cuDNN conv, pooling, optimizers (handles.h)
 
 // ---- device types ----------------------------------------------------------------------------------
 template <typename T> struct Tag { using type = T; };

@@ -28,6 +28,7 @@ void setup(oar::sdk::Tables& t, oar::sdk::KernelRegistrar& kernels) {
   oar_cuda::fill_collective_table(t.collective);
   oar_cuda::Registry r(kernels);
   oar_cuda::register_elementwise(r);
+  oar_cuda::register_vendor(r);
   t.shutdown = [] {};
 }
 
