@@ -6,10 +6,10 @@
 What it measures (each case after warm-ups; every timing is bracketed by a device synchronize, the median
 of several repeats; oar syncs with oar.device.synchronize, torch with torch.cuda.synchronize):
   matmul     C = A @ B, square 4096 and 8192, in bfloat16, float16 and float32: TFLOP/s (2 n^3 per product).
-             torch's float32 uses its default precision (TF32 off for matmul unless
-             torch.backends.cuda.matmul.allow_tf32 says otherwise; the JSON records which).
+             float32 is compared like for like: torch's TF32 switches (matmul and cuDNN) are set to
+             oar's policy, exact float32 unless OAR_ALLOW_TF32=1 (docs/decisions.md, 44).
   conv       ResNet's 3x3, 64 -> 64 channels at 56x56, batch 64, float32, forward + backward: ms and TFLOP/s
-             (3 x the forward's 2*N*H*W*Cout*Cin*9).
+             (3 x the forward's 2*N*H*W*Cout*Cin*9), TF32 as for matmul.
   resnet50   a ResNet-50 training step (batch 64, 224x224, SGD with momentum) in images/s: oar in float32
              (oar has no AMP yet), torch in float32, and torch with AMP bfloat16 (autocast) for reference.
   overhead   eager small-op overhead: microseconds per `a + b` on 1-element device tensors, 2000 ops, one
@@ -19,6 +19,7 @@ why. --quick shrinks every size (for dry runs on the CPU or sim). Not a test: no
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -64,6 +65,11 @@ class Bench:
         oar.set_device(device)
         self.torch, self.torch_reason = _torch(device)
         self.results = []
+        # oar's float32 policy (the gpu plugin reads OAR_ALLOW_TF32 once): torch is set to the same.
+        self.tf32 = os.environ.get("OAR_ALLOW_TF32") == "1"
+        if self.torch is not None:
+            self.torch.backends.cuda.matmul.allow_tf32 = self.tf32
+            self.torch.backends.cudnn.allow_tf32 = self.tf32
 
     def osync(self):
         self.oar.device.synchronize(self.device)
@@ -139,9 +145,7 @@ class Bench:
                     a = torch.randn(n, n, device="cuda", dtype=dt)
                     b = torch.randn(n, n, device="cuda", dtype=dt)
                     return flops / _time(lambda: torch.matmul(a, b), self.tsync, 3, 5, inner) / 1e12
-                note = ""
-                if dtype == "float32" and self.torch is not None:
-                    note = "torch allow_tf32={}".format(self.torch.backends.cuda.matmul.allow_tf32)
+                note = "TF32 {} for both".format("on" if self.tf32 else "off") if dtype == "float32" else ""
                 self._both("matmul {} {}^2".format(dtype, n), "TFLOP/s", o, t, note)
             self._free()
 
@@ -183,8 +187,7 @@ class Bench:
                 r[side + "_tflops"] = flops / (r[side] / 1e3) / 1e12
         note = "TFLOP/s: oar {}, torch {}".format(*("{:.1f}".format(r[s + "_tflops"]) if s + "_tflops" in r else "-"
                                                      for s in ("oar", "torch")))
-        if self.torch is not None:
-            note += "; torch cudnn.allow_tf32={}".format(self.torch.backends.cudnn.allow_tf32)
+        note += "; TF32 {} for both".format("on" if self.tf32 else "off")
         r["note"] += "; " + note
         print("    " + note)
         self._free()
@@ -226,7 +229,7 @@ class Bench:
                 opt.zero_grad(set_to_none=True)
             return b / _time(step, self.tsync, 2, 3, steps)
         self._both("resnet50 train b{} {}px float32".format(b, img), "images/s", o,
-                   (lambda: t(False)) if self.torch else None, "oar has no AMP yet")
+                   (lambda: t(False)) if self.torch else None, "oar has no AMP yet; TF32 {} for both".format("on" if self.tf32 else "off"))
         self._free()
         self._both("resnet50 train b{} {}px torch AMP bf16".format(b, img), "images/s", None,
                    (lambda: t(True)) if self.torch else None, "reference: torch autocast bf16 (oar: n/a)")
@@ -255,7 +258,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     bench = Bench(args.device, args.quick)
     info = {"device": args.device, "quick": args.quick, "torch": bench.torch.__version__ if bench.torch else None,
-            "torch_reason": bench.torch_reason}
+            "torch_reason": bench.torch_reason, "tf32": bench.tf32}
     if bench.torch is not None:
         info["gpu"] = bench.torch.cuda.get_device_name(0)
     print("oar {} vs torch ({})".format(args.device, info["torch"] or bench.torch_reason))
