@@ -179,6 +179,8 @@ ENVLOG=$OUT/env.txt
   nproc
   timeout 20 nvidia-smi 2>&1 || echo "(no nvidia-smi)"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  # Where every library of the package resolves with that path (the CUDA ones included).
+  ldd "$W/pkg/oar/"_C*.so "$W/pkg/oar/lib/liboar_core.so.0" "$W/pkg/oar/plugins/"*.so
 } >"$ENVLOG" 2>&1
 run_step env 60 "$ENVLOG" "$PY" -c "
 import sys, numpy
