@@ -95,7 +95,7 @@ class Bench:
             return "{:>12.3f}".format(x) if isinstance(x, float) else "{:>12}".format("-" if x is None else x)
         ratio = "{:>8.2f}".format(r["oar_vs_torch"]) if "oar_vs_torch" in r else "{:>8}".format("-")
         errs = "; ".join("{}: {}".format(k, r[k]) for k in ("oar_error", "torch_error") if k in r)
-        return "{:<34} {:<10} {} {} {} {}{}".format(r["case"], r["metric"], v(r["oar"]), v(r["torch"]), ratio,
+        return "{:<42} {:<10} {} {} {} {}{}".format(r["case"], r["metric"], v(r["oar"]), v(r["torch"]), ratio,
                                                    r["note"], ("  [" + errs + "]") if errs else "")
 
     def _both(self, case, metric, oar_fn, torch_fn, note=""):
@@ -229,7 +229,8 @@ class Bench:
                 opt.zero_grad(set_to_none=True)
             return b / _time(step, self.tsync, 2, 3, steps)
         self._both("resnet50 train b{} {}px float32".format(b, img), "images/s", o,
-                   (lambda: t(False)) if self.torch else None, "oar has no AMP yet; TF32 {} for both".format("on" if self.tf32 else "off"))
+                   (lambda: t(False)) if self.torch else None,
+                   "oar has no AMP yet; TF32 {} for both".format("on" if self.tf32 else "off"))
         self._free()
         self._both("resnet50 train b{} {}px torch AMP bf16".format(b, img), "images/s", None,
                    (lambda: t(True)) if self.torch else None, "reference: torch autocast bf16 (oar: n/a)")
@@ -262,7 +263,7 @@ def main(argv=None):
     if bench.torch is not None:
         info["gpu"] = bench.torch.cuda.get_device_name(0)
     print("oar {} vs torch ({})".format(args.device, info["torch"] or bench.torch_reason))
-    print("{:<34} {:<10} {:>12} {:>12} {:>8} {}".format("case", "metric", "oar", "torch", "oar/torch", "note"))
+    print("{:<42} {:<10} {:>12} {:>12} {:>9} {}".format("case", "metric", "oar", "torch", "oar/torch", "note"))
     failed = False
     for case in args.only.split(","):
         try:

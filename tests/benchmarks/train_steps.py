@@ -82,7 +82,8 @@ def train(name, build, x_np, y_np, classes, device, steps, lr):
         "model": name, "device": device, "steps": steps, "batch": int(x_np.shape[0]),
         "input_shape": list(x_np.shape), "losses": losses,
         "ms_per_step": 1000.0 * float(np.median(timed)), "first_step_ms": 1000.0 * times[0],
-        "fallbacks": [{"op": k[0], "device_type": k[1], "dtype": k[2], "count": v} for k, v in sorted(fallbacks.items())],
+        "fallbacks": [{"op": k[0], "device_type": k[1], "dtype": k[2], "count": v}
+                      for k, v in sorted(fallbacks.items())],
         # Down: the mean of the last two steps below the first (a fixed batch, so no noise from data).
         "loss_went_down": bool(np.mean(losses[-2:]) < losses[0]),
     }
