@@ -93,7 +93,7 @@ class Bench:
     def row(r):
         def v(x):
             return "{:>12.3f}".format(x) if isinstance(x, float) else "{:>12}".format("-" if x is None else x)
-        ratio = "{:>8.2f}".format(r["oar_vs_torch"]) if "oar_vs_torch" in r else "{:>8}".format("-")
+        ratio = "{:>9.2f}".format(r["oar_vs_torch"]) if "oar_vs_torch" in r else "{:>9}".format("-")
         errs = "; ".join("{}: {}".format(k, r[k]) for k in ("oar_error", "torch_error") if k in r)
         return "{:<42} {:<10} {} {} {} {}{}".format(r["case"], r["metric"], v(r["oar"]), v(r["torch"]), ratio,
                                                    r["note"], ("  [" + errs + "]") if errs else "")
