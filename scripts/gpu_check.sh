@@ -166,7 +166,8 @@ if [ -n "$SITE" ] && [ -d "$SITE/nvidia" ]; then
   # share one copy of each library in the process.
   NVLIBS=$(find "$SITE/nvidia" -maxdepth 3 -type d -name lib | sort | tr '\n' ':')
 fi
-export LD_LIBRARY_PATH="$W/pkg/oar/lib:$W/deps:${NVLIBS}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+ORIG_LD=${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH="$W/pkg/oar/lib:$W/deps:${NVLIBS}/usr/local/cuda/lib64$ORIG_LD"
 export PYTHONPATH="$W/pkg${PYTHONPATH:+:$PYTHONPATH}"
 cd /tmp  # never import the tree's python/oar by accident
 
@@ -195,6 +196,14 @@ import oar
 print('oar', oar.__file__)
 "
 timeout 60 "$PY" -m oar.utils.doctor -v >>"$ENVLOG" 2>&1
+# A plugin the dynamic loader refused (a library or symbol missing from the wheels' copies): once more
+# with the toolkit's libraries first; if that loads it, every later step uses that order.
+if ! grep -q "(device type '$DEVTYPE'" "$ENVLOG" && grep -q "skipped: cannot be loaded" "$ENVLOG" &&
+  [ -n "$NVLIBS" ]; then
+  export LD_LIBRARY_PATH="$W/pkg/oar/lib:$W/deps:/usr/local/cuda/lib64:${NVLIBS%:}$ORIG_LD"
+  echo "### the loader refused a plugin: the doctor again with LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >>"$ENVLOG"
+  timeout 60 "$PY" -m oar.utils.doctor >>"$ENVLOG" 2>&1
+fi
 if grep -q "(device type '$DEVTYPE'" "$ENVLOG"; then
   finish_step env "doctor: the $DEVTYPE plugin is loaded"
 else
