@@ -191,6 +191,16 @@ void BestFitAllocator::reset_peak() {
   stats_.peak_reserved = stats_.reserved;
 }
 
+void BestFitAllocator::reset_peak_allocated() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_allocated = stats_.allocated;
+}
+
+void BestFitAllocator::reset_peak_reserved() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.peak_reserved = stats_.reserved;
+}
+
 size_t BestFitAllocator::num_free_blocks() {
   std::lock_guard<std::mutex> lock(mu_);
   flush_small_locked();

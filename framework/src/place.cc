@@ -32,7 +32,8 @@ Place Place::parse(const std::string& text) {
     std::string known;
     for (const auto& dt : Runtime::get().device_types()) known += (known.empty() ? "" : ", ") + dt.name;
     OAR_THROW(ErrorCode::kNotFound, "unknown device type '" << type_name << "' in '" << text
-                                                            << "'; available: " << known);
+                                                            << "'; available: " << known << "; "
+                                                            << Runtime::get().unavailable_reason(type_name));
   }
   OAR_ENFORCE(index < t->count, ErrorCode::kNotFound,
               "device '" << text << "' does not exist: " << type_name << " has " << t->count << " device(s)");

@@ -102,6 +102,7 @@ Device::Device(const DeviceType* type, int32_t index) : type_(type), place_{type
     check_plugin_error(plugin, "device properties", t.device.properties(index, &props_));
   props_.struct_size = sizeof(props_);
   if (t.stream.create) check_plugin_error(plugin, "stream create", t.stream.create(index, 0, &stream_));
+  current_.store(stream_, std::memory_order_release);
   RawMemory raw;
   raw.device_name = place_.to_string();
   raw.raw_alloc = [this, index](size_t bytes) -> void* {
@@ -131,9 +132,9 @@ const PluginTables& Device::tables() const { return type_->plugin->tables; }
 const std::string& Device::plugin_name() const { return type_->plugin->name; }
 
 void Device::synchronize_stream() const {
-  if (stream_ && tables().stream.synchronize)
-    check_plugin_error(plugin_name(), "stream synchronize",
-                       tables().stream.synchronize(place_.index, stream_));
+  OarStream s = stream();
+  if (s && tables().stream.synchronize)
+    check_plugin_error(plugin_name(), "stream synchronize", tables().stream.synchronize(place_.index, s));
 }
 
 void Device::synchronize() const {
@@ -157,18 +158,28 @@ Stream::Stream(Place place, int32_t priority) : device_(&Runtime::get().device(p
   check_plugin_error(device_->plugin_name(), "stream create",
                      t.stream.create(place.index, priority, &stream_));
 }
+std::unique_ptr<Stream> Stream::view(Place place, OarStream stream) {
+  std::unique_ptr<Stream> s(new Stream());
+  s->device_ = &Runtime::get().device(place);
+  s->stream_ = stream;
+  s->owned_ = false;
+  return s;
+}
 Stream::~Stream() {
-  if (stream_ && device_->tables().stream.destroy) {
+  if (owned_ && stream_ && device_->tables().stream.destroy) {
     OarError* e = device_->tables().stream.destroy(device_->place().index, stream_);
     if (e) LOG(WARNING) << device_->name() << ": stream destroy failed: " << take_message(e);
   }
 }
+// A NULL stream (a device without a stream table) is synchronous: nothing is ever pending on it.
 void Stream::synchronize() const {
+  if (!stream_) return;
   const auto& t = checked_tables(device_, device_->tables().stream.synchronize, "stream synchronize");
   check_plugin_error(device_->plugin_name(), "stream synchronize",
                      t.stream.synchronize(device_->place().index, stream_));
 }
 bool Stream::query() const {
+  if (!stream_) return true;
   const auto& t = checked_tables(device_, device_->tables().stream.query, "stream query");
   int32_t done = 0;
   check_plugin_error(device_->plugin_name(), "stream query",
@@ -176,6 +187,10 @@ bool Stream::query() const {
   return done != 0;
 }
 void Stream::wait(const Event& event) const {
+  OAR_ENFORCE(
+      event.place() == device_->place(), ErrorCode::kInvalidArgument,
+      "a stream of " << device_->name() << " cannot wait for an event of " << event.place().to_string());
+  if (!stream_) return event.synchronize();  // later synchronous work starts after the event
   const auto& t = checked_tables(device_, device_->tables().stream.wait_event, "stream wait_event");
   check_plugin_error(device_->plugin_name(), "stream wait_event",
                      t.stream.wait_event(device_->place().index, stream_, event.handle()));
@@ -242,6 +257,38 @@ Runtime::Runtime() : impl_(std::make_unique<Impl>()) {
   impl_->kernels.grow_to(static_cast<size_t>(OpRegistry::get().size()));
   device_types_.reserve(kMaxDeviceTypes);
   device_types_.push_back(DeviceType{kCpuDeviceType, "cpu", nullptr, 0});  // cpu is always type 0
+}
+
+namespace {
+// The device type a skipped candidate would have provided: its query's; when its query was never reached,
+// gpu for liboar_plugin_cuda.so (the usual case: a gpu plugin whose vendor library is missing cannot even
+// be opened), else unknown.
+std::string candidate_type(const PluginRecord& r) {
+  if (!r.device_type.empty()) return r.device_type;
+  return boost::filesystem::path(r.path).filename() == "liboar_plugin_cuda.so" ? "gpu" : "";
+}
+}  // namespace
+
+std::vector<std::string> Runtime::refused_device_types() const {
+  std::vector<std::string> out;
+  for (const auto& r : records_) {
+    const std::string t = r.loaded ? "" : candidate_type(r);
+    if (!t.empty() && !find_device_type(t) && std::find(out.begin(), out.end(), t) == out.end())
+      out.push_back(t);
+  }
+  return out;
+}
+
+std::string Runtime::unavailable_reason(const std::string& type) const {
+  std::string out;
+  for (const auto& r : records_) {
+    if (r.loaded || candidate_type(r) != type) continue;
+    out += (out.empty() ? "" : "; ") + std::string("the plugin ") + r.path + " was not loaded: " + r.reason;
+  }
+  if (out.empty())
+    out = "no installed plugin provides device type '" + type + "'" +
+          (type == "gpu" ? " (the CUDA backend is the oar-cuda wheel: pip install oar-cuda)" : "");
+  return out;
 }
 
 std::vector<std::string> Runtime::plugin_search_path() {

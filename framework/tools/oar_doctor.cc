@@ -50,5 +50,8 @@ int main(int argc, char** argv) {
         std::cout << "\n";
       }
   }
+  // Device types whose plugins were all refused, with the loader's reasons (a gpu plugin without a GPU).
+  for (const auto& t : rt.refused_device_types())
+    std::cout << "  " << t << ": not available: " << rt.unavailable_reason(t) << "\n";
   return rt.find_device_type("cpu") ? 0 : 1;
 }

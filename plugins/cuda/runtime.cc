@@ -388,6 +388,9 @@ OarError* stream_create(int32_t device, int32_t priority, OarStream* stream) {
 OarError* stream_destroy(int32_t device, OarStream stream) {
   return guard([&] {
     set_device(device);
+    // Drain first: the core's pool reuses memory by stream handle, and CUDA may give this handle to the
+    // next stream created.
+    gpu_check(gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)), "cudaStreamSynchronize");
     gpu_check(gpuStreamDestroy(reinterpret_cast<gpuStream_t>(stream)), "cudaStreamDestroy");
   });
 }

@@ -8,7 +8,8 @@ either. Each path is a plugin .so file, or a directory whose liboar_plugin_*.so 
 
 They are loaded at `import oar`, after OAR_PLUGIN_PATH, CUSTOM_DEVICE_ROOT and the plugins shipped with
 oar; a file name loaded earlier shadows an entry point's file of the same name. A broken
-entry point or plugin warns and is skipped: it never stops oar from importing. The loader's records
+entry point or plugin warns and is skipped: it never stops oar from importing. A plugin that only found
+no device (a GPU wheel where there is no GPU) is skipped without a warning. The loader's records
 (oar.utils.doctor, oar._C.plugin_records()) say why a file was refused."""
 import glob
 import importlib.metadata
@@ -25,6 +26,13 @@ def _files(path):
     if os.path.isdir(path):
         return sorted(glob.glob(os.path.join(path, "liboar_plugin_*.so")))
     return [path]
+
+
+def _no_device(rec):
+    """A plugin that loaded and works but found no device (a GPU wheel on a machine without a GPU, or
+    without a driver) is the normal case there, not a broken install: no warning. Its reason stays in the
+    records, the doctor and every call that asks for that device type."""
+    return rec.reason.startswith(("found no usable device", "found no devices"))
 
 
 def load_entry_point_plugins():
@@ -53,7 +61,7 @@ def load_entry_point_plugins():
                     if rec.loaded:
                         loaded.add(os.path.basename(f))
                     records.append(rec)
-                    if not rec.loaded:
+                    if not rec.loaded and not _no_device(rec):
                         warnings.warn("oar: plugin '{}' from entry point '{}' was not loaded: {}".format(
                             f, ep.name, rec.reason), RuntimeWarning)
         except Exception as e:

@@ -278,6 +278,13 @@ void init_module_basics(py::module_& m) {
     for (const auto& p : oar::Runtime::get().all_places()) out.push_back(p.to_string());
     return out;
   });
+  m.def(
+      "_device_type_refusal",
+      [](const std::string& type) { return oar::Runtime::get().unavailable_reason(type); },
+      "Why no plugin provides this device type: each refused candidate's path and the loader's reason.");
+  m.def(
+      "_refused_device_types", [] { return oar::Runtime::get().refused_device_types(); },
+      "Device types that only refused plugins would provide (a gpu plugin on a machine without a GPU).");
   m.def("device_count", [](const std::string& type) {
     const oar::DeviceType* t = oar::Runtime::get().find_device_type(type);
     return t ? t->count : 0;
@@ -293,8 +300,14 @@ void init_module_basics(py::module_& m) {
   m.def("max_memory_reserved",
         [](py::handle device) { return device_of(device).allocator().stats().peak_reserved; },
         py::arg("device") = py::none());
-  m.def("reset_max_memory_allocated", [](py::handle device) { device_of(device).allocator().reset_peak(); },
-        py::arg("device") = py::none());
+  m.def(
+      "reset_max_memory_allocated",
+      [](py::handle device) { device_of(device).allocator().reset_peak_allocated(); },
+      py::arg("device") = py::none());
+  m.def(
+      "reset_max_memory_reserved",
+      [](py::handle device) { device_of(device).allocator().reset_peak_reserved(); },
+      py::arg("device") = py::none());
   m.def("empty_cache", [](py::handle device) { device_of(device).allocator().release_cached(); },
         py::arg("device") = py::none());
 }
@@ -303,6 +316,7 @@ void init_fastpath(py::module_& m);  // fastpath.cc: per-step optimizer helpers
 void init_jit_run(py::module_& m);   // jit_run.cc: to_static training runs (oar.jit)
 void init_static_edit(py::module_& m);  // static_edit.cc: program edits for control-flow gradients
 void init_op_samples(py::module_& m);  // op_samples.cc: the op suite's sample declarations (oar.testing.ops)
+void init_streams(py::module_& m);     // streams.cc: streams, events, the current stream (oar.device)
 
 }  // namespace oarpy
 
@@ -312,6 +326,7 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_tensor(m);
   oarpy::init_ops(m);
   oarpy::init_runtime(m);
+  oarpy::init_streams(m);
   oarpy::init_autograd(m);
   oarpy::init_fastpath(m);
   oarpy::init_dlpack(m);

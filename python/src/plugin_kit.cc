@@ -59,7 +59,7 @@ void* address(const oar::Tensor& t, const char* what) {
 }
 
 OarStream stream_handle(oar::Device& d, py::handle s) {
-  if (s.is_none()) return d.stream();  // the device's default stream
+  if (s.is_none()) return d.stream();  // the device's current stream
   return s.cast<oar::Stream&>().handle();
 }
 
@@ -361,32 +361,9 @@ void init_plugin_kit(py::module_& m) {
     return d;
   });
 
-  // The core's extra streams and events on a device (RAII objects of framework/include/oar/core/runtime.h).
-  py::class_<oar::Stream>(m, "_KitStream")
-      .def(py::init([](py::handle place, int32_t priority) {
-             return std::make_unique<oar::Stream>(to_place(place), priority);
-           }),
-           py::arg("place"), py::arg("priority") = 0)
-      .def("synchronize", &oar::Stream::synchronize, py::call_guard<py::gil_scoped_release>())
-      .def("query", &oar::Stream::query)
-      .def("wait", &oar::Stream::wait);
-  py::class_<oar::Event>(m, "_KitEvent")
-      .def(py::init([](py::handle place, bool timing) {
-             return std::make_unique<oar::Event>(to_place(place), timing);
-           }),
-           py::arg("place"), py::arg("timing") = true)
-      .def(
-          "record",
-          [](oar::Event& e, py::handle s) {
-            if (s.is_none())
-              e.record();
-            else
-              e.record(s.cast<oar::Stream&>());
-          },
-          py::arg("stream") = py::none())
-      .def("synchronize", &oar::Event::synchronize, py::call_guard<py::gil_scoped_release>())
-      .def("query", &oar::Event::query)
-      .def("elapsed_ms", &oar::Event::elapsed_ms);
+  // The core's extra streams and events on a device: the classes of streams.cc (oar.device's too).
+  m.attr("_KitStream") = m.attr("_Stream");
+  m.attr("_KitEvent") = m.attr("_Event");
 
   // Raw memory-table calls on a chosen stream (None: the device's default stream), so stream-ordering
   // checks can put work on streams other than the default one. Tensors must be contiguous device tensors.

@@ -39,7 +39,7 @@ void init_runtime(py::module_& m) {
       out.append(py::make_tuple(t.id, t.name, t.plugin != nullptr, t.count));
     return out;
   });
-  // Opens a device and describes it: {name, place, total_memory, host_accessible, plugin}.
+  // Opens a device and describes it: {name, place, total_memory, compute_units, host_accessible, plugin}.
   m.def("device_properties", [](py::handle place) {
     oar::Device& d = oar::Runtime::get().device(to_place(place));
     const auto& p = d.properties();
@@ -47,6 +47,7 @@ void init_runtime(py::module_& m) {
     out["name"] = std::string(p.name);
     out["place"] = d.name();
     out["total_memory"] = p.total_memory;
+    out["compute_units"] = p.compute_units;  // streaming multiprocessors on a GPU
     out["host_accessible"] = d.host_accessible();
     out["plugin"] = d.plugin_name();
     return out;

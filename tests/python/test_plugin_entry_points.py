@@ -52,3 +52,27 @@ def test_entry_points_are_loaded_with_reasons(tmp_path):
     assert "entry point 'bogus'" in r.stderr and "was not loaded" in r.stderr
     assert "entry point 'broken'" in r.stderr and "driver not installed" in r.stderr
     assert "entry point 'missing'" in r.stderr and "ModuleNotFoundError" in r.stderr
+
+
+def test_plugin_that_finds_no_device_is_skipped_without_a_warning(tmp_path):
+    """A GPU wheel installed where there is no GPU: the plugin is refused because its device count fails
+    (tests/plugins/zero_devices.cc, as CUDA without a driver); that is no broken install, so import oar
+    does not warn, and the reason is in the records and in every call that asks for the device type."""
+    plugin = os.path.join(os.path.dirname(__file__), "..", "..", os.environ.get("OAR_BUILD_DIR", "build"), "tests",
+                          "plugins", "liboar_plugin_zero_devices.so")
+    if not os.path.exists(plugin):
+        import pytest
+        pytest.skip("test plugins not built (cmake --build build --target oar_test_plugins)")
+    root = str(tmp_path)
+    with open(os.path.join(root, "nodevice_backend.py"), "w") as f:
+        f.write("PLUGIN = {!r}\n".format(os.path.abspath(plugin)))
+    make_distribution(root, {"nodevice": "nodevice_backend:PLUGIN"})
+    r = run(root, textwrap.dedent("""
+        import oar
+        rec = [r for r in oar._C.plugin_records() if r.path.endswith("liboar_plugin_zero_devices.so")]
+        print("REASON", rec[0].reason if rec else None)
+        print("SUM", float(oar.ones([3]).sum()))
+    """))
+    assert r.returncode == 0, r.stderr
+    assert "REASON found no usable device: " in r.stdout and "SUM 3.0" in r.stdout
+    assert "was not loaded" not in r.stderr, r.stderr

@@ -163,6 +163,7 @@ typedef struct OarMemoryTable {
 
 typedef struct OarStreamTable {
   size_t struct_size;
+  /* priority: 0 is normal, larger is more urgent (a plugin maps it onto its own range, clamping). */
   OarError* (*create)(int32_t device, int32_t priority, OarStream* stream);
   OarError* (*destroy)(int32_t device, OarStream stream);
   OarError* (*synchronize)(int32_t device, OarStream stream);

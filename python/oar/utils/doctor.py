@@ -43,6 +43,9 @@ def report(verbose=False):
         lines.append("    kernels: {} ops".format(len(kernels)))
         if verbose:
             lines += ["      {}: {}".format(op, " ".join(dtypes)) for op, dtypes in kernels]
+    # Device types whose plugins were all refused, with the loader's reasons (a gpu plugin without a GPU).
+    for name in _C._refused_device_types():
+        lines.append("  {}: not available: {}".format(name, _C._device_type_refusal(name)))
     return "\n".join(lines) + "\n"
 
 

@@ -63,6 +63,8 @@ class BestFitAllocator final : public Allocator {
   void free(void* ptr) override;
   AllocatorStats stats() const override;
   void reset_peak() override;
+  void reset_peak_allocated();  // one of the two peaks only (Paddle's reset_max_memory_allocated)
+  void reset_peak_reserved();
   void release_cached() override;
 
   size_t alignment() const { return alignment_; }

@@ -7,6 +7,7 @@
 #include <oar/core/place.h>
 #include <oar/device_api.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,8 +64,14 @@ class Device {
   const OarDeviceProperties& properties() const { return props_; }
   bool host_accessible() const { return props_.capabilities & OAR_CAP_HOST_ACCESSIBLE; }
   BestFitAllocator& allocator() { return *allocator_; }
-  OarStream stream() const { return stream_; }  // the device's default stream (NULL: synchronous)
-  void synchronize_stream() const;
+  // The current stream: kernels, copies and new allocations go there. It is the default stream unless
+  // set_stream chose another (NULL: synchronous).
+  OarStream stream() const { return current_.load(std::memory_order_acquire); }
+  OarStream default_stream() const { return stream_; }
+  // Makes `s` (a stream of this device, or default_stream()) current, for every thread, as Paddle's
+  // paddle.device.set_stream; returns the previous one. The caller keeps `s` alive while it is current.
+  OarStream set_stream(OarStream s) { return current_.exchange(s, std::memory_order_acq_rel); }
+  void synchronize_stream() const;  // the current stream
   void synchronize() const;  // the whole device
   std::string name() const { return place_.to_string(); }
 
@@ -74,12 +81,16 @@ class Device {
   OarDeviceProperties props_{};
   std::unique_ptr<BestFitAllocator> allocator_;
   OarStream stream_ = nullptr;
+  std::atomic<OarStream> current_{nullptr};
 };
 
-// An extra stream on a device (the device's default stream is Device::stream()). RAII.
+// An extra stream on a device (the device's own is Device::default_stream()), or a view of one. RAII.
 class Stream {
  public:
+  // priority: 0 normal, larger is more urgent; plugins clamp it to their range.
   explicit Stream(Place place, int32_t priority = 0);
+  // A view of a stream owned elsewhere (a device's default stream): never destroyed through it.
+  static std::unique_ptr<Stream> view(Place place, OarStream stream);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -90,8 +101,10 @@ class Stream {
   void wait(const class Event& event) const;  // later work on this stream waits for the event
 
  private:
-  Device* device_;
+  Stream() = default;
+  Device* device_ = nullptr;
   OarStream stream_ = nullptr;
+  bool owned_ = true;
 };
 
 // A marker in a stream's work, for ordering between streams and for timing. RAII.
@@ -102,7 +115,8 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   OarEvent handle() const { return event_; }
-  void record();                     // on the device's default stream
+  Place place() const { return device_->place(); }
+  void record();                     // on the device's current stream
   void record(const Stream& stream);
   void synchronize() const;
   bool query() const;
@@ -126,6 +140,12 @@ class Runtime {
   const std::vector<PluginRecord>& plugin_records() const { return records_; }
   const std::vector<DeviceType>& device_types() const { return device_types_; }
   const DeviceType* find_device_type(const std::string& name) const;
+  // Why no plugin provides device type `type`: each refused candidate ("the plugin <path> was not loaded:
+  // <reason>"), or that none is installed. Errors for an unknown device, the doctors and
+  // oar.device.cuda quote it (a gpu plugin on a machine without a GPU says why).
+  std::string unavailable_reason(const std::string& type) const;
+  // The device types that only refused candidates would provide, in the order of the records.
+  std::vector<std::string> refused_device_types() const;
   Device& device(Place place);  // opens it on first use; throws kNotFound for a bad place
   std::vector<Place> all_places();
   // Kernel table lookup; lock-free.
