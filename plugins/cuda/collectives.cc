@@ -3,7 +3,10 @@
 #include <nccl.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "cuda_common.h"
@@ -23,6 +26,12 @@ struct Comm {
 Comm* as_comm(OarComm c) {
   OAR_SDK_CHECK(c, OAR_ERR_INVALID_ARGUMENT, "gpu collectives: NULL communicator");
   return reinterpret_cast<Comm*>(c);
+}
+// A communicator a collective can run on: not aborted.
+Comm* live_comm(OarComm c) {
+  Comm* comm = as_comm(c);
+  OAR_SDK_CHECK(comm->nccl, OAR_ERR_PRECONDITION, "gpu collectives: the communicator was aborted");
+  return comm;
 }
 
 void nccl_check(ncclResult_t r, const char* what) {
@@ -62,6 +71,17 @@ ncclRedOp_t nccl_op(int32_t op, int32_t dtype) {
   throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "gpu collectives: unknown reduce op " + std::to_string(op));
 }
 
+// The devices each communicator (by unique id) has a rank on in this process. Entries stay: an id is
+// used once, and a few bytes per communicator made is no leak worth a lifetime.
+std::mutex& ranks_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::set<int32_t>>& ranks_on_device() {
+  static auto* m = new std::map<std::string, std::set<int32_t>>();
+  return *m;
+}
+
 gpuStream_t as_stream(OarStream s) { return reinterpret_cast<gpuStream_t>(s); }
 
 OarError* get_unique_id(OarCommUniqueId* id) {
@@ -76,6 +96,16 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
   return guard([&] {
     OAR_SDK_CHECK(nranks > 0 && rank >= 0 && rank < nranks, OAR_ERR_INVALID_ARGUMENT,
                   "gpu collectives: rank " << rank << " is not in [0, " << nranks << ")");
+    // NCCL runs one rank per GPU: two ranks of one communicator on one device would fail deep in
+    // NCCL's bootstrap ("Duplicate GPU detected"); say so at once.
+    const std::string key(reinterpret_cast<const char*>(id->bytes), sizeof(ncclUniqueId));
+    {
+      std::lock_guard<std::mutex> lk(ranks_mu());
+      auto& used = ranks_on_device()[key];
+      OAR_SDK_CHECK(used.insert(local_device).second, OAR_ERR_UNIMPLEMENTED,
+                    "gpu collectives: NCCL runs one rank per GPU, and another rank of this communicator already "
+                    "uses gpu:" << local_device << " in this process (rank " << rank << " of " << nranks << ")");
+    }
     set_device(local_device);
     ncclUniqueId u;
     std::memcpy(&u, id->bytes, sizeof(u));
@@ -89,7 +119,8 @@ OarError* comm_destroy(OarComm comm) {
   return guard([&] {
     Comm* c = as_comm(comm);
     set_device(c->device);
-    ncclResult_t r = ncclCommDestroy(c->nccl);
+    // An aborted communicator was already freed by ncclCommAbort: only the wrapper is left.
+    ncclResult_t r = c->nccl ? ncclCommDestroy(c->nccl) : ncclSuccess;
     delete c;
     nccl_check(r, "ncclCommDestroy");
   });
@@ -97,7 +128,7 @@ OarError* comm_destroy(OarComm comm) {
 OarError* all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, OarComm comm,
                      OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     nccl_check(ncclAllReduce(send, recv, count, nccl_dtype(dtype), nccl_op(op, dtype), c->nccl, as_stream(stream)),
                "ncclAllReduce");
@@ -105,7 +136,7 @@ OarError* all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype
 }
 OarError* broadcast(void* buf, uint64_t count, int32_t dtype, int32_t root, OarComm comm, OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     nccl_check(ncclBroadcast(buf, buf, count, nccl_dtype(dtype), root, c->nccl, as_stream(stream)), "ncclBroadcast");
   });
@@ -113,7 +144,7 @@ OarError* broadcast(void* buf, uint64_t count, int32_t dtype, int32_t root, OarC
 OarError* reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root, OarComm comm,
                  OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     nccl_check(ncclReduce(send, recv, count, nccl_dtype(dtype), nccl_op(op, dtype), root, c->nccl, as_stream(stream)),
                "ncclReduce");
@@ -122,7 +153,7 @@ OarError* reduce(const void* send, void* recv, uint64_t count, int32_t dtype, in
 OarError* all_gather(const void* send, void* recv, uint64_t send_count, int32_t dtype, OarComm comm,
                      OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     nccl_check(ncclAllGather(send, recv, send_count, nccl_dtype(dtype), c->nccl, as_stream(stream)), "ncclAllGather");
   });
@@ -130,7 +161,7 @@ OarError* all_gather(const void* send, void* recv, uint64_t send_count, int32_t 
 OarError* reduce_scatter(const void* send, void* recv, uint64_t recv_count, int32_t dtype, int32_t op, OarComm comm,
                          OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     nccl_check(ncclReduceScatter(send, recv, recv_count, nccl_dtype(dtype), nccl_op(op, dtype), c->nccl,
                                  as_stream(stream)),
@@ -141,7 +172,7 @@ OarError* reduce_scatter(const void* send, void* recv, uint64_t recv_count, int3
 OarError* all_to_all(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype, OarComm comm,
                      OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     int nranks = 0;
     nccl_check(ncclCommCount(c->nccl, &nranks), "ncclCommCount");
@@ -160,14 +191,14 @@ OarError* all_to_all(const void* send, void* recv, uint64_t count_per_rank, int3
 }
 OarError* send(const void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm comm, OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     nccl_check(ncclSend(buf, count, nccl_dtype(dtype), peer, c->nccl, as_stream(stream)), "ncclSend");
   });
 }
 OarError* recv(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm comm, OarStream stream) {
   return guard([&] {
-    Comm* c = as_comm(comm);
+    Comm* c = live_comm(comm);
     set_device(c->device);
     nccl_check(ncclRecv(buf, count, nccl_dtype(dtype), peer, c->nccl, as_stream(stream)), "ncclRecv");
   });
@@ -179,13 +210,24 @@ OarError* group_end() {
   return guard([&] { nccl_check(ncclGroupEnd(), "ncclGroupEnd"); });
 }
 OarError* abort_comm(OarComm comm) {
-  return guard([&] { nccl_check(ncclCommAbort(as_comm(comm)->nccl), "ncclCommAbort"); });
+  return guard([&] {
+    Comm* c = as_comm(comm);
+    if (!c->nccl) return;
+    ncclComm_t n = c->nccl;
+    c->nccl = nullptr;  // ncclCommAbort frees it; later calls on this communicator fail cleanly
+    nccl_check(ncclCommAbort(n), "ncclCommAbort");
+  });
 }
 OarError* get_async_error(OarComm comm, OarError** error) {
   return guard([&] {
     *error = nullptr;
     ncclResult_t async = ncclSuccess;
-    nccl_check(ncclCommGetAsyncError(as_comm(comm)->nccl, &async), "ncclCommGetAsyncError");
+    Comm* c = as_comm(comm);
+    if (!c->nccl) {
+      *error = sdk::make_error(OAR_ERR_PRECONDITION, "NCCL: the communicator was aborted");
+      return;
+    }
+    nccl_check(ncclCommGetAsyncError(c->nccl, &async), "ncclCommGetAsyncError");
     if (async != ncclSuccess && async != ncclInProgress)
       *error = sdk::make_error(OAR_ERR_EXTERNAL, std::string("NCCL: ") + ncclGetErrorString(async), async);
   });
