@@ -40,7 +40,7 @@ OUT=${OUT:-/tmp/oar_gpu_check_out}
 W=/tmp/oar_gpu_check
 T0=$(date +%s)
 DEADLINE=$((T0 + BUDGET))
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PYTHONFAULTHANDLER=1  # a crash prints the Python frames
 mkdir -p "$OUT"
 
 # ---- step bookkeeping -------------------------------------------------------------------------------------
@@ -58,7 +58,7 @@ run_step() {
   local name=$1 limit=$2 log=$3
   shift 3
   local group=$name
-  case $name in cxx_*) group=conformance ;; esac
+  case $name in cxx_*) group=conformance ;; exceptions_*) group=exceptions ;; esac
   if [ -n "$ONLY" ] && [[ ",$ONLY," != *",$group,"* ]]; then
     LAST_RC=125
     return
@@ -209,6 +209,26 @@ if grep -q "(device type '$DEVTYPE'" "$ENVLOG"; then
 else
   STEP_STATUS=FAIL
   finish_step env "doctor: no loaded plugin of device type '$DEVTYPE'; $(grep 'skipped:' "$ENVLOG" | grep -v shadowed | sed 's/^ *//' | paste -sd ';')"
+fi
+
+# ---- exceptions: C++ errors raised inside the Python process ----------------------------------------------
+# The first H200 run (2026-11-27) segfaulted wherever an error was raised in Python (bool() of a 2-element
+# tensor, an in-place dtype error, CPU fallbacks), while the C++ test binaries raised and caught the same
+# errors. This probe says whether that still happens and, if so, which library setup avoids it.
+EXC_PROBE='import oar
+try:
+    bool(oar.to_tensor([1.0, 2.0]))
+except ValueError:
+    print("an error raised by _C: caught")
+x = oar.to_tensor([1, 2, 3])
+try:
+    x += 1.5
+except TypeError:
+    print("an error raised by the core through _C: caught")'
+run_step exceptions 30 "$ENVLOG" "$PY" -c "$EXC_PROBE"
+if [ "$LAST_RC" != 0 ] && [ "$LAST_RC" != 125 ]; then
+  GCC_S=$(ldconfig -p 2>/dev/null | awk '/libgcc_s.so.1 .*x86-64/ {print $NF; exit}')
+  run_step exceptions_preload_libgcc_s 30 "$ENVLOG" env LD_PRELOAD="$GCC_S" "$PY" -c "$EXC_PROBE"
 fi
 
 # ---- ops: the op suite on the device ------------------------------------------------------------------------
