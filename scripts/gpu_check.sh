@@ -143,7 +143,9 @@ build() {
   # shellcheck disable=SC2086
   ls "$W/b/src/"*.cc | xargs -P "$jobs" -I{} sh -c \
     "$CXX -O3 -DNDEBUG -fPIC -fvisibility=hidden -std=c++17 -Wall -Wextra $inc -c {} -o $W/obj/\$(basename {} .cc).o"
-  $CXX -shared -o "$W/pkg/oar/_C$ext" "$W/obj/"*.o "$W/pkg/oar/lib/liboar_core.so.0" \
+  # --no-as-needed: libgcc_s stays a direct dependency of _C, as in our CMake build, so its unwinder is
+  # found before libunwind.so.8 (glog's dependency, which also defines _Unwind_*).
+  $CXX -shared -Wl,--no-as-needed -o "$W/pkg/oar/_C$ext" "$W/obj/"*.o "$W/pkg/oar/lib/liboar_core.so.0" -lgcc_s \
     -Wl,-rpath,'$ORIGIN/lib' -Wl,-rpath-link,"$W/deps"
   BUILD_SECONDS=$(($(date +%s) - t))
   echo "oar._C compiled and linked in ${BUILD_SECONDS}s"
@@ -229,6 +231,10 @@ run_step exceptions 30 "$ENVLOG" "$PY" -c "$EXC_PROBE"
 if [ "$LAST_RC" != 0 ] && [ "$LAST_RC" != 125 ]; then
   GCC_S=$(ldconfig -p 2>/dev/null | awk '/libgcc_s.so.1 .*x86-64/ {print $NF; exit}')
   run_step exceptions_preload_libgcc_s 30 "$ENVLOG" env LD_PRELOAD="$GCC_S" "$PY" -c "$EXC_PROBE"
+  if [ "$LAST_RC" = 0 ]; then
+    export LD_PRELOAD="$GCC_S"  # every later step runs the way that worked
+    echo "### the later steps run with LD_PRELOAD=$GCC_S" >>"$ENVLOG"
+  fi
 fi
 
 # ---- ops: the op suite on the device ------------------------------------------------------------------------
