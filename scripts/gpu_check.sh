@@ -228,9 +228,17 @@ try:
 except TypeError:
     print("an error raised by the core through _C: caught")'
 run_step exceptions 30 "$ENVLOG" "$PY" -c "$EXC_PROBE"
+finish_step exceptions "C++ errors raised and caught in Python (env.txt)"
 if [ "$LAST_RC" != 0 ] && [ "$LAST_RC" != 125 ]; then
+  # Which library each _Unwind_* reference bound to (libgcc_s, or glog's libunwind.so.8, which also defines
+  # them): the dynamic linker's own record settles the cause.
+  LD_DEBUG=bindings LD_DEBUG_OUTPUT="$W/ldbind" timeout 30 "$PY" -c "$EXC_PROBE" >/dev/null 2>&1
+  { echo "### _Unwind_* bindings in the failing probe (LD_DEBUG=bindings)"
+    cat "$W"/ldbind.* 2>/dev/null | grep "_Unwind_" | grep -E 'libstdc\+\+|/_C\.|to [^ ]*libunwind' |
+      sed 's/^ *[0-9]*: *//' | sort -u | head -60; } >>"$ENVLOG"
   GCC_S=$(ldconfig -p 2>/dev/null | awk '/libgcc_s.so.1 .*x86-64/ {print $NF; exit}')
   run_step exceptions_preload_libgcc_s 30 "$ENVLOG" env LD_PRELOAD="$GCC_S" "$PY" -c "$EXC_PROBE"
+  finish_step exceptions_preload_libgcc_s "the same with LD_PRELOAD=$GCC_S; _Unwind_* bindings in env.txt"
   if [ "$LAST_RC" = 0 ]; then
     export LD_PRELOAD="$GCC_S"  # every later step runs the way that worked
     echo "### the later steps run with LD_PRELOAD=$GCC_S" >>"$ENVLOG"
