@@ -236,6 +236,14 @@ if [ "$LAST_RC" != 0 ] && [ "$LAST_RC" != 125 ]; then
   { echo "### _Unwind_* bindings in the failing probe (LD_DEBUG=bindings)"
     cat "$W"/ldbind.* 2>/dev/null | grep "_Unwind_" | grep -E 'libstdc\+\+|/_C\.|to [^ ]*libunwind' |
       sed 's/^ *[0-9]*: *//' | sort -u | head -60; } >>"$ENVLOG"
+  # And the native frames of the crash: cuda-gdb (the image has no gdb) debugs host-only programs too.
+  CUDA_GDB=$(command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null || true)
+  if [ -n "$CUDA_GDB" ] && [ $((DEADLINE - $(date +%s))) -gt 120 ]; then
+    { echo "### native backtrace of the failing probe ($CUDA_GDB)"
+      timeout -k 5 60 "$CUDA_GDB" -q -batch -ex run -ex "info sharedlibrary" -ex bt \
+        --args "$("$PY" -c "import sys; print(sys.executable)")" -c "$EXC_PROBE" 2>&1 |
+        grep -v "^\[New Thread\|^\[Thread .* exited\]" | tail -150; } >>"$ENVLOG"
+  fi
   GCC_S=$(ldconfig -p 2>/dev/null | awk '/libgcc_s.so.1 .*x86-64/ {print $NF; exit}')
   run_step exceptions_preload_libgcc_s 30 "$ENVLOG" env LD_PRELOAD="$GCC_S" "$PY" -c "$EXC_PROBE"
   finish_step exceptions_preload_libgcc_s "the same with LD_PRELOAD=$GCC_S; _Unwind_* bindings in env.txt"
