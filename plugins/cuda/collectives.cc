@@ -37,36 +37,52 @@ Comm* live_comm(OarComm c) {
 void nccl_check(ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return;
   const OarErrorCode code = r == ncclInvalidArgument || r == ncclInvalidUsage ? OAR_ERR_INVALID_ARGUMENT
-                            : r == ncclSystemError || r == ncclRemoteError  ? OAR_ERR_UNAVAILABLE
-                                                                            : OAR_ERR_EXTERNAL;
-  throw sdk::Error(code, std::string(what) + ": " + ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) + ")",
+                            : r == ncclSystemError || r == ncclRemoteError    ? OAR_ERR_UNAVAILABLE
+                                                                              : OAR_ERR_EXTERNAL;
+  throw sdk::Error(code,
+                   std::string(what) + ": " + ncclGetErrorString(r) + " (" + ncclGetLastError(nullptr) + ")",
                    static_cast<int64_t>(r));
 }
 
 ncclDataType_t nccl_dtype(int32_t dtype) {
   switch (dtype) {
-    case OAR_DTYPE_INT8: return ncclInt8;
-    case OAR_DTYPE_UINT8: return ncclUint8;
-    case OAR_DTYPE_BOOL: return ncclUint8;
-    case OAR_DTYPE_INT32: return ncclInt32;
-    case OAR_DTYPE_INT64: return ncclInt64;
-    case OAR_DTYPE_FLOAT16: return ncclFloat16;
-    case OAR_DTYPE_BFLOAT16: return ncclBfloat16;
-    case OAR_DTYPE_FLOAT32: return ncclFloat32;
-    case OAR_DTYPE_FLOAT64: return ncclFloat64;
+    case OAR_DTYPE_INT8:
+      return ncclInt8;
+    case OAR_DTYPE_UINT8:
+      return ncclUint8;
+    case OAR_DTYPE_BOOL:
+      return ncclUint8;
+    case OAR_DTYPE_INT32:
+      return ncclInt32;
+    case OAR_DTYPE_INT64:
+      return ncclInt64;
+    case OAR_DTYPE_FLOAT16:
+      return ncclFloat16;
+    case OAR_DTYPE_BFLOAT16:
+      return ncclBfloat16;
+    case OAR_DTYPE_FLOAT32:
+      return ncclFloat32;
+    case OAR_DTYPE_FLOAT64:
+      return ncclFloat64;
   }
-  throw sdk::Error(OAR_ERR_TYPE, std::string("gpu collectives: NCCL has no ") + sdk::dtype_name(dtype) + " type");
+  throw sdk::Error(OAR_ERR_TYPE,
+                   std::string("gpu collectives: NCCL has no ") + sdk::dtype_name(dtype) + " type");
 }
 
 ncclRedOp_t nccl_op(int32_t op, int32_t dtype) {
   OAR_SDK_CHECK(dtype != OAR_DTYPE_BOOL || op == OAR_REDUCE_MAX || op == OAR_REDUCE_MIN, OAR_ERR_TYPE,
                 "gpu collectives: bool tensors reduce only with max (any) or min (all)");
   switch (op) {
-    case OAR_REDUCE_SUM: return ncclSum;
-    case OAR_REDUCE_PROD: return ncclProd;
-    case OAR_REDUCE_MAX: return ncclMax;
-    case OAR_REDUCE_MIN: return ncclMin;
-    case OAR_REDUCE_AVG: return ncclAvg;
+    case OAR_REDUCE_SUM:
+      return ncclSum;
+    case OAR_REDUCE_PROD:
+      return ncclProd;
+    case OAR_REDUCE_MAX:
+      return ncclMax;
+    case OAR_REDUCE_MIN:
+      return ncclMin;
+    case OAR_REDUCE_AVG:
+      return ncclAvg;
   }
   throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "gpu collectives: unknown reduce op " + std::to_string(op));
 }
@@ -92,7 +108,8 @@ OarError* get_unique_id(OarCommUniqueId* id) {
     std::memcpy(id->bytes, &u, sizeof(u));
   });
 }
-OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const OarCommUniqueId* id, OarComm* comm) {
+OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const OarCommUniqueId* id,
+                    OarComm* comm) {
   return guard([&] {
     OAR_SDK_CHECK(nranks > 0 && rank >= 0 && rank < nranks, OAR_ERR_INVALID_ARGUMENT,
                   "gpu collectives: rank " << rank << " is not in [0, " << nranks << ")");
@@ -102,9 +119,11 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
     {
       std::lock_guard<std::mutex> lk(ranks_mu());
       auto& used = ranks_on_device()[key];
-      OAR_SDK_CHECK(used.insert(local_device).second, OAR_ERR_UNIMPLEMENTED,
-                    "gpu collectives: NCCL runs one rank per GPU, and another rank of this communicator already "
-                    "uses gpu:" << local_device << " in this process (rank " << rank << " of " << nranks << ")");
+      OAR_SDK_CHECK(
+          used.insert(local_device).second, OAR_ERR_UNIMPLEMENTED,
+          "gpu collectives: NCCL runs one rank per GPU, and another rank of this communicator already "
+          "uses gpu:"
+              << local_device << " in this process (rank " << rank << " of " << nranks << ")");
     }
     set_device(local_device);
     ncclUniqueId u;
@@ -130,23 +149,26 @@ OarError* all_reduce(const void* send, void* recv, uint64_t count, int32_t dtype
   return guard([&] {
     Comm* c = live_comm(comm);
     set_device(c->device);
-    nccl_check(ncclAllReduce(send, recv, count, nccl_dtype(dtype), nccl_op(op, dtype), c->nccl, as_stream(stream)),
-               "ncclAllReduce");
+    nccl_check(
+        ncclAllReduce(send, recv, count, nccl_dtype(dtype), nccl_op(op, dtype), c->nccl, as_stream(stream)),
+        "ncclAllReduce");
   });
 }
 OarError* broadcast(void* buf, uint64_t count, int32_t dtype, int32_t root, OarComm comm, OarStream stream) {
   return guard([&] {
     Comm* c = live_comm(comm);
     set_device(c->device);
-    nccl_check(ncclBroadcast(buf, buf, count, nccl_dtype(dtype), root, c->nccl, as_stream(stream)), "ncclBroadcast");
+    nccl_check(ncclBroadcast(buf, buf, count, nccl_dtype(dtype), root, c->nccl, as_stream(stream)),
+               "ncclBroadcast");
   });
 }
-OarError* reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root, OarComm comm,
-                 OarStream stream) {
+OarError* reduce(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root,
+                 OarComm comm, OarStream stream) {
   return guard([&] {
     Comm* c = live_comm(comm);
     set_device(c->device);
-    nccl_check(ncclReduce(send, recv, count, nccl_dtype(dtype), nccl_op(op, dtype), root, c->nccl, as_stream(stream)),
+    nccl_check(ncclReduce(send, recv, count, nccl_dtype(dtype), nccl_op(op, dtype), root, c->nccl,
+                          as_stream(stream)),
                "ncclReduce");
   });
 }
@@ -155,11 +177,12 @@ OarError* all_gather(const void* send, void* recv, uint64_t send_count, int32_t 
   return guard([&] {
     Comm* c = live_comm(comm);
     set_device(c->device);
-    nccl_check(ncclAllGather(send, recv, send_count, nccl_dtype(dtype), c->nccl, as_stream(stream)), "ncclAllGather");
+    nccl_check(ncclAllGather(send, recv, send_count, nccl_dtype(dtype), c->nccl, as_stream(stream)),
+               "ncclAllGather");
   });
 }
-OarError* reduce_scatter(const void* send, void* recv, uint64_t recv_count, int32_t dtype, int32_t op, OarComm comm,
-                         OarStream stream) {
+OarError* reduce_scatter(const void* send, void* recv, uint64_t recv_count, int32_t dtype, int32_t op,
+                         OarComm comm, OarStream stream) {
   return guard([&] {
     Comm* c = live_comm(comm);
     set_device(c->device);
@@ -183,7 +206,8 @@ OarError* all_to_all(const void* send, void* recv, uint64_t count_per_rank, int3
       nccl_check(ncclSend(static_cast<const char*>(send) + peer * bytes, count_per_rank, t, peer, c->nccl,
                           as_stream(stream)),
                  "ncclSend");
-      nccl_check(ncclRecv(static_cast<char*>(recv) + peer * bytes, count_per_rank, t, peer, c->nccl, as_stream(stream)),
+      nccl_check(ncclRecv(static_cast<char*>(recv) + peer * bytes, count_per_rank, t, peer, c->nccl,
+                          as_stream(stream)),
                  "ncclRecv");
     }
     nccl_check(ncclGroupEnd(), "ncclGroupEnd");

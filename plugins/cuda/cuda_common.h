@@ -41,6 +41,32 @@ void set_device(int32_t device);
 // Properties of `device`, read once.
 const gpuDeviceProp& device_prop(int32_t device);
 
+// ---- data errors found by kernels ------------------------------------------------------------------
+// A kernel cannot raise at the call without a synchronization. A data error it finds (an index out of
+// range) is written to the device's error word instead, and the next synchronization of that device
+// (stream, event or device synchronize, a synchronous copy, a query that finds the work done) raises it
+// as OAR_ERR_OUT_OF_RANGE naming the op, the value and the bound, as PyTorch's device-side asserts do.
+// The word is pinned host memory mapped into the device: the host reads it without a copy.
+struct DeviceError {
+  int32_t code;   // 0: none; set once (atomicCAS) by the first kernel that finds an error
+  int32_t op;     // DeviceErrorOp
+  int64_t value;  // the bad index
+  int64_t bound;  // the size of the dimension it indexes
+};
+enum DeviceErrorOp : int32_t {
+  kErrIndexSelect = 1,
+  kErrIndexAdd,
+  kErrGatherNd,
+  kErrScatterNdAdd,
+  kErrIndexPut,
+  kErrTakeAlongAxis,
+  kErrPutAlongAxis,
+};
+// The device's error word (made on first use; the device pointer, which UVA makes the host's too).
+DeviceError* device_error_word(int32_t device);
+// Throws, and clears, the data error a kernel on `device` reported; nothing when there is none.
+void raise_device_error(int32_t device);
+
 // The stream a kernel enqueues on (its device made current).
 inline gpuStream_t stream_of(const sdk::KernelContext& c) {
   set_device(c.device());
@@ -54,8 +80,8 @@ class Registry {
  public:
   explicit Registry(sdk::KernelRegistrar& r) : reg_(r) {}
   void add(const char* op, const std::vector<OarDType>& dtypes, sdk::KernelBody body, uint32_t flags = 0);
-  void add(const char* op, const std::vector<OarDType>& dtypes, sdk::KernelBody body, sdk::SupportsBody supports,
-           uint32_t flags = 0);
+  void add(const char* op, const std::vector<OarDType>& dtypes, sdk::KernelBody body,
+           sdk::SupportsBody supports, uint32_t flags = 0);
   int count() const { return count_; }
 
  private:
@@ -65,57 +91,101 @@ class Registry {
 
 // One registration function per family of kernels (each in its own file).
 void register_elementwise(Registry& r);
-void register_vendor(Registry& r);  // cuBLASLt matmul, cuDNN conv, pooling, optimizers (handles.h)
+void register_vendor(Registry& r);            // cuBLASLt matmul, cuDNN conv, pooling, optimizers (handles.h)
 void register_reduction_family(Registry& r);  // reduce.cu: reductions, scans/sort, softmax/norm, indexing
 
 // ---- device types ----------------------------------------------------------------------------------
-template <typename T> struct Tag { using type = T; };
+template <typename T>
+struct Tag {
+  using type = T;
+};
 
 // float16/bfloat16 compute in float; every other type in itself.
-template <typename T> struct AccOf { using type = T; };
-template <> struct AccOf<gpu_half> { using type = float; };
-template <> struct AccOf<gpu_bf16> { using type = float; };
-template <typename T> using acc_t = typename AccOf<T>::type;
+template <typename T>
+struct AccOf {
+  using type = T;
+};
+template <>
+struct AccOf<gpu_half> {
+  using type = float;
+};
+template <>
+struct AccOf<gpu_bf16> {
+  using type = float;
+};
+template <typename T>
+using acc_t = typename AccOf<T>::type;
 
-template <typename T> OAR_HD acc_t<T> to_acc(T v) { return static_cast<acc_t<T>>(v); }
-template <typename T> OAR_HD T from_acc(acc_t<T> v) { return static_cast<T>(v); }
+template <typename T>
+OAR_HD acc_t<T> to_acc(T v) {
+  return static_cast<acc_t<T>>(v);
+}
+template <typename T>
+OAR_HD T from_acc(acc_t<T> v) {
+  return static_cast<T>(v);
+}
 #if defined(__CUDACC__)
-template <> OAR_HD float to_acc<gpu_half>(gpu_half v) { return __half2float(v); }
-template <> OAR_HD float to_acc<gpu_bf16>(gpu_bf16 v) { return __bfloat162float(v); }
-template <> OAR_HD gpu_half from_acc<gpu_half>(float v) { return __float2half_rn(v); }
-template <> OAR_HD gpu_bf16 from_acc<gpu_bf16>(float v) { return __float2bfloat16_rn(v); }
+template <>
+OAR_HD float to_acc<gpu_half>(gpu_half v) {
+  return __half2float(v);
+}
+template <>
+OAR_HD float to_acc<gpu_bf16>(gpu_bf16 v) {
+  return __bfloat162float(v);
+}
+template <>
+OAR_HD gpu_half from_acc<gpu_half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+OAR_HD gpu_bf16 from_acc<gpu_bf16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 #endif
 
 // Calls f(Tag<T>{}) with T the device type of `dtype`, among the listed groups; anything else is a type
 // error naming the op (the core only dispatches registered dtypes, so that is a plugin bug).
-template <typename F> void dispatch_float(int32_t dtype, const char* op, F&& f) {
+template <typename F>
+void dispatch_float(int32_t dtype, const char* op, F&& f) {
   switch (dtype) {
-    case OAR_DTYPE_FLOAT16: return f(Tag<gpu_half>{});
-    case OAR_DTYPE_BFLOAT16: return f(Tag<gpu_bf16>{});
-    case OAR_DTYPE_FLOAT32: return f(Tag<float>{});
-    case OAR_DTYPE_FLOAT64: return f(Tag<double>{});
+    case OAR_DTYPE_FLOAT16:
+      return f(Tag<gpu_half>{});
+    case OAR_DTYPE_BFLOAT16:
+      return f(Tag<gpu_bf16>{});
+    case OAR_DTYPE_FLOAT32:
+      return f(Tag<float>{});
+    case OAR_DTYPE_FLOAT64:
+      return f(Tag<double>{});
   }
   throw sdk::Error(OAR_ERR_TYPE, std::string("gpu ") + op + ": no kernel for " + sdk::dtype_name(dtype));
 }
-template <typename F> void dispatch_int(int32_t dtype, const char* op, F&& f) {
+template <typename F>
+void dispatch_int(int32_t dtype, const char* op, F&& f) {
   switch (dtype) {
-    case OAR_DTYPE_INT8: return f(Tag<int8_t>{});
-    case OAR_DTYPE_UINT8: return f(Tag<uint8_t>{});
-    case OAR_DTYPE_INT16: return f(Tag<int16_t>{});
-    case OAR_DTYPE_INT32: return f(Tag<int32_t>{});
-    case OAR_DTYPE_INT64: return f(Tag<int64_t>{});
+    case OAR_DTYPE_INT8:
+      return f(Tag<int8_t>{});
+    case OAR_DTYPE_UINT8:
+      return f(Tag<uint8_t>{});
+    case OAR_DTYPE_INT16:
+      return f(Tag<int16_t>{});
+    case OAR_DTYPE_INT32:
+      return f(Tag<int32_t>{});
+    case OAR_DTYPE_INT64:
+      return f(Tag<int64_t>{});
   }
   throw sdk::Error(OAR_ERR_TYPE, std::string("gpu ") + op + ": no kernel for " + sdk::dtype_name(dtype));
 }
 // Floats and integers (not bool).
-template <typename F> void dispatch_real(int32_t dtype, const char* op, F&& f) {
+template <typename F>
+void dispatch_real(int32_t dtype, const char* op, F&& f) {
   if (dtype == OAR_DTYPE_FLOAT16 || dtype == OAR_DTYPE_BFLOAT16 || dtype == OAR_DTYPE_FLOAT32 ||
       dtype == OAR_DTYPE_FLOAT64)
     return dispatch_float(dtype, op, f);
   return dispatch_int(dtype, op, f);
 }
 // Every real dtype and bool.
-template <typename F> void dispatch_all(int32_t dtype, const char* op, F&& f) {
+template <typename F>
+void dispatch_all(int32_t dtype, const char* op, F&& f) {
   if (dtype == OAR_DTYPE_BOOL) return f(Tag<bool>{});
   return dispatch_real(dtype, op, f);
 }
@@ -135,7 +205,8 @@ int64_t grid_for(int64_t n, int32_t device, int threads = kThreads);
 // ---- N-ary elementwise -----------------------------------------------------------------------------
 // Offsets of N operands for a linear index over a shape, dims merged where every operand allows it
 // (sdk::StridedLoop); operand 0 is the output.
-template <int N> struct Offsets {
+template <int N>
+struct Offsets {
   int ndim;
   int64_t dims[sdk::kMaxDims];
   int64_t strides[N][sdk::kMaxDims];
@@ -150,7 +221,8 @@ template <int N> struct Offsets {
   }
 };
 
-template <int N> struct Pointers {
+template <int N>
+struct Pointers {
   void* p[N];  // element 0 of each operand (offset applied); p[0] is the output
 };
 
@@ -165,7 +237,8 @@ OAR_D void apply_one(const F& f, const Pointers<sizeof...(In) + 1>& ptr, const i
 template <typename Out, typename F, typename... In>
 __global__ void elementwise_contiguous(int64_t n, Pointers<sizeof...(In) + 1> ptr, F f) {
   constexpr int N = sizeof...(In) + 1;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[N];
     for (int k = 0; k < N; ++k) off[k] = i;
     apply_one<Out, In...>(f, ptr, off, std::index_sequence_for<In...>{});
@@ -173,9 +246,11 @@ __global__ void elementwise_contiguous(int64_t n, Pointers<sizeof...(In) + 1> pt
 }
 
 template <typename Out, typename F, typename... In>
-__global__ void elementwise_strided(int64_t n, Pointers<sizeof...(In) + 1> ptr, Offsets<sizeof...(In) + 1> oc, F f) {
+__global__ void elementwise_strided(int64_t n, Pointers<sizeof...(In) + 1> ptr, Offsets<sizeof...(In) + 1> oc,
+                                    F f) {
   constexpr int N = sizeof...(In) + 1;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[N];
     oc.at(i, off);
     apply_one<Out, In...>(f, ptr, off, std::index_sequence_for<In...>{});

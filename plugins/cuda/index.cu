@@ -114,12 +114,15 @@ void need_index(const sdk::TensorView& index) {
 // the CPU kernel).
 template <typename U>
 __global__ void index_select_k(const U* __restrict__ x, const void* __restrict__ index, bool i64,
-                               U* __restrict__ out, int64_t total, int64_t n, int64_t ni, int64_t inner) {
+                               U* __restrict__ out, int64_t total, int64_t n, int64_t ni, int64_t inner,
+                               fam::BadIndex bad) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
        e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t k = e % inner, j = (e / inner) % ni, o = e / (inner * ni);
     const int64_t idx = load_index(index, i64, j);
-    out[e] = (idx >= 0 && idx < n) ? x[(o * n + idx) * inner + k] : U(0);
+    const bool ok = idx >= 0 && idx < n;
+    if (!ok) bad.report(idx, n);
+    out[e] = ok ? x[(o * n + idx) * inner + k] : U(0);
   }
 }
 
@@ -127,10 +130,12 @@ __global__ void index_select_k(const U* __restrict__ x, const void* __restrict__
 // is read and the row located once per row instead of once per element.
 template <typename U>
 __global__ void index_select_rows(const U* __restrict__ x, const void* __restrict__ index, bool i64,
-                                  U* __restrict__ out, int64_t rows, int64_t n, int64_t ni, int64_t inner) {
+                                  U* __restrict__ out, int64_t rows, int64_t n, int64_t ni, int64_t inner,
+                                  fam::BadIndex bad) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t idx = load_index(index, i64, row % ni), o = row / ni;
     const bool ok = idx >= 0 && idx < n;
+    if (!ok && threadIdx.x == 0) bad.report(idx, n);
     const U* src = x + (o * n + (ok ? idx : 0)) * inner;
     U* dst = out + row * inner;
     for (int64_t k = threadIdx.x; k < inner; k += blockDim.x) dst[k] = ok ? src[k] : U(0);
@@ -156,10 +161,11 @@ void index_select_kernel(sdk::KernelContext& c) {
     if (inner >= 128)
       index_select_rows<U><<<fam::blocks_for(total / inner), kThreads, 0, stream_of(c)>>>(
           static_cast<const U*>(x.raw()), index.raw(), i64, static_cast<U*>(out.raw()), total / inner, n, ni,
-          inner);
+          inner, fam::bad_index(c, kErrIndexSelect));
     else
       index_select_k<U><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
-          static_cast<const U*>(x.raw()), index.raw(), i64, static_cast<U*>(out.raw()), total, n, ni, inner);
+          static_cast<const U*>(x.raw()), index.raw(), i64, static_cast<U*>(out.raw()), total, n, ni, inner,
+          fam::bad_index(c, kErrIndexSelect));
   });
   check_launch("index_select");
 }
@@ -167,12 +173,16 @@ void index_select_kernel(sdk::KernelContext& c) {
 // out[o, index[j], k] += src[o, j, k]
 template <typename T>
 __global__ void index_add_k(T* __restrict__ out, const void* __restrict__ index, bool i64,
-                            const T* __restrict__ src, int64_t total, int64_t n, int64_t ni, int64_t inner) {
+                            const T* __restrict__ src, int64_t total, int64_t n, int64_t ni, int64_t inner,
+                            fam::BadIndex bad) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
        e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t k = e % inner, j = (e / inner) % ni, o = e / (inner * ni);
     const int64_t idx = load_index(index, i64, j);
-    if (idx >= 0 && idx < n) atomic_add(out + (o * n + idx) * inner + k, src[e]);
+    if (idx >= 0 && idx < n)
+      atomic_add(out + (o * n + idx) * inner + k, src[e]);
+    else
+      bad.report(idx, n);
   }
 }
 
@@ -198,7 +208,7 @@ void index_add_kernel(sdk::KernelContext& c) {
     using T = typename decltype(tag)::type;
     index_add_k<T><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
         static_cast<T*>(out.raw()), index.raw(), index.dtype() == OAR_DTYPE_INT64,
-        static_cast<const T*>(src.raw()), total, n, ni, inner);
+        static_cast<const T*>(src.raw()), total, n, ni, inner, fam::bad_index(c, kErrIndexAdd));
   });
   check_launch("index_add");
 }
@@ -211,13 +221,18 @@ struct NdGeom {
   int64_t dims[sdk::kMaxDims], strides[sdk::kMaxDims];    // the k addressed dims
   int64_t rdims[sdk::kMaxDims], rstrides[sdk::kMaxDims];  // the remaining dims
   int64_t inner;                                          // elements per sub-tensor
+  fam::BadIndex bad;                                      // where a bad index is reported
 
   // Offset of index row r, or -1 when one of its indices is out of range.
   OAR_D int64_t row_offset(const void* index, bool i64, int64_t r) const {
     int64_t off = 0;
     for (int j = 0; j < k; ++j) {
-      const int64_t i = wrap_index(load_index(index, i64, r * k + j), dims[j]);
-      if (i < 0) return -1;
+      const int64_t raw = load_index(index, i64, r * k + j);
+      const int64_t i = wrap_index(raw, dims[j]);
+      if (i < 0) {
+        bad.report(raw, dims[j]);
+        return -1;
+      }
       off += i * strides[j];
     }
     return off;
@@ -280,7 +295,8 @@ __global__ void gather_nd_k(const U* __restrict__ x, const void* __restrict__ in
 
 void gather_nd_kernel(sdk::KernelContext& c) {
   sdk::TensorView x = c.input(0), index = c.input(1), out = c.output(0);
-  const NdGeom g = nd_geom(x, index.dim(-1), true);
+  NdGeom g = nd_geom(x, index.dim(-1), true);
+  g.bad = fam::bad_index(c, kErrGatherNd);
   const int64_t total = out.numel();
   if (total == 0) return;
   fam::dispatch_bits(x.dtype(), "gather_nd", [&](auto tag) {
@@ -310,7 +326,8 @@ __global__ void scatter_nd_k(T* __restrict__ x, const void* __restrict__ index, 
 
 void scatter_nd_add_kernel(sdk::KernelContext& c) {
   sdk::TensorView x = c.input(0), index = c.input(1), upd = c.input(2), out = c.output(0);
-  const NdGeom g = nd_geom(x, index.dim(-1), true);
+  NdGeom g = nd_geom(x, index.dim(-1), true);
+  g.bad = fam::bad_index(c, kErrScatterNdAdd);
   const int64_t rows = index.numel() / std::max<int64_t>(index.dim(-1), 1);
   const int64_t total = index.dim(-1) == 0 ? upd.numel() : rows * g.inner;
   copy_input(c, x, out, "scatter_nd_add");
@@ -346,7 +363,8 @@ void index_put_supports(sdk::KernelContext& c) {
 void index_put_kernel(sdk::KernelContext& c) {
   sdk::TensorView x = c.input(0), index = c.input(1), val = c.input(2);
   if (val.numel() == 0) return;
-  const NdGeom g = nd_geom(x, index.dim(-1), false);
+  NdGeom g = nd_geom(x, index.dim(-1), false);
+  g.bad = fam::bad_index(c, kErrIndexPut);
   const int64_t rows = index.numel() / index.dim(-1);
   const int64_t total = rows * g.inner;
   if (val.numel() != total)
@@ -373,11 +391,14 @@ void index_put_kernel(sdk::KernelContext& c) {
 // x [outer, n, inner], index (and values) [outer, ni, inner]; negative indices count from the end.
 template <typename U>
 __global__ void take_along_k(const U* __restrict__ x, const void* __restrict__ index, bool i64,
-                             U* __restrict__ out, int64_t total, int64_t n, int64_t ni, int64_t inner) {
+                             U* __restrict__ out, int64_t total, int64_t n, int64_t ni, int64_t inner,
+                             fam::BadIndex bad) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
        e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = e % inner, o = e / (inner * ni);
-    const int64_t idx = wrap_index(load_index(index, i64, e), n);
+    const int64_t raw = load_index(index, i64, e);
+    const int64_t idx = wrap_index(raw, n);
+    if (idx < 0) bad.report(raw, n);
     out[e] = idx >= 0 ? x[(o * n + idx) * inner + i] : U(0);
   }
 }
@@ -385,12 +406,17 @@ __global__ void take_along_k(const U* __restrict__ x, const void* __restrict__ i
 // kMode: 0 assign (bits), 1 add, 2 multiply.
 template <typename T, int kMode>
 __global__ void put_along_k(T* __restrict__ out, const void* __restrict__ index, bool i64,
-                            const T* __restrict__ v, int64_t total, int64_t n, int64_t ni, int64_t inner) {
+                            const T* __restrict__ v, int64_t total, int64_t n, int64_t ni, int64_t inner,
+                            fam::BadIndex bad) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
        e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = e % inner, o = e / (inner * ni);
-    const int64_t idx = wrap_index(load_index(index, i64, e), n);
-    if (idx < 0) continue;
+    const int64_t raw = load_index(index, i64, e);
+    const int64_t idx = wrap_index(raw, n);
+    if (idx < 0) {
+      bad.report(raw, n);
+      continue;
+    }
     T* d = out + (o * n + idx) * inner + i;
     if constexpr (kMode == 0)
       *d = v[e];
@@ -429,7 +455,7 @@ void take_along_kernel(sdk::KernelContext& c) {
     using U = typename decltype(tag)::type;
     take_along_k<U><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
         static_cast<const U*>(x.raw()), index.raw(), index.dtype() == OAR_DTYPE_INT64,
-        static_cast<U*>(out.raw()), total, n, ni, inner);
+        static_cast<U*>(out.raw()), total, n, ni, inner, fam::bad_index(c, kErrTakeAlongAxis));
   });
   check_launch("take_along_axis");
 }
@@ -449,7 +475,7 @@ void put_along_kernel(sdk::KernelContext& c) {
       using U = typename decltype(tag)::type;
       put_along_k<U, 0><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
           static_cast<U*>(out.raw()), index.raw(), i64, static_cast<const U*>(val.raw()), total, n, ni,
-          inner);
+          inner, fam::bad_index(c, kErrPutAlongAxis));
     });
   } else {
     dispatch_all(x.dtype(), "put_along_axis", [&](auto tag) {
@@ -458,10 +484,12 @@ void put_along_kernel(sdk::KernelContext& c) {
       auto* pv = static_cast<const T*>(val.raw());
       if (reduce == 1)
         put_along_k<T, 1>
-            <<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(po, index.raw(), i64, pv, total, n, ni, inner);
+            <<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(po, index.raw(), i64, pv, total, n, ni, inner,
+                                                                fam::bad_index(c, kErrPutAlongAxis));
       else
         put_along_k<T, 2>
-            <<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(po, index.raw(), i64, pv, total, n, ni, inner);
+            <<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(po, index.raw(), i64, pv, total, n, ni, inner,
+                                                                fam::bad_index(c, kErrPutAlongAxis));
     });
   }
   check_launch("put_along_axis");

@@ -26,9 +26,11 @@ using sdk::guard;
 void throw_gpu_error(gpuError_t e, const std::string& what) {
   OarErrorCode code = OAR_ERR_EXTERNAL;
   if (e == gpuErrorMemoryAllocation) code = OAR_ERR_OUT_OF_MEMORY;
-  if (e == gpuErrorInsufficientDriver || e == gpuErrorNoDevice || e == cudaErrorNoDevice) code = OAR_ERR_UNAVAILABLE;
+  if (e == gpuErrorInsufficientDriver || e == gpuErrorNoDevice || e == cudaErrorNoDevice)
+    code = OAR_ERR_UNAVAILABLE;
   gpuGetLastError();  // clear a non-sticky error so the next call does not report it again
-  throw sdk::Error(code, what + ": " + gpuGetErrorString(e) + " (" + gpuGetErrorName(e) + ")", static_cast<int64_t>(e));
+  throw sdk::Error(code, what + ": " + gpuGetErrorString(e) + " (" + gpuGetErrorName(e) + ")",
+                   static_cast<int64_t>(e));
 }
 
 namespace {
@@ -66,12 +68,72 @@ const gpuDeviceProp& device_prop(int32_t device) {
   static std::mutex mu;
   std::lock_guard<std::mutex> lk(mu);
   check_device(device);
-  OAR_SDK_CHECK(device < kMaxDevices, OAR_ERR_INVALID_ARGUMENT, "gpu: device " << device << " beyond " << kMaxDevices);
+  OAR_SDK_CHECK(device < kMaxDevices, OAR_ERR_INVALID_ARGUMENT,
+                "gpu: device " << device << " beyond " << kMaxDevices);
   if (gpuDeviceProp* p = cache[device].load(std::memory_order_acquire)) return *p;
   auto* p = new gpuDeviceProp();
   gpu_check(gpuGetDeviceProperties(p, device), "cudaGetDeviceProperties");
   cache[device].store(p, std::memory_order_release);
   return *p;
+}
+
+DeviceError* device_error_word(int32_t device) {
+  constexpr int32_t kMaxDevices = 64;
+  static std::atomic<DeviceError*> words[kMaxDevices];
+  OAR_SDK_CHECK(device >= 0 && device < kMaxDevices, OAR_ERR_INVALID_ARGUMENT, "gpu: no device " << device);
+  if (DeviceError* w = words[device].load(std::memory_order_acquire)) return w;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (DeviceError* w = words[device].load(std::memory_order_acquire)) return w;
+  set_device(device);
+  void* p = nullptr;
+  gpu_check(cudaHostAlloc(&p, sizeof(DeviceError), cudaHostAllocMapped), "cudaHostAlloc (error word)");
+  std::memset(p, 0, sizeof(DeviceError));
+  void* d = nullptr;
+  gpu_check(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer (error word)");
+  OAR_SDK_CHECK(d == p, OAR_ERR_INTERNAL,
+                "gpu: the error word's device address differs from its host address");
+  words[device].store(static_cast<DeviceError*>(p), std::memory_order_release);  // never freed
+  return static_cast<DeviceError*>(p);
+}
+
+namespace {
+const char* error_op_name(int32_t op) {
+  switch (op) {
+    case kErrIndexSelect:
+      return "index_select";
+    case kErrIndexAdd:
+      return "index_add";
+    case kErrGatherNd:
+      return "gather_nd";
+    case kErrScatterNdAdd:
+      return "scatter_nd_add";
+    case kErrIndexPut:
+      return "index_put";
+    case kErrTakeAlongAxis:
+      return "take_along_axis";
+    case kErrPutAlongAxis:
+      return "put_along_axis";
+  }
+  return "a gpu indexing kernel";
+}
+}  // namespace
+
+void raise_device_error(int32_t device) {
+  volatile DeviceError* w = device_error_word(device);
+  if (w->code == 0) return;
+  const int32_t op = w->op;
+  const int64_t value = w->value, bound = w->bound;
+  w->value = 0;
+  w->bound = 0;
+  w->op = 0;
+  w->code = 0;
+  throw sdk::Error(
+      OAR_ERR_OUT_OF_RANGE,
+      std::string(error_op_name(op)) + ": index " + std::to_string(value) +
+          " is out of range for a dimension of size " + std::to_string(bound) +
+          " (found on gpu:" + std::to_string(device) +
+          " by the kernel, reported at the next synchronization; that op's output is not valid)");
 }
 
 int64_t grid_for(int64_t n, int32_t device, int threads) {
@@ -109,9 +171,9 @@ Profiler& profiler() {
 }
 
 uint64_t steady_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 OarError* profiler_start() {
@@ -154,7 +216,8 @@ OarError* profiler_flush() {
       float from_anchor = 0, length = 0;
       set_device(r.device);
       gpu_check(gpuEventSynchronize(r.end), "cudaEventSynchronize");
-      gpu_check(gpuEventElapsedTime(&from_anchor, p.anchors[r.device].event, r.begin), "cudaEventElapsedTime");
+      gpu_check(gpuEventElapsedTime(&from_anchor, p.anchors[r.device].event, r.begin),
+                "cudaEventElapsedTime");
       gpu_check(gpuEventElapsedTime(&length, r.begin, r.end), "cudaEventElapsedTime");
       OarTraceEvent e{};
       e.struct_size = sizeof(e);
@@ -222,7 +285,8 @@ OarError* supports_trampoline(const OarSupportsQuery* q, void* user_data) {
 
 }  // namespace
 
-void Registry::add(const char* op, const std::vector<OarDType>& dtypes, sdk::KernelBody body, uint32_t flags) {
+void Registry::add(const char* op, const std::vector<OarDType>& dtypes, sdk::KernelBody body,
+                   uint32_t flags) {
   try {
     reg_.add_raw(op, dtypes, &profiled_trampoline, keep(op, body), flags);
     ++count_;
@@ -267,7 +331,8 @@ OarError* device_properties(int32_t device, OarDeviceProperties* props) {
     p.capabilities = OAR_CAP_ASYNC_STREAMS | OAR_CAP_FP16 | OAR_CAP_FP64 | OAR_CAP_PINNED_MEMORY;
     if (d.major >= 8) p.capabilities |= OAR_CAP_BF16;
     p.alloc_alignment = 256;
-    p.alloc_chunk_bytes = uint64_t{32} << 20;  // cudaMalloc is slow and synchronizing: grow the pool in big steps
+    p.alloc_chunk_bytes = uint64_t{32}
+                          << 20;  // cudaMalloc is slow and synchronizing: grow the pool in big steps
     p.compute_units = d.multiProcessorCount;
     p.max_streams = 0;
     sdk::fill_sized(props, p);
@@ -278,6 +343,7 @@ OarError* device_synchronize(int32_t device) {
     check_device(device);
     set_device(device);
     gpu_check(gpuDeviceSynchronize(), "cudaDeviceSynchronize");
+    raise_device_error(device);
   });
 }
 OarError* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
@@ -306,9 +372,9 @@ OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr)
           size_t f = 0, t = 0;
           gpuMemGetInfo(&f, &t);
           throw sdk::Error(OAR_ERR_OUT_OF_MEMORY, "gpu:" + std::to_string(device) + ": cudaMalloc of " +
-                                                      std::to_string(bytes) + " bytes failed: out of memory (" +
-                                                      std::to_string(f) + " of " + std::to_string(t) +
-                                                      " bytes free)");
+                                                      std::to_string(bytes) +
+                                                      " bytes failed: out of memory (" + std::to_string(f) +
+                                                      " of " + std::to_string(t) + " bytes free)");
         }
         gpu_check(e, "cudaMalloc");
         return;
@@ -321,8 +387,9 @@ OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr)
         if (!*ptr) throw std::bad_alloc();
         return;
     }
-    throw sdk::Error(OAR_ERR_UNIMPLEMENTED, "gpu: memory kind " + std::to_string(kind) +
-                                                " is not provided (unified memory is not offered: the core pools device memory)");
+    throw sdk::Error(OAR_ERR_UNIMPLEMENTED,
+                     "gpu: memory kind " + std::to_string(kind) +
+                         " is not provided (unified memory is not offered: the core pools device memory)");
   });
 }
 OarError* mem_free(int32_t device, int32_t kind, void* ptr) {
@@ -350,7 +417,10 @@ OarError* mem_set(int32_t device, void* ptr, int32_t value, uint64_t bytes, OarS
     set_device(device);
     auto s = reinterpret_cast<gpuStream_t>(stream);
     gpu_check(gpuMemsetAsync(ptr, value, bytes, s), "cudaMemsetAsync");
-    if (!s) gpu_check(gpuStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    if (!s) {
+      gpu_check(gpuStreamSynchronize(nullptr), "cudaStreamSynchronize");
+      raise_device_error(device);
+    }
   });
 }
 OarError* mem_copy(int32_t device, void* dst, OarMemLocation dst_loc, const void* src, OarMemLocation src_loc,
@@ -367,7 +437,10 @@ OarError* mem_copy(int32_t device, void* dst, OarMemLocation dst_loc, const void
     set_device(device);
     // Unified addressing: the runtime knows where each pointer lives; one call serves every direction.
     gpu_check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, s), "cudaMemcpyAsync");
-    if (!s) gpu_check(gpuStreamSynchronize(nullptr), "cudaStreamSynchronize");
+    if (!s) {
+      gpu_check(gpuStreamSynchronize(nullptr), "cudaStreamSynchronize");
+      raise_device_error(device);
+    }
   });
 }
 
@@ -397,8 +470,11 @@ OarError* stream_destroy(int32_t device, OarStream stream) {
 OarError* stream_synchronize(int32_t device, OarStream stream) {
   return guard([&] {
     set_device(device);
-    if (!stream) return gpu_check(gpuDeviceSynchronize(), "cudaDeviceSynchronize");
-    gpu_check(gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)), "cudaStreamSynchronize");
+    if (!stream)
+      gpu_check(gpuDeviceSynchronize(), "cudaDeviceSynchronize");
+    else
+      gpu_check(gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)), "cudaStreamSynchronize");
+    raise_device_error(device);
   });
 }
 OarError* stream_query(int32_t device, OarStream stream, int32_t* done) {
@@ -411,13 +487,15 @@ OarError* stream_query(int32_t device, OarStream stream, int32_t* done) {
     }
     gpu_check(e, "cudaStreamQuery");
     *done = 1;
+    raise_device_error(device);
   });
 }
 OarError* stream_wait_event(int32_t device, OarStream stream, OarEvent event) {
   return guard([&] {
     set_device(device);
-    gpu_check(gpuStreamWaitEvent(reinterpret_cast<gpuStream_t>(stream), reinterpret_cast<gpuEvent_t>(event), 0),
-              "cudaStreamWaitEvent");
+    gpu_check(
+        gpuStreamWaitEvent(reinterpret_cast<gpuStream_t>(stream), reinterpret_cast<gpuEvent_t>(event), 0),
+        "cudaStreamWaitEvent");
   });
 }
 OarError* stream_launch_host_func(int32_t device, OarStream stream, void (*fn)(void*), void* arg) {
@@ -433,7 +511,8 @@ OarError* event_create(int32_t device, uint32_t flags, OarEvent* event) {
     check_device(device);
     set_device(device);
     gpuEvent_t e = nullptr;
-    gpu_check(gpuEventCreateWithFlags(&e, (flags & OAR_EVENT_DISABLE_TIMING) ? gpuEventDisableTiming : gpuEventDefault),
+    gpu_check(gpuEventCreateWithFlags(
+                  &e, (flags & OAR_EVENT_DISABLE_TIMING) ? gpuEventDisableTiming : gpuEventDefault),
               "cudaEventCreate");
     *event = reinterpret_cast<OarEvent>(e);
   });
@@ -455,6 +534,7 @@ OarError* event_synchronize(int32_t device, OarEvent event) {
   return guard([&] {
     set_device(device);
     gpu_check(gpuEventSynchronize(reinterpret_cast<gpuEvent_t>(event)), "cudaEventSynchronize");
+    raise_device_error(device);
   });
 }
 OarError* event_query(int32_t device, OarEvent event, int32_t* done) {
@@ -472,12 +552,14 @@ OarError* event_query(int32_t device, OarEvent event, int32_t* done) {
 OarError* event_elapsed_ms(int32_t device, OarEvent start, OarEvent end, float* ms) {
   return guard([&] {
     set_device(device);
-    gpuError_t e = gpuEventElapsedTime(ms, reinterpret_cast<gpuEvent_t>(start), reinterpret_cast<gpuEvent_t>(end));
+    gpuError_t e =
+        gpuEventElapsedTime(ms, reinterpret_cast<gpuEvent_t>(start), reinterpret_cast<gpuEvent_t>(end));
     if (e == gpuErrorNotReady || e == cudaErrorInvalidResourceHandle) {
       gpuGetLastError();
-      throw sdk::Error(OAR_ERR_PRECONDITION, std::string("gpu: elapsed_ms needs both events recorded, complete and "
-                                                         "created with timing: ") +
-                                                 gpuGetErrorString(e));
+      throw sdk::Error(OAR_ERR_PRECONDITION,
+                       std::string("gpu: elapsed_ms needs both events recorded, complete and "
+                                   "created with timing: ") +
+                           gpuGetErrorString(e));
     }
     gpu_check(e, "cudaEventElapsedTime");
   });

@@ -1377,22 +1377,24 @@ TEST_P(OpErrors, AxisOutOfRangeIsOutOfRange) {
 }
 
 TEST_P(OpErrors, IndexSelectOutOfRangeIndexIsOutOfRange) {
+  // A device with asynchronous kernels may report it at the next synchronization (reading the result) rather
+  // than at the call (the gpu plugin: decision 47); either way it is an OutOfRange error naming the op.
   for (DType it : {kI32, kI64}) {
     EXPECT_TRUE(throws_error(
         [&] {
-          oar::ops::index_select(t(kF32, {4, 3}), t(it, {3}, {0, 4, 1}), 0);
+          download(oar::ops::index_select(t(kF32, {4, 3}), t(it, {3}, {0, 4, 1}), 0));
         },
         ErrorCode::kOutOfRange, "index_select"))
         << dname(it);
     EXPECT_TRUE(throws_error(
         [&] {
-          oar::ops::index_select(t(kF32, {4, 3}), t(it, {2}, {1, 1000000}), 1);
+          download(oar::ops::index_select(t(kF32, {4, 3}), t(it, {2}, {1, 1000000}), 1));
         },
         ErrorCode::kOutOfRange, "index_select"))
         << dname(it);
     EXPECT_TRUE(throws_error(
         [&] {
-          oar::ops::index_select(t(kF32, {4, 3}), t(it, {2}, {0, -1}), 0);
+          download(oar::ops::index_select(t(kF32, {4, 3}), t(it, {2}, {0, -1}), 0));
         },
         ErrorCode::kOutOfRange, "index_select"))
         << dname(it) << ": indices are in [0, n)";
