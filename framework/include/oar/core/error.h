@@ -49,31 +49,13 @@ namespace detail {
 }  // namespace oar
 
 // OAR_ENFORCE(cond, ErrorCode::kX, "stream " << "message") throws oar::Error when cond is false.
-#define OAR_ENFORCE(cond, code, msg)                        \
-  do {                                                      \
-    if (__builtin_expect(!(cond), 0)) OAR_FAIL_(code, msg); \
-  } while (0)
-
-// With GCC the message is built in a lambda kept out of line: a std::ostringstream in the caller's body
-// makes GCC set up its frame (saved registers, stack, stream constants) on every call, failing or not,
-// which the dispatch hot path pays in every checking function. clang (the fuzz build) cannot capture a
-// structured binding in C++17, which some messages name, so it builds the message in place.
-#if defined(__clang__)
-#define OAR_FAIL_(code, msg)                                   \
+#define OAR_ENFORCE(cond, code, msg)                           \
   do {                                                         \
-    std::ostringstream oar_enforce_os_;                        \
-    oar_enforce_os_ << msg;                                    \
-    ::oar::detail::throw_error((code), oar_enforce_os_.str()); \
+    if (__builtin_expect(!(cond), 0)) {                        \
+      std::ostringstream oar_enforce_os_;                      \
+      oar_enforce_os_ << msg;                                  \
+      ::oar::detail::throw_error((code), oar_enforce_os_.str()); \
+    }                                                          \
   } while (0)
-#else
-// clang-format off
-#define OAR_FAIL_(code, msg)                                   \
-  [&]() __attribute__((noinline, cold, noreturn)) {            \
-    std::ostringstream oar_enforce_os_;                        \
-    oar_enforce_os_ << msg;                                    \
-    ::oar::detail::throw_error((code), oar_enforce_os_.str()); \
-  }()
-// clang-format on
-#endif
 
 #define OAR_THROW(code, msg) OAR_ENFORCE(false, code, msg)
