@@ -1,6 +1,8 @@
 // CPU kernels of the math op family (framework/src/ops_math.cc defines the ops): more unary and binary
 // elementwise math, clip, scans (cumsum, cumprod), all/any, linspace, eye and random ops (bernoulli,
 // multinomial, randperm) on the counter RNG.
+#include <oar/sdk/special.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -17,27 +19,9 @@ using oar::sdk::parallel_for;
 using oar::sdk::unary_loop;
 
 // ---- special functions ----------------------------------------------------------------------------
-// digamma: reflection for x < 0, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the
-// asymptotic series (error below 1e-15 there).
-double digamma(double x) {
-  if (std::isnan(x) || x == -std::numeric_limits<double>::infinity()) return std::nan("");
-  if (x <= 0 && std::floor(x) == x)
-    return x == 0 ? -std::copysign(std::numeric_limits<double>::infinity(), x) : std::nan("");
-  double result = 0;
-  if (x < 0) {  // psi(x) = psi(1 - x) - pi / tan(pi x)
-    result = -M_PI / std::tan(M_PI * x);
-    x = 1 - x;
-  }
-  while (x < 10) {
-    result -= 1 / x;
-    x += 1;
-  }
-  const double r = 1 / (x * x);
-  const double series =
-      r * (1.0 / 12 -
-           r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760))))));
-  return result + std::log(x) - 0.5 / x - series;
-}
+// digamma and erfinv are the SDK's (oar/sdk/special.h), shared with the GPU plugins.
+using oar::sdk::digamma;
+using oar::sdk::erfinv;
 
 // polygamma(n, x) for n >= 1: the recurrence psi_n(x) = psi_n(x + 1) + (-1)^(n+1) n! / x^(n+1) up to
 // x >= 20 + n, then the asymptotic series with Bernoulli numbers B2..B14.
@@ -55,45 +39,6 @@ double polygamma(int64_t n, double x) {
     far +=
         kB[k - 1] * std::exp(std::lgamma(2 * k + dn) - std::lgamma(2.0 * k + 1)) * std::pow(x, -(2 * k + dn));
   return (n % 2 == 1 ? 1.0 : -1.0) * (nfact * near + far);
-}
-
-// erfinv: Giles' single-precision approximation, then Newton steps on erf for full precision.
-double erfinv(double y) {
-  if (std::isnan(y) || y < -1 || y > 1) return std::nan("");
-  if (y == 1) return std::numeric_limits<double>::infinity();
-  if (y == -1) return -std::numeric_limits<double>::infinity();
-  double w = -std::log((1 - y) * (1 + y)), x;
-  if (w < 5) {
-    w -= 2.5;
-    double p = 2.81022636e-08;
-    p = 3.43273939e-07 + p * w;
-    p = -3.5233877e-06 + p * w;
-    p = -4.39150654e-06 + p * w;
-    p = 0.00021858087 + p * w;
-    p = -0.00125372503 + p * w;
-    p = -0.00417768164 + p * w;
-    p = 0.246640727 + p * w;
-    p = 1.50140941 + p * w;
-    x = p * y;
-  } else {
-    w = std::sqrt(w) - 3;
-    double p = -0.000200214257;
-    p = 0.000100950558 + p * w;
-    p = 0.00134934322 + p * w;
-    p = -0.00367342844 + p * w;
-    p = 0.00573950773 + p * w;
-    p = -0.0076224613 + p * w;
-    p = 0.00943887047 + p * w;
-    p = 1.00167406 + p * w;
-    p = 2.83297682 + p * w;
-    x = p * y;
-  }
-  for (int i = 0; i < 2; ++i) {
-    const double d = (std::erf(x) - y) / (1.1283791670955126 * std::exp(-x * x));
-    if (!std::isfinite(d)) break;
-    x -= d;
-  }
-  return x;
 }
 
 // ---- unary ----------------------------------------------------------------------------------------

@@ -69,7 +69,6 @@ OAR_PW_MATH1(ceil)
 OAR_PW_MATH1(round)  // half away from zero, like std::round
 OAR_PW_MATH1(trunc)
 OAR_PW_MATH1(erf)
-OAR_PW_MATH1(erfinv)
 OAR_PW_MATH1(lgamma)
 OAR_PW_MATH1(fabs)
 #undef OAR_PW_MATH1

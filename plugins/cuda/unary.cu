@@ -2,6 +2,8 @@
 // the bool-valued classifiers and logical/bitwise not. Semantics are plugins/cpu's (unary.cc,
 // math_ext.cc): float16/bfloat16 compute in float; digamma, polygamma and erfinv compute in double for
 // every float dtype, as there.
+#include <oar/sdk/special.h>
+
 #include "pointwise.h"
 
 namespace oar_cuda {
@@ -42,31 +44,12 @@ OAR_PW_FLOAT_OP(RoundOp, m_round(v))  // half away from zero, as Paddle
 OAR_PW_FLOAT_OP(ReciprocalOp, C(1) / v)
 OAR_PW_FLOAT_OP(ErfOp, m_erf(v))
 OAR_PW_FLOAT_OP(LgammaOp, m_lgamma(v))
-OAR_PW_FLOAT_OP(ErfinvOp, C(::erfinv(double(v))))  // the CPU also computes it in double
+OAR_PW_FLOAT_OP(ErfinvOp, C(sdk::erfinv(double(v))))  // the CPU's algorithm, in double (oar/sdk/special.h)
 #undef OAR_PW_FLOAT_OP
 
 // ---- digamma / polygamma (plugins/cpu/math_ext.cc, in double) ----------------------------------------
-constexpr double kPi = 3.141592653589793;
-
-// Reflection for x < 0, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series.
-OAR_D double digamma_d(double x) {
-  if (x != x || x == -INFINITY) return NAN;
-  if (x <= 0 && ::floor(x) == x) return x == 0 ? -::copysign(INFINITY, x) : NAN;
-  double result = 0;
-  if (x < 0) {  // psi(x) = psi(1 - x) - pi / tan(pi x)
-    result = -kPi / ::tan(kPi * x);
-    x = 1 - x;
-  }
-  while (x < 10) {
-    result -= 1 / x;
-    x += 1;
-  }
-  const double r = 1 / (x * x);
-  const double series =
-      r * (1.0 / 12 -
-           r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760))))));
-  return result + ::log(x) - 0.5 / x - series;
-}
+// digamma is the SDK's (oar/sdk/special.h), shared with the CPU plugin.
+OAR_D double digamma_d(double x) { return sdk::digamma(x); }
 
 // polygamma(n, x), n >= 1: the recurrence up to x >= 20 + n, then the asymptotic series with B2..B14.
 // A very negative non-integer x would need more than 2^24 recurrence steps: NaN instead of running for

@@ -1,8 +1,8 @@
 // Host harness for the gpu plugin's pointwise kernels (plugins/cuda/*.cu): each pw_*.cu includes one
 // kernel file with OAR_D redefined as __host__ __device__, so its functors run on the host, where
 // tests/python/test_cuda_pointwise_host.py compares them with the CPU plugin over special values, with
-// no GPU. Device-only intrinsics get host stand-ins below (erfinv: the CPU plugin's own algorithm;
-// the _rn intrinsics: plain unfused arithmetic, which is what they guarantee).
+// no GPU. Device-only intrinsics get host stand-ins below (the _rn intrinsics: plain unfused arithmetic,
+// which is what they guarantee); erfinv and digamma are the SDK's host-and-device functions.
 // Protocol: pw_X OP DTYPE ARITY [key=value ...]; stdin: n, then ARITY lines of n values; stdout: n values.
 #pragma once
 #include "cuda_common.h"
@@ -16,46 +16,6 @@
 #include <map>
 #include <string>
 #include <vector>
-double host_erfinv(double y) {  // plugins/cpu/math_ext.cc erfinv
-  if (std::isnan(y) || y < -1 || y > 1) return std::nan("");
-  if (y == 1) return INFINITY;
-  if (y == -1) return -INFINITY;
-  double w = -std::log((1 - y) * (1 + y)), x;
-  if (w < 5) {
-    w -= 2.5;
-    double p = 2.81022636e-08;
-    p = 3.43273939e-07 + p * w;
-    p = -3.5233877e-06 + p * w;
-    p = -4.39150654e-06 + p * w;
-    p = 0.00021858087 + p * w;
-    p = -0.00125372503 + p * w;
-    p = -0.00417768164 + p * w;
-    p = 0.246640727 + p * w;
-    p = 1.50140941 + p * w;
-    x = p * y;
-  } else {
-    w = std::sqrt(w) - 3;
-    double p = -0.000200214257;
-    p = 0.000100950558 + p * w;
-    p = 0.00134934322 + p * w;
-    p = -0.00367342844 + p * w;
-    p = 0.00573950773 + p * w;
-    p = -0.0076224613 + p * w;
-    p = 0.00943887047 + p * w;
-    p = 1.00167406 + p * w;
-    p = 2.83297682 + p * w;
-    x = p * y;
-  }
-  for (int i = 0; i < 2; ++i) {
-    const double d = (std::erf(x) - y) / (1.1283791670955126 * std::exp(-x * x));
-    if (!std::isfinite(d)) break;
-    x -= d;
-  }
-  return x;
-}
-float host_erfinvf(float y) { return float(host_erfinv(y)); }
-#define erfinv host_erfinv
-#define erfinvf host_erfinvf
 #define __dadd_rn(a, b) ((a) + (b))
 #define __dsub_rn(a, b) ((a) - (b))
 #define __dmul_rn(a, b) ((a) * (b))

@@ -100,15 +100,15 @@ def test_doctor_matches_cpp_oar_doctor():
     cpp = subprocess.run([exe, "-v"], check=True, capture_output=True, text=True).stdout
     py = oar.utils.doctor.report(verbose=True)
     assert cpp.splitlines()[0] == py.splitlines()[0]
-    # Plugins from entry points (an installed oar-cuda without a GPU) are only in Python's records, so the
-    # lines of refused device types are compared by type only.
+    # Refused device types are not compared: plugins from entry points (an installed oar-cuda without a GPU)
+    # are only in Python's records, and plugins the wheel does not bundle (the build tree's gpu plugin) only
+    # in the C++ tool's. The devices that are available must be the same.
     def split(report):
         lines = report.split("\ndevices:\n", 1)[1].splitlines()
         refused = [ln.split(":", 1)[0] for ln in lines if ": not available: " in ln]
         return [ln for ln in lines if ": not available: " not in ln], refused
-    (cpp_devices, cpp_refused), (py_devices, py_refused) = split(cpp), split(py)
+    (cpp_devices, _), (py_devices, _) = split(cpp), split(py)
     assert cpp_devices == py_devices
-    assert set(cpp_refused) <= set(py_refused)
     strip = [line.split(":", 1)[1] for line in cpp.splitlines() if line.strip().startswith("loaded:")]
     assert strip == [line.split(":", 1)[1] for line in py.splitlines() if line.strip().startswith("loaded:")]
 

@@ -5,12 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-// Host and device: a GPU plugin compiles these same functions into its kernels.
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define OAR_SDK_HD __host__ __device__
-#else
-#define OAR_SDK_HD
-#endif
+#include <oar/sdk/hd.h>  // host and device: a GPU plugin compiles these same functions into its kernels
 
 namespace oar::sdk {
 
