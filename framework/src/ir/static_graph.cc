@@ -197,9 +197,19 @@ void ProgramBuilder::pop_block() {
   block_ = parent;
 }
 
+namespace {
+NameSource& name_source() {
+  static NameSource source;
+  return source;
+}
+}  // namespace
+
+void set_name_source(NameSource source) { name_source() = std::move(source); }
+
 std::string ProgramBuilder::unique_name(const std::string& prefix) {
+  const NameSource& source = name_source();
   for (;;) {
-    std::string name = prefix + "_" + std::to_string(counters_[prefix]++);
+    std::string name = source ? source(prefix) : prefix + "_" + std::to_string(counters_[prefix]++);
     if (program_->find_var_recursive(block_, name) == nullptr && captures_.count(name) == 0) return name;
   }
 }

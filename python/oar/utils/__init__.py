@@ -4,6 +4,7 @@ later work."""
 import importlib
 
 from . import cpp_extension, dlpack  # noqa: F401
+from ..framework import unique_name  # noqa: F401  (Paddle's paddle.utils.unique_name)
 from ._custom_op import load_op_library  # noqa: F401
 
 
