@@ -13,10 +13,11 @@ _cast = _C.Op("cast", "dtype")
 
 
 def _host_array(t):
-    """A numpy array for display and tolist (bfloat16 widened to float32)."""
+    """A numpy array of t's values for reading (bfloat16 widened to float32): it shares memory with a
+    contiguous CPU tensor (no copy), so callers must not write to it."""
     if t.dtype == _C.bfloat16:
         t = _cast(t, _C.float32)
-    return t.numpy()
+    return t._numpy_view()
 
 
 def __repr__(self):
@@ -35,7 +36,14 @@ def __format__(self, spec):
 
 
 def __array__(self, dtype=None, copy=None):
+    # np.asarray(t) shares a contiguous CPU tensor's memory (zero-copy, see docs/python.md); np.array(t)
+    # (copy=True) and t.numpy() copy.
+    if copy is False and not (self.place.is_cpu_place() and self.is_contiguous()):
+        raise ValueError("np.asarray(tensor, copy=False): a tensor on {} (or not contiguous) can only be "
+                         "copied to numpy".format(self.place))
     a = _host_array(self)
+    if copy:
+        a = a.copy()
     return a if dtype is None else a.astype(dtype, copy=False)
 
 
