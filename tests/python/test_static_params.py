@@ -89,3 +89,35 @@ def test_fetch_a_bad_item_names_it(static_mode):
         oar.static.data("x", [1], "float32")
     with pytest.raises(TypeError, match="fetch_list items must be"):
         oar.static.Executor(oar.CPUPlace()).run(main, feed={"x": np.zeros(1, np.float32)}, fetch_list=[3.5])
+
+
+def test_weight_norm_in_program_guard(static_mode):
+    # weight_norm's set-up runs eagerly (its new parameters get values now); its forward is recorded.
+    main, startup = oar.static.Program(), oar.static.Program()
+    with oar.static.program_guard(main, startup):
+        x = oar.static.data("x", [2, 3], "float32")
+        lin = oar.nn.utils.weight_norm(oar.nn.Linear(3, 4))
+        y = lin(x)
+    exe = oar.static.Executor(oar.CPUPlace())
+    exe.run(startup)
+    xv = np.random.RandomState(1).rand(2, 3).astype(np.float32)
+    yv, g = exe.run(main, feed={"x": xv}, fetch_list=[y, lin.weight_g])
+    v = lin.weight_v.numpy().astype(np.float64)
+    w = v / np.linalg.norm(v, axis=1, keepdims=True) * g[:, None]
+    np.testing.assert_allclose(yv, xv @ w + lin.bias.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-14, 1e-6])
+def test_small_constants_are_not_taken_for_unknown_extents(static_mode, eps):
+    # A fed batch extent is unknown while the program is built; constants near 1 / (k * sentinel) were
+    # taken for values derived from it (1e-12, normalize's default epsilon, failed at run time).
+    main = oar.static.Program()
+    with oar.static.program_guard(main, oar.static.Program()):
+        x = oar.static.data("x", [None, 3], "float32")
+        y = oar.nn.functional.normalize(x, axis=1, epsilon=eps)
+        z = x + eps
+    xv = np.array([[3, 4, 0], [0, 0, 0]], np.float32)
+    yv, zv = oar.static.Executor(oar.CPUPlace()).run(main, feed={"x": xv}, fetch_list=[y, z])
+    want = xv / np.maximum(np.linalg.norm(xv, axis=1, keepdims=True), eps)
+    np.testing.assert_allclose(yv, want, rtol=1e-6)
+    np.testing.assert_allclose(zv, xv + np.float32(eps), rtol=1e-6)

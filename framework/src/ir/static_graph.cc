@@ -582,7 +582,9 @@ bool mentions_unknown(double v) {
   auto near_multiple = [](double x) {
     if (x < kUnknownDim / 2.0 || x > 9.0e15) return false;
     const double k = std::round(x / kUnknownDim);
-    return k >= 1 && std::fabs(x - k * kUnknownDim) <= 1e-9 * x;
+    // Values derived from the sentinel are exact to a few ulps. A looser window took round constants for
+    // extents: 1e-12 (normalize's epsilon) is 1 / (999997 * kUnknownDim + 9).
+    return k >= 1 && std::fabs(x - k * kUnknownDim) <= 1e-12 * x;
   };
   return near_multiple(a) || near_multiple(r);
 }
