@@ -15,11 +15,10 @@
 namespace oar {
 
 // ---- grad mode ----------------------------------------------------------------------------------
-namespace {
-thread_local bool g_grad_enabled = true;
-}
-bool grad_enabled() { return g_grad_enabled; }
-void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
+// Grad mode is the engagement of the autograd dispatch hook on this thread (dispatch_hooks.h): run_op
+// skips the hook entirely while it is off.
+bool grad_enabled() { return dispatch_hook_engaged(HookSlot::kAutograd); }
+void set_grad_enabled(bool enabled) { set_dispatch_hook_engaged(HookSlot::kAutograd, enabled); }
 
 namespace autograd {
 namespace {
@@ -612,14 +611,15 @@ bool check_op_call(OpCall& c) {
     check_inplace(c.op, c.inputs, c.n_inputs);
   return false;
 }
-void record_op_call(OpCall& c) {
-  if (!grad_enabled()) return;
+void record_op_call(OpCall& c) {  // runs only in grad mode (the hook is engaged)
   if (c.op.inplace_input >= 0)
     record_inplace(c.op, c.inputs, c.n_inputs, c.attrs);
   else if (!c.op.inplace_mask)
     record_op(c.op, c.inputs, c.n_inputs, c.attrs, c.outputs, static_cast<int32_t>(c.op.outputs.size()));
 }
-const DispatchHook kAutogradHook{check_op_call, record_op_call, nullptr, nullptr};
+// check_op_call also runs, grad mode or not, on a call with a symbolic input: it checks grad mode itself.
+const DispatchHook kAutogradHook{check_op_call, record_op_call, nullptr, nullptr,
+                                 /*before_writes_only=*/true};
 }  // namespace
 
 void install_hook() { install_dispatch_hook(HookSlot::kAutograd, &kAutogradHook); }

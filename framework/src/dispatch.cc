@@ -121,7 +121,7 @@ bool run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
   OarTensorDesc out_desc[kMaxOpOutputs] = {};
   if (!(k.flags & kKernelOwnsOutputs)) {
     for (int32_t i = 0; i < n_out; ++i) {
-      outputs[i] = Tensor::empty(ic.outputs[i].dims, ic.outputs[i].dtype, dev.place(), op.name);
+      outputs[i] = empty_tensor(dev, ic.outputs[i].dims, ic.outputs[i].dtype, op.name);
       fill_desc(out_desc[i], outputs[i]);
     }
   }
@@ -268,9 +268,10 @@ void launch(OpCall& call) {
                   op.name << ": input " << i << " ('" << op.inputs[op.variadic ? 0 : i]
                           << "') is written in place and must be contiguous");
   Runtime& rt = Runtime::get();
-  FallbackState& st = fallback_state();
-  const bool forced =
-      !call.place.is_cpu() && st.forced.has(op.id) && st.forced[op.id].load(std::memory_order_relaxed);
+  const bool forced = !call.place.is_cpu() && [&] {
+    const std::atomic<bool>* f = fallback_state().forced.find(op.id);
+    return f && f->load(std::memory_order_relaxed);
+  }();
   const KernelEntry* k = forced ? nullptr : rt.kernel(op.id, call.place.type, kd);
   std::string declined;  // the plugin's reason when its kernel declines this call (ABI 1.2)
   if (!k || !run_kernel(op, *k, call.inputs, n_in, call.attrs, rt.device(call.place), call.infer, kd,
@@ -281,7 +282,11 @@ void launch(OpCall& call) {
 
 // ---- hooks ----------------------------------------------------------------------------------------
 namespace {
-std::atomic<const DispatchHook*> g_hooks[static_cast<int>(HookSlot::kCount)];
+constexpr int kHookSlots = static_cast<int>(HookSlot::kCount);
+std::atomic<const DispatchHook*> g_hooks[kHookSlots];
+// The slots engaged on this thread, one bit each (dispatch_hooks.h); a constant initialiser, so that
+// reading it needs no initialisation guard.
+thread_local uint32_t t_engaged = 1u << static_cast<int>(HookSlot::kAutograd);
 }  // namespace
 
 void install_dispatch_hook(HookSlot slot, const DispatchHook* hook) {
@@ -290,6 +295,12 @@ void install_dispatch_hook(HookSlot slot, const DispatchHook* hook) {
 const DispatchHook* dispatch_hook(HookSlot slot) {
   return g_hooks[static_cast<int>(slot)].load(std::memory_order_acquire);
 }
+
+void set_dispatch_hook_engaged(HookSlot slot, bool engaged) {
+  const uint32_t bit = 1u << static_cast<int>(slot);
+  t_engaged = engaged ? (t_engaged | bit) : (t_engaged & ~bit);
+}
+bool dispatch_hook_engaged(HookSlot slot) { return t_engaged >> static_cast<int>(slot) & 1u; }
 
 void run_view_hooks(const Tensor& base, Tensor& view, const char* op, const Attrs& attrs) {
   for (const auto& slot : g_hooks)
@@ -305,26 +316,32 @@ void throw_symbolic_access(const Tensor& t) {
 }
 
 namespace {
-// One op call after inference: the hooks' `before` in slot order (one may take the call over), the kernel
-// (or the CPU fallback), new versions for written inputs, then the hooks' `after`.
+// One op call after inference: the engaged hooks' `before` in slot order (one may take the call over),
+// the kernel (or the CPU fallback), new versions for written inputs, then the engaged hooks' `after`.
 void dispatch(OpCall& call, TensorMeta* out_meta) {
   const OpDef& op = call.op;
-  const DispatchHook* hooks[static_cast<int>(HookSlot::kCount)];
+  const bool writes = op.inplace_input >= 0 || op.inplace_mask != 0;
+  const uint32_t engaged = t_engaged;
+  const uint32_t run_before = call.symbolic_inputs ? ~0u : engaged;
   bool taken = false;
-  for (int i = 0; i < static_cast<int>(HookSlot::kCount); ++i) {
-    hooks[i] = g_hooks[i].load(std::memory_order_relaxed);
-    if (!taken && hooks[i] && hooks[i]->before) taken = hooks[i]->before(call);
+  for (int i = 0; run_before != 0 && i < kHookSlots && !taken; ++i) {
+    if (!(run_before >> i & 1u)) continue;
+    const DispatchHook* h = g_hooks[i].load(std::memory_order_relaxed);
+    if (h && h->before && (writes || !h->before_writes_only)) taken = h->before(call);
   }
   if (!taken) {
     if (out_meta)
       for (size_t i = 0; i < op.outputs.size(); ++i) out_meta[i] = call.infer.outputs[i];
     launch(call);
   }
-  if (op.inplace_input >= 0 || op.inplace_mask != 0)
+  if (writes)
     for (int32_t i = 0; i < call.n_inputs; ++i)
       if (op_writes_input(op, i, call.n_inputs)) call.inputs[i].storage()->bump_version();
-  for (const DispatchHook* h : hooks)
+  for (int i = 0; engaged != 0 && i < kHookSlots; ++i) {
+    if (!(engaged >> i & 1u)) continue;
+    const DispatchHook* h = g_hooks[i].load(std::memory_order_relaxed);
     if (h && h->after) h->after(call);
+  }
 }
 }  // namespace
 
@@ -358,7 +375,7 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
     metas[i].dtype = t.dtype();
     metas[i].dims = t.dims();
   }
-  complete_attrs(op, attrs);
+  if (!op.attrs.empty()) complete_attrs(op, attrs);
   InferContext ic{&op, metas, n_in, &attrs, {}};
   op.infer(ic);
   OpCall call{op, inputs, n_in, attrs, ic, place, outputs, symbolic};

@@ -94,6 +94,8 @@ void check_plugin_error(const std::string& plugin, const char* what, OarError* e
 // throws. `k.supports` must be set.
 std::string ask_supports(const KernelEntry& k, const OpDef& op, const Tensor* in, const TensorMeta* in_meta,
                          int32_t n_in, const TensorMeta* out, const Attrs& attrs, Device& dev, DType kd);
+// Tensor::empty on a device already looked up (dispatch allocates every op output through it).
+Tensor empty_tensor(Device& dev, const Dims& dims, DType dtype, const char* op);
 // Fills an ABI descriptor viewing `t` (pointers into t's impl, which must outlive the descriptor).
 void fill_desc(OarTensorDesc& d, const Tensor& t);
 // A host tensor holding a copy of the storage range `t` spans, viewed with t's strides. For a device

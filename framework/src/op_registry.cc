@@ -58,10 +58,35 @@ OpRegistry::OpRegistry() {
   install_core_hooks();
 }
 
+namespace {
+// FNV-1a: op names are short, and this inlines to a few instructions per character.
+size_t hash_name(std::string_view name) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+}  // namespace
+
+OpRegistry::NameIndex::NameIndex(size_t capacity)
+    : mask(capacity - 1), slots(new std::atomic<int32_t>[capacity]) {
+  for (size_t i = 0; i < capacity; ++i) slots[i].store(-1, std::memory_order_relaxed);
+}
+
+void OpRegistry::index_name(NameIndex& index, int32_t id) {
+  size_t h = hash_name(ops_[static_cast<size_t>(id)]->name) & index.mask;
+  while (index.slots[h].load(std::memory_order_relaxed) >= 0) h = (h + 1) & index.mask;
+  index.slots[h].store(id, std::memory_order_release);  // after the op is complete
+}
+
 const OpDef* OpRegistry::find(std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : ops_[static_cast<size_t>(it->second)].get();
+  const NameIndex* index = names_.load(std::memory_order_acquire);
+  if (!index) return nullptr;
+  for (size_t h = hash_name(name) & index->mask;; h = (h + 1) & index->mask) {
+    const int32_t id = index->slots[h].load(std::memory_order_acquire);
+    if (id < 0) return nullptr;
+    const OpDef* op = ops_[static_cast<size_t>(id)].get();
+    if (op->name == name) return op;
+  }
 }
 
 const OpDef& OpRegistry::at(std::string_view name) const {
@@ -74,14 +99,22 @@ OpDef& OpRegistry::get_mutable(std::string_view name) { return const_cast<OpDef&
 
 OpDef& OpRegistry::add(OpDef def) {
   std::lock_guard<std::mutex> lock(mu_);
-  OAR_ENFORCE(by_name_.count(def.name) == 0, ErrorCode::kInternal, "op '" << def.name << "' defined twice");
+  OAR_ENFORCE(find(def.name) == nullptr, ErrorCode::kInternal, "op '" << def.name << "' defined twice");
   const int32_t id = size_.load(std::memory_order_relaxed);
   def.id = id;
   ops_.grow_to(static_cast<size_t>(id) + 1);
   ops_[static_cast<size_t>(id)] = std::make_unique<OpDef>(std::move(def));
   OpDef& op = *ops_[static_cast<size_t>(id)];
-  by_name_.emplace(std::string_view(op.name), id);
-  size_.store(id + 1, std::memory_order_release);  // readers see the op only once it is complete
+  // Readers see the op only once it is complete: its index slot and size_ are published last.
+  if (name_indexes_.empty() || 2 * (static_cast<size_t>(id) + 1) > name_indexes_.back()->mask + 1) {
+    auto bigger =
+        std::make_unique<NameIndex>(name_indexes_.empty() ? 1024 : 2 * (name_indexes_.back()->mask + 1));
+    for (int32_t i = 0; i < id; ++i) index_name(*bigger, i);
+    name_indexes_.push_back(std::move(bigger));
+    names_.store(name_indexes_.back().get(), std::memory_order_release);
+  }
+  index_name(*name_indexes_.back(), id);
+  size_.store(id + 1, std::memory_order_release);
   return op;
 }
 

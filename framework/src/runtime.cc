@@ -544,8 +544,9 @@ PluginRecord Runtime::load_plugin(const std::string& path) {
 }
 
 const KernelEntry* Runtime::kernel(int32_t op_id, int16_t device_type, DType dtype) const {
-  if (!impl_->kernels.has(static_cast<size_t>(op_id))) return nullptr;  // an op added after any kernel was
-  const KernelEntry& e = impl_->kernels[op_id][device_type * kNumDTypes + static_cast<int32_t>(dtype)];
+  const auto* row = impl_->kernels.find(static_cast<size_t>(op_id));
+  if (!row) return nullptr;  // an op added after any kernel was
+  const KernelEntry& e = (*row)[device_type * kNumDTypes + static_cast<int32_t>(dtype)];
   return e.fn ? &e : nullptr;
 }
 

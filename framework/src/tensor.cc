@@ -27,9 +27,12 @@ Place Storage::place() const { return device_->place(); }
 
 // ---- Tensor -------------------------------------------------------------------------------------
 Tensor Tensor::empty(const Dims& dims, DType dtype, Place place, const char* op) {
+  return empty_tensor(Runtime::get().device(place), dims, dtype, op);
+}
+
+Tensor empty_tensor(Device& dev, const Dims& dims, DType dtype, const char* op) {
   OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(dtype)), ErrorCode::kType,
               "invalid dtype value " << static_cast<int32_t>(dtype));
-  Device& dev = Runtime::get().device(place);
   const size_t bytes = checked_tensor_bytes(dims, dtype, dev, op);
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
@@ -39,7 +42,11 @@ Tensor Tensor::empty(const Dims& dims, DType dtype, Place place, const char* op)
   return Tensor(std::move(impl));
 }
 
-size_t checked_tensor_bytes(const Dims& dims, DType dtype, const Device& device, const char* op) {
+namespace {
+// checked_tensor_bytes for the shapes its fast path leaves: a zero or negative dim, an overflow, more
+// than the device holds. Finds and names the problem. Out of line, so the fast path stays small.
+__attribute__((noinline, cold)) size_t checked_tensor_bytes_slow(const Dims& dims, DType dtype,
+                                                                 const Device& device, const char* op) {
   const int64_t n = checked_numel(dims, op);
   int64_t bytes;
   OAR_ENFORCE(!__builtin_mul_overflow(n, dtype_size(dtype), &bytes), ErrorCode::kInvalidArgument,
@@ -52,6 +59,20 @@ size_t checked_tensor_bytes(const Dims& dims, DType dtype, const Device& device,
               op << ": a " << dtype_name(dtype) << " tensor of shape " << dims.to_string() << " needs "
                  << bytes << " bytes, but " << device.name() << " has " << total << " bytes of memory");
   return static_cast<size_t>(bytes);
+}
+}  // namespace
+
+size_t checked_tensor_bytes(const Dims& dims, DType dtype, const Device& device, const char* op) {
+  // Every op output comes here: the common case (positive dims whose byte count fits and is within the
+  // device's memory) in one pass, with one overflow test per dim.
+  int64_t bytes = dtype_size(dtype);
+  bool ok = true;
+  for (int32_t i = 0; i < dims.size(); ++i)
+    ok &= dims[i] > 0 && !__builtin_mul_overflow(bytes, dims[i], &bytes);
+  const uint64_t total = device.properties().total_memory;
+  if (__builtin_expect(ok && (total == 0 || static_cast<uint64_t>(bytes) <= total), 1))
+    return static_cast<size_t>(bytes);
+  return checked_tensor_bytes_slow(dims, dtype, device, op);
 }
 
 Tensor Tensor::from_host(const void* data, const Dims& dims, DType dtype, Place place) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <random>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace {

@@ -7,8 +7,11 @@
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 #include <oar/core/stable_table.h>
+#include <oar/ir/static_graph.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace oar {
@@ -31,7 +34,7 @@ TEST(StableTable, GrowsWithoutMovingElements) {
 
 OpDef make_def(const std::string& name) {
   static std::vector<std::string>* names = new std::vector<std::string>();
-  names->reserve(4096);  // OpDef::name points into this storage: it must never move
+  names->reserve(8192);  // OpDef::name points into this storage: it must never move
   names->push_back(name);
   OpDef d;
   d.name = names->back().c_str();
@@ -81,6 +84,27 @@ TEST(OpRegistry, UnknownNameIsNotFound) {
   }
 }
 
+// By-name lookups take no lock: a reader keeps finding the built-in ops, and never a wrong one, while
+// another thread adds ops (enough to replace the name index by a larger one).
+TEST(OpRegistry, FindsByNameWhileOpsAreAdded) {
+  OpRegistry& r = OpRegistry::get();
+  const OpDef* matmul = &r.at("matmul");
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      if (r.find("matmul") != matmul) ++wrong;
+      if (r.find("test_concurrent_op_missing") != nullptr) ++wrong;
+    }
+  });
+  std::vector<const OpDef*> added;
+  for (int i = 0; i < 2000; ++i) added.push_back(&r.add(make_def("test_concurrent_op_" + std::to_string(i))));
+  stop = true;
+  reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(r.find("test_concurrent_op_" + std::to_string(i)), added[i]);
+}
+
 TEST(OpRegistry, DefiningAnOpTwiceIsRefused) { EXPECT_THROW(OpRegistry::get().add(make_def("add")), Error); }
 
 TEST(OpHandle, IsLookedUpOnceAndIsTheRegisteredOp) {
@@ -121,6 +145,69 @@ TEST(DispatchHooks, AutogradAndStaticGraphAreInstalledInSlotOrder) {
   ASSERT_EQ(g.size(), 1u);
   const float* p = static_cast<const float*>(g[0].data_ptr());
   for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(p[i], 4.0f);
+}
+
+// A hook that counts its calls and passes them on to the autograd hook it replaces.
+struct CountingAutogradHook {
+  static inline const DispatchHook* real = nullptr;
+  static inline int before_calls = 0, after_calls = 0;
+  static bool before(OpCall& c) {
+    ++before_calls;
+    return real->before(c);
+  }
+  static void after(OpCall& c) {
+    ++after_calls;
+    real->after(c);
+  }
+  static constexpr DispatchHook kHook{before, after, nullptr, nullptr, /*before_writes_only=*/true};
+  CountingAutogradHook() {
+    real = dispatch_hook(HookSlot::kAutograd);
+    install_dispatch_hook(HookSlot::kAutograd, &kHook);
+  }
+  ~CountingAutogradHook() { install_dispatch_hook(HookSlot::kAutograd, real); }
+};
+
+// The dispatcher calls a hook only where it can matter: a `before_writes_only` hook on in-place calls,
+// and any hook only while its slot is engaged on the calling thread (grad mode for autograd, a program
+// being built for the static graph).
+TEST(DispatchHooks, RunOnlyWhereTheyCanMatter) {
+  Tensor x = ops::full({2}, 1.0, DType::kFloat32, cpu_place());
+  Tensor y = ops::full({2}, 2.0, DType::kFloat32, cpu_place());
+  const OpDef& assign = OpRegistry::get().at("assign");  // writes its first input in place
+  {
+    CountingAutogradHook counting;
+    ops::add(x, y);
+    EXPECT_EQ(CountingAutogradHook::before_calls, 0);
+    EXPECT_EQ(CountingAutogradHook::after_calls, 1);
+    call_op(assign, {x, y});
+    EXPECT_EQ(CountingAutogradHook::before_calls, 1);
+    EXPECT_EQ(CountingAutogradHook::after_calls, 2);
+    EXPECT_FLOAT_EQ(static_cast<const float*>(x.data_ptr())[1], 2.0f);
+    {
+      NoGradGuard no_grad;
+      EXPECT_FALSE(dispatch_hook_engaged(HookSlot::kAutograd));
+      ops::add(x, y);
+      call_op(assign, {x, y});
+      EXPECT_EQ(CountingAutogradHook::before_calls, 1);
+      EXPECT_EQ(CountingAutogradHook::after_calls, 2);
+    }
+  }
+  EXPECT_TRUE(grad_enabled());
+  EXPECT_TRUE(dispatch_hook_engaged(HookSlot::kAutograd));
+  // The static-graph slot is engaged exactly while a program is being built on this thread.
+  EXPECT_FALSE(dispatch_hook_engaged(HookSlot::kStaticGraph));
+  auto prev = ir::set_current_builder(std::make_shared<ir::ProgramBuilder>());
+  EXPECT_TRUE(dispatch_hook_engaged(HookSlot::kStaticGraph));
+  bool other_thread_static = true, other_thread_grad = false;
+  std::thread([&] {  // a new thread starts in grad mode, with no program being built
+    other_thread_static = dispatch_hook_engaged(HookSlot::kStaticGraph);
+    other_thread_grad = grad_enabled();
+  })
+      .join();
+  ir::set_current_builder(prev);
+  EXPECT_FALSE(dispatch_hook_engaged(HookSlot::kStaticGraph));
+  EXPECT_FALSE(other_thread_static);
+  EXPECT_TRUE(other_thread_grad);
 }
 
 }  // namespace

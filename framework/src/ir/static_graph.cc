@@ -117,7 +117,7 @@ AttrValue from_ir_attr(const Attribute& a, oar::AttrType want, const std::string
 // ---- the current builder -------------------------------------------------------------------------------
 
 namespace {
-// The owner, and a plain pointer for run_op's check on every op: a thread_local with a trivial type
+// The owner, and a plain pointer for the hook's check on every op: a thread_local with a trivial type
 // needs no initialisation guard on access (the shared_ptr one would cost a call per op).
 thread_local std::shared_ptr<ProgramBuilder> t_builder;
 thread_local ProgramBuilder* t_current = nullptr;
@@ -136,6 +136,7 @@ ProgramBuilder* current_builder() { return t_current; }
 std::shared_ptr<ProgramBuilder> set_current_builder(std::shared_ptr<ProgramBuilder> b) {
   std::swap(t_builder, b);
   t_current = t_builder.get();
+  set_dispatch_hook_engaged(HookSlot::kStaticGraph, t_current != nullptr);
   return b;
 }
 

@@ -33,6 +33,8 @@ struct DispatchHook {
   // Reading the memory of a tensor that has a symbol (a static-graph variable, made by the hook's own
   // subsystem): throws the subsystem's error naming the variable.
   void (*symbolic_access)(const Tensor& t) = nullptr;
+  // `before` matters only for calls that write an input in place: the dispatcher skips it on the others.
+  bool before_writes_only = false;
 };
 
 // The slots, in the order their hooks run.
@@ -42,6 +44,15 @@ enum class HookSlot : int { kAutograd = 0, kStaticGraph = 1, kCount = 2 };
 // install_core_hooks (core_hooks.cc), before any op runs.
 void install_dispatch_hook(HookSlot slot, const DispatchHook* hook);
 const DispatchHook* dispatch_hook(HookSlot slot);
+
+// Per thread, a slot is engaged while its subsystem has work on every op (autograd: grad mode is on;
+// static graph: a program is being built). run_op calls `before` and `after` of engaged slots only, so
+// an idle subsystem costs nothing per op; on a call with a symbolic input it calls every slot's
+// `before`, so that the subsystem that made the symbol can refuse the call. A new thread starts with
+// kAutograd engaged (grad mode is on by default) and the other slots not. The subsystem that owns a
+// slot sets it when its mode changes; grad_enabled() reads kAutograd's.
+void set_dispatch_hook_engaged(HookSlot slot, bool engaged);
+bool dispatch_hook_engaged(HookSlot slot);
 
 // The views' side of the hooks, called by the core's view methods (tensor.cc).
 void run_view_hooks(const Tensor& base, Tensor& view, const char* op, const Attrs& attrs);

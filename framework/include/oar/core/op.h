@@ -14,7 +14,6 @@
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -128,7 +127,7 @@ inline bool op_writes_input(const OpDef& op, int32_t i, int32_t n_in) {
   return block < 32 && (op.inplace_mask >> block & 1u);
 }
 
-// Every op, by id (dense, in registration order) and by name. Lookups by id are lock-free; ops are
+// Every op, by id (dense, in registration order) and by name. Both lookups are lock-free; ops are
 // only ever added (custom op libraries add theirs at run time) and never move.
 class OpRegistry {
  public:
@@ -142,10 +141,21 @@ class OpRegistry {
 
  private:
   OpRegistry();
+  // The by-name index: open addressing, each slot an op id or -1. When half full it is replaced by one
+  // twice the size; replaced ones are kept, as a reader may still be probing them (at most one per
+  // doubling, all together smaller than the current one).
+  struct NameIndex {
+    explicit NameIndex(size_t capacity);
+    size_t mask;
+    std::unique_ptr<std::atomic<int32_t>[]> slots;
+  };
+  void index_name(NameIndex& index, int32_t id);
+
   StableTable<std::unique_ptr<OpDef>> ops_;
   std::atomic<int32_t> size_{0};
-  mutable std::mutex mu_;  // guards by_name_ and adding
-  std::unordered_map<std::string_view, int32_t> by_name_;
+  std::atomic<const NameIndex*> names_{nullptr};
+  std::mutex mu_;                                         // serialises adding
+  std::vector<std::unique_ptr<NameIndex>> name_indexes_;  // the current one last
 };
 
 // Registers the built-in op set (op_defs.cc).

@@ -28,9 +28,13 @@ class StableTable {
     return chunks_[k].load(std::memory_order_acquire)[j];
   }
   // Whether element i exists (a lock-free reader may ask before indexing).
-  bool has(size_t i) const {
-    const size_t k = locate(i).first;
-    return k < kChunks && chunks_[k].load(std::memory_order_acquire) != nullptr;
+  bool has(size_t i) const { return find(i) != nullptr; }
+  // Element i, or nullptr when it does not exist: has() and operator[] in one look-up (the hot paths).
+  T* find(size_t i) const {
+    const auto [k, j] = locate(i);
+    if (k >= kChunks) return nullptr;
+    T* chunk = chunks_[k].load(std::memory_order_acquire);
+    return chunk ? chunk + j : nullptr;
   }
   // Makes elements [0, n) exist, value-initialised. Writers only, one at a time.
   void grow_to(size_t n) {
@@ -45,6 +49,7 @@ class StableTable {
   static constexpr size_t kChunks = 40;  // 256 * (2^40 - 1) elements: more than any id can reach
   // Chunk k covers [kFirstChunk * (2^k - 1), kFirstChunk * (2^(k+1) - 1)).
   static std::pair<size_t, size_t> locate(size_t i) {
+    if (i < kFirstChunk) return {0, i};  // every built-in op's id: no division, no bit scan
     const uint64_t q = i / kFirstChunk + 1;
     const size_t k = 63 - static_cast<size_t>(__builtin_clzll(q));
     return {k, i - kFirstChunk * ((size_t{1} << k) - 1)};
