@@ -29,6 +29,8 @@ from .device import (is_compiled_with_cinn, is_compiled_with_cuda, is_compiled_w
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401,E402
 from .framework.io import load, save  # noqa: F401,E402
 
+from .tensor.tensor_methods import set_printoptions  # noqa: F401,E402
+from . import version  # noqa: F401,E402  (paddle.version)
 from . import hapi  # noqa: F401,E402
 from . import callbacks  # noqa: F401,E402
 from .hapi import Model, flops, summary  # noqa: F401,E402

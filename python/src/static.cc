@@ -26,6 +26,23 @@ void init_static(py::module_& m) {
       .def("__len__", &Scope::size)
       .def("__contains__", [](const Scope& s, const std::string& n) { return s.has(n); });
 
+  // oar.framework.unique_name installs its generate() here (None: per-program counters). The callable is
+  // kept for the life of the process: it must not be released after the interpreter is gone.
+  m.def(
+      "_set_name_source",
+      [](py::object fn) {
+        if (fn.is_none()) {
+          set_name_source(nullptr);
+          return;
+        }
+        auto* keep = new py::object(std::move(fn));
+        set_name_source([keep](const std::string& key) {
+          py::gil_scoped_acquire gil;
+          return (*keep)(key).cast<std::string>();
+        });
+      },
+      py::arg("source"));
+
   py::class_<ProgramBuilder, std::shared_ptr<ProgramBuilder>>(m, "_ProgramBuilder",
                                                               "Records oar op calls into a program; private")
       .def(

@@ -96,13 +96,13 @@ py::object item(const oar::Tensor& t) {
   throw py::type_error("invalid dtype");
 }
 
-// .numpy(): contiguous CPU tensors share their storage with the array (which keeps it alive); anything
-// else is copied.
-py::array to_numpy(const oar::Tensor& t) {
+// A numpy array of `t`'s values. With `share`, a contiguous CPU tensor shares its storage with the array
+// (which keeps it alive): np.asarray(t). .numpy() copies, as Paddle's does. Anything else is copied.
+py::array to_numpy(const oar::Tensor& t, bool share) {
   const int64_t esize = oar::dtype_size(t.dtype());
   std::vector<py::ssize_t> shape(t.dims().data(), t.dims().data() + t.ndim());
   py::dtype dt = numpy_dtype(t.dtype());
-  if (t.place().is_cpu() && t.is_contiguous()) {
+  if (share && t.place().is_cpu() && t.is_contiguous()) {
     std::vector<py::ssize_t> strides(t.ndim());
     for (int32_t i = 0; i < t.ndim(); ++i) strides[i] = t.strides()[i] * esize;
     auto* keep = new std::shared_ptr<oar::Storage>(t.storage());
@@ -191,8 +191,10 @@ void init_tensor(py::module_& m) {
       // optimizers and user references keep working). Autograd state is the new tensor's.
       .def("_replace_with", [](PyTensor& s, const PyTensor& o) { s.t = o.t; })
       .def("_storage_version", [](const PyTensor& s) { return s.t.storage()->version(); })
-      .def("numpy", [](const PyTensor& s) { return to_numpy(s.t); },
-           "A numpy array: it shares memory with a contiguous CPU tensor, otherwise it is a copy.")
+      .def("numpy", [](const PyTensor& s) { return to_numpy(s.t, false); },
+           "A numpy array holding a copy of the values (as Paddle's); np.asarray(t) shares memory instead.")
+      .def("_numpy_view", [](const PyTensor& s) { return to_numpy(s.t, true); },
+           "A numpy array sharing memory with a contiguous CPU tensor, otherwise a copy; private.")
       .def("_item", [](const PyTensor& s) { return item(s.t); })
       .def("cpu", [](const PyTensor& s) { return PyTensor{s.t.cpu()}; })
       .def("_to_place", [](const PyTensor& s, py::handle place) { return PyTensor{s.t.to(to_place(place))}; })

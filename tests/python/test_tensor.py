@@ -88,18 +88,19 @@ def test_to_tensor_stop_gradient():
 
 
 # ---- numpy out ------------------------------------------------------------------------------------
-def test_numpy_zero_copy_shares_storage():
+def test_asarray_zero_copy_shares_storage():
     t = oar.to_tensor([[1.0, 2.0], [3.0, 4.0]])
-    a = t.numpy()
+    assert t.numpy().ctypes.data != t.data_ptr()  # numpy() copies, as Paddle's
+    a = np.asarray(t)
     assert a.ctypes.data == t.data_ptr()
     a[0, 1] = 42.0  # write through numpy, see it in the tensor
     assert t.tolist() == [[1.0, 42.0], [3.0, 4.0]]
     assert t[0, 1].item() == 42.0
 
 
-def test_numpy_keeps_storage_alive():
+def test_asarray_keeps_storage_alive():
     t = oar.ones([1000], dtype="float64")
-    a = t.numpy()
+    a = np.asarray(t)
     del t
     gc.collect()
     junk = [oar.full([1000], 7.0, dtype="float64") for _ in range(4)]  # would reuse freed memory
@@ -114,7 +115,7 @@ def test_numpy_of_views_and_devices(device):
     a = v.numpy()  # a copy
     np.testing.assert_array_equal(a, np.arange(12).reshape(3, 4)[:, 1::2])
     if device == "cpu":
-        assert t[1].numpy().ctypes.data == t[1].data_ptr()  # a contiguous view is shared too
+        assert np.asarray(t[1]).ctypes.data == t[1].data_ptr()  # np.asarray shares a contiguous view too
     else:
         a = t.numpy()
         a[0, 0] = 100

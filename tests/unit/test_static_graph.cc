@@ -173,6 +173,21 @@ TEST(StaticGraph, Errors) {
                Error);
 }
 
+// Variable names come from the process's name source when one is set (the Python package's unique_name),
+// skipping names the program already has; without one, from the builder's own counters.
+TEST(StaticGraph, NameSource) {
+  auto b = std::make_shared<ProgramBuilder>();
+  EXPECT_EQ(b->unique_name("w"), "w_0");
+  int calls = 0;
+  set_name_source(
+      [&calls](const std::string& key) { return "src_" + key + "_" + std::to_string(calls++ / 2); });
+  b->create_var("src_v_0", {1}, DType::kFloat32, cpu_place());
+  EXPECT_EQ(b->unique_name("v"), "src_v_1");  // src_v_0 (taken), src_v_0 again, then src_v_1
+  EXPECT_EQ(calls, 3);
+  set_name_source(nullptr);
+  EXPECT_EQ(b->unique_name("w"), "w_1");
+}
+
 TEST(StaticGraph, InferenceProgramPrunesAndRoundTrips) {
   Tensor w1 = random_tensor(Dims{3, 8}, 4), w2 = random_tensor(Dims{8, 5}, 5);
   auto b = std::make_shared<ProgramBuilder>();

@@ -198,9 +198,19 @@ void ProgramBuilder::pop_block() {
   block_ = parent;
 }
 
+namespace {
+NameSource& name_source() {
+  static NameSource source;
+  return source;
+}
+}  // namespace
+
+void set_name_source(NameSource source) { name_source() = std::move(source); }
+
 std::string ProgramBuilder::unique_name(const std::string& prefix) {
+  const NameSource& source = name_source();
   for (;;) {
-    std::string name = prefix + "_" + std::to_string(counters_[prefix]++);
+    std::string name = source ? source(prefix) : prefix + "_" + std::to_string(counters_[prefix]++);
     if (program_->find_var_recursive(block_, name) == nullptr && captures_.count(name) == 0) return name;
   }
 }
@@ -573,7 +583,9 @@ bool mentions_unknown(double v) {
   auto near_multiple = [](double x) {
     if (x < kUnknownDim / 2.0 || x > 9.0e15) return false;
     const double k = std::round(x / kUnknownDim);
-    return k >= 1 && std::fabs(x - k * kUnknownDim) <= 1e-9 * x;
+    // Values derived from the sentinel are exact to a few ulps. A looser window took round constants for
+    // extents: 1e-12 (normalize's epsilon) is 1 / (999997 * kUnknownDim + 9).
+    return k >= 1 && std::fabs(x - k * kUnknownDim) <= 1e-12 * x;
   };
   return near_multiple(a) || near_multiple(r);
 }

@@ -39,7 +39,7 @@ def _is_layer(obj):
 
 
 def _tensor_to_numpy(t):
-    return np.array(t.numpy())
+    return np.array(t._numpy_view())
 
 
 # --- save -----------------------------------------------------------------------------------------------

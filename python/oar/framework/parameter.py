@@ -151,8 +151,21 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_
     if name is None:
         name = attr.name if attr.name is not None else unique_name.generate("create_parameter_0." + ("b" if is_bias else "w"))
     from ..tensor.creation import zeros
-    p = Parameter(zeros(list(shape), dtype=dtype), name=name, trainable=attr.trainable,
-                  optimize_attr={"learning_rate": attr.learning_rate}, regularizer=attr.regularizer,
-                  do_model_average=attr.do_model_average, need_clip=attr.need_clip)
-    _resolve_initializer(attr, is_bias, default_initializer)(p)
+    # Parameters are made eagerly, also while a program is being built (static mode, to_static): the
+    # initial value is computed now and programs capture the tensor (docs/static.md).
+    builder = _C._set_builder(None)
+    try:
+        p = Parameter(zeros(list(shape), dtype=dtype), name=name, trainable=attr.trainable,
+                      optimize_attr={"learning_rate": attr.learning_rate}, regularizer=attr.regularizer,
+                      do_model_average=attr.do_model_average, need_clip=attr.need_clip)
+        _resolve_initializer(attr, is_bias, default_initializer)(p)
+    finally:
+        _C._set_builder(builder)
+    if builder is not None:
+        # Inside program_guard, as in Paddle, the parameter is a variable of the main program at once
+        # (fetchable before any op reads it).
+        from ..static import program as _prog
+        main = _prog.default_main_program()
+        if _prog._in_static_mode() and builder is main._builder:
+            main._bind_parameter(p)
     return p

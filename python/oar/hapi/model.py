@@ -31,7 +31,7 @@ def to_list(value):
 
 def to_numpy(value):
     if isinstance(value, Tensor):
-        return value.numpy()
+        return value._numpy_view()  # a fresh output, only read: no copy
     return np.asarray(value)
 
 

@@ -34,7 +34,7 @@ def default_collate_fn(batch):
         return np.stack(batch, axis=0)
     if isinstance(sample, Tensor):
         if _in_worker():
-            return np.stack([t.numpy() for t in batch], axis=0)
+            return np.stack([t._numpy_view() for t in batch], axis=0)
         from .. import stack
         return stack(list(batch), axis=0)
     if isinstance(sample, (numbers.Number, np.number, np.bool_)):
@@ -68,7 +68,7 @@ def default_convert_fn(sample):
 def _tensors_to_numpy(obj):
     """Replace every oar Tensor in a (nested) batch by a numpy array: what a worker sends back."""
     if isinstance(obj, Tensor):
-        return obj.numpy()
+        return obj._numpy_view()
     if isinstance(obj, dict):
         return {k: _tensors_to_numpy(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -73,7 +73,7 @@ class TensorDataset(Dataset):
         from .worker import get_worker_info
         if get_worker_info() is not None or self.tensors is None:
             if self._arrays is None:
-                self._arrays = [t.numpy() for t in self.tensors]
+                self._arrays = [t._numpy_view() for t in self.tensors]
             return tuple(a[index] for a in self._arrays)
         return tuple(t[index] for t in self.tensors)
 
@@ -81,12 +81,12 @@ class TensorDataset(Dataset):
         """Main process, before forking: host copies of the tensors. A forked worker must not call into
         the device runtime (its threads do not survive fork), so workers read these arrays."""
         if self.tensors is not None and self._arrays is None:
-            self._arrays = [np.asarray(t.numpy()) for t in self.tensors]
+            self._arrays = [t._numpy_view() for t in self.tensors]
 
     def __getstate__(self):
         # Tensors cannot be pickled; a spawned worker gets numpy arrays instead.
         state = dict(self.__dict__)
-        state["_arrays"] = [t.numpy() for t in self.tensors]
+        state["_arrays"] = [t._numpy_view() for t in self.tensors]
         state["tensors"] = None
         return state
 
@@ -241,7 +241,7 @@ def random_split(dataset, lengths, generator=None):
         raise ValueError("random_split: sum of input lengths ({}) does not equal the length of the input dataset "
                          "({})".format(sum(lengths), n))
     from .. import randperm
-    indices = randperm(n).numpy().tolist() if n > 0 else []
+    indices = randperm(n)._numpy_view().tolist() if n > 0 else []
     out, offset = [], 0
     for s in lengths:
         out.append(Subset(dataset, indices[offset:offset + s]))

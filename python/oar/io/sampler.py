@@ -71,7 +71,7 @@ class RandomSampler(Sampler):
 def _weights_array(weights):
     from .._C import Tensor
     if isinstance(weights, Tensor):
-        weights = weights.numpy()
+        weights = weights._numpy_view()
     if isinstance(weights, (list, tuple)):
         weights = np.array(weights)
     if not isinstance(weights, np.ndarray):
@@ -127,7 +127,7 @@ class SubsetRandomSampler(Sampler):
 
     def __iter__(self):
         from .. import randperm
-        for i in randperm(len(self.indices)).numpy().tolist():
+        for i in randperm(len(self.indices))._numpy_view().tolist():
             yield self.indices[i]
 
     def __len__(self):

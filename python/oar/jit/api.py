@@ -455,7 +455,7 @@ def save(layer, path, input_spec=None, **configs):
     for n in names:
         if n not in caps:
             raise ValueError("jit.save: persistable variable '{}' has no value".format(n))
-        arrays[n] = np.array(caps[n].numpy(), order="C")  # (ascontiguousarray would make 0-d 1-d)
+        arrays[n] = np.array(caps[n]._numpy_view(), order="C")  # (ascontiguousarray would make 0-d 1-d)
     d = os.path.dirname(path)
     if d:
         os.makedirs(d, exist_ok=True)

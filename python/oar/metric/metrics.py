@@ -18,7 +18,7 @@ def _is_tensor(x):
 
 def _to_numpy(x, what):
     if _is_tensor(x):
-        return x.numpy()
+        return x._numpy_view()  # read only: no copy
     if isinstance(x, (np.ndarray, np.generic)):
         return np.asarray(x)
     raise ValueError("The '{}' must be a numpy ndarray or Tensor, got {}".format(what, type(x).__name__))
@@ -268,7 +268,7 @@ def accuracy(input, label, k=1, correct=None, total=None, name=None):
     if not 1 <= k <= input.shape[1]:
         raise ValueError("accuracy: k should be in [1, {}], got {}".format(input.shape[1], k))
     _, indices = topk(input, k=k)
-    hit = (indices.numpy() == lab.reshape(-1, 1)).any(axis=1)
+    hit = (indices._numpy_view() == lab.reshape(-1, 1)).any(axis=1)
     n_correct, n_total = int(hit.sum()), int(hit.shape[0])
     if correct is not None:
         correct.set_value(np.full(correct.shape, n_correct, dtype=np.int32))

@@ -302,7 +302,7 @@ class ReduceOnPlateau(LRScheduler):
             if int(np.prod(metrics.shape)) != 1:
                 raise ValueError("ReduceOnPlateau.step: metrics must have one element, got shape "
                                  f"{list(metrics.shape)}")
-            metrics = float(np.asarray(metrics.numpy() if hasattr(metrics, "numpy") else metrics).reshape(()))
+            metrics = float(np.asarray(metrics._numpy_view() if hasattr(metrics, "numpy") else metrics).reshape(()))
         elif isinstance(metrics, bool) or not isinstance(metrics, (int, float, np.floating, np.integer)):
             raise TypeError(f"ReduceOnPlateau.step: metrics must be a number or a one-element tensor, got "
                             f"{type(metrics).__name__}")

@@ -52,12 +52,31 @@ class CompiledProgram:
         return self
 
 
-def _fetch_name(f):
+def _flat_fetch_list(fetch_list):
+    """Paddle's fetch_list: items, or lists/tuples of items (flattened one level)."""
+    if fetch_list is None:
+        return []
+    if not isinstance(fetch_list, (list, tuple)):
+        fetch_list = [fetch_list]
+    out = []
+    for f in fetch_list:
+        out.extend(f if isinstance(f, (list, tuple)) else [f])
+    return out
+
+
+def _fetch_name(f, program):
     if isinstance(f, str):
         return f
     if isinstance(f, _C.Tensor) and _C._is_symbolic(f):
         return _C._symbolic_name(f)
-    raise TypeError("Executor.run: fetch_list items must be program variables or names, got {}".format(
+    if isinstance(f, _C.Tensor):
+        # A concrete tensor: a Parameter (fetched under its own name, as in Paddle) or any other tensor
+        # the program reads or can read (a capture: a persistable variable bound by reference).
+        from ..framework.parameter import Parameter
+        if isinstance(f, Parameter) and f.name not in program._params and f.name not in program._captures():
+            program._bind_parameter(f)
+        return program._builder.capture(f)
+    raise TypeError("Executor.run: fetch_list items must be program variables, tensors or names, got {}".format(
         type(f).__name__))
 
 
@@ -154,11 +173,7 @@ class Executor:
         feed = feed or {}
         if not isinstance(feed, dict):
             raise TypeError("Executor.run: feed must be a dict {name: value}, got {}".format(type(feed).__name__))
-        if fetch_list is None:
-            fetch_list = []
-        elif not isinstance(fetch_list, (list, tuple)):
-            fetch_list = [fetch_list]
-        fetch_names = [_fetch_name(f) for f in fetch_list]
+        fetch_names = [_fetch_name(f, program) for f in _flat_fetch_list(fetch_list)]
         main = getattr(program, "_main", None)
         if program.desc.num_ops(0) == 0 and main is not None:
             # A startup program: parameters already hold their initial values; bind them.

@@ -55,7 +55,7 @@ def _param_values(program, names, scope=None):
             t = scope._get(n)
         if t is None:
             raise ValueError("save: persistable variable '{}' has no value (run the startup program first?)".format(n))
-        out[n] = np.array(t.numpy(), order="C")
+        out[n] = np.array(t._numpy_view(), order="C")
     return out
 
 
@@ -146,8 +146,8 @@ def save(program, model_path, protocol=4, **configs):
     if not isinstance(program, _prog.Program):
         raise TypeError("static.save: program must be a Program")
     caps = program._all_captures()
-    params = {n: t.numpy() for n, t in caps.items() if n in program._params}
-    others = {n: t.numpy() for n, t in caps.items() if n not in program._params}
+    params = {n: t._numpy_view() for n, t in caps.items() if n in program._params}
+    others = {n: t._numpy_view() for n, t in caps.items() if n not in program._params}
     base = model_path
     d = os.path.dirname(base)
     if d:

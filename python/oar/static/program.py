@@ -406,7 +406,7 @@ class _ScopeTensor:
         self._scope, self._name, self._t = scope, name, t
 
     def __array__(self, dtype=None):
-        a = self._t.numpy()
+        a = self._t._numpy_view()
         return a.astype(dtype) if dtype is not None else a
 
     def shape(self):

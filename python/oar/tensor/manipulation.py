@@ -488,7 +488,7 @@ def scatter(x, index, updates, overwrite=True, name=None):
     """x with rows `index` (along axis 0) replaced by the rows of updates (overwrite=True; repeated
     indices: the last wins) or zeroed and then accumulated (overwrite=False)."""
     index = _index_1d(index, "scatter")
-    idx = index.numpy().astype(np.int64)
+    idx = index._numpy_view().astype(np.int64)
     n = x.shape[0]
     if ((idx < -n) | (idx >= n)).any():
         raise IndexError("scatter: index {} is out of range for x.shape[0] = {}".format(idx.tolist(), n))

@@ -163,7 +163,7 @@ def mode(x, axis=-1, keepdim=False, name=None):
     """(values, indices) of the most frequent value along axis (ties: the smallest value; the index of
     its last occurrence). Computed on the host: the result is not differentiable."""
     a = _axis(axis, x.ndim, "mode")
-    arr = np.moveaxis(x.numpy(), a, -1)
+    arr = np.moveaxis(x._numpy_view(), a, -1)
     lead = arr.shape[:-1]
     flat = arr.reshape(-1, arr.shape[-1])
     vals = np.empty(flat.shape[0], dtype=flat.dtype)
@@ -186,7 +186,7 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     optionally the first indices, the inverse and the counts (numpy's unique). Computed on the host: the
     output shape depends on the data and the op is not differentiable."""
     from .creation import to_tensor
-    arr = x.numpy()
+    arr = x._numpy_view()
     if axis is not None:
         axis = _axis(axis, x.ndim, "unique")
     res = np.unique(arr, return_index=True, return_inverse=True, return_counts=True, axis=axis)
@@ -239,7 +239,7 @@ def unique_consecutive(x, return_inverse=False, return_counts=False, axis=None, 
     axis), with optionally the inverse and the run lengths. Computed on the host (data-dependent shape,
     not differentiable)."""
     from .creation import to_tensor
-    arr = x.numpy()
+    arr = x._numpy_view()
     if axis is None:
         arr = arr.reshape(-1)
         a = 0

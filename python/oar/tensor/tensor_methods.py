@@ -13,10 +13,45 @@ _cast = _C.Op("cast", "dtype")
 
 
 def _host_array(t):
-    """A numpy array for display and tolist (bfloat16 widened to float32)."""
+    """A numpy array of t's values for reading (bfloat16 widened to float32): it shares memory with a
+    contiguous CPU tensor (no copy), so callers must not write to it."""
     if t.dtype == _C.bfloat16:
         t = _cast(t, _C.float32)
-    return t.numpy()
+    return t._numpy_view()
+
+
+# Options set by set_printoptions (None: numpy's current setting).
+_print_options = {"precision": None, "threshold": None, "edgeitems": None, "linewidth": None, "sci_mode": None}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, sci_mode=None, linewidth=None):
+    """How tensors print (Paddle's paddle.set_printoptions): digits after the point, the element count
+    above which a tensor is summarised, the items kept at each edge then, scientific notation for
+    floats (True/False), and the line width. None leaves an option as it is."""
+    for key, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                       ("linewidth", linewidth)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise TypeError("set_printoptions: {} must be a non-negative int, got {!r}".format(key, value))
+    if sci_mode is not None and not isinstance(sci_mode, bool):
+        raise TypeError("set_printoptions: sci_mode must be a bool, got {!r}".format(sci_mode))
+    for key, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                       ("linewidth", linewidth), ("sci_mode", sci_mode)):
+        if value is not None:
+            _print_options[key] = value
+
+
+def _array_to_string(a):
+    opts = {k: v for k, v in _print_options.items() if v is not None and k not in ("sci_mode", "linewidth")}
+    if _print_options["linewidth"] is not None:
+        opts["max_line_width"] = _print_options["linewidth"]
+    sci = _print_options["sci_mode"]
+    if sci is not None and a.dtype.kind in "fc":
+        if sci:
+            digits = opts.get("precision", np.get_printoptions()["precision"])
+            opts["formatter"] = {"float_kind": lambda v: "{:.{}e}".format(v, digits)}
+        else:
+            opts["suppress_small"] = True
+    return np.array2string(a, separator=", ", prefix="       ", **opts)
 
 
 def __repr__(self):
@@ -25,7 +60,7 @@ def __repr__(self):
             self.name, tuple(self.shape), self.dtype.name, self.stop_gradient)
     head = "Tensor(shape={}, dtype={}, place={}, stop_gradient={},\n       ".format(
         self.shape, self.dtype.name, self.place, self.stop_gradient)
-    return head + np.array2string(_host_array(self), separator=", ", prefix="       ") + ")"
+    return head + _array_to_string(_host_array(self)) + ")"
 
 
 def __format__(self, spec):
@@ -35,7 +70,14 @@ def __format__(self, spec):
 
 
 def __array__(self, dtype=None, copy=None):
+    # np.asarray(t) shares a contiguous CPU tensor's memory (zero-copy, see docs/python.md); np.array(t)
+    # (copy=True) and t.numpy() copy.
+    if copy is False and not (self.place.is_cpu_place() and self.is_contiguous()):
+        raise ValueError("np.asarray(tensor, copy=False): a tensor on {} (or not contiguous) can only be "
+                         "copied to numpy".format(self.place))
     a = _host_array(self)
+    if copy:
+        a = a.copy()
     return a if dtype is None else a.astype(dtype, copy=False)
 
 

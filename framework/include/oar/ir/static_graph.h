@@ -27,6 +27,7 @@
 #include <oar/ir/program.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,12 @@ bool is_symbolic(const Tensor& t);
 // The variable name of a symbolic tensor; throws kInvalidArgument for a concrete one.
 const std::string& symbolic_name(const Tensor& t);
 
+// The process-wide source of variable names: key -> a new name ("fill.tmp" -> "fill.tmp_3"). The Python
+// package installs Paddle's unique_name generator here, so layer, parameter and program-variable names
+// come from one counter that unique_name.guard() resets. Empty (the default): per-program counters.
+using NameSource = std::function<std::string(const std::string& key)>;
+void set_name_source(NameSource source);
+
 class ProgramBuilder {
  public:
   explicit ProgramBuilder(std::shared_ptr<Program> program = nullptr);
@@ -73,7 +80,8 @@ class ProgramBuilder {
   // Back to the current block's parent.
   void pop_block();
 
-  // A fresh variable name: prefix + "_" + counter (unique in this program).
+  // A fresh variable name, unique in this program: from the process's name source when one is set
+  // (set_name_source), else prefix + "_" + a counter of this program.
   std::string unique_name(const std::string& prefix);
 
   // Declares a variable in the current block (global block when persistable) and returns the

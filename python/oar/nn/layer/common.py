@@ -357,7 +357,7 @@ class Embedding(Layer):
         if padding_idx is not None:
             row = padding_idx % num_embeddings
             with no_grad():
-                w = self.weight.numpy().copy()
+                w = self.weight.numpy()
                 w[row] = 0
                 self.weight.set_value(w)
 

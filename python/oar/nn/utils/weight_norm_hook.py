@@ -56,6 +56,14 @@ class WeightNorm:
 
     @staticmethod
     def apply(layer, name, dim):
+        # Setting up runs eagerly, also while a program is being built (as layers' __init__ does): the new
+        # parameters get their values now; the forward pre-hook is what programs record.
+        from ...static.program import _eager_guard
+        with _eager_guard():
+            return WeightNorm._apply(layer, name, dim)
+
+    @staticmethod
+    def _apply(layer, name, dim):
         for hook in layer._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError("weight_norm: cannot register two weight_norm hooks on the parameter "
