@@ -125,8 +125,14 @@ class _SlotRing:
             if shm is not None:
                 shm.close()
                 shm.unlink()
-            # some headroom, so that slightly larger batches do not reallocate
-            shm = self.slots[slot] = shared_memory.SharedMemory(create=True, size=total + total // 8)
+            # some headroom, so that slightly larger batches do not reallocate. SIGTERM (the main process
+            # ending a slow worker) is held off until the new segment is in self.slots, where close() finds it:
+            # one created but not yet recorded would outlive the worker.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                shm = self.slots[slot] = shared_memory.SharedMemory(create=True, size=total + total // 8)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         placed = {}
         offset = 0
         for a, size in zip(leaves, sizes):
@@ -339,5 +345,7 @@ def _worker_loop(dataset, is_iterable, task_conn, result_conn, result_lock, auto
                 _send(result_conn, result_lock, (idx, error))
             del data
     finally:
+        # A SIGTERM now would stop close() halfway and leave segments behind: the work is done, ignore it.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if ring is not None:
             ring.close()
