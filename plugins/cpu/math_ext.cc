@@ -123,7 +123,8 @@ inline float fast_atan2f(float a, float b) {
   r = reduce ? r + 0.78539816f : r;
   r = swap ? 1.57079633f - r : r;
   r = std::signbit(b) ? 3.14159265f - r : r;
-  return std::copysign(r, a);
+  // A NaN operand gives NaN (the selects above would turn atan2(inf, NaN) into pi/4, atan2(NaN, 0) into 0).
+  return (a != a || b != b) ? a + b : std::copysign(r, a);
 }
 void atan2_block(float* o, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = fast_atan2f(a[i], b[i]);

@@ -584,3 +584,16 @@ def test_tanh_float32_accuracy_over_range():
     assert np.max(np.abs(got - ref) / ulp) <= 1.5
     assert np.isnan(oar.tanh(oar.to_tensor([np.nan], dtype="float32")).numpy()[0])
     assert np.signbit(oar.tanh(oar.to_tensor([-0.0], dtype="float32")).numpy()[0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_atan2_nan_operands(dtype, device):
+    # A NaN operand gives NaN whatever the other one is (the branch-free float kernel once gave pi/4 for
+    # atan2(inf, NaN) and 0 for atan2(NaN, 0)).
+    y = np.array([np.inf, -np.inf, np.nan, np.nan, 1.0, np.nan, 0.0], np.float32)
+    x = np.array([np.nan, np.nan, 0.0, -0.0, np.nan, np.nan, np.inf], np.float32)
+    got = oar.atan2(oar.to_tensor(y, place=device).astype(dtype),
+                    oar.to_tensor(x, place=device).astype(dtype)).astype("float32").numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(np.arctan2(y, x)))
+    assert got[-1] == 0.0
+
