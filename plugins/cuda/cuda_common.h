@@ -190,6 +190,31 @@ void dispatch_all(int32_t dtype, const char* op, F&& f) {
   return dispatch_real(dtype, op, f);
 }
 
+// Elements moved bit for bit (copy, where, tril): an unsigned type of the dtype's size.
+struct Bits128 {
+  uint64_t lo, hi;
+};
+
+// Calls f(Tag<T>{}) with T the unsigned type of `dtype`'s size (complex128: Bits128), for dtypes of at most
+// kMaxBytes (kernels that never see complex128 skip instantiating the 16-byte case).
+template <int kMaxBytes = 16, typename F>
+void dispatch_bits(int32_t dtype, const char* op, F&& f) {
+  switch (sdk::dtype_size(dtype)) {
+    case 1:
+      return f(Tag<uint8_t>{});
+    case 2:
+      return f(Tag<uint16_t>{});
+    case 4:
+      return f(Tag<uint32_t>{});
+    case 8:
+      return f(Tag<uint64_t>{});
+    case 16:
+      if constexpr (kMaxBytes >= 16) return f(Tag<Bits128>{});
+      break;
+  }
+  throw sdk::Error(OAR_ERR_TYPE, std::string("gpu ") + op + ": no kernel for " + sdk::dtype_name(dtype));
+}
+
 // The dtype groups kernels register for (sdk dtypes).
 inline std::vector<OarDType> gpu_float_dtypes() { return sdk::float_dtypes(); }
 inline std::vector<OarDType> gpu_real_dtypes() { return sdk::join({sdk::float_dtypes(), sdk::int_dtypes()}); }

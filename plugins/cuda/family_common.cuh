@@ -41,20 +41,10 @@ inline unsigned blocks_for(int64_t items) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(items, 65535)));
 }
 
-// Element moves need only the element's size: calls f(Tag<U>{}) with U an unsigned type of that size.
+// Element moves need only the element's size (cuda_common.h); these kernels see no 16-byte dtype.
 template <typename F>
 void dispatch_bits(int32_t dtype, const char* op, F&& f) {
-  switch (sdk::dtype_size(dtype)) {
-    case 1:
-      return f(Tag<uint8_t>{});
-    case 2:
-      return f(Tag<uint16_t>{});
-    case 4:
-      return f(Tag<uint32_t>{});
-    case 8:
-      return f(Tag<uint64_t>{});
-  }
-  throw sdk::Error(OAR_ERR_TYPE, std::string("gpu ") + op + ": no kernel for " + sdk::dtype_name(dtype));
+  oar_cuda::dispatch_bits<8>(dtype, op, std::forward<F>(f));
 }
 
 // Index tensors are int32 or int64; anything else is declined (the CPU kernel reports it).

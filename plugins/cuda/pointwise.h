@@ -31,11 +31,6 @@ template <typename V>
 struct gpu_complex {
   V re, im;
 };
-// Elements moved bit for bit (copy, where, tril): an unsigned type of the dtype's size.
-struct Bits128 {
-  uint64_t lo, hi;
-};
-
 // Integer arithmetic in unsigned types so overflow wraps (as numpy and the CPU plugin) instead of UB.
 template <typename T>
 using uwide_t = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
@@ -148,23 +143,6 @@ OAR_HD T value_from_double(double v) {
   }
 }
 
-// Calls f(Tag<T>{}) with T the unsigned type of `dtype`'s size (complex128: Bits128).
-template <typename F>
-void dispatch_bits(int32_t dtype, const char* op, F&& f) {
-  switch (sdk::dtype_size(dtype)) {
-    case 1:
-      return f(Tag<uint8_t>{});
-    case 2:
-      return f(Tag<uint16_t>{});
-    case 4:
-      return f(Tag<uint32_t>{});
-    case 8:
-      return f(Tag<uint64_t>{});
-    case 16:
-      return f(Tag<Bits128>{});
-  }
-  throw sdk::Error(OAR_ERR_TYPE, std::string("gpu ") + op + ": no kernel for " + sdk::dtype_name(dtype));
-}
 // Every dtype (the real ones, bool and complex) as its device element type.
 template <typename F>
 void dispatch_any(int32_t dtype, const char* op, F&& f) {
