@@ -12,17 +12,9 @@ import oar
 from oar import _C
 
 
-def _gpu_unusable():
-    for _, name, available, count in _C.device_types():
-        if name == "gpu" and available and count > 0:
-            return None
-    for r in _C.plugin_records():
-        if "liboar_plugin_cuda" in r.path:
-            return r.reason or "the gpu plugin loaded but found no device"
-    return "the gpu plugin (liboar_plugin_cuda.so) is not built"
-
-
-_WHY = _gpu_unusable()
+# Why no GPU is usable (the loader's record of the gpu plugin), or None.
+_WHY = None if oar.device.cuda.device_count() > 0 else (oar.device.cuda.unavailable_reason() or
+                                                         "no gpu plugin (liboar_plugin_cuda.so) is loaded")
 pytestmark = pytest.mark.skipif(_WHY is not None, reason="no usable GPU: {}".format(_WHY))
 G = "gpu:0"
 RNG = np.random.default_rng(0)
