@@ -44,7 +44,7 @@ for b in oar-doctor test_ops test_inplace test_cuda_plugin; do
   if [ -x "$BUILD/bin/$b" ]; then cp "$BUILD/bin/$b" "$STAGE/bin/"; fi
 done
 for d in sdk/include framework/include device_api/include; do cp -r "$d/." "$STAGE/include/"; done
-cp python/src/*.cc python/src/*.h "$STAGE/src/"
+cp python/src/*.cc python/src/*.h python/src/extension.map "$STAGE/src/"
 
 # Shared libraries the machine there may lack: everything ldd resolves, less the C and C++ runtimes
 # (the machine's are newer than ours and must be used) and the CUDA / NVIDIA libraries (theirs match their

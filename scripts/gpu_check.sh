@@ -24,6 +24,7 @@
 # Knobs: OAR_GPU_CHECK_DEVICE (gpu:0), OAR_GPU_CHECK_PYTHON (python3), OAR_GPU_CHECK_BUDGET (450),
 #        OAR_GPU_CHECK_QUICK=1 (small sizes in train/bench, for CPU dry runs), CXX (c++),
 #        OAR_GPU_CHECK_STEPS=env,ops,... (only those steps; the build always runs),
+#        OAR_GPU_CHECK_EXTRA=script.sh (run after the probes with OAR_ROOT and OAR_DEVICE set; extra.txt),
 #        OAR_GPU_CHECK_BUNDLED_LIBS=1 (use every bundled library, even where the machine has its own).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +36,7 @@ PY=${OAR_GPU_CHECK_PYTHON:-python3}
 CXX=${CXX:-c++}
 BUDGET=${OAR_GPU_CHECK_BUDGET:-450}
 QUICK=${OAR_GPU_CHECK_QUICK:-0}
+EXTRA=${OAR_GPU_CHECK_EXTRA:+$(realpath "$OAR_GPU_CHECK_EXTRA")}
 ONLY=${OAR_GPU_CHECK_STEPS:-}  # e.g. "env,ops": only these steps (cxx_* belong to conformance)
 OUT=${OUT:-/tmp/oar_gpu_check_out}
 W=/tmp/oar_gpu_check
@@ -145,7 +147,9 @@ build() {
     "$CXX -O3 -DNDEBUG -fPIC -fvisibility=hidden -std=c++17 -Wall -Wextra $inc -c {} -o $W/obj/\$(basename {} .cc).o"
   # --no-as-needed: libgcc_s stays a direct dependency of _C, as in our CMake build, so its unwinder is
   # found before libunwind.so.8 (glog's dependency, which also defines _Unwind_*).
-  $CXX -shared -Wl,--no-as-needed -o "$W/pkg/oar/_C$ext" "$W/obj/"*.o "$W/pkg/oar/lib/liboar_core.so.0" -lgcc_s \
+  # The version script exports PyInit__C only (python/src/extension.map says why).
+  $CXX -shared -Wl,--no-as-needed -Wl,--version-script="$W/b/src/extension.map" -o "$W/pkg/oar/_C$ext" \
+    "$W/obj/"*.o "$W/pkg/oar/lib/liboar_core.so.0" -lgcc_s \
     -Wl,-rpath,'$ORIGIN/lib' -Wl,-rpath-link,"$W/deps"
   BUILD_SECONDS=$(($(date +%s) - t))
   echo "oar._C compiled and linked in ${BUILD_SECONDS}s"
@@ -217,22 +221,34 @@ fi
 # The first H200 run (2026-11-27) segfaulted wherever an error was raised in Python (bool() of a 2-element
 # tensor, an in-place dtype error, CPU fallbacks), while the C++ test binaries raised and caught the same
 # errors. This probe says whether that still happens and, if so, which library setup avoids it.
-EXC_PROBE='import oar
-try:
-    bool(oar.to_tensor([1.0, 2.0]))
-except ValueError:
-    print("an error raised by _C: caught")
+EXC_PROBE='import sys, faulthandler, oar
+faulthandler.enable()
+def step(what, fn, exc):
+    print("...", what, flush=True)
+    try:
+        fn()
+    except exc:
+        print("caught:", what, flush=True)
+        return
+    print("NOT RAISED:", what, flush=True)
+dev = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+step("bool() of 2 elements on cpu (raised by _C)", lambda: bool(oar.to_tensor([1.0, 2.0])), ValueError)
 x = oar.to_tensor([1, 2, 3])
-try:
-    x += 1.5
-except TypeError:
-    print("an error raised by the core through _C: caught")'
-run_step exceptions 30 "$ENVLOG" "$PY" -c "$EXC_PROBE"
+def inplace(): x.__iadd__(1.5)
+step("int += float on cpu (raised by the core)", inplace, TypeError)
+t = oar.to_tensor([[True, False]], place=dev)
+print("... a tensor on", t.place, flush=True)
+step("all(axis=3) on " + dev + " (raised by the core infer)", lambda: oar.all(t, 3), IndexError)
+m = oar.to_tensor([[1, 2], [3, 4]], dtype="int64", place=dev)
+print("... int64 matmul on", dev, "(CPU fallback):", oar.matmul(m, m).numpy().tolist(), flush=True)
+step("bool() of 2 elements on " + dev, lambda: bool(oar.to_tensor([1.0, 2.0], place=dev)), ValueError)
+print("all probes done", flush=True)'
+run_step exceptions 30 "$ENVLOG" "$PY" -c "$EXC_PROBE" "$DEV"
 finish_step exceptions "C++ errors raised and caught in Python (env.txt)"
 if [ "$LAST_RC" != 0 ] && [ "$LAST_RC" != 125 ]; then
   # Which library each _Unwind_* reference bound to (libgcc_s, or glog's libunwind.so.8, which also defines
   # them): the dynamic linker's own record settles the cause.
-  LD_DEBUG=bindings LD_DEBUG_OUTPUT="$W/ldbind" timeout 30 "$PY" -c "$EXC_PROBE" >/dev/null 2>&1
+  LD_DEBUG=bindings LD_DEBUG_OUTPUT="$W/ldbind" timeout 30 "$PY" -c "$EXC_PROBE" "$DEV" >/dev/null 2>&1
   { echo "### _Unwind_* bindings in the failing probe (LD_DEBUG=bindings)"
     cat "$W"/ldbind.* 2>/dev/null | grep "_Unwind_" | grep -E 'libstdc\+\+|/_C\.|to [^ ]*libunwind' |
       sed 's/^ *[0-9]*: *//' | sort -u | head -60; } >>"$ENVLOG"
@@ -241,16 +257,25 @@ if [ "$LAST_RC" != 0 ] && [ "$LAST_RC" != 125 ]; then
   if [ -n "$CUDA_GDB" ] && [ $((DEADLINE - $(date +%s))) -gt 120 ]; then
     { echo "### native backtrace of the failing probe ($CUDA_GDB)"
       timeout -k 5 60 "$CUDA_GDB" -q -batch -ex run -ex "info sharedlibrary" -ex bt \
-        --args "$("$PY" -c "import sys; print(sys.executable)")" -c "$EXC_PROBE" 2>&1 |
+        --args "$("$PY" -c "import sys; print(sys.executable)")" -c "$EXC_PROBE" "$DEV" 2>&1 |
         grep -v "^\[New Thread\|^\[Thread .* exited\]" | tail -150; } >>"$ENVLOG"
   fi
+  # The same probe on the simulated device: a crash on both is the process setup, on the GPU only the plugin.
+  run_step exceptions_on_sim 30 "$ENVLOG" "$PY" -c "$EXC_PROBE" sim:0
+  finish_step exceptions_on_sim "the probe with sim:0 in place of $DEV"
   GCC_S=$(ldconfig -p 2>/dev/null | awk '/libgcc_s.so.1 .*x86-64/ {print $NF; exit}')
-  run_step exceptions_preload_libgcc_s 30 "$ENVLOG" env LD_PRELOAD="$GCC_S" "$PY" -c "$EXC_PROBE"
+  run_step exceptions_preload_libgcc_s 30 "$ENVLOG" env LD_PRELOAD="$GCC_S" "$PY" -c "$EXC_PROBE" "$DEV"
   finish_step exceptions_preload_libgcc_s "the same with LD_PRELOAD=$GCC_S; _Unwind_* bindings in env.txt"
   if [ "$LAST_RC" = 0 ]; then
     export LD_PRELOAD="$GCC_S"  # every later step runs the way that worked
     echo "### the later steps run with LD_PRELOAD=$GCC_S" >>"$ENVLOG"
   fi
+fi
+
+# ---- extra: a diagnostic script of the caller's, in the same environment (OAR_GPU_CHECK_EXTRA) --------------
+if [ -n "$EXTRA" ]; then
+  run_step extra 240 "$OUT/extra.txt" env OAR_ROOT="$ROOT" OAR_DEVICE="$DEV" bash "$EXTRA"
+  finish_step extra "$EXTRA: output in extra.txt"
 fi
 
 # ---- ops: the op suite on the device ------------------------------------------------------------------------
