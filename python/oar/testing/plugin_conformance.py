@@ -704,15 +704,21 @@ def check_failing_op(ctx):
 
 # ---- collectives ------------------------------------------------------------------------------------
 
-def _collective_setup(ctx, kind):
+def _collective_setup(ctx, kind, min_ranks=1):
     have = _C._kit_collectives_of(ctx.device_type)
     if not have:
         raise Skip("plugin {} registers no collectives (no collective table); collectives are optional "
                    "(docs/device_abi.md)".format(ctx.plugin))
     if kind not in have:
         raise Skip("plugin {} does not implement {}".format(ctx.plugin, kind))
-    # In-process ranks, one thread each (collectives.two_processes drives two processes).
-    return max(2, min(ctx.count, 4))
+    # In-process ranks, one thread each (collectives.two_processes drives two processes), one per device:
+    # NCCL and the other real libraries run one rank per device, and a rank whose comm_init is refused
+    # would leave the others waiting in theirs. A single device gives a one-rank communicator.
+    nr = min(ctx.count, 4)
+    if nr < min_ranks:
+        raise Skip("{} needs {} ranks, one per device; {} has {} device(s)".format(
+            kind, min_ranks, ctx.device_type, ctx.count))
+    return nr
 
 
 def _rank_inputs(ctx, nranks, n):
@@ -773,7 +779,7 @@ def check_all_to_all(ctx):
 
 @check("collectives.send_recv")
 def check_send_recv(ctx):
-    nr = _collective_setup(ctx, "send_recv")
+    nr = _collective_setup(ctx, "send_recv", min_ranks=2)
     for n in (1, 300):
         xs = _rank_inputs(ctx, nr, n)
         for r, got in enumerate(_C._kit_run_collective(ctx.device_type, "send_recv", xs)):
@@ -866,7 +872,7 @@ sys.exit(1 if failed else 0)
 
 
 @check("collectives.two_processes")
-def check_two_processes(ctx, timeout=60.0):
+def check_two_processes(ctx, timeout=60.0, min_devices=2):
     """Every collective with two ranks in two processes, bootstrapped through the core's TCP store. A plugin
     whose ranks only meet in process memory fails here (within `timeout` seconds), not hangs."""
     import json
@@ -877,6 +883,8 @@ def check_two_processes(ctx, timeout=60.0):
     if not have:
         raise Skip("plugin {} registers no collectives (no collective table); collectives are optional "
                    "(docs/device_abi.md)".format(ctx.plugin))
+    if ctx.count < min_devices:  # process r uses device r % count; NCCL refuses two ranks on one device
+        raise Skip("two processes need two devices, one rank on each; {} has {}".format(ctx.device_type, ctx.count))
     env = dict(os.environ)
     for k in ("PADDLE_MASTER", "MASTER_ADDR", "MASTER_PORT"):  # the children set their store explicitly
         env.pop(k, None)
