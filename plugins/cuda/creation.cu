@@ -206,16 +206,20 @@ void normal_kernel(sdk::KernelContext& c) {
   });
 }
 
-// out[i] = 1 with probability x[i]: uniform01(seed, offset + i) < p (x contiguous). The CPU raises for
-// p outside [0, 1]; a GPU kernel cannot raise from data, so such an element (and NaN) gives NaN, which
-// is never a valid draw (docs: plugins/cuda/README.md).
+// out[i] = 1 with probability x[i]: uniform01(seed, offset + i) < p (x contiguous). p outside [0, 1]
+// (or NaN) is reported through the device's error word, raised as the CPU's ValueError at the next
+// synchronization; the element gives NaN, which is never a valid draw.
 template <typename T>
 struct BernoulliGen {
   const T* x;
   uint64_t seed, offset;
+  DataErrorReporter bad;
   OAR_D T operator()(int64_t i) const {
     const double p = static_cast<double>(to_acc<T>(x[i]));
-    if (!(p >= 0 && p <= 1)) return from_acc<T>(acc_t<T>(NAN));
+    if (!(p >= 0 && p <= 1)) {
+      bad.report(kBadValue, i, 0);
+      return from_acc<T>(acc_t<T>(NAN));
+    }
     return from_acc<T>(acc_t<T>(sdk::uniform01(seed, offset + static_cast<uint64_t>(i)) < p ? 1 : 0));
   }
 };
@@ -225,7 +229,9 @@ void bernoulli_kernel(sdk::KernelContext& c) {
   const uint64_t offset = static_cast<uint64_t>(c.attr_int_or("offset", 0));
   dispatch_float(c.input(0).dtype(), "bernoulli", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    generate<T>(c, "bernoulli", BernoulliGen<T>{static_cast<const T*>(c.input(0).raw()), seed, offset});
+    generate<T>(c, "bernoulli",
+                BernoulliGen<T>{static_cast<const T*>(c.input(0).raw()), seed, offset,
+                                data_error_reporter(c, kErrBernoulli)});
   });
 }
 

@@ -43,15 +43,21 @@ const gpuDeviceProp& device_prop(int32_t device);
 
 // ---- data errors found by kernels ------------------------------------------------------------------
 // A kernel cannot raise at the call without a synchronization. A data error it finds (an index out of
-// range) is written to the device's error word instead, and the next synchronization of that device
-// (stream, event or device synchronize, a synchronous copy, a query that finds the work done) raises it
-// as OAR_ERR_OUT_OF_RANGE naming the op, the value and the bound, as PyTorch's device-side asserts do.
+// range, a probability outside [0, 1]) is written to the device's error word instead, and the next
+// synchronization of that device (stream, event or device synchronize, a synchronous copy, a query that
+// finds the work done) raises it naming the op, the value and the bound, as PyTorch's device-side asserts
+// do: OAR_ERR_OUT_OF_RANGE for a bad index, OAR_ERR_INVALID_ARGUMENT for a bad value.
 // The word is pinned host memory mapped into the device: the host reads it without a copy.
+enum DeviceErrorKind : int32_t {
+  kNoDeviceError = 0,
+  kBadIndex = 1,  // value: the index; bound: the size of the dimension it indexes
+  kBadValue = 2,  // value: the element's position (or the count found); bound: op-specific, see runtime.cc
+};
 struct DeviceError {
-  int32_t code;   // 0: none; set once (atomicCAS) by the first kernel that finds an error
-  int32_t op;     // DeviceErrorOp
-  int64_t value;  // the bad index
-  int64_t bound;  // the size of the dimension it indexes
+  int32_t code;  // DeviceErrorKind; set once (atomicCAS) by the first kernel that finds an error
+  int32_t op;    // DeviceErrorOp
+  int64_t value;
+  int64_t bound;
 };
 enum DeviceErrorOp : int32_t {
   kErrIndexSelect = 1,
@@ -61,11 +67,36 @@ enum DeviceErrorOp : int32_t {
   kErrIndexPut,
   kErrTakeAlongAxis,
   kErrPutAlongAxis,
+  kErrSoftmaxCrossEntropy,  // a label
+  kErrBernoulli,            // kBadValue: x[value] is not a probability
+  kErrNonzeroCount,         // kBadValue: the count attribute (bound) is not the number of nonzeros (value)
 };
 // The device's error word (made on first use; the device pointer, which UVA makes the host's too).
 DeviceError* device_error_word(int32_t device);
 // Throws, and clears, the data error a kernel on `device` reported; nothing when there is none.
 void raise_device_error(int32_t device);
+
+// Where a kernel reports a data error: the device's error word and the op's code. The first report
+// wins; the next synchronization raises it.
+struct DataErrorReporter {
+  DeviceError* err;
+  int32_t op;
+#if defined(__CUDACC__)
+  __device__ __forceinline__ void report(DeviceErrorKind kind, int64_t value, int64_t bound) const {
+    if (atomicCAS(&err->code, 0, static_cast<int32_t>(kind)) == 0) {
+      err->op = op;
+      err->value = value;
+      err->bound = bound;
+    }
+  }
+  __device__ __forceinline__ void report(int64_t bad_index, int64_t bound) const {
+    report(kBadIndex, bad_index, bound);
+  }
+#endif
+};
+inline DataErrorReporter data_error_reporter(const sdk::KernelContext& c, int32_t op) {
+  return {device_error_word(c.device()), op};
+}
 
 // The stream a kernel enqueues on (its device made current).
 inline gpuStream_t stream_of(const sdk::KernelContext& c) {

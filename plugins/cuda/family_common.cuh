@@ -56,20 +56,9 @@ inline bool is_index_dtype(int32_t d) { return d == OAR_DTYPE_INT32 || d == OAR_
 OAR_D int64_t load_index(const void* p, bool is64, int64_t i) {
   return is64 ? static_cast<const int64_t*>(p)[i] : static_cast<int64_t>(static_cast<const int32_t*>(p)[i]);
 }
-// Where a kernel reports a bad index: the device's error word (cuda_common.h) and the op's code. The
-// first report wins; the next synchronization raises it.
-struct BadIndex {
-  DeviceError* err;
-  int32_t op;
-  OAR_D void report(int64_t value, int64_t bound) const {
-    if (atomicCAS(&err->code, 0, 1) == 0) {
-      err->op = op;
-      err->value = value;
-      err->bound = bound;
-    }
-  }
-};
-inline BadIndex bad_index(const sdk::KernelContext& c, int32_t op) { return {device_error_word(c.device()), op}; }
+// A kernel's bad-index report (cuda_common.h): bad_index(c, kErrGatherNd).report(index, dim_size).
+using BadIndex = DataErrorReporter;
+inline BadIndex bad_index(const sdk::KernelContext& c, int32_t op) { return data_error_reporter(c, op); }
 
 // numpy-style negative indices; -1 when out of range (the caller skips the element: a GPU kernel
 // cannot raise, see README.md).

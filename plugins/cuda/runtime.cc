@@ -114,26 +114,41 @@ const char* error_op_name(int32_t op) {
       return "take_along_axis";
     case kErrPutAlongAxis:
       return "put_along_axis";
+    case kErrSoftmaxCrossEntropy:
+      return "softmax_cross_entropy";
+    case kErrBernoulli:
+      return "bernoulli";
+    case kErrNonzeroCount:
+      return "nonzero";
   }
-  return "a gpu indexing kernel";
+  return "a gpu kernel";
 }
 }  // namespace
 
 void raise_device_error(int32_t device) {
   volatile DeviceError* w = device_error_word(device);
-  if (w->code == 0) return;
-  const int32_t op = w->op;
+  if (w->code == kNoDeviceError) return;
+  const int32_t kind = w->code, op = w->op;
   const int64_t value = w->value, bound = w->bound;
   w->value = 0;
   w->bound = 0;
   w->op = 0;
-  w->code = 0;
-  throw sdk::Error(
-      OAR_ERR_OUT_OF_RANGE,
-      std::string(error_op_name(op)) + ": index " + std::to_string(value) +
-          " is out of range for a dimension of size " + std::to_string(bound) +
-          " (found on gpu:" + std::to_string(device) +
-          " by the kernel, reported at the next synchronization; that op's output is not valid)");
+  w->code = kNoDeviceError;
+  const std::string where =
+      " (found on gpu:" + std::to_string(device) +
+      " by the kernel, reported at the next synchronization; that op's output is not valid)";
+  if (kind == kBadIndex)
+    throw sdk::Error(OAR_ERR_OUT_OF_RANGE,
+                     std::string(error_op_name(op)) + ": index " + std::to_string(value) +
+                         " is out of range for a dimension of size " + std::to_string(bound) + where);
+  if (op == kErrBernoulli)
+    throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "bernoulli: x must hold probabilities in [0, 1]; element " +
+                                                   std::to_string(value) + " does not" + where);
+  if (op == kErrNonzeroCount)
+    throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "nonzero: attribute count (" + std::to_string(bound) +
+                                                   ") != number of nonzero elements (" +
+                                                   std::to_string(value) + ")" + where);
+  throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, std::string(error_op_name(op)) + ": a bad value" + where);
 }
 
 int64_t grid_for(int64_t n, int32_t device, int threads) {

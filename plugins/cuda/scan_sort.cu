@@ -356,12 +356,15 @@ struct Dims {
   int64_t d[sdk::kMaxDims];
 };
 
-// Row pos[e] of out gets e's coordinates; rows beyond `count` are skipped (a wrong count cannot be
-// raised from the GPU; the Python wrapper computes it with sum, so it matches).
+// Row pos[e] of out gets e's coordinates; rows beyond `count` are skipped, and a count that is not the
+// number of nonzeros (the Python wrapper computes it with sum, so only a direct call gets it wrong) is
+// reported through the error word by the thread of the last element.
 __global__ void nonzero_write(const int64_t* __restrict__ flags, const int64_t* __restrict__ pos,
-                              int64_t* __restrict__ out, int64_t total, int64_t count, Dims dims) {
+                              int64_t* __restrict__ out, int64_t total, int64_t count, Dims dims,
+                              DataErrorReporter bad) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total;
        e += int64_t(gridDim.x) * blockDim.x) {
+    if (e == total - 1 && pos[e] + flags[e] != count) bad.report(kBadValue, pos[e] + flags[e], count);
     if (!flags[e] || pos[e] >= count) continue;
     int64_t rest = e;
     for (int k = dims.nd - 1; k >= 0; --k) {
@@ -376,7 +379,9 @@ void nonzero_kernel(sdk::KernelContext& c) {
   fam::check_rank("nonzero", x);
   const int64_t count = c.attr_int_or("count", 0);
   const int64_t total = x.numel();
-  if (total == 0 || count == 0 || x.ndim() == 0) return;  // a scalar: [count, 0], nothing to write
+  OAR_SDK_CHECK(total != 0 || count == 0, OAR_ERR_INVALID_ARGUMENT,
+                "nonzero: attribute count (" << count << ") != number of nonzero elements (0)");
+  if (total == 0 || x.ndim() == 0) return;  // a scalar: [count, 0], nothing to write
   gpuStream_t s = stream_of(c);
   size_t temp = 0;
   gpu_check(cub::DeviceScan::ExclusiveSum(nullptr, temp, static_cast<const int64_t*>(nullptr),
@@ -398,7 +403,8 @@ void nonzero_kernel(sdk::KernelContext& c) {
   Dims dims;
   dims.nd = x.ndim();
   for (int32_t d = 0; d < x.ndim(); ++d) dims.d[d] = x.dim(d);
-  nonzero_write<<<grid, kThreads, 0, s>>>(flags, pos, static_cast<int64_t*>(out.raw()), total, count, dims);
+  nonzero_write<<<grid, kThreads, 0, s>>>(flags, pos, static_cast<int64_t*>(out.raw()), total, count, dims,
+                                          data_error_reporter(c, kErrNonzeroCount));
   check_launch("nonzero");
 }
 

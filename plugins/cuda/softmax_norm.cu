@@ -279,12 +279,13 @@ void layer_norm_grad_kernel(sdk::KernelContext& c) {
 
 // ---- softmax cross entropy (hard labels)
 // ------------------------------------------------------------------- loss = logsumexp(x) - x[label]; the
-// softmax is saved for the backward. A label equal to ignore_index gives loss 0. A label out of [0, K) cannot
-// be raised from the GPU: its loss is NaN (the CPU kernel raises; README.md).
+// softmax is saved for the backward. A label equal to ignore_index gives loss 0. A label out of [0, K) is
+// reported through the device's error word (raised at the next synchronization, as the CPU's IndexError)
+// and its loss is NaN.
 template <typename T>
 __global__ void softmax_ce_fwd(const T* __restrict__ x, const void* __restrict__ label, bool label64,
-                               T* __restrict__ loss, T* __restrict__ sm, int64_t N, int64_t K,
-                               int64_t ignore) {
+                               T* __restrict__ loss, T* __restrict__ sm, int64_t N, int64_t K, int64_t ignore,
+                               fam::BadIndex bad) {
   using S = stat_t<T>;
   __shared__ S sh[kThreads];
   const int bd = blockDim.x;
@@ -311,9 +312,10 @@ __global__ void softmax_ce_fwd(const T* __restrict__ x, const void* __restrict__
       const int64_t l = fam::load_index(label, label64, row);
       if (l == ignore)
         loss[row] = from_acc<T>(acc_t<T>(0));
-      else if (l < 0 || l >= K)
+      else if (l < 0 || l >= K) {
+        bad.report(l, K);
         loss[row] = from_acc<T>(acc_t<T>(NAN));
-      else
+      } else
         loss[row] = from_acc<T>(acc_t<T>(m + S(log(s)) - S(to_acc(r[l]))));
     }
   }
@@ -336,7 +338,8 @@ void softmax_ce_kernel(sdk::KernelContext& c) {
     if (N == 0) return;
     softmax_ce_fwd<T><<<fam::blocks_for(N), kThreads, 0, stream_of(c)>>>(
         static_cast<const T*>(x.raw()), label.raw(), label.dtype() == OAR_DTYPE_INT64,
-        static_cast<T*>(c.output(0).raw()), static_cast<T*>(c.output(1).raw()), N, K, ignore);
+        static_cast<T*>(c.output(0).raw()), static_cast<T*>(c.output(1).raw()), N, K, ignore,
+        fam::bad_index(c, kErrSoftmaxCrossEntropy));
     check_launch("softmax_cross_entropy");
   });
 }

@@ -59,3 +59,21 @@ def check_grad(fn, arrays, device=None, rtol=1e-5, atol=1e-6, eps=1e-6, wrt=None
         assert got is not None, "input {} got no gradient".format(i)
         np.testing.assert_allclose(got.numpy(), expected, rtol=rtol, atol=atol,
                                    err_msg="gradient of input {}".format(i))
+
+
+def raises_on(device, exc, match=None):
+    """pytest.raises for an error found in the data (an index out of range, a label out of bounds).
+
+    The CPU raises it at the call; an accelerator's kernel finds it while running and the error is raised
+    at the next synchronization (decision 47): the block ends with one, so both raise inside it."""
+    import contextlib
+
+    import pytest
+
+    @contextlib.contextmanager
+    def block():
+        with pytest.raises(exc, match=match) as info:
+            yield info
+            oar.device.synchronize(device)
+
+    return block()

@@ -37,6 +37,11 @@ def _restore_global_state():
     yield
     oar.set_device("cpu")
     oar.set_default_dtype("float32")
+    # An error a device kernel found is raised at the next synchronization (decision 47): here, so that it
+    # is reported against the test that caused it, not a later one in the same process.
+    for d in DEVICES:
+        if d != "cpu":
+            oar.device.synchronize(d)
 
 
 def pytest_configure(config):

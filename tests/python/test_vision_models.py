@@ -363,7 +363,8 @@ def test_lenet_on_device_matches_cpu(device):
     loss_d.backward()
     np.testing.assert_allclose(float(loss_d), float(loss), rtol=1e-5)
     for g, p in zip(grads, model.parameters()):
-        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-6)
+        # float32 sums in another order (cuDNN's algorithms): errors relative to the tensor's scale
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-4, atol=1e-5 * float(np.abs(g).max()))
 
 
 def test_deepcopy_and_float64():
