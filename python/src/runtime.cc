@@ -1,9 +1,9 @@
 // What the runtime found, for oar.utils.doctor (the same facts as the C++ oar-doctor) and oar.device.
+#include "common.h"
+
 #include <oar/core/dispatch.h>
 #include <oar/core/op.h>
 #include <oar/core/runtime.h>
-
-#include "common.h"
 
 namespace oarpy {
 
@@ -26,15 +26,12 @@ void init_runtime(py::module_& m) {
         return "<PluginRecord " + r.path + (r.loaded ? " loaded>" : " skipped: " + r.reason + ">");
       });
 
-  m.def(
-      "abi_version",
-      [] { return py::make_tuple(OAR_ABI_VERSION_MAJOR, OAR_ABI_VERSION_MINOR, OAR_ABI_MINOR_WINDOW); },
-      "(major, minor, accepted minor window) of the device ABI this core implements.");
+  m.def("abi_version", [] { return py::make_tuple(OAR_ABI_VERSION_MAJOR, OAR_ABI_VERSION_MINOR, OAR_ABI_MINOR_WINDOW); },
+        "(major, minor, accepted minor window) of the device ABI this core implements.");
   m.def("plugin_search_path", &oar::Runtime::plugin_search_path);
   m.def("plugin_records", [] { return oar::Runtime::get().plugin_records(); });
-  m.def(
-      "load_plugin", [](const std::string& path) { return oar::Runtime::get().load_plugin(path); },
-      "Loads one more plugin file; never raises for a bad plugin: the record says why it was skipped.");
+  m.def("load_plugin", [](const std::string& path) { return oar::Runtime::get().load_plugin(path); },
+        "Loads one more plugin file; never raises for a bad plugin: the record says why it was skipped.");
   // [(id, name, available, device count)] for every device type the core knows.
   m.def("device_types", [] {
     py::list out;
@@ -43,7 +40,7 @@ void init_runtime(py::module_& m) {
     return out;
   });
   // Opens a device and describes it: {name, place, total_memory, compute_units, host_accessible,
-  // shared_device_ranks, plugin}.
+// shared_device_ranks, plugin}.
   m.def("device_properties", [](py::handle place) {
     oar::Device& d = oar::Runtime::get().device(to_place(place));
     const auto& p = d.properties();
@@ -97,24 +94,13 @@ void init_runtime(py::module_& m) {
             const oar::AttrDef* def = nullptr;
             for (const auto& d : op.attrs)
               if (name == d.name) def = &d;
-            if (!def)
-              throw py::type_error("kernel_supports: " + op_name + " has no attribute '" + name + "'");
+            if (!def) throw py::type_error("kernel_supports: " + op_name + " has no attribute '" + name + "'");
             switch (def->type) {
-              case oar::AttrType::kInt:
-                a.set(def->name, kv.second.cast<int64_t>());
-                break;
-              case oar::AttrType::kFloat:
-                a.set(def->name, kv.second.cast<double>());
-                break;
-              case oar::AttrType::kInts:
-                a.set(def->name, kv.second.cast<std::vector<int64_t>>());
-                break;
-              case oar::AttrType::kFloats:
-                a.set(def->name, kv.second.cast<std::vector<double>>());
-                break;
-              case oar::AttrType::kString:
-                a.set(def->name, kv.second.cast<std::string>());
-                break;
+              case oar::AttrType::kInt: a.set(def->name, kv.second.cast<int64_t>()); break;
+              case oar::AttrType::kFloat: a.set(def->name, kv.second.cast<double>()); break;
+              case oar::AttrType::kInts: a.set(def->name, kv.second.cast<std::vector<int64_t>>()); break;
+              case oar::AttrType::kFloats: a.set(def->name, kv.second.cast<std::vector<double>>()); break;
+              case oar::AttrType::kString: a.set(def->name, kv.second.cast<std::string>()); break;
             }
           }
         std::string reason;

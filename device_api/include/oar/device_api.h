@@ -49,13 +49,13 @@ typedef enum OarErrorCode {
   OAR_ERR_TYPE = 2,             /* a dtype is wrong or unsupported */
   OAR_ERR_OUT_OF_RANGE = 3,     /* an index is out of range */
   OAR_ERR_OUT_OF_MEMORY = 4,
-  OAR_ERR_NOT_FOUND = 5, /* no such op, kernel, device, attribute, file */
+  OAR_ERR_NOT_FOUND = 5,        /* no such op, kernel, device, attribute, file */
   OAR_ERR_UNIMPLEMENTED = 6,
-  OAR_ERR_UNAVAILABLE = 7,  /* device or vendor library not present */
-  OAR_ERR_PRECONDITION = 8, /* called in the wrong state */
+  OAR_ERR_UNAVAILABLE = 7,      /* device or vendor library not present */
+  OAR_ERR_PRECONDITION = 8,     /* called in the wrong state */
   OAR_ERR_ABI_MISMATCH = 9,
   OAR_ERR_INTERNAL = 10,
-  OAR_ERR_EXTERNAL = 11, /* the vendor library failed; see native_code */
+  OAR_ERR_EXTERNAL = 11,        /* the vendor library failed; see native_code */
   /* ABI 1.2. Not an error: "this kernel does not support this call and wrote nothing". Returned by a
    * kernel (before it enqueued any work) or by its supports query; the core then runs the call on
    * the CPU fallback, counted and under the fallback policy. Only a plugin built for >= 1.2 under a
@@ -106,8 +106,8 @@ typedef struct OarComm_* OarComm;
 /* ---- tensors as kernels see them ------------------------------------------------------------- */
 typedef struct OarTensorDesc {
   size_t struct_size;
-  void* data;    /* base of the storage (device address); element i is at data + offset + ... */
-  int32_t dtype; /* OarDType */
+  void* data;             /* base of the storage (device address); element i is at data + offset + ... */
+  int32_t dtype;          /* OarDType */
   int32_t ndim;
   const int64_t* dims;    /* ndim entries */
   const int64_t* strides; /* ndim entries, in elements (0 for broadcast dimensions) */
@@ -138,7 +138,7 @@ typedef struct OarDeviceProperties {
   uint64_t alloc_alignment;   /* allocator hint: alignment the device wants (bytes) */
   uint64_t alloc_chunk_bytes; /* allocator hint: preferred growth chunk (0 = core default) */
   int32_t compute_units;
-  int32_t max_streams; /* 0 = unlimited */
+  int32_t max_streams;        /* 0 = unlimited */
 } OarDeviceProperties;
 
 /* ---- plugin tables --------------------------------------------------------------------------- */
@@ -212,17 +212,18 @@ typedef struct OarCollectiveTable {
                           OarComm comm, OarStream stream);
   OarError* (*broadcast)(void* buf, uint64_t count, int32_t dtype, int32_t root, OarComm comm,
                          OarStream stream);
-  OarError* (*reduce)(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op, int32_t root,
-                      OarComm comm, OarStream stream);
-  OarError* (*all_gather)(const void* send, void* recv, uint64_t send_count, int32_t dtype, OarComm comm,
-                          OarStream stream);
-  OarError* (*reduce_scatter)(const void* send, void* recv, uint64_t recv_count, int32_t dtype, int32_t op,
-                              OarComm comm, OarStream stream);
-  OarError* (*all_to_all)(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype, OarComm comm,
-                          OarStream stream);
+  OarError* (*reduce)(const void* send, void* recv, uint64_t count, int32_t dtype, int32_t op,
+                      int32_t root, OarComm comm, OarStream stream);
+  OarError* (*all_gather)(const void* send, void* recv, uint64_t send_count, int32_t dtype,
+                          OarComm comm, OarStream stream);
+  OarError* (*reduce_scatter)(const void* send, void* recv, uint64_t recv_count, int32_t dtype,
+                              int32_t op, OarComm comm, OarStream stream);
+  OarError* (*all_to_all)(const void* send, void* recv, uint64_t count_per_rank, int32_t dtype,
+                          OarComm comm, OarStream stream);
   OarError* (*send)(const void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm comm,
                     OarStream stream);
-  OarError* (*recv)(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm comm, OarStream stream);
+  OarError* (*recv)(void* buf, uint64_t count, int32_t dtype, int32_t peer, OarComm comm,
+                    OarStream stream);
   OarError* (*group_start)(void);
   OarError* (*group_end)(void);
   OarError* (*abort)(OarComm comm);
@@ -267,8 +268,8 @@ typedef struct OarKernelDef {
   int32_t op_version;    /* schema version the kernel was written against */
   const int32_t* dtypes; /* dtypes of the dispatch key this kernel handles */
   int32_t num_dtypes;
-  int32_t layout; /* OarLayout */
-  uint32_t flags; /* OAR_KERNEL_* */
+  int32_t layout;        /* OarLayout */
+  uint32_t flags;        /* OAR_KERNEL_* */
   OarKernelFn fn;
   void* user_data;
 } OarKernelDef;
@@ -354,10 +355,10 @@ typedef struct OarCoreServices {
 /* ---- what a plugin exports -------------------------------------------------------------------- */
 typedef struct OarPluginInfo {
   size_t struct_size;
-  const char* name;        /* plugin name: file is liboar_plugin_<name>.so */
-  const char* device_type; /* device type it provides: "cpu", "sim", "gpu", ... */
+  const char* name;            /* plugin name: file is liboar_plugin_<name>.so */
+  const char* device_type;     /* device type it provides: "cpu", "sim", "gpu", ... */
   const char* plugin_version;
-  uint32_t abi_major; /* the ABI the plugin was built for */
+  uint32_t abi_major;          /* the ABI the plugin was built for */
   uint32_t abi_minor;
   const char* vendor_versions; /* e.g. "oneDNN 2.6.3"; may be NULL */
   int32_t score;               /* among plugins for one device type, the highest loadable wins */
