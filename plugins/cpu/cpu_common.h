@@ -2,6 +2,7 @@
 #pragma once
 
 #include <oar/sdk.h>
+#include <oar/sdk/streams.h>
 
 #include <cmath>
 #include <complex>
@@ -29,6 +30,22 @@ class Registry {
   oar::sdk::KernelRegistrar reg_;
   int count_ = 0;
 };
+
+// ---- streams and collectives (plugin.cc, collectives.cc) ---------------------------------------------
+// Kernels and copies run synchronously on the calling thread. Collectives run on their stream's
+// communication worker (created by the stream's first collective), so they overlap compute; whatever is
+// later queued on that stream waits for it (comm_drain).
+struct CpuStream {
+  int32_t priority = 0;
+  std::mutex mu;                                        // guards creating `comm`
+  std::unique_ptr<oar::sdk::WorkerStream> comm;         // null until the first collective on this stream
+  std::atomic<oar::sdk::WorkerStream*> queue{nullptr};  // comm.get(), readable without the lock
+};
+// The stream's communication worker (created on first use).
+oar::sdk::WorkerStream* comm_queue(OarStream stream);
+// Waits for the collectives queued on `stream` (NULL: none) and throws the first one's failure.
+void comm_drain(OarStream stream);
+void fill_collective_table(OarCollectiveTable& t);
 
 void register_binary_kernels(Registry& r);
 void register_compare_kernels(Registry& r);

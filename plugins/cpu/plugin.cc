@@ -1,9 +1,9 @@
 // The CPU plugin's entry points and its device, memory, stream and event tables.
 //
-// One device, "cpu". All memory kinds are ordinary host memory. Streams are synchronous: a kernel
-// runs to completion on the calling thread (with OpenMP inside), so work on any stream is complete
-// when the call returns and every stream is trivially ordered. Collectives and the profiler are not
-// provided yet (NULL tables mean "not implemented").
+// One device, "cpu". All memory kinds are ordinary host memory. Kernels and copies are synchronous: they
+// run to completion on the calling thread (with OpenMP inside). Collectives (collectives.cc, Gloo) run on
+// their stream's communication worker; kernels, copies and host functions on a stream first wait for its
+// queued collectives, so every stream stays ordered. The profiler is not provided (NULL table).
 #include <dnnl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,16 +12,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cpu_common.h"
 
 namespace oar_cpu {
 
+namespace {
+// Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its
+// inputs); a stream without collectives costs one atomic load.
+OarError* kernel_entry(OarKernelContext* ctx, void* user_data) {
+  auto body = reinterpret_cast<oar::sdk::KernelBody>(user_data);
+  return oar::sdk::guard([&] {
+    oar::sdk::KernelContext c(ctx);
+    comm_drain(c.stream());
+    body(c);
+  });
+}
+}  // namespace
+
 void Registry::add(const char* op, const std::vector<OarDType>& dtypes, oar::sdk::KernelBody body,
                    uint32_t flags) {
   try {
-    reg_.add(op, dtypes, body, flags);
+    reg_.add_raw(op, dtypes, &kernel_entry, reinterpret_cast<void*>(body), flags);
     ++count_;
   } catch (const oar::sdk::Error& e) {
     oar::sdk::log(OAR_LOG_WARNING, std::string("cpu: kernel for '") + op + "' not registered: " + e.what());
@@ -75,7 +89,9 @@ OarError* device_properties(int32_t device, OarDeviceProperties* props) {
     p.struct_size = sizeof(p);
     std::snprintf(p.name, sizeof(p.name), "cpu");
     host_memory(nullptr, &p.total_memory);
-    p.capabilities = OAR_CAP_HOST_ACCESSIBLE | OAR_CAP_FP16 | OAR_CAP_BF16 | OAR_CAP_FP64;
+    // Several ranks may share the one cpu device (Gloo ranks are processes or threads; decision 51).
+    p.capabilities =
+        OAR_CAP_HOST_ACCESSIBLE | OAR_CAP_FP16 | OAR_CAP_BF16 | OAR_CAP_FP64 | OAR_CAP_SHARED_DEVICE_RANKS;
     p.alloc_alignment = kAlignment;
     p.alloc_chunk_bytes = 0;
     p.compute_units = oar::sdk::max_threads();
@@ -83,9 +99,7 @@ OarError* device_properties(int32_t device, OarDeviceProperties* props) {
     oar::sdk::fill_sized(props, p);
   });
 }
-OarError* device_synchronize(int32_t device) {
-  return guard([&] { check_device(device); });  // nothing is ever in flight
-}
+OarError* device_synchronize(int32_t device);  // with the streams below
 OarError* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* total_bytes) {
   return guard([&] {
     check_device(device);
@@ -127,12 +141,16 @@ OarError* mem_free(int32_t, int32_t kind, void* ptr) {
     std::free(ptr);
   });
 }
-OarError* mem_set(int32_t, void* ptr, int32_t value, uint64_t bytes, OarStream) {
-  return guard([&] { std::memset(ptr, value, bytes); });
+OarError* mem_set(int32_t, void* ptr, int32_t value, uint64_t bytes, OarStream stream) {
+  return guard([&] {
+    comm_drain(stream);
+    std::memset(ptr, value, bytes);
+  });
 }
 OarError* mem_copy(int32_t, void* dst, OarMemLocation dst_loc, const void* src, OarMemLocation src_loc,
-                   uint64_t bytes, OarStream) {
+                   uint64_t bytes, OarStream stream) {
   return guard([&] {
+    comm_drain(stream);
     check_kind(dst_loc.kind);
     check_kind(src_loc.kind);
     if (bytes == 0 || dst == src) return;
@@ -155,52 +173,116 @@ OarError* mem_copy(int32_t, void* dst, OarMemLocation dst_loc, const void* src, 
 }
 
 // ---- streams and events --------------------------------------------------------------------------------
-struct CpuStream {
-  int32_t priority;
-};
+// An event's latest record: complete at once on a stream with nothing queued, else when its
+// communication worker reaches it.
 struct CpuEvent {
   uint32_t flags;
-  bool recorded;
-  std::chrono::steady_clock::time_point when;
+  std::mutex mu;
+  std::shared_ptr<oar::sdk::EventPoint> point;  // null until recorded
+  std::shared_ptr<oar::sdk::EventPoint> latest() {
+    std::lock_guard<std::mutex> lk(mu);
+    return point;
+  }
 };
+
+// Every live stream that has a communication worker, for device_synchronize.
+std::mutex g_streams_mu;
+std::set<CpuStream*>& comm_streams() {
+  static auto* s = new std::set<CpuStream*>();
+  return *s;
+}
+// The worker of a stream, or null when it never ran a collective.
+oar::sdk::WorkerStream* queue_of(OarStream stream) {
+  return stream ? reinterpret_cast<CpuStream*>(stream)->queue.load(std::memory_order_acquire) : nullptr;
+}
 
 OarError* stream_create(int32_t device, int32_t priority, OarStream* stream) {
   return guard([&] {
     check_device(device);
-    *stream = reinterpret_cast<OarStream>(new CpuStream{priority});
+    auto* s = new CpuStream();
+    s->priority = priority;
+    *stream = reinterpret_cast<OarStream>(s);
   });
 }
 OarError* stream_destroy(int32_t, OarStream stream) {
-  return guard([&] { delete reinterpret_cast<CpuStream*>(stream); });
+  return guard([&] {
+    auto* s = reinterpret_cast<CpuStream*>(stream);
+    if (s->comm) {
+      {
+        std::lock_guard<std::mutex> lk(g_streams_mu);
+        comm_streams().erase(s);
+      }
+      s->comm->shutdown();  // runs what is queued, then joins
+    }
+    delete s;
+  });
 }
-OarError* stream_synchronize(int32_t, OarStream) { return nullptr; }
-OarError* stream_query(int32_t, OarStream, int32_t* done) {
-  return guard([&] { *done = 1; });
+OarError* stream_synchronize(int32_t, OarStream stream) {
+  return guard([&] { comm_drain(stream); });
 }
-OarError* stream_wait_event(int32_t, OarStream, OarEvent) { return nullptr; }
-OarError* stream_launch_host_func(int32_t, OarStream, void (*fn)(void*), void* arg) {
-  return guard([&] { fn(arg); });  // everything queued before it is already done
+OarError* stream_query(int32_t, OarStream stream, int32_t* done) {
+  return guard([&] {
+    oar::sdk::WorkerStream* q = queue_of(stream);
+    *done = !q || q->idle();
+  });
+}
+// Kernels on `stream` run on the host after this returns, so the host waits; a communication worker
+// with queued work waits in its queue instead (the host goes on).
+OarError* stream_wait_event(int32_t, OarStream stream, OarEvent event) {
+  return guard([&] {
+    auto point = reinterpret_cast<CpuEvent*>(event)->latest();
+    if (!point || point->is_done()) return;
+    oar::sdk::WorkerStream* q = queue_of(stream);
+    if (q && !q->idle() && !q->is_current_thread())
+      q->enqueue({[point] { point->wait(); }, "wait_event", "sync"});
+    else
+      point->wait();
+  });
+}
+OarError* stream_launch_host_func(int32_t, OarStream stream, void (*fn)(void*), void* arg) {
+  return guard([&] {
+    oar::sdk::WorkerStream* q = queue_of(stream);
+    if (q && !q->idle() && !q->is_current_thread())
+      q->enqueue({[fn, arg] { fn(arg); }, "host_func", "host"});
+    else
+      fn(arg);  // everything queued before it is already done
+  });
 }
 
 OarError* event_create(int32_t device, uint32_t flags, OarEvent* event) {
   return guard([&] {
     check_device(device);
-    *event = reinterpret_cast<OarEvent>(new CpuEvent{flags, false, {}});
+    auto* e = new CpuEvent();
+    e->flags = flags;
+    *event = reinterpret_cast<OarEvent>(e);
   });
 }
 OarError* event_destroy(int32_t, OarEvent event) {
   return guard([&] { delete reinterpret_cast<CpuEvent*>(event); });
 }
-OarError* event_record(int32_t, OarEvent event, OarStream) {
+OarError* event_record(int32_t, OarEvent event, OarStream stream) {
   return guard([&] {
     auto* e = reinterpret_cast<CpuEvent*>(event);
-    e->when = std::chrono::steady_clock::now();
-    e->recorded = true;
+    auto point = std::make_shared<oar::sdk::EventPoint>();
+    oar::sdk::WorkerStream* q = queue_of(stream);
+    if (q && !q->idle() && !q->is_current_thread())
+      q->enqueue({[point] { point->complete(); }, "event_record", "sync"});
+    else
+      point->complete();
+    std::lock_guard<std::mutex> lk(e->mu);
+    e->point = point;
   });
 }
-OarError* event_synchronize(int32_t, OarEvent) { return nullptr; }
-OarError* event_query(int32_t, OarEvent, int32_t* done) {
-  return guard([&] { *done = 1; });
+OarError* event_synchronize(int32_t, OarEvent event) {
+  return guard([&] {
+    if (auto p = reinterpret_cast<CpuEvent*>(event)->latest()) p->wait();
+  });
+}
+OarError* event_query(int32_t, OarEvent event, int32_t* done) {
+  return guard([&] {
+    auto p = reinterpret_cast<CpuEvent*>(event)->latest();
+    *done = !p || p->is_done();
+  });
 }
 OarError* event_elapsed_ms(int32_t, OarEvent start, OarEvent end, float* ms) {
   return guard([&] {
@@ -208,9 +290,23 @@ OarError* event_elapsed_ms(int32_t, OarEvent start, OarEvent end, float* ms) {
     auto* b = reinterpret_cast<CpuEvent*>(end);
     OAR_SDK_CHECK(!(a->flags & OAR_EVENT_DISABLE_TIMING) && !(b->flags & OAR_EVENT_DISABLE_TIMING),
                   OAR_ERR_PRECONDITION, "cpu: elapsed_ms on an event created with timing disabled");
-    OAR_SDK_CHECK(a->recorded && b->recorded, OAR_ERR_PRECONDITION,
-                  "cpu: elapsed_ms on an event that was never recorded");
-    *ms = std::chrono::duration<float, std::milli>(b->when - a->when).count();
+    auto pa = a->latest(), pb = b->latest();
+    OAR_SDK_CHECK(pa && pb, OAR_ERR_PRECONDITION, "cpu: elapsed_ms on an event that was never recorded");
+    OAR_SDK_CHECK(pa->is_done() && pb->is_done(), OAR_ERR_PRECONDITION,
+                  "cpu: elapsed_ms on an event that has not completed");
+    *ms = static_cast<float>((static_cast<double>(pb->time()) - static_cast<double>(pa->time())) / 1e6);
+  });
+}
+
+OarError* device_synchronize(int32_t device) {
+  return guard([&] {
+    check_device(device);
+    std::vector<CpuStream*> streams;
+    {
+      std::lock_guard<std::mutex> lk(g_streams_mu);
+      streams.assign(comm_streams().begin(), comm_streams().end());
+    }
+    for (CpuStream* s : streams) comm_drain(reinterpret_cast<OarStream>(s));
   });
 }
 
@@ -224,7 +320,22 @@ const OarStreamTable kStreamTable = {sizeof(OarStreamTable), stream_create, stre
 const OarEventTable kEventTable = {sizeof(OarEventTable), event_create, event_destroy,   event_record,
                                    event_synchronize,     event_query,  event_elapsed_ms};
 
-void shutdown() { matmul_shutdown(); }
+void shutdown() {
+  std::vector<CpuStream*> streams;
+  {
+    std::lock_guard<std::mutex> lk(g_streams_mu);
+    streams.assign(comm_streams().begin(), comm_streams().end());
+  }
+  for (CpuStream* s : streams) s->comm->shutdown();
+  matmul_shutdown();
+}
+
+OarCollectiveTable make_collective_table() {
+  OarCollectiveTable t{};
+  fill_collective_table(t);
+  return t;
+}
+const OarCollectiveTable kCollectiveTable = make_collective_table();
 
 const char* onednn_version() {
   static const std::string v = [] {
@@ -237,6 +348,31 @@ const char* onednn_version() {
 }
 
 }  // namespace
+
+oar::sdk::WorkerStream* comm_queue(OarStream stream) {
+  auto* s = reinterpret_cast<CpuStream*>(stream);
+  if (auto* q = s->queue.load(std::memory_order_acquire)) return q;
+  std::lock_guard<std::mutex> lk(s->mu);
+  if (!s->comm) {
+    static oar::sdk::TaskProfiler profiler;  // never switched on: the cpu plugin has no profiler table
+    oar::sdk::WorkerOptions o;
+    o.plugin = "cpu";
+    s->comm = std::make_unique<oar::sdk::WorkerStream>(0, reinterpret_cast<uintptr_t>(s), o, &profiler);
+    s->queue.store(s->comm.get(), std::memory_order_release);
+    std::lock_guard<std::mutex> g(g_streams_mu);
+    comm_streams().insert(s);
+  }
+  return s->comm.get();
+}
+
+void comm_drain(OarStream stream) {
+  oar::sdk::WorkerStream* q = queue_of(stream);
+  if (!q || q->is_current_thread()) return;
+  q->wait_idle();
+  oar::sdk::StoredError e = q->take_error();
+  if (e.set) throw oar::sdk::Error(e.code, e.message);
+}
+
 }  // namespace oar_cpu
 
 extern "C" OAR_PLUGIN_EXPORT int32_t oar_plugin_query(OarPluginInfo* info) {
@@ -269,6 +405,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     t.memory = &kMemoryTable;
     t.stream = &kStreamTable;
     t.event = &kEventTable;
-    t.shutdown = &shutdown;  // collectives and profiler: not implemented (NULL)
+    t.collective = &kCollectiveTable;
+    t.shutdown = &shutdown;  // profiler: not implemented (NULL)
   });
 }
