@@ -67,7 +67,7 @@ def test_program_print_and_vars(static_mode):
         y = oar.nn.functional.relu(x) * 2.0
     text = str(main)
     assert "oar.relu" in text and "oar.multiply" in text
-    assert "var x : LOD_TENSOR.shape((2, 3)).dtype(float32)" in text
+    assert "var x : LOD_TENSOR.shape(2, 3).dtype(float32).stop_gradient(True)" in text
     assert main.global_block().has_var(y.name)
     with pytest.raises(ValueError, match="has no value while the program is being built"):
         y.numpy()

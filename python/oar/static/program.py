@@ -135,7 +135,14 @@ class Operator:
         if name not in self._desc["attrs"]:
             raise ValueError("Attribute {} is not found in operator {} (it has {})".format(
                 name, self.type, sorted(self._desc["attrs"])))
-        return self._desc["attrs"][name]
+        value = self._desc["attrs"][name]
+        if self._desc["attr_types"].get(name) == "BLOCK":  # Paddle gives the block, not its index
+            return self.block.program.block(value)
+        return value
+
+    def _block_attr_id(self, name):
+        """The index of the block a BLOCK attribute (sub_block) names."""
+        return self.attr(name).idx
 
     def attr_type(self, name):
         self.attr(name)
@@ -145,7 +152,7 @@ class Operator:
         return dict(self._desc["attrs"])
 
     def to_string(self, throw_on_error=False):
-        return _format_op(self._desc, self.type)
+        return _format_op(self._desc)
 
     def __eq__(self, other):  # ops read at different times are one op when block, place and record agree
         return (isinstance(other, Operator) and other.block is self.block and other.idx == self.idx
@@ -188,8 +195,16 @@ class Block:
             return p
         if "dtype" not in v:
             return name
-        t = self.program._builder.live_tensor(name)  # the tensor the program was built with, if alive
-        return t if t is not None and is_symbolic(t) else self.program._builder.var(name)
+        b = self.program._builder
+        t = b.live_tensor(name)  # the tensor the program was built with, if alive
+        if t is not None and is_symbolic(t):
+            return t
+        prev = b.current_block
+        b.current_block = self.idx  # the builder looks variables up from its current block outwards
+        try:
+            return b.var(name)
+        finally:
+            b.current_block = prev
 
     @property
     def parent_idx(self):
@@ -275,7 +290,7 @@ class Program:
         self._builder = _C._ProgramBuilder(_desc)
         self._blocks = {}  # idx -> Block, so that global_block() is global_block()
         _programs[self._builder._address] = self
-        self.random_seed = 0
+        self._random_seed = 0
         self._params = {}  # name -> Parameter used by the program (bound in advance as captures)
         self._is_test = False
         self._for_to_static = False
@@ -286,12 +301,25 @@ class Program:
     def desc(self):
         return self._builder.desc
 
+    @property
+    def random_seed(self):
+        """The program's seed (0: none); clone() keeps it."""
+        return self._random_seed
+
+    @random_seed.setter
+    def random_seed(self, seed):
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError("Program.random_seed must be an int, got {!r}".format(seed))
+        self._random_seed = seed
+
     def global_block(self):
         return self.block(0)
 
     def block(self, index):
         if not isinstance(index, int) or isinstance(index, bool):
             raise TypeError("Program.block: index must be an int, got {}".format(type(index).__name__))
+        if -self.num_blocks <= index < 0:  # as a list of blocks (Paddle's)
+            index += self.num_blocks
         if not 0 <= index < self.num_blocks:
             raise IndexError("Program.block: the program has {} block(s); no block {}".format(
                 self.num_blocks, index))
@@ -408,11 +436,11 @@ def _format_var(v):
         prefix, v["name"], v["type"], tuple(v["shape"]), v["dtype"].name, v["stop_gradient"])
 
 
-def _format_op(op, op_type=None):
+def _format_op(op):
     outs = ", ".join("{}={}".format(k, v) for k, v in op["outputs"].items())
     ins = ", ".join("{}={}".format(k, v) for k, v in op["inputs"].items())
     attrs = ", ".join("{} = {!r}".format(k, v) for k, v in sorted(op["attrs"].items()))
-    return "{{{}}} = {}(inputs={{{}}}{})".format(outs, op_type or _paddle_op_type(op["type"]), ins,
+    return "{{{}}} = {}(inputs={{{}}}{})".format(outs, op["type"], ins,
                                                  ", " + attrs if attrs else "")
 
 
