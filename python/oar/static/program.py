@@ -52,11 +52,16 @@ def _builder_guard(builder):
 
 class _VariableMeta(type):
     def __instancecheck__(cls, obj):
-        return is_symbolic(obj)
+        if is_symbolic(obj):
+            return True
+        # In static mode Paddle's parameters are Variables (its Parameter subclasses Variable)
+        from ..framework.parameter import Parameter
+        return _in_static_mode() and isinstance(obj, Parameter)
 
 
 class Variable(metaclass=_VariableMeta):
-    """Paddle's static Variable type, for isinstance checks: program variables are oar Tensors."""
+    """Paddle's static Variable type, for isinstance checks: program variables are oar Tensors (and, in
+    static mode, Parameters). Their Variable attributes (block, op, persistable) are set on Tensor below."""
 
 
 _paddle_types = {}  # native op name -> Paddle type (filled on first use from the Paddle op map)
@@ -459,9 +464,16 @@ _programs = weakref.WeakValueDictionary()  # builder _address -> Program (Variab
 
 
 def _variable_block(t):
-    """The block declaring symbolic tensor `t` (its program's current block outwards); None for a
-    concrete tensor or one whose program is gone."""
+    """The block declaring symbolic tensor `t` (its program's current block outwards); for a Parameter
+    of the default main program, its global block; None otherwise (a concrete tensor, a program gone)."""
     if not is_symbolic(t):
+        from ..framework.parameter import Parameter
+        if not isinstance(t, Parameter):
+            return None
+        name = t.name
+        for prog in [_defaults["main"]] + list(_programs.values()):  # the default main program first
+            if prog._params.get(name) is t:
+                return prog.global_block()
         return None
     prog = _programs.get(_C._symbolic_builder(t))
     if prog is None:
@@ -488,6 +500,23 @@ def _variable_op(t):
     return None
 
 
+def _variable_desc(t):
+    b = _variable_block(t)
+    return b._var_desc(_C._symbolic_name(t)) if b is not None else None
+
+
+_tensor_persistable = _C.Tensor.persistable
+
+
+def _get_persistable(t):
+    if is_symbolic(t):  # a program variable's flag is its record's
+        v = _variable_desc(t)
+        if v is not None:
+            return v["persistable"]
+    return _tensor_persistable.fget(t)
+
+
+_C.Tensor.persistable = property(_get_persistable, _tensor_persistable.fset, doc=_tensor_persistable.__doc__)
 _C.Tensor.block = property(_variable_block, doc="A program variable's Block (None for a concrete tensor).")
 _C.Tensor.op = property(_variable_op, doc="The op that writes a program variable (None when none does).")
 
