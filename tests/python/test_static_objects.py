@@ -111,6 +111,11 @@ def test_variables_know_their_block_op_and_flags(static_mode):
     with static.program_guard(main):
         pv = b.create_var(name="pv", shape=[2, None], dtype="float32", persistable=True)
     assert pv.name == "pv" and pv.shape == [2, -1] and pv.persistable and b.has_var("pv")
+    with static.program_guard(main):
+        w2 = b.create_parameter(name="w2", shape=[3], dtype="float32",
+                                initializer=oar.nn.initializer.Constant(1.5))
+    assert b.var("w2") is w2 and w2.block is b and "w2" in [p.name for p in main.all_parameters()]
+    np.testing.assert_array_equal(w2.numpy(), np.full([3], 1.5, "float32"))
     # outside static mode a concrete tensor is no Variable and has no block
     oar.disable_static()
     try:
@@ -140,7 +145,7 @@ def test_program_blocks_and_sub_blocks(static_mode):
     conds = [op for op in main.global_block().ops if op.type == "conditional_block"]
     assert len(conds) == 2
     assert [op.attr("sub_block").idx for op in conds] == [1, 2]  # Paddle gives the block, not its index
-    assert conds[0]._block_attr_id("sub_block") == 1
+    assert conds[0]._block_attr_id("sub_block") == 1 and conds[0].all_attrs()["sub_block"] is main.block(1)
     assert [op.type for op in main.block(1).ops][-1] == "assign"  # Paddle: ['scale', 'assign']
     assert main.block(1).program is main and main.block(-1) is main.block(2)  # a list's indexing
     inner = main.block(1).ops[0].output_arg_names[0]

@@ -154,7 +154,7 @@ class Operator:
         return self._desc["attr_types"][name]
 
     def all_attrs(self):
-        return dict(self._desc["attrs"])
+        return {k: self.attr(k) for k in self._desc["attrs"]}
 
     def to_string(self, throw_on_error=False):
         return _format_op(self._desc)
@@ -270,11 +270,15 @@ class Block:
         return self.program._builder.create_var(name, shape, dtype, persistable=bool(persistable),
                                                 stop_gradient=bool(stop_gradient))
 
-    def create_parameter(self, shape, dtype, name=None, attr=None, is_bias=False, default_initializer=None):
+    def create_parameter(self, shape, dtype, name=None, attr=None, is_bias=False, default_initializer=None,
+                         initializer=None):
         """A parameter used by this block's program (created with its initial value, as oar's static
-        parameters are; docs/static.md)."""
+        parameters are; docs/static.md). `initializer` is Paddle's Block keyword for default_initializer."""
         from ..framework.parameter import create_parameter as _cp
-        p = _cp(shape, dtype, name=name, attr=attr, is_bias=is_bias, default_initializer=default_initializer)
+        if initializer is not None and default_initializer is not None:
+            raise ValueError("Block.create_parameter: give initializer or default_initializer, not both")
+        p = _cp(shape, dtype, name=name, attr=attr, is_bias=is_bias,
+                default_initializer=initializer if initializer is not None else default_initializer)
         self.program._bind_parameter(p)
         return p
 
