@@ -133,8 +133,7 @@ TensorData numpy_to_tensor(const std::string& name, py::handle h) {
 }  // namespace
 
 void init_program(py::module_& m) {
-  py::class_<Program, std::shared_ptr<Program>>(m, "_ProgramDesc",
-                                                "Program IR (framework/include/oar/ir/program.h); private")
+  py::class_<Program, std::shared_ptr<Program>>(m, "_ProgramDesc", "Program IR (framework/include/oar/ir/program.h); private")
       .def_static(
           "from_bytes", [](const py::bytes& b) { return Program::parse(bytes_of(b)); }, py::arg("data"),
           "Parses and validates ProgramDesc bytes (a .pdmodel); ValueError on bad input")
@@ -144,12 +143,8 @@ void init_program(py::module_& m) {
       .def("clone", &Program::clone)
       .def("validate", [](const Program& p) { p.validate(); })
       .def_property_readonly("num_blocks", &Program::num_blocks)
-      .def(
-          "num_ops", [](const Program& p, int32_t b) { return p.block(b).ops().size(); },
-          py::arg("block") = 0)
-      .def(
-          "num_vars", [](const Program& p, int32_t b) { return p.block(b).vars().size(); },
-          py::arg("block") = 0)
+      .def("num_ops", [](const Program& p, int32_t b) { return p.block(b).ops().size(); }, py::arg("block") = 0)
+      .def("num_vars", [](const Program& p, int32_t b) { return p.block(b).vars().size(); }, py::arg("block") = 0)
       .def_property_readonly("version", [](const Program& p) { return p.version(); })
       .def_property_readonly("op_version_map",
                              [](const Program& p) {
@@ -236,8 +231,8 @@ void init_program(py::module_& m) {
            }),
            py::arg("program"), py::arg("place") = py::none(), py::arg("garbage_collect") = true,
            py::arg("collect_stats") = false, py::arg("scope") = nullptr,
-           py::arg("feed_names") = std::vector<std::string>{},
-           py::arg("fetch_names") = std::vector<std::string>{}, py::arg("keep") = std::vector<std::string>{})
+           py::arg("feed_names") = std::vector<std::string>{}, py::arg("fetch_names") = std::vector<std::string>{},
+           py::arg("keep") = std::vector<std::string>{})
       .def_property_readonly("scope", &Executor::scope_ptr)
       .def(
           "load_params", [](Executor& e, const py::bytes& b) { e.load_params(bytes_of(b)); }, py::arg("data"),
