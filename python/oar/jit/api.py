@@ -440,7 +440,7 @@ def save(layer, path, input_spec=None, **configs):
     elif sf._cache:
         cp = next(reversed(sf._cache.values()))
         specs = [InputSpec(v["shape"], v["dtype"], n) for n, v in
-                 ((n, cp.main_program.global_block().vars[n]) for n in cp.feed_names)]
+                 ((n, cp.main_program.global_block()._var_descs()[n]) for n in cp.feed_names)]
     else:
         raise ValueError("jit.save: give input_spec (or call the layer once, or decorate forward with "
                          "to_static(input_spec=...))")

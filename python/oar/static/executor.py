@@ -180,7 +180,7 @@ class Executor:
             for name, t in main._all_captures().items():
                 scope._scope.set(name, t)
             return []
-        vars_ = program.global_block().vars
+        vars_ = program.global_block()._var_descs()
         feeds = {k: _as_feed_tensor(k, v, vars_.get(k)) for k, v in feed.items()}
         program._sync_lr()
         exe = self._lowered(program, list(feeds), fetch_names, scope, compiled)
