@@ -66,8 +66,17 @@ def _flatten(obj, out):
         items = [_flatten(o, out) for o in obj]
         return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
     if isinstance(obj, dict):
-        return {k: _flatten(v, out) for k, v in obj.items()}
+        # values in sorted key order, as Paddle's nest.flatten (the saved program's inputs follow it)
+        done = {k: _flatten(obj[k], out) for k in _sorted_keys(obj)}
+        return {k: done[k] for k in obj}
     return obj
+
+
+def _sorted_keys(d):
+    try:
+        return sorted(d)
+    except TypeError:  # keys of mixed types: insertion order
+        return list(d)
 
 
 def _unflatten(obj, values):
@@ -233,7 +242,7 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
                 builder.bind_capture(b, builder.unique_name(name.replace(".", "_")), False)
     tensors = []
     structure = _flatten((list(args), kwargs), tensors)
-    names = _feed_names(fn, args, len(tensors), specs)
+    names = _feed_names(fn, structure, len(tensors), specs)
     syms = []
     for i, t in enumerate(tensors):
         if specs is not None and i < len(specs) and specs[i] is not None:
@@ -263,15 +272,34 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     return prog, names, fetch_names, out_structure, syms, flat_out, params
 
 
-def _feed_names(fn, args, n, specs):
-    names = []
+def _feed_names(fn, structure, n, specs):
+    """The feed variable of each flattened tensor argument, named as Paddle names them: the InputSpec's
+    name, else the parameter's name, `<name>_<i>` for item i of a list/tuple and the key for a dict value."""
     try:
         params = [p for p in inspect.signature(fn).parameters if p != "self"]
     except (TypeError, ValueError):
         params = []
+    args, kwargs = structure
+    auto = [None] * n
+
+    def walk(obj, base):
+        if isinstance(obj, _Slot):
+            auto[obj.i] = base
+        elif isinstance(obj, (list, tuple)):
+            for j, o in enumerate(obj):
+                walk(o, "{}_{}".format(base, j))
+        elif isinstance(obj, dict):
+            for k in _sorted_keys(obj):
+                walk(obj[k], str(k))
+
+    for i, a in enumerate(args):
+        walk(a, params[i] if i < len(params) else "input_{}".format(i))
+    for k, v in kwargs.items():
+        walk(v, k)
+    names = []
     for i in range(n):
         spec_name = specs[i].name if specs is not None and i < len(specs) and specs[i] is not None else None
-        base = spec_name or (params[i] if i < len(params) and n == len(args) else "input_{}".format(i))
+        base = spec_name or auto[i] or "input_{}".format(i)
         while base in names:
             base = base + "_"
         names.append(base)
@@ -337,7 +365,9 @@ class StaticFunction:
         place = tensors[0].place if tensors else None
         prog, names, fetch_names, out_structure, syms, outs, params = _trace(
             self._dygraph_function, args, kwargs, self._instance, specs, place)
-        return ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
+        cp = ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
+        cp._in_structure = _flatten((list(args), kwargs), [])  # jit.save retraces with the same constants
+        return cp
 
     # Paddle's introspection
     def get_concrete_program(self, *args, **kwargs):
@@ -355,9 +385,8 @@ class StaticFunction:
         return self.concrete_program_specify_input_spec(self._input_spec)
 
     def concrete_program_specify_input_spec(self, input_spec=None):
-        specs = list(input_spec or self._input_spec or [])
-        dummies = [_dummy(s) for s in specs]
-        return self._build(dummies, {}, dummies, specs)
+        args, specs, dummies = _args_of_specs(input_spec or self._input_spec or [])
+        return self._build(args, {}, dummies, specs)
 
     @property
     def main_program(self):
@@ -376,6 +405,34 @@ class StaticFunction:
             self._instance.__dict__.pop("_oar_static_" + self._dygraph_function.__name__, None)
             return functools.partial(self._dygraph_function, self._instance)
         return self._dygraph_function
+
+
+def _args_of_specs(input_spec):
+    """Arguments for tracing from a (nested) input_spec: each InputSpec (or example Tensor) becomes a
+    zero tensor of its shape; other values are constants of the program, as in Paddle. Returns the
+    arguments, the flattened specs and the flattened dummy tensors."""
+    if not isinstance(input_spec, (list, tuple)):
+        raise TypeError("input_spec must be a list or tuple, got {}".format(type(input_spec).__name__))
+    specs = []
+
+    def leaf(obj):
+        if isinstance(obj, _C.Tensor):
+            obj = InputSpec.from_tensor(obj)
+        if isinstance(obj, InputSpec):
+            specs.append(obj)
+            return _dummy(obj)
+        if isinstance(obj, (list, tuple)):
+            items = [leaf(o) for o in obj]
+            return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
+        if isinstance(obj, dict):
+            done = {k: leaf(obj[k]) for k in _sorted_keys(obj)}  # the order the tensors are flattened in
+            return {k: done[k] for k in obj}
+        return obj
+
+    args = [leaf(s) for s in input_spec]
+    dummies = []
+    _flatten((args, {}), dummies)
+    return args, specs, dummies
 
 
 def _dummy(spec):
@@ -433,19 +490,20 @@ def save(layer, path, input_spec=None, **configs):
         sf = StaticFunction(layer)
     else:
         raise TypeError("jit.save: expected a Layer or a function, got {}".format(type(layer).__name__))
-    if input_spec is not None:
-        specs = [s if isinstance(s, InputSpec) else InputSpec.from_tensor(s) for s in input_spec]
-    elif sf._input_spec is not None:
-        specs = list(sf._input_spec)
+    kwargs = {}
+    if input_spec is not None or sf._input_spec is not None:
+        args, specs, dummies = _args_of_specs(input_spec if input_spec is not None else sf._input_spec)
     elif sf._cache:
+        # the last traced signature: its constants and nesting, tensors by their feed variables
         cp = next(reversed(sf._cache.values()))
         specs = [InputSpec(v["shape"], v["dtype"], n) for n, v in
                  ((n, cp.main_program.global_block().vars[n]) for n in cp.feed_names)]
+        dummies = [_dummy(s) for s in specs]
+        args, kwargs = _unflatten(cp._in_structure, dummies)
     else:
         raise ValueError("jit.save: give input_spec (or call the layer once, or decorate forward with "
                          "to_static(input_spec=...))")
-    dummies = [_dummy(s) for s in specs]
-    cp = sf._build(dummies, {}, dummies, specs)
+    cp = sf._build(args, kwargs, dummies, specs)
     fetch = list(dict.fromkeys(cp.fetch_names))
     desc = _C._prepare_inference_program(cp.main_program.desc, cp.feed_names, fetch)
     desc = _export(desc)
