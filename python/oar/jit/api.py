@@ -171,6 +171,11 @@ class ConcreteProgram:
         if not outs or not wrt:
             self._train = False
             return
+        if any(d < 0 for o in outs for d in o.shape):
+            # An output of run-time extent (a tensor array grown in a loop): its gradient feed cannot be
+            # typed from the visible shape (the core tracks products of unknown extents); replay instead.
+            self._train = False
+            return
         seeds = [builder.create_var(_C._symbolic_name(o) + "@GRAD", o.shape, o.dtype, place=o.place) for o in outs]
         builder.op_role = 1
         prev = _C._set_builder(builder)
