@@ -259,6 +259,8 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
         syms.append(s)
     sym_args, sym_kwargs = _unflatten(structure, syms)
     converted = _convert(fn)
+    from .dy2static import convert_operators as jst
+    jst._LOOP_CONTAINER_WRITES.clear()
     prev = _C._set_builder(builder)
     grad = _C.is_grad_enabled()
     _C._set_grad_enabled(True)  # autograd nodes on the variables: the backward program is recorded from them
@@ -272,9 +274,45 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     fetch_names = []
     for t in flat_out:
         fetch_names.append(_C._symbolic_name(t) if _C._is_symbolic(t) else builder.capture(t))
+    _check_loop_values(prog, fn, fetch_names)
     params = list(layer.parameters()) if layer is not None else []
     params += [t for n, t in builder.captures().items() if n not in prog._params and not t.stop_gradient]
     return prog, names, fetch_names, out_structure, syms, flat_out, params
+
+
+def _check_loop_values(prog, fn, fetch_names):
+    """A variable computed inside a loop's or branch's block has a value only there. Reaching the main
+    block through a Python container (a list or dict filled in a tensor loop that conversion does not
+    carry, an attribute) it would fail at run time naming an internal variable: fail now, naming the
+    user's line and the construct."""
+    from .dy2static import convert_operators as jst
+    desc = prog.desc
+    inner = {}
+    for k in range(1, desc.num_blocks):
+        for op in desc.block(k)["ops"]:
+            for names in op["outputs"].values():
+                for n in names:
+                    inner.setdefault(n, k)
+    if not inner:
+        return
+    defined = set()
+    uses = []
+    for op in desc.block(0)["ops"]:
+        uses += [(n, op["type"]) for names in op["inputs"].values() for n in names]
+        for names in op["outputs"].values():
+            defined.update(names)
+    uses += [(n, "the function's return") for n in fetch_names]
+    for n, user in uses:
+        if n in inner and n not in defined:
+            where = jst._LOOP_CONTAINER_WRITES.get(n)
+            code = getattr(fn, "__code__", None)
+            site = "{}:{}".format(code.co_filename, code.co_firstlineno) if code else getattr(fn, "__qualname__", fn)
+            raise jst.Dy2StaticError(
+                "to_static: a tensor computed inside a loop over a tensor (or a branch on one) in {} is used "
+                "after it{} ({}); only the variables the loop or branch assigns, and lists of tensors the "
+                "function appends to, are carried out of it. Assign the value to a variable, or collect the "
+                "values with paddle.tensor.create_array / array_write.".format(
+                    site, ": it was put in a container at " + where if where else "", "by " + user))
 
 
 def _feed_names(fn, structure, n, specs):

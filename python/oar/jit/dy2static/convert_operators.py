@@ -258,6 +258,8 @@ def _carried(value):
 
 
 _LIST_WRITES = ("append", "extend")
+_STATIC_LOOP_DEPTH = [0]         # tensor loops being recorded (convert_call notes container writes in them)
+_LOOP_CONTAINER_WRITES = {}      # program variable name -> "file:line (list.append)" of such a write
 
 
 def _appended_names(code, found):
@@ -341,7 +343,11 @@ def _run_static_while(cond_fn, body_fn, get_args, set_args, names, counter=None)
             res = [counter[1](vals[0])] + res
         return res
 
-    outs = _static_nn().while_loop(cond, body, loop_vars)
+    _STATIC_LOOP_DEPTH[0] += 1
+    try:
+        outs = _static_nn().while_loop(cond, body, loop_vars)
+    finally:
+        _STATIC_LOOP_DEPTH[0] -= 1
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     if len(outs) != len(loop_vars):
         raise Dy2StaticError("oar.static.nn.while_loop returned {} values for {} loop variables".format(
