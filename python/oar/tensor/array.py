@@ -103,6 +103,7 @@ def _write(arr, x, what="array_write"):
     if arr._buf is None:
         if b.current_block == arr._block:
             arr._buf = row
+            arr._static_len = 1
             return
         # First write inside a loop: the empty buffer is made in the array's own block (whose ops
         # before the loop's `while` op are still being recorded), typed from this element.
@@ -196,7 +197,8 @@ def array_write(x, i, array=None):
         if array is None:
             array = TensorArray()
         _index(i, "array_write")
-        if not _C._is_symbolic(i) and array._static_len is not None and _to_int(i) != array._static_len:
+        if not (isinstance(i, _C.Tensor) and _C._is_symbolic(i)) and array._static_len is not None \
+                and _to_int(i) != array._static_len:
             raise ValueError("array_write: inside a program a tensor array only grows: index {} must be its "
                              "length {}".format(_to_int(i), array._static_len))
         _write(array, x)
