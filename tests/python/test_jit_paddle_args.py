@@ -211,6 +211,46 @@ def test_list_appended_in_tensor_range_loop_then_stacked():
     np.testing.assert_allclose(_np(r5)[:, 1], [0, 2, 4, 6, 8])
 
 
+def _while_list(x, n):
+    out = []
+    i = paddle.zeros([], "int64")
+    while i < n:
+        out.append(x + i.astype("float32"))
+        i = i + 1
+    return paddle.concat(out)
+
+
+def _list_read_in_loop(x, n):  # an element before the loop; the last one read inside it
+    out = [x]
+    for i in range(n):
+        out.append(out[-1] * 2)
+    return paddle.stack(out)
+
+
+def _conditional_append(x, n):
+    out = [x]
+    for i in range(n):
+        if i % 2 == 0:
+            out.append(x * i)
+    return paddle.stack(out)
+
+
+@pytest.mark.parametrize("fn, value, grad", [
+    # values and gradients recorded from Paddle 2.6.2 (n = 4, x = [1, 2])
+    (_while_list, [1, 2, 2, 3, 3, 4, 4, 5], [4, 4]),
+    (_list_read_in_loop, [[1, 2], [2, 4], [4, 8], [8, 16], [16, 32]], [31, 31]),
+    (_conditional_append, [[1, 2], [0, 0], [2, 4]], [3, 3]),
+])
+def test_lists_in_tensor_loops_as_paddle(fn, value, grad):
+    x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+    r = paddle.jit.to_static(fn)(x, paddle.to_tensor(4))
+    np.testing.assert_allclose(_np(r), value)
+    r.sum().backward()
+    np.testing.assert_allclose(_np(x.grad), grad)
+    x2 = paddle.to_tensor([1.0, 2.0])  # the eager function agrees
+    np.testing.assert_allclose(_np(fn(x2, 4)), value)
+
+
 def test_array_api_in_a_while_loop_with_gradients():
     def f(x, n):
         arr = paddle.tensor.create_array("float32")

@@ -61,10 +61,11 @@ class TensorArray(list):
 
     # ---- reads
     def __len__(self):
-        if self._static_len is None:
-            raise TypeError("len() of a tensor array written inside a tensor loop is a run-time value: use "
-                            "paddle.tensor.array_length(array)")
-        return self._static_len
+        n = _static_len_here(self)
+        if n is None:
+            raise TypeError("len() of a tensor array inside or after a tensor loop writing it is a run-time "
+                            "value: use paddle.tensor.array_length(array)")
+        return n
 
     def __bool__(self):
         return self._buf is not None
@@ -87,6 +88,7 @@ class TensorArray(list):
         """The buffer [length, *element shape] as a tensor carrying the elements' gradients."""
         if self._buf is None:
             raise ValueError("{}: the tensor array is empty".format(what))
+        _static_len_here(self)  # carried into a loop reading it
         return _read_buffer(self)
 
     def __eq__(self, other):
@@ -114,25 +116,42 @@ def _write(arr, x, what="array_write"):
             arr._buf = _named_var(b, zeros([0] + arr._elem, dtype=x.dtype))
         finally:
             b.current_block = here
-    grown = concat([arr._buf, row], axis=0)
     if b.current_block == arr._block:
-        arr._buf = grown
+        arr._buf = concat([arr._buf, row], axis=0)
         if arr._static_len is not None:
             arr._static_len += 1
         return
     # Inside a loop (or branch) block: write the buffer variable of the array's block in place, so the
     # `while` op carries it from iteration to iteration.
-    if _C._is_symbolic(arr._buf) and arr._buf.shape[0] >= 0:
+    _carried(arr, b)
+    grown = concat([arr._buf, row], axis=0)
+    b.append_op("assign", {"X": [_C._symbolic_name(grown)]}, {"Out": [_C._symbolic_name(arr._buf)]})
+    arr._static_len = None
+    if not x.stop_gradient:
+        arr._loop_grad.append(x)
+
+
+def _carried(arr, b):
+    """Called from a block other than the array's: the buffer becomes a variable of the array's block
+    with a run-time first extent (made once), which a loop may grow in place; reads in such a block use
+    it and count its rows at run time."""
+    if arr._buf is not None and (not _C._is_symbolic(arr._buf) or arr._buf.shape[0] >= 0):
         here = b.current_block
         b.current_block = arr._block
         try:
             arr._buf = _named_var(b, arr._buf)
         finally:
             b.current_block = here
-    b.append_op("assign", {"X": [_C._symbolic_name(grown)]}, {"Out": [_C._symbolic_name(arr._buf)]})
-    arr._static_len = None
-    if not x.stop_gradient:
-        arr._loop_grad.append(x)
+
+
+def _static_len_here(arr):
+    """The length when known while recording the current block: not inside a loop or branch (which may
+    write the array on each run)."""
+    b = _C._current_builder()
+    if b is not None and b.current_block != arr._block:
+        _carried(arr, b)
+        return None
+    return arr._static_len
 
 
 def _named_var(b, t):
@@ -197,10 +216,10 @@ def array_write(x, i, array=None):
         if array is None:
             array = TensorArray()
         _index(i, "array_write")
-        if not (isinstance(i, _C.Tensor) and _C._is_symbolic(i)) and array._static_len is not None \
-                and _to_int(i) != array._static_len:
+        n = _static_len_here(array)
+        if not (isinstance(i, _C.Tensor) and _C._is_symbolic(i)) and n is not None and _to_int(i) != n:
             raise ValueError("array_write: inside a program a tensor array only grows: index {} must be its "
-                             "length {}".format(_to_int(i), array._static_len))
+                             "length {}".format(_to_int(i), n))
         _write(array, x)
         return array
     if not isinstance(i, _C.Tensor):
@@ -228,15 +247,19 @@ def array_read(array, i):
     if isinstance(array, TensorArray):
         from .search import index_select
         _index(i, "array_read")
+        n = _static_len_here(array)
         buf = array._stacked("array_read")
         if isinstance(i, int):
-            if array._static_len is not None and not -array._static_len <= i < array._static_len:
-                raise IndexError("array_read: index {} is out of range for an array of length {}".format(
-                    i, array._static_len))
-            if array._static_len is not None and i < 0:
-                i += array._static_len
+            if n is not None and not -n <= i < n:
+                raise IndexError("array_read: index {} is out of range for an array of length {}".format(i, n))
             from .creation import full
-            i = full([1], i, dtype=_C.int64)
+            if i < 0:
+                if n is None:  # from the end of a run-time length
+                    i = array_length(array) + i
+                else:
+                    i = full([1], i + n, dtype=_C.int64)
+            else:
+                i = full([1], i, dtype=_C.int64)
         return index_select(buf, i.reshape([1]).astype("int64"), axis=0).squeeze(0)
     if not isinstance(array, list):
         raise TypeError("array_read: array must be a list (from create_array), got {}".format(
@@ -254,8 +277,9 @@ def array_length(array):
         from .creation import full
         if array._buf is None:
             return full([1], 0, dtype=_C.int64)
-        if array._static_len is not None:
-            return full([1], array._static_len, dtype=_C.int64)
+        n = _static_len_here(array)
+        if n is not None:
+            return full([1], n, dtype=_C.int64)
         # No shape op, and ops whose attributes hold the run-time extent (ones_like, reshape) cannot run
         # without a fed variable of that extent: count the rows with elementwise ops (element shape static).
         if _numel(array._elem) == 0:

@@ -524,9 +524,10 @@ def convert_assert(cond, message_fn=None):
 
 def convert_len(x):
     """len(); the first dimension of a symbolic tensor (a tensor when that dimension is unknown)."""
-    from ...tensor.array import TensorArray, array_length
+    from ...tensor.array import TensorArray, _static_len_here, array_length
     if isinstance(x, TensorArray):
-        return len(x) if x._static_len is not None else array_length(x)
+        n = _static_len_here(x)
+        return n if n is not None else array_length(x)
     if is_symbolic(x):
         shape = x.shape
         if not shape:
