@@ -357,3 +357,23 @@ def test_array_of_unknown_element_shape_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="known shape"):
         paddle.jit.save(_Unroll(), str(tmp_path / "m"),
                         input_spec=[InputSpec([None, 2], "float32", "x"), InputSpec([1], "int64", "n")])
+
+
+def _float_of_tensor(x):
+    return x * float(x.sum())
+
+
+def _numpy_of_tensor(x):
+    v = x.numpy()
+    return x + v[0]
+
+
+@pytest.mark.parametrize("fn, snippet", [(_float_of_tensor, "float(x.sum())"), (_numpy_of_tensor, "x.numpy()")])
+def test_python_value_of_a_traced_tensor_names_the_line(fn, snippet):
+    with pytest.raises(paddle.jit.dy2static.Dy2StaticError) as e:
+        paddle.jit.to_static(fn)(paddle.to_tensor([1.0, 2.0]))
+    msg = str(e.value)
+    line = fn.__code__.co_firstlineno + 1
+    assert "{}:{}".format(__file__, line) in msg and snippet in msg
+    assert "tmp_" not in msg and "'x'" not in msg
+    assert isinstance(e.value, ValueError)  # the type it had before

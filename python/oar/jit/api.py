@@ -266,6 +266,10 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     _C._set_grad_enabled(True)  # autograd nodes on the variables: the backward program is recorded from them
     try:
         out = converted(*sym_args, **sym_kwargs) if layer is None else converted(layer, *sym_args, **sym_kwargs)
+    except ValueError as e:
+        if _NO_VALUE not in str(e):
+            raise
+        raise _value_needed_error(e) from None
     finally:
         _C._set_grad_enabled(grad)
         _C._set_builder(prev)
@@ -278,6 +282,38 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     params = list(layer.parameters()) if layer is not None else []
     params += [t for n, t in builder.captures().items() if n not in prog._params and not t.stop_gradient]
     return prog, names, fetch_names, out_structure, syms, flat_out, params
+
+
+_NO_VALUE = "is a variable of a static program: it has no value while the program is being built"
+_OAR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _value_needed_error(e):
+    """The error for Python needing a tensor's value while to_static records (float(), int(), bool(),
+    .numpy(), .item(), .tolist() of a tensor computed from the inputs): it names the user's line and the
+    call, not the program variable (whose name the user never chose)."""
+    import linecache
+    import traceback
+    from .dy2static import Dy2StaticError
+    frames = traceback.extract_tb(e.__traceback__)
+    user, call = None, None
+    for k, fr in enumerate(frames):
+        if not os.path.abspath(fr.filename).startswith(_OAR_DIR) and not fr.filename.startswith("<"):
+            user = fr
+            call = frames[k + 1].name if k + 1 < len(frames) else None
+    where = ""
+    if user is not None:
+        where = " at {}:{}{}".format(user.filename, user.lineno,
+                                     ": " + linecache.getline(user.filename, user.lineno).strip())
+    class ValueNeededError(Dy2StaticError, ValueError):  # still a ValueError, as before this message
+        pass
+
+    return ValueNeededError(
+        "to_static: Python needs the value of a tensor computed from the inputs{} ({}), but inside to_static "
+        "tensors have values only when the program runs. Use tensor ops instead (paddle.where, "
+        "paddle.static.nn.cond, shapes from x.shape), pass the number as a Python argument (a constant of the "
+        "program), or mark the function with paddle.jit.not_to_static.".format(
+            where, "Tensor.{}".format(call) if call else "a tensor converted to a Python value"))
 
 
 def _check_loop_values(prog, fn, fetch_names):
