@@ -308,6 +308,13 @@ def test_layer_list_in_loop_matches_eager_with_parameter_gradients(tmp_path):
     loaded = paddle.jit.load(path)
     np.testing.assert_allclose(_np(loaded(x, paddle.to_tensor([4]))), _np(eager), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_np(loaded(x, paddle.to_tensor([2]))), _np(ref_net(x, 2)), rtol=1e-5, atol=1e-6)
+    pred = inference.create_predictor(inference.Config(path + ".pdmodel", path + ".pdiparams"))
+    assert pred.get_input_names() == ["x", "n"]
+    pred.get_input_handle("x").copy_from_cpu(_np(x))
+    pred.get_input_handle("n").copy_from_cpu(np.array([3], "int64"))
+    pred.run()
+    got = pred.get_output_handle(pred.get_output_names()[0]).copy_to_cpu()
+    np.testing.assert_allclose(got, _np(ref_net(x, 3)), rtol=1e-5, atol=1e-6)
 
 
 def test_array_in_static_mode_program():
