@@ -10,8 +10,6 @@ from .. import _C
 
 __all__ = []  # oar.tensor.create_array etc., not top-level names (as in Paddle)
 
-_copy = _C.Op("copy")
-
 
 def _building():
     return _C._current_builder() is not None and _C._is_symbolic_building()
