@@ -21,6 +21,7 @@ import numpy as np
 from .. import _C
 from ..static import program as _prog
 from ..static.input import InputSpec
+from .dy2static.convert_operators import Dy2StaticError
 
 __all__ = ["to_static", "not_to_static", "save", "load", "enable_to_static", "ignore_module", "StaticFunction"]
 
@@ -284,6 +285,10 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     return prog, names, fetch_names, out_structure, syms, flat_out, params
 
 
+class ValueNeededError(Dy2StaticError, ValueError):
+    """Python needed a traced tensor's value; still a ValueError, the type this failure had before."""
+
+
 _NO_VALUE = "is a variable of a static program: it has no value while the program is being built"
 _OAR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -294,7 +299,6 @@ def _value_needed_error(e):
     call, not the program variable (whose name the user never chose)."""
     import linecache
     import traceback
-    from .dy2static import Dy2StaticError
     frames = traceback.extract_tb(e.__traceback__)
     user, call = None, None
     for k, fr in enumerate(frames):
@@ -305,9 +309,6 @@ def _value_needed_error(e):
     if user is not None:
         where = " at {}:{}{}".format(user.filename, user.lineno,
                                      ": " + linecache.getline(user.filename, user.lineno).strip())
-    class ValueNeededError(Dy2StaticError, ValueError):  # still a ValueError, as before this message
-        pass
-
     return ValueNeededError(
         "to_static: Python needs the value of a tensor computed from the inputs{} ({}), but inside to_static "
         "tensors have values only when the program runs. Use tensor ops instead (paddle.where, "
