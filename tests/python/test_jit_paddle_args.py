@@ -250,6 +250,21 @@ def test_lists_in_tensor_loops_as_paddle(fn, value, grad):
     np.testing.assert_allclose(_np(fn(x2, 4)), value)
 
 
+def test_list_grown_in_a_tensor_loop_is_returned_as_a_list():
+    def g(x, n):
+        out = []
+        for i in range(n):
+            out.append(x * i)
+        return out
+
+    x = paddle.to_tensor([1.0, 2.0], stop_gradient=False)
+    r = paddle.jit.to_static(g)(x, paddle.to_tensor(3))
+    assert type(r) is list and len(r) == 3  # as Paddle 2.6.2
+    np.testing.assert_allclose([_np(t) for t in r], [[0, 0], [1, 2], [2, 4]])
+    (r[1] * 3 + r[2]).sum().backward()
+    np.testing.assert_allclose(_np(x.grad), [5, 5])
+
+
 def test_array_api_in_a_while_loop_with_gradients():
     def f(x, n):
         arr = paddle.tensor.create_array("float32")

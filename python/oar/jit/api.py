@@ -63,6 +63,10 @@ def _flatten(obj, out):
     if isinstance(obj, _C.Tensor):
         out.append(obj)
         return _Slot(len(out) - 1)
+    if getattr(obj, "_oar_tensor_array", False):
+        # a list grown in a tensor loop (a returned one): its buffer, made a list again after the run
+        out.append(obj._stacked("to_static output"))
+        return _ArraySlot(len(out) - 1)
     if isinstance(obj, (list, tuple)):
         items = [_flatten(o, out) for o in obj]
         return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
@@ -82,6 +86,9 @@ def _sorted_keys(d):
 
 def _unflatten(obj, values):
     if isinstance(obj, _Slot):
+        if isinstance(obj, _ArraySlot):
+            from ..tensor.manipulation import unbind
+            return unbind(values[obj.i], 0)
         return values[obj.i]
     if isinstance(obj, (list, tuple)):
         items = [_unflatten(o, values) for o in obj]
@@ -99,6 +106,11 @@ class _Slot:
 
     def __repr__(self):
         return "_Slot({})".format(self.i)
+
+
+class _ArraySlot(_Slot):
+    """A tensor array's buffer, given back as a list of its rows."""
+    __slots__ = ()
 
 
 def _hashable(obj):

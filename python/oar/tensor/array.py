@@ -20,6 +20,8 @@ class TensorArray(list):
     (`arr.append(x)`, `paddle.stack(arr)`) keeps working; its Python list storage stays empty and the
     elements are rows of the buffer variable."""
 
+    _oar_tensor_array = True  # (oar.jit.api returns one as a list of tensors)
+
     def __init__(self, dtype=None, items=()):
         super().__init__()
         self._dtype = dtype
@@ -38,6 +40,10 @@ class TensorArray(list):
     def extend(self, xs):
         for x in xs:
             _write(self, x)
+
+    def __iadd__(self, xs):
+        self.extend(xs)
+        return self
 
     def _type_for(self, x, what):
         if not isinstance(x, _C.Tensor):
