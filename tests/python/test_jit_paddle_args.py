@@ -234,7 +234,15 @@ def _conditional_append(x, n):
     return paddle.stack(out)
 
 
+def _iadd_list(x, n):
+    out = []
+    for i in range(n):
+        out += [x * i]
+    return paddle.stack(out)
+
+
 @pytest.mark.parametrize("fn, value, grad", [
+    (_iadd_list, [[0, 0], [1, 2], [2, 4], [3, 6]], [6, 6]),
     # values and gradients recorded from Paddle 2.6.2 (n = 4, x = [1, 2])
     (_while_list, [1, 2, 2, 3, 3, 4, 4, 5], [4, 4]),
     (_list_read_in_loop, [[1, 2], [2, 4], [4, 8], [8, 16], [16, 32]], [31, 31]),

@@ -270,6 +270,10 @@ def _appended_names(code, found):
         if prev is not None and prev.opname == "LOAD_DEREF" and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") \
                 and ins.argval in _LIST_WRITES:
             found.add(prev.argval)
+        # `out += [...]` (BINARY_OP += on 3.11+, INPLACE_ADD before) stored back into the variable
+        if prev is not None and ins.opname == "STORE_DEREF" and (
+                prev.opname == "INPLACE_ADD" or (prev.opname == "BINARY_OP" and prev.argrepr == "+=")):
+            found.add(ins.argval)
         prev = ins
     for c in code.co_consts:
         if inspect.iscode(c):
