@@ -147,6 +147,22 @@ def test_save_named_nested_specs_and_constants(tmp_path):
     np.testing.assert_allclose(_np(paddle.jit.load(path)(x, y)), ref, rtol=1e-5)
 
 
+def test_save_var_positional_feed_names(tmp_path):
+    # Paddle 2.6.2 refuses InputSpecs for *inputs; oar names them as list items
+    class L(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = paddle.nn.Linear(2, 2)
+
+        def forward(self, x, *inputs):
+            return self.fc(x) + inputs[0] * inputs[1]
+
+    path = str(tmp_path / "m")
+    paddle.jit.save(L(), path, input_spec=[InputSpec([None, 2], "float32")] * 3)
+    pred = inference.create_predictor(inference.Config(path + ".pdmodel", path + ".pdiparams"))
+    assert pred.get_input_names() == ["x", "inputs_0", "inputs_1"]
+
+
 def test_save_after_call_keeps_nesting_and_constants(tmp_path):
     class L(paddle.nn.Layer):
         def __init__(self):

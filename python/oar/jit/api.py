@@ -63,7 +63,7 @@ def _flatten(obj, out):
     if isinstance(obj, _C.Tensor):
         out.append(obj)
         return _Slot(len(out) - 1)
-    if getattr(obj, "_oar_tensor_array", False):
+    if getattr(type(obj), "_oar_tensor_array", False):  # (on the type: UndefinedVar raises on any attribute)
         # a list grown in a tensor loop (a returned one): its buffer, made a list again after the run
         out.append(obj._stacked("to_static output"))
         return _ArraySlot(len(out) - 1)
@@ -367,10 +367,16 @@ def _check_loop_values(prog, fn, fetch_names):
 def _feed_names(fn, structure, n, specs):
     """The feed variable of each flattened tensor argument, named as Paddle names them: the InputSpec's
     name, else the parameter's name, `<name>_<i>` for item i of a list/tuple and the key for a dict value."""
+    params, star = [], None
     try:
-        params = [p for p in inspect.signature(fn).parameters if p != "self"]
+        for p in inspect.signature(fn).parameters.values():
+            if p.kind == p.VAR_POSITIONAL:
+                star = p.name
+                break
+            if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                params.append(p.name)
     except (TypeError, ValueError):
-        params = []
+        pass
     args, kwargs = structure
     auto = [None] * n
 
@@ -385,7 +391,10 @@ def _feed_names(fn, structure, n, specs):
                 walk(obj[k], str(k))
 
     for i, a in enumerate(args):
-        walk(a, params[i] if i < len(params) else "input_{}".format(i))
+        if i < len(params):
+            walk(a, params[i])
+        else:  # *args items: <name>_<j>
+            walk(a, "{}_{}".format(star, i - len(params)) if star else "input_{}".format(i))
     for k, v in kwargs.items():
         walk(v, k)
     names = []
