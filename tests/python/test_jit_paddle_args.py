@@ -378,6 +378,30 @@ def test_array_in_static_mode_program():
         paddle.disable_static()
 
 
+def test_static_mode_gradient_through_a_loop_array_is_refused():
+    paddle.enable_static()
+    try:
+        main = paddle.static.Program()
+        with paddle.static.program_guard(main, paddle.static.Program()):
+            x = paddle.static.data("x", [2], "float32")
+            x.stop_gradient = False
+            arr = paddle.tensor.create_array("float32")
+            n = paddle.full([1], 3, "int64")
+
+            def body(i):
+                paddle.tensor.array_write(x * i.astype("float32"), i, arr)
+                return [i + 1]
+
+            paddle.static.nn.while_loop(lambda i: i < n, body, [paddle.zeros([1], "int64")])
+            s = paddle.stack(arr)
+            out, = paddle.static.Executor().run(main, feed={"x": np.array([1, 2], "float32")}, fetch_list=[s])
+            np.testing.assert_allclose(out, [[0, 0], [1, 2], [2, 4]])
+            with pytest.raises(NotImplementedError, match="tensor array written inside a loop"):
+                paddle.static.gradients([s.sum()], [x])
+    finally:
+        paddle.disable_static()
+
+
 # ---- errors ---------------------------------------------------------------------------------------------------
 def test_value_leaving_a_tensor_loop_names_the_users_line():
     class Acc:

@@ -168,8 +168,9 @@ def _named_var(b, t):
 
 def _no_grad_through_loop(ctx, *grads):
     raise NotImplementedError(
-        "gradients: a tensor array written inside a tensor loop is differentiated by running the program "
-        "under autograd, not by a recorded backward program")
+        "gradients: a backward program cannot be recorded through a tensor array written inside a loop (the "
+        "loop grows it in place); to_static differentiates such programs under autograd instead, static-mode "
+        "gradients/append_backward cannot")
 
 
 def _read_buffer(arr):
