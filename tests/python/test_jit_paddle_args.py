@@ -147,6 +147,37 @@ def test_save_named_nested_specs_and_constants(tmp_path):
     np.testing.assert_allclose(_np(paddle.jit.load(path)(x, y)), ref, rtol=1e-5)
 
 
+def test_function_of_dicts_and_a_string_saved_loaded_and_predicted(tmp_path):
+    # the to_static + jit.save + jit.load + Predictor case; feed names/order recorded from Paddle 2.6.2
+    def f(inputs, params, act):
+        fn = eval(act)
+        return fn(paddle.matmul(inputs["x"], params["w"]) + params["b"])
+
+    rs = np.random.RandomState(0)
+    vals = {"x": rs.randn(4, 3).astype("float32"), "w": rs.randn(3, 2).astype("float32"),
+            "b": rs.randn(2).astype("float32")}
+    ref = np.maximum(vals["x"] @ vals["w"] + vals["b"], 0)
+    sf = paddle.jit.to_static(f, input_spec=[
+        {"x": InputSpec([None, 3], "float32", "x")},
+        {"w": InputSpec([3, 2], "float32", "w"), "b": InputSpec([2], "float32", "b")},
+        "paddle.nn.functional.relu"])
+    t = {k: paddle.to_tensor(v) for k, v in vals.items()}
+    np.testing.assert_allclose(_np(sf({"x": t["x"]}, {"w": t["w"], "b": t["b"]}, "paddle.nn.functional.relu")), ref,
+                               rtol=1e-5, atol=1e-6)
+    path = str(tmp_path / "f")
+    paddle.jit.save(sf, path)
+    pred = inference.create_predictor(inference.Config(path + ".pdmodel", path + ".pdiparams"))
+    names = pred.get_input_names()
+    assert names == ["x", "b", "w"]
+    for n in names:
+        pred.get_input_handle(n).copy_from_cpu(vals[n])
+    pred.run()
+    np.testing.assert_allclose(pred.get_output_handle(pred.get_output_names()[0]).copy_to_cpu(), ref,
+                               rtol=1e-5, atol=1e-6)
+    loaded = paddle.jit.load(path)
+    np.testing.assert_allclose(_np(loaded(*[t[n] for n in names])), ref, rtol=1e-5, atol=1e-6)
+
+
 def test_save_var_positional_feed_names(tmp_path):
     # Paddle 2.6.2 refuses InputSpecs for *inputs; oar names them as list items
     class L(paddle.nn.Layer):
