@@ -1,6 +1,6 @@
 """Program / Block / Operator / Variable objects as Paddle has them (issue 14). The expected values are
 PaddlePaddle 2.6.2's, recorded by running the same programs on it (noted where oar's differ by design:
-decision 70)."""
+decision 52)."""
 import numpy as np
 import pytest
 

@@ -69,7 +69,7 @@ _paddle_types = {}  # native op name -> Paddle type (filled on first use from th
 
 def _paddle_op_type(recorded):
     """The op type Operator.type reports: Paddle's name for a native op ("oar.matmul") whose export
-    the Paddle op map defines ("matmul_v2"), the recorded type otherwise (decision 70)."""
+    the Paddle op map defines ("matmul_v2"), the recorded type otherwise (decision 52)."""
     if not recorded.startswith("oar."):
         return recorded
     if not _paddle_types:
