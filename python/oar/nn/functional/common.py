@@ -5,7 +5,7 @@ from ...static import program as _static
 from ...tensor.creation import _run_shape
 
 __all__ = ["linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot",
-           "label_smooth", "cosine_similarity", "pairwise_distance"]
+           "label_smooth", "cosine_similarity", "pairwise_distance", "sequence_mask"]
 
 _matmul = _C.Op("matmul", "transpose_x", "transpose_y")
 _cast = _C.Op("cast", "dtype")
@@ -62,17 +62,28 @@ def bilinear(x1, x2, weight, bias=None, name=None):
 
 
 def _check_p(op, p):
-    if not isinstance(p, (int, float)) or isinstance(p, bool):
+    """The dropout probability as a float. Paddle also takes a one-element Tensor (its value is read
+    here, so it must be concrete: a variable of a static program has no value yet)."""
+    if isinstance(p, _C.Tensor):
+        if _static.is_symbolic(p):
+            raise TypeError("{}: p must be a float or a Tensor with a value, got the program variable {!r}"
+                            .format(op, p.name))
+        if p.size != 1:
+            raise ValueError("{}: p must be a float or a one-element Tensor, got a Tensor of shape {}".format(
+                op, p.shape))
+        p = float(p.reshape([]).item())
+    elif not isinstance(p, (int, float)) or isinstance(p, bool):
         raise TypeError("{}: p must be a float, got {}".format(op, type(p).__name__))
-    if p < 0 or p > 1:
+    if not 0 <= p <= 1:
         raise ValueError("{}: p must be in [0, 1], got {}".format(op, p))
+    return p
 
 
 def dropout(x, p=0.5, axis=None, training=True, mode="upscale_in_train", name=None):
     """Zeroes elements with probability p. mode 'upscale_in_train' scales the kept ones by 1 / (1 - p) in
     training and is the identity in evaluation; 'downscale_in_infer' keeps them unscaled in training and
     multiplies by (1 - p) in evaluation. `axis` (int or list) shares the mask along the other axes."""
-    _check_p("dropout", p)
+    p = _check_p("dropout", p)
     if mode not in ("upscale_in_train", "downscale_in_infer"):
         raise ValueError("dropout: mode must be 'upscale_in_train' or 'downscale_in_infer', got {!r}".format(mode))
     if not training:
@@ -121,7 +132,7 @@ def dropout3d(x, p=0.5, training=True, data_format="NCDHW", name=None):
 def alpha_dropout(x, p=0.5, training=True, name=None):
     """Dropout for selu networks: dropped elements become selu's negative saturation value and the result
     is rescaled to keep zero mean and unit variance."""
-    _check_p("alpha_dropout", p)
+    p = _check_p("alpha_dropout", p)
     if not training or p == 0:
         return x
     alpha = 1.6732632423543772848170429916717
@@ -209,3 +220,27 @@ def pairwise_distance(x, y, p=2.0, epsilon=1e-6, keepdim=False, name=None):
     if p == 0:
         return _sum(_cast(d != 0, d.dtype), [-1], keepdim)
     return _pow(_sum(_pow(_abs(d), _const([], p, d)), [-1], keepdim), _const([], 1.0 / p, d))
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """mask[..., j] = j < x[...]: one row of maxlen entries per length in x (an integer tensor). maxlen
+    defaults to max(x); it may be an int or a one-element tensor."""
+    from ...tensor.creation import arange
+    if not isinstance(x, _C.Tensor) or x.dtype not in (_C.int32, _C.int64):
+        raise TypeError("sequence_mask: x must be an int32 or int64 Tensor, got {}".format(
+            getattr(x, "dtype", type(x).__name__)))
+    if maxlen is None:
+        if _static.is_symbolic(x):
+            raise ValueError("sequence_mask: maxlen is needed for the program variable {!r} "
+                             "(its largest value is not known while the program is built)".format(x.name))
+        maxlen = int(x.max().item()) if x.size > 0 else 0
+    elif isinstance(maxlen, _C.Tensor):
+        if _static.is_symbolic(maxlen) or maxlen.size != 1:
+            raise TypeError("sequence_mask: maxlen must be an int or a one-element Tensor with a value")
+        maxlen = int(maxlen.reshape([]).item())
+    if isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 0:
+        raise ValueError("sequence_mask: maxlen must be a non-negative int, got {!r}".format(maxlen))
+    steps = arange(0, maxlen, dtype=x.dtype)
+    if x.place != steps.place:
+        steps = steps.to(x.place)
+    return _cast(steps < x.unsqueeze(-1), dtype)
