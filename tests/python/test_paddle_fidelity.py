@@ -261,3 +261,19 @@ def test_ctc_loss_bad_input():
         F.ctc_loss(x, lab, oar.to_tensor(np.array([4], "int64")), lens)
     with pytest.raises(TypeError, match="ctc_loss: labels"):
         F.ctc_loss(x, oar.zeros([2, 2]), lens, lens)
+
+
+# ---- cross_entropy with a non-negative ignore_index ----
+
+@pytest.mark.parametrize("use_softmax", [True, False])
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_cross_entropy_ignore_index(use_softmax, reduction):
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0.05, 1.0, (4, 8))
+    lab = np.array([0, 1, 2, 1])
+    logp = x - np.log(np.exp(x).sum(1, keepdims=True)) if use_softmax else np.log(x)
+    per = np.where(lab != 1, -logp[np.arange(4), lab], 0.0)
+    want = {"none": per, "sum": per.sum(), "mean": per.sum() / (lab != 1).sum()}[reduction]
+    got = F.cross_entropy(oar.to_tensor(x), oar.to_tensor(lab), ignore_index=1, reduction=reduction,
+                          use_softmax=use_softmax)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-15)

@@ -136,14 +136,14 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
         valid = _cast(lab != int(ignore_index), input.dtype) if need_valid else None
         if use_softmax:
             loss = _softmax_ce(x2, lab, int(ignore_index))[0]
-        else:  # -log p[label]; ignored rows select 1 (log 1 = 0)
-            loss = -_log(_select(x2, lab, c) + (1.0 - valid))
+        else:  # -log p[label]; ignored rows take log 1 = 0 (their label may be a valid class: ignore_index >= 0)
+            loss = -_log(_select(x2, lab, c) * valid + (1.0 - valid))
         if weight is not None:
             safe = _where(lab != int(ignore_index), lab, _fill([], 0.0, lab.dtype, place=lab.place))
             w = _index_select(weight, safe, 0) * valid
             loss = loss * w
             denom = _sum(w, [], False)
-        elif ignore_index >= 0:
+        elif ignore_index >= 0 and reduction == "mean":
             denom = _sum(valid, [], False)
         else:  # Paddle: a negative ignore_index is not counted out of the mean
             denom = None
