@@ -148,8 +148,10 @@ def test_sequence_mask():
     assert got.dtype == oar.float32 and got.shape == [3, 2]  # maxlen defaults to max(x)
     np.testing.assert_array_equal(got.numpy(), [[1, 0], [0, 0], [1, 1]])
     assert F.sequence_mask(oar.to_tensor([1, 2]), maxlen=oar.to_tensor(4), dtype="bool").shape == [2, 4]
+    # float lengths are accepted, as in Paddle
+    np.testing.assert_array_equal(F.sequence_mask(oar.to_tensor([1.5, 2.0]), maxlen=3).numpy(), [[1, 1, 0], [1, 1, 0]])
     with pytest.raises(TypeError, match="sequence_mask: x"):
-        F.sequence_mask(oar.to_tensor([1.0, 2.0]))
+        F.sequence_mask(oar.to_tensor([True, False]))
 
 
 # ---- max_unpool ----
@@ -277,3 +279,61 @@ def test_cross_entropy_ignore_index(use_softmax, reduction):
     got = F.cross_entropy(oar.to_tensor(x), oar.to_tensor(lab), ignore_index=1, reduction=reduction,
                           use_softmax=use_softmax)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-15)
+
+
+# ---- stop_gradient=False on integer tensors (Paddle accepts it; no gradient flows) ----
+
+def test_stop_gradient_false_on_int_tensor():
+    ids = oar.to_tensor(np.array([[1, 2], [0, 1]], "int64"), stop_gradient=False)
+    assert ids.stop_gradient is False and ids.grad is None
+    ids.stop_gradient = True
+    assert ids.stop_gradient is True
+    ids.stop_gradient = False
+    emb = oar.nn.Embedding(3, 2)
+    out = emb(ids)
+    out.sum().backward()
+    assert ids.grad is None
+    np.testing.assert_array_equal(emb.weight.grad.numpy(), [[1, 1], [2, 2], [1, 1]])
+    b = oar.to_tensor([True, False])
+    b.stop_gradient = False
+    assert b.stop_gradient is False
+    # the integer result of an op on it stays a constant
+    assert (ids + 1).stop_gradient is True
+
+
+# ---- temporal_shift, framework.random ----
+
+def _temporal_shift_ref(x, seg, ratio):
+    nt, c, h, w = x.shape
+    v = x.reshape(nt // seg, seg, c, h, w)
+    out = np.zeros_like(v)
+    c1, c2 = int(c * ratio), int(c * 2 * ratio)
+    out[:, 1:, :c1] = v[:, :-1, :c1]
+    out[:, :-1, c1:c2] = v[:, 1:, c1:c2]
+    out[:, :, c2:] = v[:, :, c2:]
+    return out.reshape(x.shape)
+
+
+def test_temporal_shift():
+    x = np.arange(8, dtype="float32").reshape(2, 4, 1, 1)
+    got = F.temporal_shift(oar.to_tensor(x), seg_num=2, shift_ratio=0.25)
+    np.testing.assert_array_equal(got.numpy().ravel(), [0, 5, 2, 3, 0, 0, 6, 7])  # Paddle 2.6.2
+    x = np.random.default_rng(5).standard_normal((6, 8, 2, 3))
+    t = oar.to_tensor(x, stop_gradient=False)
+    got = F.temporal_shift(t, seg_num=3, shift_ratio=0.25)
+    np.testing.assert_array_equal(got.numpy(), _temporal_shift_ref(x, 3, 0.25))
+    (got * oar.to_tensor(x)).sum().backward()  # d/dx of sum(shift(x) * c) is the inverse shift of c
+    want = _temporal_shift_ref(x, 3, 0.25)
+    assert np.isclose(float((t.grad.numpy() * x).sum()), float((want * x).sum()))
+    nhwc = F.temporal_shift(oar.to_tensor(x.transpose(0, 2, 3, 1)), seg_num=3, data_format="NHWC")
+    np.testing.assert_array_equal(nhwc.numpy(), want.transpose(0, 2, 3, 1))
+    with pytest.raises(ValueError, match="seg_num"):
+        F.temporal_shift(oar.to_tensor(x), seg_num=4)
+
+
+def test_framework_random_manual_program_seed():
+    oar.framework.random._manual_program_seed(7)
+    a = oar.rand([3]).numpy()
+    assert oar.static.default_main_program().random_seed == 7
+    oar.framework.random.seed(7)
+    np.testing.assert_array_equal(oar.rand([3]).numpy(), a)

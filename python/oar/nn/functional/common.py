@@ -1,5 +1,7 @@
 """linear, bilinear, the dropout family, embedding, one_hot, label_smooth, cosine_similarity,
 pairwise_distance (composites of existing ops)."""
+import math
+
 from ... import _C
 from ...static import program as _static
 from ...tensor.creation import _run_shape
@@ -160,7 +162,7 @@ def embedding(x, weight, padding_idx=None, sparse=False, name=None):
         if padding_idx < 0:
             padding_idx += n
     flat = x.reshape([-1])
-    if flat.shape[0] > 0:
+    if flat.shape[0] > 0 and not _static.is_symbolic(flat):  # a program variable has no values to check yet
         lo, hi = int(_min(flat, [], False).item()), int(_max(flat, [], False).item())
         if lo < 0 or hi >= n:
             raise IndexError("embedding: ids must be in [0, {}), got values in [{}, {}]".format(n, lo, hi))
@@ -178,7 +180,7 @@ def one_hot(x, num_classes, name=None):
     num_classes = int(num_classes)
     if num_classes <= 0:
         raise ValueError("one_hot: num_classes must be positive, got {}".format(num_classes))
-    if x.size > 0:
+    if x.size > 0 and not _static.is_symbolic(x):  # a program variable has no values to check yet
         lo, hi = int(_min(x, [], False).item()), int(_max(x, [], False).item())
         if lo < 0 or hi >= num_classes:
             raise ValueError("one_hot: values of x must be in [0, {}), got values in [{}, {}]"
@@ -226,14 +228,15 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     """mask[..., j] = j < x[...]: one row of maxlen entries per length in x (an integer tensor). maxlen
     defaults to max(x); it may be an int or a one-element tensor."""
     from ...tensor.creation import arange
-    if not isinstance(x, _C.Tensor) or x.dtype not in (_C.int32, _C.int64):
-        raise TypeError("sequence_mask: x must be an int32 or int64 Tensor, got {}".format(
+    # Paddle also takes float lengths (mask[..., j] = j < x)
+    if not isinstance(x, _C.Tensor) or x.dtype not in (_C.int32, _C.int64, _C.float32, _C.float64):
+        raise TypeError("sequence_mask: x must be an int32, int64, float32 or float64 Tensor, got {}".format(
             getattr(x, "dtype", type(x).__name__)))
     if maxlen is None:
         if _static.is_symbolic(x):
             raise ValueError("sequence_mask: maxlen is needed for the program variable {!r} "
                              "(its largest value is not known while the program is built)".format(x.name))
-        maxlen = int(x.max().item()) if x.size > 0 else 0
+        maxlen = int(math.ceil(x.max().item())) if x.size > 0 else 0
     elif isinstance(maxlen, _C.Tensor):
         if _static.is_symbolic(maxlen) or maxlen.size != 1:
             raise TypeError("sequence_mask: maxlen must be an int or a one-element Tensor with a value")
