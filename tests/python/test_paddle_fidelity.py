@@ -337,3 +337,27 @@ def test_framework_random_manual_program_seed():
     assert oar.static.default_main_program().random_seed == 7
     oar.framework.random.seed(7)
     np.testing.assert_array_equal(oar.rand([3]).numpy(), a)
+
+
+# ---- static Executor: fetched views, feed entries the program lacks ----
+
+def test_executor_fetches_views_and_skips_unknown_feeds():
+    x_np = np.arange(6, dtype="float64").reshape(1, 2, 3)
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            x = oar.static.data("data", [1, 2, 3], "float64")
+            x.stop_gradient = False
+            out = oar.nn.Pad2D(padding=[1, 2], data_format="NCL")(x)
+            sl = x[:, :, 1:]  # a view
+            g = oar.static.gradients(oar.mean(out), x)  # pad's gradient is a slice (a view) too
+            exe = oar.static.Executor(oar.CPUPlace())
+            exe.run(startup)
+            with pytest.warns(UserWarning, match="The variable mode is not found in program"):
+                o, s, gx = exe.run(main, feed={"data": x_np, "mode": "constant"}, fetch_list=[out, sl, g])
+    finally:
+        oar.disable_static()
+    np.testing.assert_array_equal(o, np.pad(x_np, [(0, 0), (0, 0), (1, 2)]))
+    np.testing.assert_array_equal(s, x_np[:, :, 1:])
+    np.testing.assert_allclose(gx, np.full((1, 2, 3), 1 / 12), rtol=1e-12)
