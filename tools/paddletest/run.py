@@ -2,7 +2,8 @@
 """Run PaddleTest folders against oar or real Paddle, and compare the two.
 
     run.py run FOLDER --python PY --impl oar|paddle --out RESULT.json [--timeout S] [--files PATTERN]
-    run.py compare PADDLE.json OAR.json [--markdown]
+    run.py compare PADDLE.json OAR.json
+    run.py merge OUT.json IN.json...      (results of one implementation, e.g. runs with --files)
 
 `run` runs each test_*.py of FOLDER in its own pytest process (a timeout per file) and records every
 case as passed / failed / error / skipped with its first error line. With --impl oar, a shim directory
@@ -165,6 +166,22 @@ def compare(args):
         print("%5d  %s" % (n, e))
 
 
+def merge(args):
+    out = None
+    for path in args.inputs:
+        with open(path) as f:
+            r = json.load(f)
+        if out is None:
+            out = r
+        elif r["impl"] != out["impl"]:
+            raise SystemExit("merge: {} is a {} run, the others {}".format(path, r["impl"], out["impl"]))
+        else:
+            out["cases"].update(r["cases"])
+    with open(args.out, "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+    print(summary_table([out]))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -178,9 +195,14 @@ def main(argv=None):
     c = sub.add_parser("compare", help="cases passing on Paddle, of those passing on oar")
     c.add_argument("paddle")
     c.add_argument("oar")
+    m = sub.add_parser("merge", help="merge result files of one implementation (later files win)")
+    m.add_argument("out")
+    m.add_argument("inputs", nargs="+")
     args = p.parse_args(argv)
     if args.cmd == "run":
         run_folder(args)
+    elif args.cmd == "merge":
+        merge(args)
     else:
         compare(args)
 
