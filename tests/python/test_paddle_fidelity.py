@@ -361,3 +361,28 @@ def test_executor_fetches_views_and_skips_unknown_feeds():
     np.testing.assert_array_equal(o, np.pad(x_np, [(0, 0), (0, 0), (1, 2)]))
     np.testing.assert_array_equal(s, x_np[:, :, 1:])
     np.testing.assert_allclose(gx, np.full((1, 2, 3), 1 / 12), rtol=1e-12)
+
+
+# ---- class_center_sample ----
+
+def test_class_center_sample():
+    lab = np.array([3, 7, 3, 1], "int32")
+    oar.seed(3)
+    r, s = F.class_center_sample(oar.to_tensor(lab), 10, 6)
+    assert r.dtype == oar.int32 and s.dtype == oar.int32
+    np.testing.assert_array_equal(r.numpy(), [1, 2, 1, 0])  # positions in the sorted positives (as Paddle)
+    s = s.numpy()
+    np.testing.assert_array_equal(s[:3], [1, 3, 7])
+    assert len(s) == 6 and len(set(s)) == 6 and not set(s[3:]) & {1, 3, 7} and all(0 <= v < 10 for v in s)
+    oar.seed(3)
+    np.testing.assert_array_equal(F.class_center_sample(oar.to_tensor(lab), 10, 6)[1].numpy(), s)  # seeded
+    # fewer samples than positives: all positives (recorded from Paddle 2.6.2)
+    r, s = F.class_center_sample(oar.to_tensor(np.array([3, 7, 3, 1, 9, 0])), 10, 2)
+    np.testing.assert_array_equal(r.numpy(), [2, 3, 2, 1, 4, 0])
+    np.testing.assert_array_equal(s.numpy(), [0, 1, 3, 7, 9])
+    with pytest.raises(ValueError, match="num_samples"):
+        F.class_center_sample(oar.to_tensor(np.array([0, 1])), 5, 8)
+    with pytest.raises(ValueError, match="non-empty"):
+        F.class_center_sample(oar.to_tensor(np.zeros([0], "int64")), 10, 8)
+    with pytest.raises(ValueError, match="label values"):
+        F.class_center_sample(oar.to_tensor(np.array([0, 12])), 10, 3)

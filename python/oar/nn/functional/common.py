@@ -7,7 +7,7 @@ from ...static import program as _static
 from ...tensor.creation import _run_shape
 
 __all__ = ["linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot",
-           "label_smooth", "cosine_similarity", "pairwise_distance", "sequence_mask"]
+           "label_smooth", "cosine_similarity", "pairwise_distance", "sequence_mask", "class_center_sample"]
 
 _matmul = _C.Op("matmul", "transpose_x", "transpose_y")
 _cast = _C.Op("cast", "dtype")
@@ -247,3 +247,44 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     if x.place != steps.place:
         steps = steps.to(x.place)
     return _cast(steps < x.unsqueeze(-1), dtype)
+
+
+def class_center_sample(label, num_classes, num_samples, group=None):
+    """PartialFC's class sampling: every class present in `label` (sorted) plus, when those are fewer than
+    num_samples, distinct random other classes up to num_samples. Returns (label remapped to positions in
+    the sampled list, the sampled class ids). The result's size depends on the values, so it runs eagerly
+    (not inside a static program)."""
+    import numpy as np
+    from ...tensor.creation import to_tensor
+    from ...tensor.random import randperm
+    if group is not None:
+        raise NotImplementedError("class_center_sample: group (model parallelism) is not supported")
+    if not isinstance(label, _C.Tensor) or label.dtype not in (_C.int32, _C.int64):
+        raise TypeError("class_center_sample: label must be an int32 or int64 Tensor, got {}".format(
+            getattr(label, "dtype", type(label).__name__)))
+    if _static.is_symbolic(label):
+        raise ValueError("class_center_sample: the number of sampled classes depends on the values of "
+                         "label; it cannot run inside a static program")
+    for what, v in (("num_classes", num_classes), ("num_samples", num_samples)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError("class_center_sample: {} must be a positive int, got {!r}".format(what, v))
+    if num_samples > num_classes:
+        raise ValueError("class_center_sample: num_samples ({}) must not exceed num_classes ({})".format(
+            num_samples, num_classes))
+    if label.ndim != 1 or label.shape[0] == 0:
+        raise ValueError("class_center_sample: label must be a non-empty 1-D Tensor, got shape {}".format(label.shape))
+    lab = label._numpy_view() if hasattr(label, "_numpy_view") else label.numpy()
+    if lab.min() < 0 or lab.max() >= num_classes:
+        raise ValueError("class_center_sample: label values must be in [0, {}), got values in [{}, {}]".format(
+            num_classes, int(lab.min()), int(lab.max())))
+    positives = np.unique(lab)  # sorted
+    sampled = positives
+    if len(positives) < num_samples:
+        is_pos = np.zeros(num_classes, bool)
+        is_pos[positives] = True
+        negatives = np.flatnonzero(~is_pos)
+        order = randperm(len(negatives), dtype="int64").numpy()  # the global generator: oar.seed applies
+        sampled = np.concatenate([positives, negatives[order[:num_samples - len(positives)]]])
+    remapped = np.searchsorted(positives, lab)
+    return (to_tensor(remapped.astype(lab.dtype), place=label.place),
+            to_tensor(sampled.astype(lab.dtype), place=label.place))
