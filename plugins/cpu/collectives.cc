@@ -697,19 +697,20 @@ OarError* group_end() {
   });
 }
 
+void abort_waits(Comm& c) {
+  mark_broken(c, OAR_ERR_PRECONDITION, "the communicator was aborted");
+  // Wakes every wait of ours (descriptors, send/recv); a call inside one of Gloo's algorithms ends with
+  // Gloo's timeout or when a peer's connection closes.
+  std::lock_guard<std::mutex> lk(c.mu);
+  c.aborted = true;
+  for (auto* b : c.waiting) {
+    b->abortWaitRecv();
+    b->abortWaitSend();
+  }
+}
+
 OarError* abort_comm(OarComm handle) {
-  return guard([&] {
-    auto c = find_comm(handle);
-    mark_broken(*c, OAR_ERR_PRECONDITION, "the communicator was aborted");
-    // Wakes our own waits (descriptors, send/recv); a call inside one of Gloo's algorithms ends with
-    // Gloo's timeout or when a peer's connection closes.
-    std::lock_guard<std::mutex> lk(c->mu);
-    c->aborted = true;
-    for (auto* b : c->waiting) {
-      b->abortWaitRecv();
-      b->abortWaitSend();
-    }
-  });
+  return guard([&] { abort_waits(*find_comm(handle)); });
 }
 
 OarError* get_async_error(OarComm handle, OarError** error) {
@@ -726,6 +727,17 @@ OarError* get_async_error(OarComm handle, OarError** error) {
 }
 
 }  // namespace
+
+// Plugin shutdown: every live communicator is aborted, so a stream worker waiting for a peer that will not
+// come lets the process exit instead of waiting out the timeout.
+void collectives_shutdown() {
+  std::vector<std::shared_ptr<Comm>> live;
+  {
+    std::lock_guard<std::mutex> lk(g_comms_mu);
+    for (auto& kv : comms()) live.push_back(kv.second);
+  }
+  for (auto& c : live) abort_waits(*c);
+}
 
 void fill_collective_table(OarCollectiveTable& t) {
   t.struct_size = sizeof(t);

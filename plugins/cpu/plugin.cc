@@ -185,6 +185,10 @@ struct CpuEvent {
   }
 };
 
+}  // namespace
+void collectives_shutdown();  // collectives.cc
+namespace {
+
 // Every live stream that has a communication worker, for device_synchronize.
 std::mutex g_streams_mu;
 std::set<CpuStream*>& comm_streams() {
@@ -321,6 +325,7 @@ const OarEventTable kEventTable = {sizeof(OarEventTable), event_create, event_de
                                    event_synchronize,     event_query,  event_elapsed_ms};
 
 void shutdown() {
+  collectives_shutdown();  // first: a worker blocked on a peer gets out
   std::vector<CpuStream*> streams;
   {
     std::lock_guard<std::mutex> lk(g_streams_mu);
