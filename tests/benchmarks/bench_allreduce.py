@@ -3,7 +3,7 @@ the cpu plugin's Gloo collectives through the ABI (oar), Gloo called directly (g
 torch.distributed with its gloo backend (torch, when importable). Not a test.
 
     python tests/benchmarks/bench_allreduce.py --bench build/bin/oar_bench_allreduce_gloo \\
-        --plugin build/lib/liboar_plugin_cpu.so [--torch-python /path/to/python-with-torch] [--max-mib 256]
+        --plugin build/lib/oar/plugins/liboar_plugin_cpu.so [--torch-python /path/to/python-with-torch] [--max-mib 256]
 
 Bus bandwidth = bytes / time * 2 (n - 1) / n (for n = 2 it equals the algorithm bandwidth), the measure
 nccl-tests use; both ranks print, rank 0's numbers are reported.
