@@ -46,11 +46,8 @@ const char* attr_type_name(oar::AttrType t) {
   return "?";
 }
 
-oar::Device& device_of_tensor(const oar::Tensor& t, const char* what) {
-  if (t.place().is_cpu())
-    throw py::value_error(std::string(what) + ": expects a tensor on a plugin device, got cpu");
-  return oar::Runtime::get().device(t.place());
-}
+// The device (and so the plugin tables) of a tensor; the host's CPU is the cpu plugin's device like any other.
+oar::Device& device_of_tensor(const oar::Tensor& t) { return oar::Runtime::get().device(t.place()); }
 
 // Device address of a contiguous tensor's first element.
 void* address(const oar::Tensor& t, const char* what) {
@@ -371,7 +368,7 @@ void init_plugin_kit(py::module_& m) {
       "_kit_memset",
       [](py::handle dst, int32_t value, py::handle stream) {
         const oar::Tensor& t = tensor_of(dst).t;
-        oar::Device& d = device_of_tensor(t, "_kit_memset");
+        oar::Device& d = device_of_tensor(t);
         if (!d.tables().memory.memset) throw py::value_error("plugin " + d.plugin_name() + " has no memset");
         oar::check_plugin_error(
             d.plugin_name(), "memset",
@@ -384,7 +381,7 @@ void init_plugin_kit(py::module_& m) {
       [](py::handle dst, py::handle src, py::handle stream) {
         const oar::Tensor& a = tensor_of(dst).t;
         const oar::Tensor& b = tensor_of(src).t;
-        oar::Device& d = device_of_tensor(a, "_kit_copy");
+        oar::Device& d = device_of_tensor(a);
         if (b.place() != a.place()) throw py::value_error("_kit_copy: both tensors must be on one device");
         const int64_t bytes = a.numel() * oar::dtype_size(a.dtype());
         if (bytes != b.numel() * oar::dtype_size(b.dtype())) throw py::value_error("_kit_copy: sizes differ");

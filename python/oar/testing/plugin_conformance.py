@@ -83,7 +83,8 @@ class Context:
                 "its plugin was skipped: " + "; ".join(skipped) if skipped else
                 "is its plugin installed? `python -m oar.utils.doctor` lists every candidate plugin"))
         self.count = types[device_type][1]
-        self.places = ["{}:{}".format(device_type, i) for i in range(self.count)]
+        # The runtime's own names ("cpu" for the host, "sim:0", ...): results are compared against them.
+        self.places = [_C.device_properties("{}:{}".format(device_type, i))["place"] for i in range(self.count)]
         self.place = self.places[0]
         self.record = next(r for r in _C.plugin_records() if r.loaded and r.device_type == device_type)
         self.plugin = self.record.name
