@@ -267,7 +267,7 @@ void sort_lines(sdk::KernelContext& c, const char* name, int64_t axis, int64_t k
   dispatch_all(x.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     constexpr int bits = key_bits<T>();
-    const uint64_t flip = descending ? (bits == 64 ? ~0ull : ((1ull << bits) - 1)) : 0;
+    const uint64_t flip = descending ? (bits == 64 ? ~0ull : ((1ull << (bits % 64)) - 1)) : 0;
     size_t temp1 = 0, temp2 = 0;
     gpu_check(prim::radix_sort_pairs(nullptr, temp1, static_cast<const uint64_t*>(nullptr),
                                      static_cast<uint64_t*>(nullptr), static_cast<const int64_t*>(nullptr),
