@@ -27,6 +27,9 @@
 #define OAR_GPU_DEVICE_CODE 1
 #endif
 
+#define OAR_GPU_STR2(x) #x
+#define OAR_GPU_STR(x) OAR_GPU_STR2(x)
+
 #if defined(OAR_GPU_HIP)
 // =============================== HIP (AMD) ===========================================================
 #define OAR_GPU_VENDOR "HIP"
@@ -93,8 +96,9 @@ using gpu_bf16 = hip_bfloat16;
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuRuntimeGetVersion hipRuntimeGetVersion
 #define gpuDriverGetVersion hipDriverGetVersion
-// The runtime version the plugin was compiled against (shown by the doctor).
-#define OAR_GPU_RUNTIME_VERSION HIP_VERSION
+// The runtime version the plugin was compiled against, as text (shown by the doctor): "5.2.21153".
+#define OAR_GPU_RUNTIME_VERSION_TEXT \
+  OAR_GPU_STR(HIP_VERSION_MAJOR) "." OAR_GPU_STR(HIP_VERSION_MINOR) "." OAR_GPU_STR(HIP_VERSION_PATCH)
 // hipRuntimeGetVersion's number: major * 10^7 + minor * 10^5 + patch.
 inline int gpu_version_major(int v) { return v / 10000000; }
 inline int gpu_version_minor(int v) { return (v / 100000) % 100; }
@@ -192,7 +196,8 @@ using gpu_bf16 = __nv_bfloat16;
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuRuntimeGetVersion cudaRuntimeGetVersion
 #define gpuDriverGetVersion cudaDriverGetVersion
-#define OAR_GPU_RUNTIME_VERSION CUDART_VERSION
+// CUDART_VERSION as it is ("13000" is 13.0): oar.version.cuda() reads that form.
+#define OAR_GPU_RUNTIME_VERSION_TEXT OAR_GPU_STR(CUDART_VERSION)
 // cudaRuntimeGetVersion's number: major * 1000 + minor * 10.
 inline int gpu_version_major(int v) { return v / 1000; }
 inline int gpu_version_minor(int v) { return (v % 1000) / 10; }

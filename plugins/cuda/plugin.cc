@@ -15,14 +15,11 @@ bool own_kernels_requested();
 
 namespace {
 
-#define OAR_STR2(x) #x
-#define OAR_STR(x) OAR_STR2(x)
-
 // The versions built against, and which matmul/conv kernels run; the doctor shows them next to the
 // plugin. Built on first use (the query may come before any other static of the plugin is ready).
 const char* vendor_versions() {
   static const std::string s = [] {
-    std::string v = OAR_GPU_VENDOR " " OAR_STR(OAR_GPU_RUNTIME_VERSION);
+    std::string v = OAR_GPU_VENDOR " " OAR_GPU_RUNTIME_VERSION_TEXT;
 #if defined(OAR_GPU_STATIC_RUNTIME)
     v += " (runtime linked statically)";
 #endif
