@@ -39,12 +39,9 @@
 #define OAR_GPU_PLUGIN_NAME "rocm"
 // Threads per wavefront: 64 on CDNA (gfx90a, gfx942: the data-centre GPUs this backend targets), 32 on
 // RDNA (gfx1100) in wave32 mode. Kernels use it only to size thread groups that synchronise through
-// shared memory (never shuffles or ballots), so both are correct; it is the compile target's value.
-#if defined(__GFX10__) || defined(__GFX11__)
-#define OAR_GPU_WARP_SIZE 32
-#else
+// shared memory with __syncthreads (never shuffles, ballots or lane masks), so 64 is correct on both; one
+// value for host and device code, so launch geometry and kernels always agree.
 #define OAR_GPU_WARP_SIZE 64
-#endif
 
 using gpuError_t = hipError_t;
 using gpuStream_t = hipStream_t;
