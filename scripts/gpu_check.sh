@@ -285,7 +285,7 @@ OPSLOG=$OUT/ops.txt
 run_step ops 150 "$OPSLOG" "$PY" -m oar.testing.ops --device "$DEV" -v
 finish_step ops "$(grep -E ' ops passed, ' "$OPSLOG" | tail -1)"
 # The plugin's own matmul/conv kernels (own_blas.cu: what the ROCm build runs without rocBLAS/MIOpen),
-# chosen with OAR_GPU_OWN_KERNELS=1 (decision 52); the summary appends to ops.txt.
+# chosen with OAR_GPU_OWN_KERNELS=1 (decision 58); the summary appends to ops.txt.
 run_step ops_own 60 "$OPSLOG" env OAR_GPU_OWN_KERNELS=1 "$PY" -m oar.testing.ops --device "$DEV" \
   --op matmul --op 'conv*' -v
 finish_step ops_own "$(grep -E ' ops passed, ' "$OPSLOG" | tail -1)"

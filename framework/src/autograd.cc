@@ -200,6 +200,11 @@ bool requires_grad(const Tensor& t) {
   return m && m->requires_grad;
 }
 
+bool stop_gradient(const Tensor& t) {
+  const AutogradMeta* m = meta(t);
+  return !(m && (m->requires_grad || m->keep_nondiff));
+}
+
 void set_requires_grad(const Tensor& t, bool value) {
   AutogradMeta* m = meta(t);
   if (m && m->grad_fn) {
@@ -211,8 +216,10 @@ void set_requires_grad(const Tensor& t, bool value) {
     }
     return;
   }
-  OAR_ENFORCE(!value || differentiable_dtype(t.dtype()), ErrorCode::kType,
-              "only floating and complex tensors can require gradients, got " << dtype_name(t.dtype()));
+  if (!differentiable_dtype(t.dtype())) {  // Paddle accepts it; no gradient ever flows to such a tensor
+    if (value || m) ensure_meta(t).keep_nondiff = value;
+    return;
+  }
   if (!value && !m) return;
   ensure_meta(t).requires_grad = value;
 }

@@ -82,14 +82,22 @@ struct DataErrorReporter {
   DeviceError* err;
   int32_t op;
 #if defined(OAR_GPU_DEVICE_CODE)
-  __device__ __forceinline__ void report(DeviceErrorKind kind, int64_t value, int64_t bound) const {
-    if (atomicCAS(&err->code, 0, static_cast<int32_t>(kind)) == 0) {
+  // Host-callable too: the functor tests (tests/cuda_host) run kernels' functors on the host, with a null
+  // or host word.
+  __host__ __device__ __forceinline__ void report(DeviceErrorKind kind, int64_t value, int64_t bound) const {
+#if defined(OAR_GPU_DEVICE_PASS)
+    const bool first = atomicCAS(&err->code, 0, static_cast<int32_t>(kind)) == 0;
+#else
+    const bool first = err && err->code == 0;
+    if (first) err->code = kind;
+#endif
+    if (first) {
       err->op = op;
       err->value = value;
       err->bound = bound;
     }
   }
-  __device__ __forceinline__ void report(int64_t bad_index, int64_t bound) const {
+  __host__ __device__ __forceinline__ void report(int64_t bad_index, int64_t bound) const {
     report(kBadIndex, bad_index, bound);
   }
 #endif

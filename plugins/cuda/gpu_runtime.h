@@ -26,6 +26,10 @@
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define OAR_GPU_DEVICE_CODE 1
 #endif
+// OAR_GPU_DEVICE_PASS: this is the compiler's device pass (code for the GPU, not the host side of a .cu).
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define OAR_GPU_DEVICE_PASS 1
+#endif
 
 #define OAR_GPU_STR2(x) #x
 #define OAR_GPU_STR(x) OAR_GPU_STR2(x)

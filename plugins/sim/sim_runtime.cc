@@ -115,7 +115,7 @@ OarError* dev_properties(int32_t device, OarDeviceProperties* props) {
     p.struct_size = sizeof(p);
     std::snprintf(p.name, sizeof(p.name), "%s", "oar simulated accelerator");
     p.total_memory = state().budget_bytes;
-    p.capabilities = OAR_CAP_ASYNC_STREAMS | OAR_CAP_FP64;
+    p.capabilities = OAR_CAP_ASYNC_STREAMS | OAR_CAP_FP64 | OAR_CAP_SHARED_DEVICE_RANKS;
     p.alloc_alignment = kAlignment;
     p.alloc_chunk_bytes = 0;
     unsigned hc = std::thread::hardware_concurrency();

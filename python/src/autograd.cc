@@ -145,10 +145,11 @@ class PyLayerNode final : public oar::GradNode {
 void init_autograd(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::class_<PyTensor>>(reinterpret_cast<PyObject*>(g_tensor_type));
   cls.def_property(
-         "stop_gradient", [](const PyTensor& s) { return !ag::requires_grad(s.t); },
+         "stop_gradient", [](const PyTensor& s) { return ag::stop_gradient(s.t); },
          [](const PyTensor& s, bool stop) { ag::set_requires_grad(s.t, !stop); },
          "True (the default) when no gradient is computed for this tensor. Outputs of ops whose inputs "
-         "need gradients get False. Only settable on leaves; integer tensors cannot be set to False.")
+         "need gradients get False. Only settable on leaves; integer and bool tensors may be set to "
+         "False (as in Paddle) but never receive a gradient.")
       .def_property_readonly("is_leaf", [](const PyTensor& s) { return ag::is_leaf(s.t); },
                              "True for tensors not produced by a recorded op (user-created ones).")
       .def_property_readonly("grad", [](const PyTensor& s) { return wrap_or_none(ag::grad(s.t)); },

@@ -157,6 +157,19 @@ void init_program(py::module_& m) {
       .def("param_names", &combined_param_names)
       .def("__eq__", [](const Program& a, const Program& b) { return a == b; });
   m.def(
+      "_paddle_op_types",
+      []() {
+        // native op name -> the Paddle type its export writes (the op map's canonical exports)
+        py::dict out;
+        for (const oar::ir::PaddleOpMapping& m : oar::ir::paddle_op_map()) {
+          for (const auto* names : {&m.exported_from, &m.exported_views})
+            for (const std::string& n : *names)
+              if (!out.contains(py::str(n))) out[py::str(n)] = m.paddle_type;
+        }
+        return out;
+      },
+      "{native op name: Paddle op type} from the Paddle op map (Operator.type reports these)");
+  m.def(
       "_load_combined_params",
       [](const Program& p, const py::bytes& b) {
         py::dict out;

@@ -39,7 +39,8 @@ void init_runtime(py::module_& m) {
       out.append(py::make_tuple(t.id, t.name, t.plugin != nullptr, t.count));
     return out;
   });
-  // Opens a device and describes it: {name, place, total_memory, compute_units, host_accessible, plugin}.
+  // Opens a device and describes it: {name, place, total_memory, compute_units, host_accessible,
+// shared_device_ranks, plugin}.
   m.def("device_properties", [](py::handle place) {
     oar::Device& d = oar::Runtime::get().device(to_place(place));
     const auto& p = d.properties();
@@ -49,6 +50,7 @@ void init_runtime(py::module_& m) {
     out["total_memory"] = p.total_memory;
     out["compute_units"] = p.compute_units;  // streaming multiprocessors on a GPU
     out["host_accessible"] = d.host_accessible();
+    out["shared_device_ranks"] = (p.capabilities & OAR_CAP_SHARED_DEVICE_RANKS) != 0;
     out["plugin"] = d.plugin_name();
     return out;
   });

@@ -49,6 +49,9 @@ void init_static(py::module_& m) {
           py::init([](std::shared_ptr<Program> p) { return std::make_shared<ProgramBuilder>(std::move(p)); }),
           py::arg("program") = nullptr)
       .def_property_readonly("desc", &ProgramBuilder::program_ptr)
+      .def_property_readonly(
+          "_address", [](const ProgramBuilder& b) { return reinterpret_cast<uintptr_t>(&b); },
+          "Identity of the builder (a symbolic tensor's _symbolic_builder); private")
       .def_property("current_block", &ProgramBuilder::current_block, &ProgramBuilder::set_current_block)
       .def_property("op_role", &ProgramBuilder::op_role, &ProgramBuilder::set_op_role)
       .def_property("mode", &ProgramBuilder::mode, &ProgramBuilder::set_mode)
@@ -180,6 +183,12 @@ void init_static(py::module_& m) {
   });
   m.def("_is_symbolic", [](const PyTensor& t) { return is_symbolic(t.t); });
   m.def("_symbolic_name", [](const PyTensor& t) { return symbolic_name(t.t); });
+  m.def(
+      "_symbolic_builder",
+      [](const PyTensor& t) -> uintptr_t {
+        return is_symbolic(t.t) ? reinterpret_cast<uintptr_t>(t.t.impl()->symbol->builder) : 0;
+      },
+      "The _address of the builder whose program a symbolic tensor belongs to (0: none)");
   m.def("_unknown_dim", []() { return kUnknownDim; });
 }
 

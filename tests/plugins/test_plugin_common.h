@@ -37,7 +37,8 @@ inline OarDeviceProperties make_properties(const char* name) {
   p.struct_size = sizeof(p);
   std::snprintf(p.name, sizeof(p.name), "%s", name);
   p.total_memory = 1ull << 30;
-  p.capabilities = OAR_CAP_HOST_ACCESSIBLE | OAR_CAP_FP64;
+  // One device: a plugin with collectives (inproc_collectives) runs all its ranks on it.
+  p.capabilities = OAR_CAP_HOST_ACCESSIBLE | OAR_CAP_FP64 | OAR_CAP_SHARED_DEVICE_RANKS;
   p.alloc_alignment = kAlign;
   p.alloc_chunk_bytes = 0;
   p.compute_units = 3;
@@ -66,11 +67,13 @@ inline OarError* device_memory_info(int32_t device, uint64_t* free_bytes, uint64
 inline OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr) {
   if (device != 0) return bad_device(device);
   if (kind < OAR_MEM_HOST || kind > OAR_MEM_UNIFIED)
-    return oar::sdk::make_error(OAR_ERR_INVALID_ARGUMENT, "test plugin: bad memory kind " + std::to_string(kind));
+    return oar::sdk::make_error(OAR_ERR_INVALID_ARGUMENT,
+                                "test plugin: bad memory kind " + std::to_string(kind));
   uint64_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   *ptr = std::aligned_alloc(kAlign, rounded ? rounded : kAlign);
   if (!*ptr)
-    return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY, "test plugin: cannot allocate " + std::to_string(bytes) + " bytes");
+    return oar::sdk::make_error(OAR_ERR_OUT_OF_MEMORY,
+                                "test plugin: cannot allocate " + std::to_string(bytes) + " bytes");
   return nullptr;
 }
 inline OarError* mem_free(int32_t device, int32_t, void* ptr) {

@@ -339,11 +339,10 @@ def test_errors(device):
     with pytest.raises(RuntimeError, match="stop_gradient"):
         c.sum().backward()
     i = paddle.to_tensor([1, 2], place=device)
-    with pytest.raises(TypeError):
-        i.stop_gradient = False
-    with pytest.raises(TypeError):
-        paddle.to_tensor([1, 2], place=device, stop_gradient=False)
-    i.stop_gradient = True  # allowed: it already stops gradients
+    i.stop_gradient = False  # Paddle accepts it on integers; no gradient ever flows (test_paddle_fidelity.py)
+    assert i.stop_gradient is False and (i * 2).stop_gradient is True
+    assert paddle.to_tensor([1, 2], place=device, stop_gradient=False).stop_gradient is False
+    i.stop_gradient = True
     x = leaf([1.0], device)
     y = x * 2.0
     y.stop_gradient = True  # Paddle: cuts y from its history (test_inplace_autograd.py)

@@ -316,7 +316,7 @@ def test_static_program_and_executor(relu_lib):
         with oar.static.program_guard(main, startup):
             x = oar.static.data("x", [None, 3], "float32")
             y = relu_lib.custom_relu(x)
-        assert "custom_relu" in [op["type"] for op in main.global_block().ops]
+        assert "custom_relu" in [op.type for op in main.global_block().ops]
         exe = oar.static.Executor(oar.CPUPlace())
         exe.run(startup)
         (out,) = exe.run(main, feed={"x": a}, fetch_list=[y])
@@ -406,7 +406,7 @@ def test_static_program_with_vector_and_optional_inputs(ops):
             s = ops.custom_add_n([x, y, x])
             t = ops.custom_axpy(s, None, 2.0)
             u = ops.custom_axpy(s, y, 0.5)
-        descs = {op["type"]: op for op in main.global_block().ops}
+        descs = {op.type: op for op in main.global_block().ops}
         assert "custom_add_n" in descs and "custom_axpy" in descs
         exe = oar.static.Executor(oar.CPUPlace())
         exe.run(startup)
@@ -469,7 +469,7 @@ def test_static_gradients_through_the_grad_op(ops):
             s, c = ops.custom_sincos(x)
             y = (ops.custom_tanh(s) + c).sum()
             (gx,) = oar.static.gradients([y], [x])
-        types = [op["type"] for op in main.global_block().ops]
+        types = [op.type for op in main.global_block().ops]
         assert "custom_tanh_grad" in types and "custom_sincos_grad" in types
         (out,) = oar.static.Executor().run(main, feed={"x": a}, fetch_list=[gx])
     finally:
@@ -487,7 +487,7 @@ def test_static_attributes_are_saved_with_paddles_types(ops):
         with oar.static.program_guard(main):
             x = oar.static.data("x", [2, 3], "float64")
             y = ops.custom_attrs(x, *args)
-        (op,) = [o for o in main.global_block().ops if o["type"] == "custom_attrs"]
+        (op,) = [o for o in main.global_block().ops if o.type == "custom_attrs"]
         text = str(main)
         (out,) = oar.static.Executor().run(main, feed={"x": a}, fetch_list=[y])
     finally:
@@ -495,8 +495,8 @@ def test_static_attributes_are_saved_with_paddles_types(ops):
     assert "__input_counts" not in text
     want = a * 0.5 * 3.0 + 2 + 10 ** 12 + 1 + 4 + 3 + 12 + 0.25 + 0.625
     np.testing.assert_allclose(out, want)
-    assert op["attrs"]["b"] is True and op["attrs"]["i"] == 2 and op["attrs"]["s"] == "abcd"
-    types = {k: v for k, v in op["attr_types"].items() if k != "op_role"}
+    assert op.attr("b") is True and op.attr("i") == 2 and op.attr("s") == "abcd"
+    types = {k: op.attr_type(k) for k in op.attr_names if k != "op_role"}
     assert types == {"i": "INT", "l": "LONG", "f": "FLOAT", "d": "FLOAT64", "b": "BOOLEAN", "s": "STRING",
                      "vi": "INTS", "vl": "LONGS", "vf": "FLOATS", "vd": "FLOAT64S"}
 

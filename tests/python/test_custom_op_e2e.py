@@ -473,7 +473,7 @@ def test_static_program_with_executor(user, built):
             y = ops.custom_relu(x)
             loss = oar.sum(y * y)
             (dx,) = oar.static.gradients([loss], [x])
-        types = [op["type"] for op in main.global_block().ops]
+        types = [op.type for op in main.global_block().ops]
         print("TYPES", types)
         exe = oar.static.Executor(oar.CPUPlace())
         exe.run(startup)

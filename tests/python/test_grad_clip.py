@@ -119,8 +119,6 @@ def test_errors():
         ClipGradByValue(0.1, min=0.5)
     with pytest.raises(TypeError, match="clip_norm"):
         ClipGradByNorm("1")
-    with pytest.raises(ValueError, match="clip_norm"):
-        ClipGradByGlobalNorm(0.0)
     with pytest.raises(TypeError, match="group_name"):
         ClipGradByGlobalNorm(1.0, group_name=3)
 

@@ -135,7 +135,7 @@ def test_jit_save_load_roundtrip(tmp_path):
         x = oar.to_tensor(rs.randn(n, 6).astype("float32"))
         np.testing.assert_allclose(loaded(x).numpy(), a(x).numpy(), rtol=1e-5, atol=1e-6)
     # The saved program is an inference program: feed, forward ops, fetch.
-    types = [op["type"] for op in loaded.program().global_block().ops]
+    types = [op.type for op in loaded.program().global_block().ops]
     assert types[0] == "feed" and types[-1] == "fetch"
     # oar.load of a jit model gives its parameters by structured name.
     state = oar.load(path)
@@ -274,7 +274,7 @@ def test_to_static_tensor_control_flow_matches_eager(fn):
         x = oar.to_tensor(np.array(v, "float32"))
         np.testing.assert_allclose(sf(x).numpy(), fn(x).numpy(), rtol=1e-6, err_msg=str(v))
     assert len(sf._cache) == 1  # one program: the branches are taken at run time
-    types = [op["type"] for op in next(iter(sf._cache.values())).main_program.global_block().ops]
+    types = [op.type for op in next(iter(sf._cache.values())).main_program.global_block().ops]
     assert "conditional_block" in types
 
 

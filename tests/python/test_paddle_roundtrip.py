@@ -99,7 +99,7 @@ def test_paddle_runs_oar_saved_model(tmp_path, name):
     prefix = str(tmp_path / name)
     oar.jit.save(layer, prefix, input_spec=spec)
     # Only Paddle's op types: nothing oar-specific ("oar.*") is left for Paddle to trip over.
-    types = [op["type"] for op in oar.jit.load(prefix).program().global_block().ops]
+    types = [op._recorded_type for op in oar.jit.load(prefix).program().global_block().ops]
     assert not [t for t in types if t.startswith("oar.")], types
     # Paddle runs it at another batch size than oar traced with (the saved shapes keep -1).
     x = np.concatenate([x, x[:1] * 0.5])

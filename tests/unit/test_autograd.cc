@@ -345,9 +345,17 @@ TEST(Autograd, CopiesBetweenDevicesAreDifferentiable) {
   EXPECT_TRUE(ag::grad(x).place().is_cpu());
 }
 
-TEST(Autograd, IntegerTensorsCannotRequireGrad) {
+TEST(Autograd, IntegerTensorsNeverRequireGrad) {
+  // Paddle lets stop_gradient be set to False on an integer tensor: the wish is kept (stop_gradient reads
+  // False) but the tensor never requires, nor receives, a gradient.
   Tensor i = Tensor::from_vector(std::vector<int64_t>{1, 2}, {2}, DType::kInt64);
-  EXPECT_THROW(ag::set_requires_grad(i, true), oar::Error);
+  EXPECT_TRUE(ag::stop_gradient(i));
+  ag::set_requires_grad(i, true);
+  EXPECT_FALSE(ag::requires_grad(i));
+  EXPECT_FALSE(ag::stop_gradient(i));
+  EXPECT_FALSE(ag::requires_grad(ops::add(i, i)));
+  ag::set_requires_grad(i, false);
+  EXPECT_TRUE(ag::stop_gradient(i));
 }
 
 TEST(Autograd, TrainsOnSimWithFallbackOps) {

@@ -124,7 +124,10 @@ enum {
   OAR_CAP_BF16 = 1u << 3,
   OAR_CAP_FP64 = 1u << 4,
   OAR_CAP_UNIFIED_MEMORY = 1u << 5,
-  OAR_CAP_PINNED_MEMORY = 1u << 6
+  OAR_CAP_PINNED_MEMORY = 1u << 6,
+  /* Several ranks of one communicator may use the same device (in one process or in several), as
+     Gloo's and the sim's may; NCCL's may not. Without it, collectives run one rank per device. */
+  OAR_CAP_SHARED_DEVICE_RANKS = 1u << 7
 };
 
 typedef struct OarDeviceProperties {

@@ -1,4 +1,5 @@
 """oar.framework: parameters, parameter attributes, unique names, save/load (oar.framework.io) (Paddle's paddle.framework)."""
-from . import unique_name  # noqa: F401
+from . import random, unique_name  # noqa: F401
+from .errors import AssertionValueError  # noqa: F401
 from .param_attr import ParamAttr  # noqa: F401
 from .parameter import Parameter, create_parameter  # noqa: F401

@@ -21,6 +21,7 @@ import numpy as np
 from .. import _C
 from ..static import program as _prog
 from ..static.input import InputSpec
+from .dy2static.convert_operators import Dy2StaticError
 
 __all__ = ["to_static", "not_to_static", "save", "load", "enable_to_static", "ignore_module", "StaticFunction"]
 
@@ -62,16 +63,32 @@ def _flatten(obj, out):
     if isinstance(obj, _C.Tensor):
         out.append(obj)
         return _Slot(len(out) - 1)
+    if getattr(type(obj), "_oar_tensor_array", False):  # (on the type: UndefinedVar raises on any attribute)
+        # a list grown in a tensor loop (a returned one): its buffer, made a list again after the run
+        out.append(obj._stacked("to_static output"))
+        return _ArraySlot(len(out) - 1)
     if isinstance(obj, (list, tuple)):
         items = [_flatten(o, out) for o in obj]
         return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
     if isinstance(obj, dict):
-        return {k: _flatten(v, out) for k, v in obj.items()}
+        # values in sorted key order, as Paddle's nest.flatten (the saved program's inputs follow it)
+        done = {k: _flatten(obj[k], out) for k in _sorted_keys(obj)}
+        return {k: done[k] for k in obj}
     return obj
+
+
+def _sorted_keys(d):
+    try:
+        return sorted(d)
+    except TypeError:  # keys of mixed types: insertion order
+        return list(d)
 
 
 def _unflatten(obj, values):
     if isinstance(obj, _Slot):
+        if isinstance(obj, _ArraySlot):
+            from ..tensor.manipulation import unbind
+            return unbind(values[obj.i], 0)
         return values[obj.i]
     if isinstance(obj, (list, tuple)):
         items = [_unflatten(o, values) for o in obj]
@@ -89,6 +106,11 @@ class _Slot:
 
     def __repr__(self):
         return "_Slot({})".format(self.i)
+
+
+class _ArraySlot(_Slot):
+    """A tensor array's buffer, given back as a list of its rows."""
+    __slots__ = ()
 
 
 def _hashable(obj):
@@ -162,6 +184,11 @@ class ConcreteProgram:
         if not outs or not wrt:
             self._train = False
             return
+        if any(d < 0 for o in outs for d in o.shape):
+            # An output of run-time extent (a tensor array grown in a loop): its gradient feed cannot be
+            # typed from the visible shape (the core tracks products of unknown extents); replay instead.
+            self._train = False
+            return
         seeds = [builder.create_var(_C._symbolic_name(o) + "@GRAD", o.shape, o.dtype, place=o.place) for o in outs]
         builder.op_role = 1
         prev = _C._set_builder(builder)
@@ -233,7 +260,7 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
                 builder.bind_capture(b, builder.unique_name(name.replace(".", "_")), False)
     tensors = []
     structure = _flatten((list(args), kwargs), tensors)
-    names = _feed_names(fn, args, len(tensors), specs)
+    names = _feed_names(fn, structure, len(tensors), specs)
     syms = []
     for i, t in enumerate(tensors):
         if specs is not None and i < len(specs) and specs[i] is not None:
@@ -245,11 +272,17 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
         syms.append(s)
     sym_args, sym_kwargs = _unflatten(structure, syms)
     converted = _convert(fn)
+    from .dy2static import convert_operators as jst
+    jst._LOOP_CONTAINER_WRITES.clear()
     prev = _C._set_builder(builder)
     grad = _C.is_grad_enabled()
     _C._set_grad_enabled(True)  # autograd nodes on the variables: the backward program is recorded from them
     try:
         out = converted(*sym_args, **sym_kwargs) if layer is None else converted(layer, *sym_args, **sym_kwargs)
+    except ValueError as e:
+        if _NO_VALUE not in str(e):
+            raise
+        raise _value_needed_error(e) from None
     finally:
         _C._set_grad_enabled(grad)
         _C._set_builder(prev)
@@ -258,20 +291,116 @@ def _trace(fn, args, kwargs, layer, specs=None, place=None):
     fetch_names = []
     for t in flat_out:
         fetch_names.append(_C._symbolic_name(t) if _C._is_symbolic(t) else builder.capture(t))
+    _check_loop_values(prog, fn, fetch_names)
     params = list(layer.parameters()) if layer is not None else []
     params += [t for n, t in builder.captures().items() if n not in prog._params and not t.stop_gradient]
     return prog, names, fetch_names, out_structure, syms, flat_out, params
 
 
-def _feed_names(fn, args, n, specs):
-    names = []
+class ValueNeededError(Dy2StaticError, ValueError):
+    """Python needed a traced tensor's value; still a ValueError, the type this failure had before."""
+
+
+_NO_VALUE = "is a variable of a static program: it has no value while the program is being built"
+_OAR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _value_needed_error(e):
+    """The error for Python needing a tensor's value while to_static records (float(), int(), bool(),
+    .numpy(), .item(), .tolist() of a tensor computed from the inputs): it names the user's line and the
+    call, not the program variable (whose name the user never chose)."""
+    import linecache
+    import traceback
+    frames = traceback.extract_tb(e.__traceback__)
+    user, call = None, None
+    for k, fr in enumerate(frames):
+        if not os.path.abspath(fr.filename).startswith(_OAR_DIR) and not fr.filename.startswith("<"):
+            user = fr
+            call = frames[k + 1].name if k + 1 < len(frames) else None
+    where = ""
+    if user is not None:
+        where = " at {}:{}{}".format(user.filename, user.lineno,
+                                     ": " + linecache.getline(user.filename, user.lineno).strip())
+    return ValueNeededError(
+        "to_static: Python needs the value of a tensor computed from the inputs{} ({}), but inside to_static "
+        "tensors have values only when the program runs. Use tensor ops instead (paddle.where, "
+        "paddle.static.nn.cond, shapes from x.shape), pass the number as a Python argument (a constant of the "
+        "program), or mark the function with paddle.jit.not_to_static.".format(
+            where, "Tensor.{}".format(call) if call else "a tensor converted to a Python value"))
+
+
+def _check_loop_values(prog, fn, fetch_names):
+    """A variable computed inside a loop's or branch's block has a value only there. Reaching the main
+    block through a Python container (a list or dict filled in a tensor loop that conversion does not
+    carry, an attribute) it would fail at run time naming an internal variable: fail now, naming the
+    user's line and the construct."""
+    from .dy2static import convert_operators as jst
+    desc = prog.desc
+    inner = {}
+    for k in range(1, desc.num_blocks):
+        for op in desc.block(k)["ops"]:
+            for names in op["outputs"].values():
+                for n in names:
+                    inner.setdefault(n, k)
+    if not inner:
+        return
+    defined = set()
+    uses = []
+    for op in desc.block(0)["ops"]:
+        uses += [(n, op["type"]) for names in op["inputs"].values() for n in names]
+        for names in op["outputs"].values():
+            defined.update(names)
+    uses += [(n, "the function's return") for n in fetch_names]
+    for n, user in uses:
+        if n in inner and n not in defined:
+            where = jst._LOOP_CONTAINER_WRITES.get(n)
+            code = getattr(fn, "__code__", None)
+            site = "{}:{}".format(code.co_filename, code.co_firstlineno) if code else getattr(fn, "__qualname__", fn)
+            raise jst.Dy2StaticError(
+                "to_static: a tensor computed inside a loop over a tensor (or a branch on one) in {} is used "
+                "after it{} ({}); only the variables the loop or branch assigns, and lists of tensors the "
+                "function appends to, are carried out of it. Assign the value to a variable, or collect the "
+                "values with paddle.tensor.create_array / array_write.".format(
+                    site, ": it was put in a container at " + where if where else "", "by " + user))
+
+
+def _feed_names(fn, structure, n, specs):
+    """The feed variable of each flattened tensor argument, named as Paddle names them: the InputSpec's
+    name, else the parameter's name, `<name>_<i>` for item i of a list/tuple and the key for a dict value."""
+    params, star = [], None
     try:
-        params = [p for p in inspect.signature(fn).parameters if p != "self"]
+        for p in inspect.signature(fn).parameters.values():
+            if p.kind == p.VAR_POSITIONAL:
+                star = p.name
+                break
+            if p.name != "self" and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                params.append(p.name)
     except (TypeError, ValueError):
-        params = []
+        pass
+    args, kwargs = structure
+    auto = [None] * n
+
+    def walk(obj, base):
+        if isinstance(obj, _Slot):
+            auto[obj.i] = base
+        elif isinstance(obj, (list, tuple)):
+            for j, o in enumerate(obj):
+                walk(o, "{}_{}".format(base, j))
+        elif isinstance(obj, dict):
+            for k in _sorted_keys(obj):
+                walk(obj[k], str(k))
+
+    for i, a in enumerate(args):
+        if i < len(params):
+            walk(a, params[i])
+        else:  # *args items: <name>_<j>
+            walk(a, "{}_{}".format(star, i - len(params)) if star else "input_{}".format(i))
+    for k, v in kwargs.items():
+        walk(v, k)
+    names = []
     for i in range(n):
         spec_name = specs[i].name if specs is not None and i < len(specs) and specs[i] is not None else None
-        base = spec_name or (params[i] if i < len(params) and n == len(args) else "input_{}".format(i))
+        base = spec_name or auto[i] or "input_{}".format(i)
         while base in names:
             base = base + "_"
         names.append(base)
@@ -337,7 +466,9 @@ class StaticFunction:
         place = tensors[0].place if tensors else None
         prog, names, fetch_names, out_structure, syms, outs, params = _trace(
             self._dygraph_function, args, kwargs, self._instance, specs, place)
-        return ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
+        cp = ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
+        cp._in_structure = _flatten((list(args), kwargs), [])  # jit.save retraces with the same constants
+        return cp
 
     # Paddle's introspection
     def get_concrete_program(self, *args, **kwargs):
@@ -355,9 +486,8 @@ class StaticFunction:
         return self.concrete_program_specify_input_spec(self._input_spec)
 
     def concrete_program_specify_input_spec(self, input_spec=None):
-        specs = list(input_spec or self._input_spec or [])
-        dummies = [_dummy(s) for s in specs]
-        return self._build(dummies, {}, dummies, specs)
+        args, specs, dummies = _args_of_specs(input_spec or self._input_spec or [])
+        return self._build(args, {}, dummies, specs)
 
     @property
     def main_program(self):
@@ -376,6 +506,34 @@ class StaticFunction:
             self._instance.__dict__.pop("_oar_static_" + self._dygraph_function.__name__, None)
             return functools.partial(self._dygraph_function, self._instance)
         return self._dygraph_function
+
+
+def _args_of_specs(input_spec):
+    """Arguments for tracing from a (nested) input_spec: each InputSpec (or example Tensor) becomes a
+    zero tensor of its shape; other values are constants of the program, as in Paddle. Returns the
+    arguments, the flattened specs and the flattened dummy tensors."""
+    if not isinstance(input_spec, (list, tuple)):
+        raise TypeError("input_spec must be a list or tuple, got {}".format(type(input_spec).__name__))
+    specs = []
+
+    def leaf(obj):
+        if isinstance(obj, _C.Tensor):
+            obj = InputSpec.from_tensor(obj)
+        if isinstance(obj, InputSpec):
+            specs.append(obj)
+            return _dummy(obj)
+        if isinstance(obj, (list, tuple)):
+            items = [leaf(o) for o in obj]
+            return type(obj)(items) if not hasattr(obj, "_fields") else type(obj)(*items)
+        if isinstance(obj, dict):
+            done = {k: leaf(obj[k]) for k in _sorted_keys(obj)}  # the order the tensors are flattened in
+            return {k: done[k] for k in obj}
+        return obj
+
+    args = [leaf(s) for s in input_spec]
+    dummies = []
+    _flatten((args, {}), dummies)
+    return args, specs, dummies
 
 
 def _dummy(spec):
@@ -433,19 +591,20 @@ def save(layer, path, input_spec=None, **configs):
         sf = StaticFunction(layer)
     else:
         raise TypeError("jit.save: expected a Layer or a function, got {}".format(type(layer).__name__))
-    if input_spec is not None:
-        specs = [s if isinstance(s, InputSpec) else InputSpec.from_tensor(s) for s in input_spec]
-    elif sf._input_spec is not None:
-        specs = list(sf._input_spec)
+    kwargs = {}
+    if input_spec is not None or sf._input_spec is not None:
+        args, specs, dummies = _args_of_specs(input_spec if input_spec is not None else sf._input_spec)
     elif sf._cache:
+        # the last traced signature: its constants and nesting, tensors by their feed variables
         cp = next(reversed(sf._cache.values()))
         specs = [InputSpec(v["shape"], v["dtype"], n) for n, v in
-                 ((n, cp.main_program.global_block().vars[n]) for n in cp.feed_names)]
+                 ((n, cp.main_program.global_block()._var_descs()[n]) for n in cp.feed_names)]
+        dummies = [_dummy(s) for s in specs]
+        args, kwargs = _unflatten(cp._in_structure, dummies)
     else:
         raise ValueError("jit.save: give input_spec (or call the layer once, or decorate forward with "
                          "to_static(input_spec=...))")
-    dummies = [_dummy(s) for s in specs]
-    cp = sf._build(dummies, {}, dummies, specs)
+    cp = sf._build(args, kwargs, dummies, specs)
     fetch = list(dict.fromkeys(cp.fetch_names))
     desc = _C._prepare_inference_program(cp.main_program.desc, cp.feed_names, fetch)
     desc = _export(desc)

@@ -6,6 +6,7 @@ parameters' .grad are left as they are). Parameters with `need_clip == False` ke
 """
 from .. import _C
 from ..autograd import no_grad
+from ..framework.errors import AssertionValueError
 
 __all__ = ["ClipGradBase", "GradientClipBase", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm"]
 
@@ -61,7 +62,7 @@ class ClipGradByValue(ClipGradBase):
         max = _check_number("ClipGradByValue", "max", max)
         if min is None:
             if max <= 0.0:
-                raise ValueError(f"ClipGradByValue: max must be > 0 when min is None, got {max}")
+                raise AssertionValueError(f"ClipGradByValue: max must be > 0 when min is None, got {max}")
             min = -max
         min = _check_number("ClipGradByValue", "min", min)
         if min > max:
@@ -80,7 +81,7 @@ class ClipGradByNorm(ClipGradBase):
 
     def __init__(self, clip_norm):
         self.clip_norm = _check_number("ClipGradByNorm", "clip_norm", clip_norm)
-        if self.clip_norm <= 0:
+        if self.clip_norm <= 0:  # Paddle refuses it too, when clipping (ValueError from clip_by_norm)
             raise ValueError(f"ClipGradByNorm: clip_norm must be > 0, got {self.clip_norm}")
 
     def __str__(self):
@@ -104,9 +105,8 @@ class ClipGradByGlobalNorm(ClipGradBase):
     multiplied) when global_norm <= clip_norm."""
 
     def __init__(self, clip_norm, group_name="default_group", auto_skip_clip=False):
+        # Any value, as in Paddle: a negative clip_norm gives the factor clip_norm / global_norm (< 0).
         self.clip_norm = _check_number("ClipGradByGlobalNorm", "clip_norm", clip_norm)
-        if self.clip_norm <= 0:
-            raise ValueError(f"ClipGradByGlobalNorm: clip_norm must be > 0, got {self.clip_norm}")
         if not isinstance(group_name, str):
             raise TypeError(f"ClipGradByGlobalNorm: group_name must be a str, got {type(group_name).__name__}")
         self.group_name = group_name

@@ -11,6 +11,8 @@ import warnings
 
 import numpy as np
 
+from ..framework.errors import AssertionValueError
+
 __all__ = ["LRScheduler", "NoamDecay", "PiecewiseDecay", "NaturalExpDecay", "InverseTimeDecay",
            "PolynomialDecay", "LinearWarmup", "ExponentialDecay", "MultiStepDecay", "StepDecay", "LambdaDecay",
            "ReduceOnPlateau", "CosineAnnealingDecay", "MultiplicativeDecay", "OneCycleLR", "CyclicLR"]
@@ -26,7 +28,8 @@ def _positive_int(owner, name, v):
     if isinstance(v, bool) or not isinstance(v, int):
         raise TypeError(f"{owner}: {name} must be an int, got {type(v).__name__}")
     if v <= 0:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {v}")
+        # Paddle asserts this; the message carries Paddle's wording ('warmup_steps' must be a positive integer)
+        raise AssertionValueError(f"{owner}: '{name}' must be a positive integer, got {v}")
     return v
 
 

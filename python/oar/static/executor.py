@@ -4,6 +4,8 @@ Executor.run(program, feed, fetch_list) lowers the program once per (program sta
 names) to the C++ executor (oar::ir::Executor) and caches it. Variables are freed after their last use;
 parameters and other persistables live in the scope (global_scope() by default).
 """
+import warnings
+
 import numpy as np
 
 from .. import _C
@@ -180,8 +182,11 @@ class Executor:
             for name, t in main._all_captures().items():
                 scope._scope.set(name, t)
             return []
-        vars_ = program.global_block().vars
-        feeds = {k: _as_feed_tensor(k, v, vars_.get(k)) for k, v in feed.items()}
+        vars_ = program.global_block()._var_descs()
+        unknown = [k for k in feed if k not in vars_ and k not in program._all_captures()]
+        for k in unknown:  # as Paddle: a feed entry the program does not have is skipped, with a warning
+            warnings.warn("The variable {} is not found in program. It is not declared or is pruned.".format(k))
+        feeds = {k: _as_feed_tensor(k, v, vars_.get(k)) for k, v in feed.items() if k not in unknown}
         program._sync_lr()
         exe = self._lowered(program, list(feeds), fetch_names, scope, compiled)
         prev = _C._set_builder(None)  # running is eager even while a program is being built
@@ -202,5 +207,8 @@ class Executor:
                 raise ValueError("Executor.run: the model fetches {}; {} is not among them".format(ff[1], missing))
             outs = [by_name[n] for n in fetch_names] if fetch_names else outs
         if return_numpy:
-            return [o.numpy() for o in outs]
+            # numpy() of a fetched view (a slice's output) makes it contiguous with an op: run it eagerly,
+            # not into the program being built (static mode keeps a builder active between runs).
+            with _prog._eager_guard():
+                return [o.numpy() for o in outs]
         return outs

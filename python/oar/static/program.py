@@ -11,12 +11,13 @@ The startup program therefore holds no initialisation ops; running it binds the 
 parameters into the scope, which is what Paddle users rely on it for.
 """
 import contextlib
+import weakref
 
 from .. import _C
 
 __all__ = ["Program", "program_guard", "default_main_program", "default_startup_program", "data", "global_scope",
            "scope_guard", "Scope", "Variable", "name_scope", "device_guard", "cpu_places", "create_global_var",
-           "create_parameter", "Block"]
+           "create_parameter", "Block", "Operator"]
 
 _state = {"static": False}
 
@@ -51,46 +52,243 @@ def _builder_guard(builder):
 
 class _VariableMeta(type):
     def __instancecheck__(cls, obj):
-        return is_symbolic(obj)
+        if is_symbolic(obj):
+            return True
+        # In static mode Paddle's parameters are Variables (its Parameter subclasses Variable)
+        from ..framework.parameter import Parameter
+        return _in_static_mode() and isinstance(obj, Parameter)
 
 
 class Variable(metaclass=_VariableMeta):
-    """Paddle's static Variable type, for isinstance checks: program variables are oar Tensors."""
+    """Paddle's static Variable type, for isinstance checks: program variables are oar Tensors (and, in
+    static mode, Parameters). Their Variable attributes (block, op, persistable) are set on Tensor below."""
+
+
+_paddle_types = {}  # native op name -> Paddle type (filled on first use from the Paddle op map)
+
+
+def _paddle_op_type(recorded):
+    """The op type Operator.type reports: Paddle's name for a native op ("oar.matmul") whose export
+    the Paddle op map defines ("matmul_v2"), the recorded type otherwise (decision 52)."""
+    if not recorded.startswith("oar."):
+        return recorded
+    if not _paddle_types:
+        _paddle_types.update(_C._paddle_op_types())
+    return _paddle_types.get(recorded[4:], recorded)
+
+
+class Operator:
+    """One op of a Block (Paddle's Operator): `type`, slots (`input(name)` / `output(name)` give variable
+    names), attributes, `idx` and `block`. A snapshot of the op when the Block's `ops` was read."""
+
+    def __init__(self, block, idx, desc):
+        self.block = block
+        self.idx = idx
+        self._desc = desc  # the recorded op as a dict: type, inputs, outputs, attrs, attr_types (private)
+
+    @property
+    def type(self):
+        return _paddle_op_type(self._desc["type"])
+
+    @property
+    def _recorded_type(self):
+        return self._desc["type"]
+
+    @staticmethod
+    def _slot(slots, name, what, op_type):
+        if name in slots:
+            return list(slots[name])
+        # Paddle's slot names are capitalised (X, Y, Out); native ops record x, y, out
+        matches = [k for k in slots if k.lower() == str(name).lower()]
+        if len(matches) == 1:
+            return list(slots[matches[0]])
+        raise ValueError("{} {} cannot be found in operator {} (it has {})".format(
+            what, name, op_type, sorted(slots)))
+
+    def input(self, name):
+        """The names of the variables in input slot `name` (ValueError when the op has no such slot)."""
+        return self._slot(self._desc["inputs"], name, "Input", self.type)
+
+    def output(self, name):
+        return self._slot(self._desc["outputs"], name, "Output", self.type)
+
+    @property
+    def input_names(self):
+        return list(self._desc["inputs"])
+
+    @property
+    def output_names(self):
+        return list(self._desc["outputs"])
+
+    @property
+    def input_arg_names(self):
+        return [n for names in self._desc["inputs"].values() for n in names]
+
+    @property
+    def output_arg_names(self):
+        return [n for names in self._desc["outputs"].values() for n in names]
+
+    @property
+    def attr_names(self):
+        return list(self._desc["attrs"])
+
+    def has_attr(self, name):
+        return name in self._desc["attrs"]
+
+    def attr(self, name):
+        """The value of attribute `name` (ValueError when the op has none)."""
+        if name not in self._desc["attrs"]:
+            raise ValueError("Attribute {} is not found in operator {} (it has {})".format(
+                name, self.type, sorted(self._desc["attrs"])))
+        value = self._desc["attrs"][name]
+        if self._desc["attr_types"].get(name) == "BLOCK":  # Paddle gives the block, not its index
+            return self.block.program.block(value)
+        return value
+
+    def _block_attr_id(self, name):
+        """The index of the block a BLOCK attribute (sub_block) names."""
+        return self.attr(name).idx
+
+    def attr_type(self, name):
+        self.attr(name)
+        return self._desc["attr_types"][name]
+
+    def all_attrs(self):
+        return {k: self.attr(k) for k in self._desc["attrs"]}
+
+    def to_string(self, throw_on_error=False):
+        return _format_op(self._desc)
+
+    def __eq__(self, other):  # ops read at different times are one op when block, place and record agree
+        return (isinstance(other, Operator) and other.block is self.block and other.idx == self.idx
+                and other._desc == self._desc)
+
+    def __hash__(self):
+        return hash((id(self.block), self.idx))
+
+    def __str__(self):
+        return self.to_string()
+
+    __repr__ = __str__
 
 
 class Block:
-    """A view of one block of a Program: its variables and ops (as plain dicts)."""
+    """One block of a Program (Paddle's Block): its ops (Operator objects) and variables by name."""
 
     def __init__(self, program, idx):
         self.program = program
         self.idx = idx
 
+    def _desc(self):
+        return self.program.desc.block(self.idx)
+
     @property
     def ops(self):
-        return self.program.desc.block(self.idx)["ops"]
+        """The block's ops in order, as Operator objects (read afresh at each access)."""
+        return [Operator(self, i, d) for i, d in enumerate(self._desc()["ops"])]
 
     @property
     def vars(self):
-        return {v["name"]: v for v in self.program.desc.block(self.idx)["vars"]}
+        """{name: Variable} in declaration order: Parameters as the Parameter objects, the others as
+        symbolic tensors (entries that are not tensors, such as feed/fetch lists, as their names)."""
+        return {v["name"]: self._variable(v) for v in self._desc()["vars"]}
+
+    def _variable(self, v):
+        name = v["name"]
+        p = self.program._params.get(name)
+        if p is not None:
+            return p
+        if "dtype" not in v:
+            return name
+        b = self.program._builder
+        t = b.live_tensor(name)  # the tensor the program was built with, if alive
+        if t is not None and is_symbolic(t):
+            return t
+        prev = b.current_block
+        b.current_block = self.idx  # the builder looks variables up from its current block outwards
+        try:
+            return b.var(name)
+        finally:
+            b.current_block = prev
 
     @property
     def parent_idx(self):
-        return self.program.desc.block(self.idx)["parent_idx"]
+        return self._desc()["parent_idx"]
+
+    @property
+    def forward_block_idx(self):
+        return self._desc()["forward_block_idx"]
+
+    def _var_descs(self):
+        """{name: the variable's record as a dict} (name, type, dtype, shape, persistable, ...); private,
+        for readers that need the records rather than Variables (the executor's feed checks)."""
+        return {v["name"]: v for v in self._desc()["vars"]}
+
+    def _var_desc(self, name):
+        for v in self._desc()["vars"]:
+            if v["name"] == name:
+                return v
+        return None
 
     def var(self, name):
-        """The variable `name` as a symbolic tensor (ValueError when the block has none)."""
-        if name not in self.vars:
-            raise ValueError("block {} has no variable named '{}'".format(self.idx, name))
-        return self.program._builder.var(name)
+        """The variable `name` of this block (ValueError when the block has none)."""
+        if not isinstance(name, str):
+            raise TypeError("Block.var: name must be a str, got {}".format(type(name).__name__))
+        v = self._var_desc(name)
+        if v is None:
+            raise ValueError("var {} not in this block".format(name))
+        return self._variable(v)
 
     def has_var(self, name):
-        return name in self.vars
+        return self._var_desc(name) is not None
+
+    def _find_var_recursive(self, name):
+        b = self
+        while True:
+            v = b._var_desc(name)
+            if v is not None:
+                return b._variable(v)
+            if b.parent_idx < 0:
+                return None
+            b = self.program.block(b.parent_idx)
 
     def all_parameters(self):
-        return self.program.all_parameters()
+        names = {v["name"] for v in self._desc()["vars"]}
+        return [p for n, p in self.program._params.items() if n in names]
 
-    def __repr__(self):
-        return "Block(idx={}, {} vars, {} ops)".format(self.idx, len(self.vars), len(self.ops))
+    def iter_parameters(self):
+        return iter(self.all_parameters())
+
+    def create_var(self, name=None, shape=None, dtype=None, persistable=False, stop_gradient=True, **kwargs):
+        """A new variable of this block (Paddle's Block.create_var): a symbolic tensor."""
+        if self.idx != self.program._builder.current_block:
+            raise ValueError("Block.create_var: block {} is not the program's current block ({})".format(
+                self.idx, self.program._builder.current_block))
+        name = name or self.program._builder.unique_name("_generated_var")
+        shape = [-1 if d is None else int(d) for d in (shape or [])]
+        dtype = _C.to_dtype(dtype if dtype is not None else _C.get_default_dtype())
+        return self.program._builder.create_var(name, shape, dtype, persistable=bool(persistable),
+                                                stop_gradient=bool(stop_gradient))
+
+    def create_parameter(self, shape, dtype, name=None, attr=None, is_bias=False, default_initializer=None,
+                         initializer=None):
+        """A parameter used by this block's program (created with its initial value, as oar's static
+        parameters are; docs/static.md). `initializer` is Paddle's Block keyword for default_initializer."""
+        from ..framework.parameter import create_parameter as _cp
+        if initializer is not None and default_initializer is not None:
+            raise ValueError("Block.create_parameter: give initializer or default_initializer, not both")
+        p = _cp(shape, dtype, name=name, attr=attr, is_bias=is_bias,
+                default_initializer=initializer if initializer is not None else default_initializer)
+        self.program._bind_parameter(p)
+        return p
+
+    def to_string(self, throw_on_error=False, with_details=False):
+        return _format_block(self._desc())
+
+    def __str__(self):
+        return self.to_string()
+
+    __repr__ = __str__
 
 
 class Program:
@@ -99,7 +297,9 @@ class Program:
 
     def __init__(self, _desc=None):
         self._builder = _C._ProgramBuilder(_desc)
-        self.random_seed = 0
+        self._blocks = {}  # idx -> Block, so that global_block() is global_block()
+        _programs[self._builder._address] = self
+        self._random_seed = 0
         self._params = {}  # name -> Parameter used by the program (bound in advance as captures)
         self._is_test = False
         self._for_to_static = False
@@ -110,28 +310,48 @@ class Program:
     def desc(self):
         return self._builder.desc
 
+    @property
+    def random_seed(self):
+        """The program's seed (0: none); clone() keeps it."""
+        return self._random_seed
+
+    @random_seed.setter
+    def random_seed(self, seed):
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError("Program.random_seed must be an int, got {!r}".format(seed))
+        self._random_seed = seed
+
     def global_block(self):
-        return Block(self, 0)
+        return self.block(0)
 
     def block(self, index):
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError("Program.block: index must be an int, got {}".format(type(index).__name__))
+        if -self.num_blocks <= index < 0:  # as a list of blocks (Paddle's)
+            index += self.num_blocks
         if not 0 <= index < self.num_blocks:
-            raise ValueError("Program has {} blocks; no block {}".format(self.num_blocks, index))
-        return Block(self, index)
+            raise IndexError("Program.block: the program has {} block(s); no block {}".format(
+                self.num_blocks, index))
+        b = self._blocks.get(index)
+        if b is None:
+            b = self._blocks[index] = Block(self, index)
+        return b
 
     def current_block(self):
-        return Block(self, self._builder.current_block)
+        return self.block(self._builder.current_block)
 
     @property
     def num_blocks(self):
         return self.desc.num_blocks
 
-    def list_vars(self):
-        for i in range(self.num_blocks):
-            for name in self.block(i).vars:
-                yield self._builder.var(name) if self._is_tensor_var(i, name) else name
+    @property
+    def blocks(self):
+        return [self.block(i) for i in range(self.num_blocks)]
 
-    def _is_tensor_var(self, block, name):
-        return "dtype" in self.block(block).vars[name]
+    def list_vars(self):
+        """Every variable of every block, in order (as Block.vars gives them)."""
+        for b in self.blocks:
+            yield from b.vars.values()
 
     def all_parameters(self):
         """The parameters the program uses (Parameter objects)."""
@@ -198,10 +418,14 @@ class Program:
         return out
 
     def to_string(self, throw_on_error=False, with_details=False):
+        """The program as text (str(program)); Paddle's form is its protobuf dump, oar's the readable one."""
+        if not isinstance(throw_on_error, bool):
+            raise TypeError("Program.to_string: throw_on_error must be a bool, got {}".format(
+                type(throw_on_error).__name__))
         return str(self)
 
     def __str__(self):
-        return _format_program(self.desc)
+        return "\n".join(_format_block(self.desc.block(i)) for i in range(self.num_blocks))
 
     __repr__ = __str__
 
@@ -216,36 +440,89 @@ class Program:
 def _format_var(v):
     if "dtype" not in v:
         return "var {} : {}".format(v["name"], v["type"])
-    flags = []
-    if v["persistable"]:
-        flags.append("persist")
-    if v["is_parameter"]:
-        flags.append("param")
-    return "{}var {} : {}.shape({}).dtype({}){}".format(
-        "persist trainable param " if v["is_parameter"] else ("persist " if v["persistable"] else ""),
-        v["name"], v["type"], tuple(v["shape"]), v["dtype"].name, "")
+    prefix = "persist trainable param " if v["is_parameter"] else ("persist var " if v["persistable"] else "var ")
+    return "{}{} : {}.shape{}.dtype({}).stop_gradient({})".format(
+        prefix, v["name"], v["type"], tuple(v["shape"]), v["dtype"].name, v["stop_gradient"])
 
 
 def _format_op(op):
     outs = ", ".join("{}={}".format(k, v) for k, v in op["outputs"].items())
     ins = ", ".join("{}={}".format(k, v) for k, v in op["inputs"].items())
-    attrs = ", ".join("{}={!r}".format(k, v) for k, v in sorted(op["attrs"].items()) if k != "op_role")
-    return "{{{}}} = {}(inputs={{{}}}{})".format(outs, op["type"], ins, ", " + attrs if attrs else "")
+    attrs = ", ".join("{} = {!r}".format(k, v) for k, v in sorted(op["attrs"].items()))
+    return "{{{}}} = {}(inputs={{{}}}{})".format(outs, op["type"], ins,
+                                                 ", " + attrs if attrs else "")
 
 
-def _format_program(desc):
-    lines = []
-    for i in range(desc.num_blocks):
-        b = desc.block(i)
-        lines.append("{{ // block_idx:{}  parent_idx:{}  forward_idx:{}  backward_idx:-1".format(
-            i, b["parent_idx"], b["forward_block_idx"]))
-        for v in b["vars"]:
-            lines.append("    " + _format_var(v))
-        lines.append("")
-        for op in b["ops"]:
-            lines.append("    " + _format_op(op))
-        lines.append("}")
+def _format_block(b):
+    lines = ["{{ // block_idx:{}  parent_idx:{}  forward_idx:{}  backward_idx:-1".format(
+        b["idx"], b["parent_idx"], b["forward_block_idx"])]
+    lines += ["    " + _format_var(v) for v in b["vars"]]
+    lines.append("")
+    lines += ["    " + _format_op(op) for op in b["ops"]]
+    lines.append("}")
     return "\n".join(lines)
+
+
+# ---- Variable attributes Paddle's static Variable has (program variables are oar Tensors) -----------------
+_programs = weakref.WeakValueDictionary()  # builder _address -> Program (Variable.block)
+
+
+def _variable_block(t):
+    """The block declaring symbolic tensor `t` (its program's current block outwards); for a Parameter
+    of the default main program, its global block; None otherwise (a concrete tensor, a program gone)."""
+    if not is_symbolic(t):
+        from ..framework.parameter import Parameter
+        if not isinstance(t, Parameter):
+            return None
+        name = t.name
+        for prog in [_defaults["main"]] + list(_programs.values()):  # the default main program first
+            if prog._params.get(name) is t:
+                return prog.global_block()
+        return None
+    prog = _programs.get(_C._symbolic_builder(t))
+    if prog is None:
+        return None
+    name = _C._symbolic_name(t)
+    b = prog.current_block()
+    while True:
+        if b.has_var(name):
+            return b
+        if b.parent_idx < 0:
+            return None
+        b = prog.block(b.parent_idx)
+
+
+def _variable_op(t):
+    """The last op of its block writing symbolic tensor `t` (Paddle's Variable.op); None if none does."""
+    b = _variable_block(t)
+    if b is None:
+        return None
+    name = _C._symbolic_name(t)
+    for op in reversed(b.ops):
+        if name in op.output_arg_names:
+            return op
+    return None
+
+
+def _variable_desc(t):
+    b = _variable_block(t)
+    return b._var_desc(_C._symbolic_name(t)) if b is not None else None
+
+
+_tensor_persistable = _C.Tensor.persistable
+
+
+def _get_persistable(t):
+    if is_symbolic(t):  # a program variable's flag is its record's
+        v = _variable_desc(t)
+        if v is not None:
+            return v["persistable"]
+    return _tensor_persistable.fget(t)
+
+
+_C.Tensor.persistable = property(_get_persistable, _tensor_persistable.fset, doc=_tensor_persistable.__doc__)
+_C.Tensor.block = property(_variable_block, doc="A program variable's Block (None for a concrete tensor).")
+_C.Tensor.op = property(_variable_op, doc="The op that writes a program variable (None when none does).")
 
 
 # ---- the default programs and the guards ---------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The tensor op library (oar.tensor.*, re-exported at the top level as in Paddle) and the Tensor
 methods built from it."""
-from . import creation, linalg, logic, manipulation, math, random, search
+from . import array, creation, linalg, logic, manipulation, math, random, search
+from .array import array_length, array_read, array_write, create_array  # noqa: F401  (not top-level names)
 from .creation import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .logic import *  # noqa: F401,F403

@@ -30,6 +30,11 @@ def concat(x, axis=0, name=None):
     """Joins the tensors of the list `x` along `axis`."""
     if isinstance(axis, Tensor):
         axis = builtins.int(axis)
+    from .array import TensorArray
+    if isinstance(x, TensorArray):  # rows of the buffer joined along `axis`: stack there, merge two axes
+        st = stack(x, axis)
+        a = _axis(axis, st.ndim - 1, "concat")
+        return flatten(st, a, a + 1)
     return _concat(list(x), axis)
 
 
@@ -86,6 +91,8 @@ def flatten(x, start_axis=0, stop_axis=-1, name=None):
     n = 1
     for d in shape[s:e + 1]:
         n *= d
+    if any(d < 0 for d in shape[s:e + 1]):  # a program variable's unknown extent: reshape infers it
+        n = -1
     return _C._reshape(x, shape[:s] + [n] + shape[e + 1:])
 
 
@@ -140,6 +147,11 @@ def _int_list(v):
 
 def stack(x, axis=0, name=None):
     """Joins same-shaped tensors along a new axis."""
+    from .array import TensorArray
+    if isinstance(x, TensorArray):  # the array's buffer is already stacked on axis 0
+        buf = x._stacked("stack")
+        a = _axis(axis, buf.ndim, "stack")
+        return buf if a == 0 else transpose(buf, list(range(1, a + 1)) + [0] + list(range(a + 1, buf.ndim)))
     xs = list(x)
     if not xs:
         raise ValueError("stack: x must not be empty")

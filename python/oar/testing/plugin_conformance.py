@@ -711,14 +711,19 @@ def _collective_setup(ctx, kind, min_ranks=1):
                    "(docs/device_abi.md)".format(ctx.plugin))
     if kind not in have:
         raise Skip("plugin {} does not implement {}".format(ctx.plugin, kind))
-    # In-process ranks, one thread each (collectives.two_processes drives two processes), one per device:
-    # NCCL and the other real libraries run one rank per device, and a rank whose comm_init is refused
-    # would leave the others waiting in theirs. A single device gives a one-rank communicator.
-    nr = min(ctx.count, 4)
+    # In-process ranks, one thread each (collectives.two_processes drives two processes). Ranks share a
+    # device only where the plugin says they may (OAR_CAP_SHARED_DEVICE_RANKS): NCCL refuses a second rank
+    # on a GPU, and a rank whose comm_init is refused leaves the others waiting in theirs. Otherwise one
+    # rank per device; a single device gives a one-rank communicator.
+    nr = max(2, min(ctx.count, 4)) if _shared_device_ranks(ctx) else min(ctx.count, 4)
     if nr < min_ranks:
-        raise Skip("{} needs {} ranks, one per device; {} has {} device(s)".format(
-            kind, min_ranks, ctx.device_type, ctx.count))
+        raise Skip("{} needs {} ranks, one per device ({} does not let ranks share one); {} has {} device(s)".format(
+            kind, min_ranks, ctx.plugin, ctx.device_type, ctx.count))
     return nr
+
+
+def _shared_device_ranks(ctx):
+    return bool(_C.device_properties(ctx.place).get("shared_device_ranks"))
 
 
 def _rank_inputs(ctx, nranks, n):
@@ -872,7 +877,7 @@ sys.exit(1 if failed else 0)
 
 
 @check("collectives.two_processes")
-def check_two_processes(ctx, timeout=60.0, min_devices=2):
+def check_two_processes(ctx, timeout=60.0):
     """Every collective with two ranks in two processes, bootstrapped through the core's TCP store. A plugin
     whose ranks only meet in process memory fails here (within `timeout` seconds), not hangs."""
     import json
@@ -883,8 +888,9 @@ def check_two_processes(ctx, timeout=60.0, min_devices=2):
     if not have:
         raise Skip("plugin {} registers no collectives (no collective table); collectives are optional "
                    "(docs/device_abi.md)".format(ctx.plugin))
-    if ctx.count < min_devices:  # process r uses device r % count; NCCL refuses two ranks on one device
-        raise Skip("two processes need two devices, one rank on each; {} has {}".format(ctx.device_type, ctx.count))
+    if ctx.count < 2 and not _shared_device_ranks(ctx):  # process r uses device r % count
+        raise Skip("two processes need two devices, one rank on each ({} does not let ranks share one); {} has {}"
+                   .format(ctx.plugin, ctx.device_type, ctx.count))
     env = dict(os.environ)
     for k in ("PADDLE_MASTER", "MASTER_ADDR", "MASTER_PORT"):  # the children set their store explicitly
         env.pop(k, None)

@@ -41,6 +41,9 @@ struct AutogradMeta {
   // shape, dtype and place. Reading it (autograd::grad) makes the zeros; the next accumulation simply
   // stores the arriving gradient (0 + g) instead of running an add.
   bool grad_is_zero = false;
+  // stop_gradient set to False on an integer/bool leaf (Paddle allows it): remembered so that
+  // stop_gradient reads back False, but such a tensor never requires or receives a gradient.
+  bool keep_nondiff = false;
 };
 
 class GradNode {
@@ -97,6 +100,8 @@ namespace autograd {
 inline bool differentiable_dtype(DType d) { return is_floating(d) || is_complex(d); }
 bool requires_grad(const Tensor& t);
 void set_requires_grad(const Tensor& t, bool value);  // only on leaves
+// Paddle's stop_gradient: !requires_grad, except for a non-differentiable leaf set to False.
+bool stop_gradient(const Tensor& t);
 bool is_leaf(const Tensor& t);
 Tensor grad(const Tensor& t);  // undefined when none accumulated
 void clear_grad(const Tensor& t, bool set_to_zero = false);

@@ -299,6 +299,42 @@ def _layer_class():
         return None
 
 
+_CONTAINER_WRITES = ("append", "extend", "insert", "__setitem__", "update", "setdefault")
+
+
+def _noting_container_write(method):
+    """A list/dict method called while a tensor loop is recorded: notes where each program variable put
+    in the container came from, so that using it after the loop (where it has no value) gets an error
+    naming that line (StaticFunction checks the program, oar.jit.api._check_loop_values)."""
+    import sys
+
+    def write(*args, **kwargs):
+        frame = sys._getframe(1)
+        where = "{}:{} ({}.{})".format(frame.f_code.co_filename, frame.f_lineno, type(method.__self__).__name__,
+                                       method.__name__)
+        oar_c = _oar_c()
+        stack = list(args) + list(kwargs.values())
+        while stack:
+            a = stack.pop()
+            if isinstance(a, (list, tuple)):
+                stack.extend(a)
+            elif isinstance(a, dict):
+                stack.extend(a.values())
+            elif oar_c is not None and isinstance(a, oar_c.Tensor) and oar_c._is_symbolic(a):
+                _jst_module._LOOP_CONTAINER_WRITES[oar_c._symbolic_name(a)] = where
+        return method(*args, **kwargs)
+
+    return write
+
+
+def _oar_c():
+    try:
+        from ... import _C
+        return _C
+    except ImportError:
+        return None
+
+
 def convert_call(func):
     """The callable converted code calls in place of func: the converted form of user functions, methods,
     layers' forward and callable objects; oar's converting builtins for print/len/isinstance/range/
@@ -312,6 +348,9 @@ def convert_call(func):
         mapped = None
     if mapped is not None:
         return mapped
+    if isinstance(func, types.BuiltinMethodType) and type(getattr(func, "__self__", None)) in (list, dict) \
+            and func.__name__ in _CONTAINER_WRITES and _jst_module._STATIC_LOOP_DEPTH[0]:
+        return _noting_container_write(func)
     if getattr(func, _NOT_TO_STATIC, False) or getattr(func, _CONVERTED, False):
         return func
     if isinstance(func, types.FunctionType):

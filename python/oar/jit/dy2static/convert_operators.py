@@ -243,6 +243,7 @@ def convert_while_loop(cond_fn, body_fn, get_args, set_args, return_name_ids):
     while True:
         if is_symbolic(pred):
             # A condition that is (or became) symbolic runs the remaining iterations as a static loop.
+            _lists_to_arrays(body_fn)
             _run_static_while(cond_fn, body_fn, get_args, set_args, return_name_ids)
             return None
         if not pred:
@@ -254,6 +255,54 @@ def convert_while_loop(cond_fn, body_fn, get_args, set_args, return_name_ids):
 def _carried(value):
     oar = _oar()
     return is_symbolic(value) or isinstance(value, (oar.Tensor, bool, int, float))
+
+
+_LIST_WRITES = ("append", "extend")
+_STATIC_LOOP_DEPTH = [0]         # tensor loops being recorded (convert_call notes container writes in them)
+_LOOP_CONTAINER_WRITES = {}      # program variable name -> "file:line (list.append)" of such a write
+
+
+def _appended_names(code, found):
+    """Names of closure variables whose .append/.extend the code (or code nested in it) calls."""
+    import dis
+    prev = None
+    for ins in dis.get_instructions(code):
+        if prev is not None and prev.opname == "LOAD_DEREF" and ins.opname in ("LOAD_ATTR", "LOAD_METHOD") \
+                and ins.argval in _LIST_WRITES:
+            found.add(prev.argval)
+        # `out += [...]` (BINARY_OP += on 3.11+, INPLACE_ADD before) stored back into the variable
+        if prev is not None and ins.opname == "STORE_DEREF" and (
+                prev.opname == "INPLACE_ADD" or (prev.opname == "BINARY_OP" and prev.argrepr == "+=")):
+            found.add(ins.argval)
+        prev = ins
+    for c in code.co_consts:
+        if inspect.iscode(c):
+            _appended_names(c, found)
+    return found
+
+
+def _lists_to_arrays(body_fn):
+    """Python lists of tensors that a static loop's body appends to become tensor arrays (in the
+    enclosing function's own variable cell), as Paddle does: a list appended to once per recorded
+    iteration would otherwise hold only the sub-block variables of the single recording."""
+    code = getattr(body_fn, "__code__", None)
+    cells = getattr(body_fn, "__closure__", None)
+    if code is None or not cells:
+        return
+    names = _appended_names(code, set())
+    if not names:
+        return
+    from ...tensor.array import TensorArray
+    oar = _oar()
+    for name, cell in zip(code.co_freevars, cells):
+        if name not in names:
+            continue
+        try:
+            value = cell.cell_contents
+        except ValueError:  # not yet bound
+            continue
+        if type(value) is list and all(isinstance(v, oar.Tensor) for v in value):
+            cell.cell_contents = TensorArray(None, value)
 
 
 def _run_static_while(cond_fn, body_fn, get_args, set_args, names, counter=None):
@@ -298,7 +347,11 @@ def _run_static_while(cond_fn, body_fn, get_args, set_args, names, counter=None)
             res = [counter[1](vals[0])] + res
         return res
 
-    outs = _static_nn().while_loop(cond, body, loop_vars)
+    _STATIC_LOOP_DEPTH[0] += 1
+    try:
+        outs = _static_nn().while_loop(cond, body, loop_vars)
+    finally:
+        _STATIC_LOOP_DEPTH[0] -= 1
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     if len(outs) != len(loop_vars):
         raise Dy2StaticError("oar.static.nn.while_loop returned {} values for {} loop variables".format(
@@ -366,6 +419,7 @@ def convert_for_loop(iterable, body_fn, get_args, set_args, return_name_ids, bre
 
 def _run_static_for(iterable, body_fn, get_args, set_args, names, break_fn):
     oar = _oar()
+    _lists_to_arrays(body_fn)
     start_off = 0
     if isinstance(iterable, _SymbolicRange):
         start, stop, step = iterable.start, iterable.stop, iterable.step
@@ -474,6 +528,10 @@ def convert_assert(cond, message_fn=None):
 
 def convert_len(x):
     """len(); the first dimension of a symbolic tensor (a tensor when that dimension is unknown)."""
+    from ...tensor.array import TensorArray, _static_len_here, array_length
+    if isinstance(x, TensorArray):
+        n = _static_len_here(x)
+        return n if n is not None else array_length(x)
     if is_symbolic(x):
         shape = x.shape
         if not shape:

@@ -1,11 +1,13 @@
 """linear, bilinear, the dropout family, embedding, one_hot, label_smooth, cosine_similarity,
 pairwise_distance (composites of existing ops)."""
+import math
+
 from ... import _C
 from ...static import program as _static
 from ...tensor.creation import _run_shape
 
 __all__ = ["linear", "bilinear", "dropout", "dropout2d", "dropout3d", "alpha_dropout", "embedding", "one_hot",
-           "label_smooth", "cosine_similarity", "pairwise_distance"]
+           "label_smooth", "cosine_similarity", "pairwise_distance", "sequence_mask", "class_center_sample"]
 
 _matmul = _C.Op("matmul", "transpose_x", "transpose_y")
 _cast = _C.Op("cast", "dtype")
@@ -62,17 +64,28 @@ def bilinear(x1, x2, weight, bias=None, name=None):
 
 
 def _check_p(op, p):
-    if not isinstance(p, (int, float)) or isinstance(p, bool):
+    """The dropout probability as a float. Paddle also takes a one-element Tensor (its value is read
+    here, so it must be concrete: a variable of a static program has no value yet)."""
+    if isinstance(p, _C.Tensor):
+        if _static.is_symbolic(p):
+            raise TypeError("{}: p must be a float or a Tensor with a value, got the program variable {!r}"
+                            .format(op, p.name))
+        if p.size != 1:
+            raise ValueError("{}: p must be a float or a one-element Tensor, got a Tensor of shape {}".format(
+                op, p.shape))
+        p = float(p.reshape([]).item())
+    elif not isinstance(p, (int, float)) or isinstance(p, bool):
         raise TypeError("{}: p must be a float, got {}".format(op, type(p).__name__))
-    if p < 0 or p > 1:
+    if not 0 <= p <= 1:
         raise ValueError("{}: p must be in [0, 1], got {}".format(op, p))
+    return p
 
 
 def dropout(x, p=0.5, axis=None, training=True, mode="upscale_in_train", name=None):
     """Zeroes elements with probability p. mode 'upscale_in_train' scales the kept ones by 1 / (1 - p) in
     training and is the identity in evaluation; 'downscale_in_infer' keeps them unscaled in training and
     multiplies by (1 - p) in evaluation. `axis` (int or list) shares the mask along the other axes."""
-    _check_p("dropout", p)
+    p = _check_p("dropout", p)
     if mode not in ("upscale_in_train", "downscale_in_infer"):
         raise ValueError("dropout: mode must be 'upscale_in_train' or 'downscale_in_infer', got {!r}".format(mode))
     if not training:
@@ -121,7 +134,7 @@ def dropout3d(x, p=0.5, training=True, data_format="NCDHW", name=None):
 def alpha_dropout(x, p=0.5, training=True, name=None):
     """Dropout for selu networks: dropped elements become selu's negative saturation value and the result
     is rescaled to keep zero mean and unit variance."""
-    _check_p("alpha_dropout", p)
+    p = _check_p("alpha_dropout", p)
     if not training or p == 0:
         return x
     alpha = 1.6732632423543772848170429916717
@@ -149,7 +162,7 @@ def embedding(x, weight, padding_idx=None, sparse=False, name=None):
         if padding_idx < 0:
             padding_idx += n
     flat = x.reshape([-1])
-    if flat.shape[0] > 0:
+    if flat.shape[0] > 0 and not _static.is_symbolic(flat):  # a program variable has no values to check yet
         lo, hi = int(_min(flat, [], False).item()), int(_max(flat, [], False).item())
         if lo < 0 or hi >= n:
             raise IndexError("embedding: ids must be in [0, {}), got values in [{}, {}]".format(n, lo, hi))
@@ -167,7 +180,7 @@ def one_hot(x, num_classes, name=None):
     num_classes = int(num_classes)
     if num_classes <= 0:
         raise ValueError("one_hot: num_classes must be positive, got {}".format(num_classes))
-    if x.size > 0:
+    if x.size > 0 and not _static.is_symbolic(x):  # a program variable has no values to check yet
         lo, hi = int(_min(x, [], False).item()), int(_max(x, [], False).item())
         if lo < 0 or hi >= num_classes:
             raise ValueError("one_hot: values of x must be in [0, {}), got values in [{}, {}]"
@@ -209,3 +222,69 @@ def pairwise_distance(x, y, p=2.0, epsilon=1e-6, keepdim=False, name=None):
     if p == 0:
         return _sum(_cast(d != 0, d.dtype), [-1], keepdim)
     return _pow(_sum(_pow(_abs(d), _const([], p, d)), [-1], keepdim), _const([], 1.0 / p, d))
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """mask[..., j] = j < x[...]: one row of maxlen entries per length in x (an integer tensor). maxlen
+    defaults to max(x); it may be an int or a one-element tensor."""
+    from ...tensor.creation import arange
+    # Paddle also takes float lengths (mask[..., j] = j < x)
+    if not isinstance(x, _C.Tensor) or x.dtype not in (_C.int32, _C.int64, _C.float32, _C.float64):
+        raise TypeError("sequence_mask: x must be an int32, int64, float32 or float64 Tensor, got {}".format(
+            getattr(x, "dtype", type(x).__name__)))
+    if maxlen is None:
+        if _static.is_symbolic(x):
+            raise ValueError("sequence_mask: maxlen is needed for the program variable {!r} "
+                             "(its largest value is not known while the program is built)".format(x.name))
+        maxlen = int(math.ceil(x.max().item())) if x.size > 0 else 0
+    elif isinstance(maxlen, _C.Tensor):
+        if _static.is_symbolic(maxlen) or maxlen.size != 1:
+            raise TypeError("sequence_mask: maxlen must be an int or a one-element Tensor with a value")
+        maxlen = int(maxlen.reshape([]).item())
+    if isinstance(maxlen, bool) or not isinstance(maxlen, int) or maxlen < 0:
+        raise ValueError("sequence_mask: maxlen must be a non-negative int, got {!r}".format(maxlen))
+    steps = arange(0, maxlen, dtype=x.dtype)
+    if x.place != steps.place:
+        steps = steps.to(x.place)
+    return _cast(steps < x.unsqueeze(-1), dtype)
+
+
+def class_center_sample(label, num_classes, num_samples, group=None):
+    """PartialFC's class sampling: every class present in `label` (sorted) plus, when those are fewer than
+    num_samples, distinct random other classes up to num_samples. Returns (label remapped to positions in
+    the sampled list, the sampled class ids). The result's size depends on the values, so it runs eagerly
+    (not inside a static program)."""
+    import numpy as np
+    from ...tensor.creation import to_tensor
+    from ...tensor.random import randperm
+    if group is not None:
+        raise NotImplementedError("class_center_sample: group (model parallelism) is not supported")
+    if not isinstance(label, _C.Tensor) or label.dtype not in (_C.int32, _C.int64):
+        raise TypeError("class_center_sample: label must be an int32 or int64 Tensor, got {}".format(
+            getattr(label, "dtype", type(label).__name__)))
+    if _static.is_symbolic(label):
+        raise ValueError("class_center_sample: the number of sampled classes depends on the values of "
+                         "label; it cannot run inside a static program")
+    for what, v in (("num_classes", num_classes), ("num_samples", num_samples)):
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise ValueError("class_center_sample: {} must be a positive int, got {!r}".format(what, v))
+    if num_samples > num_classes:
+        raise ValueError("class_center_sample: num_samples ({}) must not exceed num_classes ({})".format(
+            num_samples, num_classes))
+    if label.ndim != 1 or label.shape[0] == 0:
+        raise ValueError("class_center_sample: label must be a non-empty 1-D Tensor, got shape {}".format(label.shape))
+    lab = label._numpy_view() if hasattr(label, "_numpy_view") else label.numpy()
+    if lab.min() < 0 or lab.max() >= num_classes:
+        raise ValueError("class_center_sample: label values must be in [0, {}), got values in [{}, {}]".format(
+            num_classes, int(lab.min()), int(lab.max())))
+    positives = np.unique(lab)  # sorted
+    sampled = positives
+    if len(positives) < num_samples:
+        is_pos = np.zeros(num_classes, bool)
+        is_pos[positives] = True
+        negatives = np.flatnonzero(~is_pos)
+        order = randperm(len(negatives), dtype="int64").numpy()  # the global generator: oar.seed applies
+        sampled = np.concatenate([positives, negatives[order[:num_samples - len(positives)]]])
+    remapped = np.searchsorted(positives, lab)
+    return (to_tensor(remapped.astype(lab.dtype), place=label.place),
+            to_tensor(sampled.astype(lab.dtype), place=label.place))

@@ -4,13 +4,15 @@ cross_entropy with hard labels runs the fused softmax_cross_entropy kernel (one 
 loss = logsumexp - x[label]; backward softmax - onehot). The other losses are composites.
 """
 from ... import _C
+from ...static import program as _static_program
 
 __all__ = [
     "cross_entropy", "softmax_with_cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss",
     "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss", "sigmoid_focal_loss",
     "square_error_cost", "log_loss", "soft_margin_loss", "poisson_nll_loss", "multi_label_soft_margin_loss",
-    "multi_margin_loss", "gaussian_nll_loss", "dice_loss", "triplet_margin_with_distance_loss",
+    "multi_margin_loss", "gaussian_nll_loss", "dice_loss", "triplet_margin_with_distance_loss", "npair_loss",
+    "ctc_loss",
 ]
 
 _softmax_ce = _C.Op("softmax_cross_entropy", "ignore_index")
@@ -134,14 +136,14 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
         valid = _cast(lab != int(ignore_index), input.dtype) if need_valid else None
         if use_softmax:
             loss = _softmax_ce(x2, lab, int(ignore_index))[0]
-        else:  # -log p[label]; ignored rows select 1 (log 1 = 0)
-            loss = -_log(_select(x2, lab, c) + (1.0 - valid))
+        else:  # -log p[label]; ignored rows take log 1 = 0 (their label may be a valid class: ignore_index >= 0)
+            loss = -_log(_select(x2, lab, c) * valid + (1.0 - valid))
         if weight is not None:
             safe = _where(lab != int(ignore_index), lab, _fill([], 0.0, lab.dtype, place=lab.place))
             w = _index_select(weight, safe, 0) * valid
             loss = loss * w
             denom = _sum(w, [], False)
-        elif ignore_index >= 0:
+        elif ignore_index >= 0 and reduction == "mean":
             denom = _sum(valid, [], False)
         else:  # Paddle: a negative ignore_index is not counted out of the mean
             denom = None
@@ -225,8 +227,12 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
         raise ValueError("nll_loss: input must be at least 2-D [N, C, ...], got shape {}".format(input.shape))
     c = input.shape[1]
     want = [input.shape[0]] + list(input.shape[2:])
+    if input.ndim == 2 and list(label.shape) == want + [1]:
+        label = label.reshape(want)  # Paddle takes [N, 1] labels for a [N, C] input
     if list(label.shape) != want:
-        raise ValueError("nll_loss: label.shape {} must be {} for input.shape {}".format(
+        # Paddle 2.6 also runs with other shapes (it reads the first N label values); oar refuses them
+        # rather than guess.
+        raise ValueError("nll_loss: label.shape {} must be {} (or [N, 1] for a 2-D input) for input.shape {}".format(
             label.shape, want, input.shape))
     if not _is_int(label):
         raise TypeError("nll_loss: label.dtype must be int32 or int64, got {}".format(label.dtype))
@@ -235,7 +241,7 @@ def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", nam
     x2 = _move_axis_last(input, 1).reshape([-1, c])
     lab = label.reshape([-1])
     valid_b = lab != int(ignore_index)
-    if lab.shape[0] > 0:
+    if lab.shape[0] > 0 and not _static_program.is_symbolic(lab):  # a program variable has no values yet
         safe = _where(valid_b, lab, _fill([], 0.0, lab.dtype, place=lab.place))
         lo, hi = int(_min(safe, [], False).item()), int(_max(safe, [], False).item())
         if lo < 0 or hi >= c:
@@ -495,3 +501,89 @@ def triplet_margin_with_distance_loss(input, positive, negative, distance_functi
     if swap:
         dn = _min(_C.Op("concat", "axis")([dn.unsqueeze(0), dist(positive, negative).unsqueeze(0)], 0), [0], False)
     return _reduce(_relu(dp - dn + float(margin)), reduction)
+
+
+def npair_loss(anchor, positive, labels, l2_reg=0.002):
+    """N-pair loss (Sohn 2016), as Paddle computes it: softmax cross-entropy of the similarity rows
+    anchor @ positive^T against the soft targets "same label" (each row normalized to sum 1), averaged
+    over the batch, plus l2_reg / 4 * (mean ||anchor_i||^2 + mean ||positive_i||^2)."""
+    for what, t in (("anchor", anchor), ("positive", positive)):
+        if t.ndim != 2:
+            raise ValueError("npair_loss: {} must be 2-D [batch, dim], got shape {}".format(what, t.shape))
+    if list(anchor.shape) != list(positive.shape):
+        raise ValueError("npair_loss: anchor.shape {} must equal positive.shape {}".format(anchor.shape, positive.shape))
+    n = anchor.shape[0]
+    if labels.size != n:
+        raise ValueError("npair_loss: labels must hold one value per row ({}), got shape {}".format(n, labels.shape))
+    lab = labels.reshape([n, 1])
+    same = _cast(lab == lab.reshape([1, n]), anchor.dtype)
+    targets = same / _sum(same, [1], True)
+    l2 = (_sum(anchor * anchor, [], False) + _sum(positive * positive, [], False)) / float(n)
+    sim = anchor.matmul(positive, transpose_y=True)
+    ce = -_sum(targets * _log_softmax(sim, -1), [1], False)
+    return l2 * (0.25 * float(l2_reg)) + _sum(ce, [], False) / float(n)
+
+
+def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction="mean", norm_by_times=False):
+    """Connectionist temporal classification loss, -log p(labels | inputs) summed over all alignments.
+
+    log_probs [T, N, C] are unscaled logits (softmax is applied here, as in Paddle), labels [N, S] padded
+    label ids, input_lengths / label_lengths [N]. The forward (alpha) recursion runs in log space over the
+    extended label (blanks between and around the labels) with ordinary ops, so autograd gives the
+    gradient. reduction 'mean' divides each loss by its label length before averaging, as Paddle does."""
+    import oar as _o
+    _check_reduction("ctc_loss", reduction)
+    if norm_by_times:
+        raise NotImplementedError("ctc_loss: norm_by_times=True (which only rescales Paddle's gradient) is not supported")
+    if log_probs.ndim != 3:
+        raise ValueError("ctc_loss: log_probs must be 3-D [T, N, C], got shape {}".format(log_probs.shape))
+    t_max, n, c = log_probs.shape
+    if labels.ndim != 2 or labels.shape[0] != n:
+        raise ValueError("ctc_loss: labels must be [N={}, S], got shape {}".format(n, labels.shape))
+    for what, v in (("input_lengths", input_lengths), ("label_lengths", label_lengths)):
+        if list(v.shape) != [n]:
+            raise ValueError("ctc_loss: {} must have shape [{}], got {}".format(what, n, v.shape))
+    if not 0 <= blank < c:
+        raise ValueError("ctc_loss: blank must be in [0, {}), got {}".format(c, blank))
+    if not _is_int(labels):
+        raise TypeError("ctc_loss: labels must be int32 or int64, got {}".format(labels.dtype))
+    s_max = labels.shape[1]
+    width = 2 * s_max + 1
+    dt = log_probs.dtype
+    neg = -1e30  # log(0) stand-in: finite, so exp/where give clean gradients
+    lp = _log_softmax(log_probs, 2)
+    lab = labels.astype("int64")
+    # extended label: blank, l1, blank, l2, ..., blank
+    ext = _o.stack([_o.full_like(lab, blank), lab], axis=2).reshape([n, 2 * s_max])
+    ext = _o.concat([ext, _o.full([n, 1], blank, dtype="int64")], axis=1)
+    pos = _o.arange(0, width, dtype="int64").reshape([1, width])
+    lab_len = label_lengths.astype("int64").reshape([n, 1])
+    in_len = input_lengths.astype("int64").reshape([n, 1])
+    valid = pos < 2 * lab_len + 1
+    prev2 = _o.concat([_o.full([n, 2], blank, dtype="int64"), ext[:, :-2]], axis=1)
+    skip_ok = (ext != blank) & (ext != prev2) & (pos >= 2)
+    neg_t = _o.full([n, width], neg, dtype=dt)
+    pad1 = _o.full([n, 1], neg, dtype=dt)
+    pad2 = _o.full([n, 2], neg, dtype=dt)
+
+    def emit(t):
+        return _o.take_along_axis(lp[t], ext, axis=1)
+
+    alpha = _o.where(valid & (pos < 2), emit(0), neg_t)
+    for t in range(1, t_max):
+        a1 = _o.concat([pad1, alpha[:, :-1]], axis=1)
+        a2 = _o.where(skip_ok, _o.concat([pad2, alpha[:, :-2]], axis=1), neg_t)
+        m = _o.maximum(_o.maximum(alpha, a1), a2)
+        new = m + _o.log(_o.exp(alpha - m) + _o.exp(a1 - m) + _o.exp(a2 - m)) + emit(t)
+        new = _o.where(valid, new, neg_t)
+        alpha = _o.where(in_len > t, new, alpha)
+    last = _o.take_along_axis(alpha, 2 * lab_len, axis=1)
+    before = _o.where(lab_len > 0, _o.take_along_axis(alpha, _o.maximum(2 * lab_len - 1, _o.zeros_like(lab_len)),
+                                                        axis=1), _o.full([n, 1], neg, dtype=dt))
+    m = _o.maximum(last, before)
+    loss = -(m + _o.log(_o.exp(last - m) + _o.exp(before - m))).reshape([n])
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return (loss / label_lengths.astype(dt)).mean()

@@ -11,7 +11,7 @@ from .conv import _channel_last, _explicit_padding, _ntuple, _to_first, _to_last
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
-           "adaptive_max_pool2d", "adaptive_max_pool3d"]
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 _max_pool = _C.Op("max_pool")
 _avg_pool = _C.Op("avg_pool")
@@ -133,3 +133,48 @@ def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
 
 def adaptive_max_pool3d(x, output_size, return_mask=False, name=None):
     return _adaptive_nd(3, "adaptive_max_pool3d", x, output_size, "NCDHW", True, return_mask)
+
+
+def _max_unpool_nd(nd, op, x, indices, kernel_size, stride, padding, data_format, output_size):
+    """Scatters x back to the positions `indices` (max_pool's flat in-plane indices) of a zero map."""
+    from ...tensor.manipulation import put_along_axis
+    fmt = ("NCL", "NCHW", "NCDHW")[nd - 1]
+    if data_format != fmt:
+        raise ValueError("{}: data_format must be {!r}, got {!r}".format(op, fmt, data_format))
+    if x.ndim != nd + 2:
+        raise ValueError("{}: x must be {}-D, got shape {}".format(op, nd + 2, x.shape))
+    if list(indices.shape) != list(x.shape):
+        raise ValueError("{}: indices.shape {} must equal x.shape {}".format(op, indices.shape, x.shape))
+    if indices.dtype not in (_C.int32, _C.int64):
+        raise TypeError("{}: indices must be int32 or int64, got {}".format(op, indices.dtype))
+    ks = _ntuple(kernel_size, nd, "kernel_size", op)
+    st = ks if stride is None else _ntuple(stride, nd, "stride", op)
+    pd = _ntuple(padding, nd, "padding", op)
+    n, c = x.shape[:2]
+    if output_size is None:
+        out_sp = [(i - 1) * s - 2 * p + k for i, s, p, k in zip(x.shape[2:], st, pd, ks)]
+    else:
+        out_sp = [int(v) for v in list(output_size)[-nd:]]
+        if len(out_sp) != nd:
+            raise ValueError("{}: output_size must list {} spatial sizes, got {!r}".format(op, nd, output_size))
+    if any(v <= 0 for v in out_sp):
+        raise ValueError("{}: the output size {} must be positive".format(op, out_sp))
+    flat = 1
+    for v in out_sp:
+        flat *= v
+    zeros = _C.Op("fill", "shape", "value", "dtype")([n, c, flat], 0.0, x.dtype, place=x.place)
+    idx = indices.reshape([n, c, -1]).astype("int64")
+    out = put_along_axis(zeros, idx, x.reshape([n, c, -1]), 2, broadcast=False)
+    return out.reshape([n, c] + out_sp)
+
+
+def max_unpool1d(x, indices, kernel_size, stride=None, padding=0, data_format="NCL", output_size=None, name=None):
+    return _max_unpool_nd(1, "max_unpool1d", x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, data_format="NCHW", output_size=None, name=None):
+    return _max_unpool_nd(2, "max_unpool2d", x, indices, kernel_size, stride, padding, data_format, output_size)
+
+
+def max_unpool3d(x, indices, kernel_size, stride=None, padding=0, data_format="NCDHW", output_size=None, name=None):
+    return _max_unpool_nd(3, "max_unpool3d", x, indices, kernel_size, stride, padding, data_format, output_size)

@@ -15,7 +15,7 @@ from .conv import _ntuple, _to_first, _to_last
 from .pooling import _adaptive_nd
 
 __all__ = ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "unfold", "fold",
-           "grid_sample", "affine_grid"]
+           "grid_sample", "affine_grid", "temporal_shift"]
 
 _interp = _C.Op("interpolate")
 _unfold = _C.Op("unfold")
@@ -207,3 +207,29 @@ def affine_grid(theta, out_shape, align_corners=True, name=None):
     b = to_tensor(base, dtype=theta.dtype, place=theta.place)
     grid = _matmul(b, theta, transpose_y=1)  # [N, H*W, 2]
     return reshape(grid, [n, h, w, 2])
+
+
+def temporal_shift(x, seg_num, shift_ratio=0.25, name=None, data_format="NCHW"):
+    """TSM's shift of x [N*T, C, H, W] (T = seg_num) along time: the first C*shift_ratio channels take the
+    previous frame's values, the next C*shift_ratio the next frame's (zeros past either end), the rest stay."""
+    from ...tensor.manipulation import concat
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError("temporal_shift: data_format must be 'NCHW' or 'NHWC', got {!r}".format(data_format))
+    if x.ndim != 4:
+        raise ValueError("temporal_shift: x must be 4-D, got shape {}".format(x.shape))
+    if isinstance(seg_num, bool) or not isinstance(seg_num, int) or seg_num <= 0:
+        raise ValueError("temporal_shift: seg_num must be a positive int, got {!r}".format(seg_num))
+    if not 0 < shift_ratio <= 0.5:
+        raise ValueError("temporal_shift: shift_ratio must be in (0, 0.5], got {}".format(shift_ratio))
+    if x.shape[0] % seg_num:
+        raise ValueError("temporal_shift: the batch {} must be a multiple of seg_num {}".format(x.shape[0], seg_num))
+    if data_format == "NHWC":
+        x = x.transpose([0, 3, 1, 2])
+    nt, c, h, w = x.shape
+    c1, c2 = int(c * shift_ratio), int(c * 2 * shift_ratio)
+    v = x.reshape([nt // seg_num, seg_num, c, h, w])
+    zero = v[:, :1] * 0.0
+    back = concat([zero[:, :, :c1], v[:, :-1, :c1]], axis=1)  # frame t gets t - 1
+    fwd = concat([v[:, 1:, c1:c2], zero[:, :, c1:c2]], axis=1)  # frame t gets t + 1
+    out = concat([back, fwd, v[:, :, c2:]], axis=2).reshape([nt, c, h, w])
+    return out.transpose([0, 2, 3, 1]) if data_format == "NHWC" else out

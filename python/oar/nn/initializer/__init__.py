@@ -108,8 +108,7 @@ class Uniform(Initializer):
 
 class Normal(Initializer):
     def __init__(self, mean=0.0, std=1.0, name=None):
-        if std < 0:
-            raise ValueError("Normal: std must be >= 0, got {}".format(std))
+        # A negative std is accepted, as in Paddle: mean + std * z, the same law as with |std|.
         self.mean, self.std = float(mean), float(std)
 
     def _init(self, p):

@@ -154,7 +154,7 @@ class Dropout(Layer):
 
     def __init__(self, p=0.5, axis=None, mode="upscale_in_train", name=None):
         super().__init__()
-        F.common._check_p("Dropout", p)
+        p = F.common._check_p("Dropout", p)
         if mode not in ("upscale_in_train", "downscale_in_infer"):
             raise ValueError("Dropout: mode must be 'upscale_in_train' or 'downscale_in_infer', got {!r}".format(mode))
         self.p = p
@@ -174,7 +174,7 @@ class Dropout2D(Layer):
 
     def __init__(self, p=0.5, data_format="NCHW", name=None):
         super().__init__()
-        F.common._check_p("Dropout2D", p)
+        p = F.common._check_p("Dropout2D", p)
         self.p = p
         self.data_format = data_format
         self.name = name
@@ -191,7 +191,7 @@ class Dropout3D(Layer):
 
     def __init__(self, p=0.5, data_format="NCDHW", name=None):
         super().__init__()
-        F.common._check_p("Dropout3D", p)
+        p = F.common._check_p("Dropout3D", p)
         self.p = p
         self.data_format = data_format
         self.name = name
@@ -208,7 +208,7 @@ class AlphaDropout(Layer):
 
     def __init__(self, p=0.5, name=None):
         super().__init__()
-        F.common._check_p("AlphaDropout", p)
+        p = F.common._check_p("AlphaDropout", p)
         self.p = p
         self.name = name
 
@@ -242,9 +242,11 @@ class _PadNd(Layer):
         self._name = name
 
     def forward(self, x):
-        if x.ndim != self._n_dim + 2:
-            raise ValueError("{}: the input must be {}-D, got shape {}".format(type(self).__name__, self._n_dim + 2,
-                                                                               x.shape))
+        # As in Paddle, data_format (not the class) decides the input's rank: Pad3D(data_format="NCL")
+        # pads a 3-D input.
+        if x.ndim != len(self._data_format):
+            raise ValueError("{}: data_format {} needs a {}-D input, got shape {}".format(
+                type(self).__name__, self._data_format, len(self._data_format), x.shape))
         return F.pad(x, pad=self.padding, mode=self._mode, value=self.value, data_format=self._data_format,
                      name=self._name)
 

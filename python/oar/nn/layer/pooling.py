@@ -3,7 +3,7 @@ from .. import functional as F
 from .layers import Layer
 
 __all__ = ["AvgPool1D", "AvgPool2D", "AvgPool3D", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AdaptiveAvgPool1D",
-           "AdaptiveAvgPool2D", "AdaptiveAvgPool3D", "AdaptiveMaxPool1D", "AdaptiveMaxPool2D", "AdaptiveMaxPool3D"]
+           "AdaptiveAvgPool2D", "AdaptiveAvgPool3D", "AdaptiveMaxPool1D", "AdaptiveMaxPool2D", "AdaptiveMaxPool3D", "MaxUnPool1D", "MaxUnPool2D", "MaxUnPool3D"]
 
 
 def _check_rank(layer, x, nd):
@@ -236,3 +236,34 @@ class AdaptiveMaxPool2D(_AdaptiveMaxPoolNd):
 class AdaptiveMaxPool3D(_AdaptiveMaxPoolNd):
     """Max pooling to a fixed [D, H, W] (NCDHW)."""
     _nd, _fn = 3, staticmethod(F.adaptive_max_pool3d)
+
+
+class _MaxUnPoolNd(Layer):
+    """The inverse of MaxPoolND(return_mask=True): puts each value back at its recorded index, zeros elsewhere."""
+    _fn, _fmt = None, None
+
+    def __init__(self, kernel_size, stride=None, padding=0, data_format=None, output_size=None, name=None):
+        super().__init__()
+        self.ksize, self.stride, self.padding = kernel_size, stride, padding
+        self.data_format = data_format or self._fmt
+        self.output_size = output_size
+        self.name = name
+
+    def forward(self, x, indices):
+        return getattr(F, self._fn)(x, indices, self.ksize, stride=self.stride, padding=self.padding,
+                                    data_format=self.data_format, output_size=self.output_size, name=self.name)
+
+    def extra_repr(self):
+        return "kernel_size={}, stride={}, padding={}".format(self.ksize, self.stride, self.padding)
+
+
+class MaxUnPool1D(_MaxUnPoolNd):
+    _fn, _fmt = "max_unpool1d", "NCL"
+
+
+class MaxUnPool2D(_MaxUnPoolNd):
+    _fn, _fmt = "max_unpool2d", "NCHW"
+
+
+class MaxUnPool3D(_MaxUnPoolNd):
+    _fn, _fmt = "max_unpool3d", "NCDHW"

@@ -1,0 +1,7 @@
+"""Exception types shared across oar's Python API."""
+
+
+class AssertionValueError(ValueError, AssertionError):
+    """A bad argument value that Paddle 2.x reports with a bare `assert` (AssertionError). oar raises this
+    so code written against Paddle (`except AssertionError`) and code written against oar's own convention
+    (`except ValueError`) both catch it."""
