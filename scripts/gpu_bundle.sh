@@ -2,7 +2,7 @@
 # Packs what scripts/gpu_check.sh needs on a lent GPU machine and cannot build or find there into ONE
 # archive, .gpu/bundle.tar.xz (ignored by git; the device tool carries it with carry: [".gpu"]):
 #   lib/liboar_core.so.0          the core (built here; its Debian dependencies are not installed there)
-#   plugins/liboar_plugin_*.so    cpu, sim and, when nvcc was found, cuda
+#   plugins/liboar_plugin_*.so    cpu, sim and, when nvcc was found, cuda (never rocm)
 #   deps/                         every non-system shared library those need (oneDNN, protobuf, glog, ...),
 #                                 under its soname; gpu_check.sh uses only those the machine lacks
 #   bin/                          oar-doctor and the C++ tests that take a place (gtest is linked statically)
@@ -39,7 +39,10 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE"/{lib,plugins,deps,bin,include,src}
 
 cp -L "$BUILD/lib/liboar_core.so.0" "$STAGE/lib/"
-cp "$BUILD"/lib/oar/plugins/liboar_plugin_*.so "$STAGE/plugins/"
+# The rocm plugin stays here: the lent machines are NVIDIA's, and it would bring HIP's libraries along.
+for p in "$BUILD"/lib/oar/plugins/liboar_plugin_*.so; do
+  [ "$(basename "$p")" = liboar_plugin_rocm.so ] || cp "$p" "$STAGE/plugins/"
+done
 for b in oar-doctor test_ops test_inplace test_cuda_plugin; do
   if [ -x "$BUILD/bin/$b" ]; then cp "$BUILD/bin/$b" "$STAGE/bin/"; fi
 done

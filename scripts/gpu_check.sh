@@ -9,7 +9,8 @@
 # layout: oar/_C*.so, oar/lib/liboar_core.so.0, oar/plugins/), and then runs, each step under `timeout`,
 # going on after a failure, the cheapest and most important first:
 #   env        nvidia-smi, versions, python -m oar.utils.doctor (the device's plugin must be loaded)
-#   ops        the op suite (python -m oar.testing.ops) on the device, the CPU as the oracle
+#   ops        the op suite (python -m oar.testing.ops) on the device, the CPU as the oracle; then
+#              matmul and conv again on the plugin's own kernels (OAR_GPU_OWN_KERNELS=1)
 #   train      LeNet, ResNet-18, a Transformer encoder for a few steps: loss, ms/step, CPU fallbacks
 #   bench      tests/benchmarks/bench_gpu.py: matmul, conv, ResNet-50, eager overhead, beside PyTorch
 #   conform    the plugin conformance suite (its kernels.* are the op suite: not repeated), the C++
@@ -60,7 +61,7 @@ run_step() {
   local name=$1 limit=$2 log=$3
   shift 3
   local group=$name
-  case $name in cxx_*) group=conformance ;; exceptions_*) group=exceptions ;; esac
+  case $name in cxx_*) group=conformance ;; exceptions_*) group=exceptions ;; ops_*) group=ops ;; esac
   if [ -n "$ONLY" ] && [[ ",$ONLY," != *",$group,"* ]]; then
     LAST_RC=125
     return
@@ -283,6 +284,11 @@ OPSLOG=$OUT/ops.txt
 : >"$OPSLOG"
 run_step ops 150 "$OPSLOG" "$PY" -m oar.testing.ops --device "$DEV" -v
 finish_step ops "$(grep -E ' ops passed, ' "$OPSLOG" | tail -1)"
+# The plugin's own matmul/conv kernels (own_blas.cu: what the ROCm build runs without rocBLAS/MIOpen),
+# chosen with OAR_GPU_OWN_KERNELS=1 (decision 61); the summary appends to ops.txt.
+run_step ops_own 60 "$OPSLOG" env OAR_GPU_OWN_KERNELS=1 "$PY" -m oar.testing.ops --device "$DEV" \
+  --op matmul --op 'conv*' -v
+finish_step ops_own "$(grep -E ' ops passed, ' "$OPSLOG" | tail -1)"
 
 # ---- train: a few steps of three models -------------------------------------------------------------------
 TRAINLOG=$OUT/train.txt

@@ -15,6 +15,8 @@
 // alignment, device) by cublasLtMatmulAlgoGetHeuristic and cached with its descriptors. If cuBLASLt
 // has no algorithm (e.g. float64 on a build whose Lt lacks it) the call goes to
 // cublasGemmStridedBatchedEx instead.
+#include <nccl.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -316,11 +318,18 @@ void register_blas(Registry& r) {
   r.add("matmul", gpu_float_dtypes(), &matmul_kernel, &matmul_supports);
 }
 
-void register_vendor(Registry& r) {
+// This build has cuBLASLt, cuDNN and NCCL (cuda_common.h).
+#define OAR_STR2(x) #x
+#define OAR_STR(x) OAR_STR2(x)
+const char* library_versions() {
+  return "cuBLASLt " OAR_STR(CUBLAS_VER_MAJOR) "." OAR_STR(CUBLAS_VER_MINOR) ", cuDNN " OAR_STR(
+      CUDNN_MAJOR) "." OAR_STR(CUDNN_MINOR) ", NCCL " OAR_STR(NCCL_MAJOR) "." OAR_STR(NCCL_MINOR);
+}
+
+bool register_library_blas(Registry& r) {
   register_blas(r);
   register_dnn(r);
-  register_pool(r);
-  register_optim(r);
+  return true;
 }
 
 }  // namespace oar_cuda

@@ -14,7 +14,7 @@
 
 #include "gpu_runtime.h"
 
-#if defined(__CUDACC__)
+#if defined(OAR_GPU_DEVICE_CODE)
 #define OAR_HD __host__ __device__ __forceinline__
 #define OAR_D __device__ __forceinline__
 #else
@@ -81,11 +81,11 @@ void raise_device_error(int32_t device);
 struct DataErrorReporter {
   DeviceError* err;
   int32_t op;
-#if defined(__CUDACC__)
+#if defined(OAR_GPU_DEVICE_CODE)
   // Host-callable too: the functor tests (tests/cuda_host) run kernels' functors on the host, with a null
   // or host word.
   __host__ __device__ __forceinline__ void report(DeviceErrorKind kind, int64_t value, int64_t bound) const {
-#if defined(__CUDA_ARCH__)
+#if defined(OAR_GPU_DEVICE_PASS)
     const bool first = atomicCAS(&err->code, 0, static_cast<int32_t>(kind)) == 0;
 #else
     const bool first = err && err->code == 0;
@@ -130,8 +130,17 @@ class Registry {
 
 // One registration function per family of kernels (each in its own file).
 void register_elementwise(Registry& r);
-void register_vendor(Registry& r);            // cuBLASLt matmul, cuDNN conv, pooling, optimizers (handles.h)
+void register_vendor(Registry& r);            // vendor.cc: matmul, conv, pooling, optimizers
 void register_reduction_family(Registry& r);  // reduce.cu: reductions, scans/sort, softmax/norm, indexing
+void register_pool(Registry& r);              // dnn_pool.cu
+void register_optim(Registry& r);             // optim.cu
+void register_own_blas(Registry& r);          // own_blas.cu: the plugin's own matmul and convolutions
+
+// The vendor libraries this build links (blas.cc + dnn.cc + collectives.cc with CUDA; no_libs.cc where
+// none were found, as on Debian's ROCm): their names and versions for the doctor, and the registration
+// of matmul and conv through them, which returns false when the build has none.
+const char* library_versions();
+bool register_library_blas(Registry& r);
 
 // ---- device types ----------------------------------------------------------------------------------
 template <typename T>
@@ -163,22 +172,22 @@ template <typename T>
 OAR_HD T from_acc(acc_t<T> v) {
   return static_cast<T>(v);
 }
-#if defined(__CUDACC__)
+#if defined(OAR_GPU_DEVICE_CODE)
 template <>
 OAR_HD float to_acc<gpu_half>(gpu_half v) {
-  return __half2float(v);
+  return gpu_half2float(v);
 }
 template <>
 OAR_HD float to_acc<gpu_bf16>(gpu_bf16 v) {
-  return __bfloat162float(v);
+  return gpu_bf162float(v);
 }
 template <>
 OAR_HD gpu_half from_acc<gpu_half>(float v) {
-  return __float2half_rn(v);
+  return gpu_float2half_rn(v);
 }
 template <>
 OAR_HD gpu_bf16 from_acc<gpu_bf16>(float v) {
-  return __float2bfloat16_rn(v);
+  return gpu_float2bf16_rn(v);
 }
 #endif
 
@@ -290,7 +299,7 @@ struct Pointers {
   void* p[N];  // element 0 of each operand (offset applied); p[0] is the output
 };
 
-#if defined(__CUDACC__)
+#if defined(OAR_GPU_DEVICE_CODE)
 template <typename Out, typename... In, typename F, size_t... I>
 OAR_D void apply_one(const F& f, const Pointers<sizeof...(In) + 1>& ptr, const int64_t* off,
                      std::index_sequence<I...>) {
@@ -363,6 +372,6 @@ template <typename Out, typename A, typename B, typename F>
 void binary(sdk::KernelContext& c, const char* op, F f) {
   elementwise<Out, A, B>(op, stream_of(c), c.device(), c.output(0), {c.input(0), c.input(1)}, f);
 }
-#endif  // __CUDACC__
+#endif  // OAR_GPU_DEVICE_CODE
 
 }  // namespace oar_cuda

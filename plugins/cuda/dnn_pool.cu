@@ -7,7 +7,7 @@
 // results and avg_pool_grad are bit-identical to the CPU's. max_pool_grad scatters through the mask, which
 // may point anywhere in its plane: atomicAdd into a float32 (float64 for float64) accumulator, so when
 // windows overlap the summation order (and the last bits) may differ from the CPU's.
-#include "handles.h"
+#include "cuda_common.h"
 #include "pool_geom.h"
 
 namespace oar_cuda {
@@ -103,7 +103,7 @@ void max_pool_grad_kernel(sdk::KernelContext& c) {
   void* acc =
       (dtype == OAR_DTYPE_FLOAT32 || dtype == OAR_DTYPE_FLOAT64) ? dx.raw() : c.workspace(n * sizeof(float));
   const size_t acc_bytes = n * (dtype == OAR_DTYPE_FLOAT64 ? sizeof(double) : sizeof(float));
-  gpu_check(gpuMemsetAsync(acc, 0, acc_bytes, stream), "max_pool_grad: cudaMemsetAsync");
+  gpu_check(gpuMemsetAsync(acc, 0, acc_bytes, stream), "max_pool_grad: " OAR_GPU_API_PREFIX "MemsetAsync");
   if (gy.numel() > 0) {
     dispatch_float(dtype, "max_pool_grad", [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -50,7 +50,7 @@ void dispatch_bits(int32_t dtype, const char* op, F&& f) {
 // Index tensors are int32 or int64; anything else is declined (the CPU kernel reports it).
 inline bool is_index_dtype(int32_t d) { return d == OAR_DTYPE_INT32 || d == OAR_DTYPE_INT64; }
 
-#if defined(__CUDACC__)
+#if defined(OAR_GPU_DEVICE_CODE)
 // ---- device side --------------------------------------------------------------------------------------
 // Reads index element i of an int32 or int64 tensor (contiguous).
 OAR_D int64_t load_index(const void* p, bool is64, int64_t i) {

@@ -37,10 +37,8 @@ cudnnHandle_t cudnn_handle(int32_t device);
 // Default: exact float32 (README.md, "TF32 policy").
 bool allow_tf32();
 
-// Registration of the vendor-library families (blas.cc, dnn.cc, dnn_pool.cu, optim.cu).
+// Registration of the vendor-library families (blas.cc, dnn.cc).
 void register_blas(Registry& r);
 void register_dnn(Registry& r);
-void register_pool(Registry& r);
-void register_optim(Registry& r);
 
 }  // namespace oar_cuda

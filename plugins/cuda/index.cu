@@ -23,8 +23,9 @@ inline unsigned grid_of(const sdk::KernelContext& c, int64_t n) {
 // ---- atomics ----------------------------------------------------------------------------------------------
 // *p = op(*p, v) atomically, op: add (bool: or) or multiply (bool: and), in T's arithmetic (16-bit floats
 // through float, ints wrapping), as the CPU kernels. Native atomicAdd where the hardware has it
-// (float16/bfloat16/float32/float64/int32/int64), else a compare-and-swap loop; 1- and 2-byte elements
-// swap the aligned 4-byte word holding them (allocations are at least 4-byte aligned and padded).
+// (float32/float64/int32/int64; float16/bfloat16 where gpu_runtime.h says so), else a compare-and-swap loop;
+// 1- and 2-byte elements swap the aligned 4-byte word holding them (allocations are at least 4-byte aligned
+// and padded).
 enum AtomicOp { kAtomicAdd, kAtomicMul };
 
 template <typename T, int kOp>
@@ -87,9 +88,11 @@ __device__ __forceinline__ void atomic_apply(T* p, T v) {
   if constexpr (kOp == kAtomicAdd && std::is_same_v<T, int64_t>)
     atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));  // wraps
   else if constexpr (kOp == kAtomicAdd &&
-                     (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
-                      std::is_same_v<T, gpu_half> || std::is_same_v<T, gpu_bf16>))
-    atomicAdd(p, v);  // __half / __nv_bfloat16: sm_80+
+                     (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t>))
+    atomicAdd(p, v);
+  else if constexpr (kOp == kAtomicAdd && OAR_GPU_HAS_ATOMIC_ADD_16BIT_FLOAT &&
+                     (std::is_same_v<T, gpu_half> || std::is_same_v<T, gpu_bf16>))
+    atomicAdd(p, v);  // gpu_runtime.h says whether the vendor has it
   else
     atomic_cas_update<T, kOp>(p, v);
 }
@@ -474,8 +477,8 @@ void put_along_kernel(sdk::KernelContext& c) {
     fam::dispatch_bits(x.dtype(), "put_along_axis", [&](auto tag) {
       using U = typename decltype(tag)::type;
       put_along_k<U, 0><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
-          static_cast<U*>(out.raw()), index.raw(), i64, static_cast<const U*>(val.raw()), total, n, ni,
-          inner, fam::bad_index(c, kErrPutAlongAxis));
+          static_cast<U*>(out.raw()), index.raw(), i64, static_cast<const U*>(val.raw()), total, n, ni, inner,
+          fam::bad_index(c, kErrPutAlongAxis));
     });
   } else {
     dispatch_all(x.dtype(), "put_along_axis", [&](auto tag) {
@@ -483,13 +486,11 @@ void put_along_kernel(sdk::KernelContext& c) {
       auto* po = static_cast<T*>(out.raw());
       auto* pv = static_cast<const T*>(val.raw());
       if (reduce == 1)
-        put_along_k<T, 1>
-            <<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(po, index.raw(), i64, pv, total, n, ni, inner,
-                                                                fam::bad_index(c, kErrPutAlongAxis));
+        put_along_k<T, 1><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
+            po, index.raw(), i64, pv, total, n, ni, inner, fam::bad_index(c, kErrPutAlongAxis));
       else
-        put_along_k<T, 2>
-            <<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(po, index.raw(), i64, pv, total, n, ni, inner,
-                                                                fam::bad_index(c, kErrPutAlongAxis));
+        put_along_k<T, 2><<<grid_of(c, total), kThreads, 0, stream_of(c)>>>(
+            po, index.raw(), i64, pv, total, n, ni, inner, fam::bad_index(c, kErrPutAlongAxis));
     });
   }
   check_launch("put_along_axis");

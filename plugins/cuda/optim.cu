@@ -14,7 +14,7 @@
 // one-thread kernel advances them afterwards on the same stream.
 #include <algorithm>
 
-#include "handles.h"
+#include "cuda_common.h"
 #include "optim_math.h"
 
 namespace oar_cuda {

@@ -16,7 +16,7 @@ namespace oar_cuda {
 namespace optim {
 
 // ---- arithmetic rounded as the CPU's (no contraction) ----------------------------------------------
-#if defined(__CUDA_ARCH__)
+#if defined(OAR_GPU_DEVICE_PASS)
 OAR_HD float mul(float a, float b) { return __fmul_rn(a, b); }
 OAR_HD double mul(double a, double b) { return __dmul_rn(a, b); }
 OAR_HD float add(float a, float b) { return __fadd_rn(a, b); }

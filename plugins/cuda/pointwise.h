@@ -9,7 +9,7 @@
 
 #include "cuda_common.h"
 
-#if !defined(__CUDACC__)
+#if !defined(OAR_GPU_DEVICE_CODE)
 #error "pointwise.h is for the .cu files of the gpu plugin"
 #endif
 

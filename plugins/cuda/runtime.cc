@@ -4,8 +4,6 @@
 // Handles: an OarStream is a cudaStream_t and an OarEvent a cudaEvent_t, cast. Streams are created
 // non-blocking, so they never wait for the legacy default stream. A NULL stream means "synchronous":
 // the copy or memset is done (and waited for) before the call returns.
-#include <nvtx3/nvToolsExt.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,9 +24,8 @@ using sdk::guard;
 void throw_gpu_error(gpuError_t e, const std::string& what) {
   OarErrorCode code = OAR_ERR_EXTERNAL;
   if (e == gpuErrorMemoryAllocation) code = OAR_ERR_OUT_OF_MEMORY;
-  if (e == gpuErrorInsufficientDriver || e == gpuErrorNoDevice || e == cudaErrorNoDevice)
-    code = OAR_ERR_UNAVAILABLE;
-  gpuGetLastError();  // clear a non-sticky error so the next call does not report it again
+  if (e == gpuErrorInsufficientDriver || e == gpuErrorNoDevice) code = OAR_ERR_UNAVAILABLE;
+  (void)gpuGetLastError();  // clear a non-sticky error so the next call does not report it again
   throw sdk::Error(code, what + ": " + gpuGetErrorString(e) + " (" + gpuGetErrorName(e) + ")",
                    static_cast<int64_t>(e));
 }
@@ -37,7 +34,7 @@ namespace {
 
 int32_t checked_count() {
   int n = 0;
-  gpu_check(gpuGetDeviceCount(&n), "cudaGetDeviceCount");
+  gpu_check(gpuGetDeviceCount(&n), OAR_GPU_API_PREFIX "GetDeviceCount");
   return n;
 }
 
@@ -55,7 +52,7 @@ void check_device(int32_t device) {
 void set_device(int32_t device) {
   thread_local int32_t current = -1;
   if (current == device) return;
-  gpu_check(gpuSetDevice(device), "cudaSetDevice");
+  gpu_check(gpuSetDevice(device), OAR_GPU_API_PREFIX "SetDevice");
   current = device;
 }
 
@@ -72,7 +69,7 @@ const gpuDeviceProp& device_prop(int32_t device) {
                 "gpu: device " << device << " beyond " << kMaxDevices);
   if (gpuDeviceProp* p = cache[device].load(std::memory_order_acquire)) return *p;
   auto* p = new gpuDeviceProp();
-  gpu_check(gpuGetDeviceProperties(p, device), "cudaGetDeviceProperties");
+  gpu_check(gpuGetDeviceProperties(p, device), OAR_GPU_API_PREFIX "GetDeviceProperties");
   cache[device].store(p, std::memory_order_release);
   return *p;
 }
@@ -87,10 +84,10 @@ DeviceError* device_error_word(int32_t device) {
   if (DeviceError* w = words[device].load(std::memory_order_acquire)) return w;
   set_device(device);
   void* p = nullptr;
-  gpu_check(cudaHostAlloc(&p, sizeof(DeviceError), cudaHostAllocMapped), "cudaHostAlloc (error word)");
+  gpu_check(gpuHostAllocMapped(&p, sizeof(DeviceError)), OAR_GPU_API_PREFIX "HostAlloc (error word)");
   std::memset(p, 0, sizeof(DeviceError));
   void* d = nullptr;
-  gpu_check(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer (error word)");
+  gpu_check(gpuHostGetDevicePointer(&d, p, 0), OAR_GPU_API_PREFIX "HostGetDevicePointer (error word)");
   OAR_SDK_CHECK(d == p, OAR_ERR_INTERNAL,
                 "gpu: the error word's device address differs from its host address");
   words[device].store(static_cast<DeviceError*>(p), std::memory_order_release);  // never freed
@@ -200,10 +197,11 @@ OarError* profiler_start() {
     p.anchors.assign(static_cast<size_t>(n), {});
     for (int32_t d = 0; d < n; ++d) {
       set_device(d);
-      gpu_check(gpuEventCreateWithFlags(&p.anchors[d].event, gpuEventDefault), "cudaEventCreate");
-      gpu_check(gpuDeviceSynchronize(), "cudaDeviceSynchronize");
-      gpu_check(gpuEventRecord(p.anchors[d].event, nullptr), "cudaEventRecord");
-      gpu_check(gpuEventSynchronize(p.anchors[d].event), "cudaEventSynchronize");
+      gpu_check(gpuEventCreateWithFlags(&p.anchors[d].event, gpuEventDefault),
+                OAR_GPU_API_PREFIX "EventCreate");
+      gpu_check(gpuDeviceSynchronize(), OAR_GPU_API_PREFIX "DeviceSynchronize");
+      gpu_check(gpuEventRecord(p.anchors[d].event, nullptr), OAR_GPU_API_PREFIX "EventRecord");
+      gpu_check(gpuEventSynchronize(p.anchors[d].event), OAR_GPU_API_PREFIX "EventSynchronize");
       p.anchors[d].host_ns = steady_ns();
     }
     p.on = true;
@@ -230,10 +228,10 @@ OarError* profiler_flush() {
     for (const KernelRecord& r : records) {
       float from_anchor = 0, length = 0;
       set_device(r.device);
-      gpu_check(gpuEventSynchronize(r.end), "cudaEventSynchronize");
+      gpu_check(gpuEventSynchronize(r.end), OAR_GPU_API_PREFIX "EventSynchronize");
       gpu_check(gpuEventElapsedTime(&from_anchor, p.anchors[r.device].event, r.begin),
-                "cudaEventElapsedTime");
-      gpu_check(gpuEventElapsedTime(&length, r.begin, r.end), "cudaEventElapsedTime");
+                OAR_GPU_API_PREFIX "EventElapsedTime");
+      gpu_check(gpuEventElapsedTime(&length, r.begin, r.end), OAR_GPU_API_PREFIX "EventElapsedTime");
       OarTraceEvent e{};
       e.struct_size = sizeof(e);
       e.name = r.name;
@@ -244,8 +242,8 @@ OarError* profiler_flush() {
       e.stream_id = r.stream_id;
       e.correlation_id = ++correlation;
       if (sdk::services().trace_event) sdk::services().trace_event(&e);
-      gpuEventDestroy(r.begin);
-      gpuEventDestroy(r.end);
+      (void)gpuEventDestroy(r.begin);
+      (void)gpuEventDestroy(r.end);
     }
   });
 }
@@ -265,20 +263,20 @@ OarError* profiled_trampoline(OarKernelContext* ctx, void* user_data) {
     KernelRecord r{k->op, c.device(), 0, nullptr, nullptr};
     gpuStream_t s = stream_of(c);
     r.stream_id = reinterpret_cast<uint64_t>(s);
-    gpu_check(gpuEventCreateWithFlags(&r.begin, gpuEventDefault), "cudaEventCreate");
-    gpu_check(gpuEventCreateWithFlags(&r.end, gpuEventDefault), "cudaEventCreate");
-    nvtxRangePushA(k->op);
-    gpu_check(gpuEventRecord(r.begin, s), "cudaEventRecord");
+    gpu_check(gpuEventCreateWithFlags(&r.begin, gpuEventDefault), OAR_GPU_API_PREFIX "EventCreate");
+    gpu_check(gpuEventCreateWithFlags(&r.end, gpuEventDefault), OAR_GPU_API_PREFIX "EventCreate");
+    gpu_range_push(k->op);
+    gpu_check(gpuEventRecord(r.begin, s), OAR_GPU_API_PREFIX "EventRecord");
     try {
       k->body(c);
     } catch (...) {
-      nvtxRangePop();
-      gpuEventDestroy(r.begin);
-      gpuEventDestroy(r.end);
+      gpu_range_pop();
+      (void)gpuEventDestroy(r.begin);
+      (void)gpuEventDestroy(r.end);
       throw;
     }
-    gpu_check(gpuEventRecord(r.end, s), "cudaEventRecord");
-    nvtxRangePop();
+    gpu_check(gpuEventRecord(r.end, s), OAR_GPU_API_PREFIX "EventRecord");
+    gpu_range_pop();
     std::lock_guard<std::mutex> lk(p.mu);
     p.records.push_back(r);
   });
@@ -357,7 +355,7 @@ OarError* device_synchronize(int32_t device) {
   return guard([&] {
     check_device(device);
     set_device(device);
-    gpu_check(gpuDeviceSynchronize(), "cudaDeviceSynchronize");
+    gpu_check(gpuDeviceSynchronize(), OAR_GPU_API_PREFIX "DeviceSynchronize");
     raise_device_error(device);
   });
 }
@@ -366,7 +364,7 @@ OarError* device_memory_info(int32_t device, uint64_t* free_bytes, uint64_t* tot
     check_device(device);
     set_device(device);
     size_t f = 0, t = 0;
-    gpu_check(gpuMemGetInfo(&f, &t), "cudaMemGetInfo");
+    gpu_check(gpuMemGetInfo(&f, &t), OAR_GPU_API_PREFIX "MemGetInfo");
     if (free_bytes) *free_bytes = f;
     if (total_bytes) *total_bytes = t;
   });
@@ -383,19 +381,19 @@ OarError* mem_allocate(int32_t device, int32_t kind, uint64_t bytes, void** ptr)
         set_device(device);
         gpuError_t e = gpuMalloc(ptr, bytes);
         if (e == gpuErrorMemoryAllocation) {
-          gpuGetLastError();
+          (void)gpuGetLastError();
           size_t f = 0, t = 0;
-          gpuMemGetInfo(&f, &t);
-          throw sdk::Error(OAR_ERR_OUT_OF_MEMORY, "gpu:" + std::to_string(device) + ": cudaMalloc of " +
-                                                      std::to_string(bytes) +
-                                                      " bytes failed: out of memory (" + std::to_string(f) +
-                                                      " of " + std::to_string(t) + " bytes free)");
+          (void)gpuMemGetInfo(&f, &t);
+          throw sdk::Error(OAR_ERR_OUT_OF_MEMORY,
+                           "gpu:" + std::to_string(device) + ": " OAR_GPU_API_PREFIX "Malloc of " +
+                               std::to_string(bytes) + " bytes failed: out of memory (" + std::to_string(f) +
+                               " of " + std::to_string(t) + " bytes free)");
         }
-        gpu_check(e, "cudaMalloc");
+        gpu_check(e, OAR_GPU_API_PREFIX "Malloc");
         return;
       }
       case OAR_MEM_PINNED_HOST:
-        gpu_check(gpuMallocHost(ptr, bytes), "cudaMallocHost");
+        gpu_check(gpuMallocHost(ptr, bytes), OAR_GPU_API_PREFIX "MallocHost");
         return;
       case OAR_MEM_HOST:
         *ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -414,10 +412,10 @@ OarError* mem_free(int32_t device, int32_t kind, void* ptr) {
       case OAR_MEM_DEVICE:
         check_device(device);
         set_device(device);
-        gpu_check(gpuFree(ptr), "cudaFree");
+        gpu_check(gpuFree(ptr), OAR_GPU_API_PREFIX "Free");
         return;
       case OAR_MEM_PINNED_HOST:
-        gpu_check(gpuFreeHost(ptr), "cudaFreeHost");
+        gpu_check(gpuFreeHost(ptr), OAR_GPU_API_PREFIX "FreeHost");
         return;
       case OAR_MEM_HOST:
         std::free(ptr);
@@ -431,9 +429,9 @@ OarError* mem_set(int32_t device, void* ptr, int32_t value, uint64_t bytes, OarS
     check_device(device);
     set_device(device);
     auto s = reinterpret_cast<gpuStream_t>(stream);
-    gpu_check(gpuMemsetAsync(ptr, value, bytes, s), "cudaMemsetAsync");
+    gpu_check(gpuMemsetAsync(ptr, value, bytes, s), OAR_GPU_API_PREFIX "MemsetAsync");
     if (!s) {
-      gpu_check(gpuStreamSynchronize(nullptr), "cudaStreamSynchronize");
+      gpu_check(gpuStreamSynchronize(nullptr), OAR_GPU_API_PREFIX "StreamSynchronize");
       raise_device_error(device);
     }
   });
@@ -451,9 +449,9 @@ OarError* mem_copy(int32_t device, void* dst, OarMemLocation dst_loc, const void
     check_device(device);
     set_device(device);
     // Unified addressing: the runtime knows where each pointer lives; one call serves every direction.
-    gpu_check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, s), "cudaMemcpyAsync");
+    gpu_check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, s), OAR_GPU_API_PREFIX "MemcpyAsync");
     if (!s) {
-      gpu_check(gpuStreamSynchronize(nullptr), "cudaStreamSynchronize");
+      gpu_check(gpuStreamSynchronize(nullptr), OAR_GPU_API_PREFIX "StreamSynchronize");
       raise_device_error(device);
     }
   });
@@ -465,11 +463,13 @@ OarError* stream_create(int32_t device, int32_t priority, OarStream* stream) {
     check_device(device);
     set_device(device);
     int least = 0, greatest = 0;
-    gpu_check(gpuDeviceGetStreamPriorityRange(&least, &greatest), "cudaDeviceGetStreamPriorityRange");
+    gpu_check(gpuDeviceGetStreamPriorityRange(&least, &greatest),
+              OAR_GPU_API_PREFIX "DeviceGetStreamPriorityRange");
     // oar: larger = more urgent; CUDA: smaller (negative) = more urgent.
     const int p = std::clamp(-priority, greatest, least);
     gpuStream_t s = nullptr;
-    gpu_check(gpuStreamCreateWithPriority(&s, gpuStreamNonBlocking, p), "cudaStreamCreateWithPriority");
+    gpu_check(gpuStreamCreateWithPriority(&s, gpuStreamNonBlocking, p),
+              OAR_GPU_API_PREFIX "StreamCreateWithPriority");
     *stream = reinterpret_cast<OarStream>(s);
   });
 }
@@ -478,17 +478,19 @@ OarError* stream_destroy(int32_t device, OarStream stream) {
     set_device(device);
     // Drain first: the core's pool reuses memory by stream handle, and CUDA may give this handle to the
     // next stream created.
-    gpu_check(gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)), "cudaStreamSynchronize");
-    gpu_check(gpuStreamDestroy(reinterpret_cast<gpuStream_t>(stream)), "cudaStreamDestroy");
+    gpu_check(gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)),
+              OAR_GPU_API_PREFIX "StreamSynchronize");
+    gpu_check(gpuStreamDestroy(reinterpret_cast<gpuStream_t>(stream)), OAR_GPU_API_PREFIX "StreamDestroy");
   });
 }
 OarError* stream_synchronize(int32_t device, OarStream stream) {
   return guard([&] {
     set_device(device);
     if (!stream)
-      gpu_check(gpuDeviceSynchronize(), "cudaDeviceSynchronize");
+      gpu_check(gpuDeviceSynchronize(), OAR_GPU_API_PREFIX "DeviceSynchronize");
     else
-      gpu_check(gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)), "cudaStreamSynchronize");
+      gpu_check(gpuStreamSynchronize(reinterpret_cast<gpuStream_t>(stream)),
+                OAR_GPU_API_PREFIX "StreamSynchronize");
     raise_device_error(device);
   });
 }
@@ -500,7 +502,7 @@ OarError* stream_query(int32_t device, OarStream stream, int32_t* done) {
       *done = 0;
       return;
     }
-    gpu_check(e, "cudaStreamQuery");
+    gpu_check(e, OAR_GPU_API_PREFIX "StreamQuery");
     *done = 1;
     raise_device_error(device);
   });
@@ -510,13 +512,14 @@ OarError* stream_wait_event(int32_t device, OarStream stream, OarEvent event) {
     set_device(device);
     gpu_check(
         gpuStreamWaitEvent(reinterpret_cast<gpuStream_t>(stream), reinterpret_cast<gpuEvent_t>(event), 0),
-        "cudaStreamWaitEvent");
+        OAR_GPU_API_PREFIX "StreamWaitEvent");
   });
 }
 OarError* stream_launch_host_func(int32_t device, OarStream stream, void (*fn)(void*), void* arg) {
   return guard([&] {
     set_device(device);
-    gpu_check(gpuLaunchHostFunc(reinterpret_cast<gpuStream_t>(stream), fn, arg), "cudaLaunchHostFunc");
+    gpu_check(gpuLaunchHostFunc(reinterpret_cast<gpuStream_t>(stream), fn, arg),
+              OAR_GPU_API_PREFIX "LaunchHostFunc");
   });
 }
 
@@ -528,27 +531,28 @@ OarError* event_create(int32_t device, uint32_t flags, OarEvent* event) {
     gpuEvent_t e = nullptr;
     gpu_check(gpuEventCreateWithFlags(
                   &e, (flags & OAR_EVENT_DISABLE_TIMING) ? gpuEventDisableTiming : gpuEventDefault),
-              "cudaEventCreate");
+              OAR_GPU_API_PREFIX "EventCreate");
     *event = reinterpret_cast<OarEvent>(e);
   });
 }
 OarError* event_destroy(int32_t device, OarEvent event) {
   return guard([&] {
     set_device(device);
-    gpu_check(gpuEventDestroy(reinterpret_cast<gpuEvent_t>(event)), "cudaEventDestroy");
+    gpu_check(gpuEventDestroy(reinterpret_cast<gpuEvent_t>(event)), OAR_GPU_API_PREFIX "EventDestroy");
   });
 }
 OarError* event_record(int32_t device, OarEvent event, OarStream stream) {
   return guard([&] {
     set_device(device);
     gpu_check(gpuEventRecord(reinterpret_cast<gpuEvent_t>(event), reinterpret_cast<gpuStream_t>(stream)),
-              "cudaEventRecord");
+              OAR_GPU_API_PREFIX "EventRecord");
   });
 }
 OarError* event_synchronize(int32_t device, OarEvent event) {
   return guard([&] {
     set_device(device);
-    gpu_check(gpuEventSynchronize(reinterpret_cast<gpuEvent_t>(event)), "cudaEventSynchronize");
+    gpu_check(gpuEventSynchronize(reinterpret_cast<gpuEvent_t>(event)),
+              OAR_GPU_API_PREFIX "EventSynchronize");
     raise_device_error(device);
   });
 }
@@ -560,7 +564,7 @@ OarError* event_query(int32_t device, OarEvent event, int32_t* done) {
       *done = 0;
       return;
     }
-    gpu_check(e, "cudaEventQuery");
+    gpu_check(e, OAR_GPU_API_PREFIX "EventQuery");
     *done = 1;
   });
 }
@@ -569,14 +573,14 @@ OarError* event_elapsed_ms(int32_t device, OarEvent start, OarEvent end, float* 
     set_device(device);
     gpuError_t e =
         gpuEventElapsedTime(ms, reinterpret_cast<gpuEvent_t>(start), reinterpret_cast<gpuEvent_t>(end));
-    if (e == gpuErrorNotReady || e == cudaErrorInvalidResourceHandle) {
-      gpuGetLastError();
+    if (e == gpuErrorNotReady || e == gpuErrorInvalidResourceHandle) {
+      (void)gpuGetLastError();
       throw sdk::Error(OAR_ERR_PRECONDITION,
                        std::string("gpu: elapsed_ms needs both events recorded, complete and "
                                    "created with timing: ") +
                            gpuGetErrorString(e));
     }
-    gpu_check(e, "cudaEventElapsedTime");
+    gpu_check(e, OAR_GPU_API_PREFIX "EventElapsedTime");
   });
 }
 
@@ -614,11 +618,11 @@ void fill_runtime_tables(sdk::Tables& t) {
 // The library versions the doctor shows ("CUDA runtime 13.0, driver 13.0").
 std::string runtime_versions() {
   int rt = 0, drv = 0;
-  gpuRuntimeGetVersion(&rt);
-  gpuDriverGetVersion(&drv);
+  (void)gpuRuntimeGetVersion(&rt);
+  (void)gpuDriverGetVersion(&drv);
   char buf[128];
-  std::snprintf(buf, sizeof(buf), "CUDA runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10, drv / 1000,
-                (drv % 1000) / 10);
+  std::snprintf(buf, sizeof(buf), OAR_GPU_VENDOR " runtime %d.%d, driver %d.%d", gpu_version_major(rt),
+                gpu_version_minor(rt), gpu_version_major(drv), gpu_version_minor(drv));
   return buf;
 }
 

@@ -1,17 +1,18 @@
-// Scans (cumsum, cumprod, logcumsumexp), sort, topk and nonzero, on CUB (shipped with the toolkit).
-// - Scans: a block per line with cub::BlockScan and a running prefix when the axis is the last one and
+// Scans (cumsum, cumprod, logcumsumexp), sort, topk and nonzero, on CUB (shipped with the toolkit) or
+// rocPRIM (gpu_primitives.cuh).
+// - Scans: a block per line with a block scan and a running prefix when the axis is the last one and
 //   long; a thread per line, sequential, otherwise. Accumulators as the CPU (math_ext.cc): wrapping
 //   int64 for ints, float for 16-bit floats, double for float32/float64.
 // - sort / topk: every element gets an unsigned key whose order is the value order (NaN last, -0 == +0;
-//   descending: inverted keys), then one stable cub::DeviceRadixSort by key over all lines at once and a
+//   descending: inverted keys), then one stable radix sort by key over all lines at once and a
 //   second stable one by line number, so each line ends sorted with ties in position order (the CPU's
 //   stable order). topk is the first k of that sort.
 // - nonzero: the core passes the count (docs/ops_manip.md), so the output is already sized: flags, an
-//   exclusive prefix sum (cub::DeviceScan) and a scatter of coordinates. No host synchronisation.
+//   exclusive prefix sum and a scatter of coordinates. No host synchronisation.
 #include <climits>
-#include <cub/cub.cuh>
 
 #include "family_common.cuh"
+#include "gpu_primitives.cuh"
 
 namespace oar_cuda {
 namespace {
@@ -111,7 +112,7 @@ __global__ void scan_lines(const T* __restrict__ x, T* __restrict__ out, int64_t
   }
 }
 
-// The running total carried from one tile of a line to the next (cub's block prefix callback).
+// The running total carried from one tile of a line to the next (the block scan's prefix callback).
 template <typename A, int kMode>
 struct RunningPrefix {
   A total;
@@ -126,7 +127,7 @@ struct RunningPrefix {
 template <typename T, typename A, int kMode>
 __global__ void scan_rows(const T* __restrict__ x, T* __restrict__ out, int64_t lines, int64_t n,
                           bool reverse) {
-  using BlockScan = cub::BlockScan<A, kThreads>;
+  using BlockScan = prim::BlockScan<A, kThreads>;
   __shared__ typename BlockScan::TempStorage temp;
   const Combine<A, kMode> op;
   for (int64_t l = blockIdx.x; l < lines; l += gridDim.x) {
@@ -137,7 +138,7 @@ __global__ void scan_rows(const T* __restrict__ x, T* __restrict__ out, int64_t 
       const int64_t p = t0 + threadIdx.x;
       const int64_t e = reverse ? n - 1 - p : p;
       A v = p < n ? scan_in<T, A>(r[e]) : scan_identity<A, kMode>();
-      BlockScan(temp).InclusiveScan(v, v, op, prefix);
+      BlockScan{temp}.inclusive_scan(v, v, op, prefix);
       __syncthreads();  // temp is reused by the next tile
       if (p < n) w[e] = scan_out<T, A>(v);
     }
@@ -266,17 +267,16 @@ void sort_lines(sdk::KernelContext& c, const char* name, int64_t axis, int64_t k
   dispatch_all(x.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     constexpr int bits = key_bits<T>();
-    const uint64_t flip = descending ? (bits == 64 ? ~0ull : ((1ull << bits) - 1)) : 0;
+    const uint64_t flip = descending ? (bits == 64 ? ~0ull : ((1ull << (bits % 64)) - 1)) : 0;
     size_t temp1 = 0, temp2 = 0;
-    gpu_check(cub::DeviceRadixSort::SortPairs(
-                  nullptr, temp1, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-                  static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), total, 0, bits, s),
+    gpu_check(prim::radix_sort_pairs(nullptr, temp1, static_cast<const uint64_t*>(nullptr),
+                                     static_cast<uint64_t*>(nullptr), static_cast<const int64_t*>(nullptr),
+                                     static_cast<int64_t*>(nullptr), total, 0, bits, s),
               name);
     if (lines > 1)
-      gpu_check(cub::DeviceRadixSort::SortPairs(
-                    nullptr, temp2, static_cast<const uint64_t*>(nullptr), static_cast<uint64_t*>(nullptr),
-                    static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), total, 0,
-                    bits_for(lines - 1), s),
+      gpu_check(prim::radix_sort_pairs(nullptr, temp2, static_cast<const uint64_t*>(nullptr),
+                                       static_cast<uint64_t*>(nullptr), static_cast<const int64_t*>(nullptr),
+                                       static_cast<int64_t*>(nullptr), total, 0, bits_for(lines - 1), s),
                 name);
     const size_t temp = std::max<size_t>(std::max(temp1, temp2), 16);
     const uint64_t u = static_cast<uint64_t>(total);
@@ -295,16 +295,15 @@ void sort_lines(sdk::KernelContext& c, const char* name, int64_t axis, int64_t k
     sort_keys<T><<<grid, kThreads, 0, s>>>(px, keys_a, slots_a, total, n, inner, flip);
     check_launch(name);
     size_t t1 = temp1;
-    gpu_check(cub::DeviceRadixSort::SortPairs(tmp, t1, keys_a, keys_b, slots_a, slots_b, total, 0, bits, s),
-              name);
+    gpu_check(prim::radix_sort_pairs(tmp, t1, keys_a, keys_b, slots_a, slots_b, total, 0, bits, s), name);
     const int64_t* sorted = slots_b;
     if (lines > 1) {  // stable by line: each line keeps its key order
       line_keys<<<grid, kThreads, 0, s>>>(slots_b, keys_a, total, n);
       check_launch(name);
       size_t t2 = temp2;
-      gpu_check(cub::DeviceRadixSort::SortPairs(tmp, t2, keys_a, keys_b, slots_b, slots_a, total, 0,
-                                                bits_for(lines - 1), s),
-                name);
+      gpu_check(
+          prim::radix_sort_pairs(tmp, t2, keys_a, keys_b, slots_b, slots_a, total, 0, bits_for(lines - 1), s),
+          name);
       sorted = slots_a;
     }
     sort_write<T><<<static_cast<unsigned>(grid_for(lines * k, c.device())), kThreads, 0, s>>>(
@@ -384,8 +383,8 @@ void nonzero_kernel(sdk::KernelContext& c) {
   if (total == 0 || x.ndim() == 0) return;  // a scalar: [count, 0], nothing to write
   gpuStream_t s = stream_of(c);
   size_t temp = 0;
-  gpu_check(cub::DeviceScan::ExclusiveSum(nullptr, temp, static_cast<const int64_t*>(nullptr),
-                                          static_cast<int64_t*>(nullptr), total, s),
+  gpu_check(prim::exclusive_sum(nullptr, temp, static_cast<const int64_t*>(nullptr),
+                                static_cast<int64_t*>(nullptr), total, s),
             "nonzero");
   const uint64_t u = static_cast<uint64_t>(total);
   int64_t* flags = static_cast<int64_t*>(c.workspace(2 * 8 * u + temp + 512));
@@ -398,8 +397,7 @@ void nonzero_kernel(sdk::KernelContext& c) {
     nonzero_flags<T><<<grid, kThreads, 0, s>>>(static_cast<const T*>(x.raw()), flags, total);
   });
   check_launch("nonzero");
-  gpu_check(cub::DeviceScan::ExclusiveSum(tmp, temp, static_cast<const int64_t*>(flags), pos, total, s),
-            "nonzero");
+  gpu_check(prim::exclusive_sum(tmp, temp, static_cast<const int64_t*>(flags), pos, total, s), "nonzero");
   Dims dims;
   dims.nd = x.ndim();
   for (int32_t d = 0; d < x.ndim(); ++d) dims.d[d] = x.dim(d);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the GPU plugin wheels into ${OAR_DIST_DIR:-dist}, each where its compiler is found: oar-cuda
+# (scripts/build_cuda_wheel.sh: nvcc) and oar-rocm (plugins/rocm/pyproject.toml: hipcc; OAR_ROCM_ARCHS
+# overrides the offload targets, default gfx90a). Both come from the same sources (plugins/cuda), and each
+# is checked: the two exported entry points only, no liboar_core. docs/packaging.md.
+#
+# Needs oar installed in the Python that runs it (OAR_PYTHON, default python3) and scikit-build-core.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${OAR_PYTHON:-python3}
+DIST=${OAR_DIST_DIR:-dist}
+built=0
+
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  bash scripts/build_cuda_wheel.sh
+  built=$((built + 1))
+else
+  echo "build_gpu_wheels: no nvcc: oar-cuda not built"
+fi
+
+if command -v hipcc >/dev/null; then
+  "$PY" -c "import oar.sysconfig as s; s.get_cmake_dir()" ||
+    { echo "build_gpu_wheels: install oar in $PY first (pip install .)" >&2; exit 1; }
+  mkdir -p "$DIST"
+  rm -f "$DIST"/oar_rocm-*.whl
+  ARGS=(-C "build-dir=build/rocm-wheel/{wheel_tag}")
+  [ -n "${OAR_ROCM_ARCHS:-}" ] && ARGS+=(-C "cmake.define.OAR_ROCM_ARCHS=$OAR_ROCM_ARCHS")
+  CMAKE_BUILD_PARALLEL_LEVEL=${OAR_JOBS:-$(nproc)} "$PY" -m pip wheel --no-build-isolation --no-deps -w "$DIST" \
+    plugins/rocm "${ARGS[@]}"
+  WHEEL=$(ls "$DIST"/oar_rocm-*.whl)
+  TMP=$(mktemp -d)
+  trap 'rm -rf "$TMP"' EXIT
+  "$PY" -m zipfile -e "$WHEEL" "$TMP"
+  SO="$TMP/oar_rocm/liboar_plugin_rocm.so"
+  [ -f "$SO" ] || { echo "build_gpu_wheels: $WHEEL lacks oar_rocm/liboar_plugin_rocm.so" >&2; exit 1; }
+  grep -q '^rocm = oar_rocm:plugin_dir' "$TMP"/oar_rocm-*.dist-info/entry_points.txt ||
+    { echo "build_gpu_wheels: no oar.plugins entry point in $WHEEL" >&2; exit 1; }
+  EXPORTS=$(nm -D --defined-only "$SO" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
+  [ "$EXPORTS" = "oar_plugin_init oar_plugin_query " ] ||
+    { echo "build_gpu_wheels: the rocm plugin exports more than its two entry points: $EXPORTS" >&2; exit 1; }
+  NEEDED=$(readelf -d "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  case "$NEEDED" in
+    *liboar_core*) echo "build_gpu_wheels: the rocm plugin links liboar_core: $NEEDED" >&2; exit 1 ;;
+  esac
+  echo "wheel:    $WHEEL ($(du -h "$WHEEL" | cut -f1))"
+  echo "needs:    $NEEDED"
+  built=$((built + 1))
+else
+  echo "build_gpu_wheels: no hipcc: oar-rocm not built"
+fi
+[ "$built" -gt 0 ] || { echo "build_gpu_wheels: neither nvcc nor hipcc found" >&2; exit 1; }
