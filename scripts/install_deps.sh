@@ -19,7 +19,8 @@ APT_PACKAGES=(
   clang-format
   clang libclang-rt-dev                       # libFuzzer targets for the model-file parsers (scripts/fuzz.sh)
   hipcc libamdhip64-dev librocprim-dev        # the rocm plugin (plugins/rocm): HIP compiler, runtime, rocPRIM
-  libomp-15-dev                               # omp.h for hipcc's clang 15 (the SDK's headers include it)
+  libomp-dev                                  # OpenMP for clang 14 (scripts/fuzz.sh); not libomp-15-dev, which
+                                              # would remove it (the rocm plugin is built without OpenMP)
 )
 PIP_PACKAGES=(numpy pytest scikit-build-core pybind11 pillow wheel hypothesis)  # pillow: images in oar.vision; wheel: pip builds of setuptools projects (samples/custom_op); hypothesis: tests/python/test_fuzz_api.py
 
