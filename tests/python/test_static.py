@@ -68,6 +68,11 @@ def test_program_print_and_vars(static_mode):
     text = str(main)
     assert "oar.relu" in text and "oar.multiply" in text
     assert "var x : LOD_TENSOR.shape(2, 3).dtype(float32).stop_gradient(True)" in text
+    # repr of a program variable, as Paddle 2.6.2 prints it (a tuple's inside: "3," for one dim)
+    with static.program_guard(static.Program()):
+        assert repr(static.data("a", [-1, 4, 5])) == "var a : LOD_TENSOR.shape(-1, 4, 5).dtype(float32).stop_gradient(True)"
+        assert repr(static.data("b", [3])) == "var b : LOD_TENSOR.shape(3,).dtype(float32).stop_gradient(True)"
+        assert repr(static.data("c", [])) == "var c : LOD_TENSOR.shape().dtype(float32).stop_gradient(True)"
     assert main.global_block().has_var(y.name)
     with pytest.raises(ValueError, match="has no value while the program is being built"):
         y.numpy()

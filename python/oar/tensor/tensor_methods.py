@@ -56,8 +56,9 @@ def _array_to_string(a):
 
 def __repr__(self):
     if _C._is_symbolic(self):
+        # Paddle prints the shape as a tuple's inside: "-1, 4", "3," for one dim, "" for none.
         return "var {} : LOD_TENSOR.shape({}).dtype({}).stop_gradient({})".format(
-            self.name, tuple(self.shape), self.dtype.name, self.stop_gradient)
+            self.name, str(tuple(self.shape))[1:-1], self.dtype.name, self.stop_gradient)
     head = "Tensor(shape={}, dtype={}, place={}, stop_gradient={},\n       ".format(
         self.shape, self.dtype.name, self.place, self.stop_gradient)
     return head + _array_to_string(_host_array(self)) + ")"
