@@ -939,3 +939,18 @@ def test_compiled_program_runs_the_passes_its_build_strategy_selects(static_mode
     got, = exe.run(compiled2, feed={feeds[0]: xs}, fetch_list=fetches)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert compiled2.pass_report["fuse_matmul_bias"]["ops_fused"] >= 1, compiled2.pass_report
+
+
+def test_kron_with_an_unknown_dim(static_mode):
+    # Paddle 2.6.2: kron of [-1, 2] and [2, 3] is [-1, 6]; it used to reshape to a size computed from the
+    # internal stand-in for the unknown extent
+    main = static.Program()
+    with static.program_guard(main):
+        x = static.data("x", [-1, 2])
+        y = static.data("y", [2, 3])
+        z = oar.kron(x, y)
+    assert z.shape == [-1, 6]
+    a = np.random.default_rng(0).random((4, 2)).astype("float32")
+    b = np.random.default_rng(1).random((2, 3)).astype("float32")
+    (out,) = static.Executor().run(main, feed={"x": a, "y": b}, fetch_list=[z])
+    np.testing.assert_allclose(out, np.kron(a, b), rtol=1e-6)

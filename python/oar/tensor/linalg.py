@@ -162,15 +162,20 @@ def trace(x, offset=0, axis1=0, axis2=1, name=None):
 
 
 def kron(x, y, name=None):
+    """Kronecker product: x's dims interleaved with y's as (d0, 1, d1, 1, ...) * (1, e0, 1, e1, ...), then
+    each pair merged. Built from unsqueeze and flatten, never a reshape to computed sizes, so that it also
+    records into a program where a dim is unknown (-1)."""
     n = builtins.max(x.ndim, y.ndim)
-    xs = [1] * (n - x.ndim) + _shape(x)
-    ys = [1] * (n - y.ndim) + _shape(y)
-    xe, ye = [], []
-    for a, b in zip(xs, ys):
-        xe += [a, 1]
-        ye += [1, b]
-    out = _m.multiply(_mp.reshape(x, xe), _mp.reshape(y, ye))
-    return _mp.reshape(out, [a * b for a, b in zip(xs, ys)])
+    if x.ndim < n:
+        x = _mp.unsqueeze(x, list(range(n - x.ndim)))
+    if y.ndim < n:
+        y = _mp.unsqueeze(y, list(range(n - y.ndim)))
+    if n == 0:
+        return _m.multiply(x, y)
+    out = _m.multiply(_mp.unsqueeze(x, [2 * i + 1 for i in range(n)]), _mp.unsqueeze(y, [2 * i for i in range(n)]))
+    for i in reversed(range(n)):
+        out = _mp.flatten(out, 2 * i, 2 * i + 1)
+    return out
 
 
 def cross(x, y, axis=9, name=None):
