@@ -124,3 +124,28 @@ def test_process_group_refuses_bad_arguments():
         oar._C._ProcessGroup("nope", 0, 2, 0, store, "k")
     with pytest.raises(ValueError, match="rank 2 of world size 2"):
         oar._C._ProcessGroup("cpu", 0, 2, 2, store, "k")
+
+
+def _mismatch_worker():
+    dist.init_parallel_env()
+    rank = dist.get_rank()
+    t = oar.to_tensor(np.ones(4 + 2 * rank, dtype="float32"))
+    with pytest.raises(Exception, match=r"plugin cpu\b[\s\S]*all_reduce") as e:
+        dist.all_reduce(t)  # the ranks disagree on the size: an error on both, naming plugin and collective
+    print(f"rank {rank}: {type(e.value).__name__}: {e.value}")
+
+
+def test_plugin_error_names_plugin_and_collective():
+    dist.spawn(_mismatch_worker, nprocs=2)
+
+
+def _dies_in_collective_worker():
+    dist.init_parallel_env()
+    if dist.get_rank() == 1:
+        raise KeyError("rank one dies before its all_reduce")
+    dist.all_reduce(oar.to_tensor([1.0]))  # waits for rank 1, which never comes
+
+
+def test_child_dying_while_peer_waits_is_reported():
+    with pytest.raises(RuntimeError, match=r"rank 1 raised:[\s\S]*rank one dies before its all_reduce"):
+        dist.spawn(_dies_in_collective_worker, nprocs=2)
