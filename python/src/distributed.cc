@@ -39,7 +39,6 @@ class ProcessGroup {
     device_ = &d;
     place_ = d.place();
     plugin_ = d.plugin_name();
-    type_ = type;
     world_size_ = world_size, rank_ = rank;
     const OarCollectiveTable& c = d.tables().collective;
     if (!c.get_unique_id || !c.comm_init || !c.comm_destroy)
@@ -206,7 +205,7 @@ class ProcessGroup {
 
   oar::Device* device_ = nullptr;
   oar::Place place_{};
-  std::string plugin_, type_;
+  std::string plugin_;
   int32_t world_size_ = 0, rank_ = 0;
   OarComm comm_ = nullptr;
 };

@@ -106,7 +106,6 @@ class ParallelEnv:
         return 1
 
     # Paddle's older names.
-    local_rank_ = local_rank
     nranks = world_size
     dev_id = device_id
 
