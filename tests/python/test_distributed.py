@@ -59,6 +59,10 @@ def _collectives_worker(world):
     out = oar.zeros([2, 3])
     dist.reduce_scatter(out, parts)
     np.testing.assert_allclose(out.numpy(), sum(_data(r) * (rank + 1) for r in range(world)), rtol=1e-6)
+    t = oar.to_tensor(_data(rank))
+    task = dist.all_reduce(t, sync_op=False)
+    assert task.wait()
+    np.testing.assert_allclose(t.numpy(), np.sum(ref, axis=0), rtol=1e-6)
     dist.barrier()
     # A tensor that is not on the group's device type is refused, naming both.
     with pytest.raises(ValueError, match="process group's device is cpu"):
