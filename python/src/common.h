@@ -74,5 +74,6 @@ void init_inference(py::module_& m);  // inference.cc: the inference API (oar.in
 void init_custom_op(py::module_& m);  // custom_op.cc: custom op libraries (oar.utils.load_op_library)
 void init_plugin_kit(py::module_& m);  // plugin_kit.cc: helpers of oar.testing.plugin_conformance
 void init_store(py::module_& m);       // store.cc: oar.distributed.TCPStore
+void init_distributed(py::module_& m);  // distributed.cc: oar.distributed's process group
 
 }  // namespace oarpy

@@ -339,5 +339,6 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_custom_op(m);
   oarpy::init_plugin_kit(m);
   oarpy::init_store(m);
+  oarpy::init_distributed(m);
   oarpy::init_op_samples(m);
 }

@@ -1,7 +1,15 @@
-"""oar.distributed: process groups and collectives (Paddle's paddle.distributed).
+"""oar.distributed: process groups and collectives (Paddle's paddle.distributed), docs/distributed.md.
 
-So far only the rendezvous store: `TCPStore` (docs/distributed.md). Process groups come later.
+The rendezvous store (`TCPStore`), the default process group made by `init_parallel_env` on the current
+device's plugin (Gloo on cpu, NCCL on gpu), in-place collectives on tensors, and `spawn`.
 """
 from oar._C import TCPStore
 
-__all__ = ["TCPStore"]
+from .collective import (Group, ParallelEnv, ReduceOp, all_gather, all_reduce, barrier, broadcast,
+                         destroy_process_group, get_backend, get_rank, get_world_size, init_parallel_env,
+                         is_initialized, new_group, reduce_scatter)
+from .spawn import spawn
+
+__all__ = ["TCPStore", "Group", "ParallelEnv", "ReduceOp", "init_parallel_env", "is_initialized", "get_rank",
+           "get_world_size", "get_backend", "new_group", "all_reduce", "broadcast", "all_gather",
+           "reduce_scatter", "barrier", "destroy_process_group", "spawn"]
