@@ -119,10 +119,13 @@ def test_ranks_that_disagree_on_the_count_get_an_error_naming_the_other_rank():
 
 def test_a_dead_peer_is_an_error_naming_it_not_a_hang():
     t0 = time.monotonic()
-    outs = _run_two([[["sleep", 0.5], ["all_reduce", 100, 0]], [["exit"]]], timeout_s="20")
+    # One collective together first: rank 1 must not die while rank 0 is still connecting (that fails in
+    # comm_init, another error); then rank 1 dies and rank 0's second all_reduce must name it.
+    outs = _run_two([[["all_reduce", 100, 0], ["sleep", 0.5], ["all_reduce", 100, 0]],
+                     [["all_reduce", 100, 0], ["exit"]]], timeout_s="20")
     res = _results(outs[0])[1:]
-    assert res and res[0][0] == "ERR", outs[0]
-    assert "rank 1" in res[0][2] and "all_reduce" in res[0][2], res[0][2]
+    assert len(res) == 2 and res[0][0] == "OK" and res[1][0] == "ERR", outs[0]
+    assert "rank 1" in res[1][2] and "all_reduce" in res[1][2], res[1][2]
     assert time.monotonic() - t0 < 20, "the error came only with the timeout, not from the closed connection"
 
 
