@@ -22,23 +22,15 @@ CMAKE_BUILD_PARALLEL_LEVEL=${OAR_JOBS:-$(nproc)} "$PY" -m pip wheel --no-build-i
   plugins/cuda -C cmake.define.OAR_CUDA_ARCHS="$ARCHS" -C "build-dir=build/cuda-wheel/{wheel_tag}"
 
 WHEEL=$(ls "$DIST"/oar_cuda-*.whl)
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-"$PY" -m zipfile -e "$WHEEL" "$TMP"
-SO="$TMP/oar_cuda/liboar_plugin_cuda.so"
-[ -f "$SO" ] || { echo "build_cuda_wheel: $WHEEL lacks oar_cuda/liboar_plugin_cuda.so" >&2; exit 1; }
-grep -q '^cuda = oar_cuda:plugin_dir' "$TMP"/oar_cuda-*.dist-info/entry_points.txt ||
-  { echo "build_cuda_wheel: no oar.plugins entry point" >&2; exit 1; }
-EXPORTS=$(nm -D --defined-only "$SO" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
-[ "$EXPORTS" = "oar_plugin_init oar_plugin_query " ] ||
-  { echo "build_cuda_wheel: the plugin exports more than its two entry points: $EXPORTS" >&2; exit 1; }
-NEEDED=$(readelf -d "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-case "$NEEDED" in
-  *liboar_core*) echo "build_cuda_wheel: the plugin links liboar_core: $NEEDED" >&2; exit 1 ;;
-  *libcudart*) echo "build_cuda_wheel: the CUDA runtime is not static: $NEEDED" >&2; exit 1 ;;
+REPORT=$(bash scripts/check_plugin_wheel.sh "$WHEEL" cuda "$PY")
+echo "$REPORT"
+case "$REPORT" in
+  *libcudart*) echo "build_cuda_wheel: the CUDA runtime is not static" >&2; exit 1 ;;
 esac
-echo "wheel:    $WHEEL ($(du -h "$WHEEL" | cut -f1))"
-echo "needs:    $NEEDED"
+SO_DIR=$(mktemp -d)
+trap 'rm -rf "$SO_DIR"' EXIT
+"$PY" -m zipfile -e "$WHEEL" "$SO_DIR"
+SO="$SO_DIR/oar_cuda/liboar_plugin_cuda.so"
 if ! command -v cuobjdump >/dev/null; then
   echo "cubins:   (cuobjdump not found: not listed)"
 else

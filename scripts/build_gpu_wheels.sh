@@ -27,23 +27,7 @@ if command -v hipcc >/dev/null; then
   [ -n "${OAR_ROCM_ARCHS:-}" ] && ARGS+=(-C "cmake.define.OAR_ROCM_ARCHS=$OAR_ROCM_ARCHS")
   CMAKE_BUILD_PARALLEL_LEVEL=${OAR_JOBS:-$(nproc)} "$PY" -m pip wheel --no-build-isolation --no-deps -w "$DIST" \
     plugins/rocm "${ARGS[@]}"
-  WHEEL=$(ls "$DIST"/oar_rocm-*.whl)
-  TMP=$(mktemp -d)
-  trap 'rm -rf "$TMP"' EXIT
-  "$PY" -m zipfile -e "$WHEEL" "$TMP"
-  SO="$TMP/oar_rocm/liboar_plugin_rocm.so"
-  [ -f "$SO" ] || { echo "build_gpu_wheels: $WHEEL lacks oar_rocm/liboar_plugin_rocm.so" >&2; exit 1; }
-  grep -q '^rocm = oar_rocm:plugin_dir' "$TMP"/oar_rocm-*.dist-info/entry_points.txt ||
-    { echo "build_gpu_wheels: no oar.plugins entry point in $WHEEL" >&2; exit 1; }
-  EXPORTS=$(nm -D --defined-only "$SO" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
-  [ "$EXPORTS" = "oar_plugin_init oar_plugin_query " ] ||
-    { echo "build_gpu_wheels: the rocm plugin exports more than its two entry points: $EXPORTS" >&2; exit 1; }
-  NEEDED=$(readelf -d "$SO" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-  case "$NEEDED" in
-    *liboar_core*) echo "build_gpu_wheels: the rocm plugin links liboar_core: $NEEDED" >&2; exit 1 ;;
-  esac
-  echo "wheel:    $WHEEL ($(du -h "$WHEEL" | cut -f1))"
-  echo "needs:    $NEEDED"
+  bash scripts/check_plugin_wheel.sh "$(ls "$DIST"/oar_rocm-*.whl)" rocm "$PY"
   built=$((built + 1))
 else
   echo "build_gpu_wheels: no hipcc: oar-rocm not built"
