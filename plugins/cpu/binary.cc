@@ -5,7 +5,6 @@
 namespace oar_cpu {
 namespace {
 
-using oar::sdk::binary_loop;
 using oar::sdk::compute_t;
 
 // numpy's multiply for complex (no C99 Annex G inf/nan recovery, which std::complex pays for).
@@ -27,12 +26,12 @@ inline C cmul(C a, C b) {
       using C = compute_t<T>;                                                        \
       if constexpr (is_int_v<T>) {                                                   \
         using U = uwide_t<T>;                                                        \
-        binary_loop<T, T, T>(o, x, y, [](C a, C b) {                                 \
+        cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) {                                 \
           U ua = U(a), ub = U(b);                                                    \
           return T(EXPR(ua, ub));                                                    \
         });                                                                          \
       } else {                                                                       \
-        binary_loop<T, T, T>(o, x, y, [](C a, C b) { return EXPR(a, b); });          \
+        cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return EXPR(a, b); });          \
       }                                                                              \
     }                                                                                \
   };
@@ -68,7 +67,7 @@ struct Divide {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag zero;
-      binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
+      cpu_binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
         if (b == 0) {
           zero.set();
           return T(0);
@@ -77,7 +76,7 @@ struct Divide {
       });
       if (zero.get()) zero_divisor(name);
     } else {
-      binary_loop<T, T, T>(o, x, y, [](C a, C b) { return a / b; });
+      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return a / b; });
     }
   }
 };
@@ -115,7 +114,7 @@ struct FloorDivide {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag zero;
-      binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
+      cpu_binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
         if (b == 0) {
           zero.set();
           return T(0);
@@ -128,7 +127,7 @@ struct FloorDivide {
       });
       if (zero.get()) zero_divisor(name);
     } else {
-      binary_loop<T, T, T>(o, x, y, [](C a, C b) { return py_floordiv(a, b); });
+      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return py_floordiv(a, b); });
     }
   }
 };
@@ -142,7 +141,7 @@ struct Remainder {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag zero;
-      binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
+      cpu_binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
         if (b == 0) {
           zero.set();
           return T(0);
@@ -157,7 +156,7 @@ struct Remainder {
       });
       if (zero.get()) zero_divisor(name);
     } else {
-      binary_loop<T, T, T>(o, x, y, [](C a, C b) { return py_mod(a, b); });
+      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return py_mod(a, b); });
     }
   }
 };
@@ -170,7 +169,7 @@ struct MaxMin {
   template <class T>
   static void run(const TensorView& o, const TensorView& x, const TensorView& y) {
     using C = compute_t<T>;
-    binary_loop<T, T, T>(o, x, y, [](C a, C b) {
+    cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) {
       if constexpr (is_float_v<T>) {  // NaN in either operand wins
         if (a != a) return a;
         if (b != b) return b;
@@ -189,7 +188,7 @@ struct Pow {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>) {
       ErrorFlag negative;
-      binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
+      cpu_binary_loop<T, T, T>(o, x, y, [&](C a, C b) -> T {
         if constexpr (std::is_signed_v<T>) {
           if (b < 0) {
             negative.set();
@@ -209,7 +208,7 @@ struct Pow {
       OAR_SDK_CHECK(!negative.get(), OAR_ERR_INVALID_ARGUMENT,
                     "pow: integers to negative integer powers are not allowed (y contains a negative value)");
     } else {
-      binary_loop<T, T, T>(o, x, y, [](C a, C b) { return std::pow(a, b); });
+      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return std::pow(a, b); });
     }
   }
 };

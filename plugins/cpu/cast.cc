@@ -3,9 +3,6 @@
 
 #include "elementwise.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace oar_cpu {
 namespace {
@@ -96,44 +93,43 @@ void copy_kernel(KernelContext& ctx) {
 }
 
 // ---- cast ----------------------------------------------------------------------------------------
-#if defined(__x86_64__)
-// float32 <-> float16 with the F16C instructions (mixed precision casts every step); chosen at run
-// time, since the plugin is built for baseline x86-64. Same round-to-nearest-even as float16.
-__attribute__((target("avx,f16c"))) void f32_to_f16_f16c(const float* s, oar::sdk::float16* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) d[i] = oar::sdk::float16(s[i]);
-}
-__attribute__((target("avx,f16c"))) void f16_to_f32_f16c(const oar::sdk::float16* s, float* d, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
-  for (; i < n; ++i) d[i] = float(s[i]);
-}
-bool has_f16c() {
-  static const bool v = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  return v;
+// float32 <-> bfloat16/float16 (mixed precision casts every step) and bfloat16 <-> float16, contiguous:
+// whole blocks through the vectorised conversions of lowp.h. Same rounding as the scalar path.
+template <class From, class To>
+void cast_block(const From* s, To* d, int64_t n) {
+  if constexpr (std::is_same_v<From, float>) {
+    from_f32(s, d, n);
+  } else if constexpr (std::is_same_v<To, float>) {
+    to_f32(s, d, n);
+  } else {  // 16-bit to 16-bit through float32
+    alignas(64) float buf[kLowpBlock];
+    for (int64_t b = 0; b < n; b += kLowpBlock) {
+      const int64_t m = std::min(kLowpBlock, n - b);
+      to_f32(s + b, buf, m);
+      from_f32(buf, d + b, m);
+    }
+  }
 }
 
-bool cast_f16c(const TensorView& out, const TensorView& x) {
-  if (!has_f16c() || !x.is_contiguous()) return false;
-  using oar::sdk::float16;
-  const bool down = x.dtype() == OAR_DTYPE_FLOAT32 && out.dtype() == OAR_DTYPE_FLOAT16;
-  const bool up = x.dtype() == OAR_DTYPE_FLOAT16 && out.dtype() == OAR_DTYPE_FLOAT32;
-  if (!down && !up) return false;
-  parallel_for(0, x.numel(), oar::sdk::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-    if (down)
-      f32_to_f16_f16c(x.data<float>() + lo, out.data<float16>() + lo, hi - lo);
-    else
-      f16_to_f32_f16c(x.data<float16>() + lo, out.data<float>() + lo, hi - lo);
+bool cast_lowp(const TensorView& out, const TensorView& x) {
+  if (!x.is_contiguous()) return false;
+  auto kind = [](int32_t d) { return d == OAR_DTYPE_FLOAT32 || d == OAR_DTYPE_BFLOAT16 || d == OAR_DTYPE_FLOAT16; };
+  if (!kind(x.dtype()) || !kind(out.dtype()) || x.dtype() == out.dtype()) return false;
+  dispatch<FloatType>("cast", x.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    dispatch<FloatType>("cast", out.dtype(), [&](auto to_tag) {
+      using To = decltype(to_tag);
+      if constexpr ((std::is_same_v<From, float> || is_lowp_v<From>)&&(std::is_same_v<To, float> || is_lowp_v<To>) &&
+                    !std::is_same_v<From, To>) {
+        const From* ps = x.data<From>();
+        To* pd = out.data<To>();
+        parallel_for(0, x.numel(), oar::sdk::kElementwiseGrain,
+                     [&](int64_t lo, int64_t hi) { cast_block(ps + lo, pd + lo, hi - lo); });
+      }
+    });
   });
   return true;
 }
-#else
-bool cast_f16c(const TensorView&, const TensorView&) { return false; }
-#endif
 
 void cast_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
@@ -143,7 +139,7 @@ void cast_kernel(KernelContext& ctx) {
     copy_bits(out, x);
     return;
   }
-  if (cast_f16c(out, x)) return;
+  if (cast_lowp(out, x)) return;
   dispatch<AnyType>("cast", x.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
     dispatch<AnyType>("cast", out.dtype(), [&](auto to_tag) {

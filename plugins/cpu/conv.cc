@@ -2,8 +2,9 @@
 //
 // conv / conv_grad_input / conv_grad_filter: float32 through oneDNN (forward, backward-data and
 // backward-weights primitives, created once per problem and cached; oneDNN picks its preferred
-// blocked layouts and we reorder in and out, as PyTorch does), float16/bfloat16 through the same
-// float32 path, float64 (oneDNN has none) and any problem oneDNN refuses through direct loops.
+// blocked layouts and we reorder in and out, as PyTorch does), bfloat16/float16 through oneDNN's 16-bit
+// primitives where this CPU has them (else the float32 path, converted in and out a vector at a time),
+// float64 (oneDNN has none) and any problem oneDNN refuses through direct loops.
 // Pooling, interpolation, unfold/fold and grid_sample: loops parallel over the N*C planes, so every
 // backward kernel scatters into its own plane without races. Inputs arrive contiguous.
 #include <cmath>
@@ -238,8 +239,8 @@ void finish_arg(Arg& a, const memory::desc& prim) {
   }
 }
 
-std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
-  const auto f32 = memory::data_type::f32;
+// dt: the data type of all three tensors (float32, or bfloat16/float16 with float32 accumulation).
+std::shared_ptr<Prim> build(const Geom& g, Kind kind, memory::data_type dt) {
   const auto any = memory::format_tag::any;
   memory::format_tag act_tag = g.nd == 1   ? memory::format_tag::ncw
                                : g.nd == 2 ? memory::format_tag::nchw
@@ -260,7 +261,7 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
     // covers output_padding (a transposed conv's extra rows are never reached).
     pr.push_back(g.pe[i]);
   }
-  memory::desc src_a(src_d, f32, any), wei_a(wei_d, f32, any), dst_a(dst_d, f32, any);
+  memory::desc src_a(src_d, dt, any), wei_a(wei_d, dt, any), dst_a(dst_d, dt, any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per call: safe for concurrent calls
   auto p = std::make_shared<Prim>();
@@ -268,7 +269,11 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
   dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, algo, src_a, wei_a, dst_a, strides,
                                      dil, pl, pr);
   dnnl::convolution_forward::primitive_desc fpd(fd, attr, engine());
-  memory::desc src_u(src_d, f32, act_tag), wei_u(wei_d, f32, wei_tag), dst_u(dst_d, f32, act_tag);
+  // 16-bit problems only oneDNN's reference code takes (no jit kernel for this CPU) are slower than
+  // the float32 path: unsupported (checked on the forward primitive, which every kind is built from).
+  auto is_ref = [](const char* impl) { return std::string(impl).rfind("ref", 0) == 0; };
+  if (dt != memory::data_type::f32 && is_ref(fpd.impl_info_str())) return nullptr;
+  memory::desc src_u(src_d, dt, act_tag), wei_u(wei_d, dt, wei_tag), dst_u(dst_d, dt, act_tag);
   if (kind == kFwd) {
     p->args[0] = {DNNL_ARG_SRC, true, src_u, {}};
     p->args[1] = {DNNL_ARG_WEIGHTS, true, wei_u, {}};
@@ -281,6 +286,7 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
   } else if (kind == kBwdData) {
     dnnl::convolution_backward_data::desc bd(algo, src_a, wei_a, dst_a, strides, dil, pl, pr);
     dnnl::convolution_backward_data::primitive_desc bpd(bd, attr, engine(), fpd);
+    if (dt != memory::data_type::f32 && is_ref(bpd.impl_info_str())) return nullptr;
     p->args[0] = {DNNL_ARG_DIFF_DST, true, dst_u, {}};
     p->args[1] = {DNNL_ARG_WEIGHTS, true, wei_u, {}};
     p->args[2] = {DNNL_ARG_DIFF_SRC, false, src_u, {}};
@@ -292,6 +298,7 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
   } else {
     dnnl::convolution_backward_weights::desc bd(algo, src_a, wei_a, dst_a, strides, dil, pl, pr);
     dnnl::convolution_backward_weights::primitive_desc bpd(bd, attr, engine(), fpd);
+    if (dt != memory::data_type::f32 && is_ref(bpd.impl_info_str())) return nullptr;
     p->args[0] = {DNNL_ARG_SRC, true, src_u, {}};
     p->args[1] = {DNNL_ARG_DIFF_DST, true, dst_u, {}};
     p->args[2] = {DNNL_ARG_DIFF_WEIGHTS, false, wei_u, {}};
@@ -305,8 +312,8 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind) {
   return p;
 }
 
-std::shared_ptr<Prim> get_prim(const Geom& g, Kind kind) {
-  std::vector<int64_t> key{kind, g.nd, g.N, g.Cin, g.Cout, g.G};
+std::shared_ptr<Prim> get_prim(const Geom& g, Kind kind, memory::data_type dt) {
+  std::vector<int64_t> key{kind, static_cast<int64_t>(dt), g.nd, g.N, g.Cin, g.Cout, g.G};
   for (const int64_t* a : {g.in, g.out, g.k, g.s, g.pb, g.pe, g.d}) key.insert(key.end(), a, a + 3);
   Cache& c = cache();
   {
@@ -316,7 +323,7 @@ std::shared_ptr<Prim> get_prim(const Geom& g, Kind kind) {
   }
   std::shared_ptr<Prim> p;
   try {  // built outside the lock: creation can take milliseconds
-    p = build(g, kind);
+    p = build(g, kind, dt);
   } catch (const dnnl::error&) {
     p = nullptr;  // e.g. a negative right padding oneDNN refuses: the loop handles it
   }
@@ -325,16 +332,16 @@ std::shared_ptr<Prim> get_prim(const Geom& g, Kind kind) {
   return c.map.emplace(key, p).first->second;
 }
 
-// Runs a cached primitive on plain float32 buffers a, b (inputs) and c (output); false when oneDNN
-// has no primitive for the problem.
-bool onednn_conv(const Geom& g, Kind kind, const float* a, const float* b, float* c) {
+// Runs a cached primitive on plain buffers of type dt, a and b (inputs) and c (output); false when
+// oneDNN has no primitive for the problem.
+bool onednn_conv(const Geom& g, Kind kind, memory::data_type dt, const void* a, const void* b, void* c) {
   try {
-    auto p = get_prim(g, kind);
+    auto p = get_prim(g, kind, dt);
     if (!p) return false;
     dnnl::stream& s = thread_stream();
     std::unordered_map<int, memory> args;
     Buffer bufs[3];
-    void* user[3] = {const_cast<float*>(a), const_cast<float*>(b), c};
+    void* user[3] = {const_cast<void*>(a), const_cast<void*>(b), c};
     memory out_user;
     for (int i = 0; i < 3; ++i) {
       Arg& arg = p->args[i];
@@ -376,20 +383,6 @@ void run_loop(const Geom& g, Kind kind, const T* a, const T* b, T* c) {
     loop_conv_bwd_weights(g, a, b, c);
 }
 
-std::vector<float> to_float(const TensorView& t) {
-  std::vector<float> v(static_cast<size_t>(t.numel()));
-  oar::sdk::visit_dtype(t.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (is_float_v<T>) {
-      const T* p = t.data<T>();
-      parallel_for(0, t.numel(), 65536, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) v[i] = float(p[i]);
-      });
-    }
-  });
-  return v;
-}
-
 // The shared body: a, b are the op's inputs, c its output; `kind` says which of the three.
 void conv_common(KernelContext& ctx, Kind kind, const char* op) {
   TensorView a = ctx.input(0), b = ctx.input(1), c = ctx.output(0);
@@ -409,17 +402,21 @@ void conv_common(KernelContext& ctx, Kind kind, const char* op) {
   }
   dispatch<FloatType>(op, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    const auto f32 = memory::data_type::f32;
     if constexpr (std::is_same_v<T, float>) {
-      if (onednn_conv(g, kind, a.data<float>(), b.data<float>(), c.data<float>())) return;
+      if (onednn_conv(g, kind, f32, a.data<float>(), b.data<float>(), c.data<float>())) return;
       run_loop<float>(g, kind, a.data<float>(), b.data<float>(), c.data<float>());
     } else if constexpr (std::is_same_v<T, double>) {
       run_loop<double>(g, kind, a.data<double>(), b.data<double>(), c.data<double>());
-    } else {  // 16-bit floats: float32 in, float32 out
-      std::vector<float> fa = to_float(a), fb = to_float(b), fc(static_cast<size_t>(c.numel()));
-      if (!onednn_conv(g, kind, fa.data(), fb.data(), fc.data()))
+    } else {  // 16-bit floats: oneDNN's 16-bit primitives (float32 accumulation) where it has them
+      constexpr auto dt = std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
+      if (onednn_conv(g, kind, dt, a.data<T>(), b.data<T>(), c.data<T>())) return;
+      // else float32 in, float32 out, converted a vector at a time
+      const AsF32<T> fa(a.data<T>(), a.numel()), fb(b.data<T>(), b.numel());
+      std::vector<float> fc(static_cast<size_t>(c.numel()));
+      if (!onednn_conv(g, kind, f32, fa.data(), fb.data(), fc.data()))
         run_loop<float>(g, kind, fa.data(), fb.data(), fc.data());
-      T* pc = c.data<T>();
-      for (int64_t i = 0; i < c.numel(); ++i) pc[i] = T(fc[i]);
+      store_f32(fc.data(), c.data<T>(), c.numel());
     }
   });
 }

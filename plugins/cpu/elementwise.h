@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "cpu_common.h"
+#include "lowp.h"
 
 namespace oar_cpu {
 
@@ -46,7 +47,7 @@ constexpr uint32_t kStrided = OAR_KERNEL_STRIDED_INPUTS;
     template <class T>                                                 \
     static void run(const TensorView& o, const TensorView& x) {        \
       using C = oar::sdk::compute_t<T>;                                \
-      oar::sdk::unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; }); \
+      cpu_unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; });           \
     }                                                                  \
   };
 

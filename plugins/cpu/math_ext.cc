@@ -11,12 +11,10 @@
 namespace oar_cpu {
 namespace {
 
-using oar::sdk::binary_loop;
 using oar::sdk::compute_t;
 using oar::sdk::kElementwiseGrain;
 using oar::sdk::max_threads;
 using oar::sdk::parallel_for;
-using oar::sdk::unary_loop;
 
 // ---- special functions ----------------------------------------------------------------------------
 // digamma and erfinv are the SDK's (oar/sdk/special.h), shared with the GPU plugins.
@@ -65,9 +63,9 @@ struct Trunc {
   static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>)
-      unary_loop<T, T>(o, x, [](C v) { return v; });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return v; });
     else
-      unary_loop<T, T>(o, x, [](C v) { return std::trunc(v); });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return std::trunc(v); });
   }
 };
 
@@ -78,9 +76,9 @@ struct BitwiseNot {
   template <class T>
   static void run(const TensorView& o, const TensorView& x) {
     if constexpr (std::is_same_v<T, bool>)
-      unary_loop<T, T>(o, x, [](bool v) { return !v; });
+      cpu_unary_loop<T, T>(o, x, [](bool v) { return !v; });
     else
-      unary_loop<T, T>(o, x, [](T v) { return T(~v); });
+      cpu_unary_loop<T, T>(o, x, [](T v) { return T(~v); });
   }
 };
 
@@ -98,7 +96,7 @@ struct IntOnly : std::bool_constant<is_int_v<T>> {};
     template <class T>                                                               \
     static void run(const TensorView& o, const TensorView& x, const TensorView& y) { \
       using C = compute_t<T>;                                                        \
-      binary_loop<T, T, T>(o, x, y, [](C a, C b) -> C { return EXPR; });             \
+      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) -> C { return EXPR; });             \
     }                                                                                \
   };
 // atan2 in float (float32 and 16-bit floats): libm's atan2f is scalar and slow, so the quotient
@@ -147,9 +145,9 @@ struct Atan2 {
       }
     }
     if constexpr (std::is_same_v<C, float>)
-      binary_loop<T, T, T>(o, x, y, [](float a, float b) { return fast_atan2f(a, b); });
+      cpu_binary_loop<T, T, T>(o, x, y, [](float a, float b) { return fast_atan2f(a, b); });
     else
-      binary_loop<T, T, T>(o, x, y, [](C a, C b) { return std::atan2(a, b); });
+      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return std::atan2(a, b); });
   }
 };
 // numpy's heaviside: 0 for x < 0, y for x == 0, 1 for x > 0, NaN for NaN.
@@ -199,7 +197,7 @@ void clip_kernel(KernelContext& ctx) {
     using C = compute_t<T>;
     const C l = bound<T>(lo), h = bound<T>(hi);
     // Two independent selects (not nested) so GCC emits blends and vectorises; NaN stays NaN.
-    unary_loop<T, T>(out, x, [=](C v) {
+    cpu_unary_loop<T, T>(out, x, [=](C v) {
       const C upper = v > h ? h : v;
       return v < l ? l : upper;
     });
@@ -530,7 +528,7 @@ void polygamma_kernel(KernelContext& ctx) {
   dispatch<FloatType>("polygamma", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
-    unary_loop<T, T>(out, x, [n](C v) { return C(polygamma(n, double(v))); });
+    cpu_unary_loop<T, T>(out, x, [n](C v) { return C(polygamma(n, double(v))); });
   });
 }
 

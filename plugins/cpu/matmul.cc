@@ -1,6 +1,7 @@
 // matmul with numpy semantics (1-D operands, broadcast batch dims, optional transposes of the last two
-// dims). float32 and bfloat16 run through oneDNN, float16 through oneDNN's float32 path (converted in
-// and out); float64, ints and complex through a row-parallel i-k-j loop. Inputs arrive contiguous.
+// dims). float32, bfloat16 and float16 run through oneDNN (a 16-bit type whose primitive this CPU lacks
+// through oneDNN's float32 path, converted in and out a vector at a time); float64, ints and complex
+// through a row-parallel i-k-j loop. Inputs arrive contiguous.
 //
 // oneDNN primitives are created once per problem shape and cached: creating one costs far more than
 // a small matmul, and the budget is "within 10% of oneDNN called directly".
@@ -186,6 +187,15 @@ std::unordered_map<int, memory> make_args(const Prim& p, const void* x, const vo
   return args;
 }
 
+std::shared_ptr<Prim> remember(const Key& k, std::shared_ptr<Prim> p) {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  // Bounded: a model with ever-changing shapes starts over rather than growing without end (calls in
+  // flight keep their primitive alive through the shared_ptr).
+  if (c.map.size() >= kMaxCached) c.map.clear();
+  return c.map.emplace(k, p).first->second;
+}
+
 std::shared_ptr<Prim> get_prim(const Key& k) {
   Cache& c = cache();
   {
@@ -206,6 +216,9 @@ std::shared_ptr<Prim> get_prim(const Key& k) {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::matmul::desc d(p->src, p->wei, p->dst);
     dnnl::matmul::primitive_desc pd(d, attr, engine());
+    // A 16-bit problem that only oneDNN's reference code takes (no jit kernel for this CPU) is far
+    // slower than the float32 path: treated as unsupported.
+    if (dt != memory::data_type::f32 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return remember(k, nullptr);
     p->scratch = pd.scratchpad_desc();
     p->scratch_bytes = p->scratch.get_size();
     p->prim = dnnl::matmul(pd);
@@ -213,11 +226,7 @@ std::shared_ptr<Prim> get_prim(const Key& k) {
   } catch (const dnnl::error&) {
     p = nullptr;  // e.g. bfloat16 on a CPU without AVX-512: use another path
   }
-  std::lock_guard<std::mutex> lock(c.mu);
-  // Bounded: a model with ever-changing shapes starts over rather than growing without end (calls in
-  // flight keep their primitive alive through the shared_ptr).
-  if (c.map.size() >= kMaxCached) c.map.clear();
-  return c.map.emplace(k, p).first->second;
+  return remember(k, p);
 }
 
 void execute(Prim& p, const void* x, const void* y, void* out) {
@@ -428,23 +437,16 @@ void matmul_kernel(KernelContext& ctx) {
         return;
       }
       if (onednn_matmul(memory::data_type::f32, p, px, py, po, sizeof(T))) return;
-    } else if constexpr (std::is_same_v<T, oar::sdk::bfloat16>) {
-      if (onednn_matmul(memory::data_type::bf16, p, px, py, po, sizeof(T))) return;
-    }
-    if constexpr (std::is_same_v<T, oar::sdk::bfloat16> || std::is_same_v<T, oar::sdk::float16>) {
-      // float32 in, oneDNN, float32 out: the same float accumulation as the loop, much faster.
-      std::vector<float> fx(static_cast<size_t>(x.numel())), fy(static_cast<size_t>(y.numel())),
-          fo(static_cast<size_t>(out.numel()));
-      parallel_for(0, x.numel(), 65536, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) fx[i] = float(px[i]);
-      });
-      parallel_for(0, y.numel(), 65536, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) fy[i] = float(py[i]);
-      });
+    } else if constexpr (is_lowp_v<T>) {
+      // oneDNN's own 16-bit kernels (float32 accumulation): bfloat16 on AVX512-BF16/AMX (emulated on
+      // plain AVX-512), float16 where the CPU has AVX512-FP16 and this oneDNN supports it.
+      constexpr auto dt = std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
+      if (onednn_matmul(dt, p, px, py, po, sizeof(T))) return;
+      // Otherwise float32 in, oneDNN, float32 out: the same float accumulation as the loop, much faster.
+      const AsF32<T> fx(px, x.numel()), fy(py, y.numel());
+      std::vector<float> fo(static_cast<size_t>(out.numel()));
       if (onednn_matmul(memory::data_type::f32, p, fx.data(), fy.data(), fo.data(), sizeof(float))) {
-        parallel_for(0, out.numel(), 65536, [&](int64_t lo, int64_t hi) {
-          for (int64_t i = lo; i < hi; ++i) po[i] = T(fo[i]);
-        });
+        store_f32(fo.data(), po, out.numel());
         return;
       }
     }

@@ -269,14 +269,9 @@ void where_kernel(KernelContext& ctx) {
 // ---- softmax ---------------------------------------------------------------------------------------
 // Numerically stable: exp(x - max) over the axis. x is [outer, n, inner] (contiguous).
 template <class T, bool kLog>
-void softmax_impl(const TensorView& out, const TensorView& x, int64_t axis) {
-  using C = compute_t<T>;  // float for 16-bit floats and float32, double for float64
+void softmax_impl(T* po, const T* px, int64_t outer, int64_t n, int64_t inner) {
+  using C = compute_t<T>;  // float for float32, double for float64
   using S = double;        // the sum of exponentials
-  const int64_t outer = product(x.dims(), 0, axis), n = x.dim(static_cast<int32_t>(axis));
-  const int64_t inner = product(x.dims(), axis + 1, x.ndim());
-  const T* px = x.data<T>();
-  T* po = out.data<T>();
-  if (n == 0 || outer == 0 || inner == 0) return;
   auto bigger = [](C v, C m) { return v > m || v != v; };  // NaN wins and then sticks
   if constexpr (std::is_same_v<T, float> && !kLog) {
     if (inner == 1) {
@@ -353,7 +348,20 @@ void softmax_kernel(KernelContext& ctx) {
     return;
   }
   const int64_t axis = normalize_axis(name, axis_attr, x.ndim());
-  dispatch<FloatType>(name, x.dtype(), [&](auto tag) { softmax_impl<decltype(tag), kLog>(out, x, axis); });
+  const int64_t outer = product(x.dims(), 0, axis), n = x.dim(static_cast<int32_t>(axis));
+  const int64_t inner = product(x.dims(), axis + 1, x.ndim());
+  if (n == 0 || outer == 0 || inner == 0) return;
+  dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (is_lowp_v<T>) {  // 16-bit floats: the float32 kernel between vectorised conversions
+      const AsF32<T> fx(x.data<T>(), x.numel());
+      std::vector<float> fo(static_cast<size_t>(x.numel()));
+      softmax_impl<float, kLog>(fo.data(), fx.data(), outer, n, inner);
+      store_f32(fo.data(), out.data<T>(), x.numel());
+    } else {
+      softmax_impl<T, kLog>(out.data<T>(), x.data<T>(), outer, n, inner);
+    }
+  });
 }
 
 }  // namespace

@@ -102,6 +102,10 @@ void act_kernel(KernelContext& ctx, const char* name) {
     using T = decltype(tag);
     using C = compute_t<T>;
     const Act<C> act(ctx);
+    if constexpr (is_lowp_v<T>) {  // blocks converted to float32 and back (lowp.h)
+      lowp_unary_loop<T>(out, x, [act](float v) { return act.f(v); });
+      return;
+    }
     const T* px = x.data<T>();
     T* po = out.data<T>();
     parallel_for(0, x.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
@@ -120,6 +124,10 @@ void act_grad_kernel(KernelContext& ctx, const char* name) {
     using T = decltype(tag);
     using C = compute_t<T>;
     const Act<C> act(ctx);
+    if constexpr (is_lowp_v<T>) {
+      lowp_binary_loop<T>(out, x, g, [act](float v, float gv) { return gv * act.df(v); });
+      return;
+    }
     const T *px = x.data<T>(), *pg = g.data<T>();
     T* po = out.data<T>();
     parallel_for(0, x.numel(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
@@ -157,16 +165,10 @@ inline S row_sum(int64_t n, F f) {
 }
 
 // x is [outer, n]; statistics in double for float64, float otherwise (two passes over a row in cache).
-template <class T>
-void layer_norm_fwd(const TensorView& x, const TensorView& w, const TensorView& b, const TensorView& out,
-                    const TensorView& mean, const TensorView& rstd, int64_t axis, double eps) {
+template <class T, class S = std::conditional_t<std::is_same_v<T, double>, double, float>>
+void layer_norm_fwd(const T* px, const T* pw, const T* pb, T* po, S* pm, S* pr, int64_t n, int64_t outer,
+                    double eps) {
   using C = compute_t<T>;
-  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  const int64_t n = w.numel(), outer = n == 0 ? 0 : x.numel() / n;
-  const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.data<T>();
-  T* po = out.data<T>();
-  S *pm = mean.data<S>(), *pr = rstd.data<S>();
-  (void)axis;
   parallel_for(0, outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
     for (int64_t o = lo; o < hi; ++o) {
       const T* r = px + o * n;
@@ -188,21 +190,30 @@ void layer_norm_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), w = ctx.input(1), b = ctx.input(2);
   const int64_t axis = ctx.attr_int("begin_norm_axis");
   const double eps = attr_float_or(ctx, "epsilon", 1e-5);
+  (void)axis;  // w's size is the normalised extent
+  TensorView out = ctx.output(0), mean = ctx.output(1), rstd = ctx.output(2);
+  const int64_t n = w.numel(), outer = n == 0 ? 0 : x.numel() / n;
   dispatch<FloatType>("layer_norm", x.dtype(), [&](auto tag) {
-    layer_norm_fwd<decltype(tag)>(x, w, b, ctx.output(0), ctx.output(1), ctx.output(2), axis, eps);
+    using T = decltype(tag);
+    if constexpr (is_lowp_v<T>) {  // the float32 kernel between vectorised conversions (lowp.h)
+      const AsF32<T> fx(x.data<T>(), x.numel()), fw(w.data<T>(), n), fb(b.data<T>(), n);
+      std::vector<float> fo(static_cast<size_t>(x.numel()));
+      layer_norm_fwd<float>(fx.data(), fw.data(), fb.data(), fo.data(), mean.data<float>(), rstd.data<float>(), n,
+                            outer, eps);
+      store_f32(fo.data(), out.data<T>(), x.numel());
+    } else {
+      using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      layer_norm_fwd<T>(x.data<T>(), w.data<T>(), b.data<T>(), out.data<T>(), mean.data<S>(), rstd.data<S>(), n,
+                        outer, eps);
+    }
   });
 }
 
 // dx = rstd * (w*dy - mean(w*dy) - xhat * mean(w*dy*xhat)); dweight = sum(dy*xhat); dbias = sum(dy).
-template <class T>
-void layer_norm_bwd(const TensorView& x, const TensorView& w, const TensorView& mean, const TensorView& rstd,
-                    const TensorView& dy, const TensorView& dx, const TensorView& dw, const TensorView& db) {
+template <class T, class S = std::conditional_t<std::is_same_v<T, double>, double, float>>
+void layer_norm_bwd(const T* px, const T* pw, const S* pm, const S* pr, const T* pg, T* pdx, T* pw_out,
+                    T* pb_out, int64_t n, int64_t outer) {
   using C = compute_t<T>;
-  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  const int64_t n = w.numel(), outer = n == 0 ? 0 : x.numel() / n;
-  const T *px = x.data<T>(), *pw = w.data<T>(), *pg = dy.data<T>();
-  const S *pm = mean.data<S>(), *pr = rstd.data<S>();
-  T* pdx = dx.data<T>();
   // Rows are split into chunks; each chunk accumulates its own dweight/dbias partial sums.
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(outer, 64));
   std::vector<S> pdw(static_cast<size_t>(chunks * n), S(0)), pdb(static_cast<size_t>(chunks * n), S(0));
@@ -240,7 +251,6 @@ void layer_norm_bwd(const TensorView& x, const TensorView& w, const TensorView& 
       }
     }
   });
-  T *pw_out = dw.data<T>(), *pb_out = db.data<T>();
   parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       S a = 0, c = 0;
@@ -253,9 +263,24 @@ void layer_norm_bwd(const TensorView& x, const TensorView& w, const TensorView& 
 
 void layer_norm_grad_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0);
+  TensorView w = ctx.input(1), mean = ctx.input(2), rstd = ctx.input(3), dy = ctx.input(4);
+  TensorView dx = ctx.output(0), dw = ctx.output(1), db = ctx.output(2);
+  const int64_t n = w.numel(), outer = n == 0 ? 0 : x.numel() / n;
   dispatch<FloatType>("layer_norm_grad", x.dtype(), [&](auto tag) {
-    layer_norm_bwd<decltype(tag)>(x, ctx.input(1), ctx.input(2), ctx.input(3), ctx.input(4), ctx.output(0),
-                                  ctx.output(1), ctx.output(2));
+    using T = decltype(tag);
+    if constexpr (is_lowp_v<T>) {
+      const AsF32<T> fx(x.data<T>(), x.numel()), fw(w.data<T>(), n), fg(dy.data<T>(), dy.numel());
+      std::vector<float> fdx(static_cast<size_t>(x.numel())), fdw(static_cast<size_t>(n)), fdb(static_cast<size_t>(n));
+      layer_norm_bwd<float>(fx.data(), fw.data(), mean.data<float>(), rstd.data<float>(), fg.data(), fdx.data(),
+                            fdw.data(), fdb.data(), n, outer);
+      store_f32(fdx.data(), dx.data<T>(), x.numel());
+      store_f32(fdw.data(), dw.data<T>(), n);
+      store_f32(fdb.data(), db.data<T>(), n);
+    } else {
+      using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      layer_norm_bwd<T>(x.data<T>(), w.data<T>(), mean.data<S>(), rstd.data<S>(), dy.data<T>(), dx.data<T>(),
+                        dw.data<T>(), db.data<T>(), n, outer);
+    }
   });
 }
 

@@ -120,9 +120,31 @@ inline double sum_row_f32(const float* p, int64_t n) {
   return total;
 }
 
+// 16-bit floats reach an op converted to float32 a block at a time (lowp.h): OnF32<F> is F stepping on
+// float values (every op's step on a value is its merge with that value as an accumulator).
+template <class F>
+struct OnF32 {
+  const F& f;
+  using acc_t = typename F::acc_t;
+  acc_t init() const { return f.init(); }
+  acc_t step(acc_t a, float v) const { return f.merge(a, acc_t(v)); }
+  acc_t merge(acc_t a, acc_t b) const { return f.merge(a, b); }
+};
+
 // acc[j] = step(acc[j], p[r * inner + j]) for r < red, j < n: runs along contiguous rows.
 template <class T, class F>
 void reduce_cols(const F& f, const T* p, int64_t red, int64_t inner, int64_t n, typename F::acc_t* acc) {
+  if constexpr (is_lowp_v<T>) {
+    const OnF32<F> g{f};
+    alignas(64) float buf[kLowpBlock];
+    for (int64_t r = 0; r < red; ++r)
+      for (int64_t j0 = 0; j0 < n; j0 += kLowpBlock) {
+        const int64_t m = std::min(kLowpBlock, n - j0);
+        to_f32(p + r * inner + j0, buf, m);
+        for (int64_t j = 0; j < m; ++j) acc[j0 + j] = g.step(acc[j0 + j], buf[j]);
+      }
+    return;
+  }
   for (int64_t r = 0; r < red; ++r) {
     const T* row = p + r * inner;
     for (int64_t j = 0; j < n; ++j) acc[j] = f.step(acc[j], row[j]);
@@ -135,6 +157,17 @@ template <class T, class F>
 typename F::acc_t reduce_row(const F& f, const T* p, int64_t n) {
   using Acc = typename F::acc_t;
   if constexpr (std::is_same_v<T, float> && std::is_same_v<F, SumF<float, float>>) return sum_row_f32(p, n);
+  if constexpr (is_lowp_v<T>) {
+    const OnF32<F> g{f};
+    alignas(64) float buf[kLowpBlock];
+    Acc acc = f.init();
+    for (int64_t b = 0; b < n; b += kLowpBlock) {
+      const int64_t m = std::min(kLowpBlock, n - b);
+      to_f32(p + b, buf, m);
+      acc = f.merge(acc, reduce_row(g, buf, m));
+    }
+    return acc;
+  }
   constexpr int64_t kWidth = 64;
   Acc lane[kWidth];
   for (auto& l : lane) l = f.init();

@@ -6,7 +6,6 @@ namespace oar_cpu {
 namespace {
 
 using oar::sdk::compute_t;
-using oar::sdk::unary_loop;
 
 OAR_CPU_FLOAT_OP(Exp, "exp", std::exp(v))
 OAR_CPU_FLOAT_OP(Log, "log", std::log(v))
@@ -33,9 +32,9 @@ struct Neg {
   static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>)
-      unary_loop<T, T>(o, x, [](C v) { return T(uwide_t<T>(0) - uwide_t<T>(v)); });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return T(uwide_t<T>(0) - uwide_t<T>(v)); });
     else
-      unary_loop<T, T>(o, x, [](C v) { return -v; });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return -v; });
   }
 };
 
@@ -47,11 +46,11 @@ struct Abs {
   static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     if constexpr (std::is_unsigned_v<T>)
-      unary_loop<T, T>(o, x, [](C v) { return v; });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return v; });
     else if constexpr (is_int_v<T>)
-      unary_loop<T, T>(o, x, [](C v) { return v < 0 ? T(uwide_t<T>(0) - uwide_t<T>(v)) : v; });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return v < 0 ? T(uwide_t<T>(0) - uwide_t<T>(v)) : v; });
     else
-      unary_loop<T, T>(o, x, [](C v) { return std::fabs(v); });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return std::fabs(v); });
   }
 };
 
@@ -63,9 +62,9 @@ struct Square {
   static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
     if constexpr (is_int_v<T>)
-      unary_loop<T, T>(o, x, [](C v) { return T(uwide_t<T>(v) * uwide_t<T>(v)); });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return T(uwide_t<T>(v) * uwide_t<T>(v)); });
     else
-      unary_loop<T, T>(o, x, [](C v) { return v * v; });
+      cpu_unary_loop<T, T>(o, x, [](C v) { return v * v; });
   }
 };
 
@@ -76,7 +75,7 @@ struct Sign {
   template <class T>
   static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
-    unary_loop<T, T>(o, x, [](C v) -> C {
+    cpu_unary_loop<T, T>(o, x, [](C v) -> C {
       if constexpr (is_float_v<T>) {
         if (v != v) return v;  // sign(NaN) is NaN
       }
@@ -92,7 +91,7 @@ struct Relu {
   template <class T>
   static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
-    unary_loop<T, T>(o, x, [](C v) { return v < C(0) ? C(0) : v; });  // keeps NaN, like maximum(x, 0)
+    cpu_unary_loop<T, T>(o, x, [](C v) { return v < C(0) ? C(0) : v; });  // keeps NaN, like maximum(x, 0)
   }
 };
 
@@ -103,7 +102,7 @@ struct LogicalNot {
   template <class T>
   static void run(const TensorView& o, const TensorView& x) {
     using C = compute_t<T>;
-    unary_loop<bool, T>(o, x, [](C v) -> bool { return v == C(0); });
+    cpu_unary_loop<bool, T>(o, x, [](C v) -> bool { return v == C(0); });
   }
 };
 
@@ -115,7 +114,7 @@ struct LogicalNot {
     template <class T>                                             \
     static void run(const TensorView& o, const TensorView& x) {    \
       using C = compute_t<T>;                                      \
-      unary_loop<bool, T>(o, x, [](C v) -> bool { return EXPR; }); \
+      cpu_unary_loop<bool, T>(o, x, [](C v) -> bool { return EXPR; }); \
     }                                                              \
   };
 OAR_CPU_CLASSIFY_OP(IsNan, "isnan", std::isnan(v))
