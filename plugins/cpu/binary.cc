@@ -26,12 +26,12 @@ inline C cmul(C a, C b) {
       using C = compute_t<T>;                                                        \
       if constexpr (is_int_v<T>) {                                                   \
         using U = uwide_t<T>;                                                        \
-        cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) {                                 \
+        cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) {                             \
           U ua = U(a), ub = U(b);                                                    \
           return T(EXPR(ua, ub));                                                    \
         });                                                                          \
       } else {                                                                       \
-        cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return EXPR(a, b); });          \
+        cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) { return EXPR(a, b); });      \
       }                                                                              \
     }                                                                                \
   };

@@ -3,7 +3,6 @@
 
 #include "elementwise.h"
 
-
 namespace oar_cpu {
 namespace {
 
@@ -113,14 +112,16 @@ void cast_block(const From* s, To* d, int64_t n) {
 
 bool cast_lowp(const TensorView& out, const TensorView& x) {
   if (!x.is_contiguous()) return false;
-  auto kind = [](int32_t d) { return d == OAR_DTYPE_FLOAT32 || d == OAR_DTYPE_BFLOAT16 || d == OAR_DTYPE_FLOAT16; };
+  auto kind = [](int32_t d) {
+    return d == OAR_DTYPE_FLOAT32 || d == OAR_DTYPE_BFLOAT16 || d == OAR_DTYPE_FLOAT16;
+  };
   if (!kind(x.dtype()) || !kind(out.dtype()) || x.dtype() == out.dtype()) return false;
   dispatch<FloatType>("cast", x.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
     dispatch<FloatType>("cast", out.dtype(), [&](auto to_tag) {
       using To = decltype(to_tag);
-      if constexpr ((std::is_same_v<From, float> || is_lowp_v<From>)&&(std::is_same_v<To, float> || is_lowp_v<To>) &&
-                    !std::is_same_v<From, To>) {
+      if constexpr ((std::is_same_v<From, float> || is_lowp_v<From>)&&(
+                        std::is_same_v<To, float> || is_lowp_v<To>)&&!std::is_same_v<From, To>) {
         const From* ps = x.data<From>();
         To* pd = out.data<To>();
         parallel_for(0, x.numel(), oar::sdk::kElementwiseGrain,

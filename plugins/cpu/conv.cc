@@ -409,7 +409,8 @@ void conv_common(KernelContext& ctx, Kind kind, const char* op) {
     } else if constexpr (std::is_same_v<T, double>) {
       run_loop<double>(g, kind, a.data<double>(), b.data<double>(), c.data<double>());
     } else {  // 16-bit floats: oneDNN's 16-bit primitives (float32 accumulation) where it has them
-      constexpr auto dt = std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
+      constexpr auto dt =
+          std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
       if (onednn_conv(g, kind, dt, a.data<T>(), b.data<T>(), c.data<T>())) return;
       // else float32 in, float32 out, converted a vector at a time
       const AsF32<T> fa(a.data<T>(), a.numel()), fb(b.data<T>(), b.numel());

@@ -39,16 +39,16 @@ struct ErrorFlag {
 constexpr uint32_t kStrided = OAR_KERNEL_STRIDED_INPUTS;
 
 // A float-only unary op as a kernel struct (unary.cc, math_ext.cc): out = EXPR(v) in the compute type C.
-#define OAR_CPU_FLOAT_OP(NAME, STR, EXPR)                              \
-  struct NAME {                                                        \
-    static constexpr const char* name = STR;                           \
-    template <class T>                                                 \
-    using allowed = FloatType<T>;                                      \
-    template <class T>                                                 \
-    static void run(const TensorView& o, const TensorView& x) {        \
-      using C = oar::sdk::compute_t<T>;                                \
-      cpu_unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; });           \
-    }                                                                  \
+#define OAR_CPU_FLOAT_OP(NAME, STR, EXPR)                        \
+  struct NAME {                                                  \
+    static constexpr const char* name = STR;                     \
+    template <class T>                                           \
+    using allowed = FloatType<T>;                                \
+    template <class T>                                           \
+    static void run(const TensorView& o, const TensorView& x) {  \
+      using C = oar::sdk::compute_t<T>;                          \
+      cpu_unary_loop<T, T>(o, x, [](C v) -> C { return EXPR; }); \
+    }                                                            \
   };
 
 }  // namespace oar_cpu

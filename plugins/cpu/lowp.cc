@@ -83,7 +83,8 @@ OAR_AVX512 void f16_to_f32_avx512(const float16* s, float* d, int64_t n) {
 OAR_AVX512 void f32_to_f16_avx512(const float* s, float16* d, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = tail_mask(n - i);
-    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i h =
+        _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm256_mask_storeu_epi16(d + i, m, h);
   }
 }
@@ -132,10 +133,18 @@ OAR_AVX2 inline void f32_to_f16_8(const float* a, float16* b) {
                    _mm256_cvtps_ph(_mm256_loadu_ps(a), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
-void bf16_to_f32_avx2(const bfloat16* s, float* d, int64_t n) { groups_of_8<bfloat16, float, bf16_to_f32_8>(s, d, n); }
-void f32_to_bf16_avx2(const float* s, bfloat16* d, int64_t n) { groups_of_8<float, bfloat16, f32_to_bf16_8>(s, d, n); }
-void f16_to_f32_f16c(const float16* s, float* d, int64_t n) { groups_of_8<float16, float, f16_to_f32_8>(s, d, n); }
-void f32_to_f16_f16c(const float* s, float16* d, int64_t n) { groups_of_8<float, float16, f32_to_f16_8>(s, d, n); }
+void bf16_to_f32_avx2(const bfloat16* s, float* d, int64_t n) {
+  groups_of_8<bfloat16, float, bf16_to_f32_8>(s, d, n);
+}
+void f32_to_bf16_avx2(const float* s, bfloat16* d, int64_t n) {
+  groups_of_8<float, bfloat16, f32_to_bf16_8>(s, d, n);
+}
+void f16_to_f32_f16c(const float16* s, float* d, int64_t n) {
+  groups_of_8<float16, float, f16_to_f32_8>(s, d, n);
+}
+void f32_to_f16_f16c(const float* s, float16* d, int64_t n) {
+  groups_of_8<float, float16, f32_to_f16_8>(s, d, n);
+}
 
 bool cpu_avx512() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

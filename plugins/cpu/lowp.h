@@ -147,7 +147,8 @@ class AsF32 {
       ptr_ = p;
     } else {
       buf_.resize(static_cast<size_t>(n));
-      oar::sdk::parallel_for(0, n, 65536, [&](int64_t lo, int64_t hi) { to_f32(p + lo, buf_.data() + lo, hi - lo); });
+      oar::sdk::parallel_for(0, n, 65536,
+                             [&](int64_t lo, int64_t hi) { to_f32(p + lo, buf_.data() + lo, hi - lo); });
       ptr_ = buf_.data();
     }
   }

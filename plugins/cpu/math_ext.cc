@@ -96,7 +96,7 @@ struct IntOnly : std::bool_constant<is_int_v<T>> {};
     template <class T>                                                               \
     static void run(const TensorView& o, const TensorView& x, const TensorView& y) { \
       using C = compute_t<T>;                                                        \
-      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) -> C { return EXPR; });             \
+      cpu_binary_loop<T, T, T>(o, x, y, [](C a, C b) -> C { return EXPR; });         \
     }                                                                                \
   };
 // atan2 in float (float32 and 16-bit floats): libm's atan2f is scalar and slow, so the quotient

@@ -218,7 +218,8 @@ std::shared_ptr<Prim> get_prim(const Key& k) {
     dnnl::matmul::primitive_desc pd(d, attr, engine());
     // A 16-bit problem that only oneDNN's reference code takes (no jit kernel for this CPU) is far
     // slower than the float32 path: treated as unsupported.
-    if (dt != memory::data_type::f32 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return remember(k, nullptr);
+    if (dt != memory::data_type::f32 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
+      return remember(k, nullptr);
     p->scratch = pd.scratchpad_desc();
     p->scratch_bytes = p->scratch.get_size();
     p->prim = dnnl::matmul(pd);
@@ -440,7 +441,8 @@ void matmul_kernel(KernelContext& ctx) {
     } else if constexpr (is_lowp_v<T>) {
       // oneDNN's own 16-bit kernels (float32 accumulation): bfloat16 on AVX512-BF16/AMX (emulated on
       // plain AVX-512), float16 where the CPU has AVX512-FP16 and this oneDNN supports it.
-      constexpr auto dt = std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
+      constexpr auto dt =
+          std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
       if (onednn_matmul(dt, p, px, py, po, sizeof(T))) return;
       // Otherwise float32 in, oneDNN, float32 out: the same float accumulation as the loop, much faster.
       const AsF32<T> fx(px, x.numel()), fy(py, y.numel());

@@ -270,8 +270,8 @@ void where_kernel(KernelContext& ctx) {
 // Numerically stable: exp(x - max) over the axis. x is [outer, n, inner] (contiguous).
 template <class T, bool kLog>
 void softmax_impl(T* po, const T* px, int64_t outer, int64_t n, int64_t inner) {
-  using C = compute_t<T>;  // float for float32, double for float64
-  using S = double;        // the sum of exponentials
+  using C = compute_t<T>;                                  // float for float32, double for float64
+  using S = double;                                        // the sum of exponentials
   auto bigger = [](C v, C m) { return v > m || v != v; };  // NaN wins and then sticks
   if constexpr (std::is_same_v<T, float> && !kLog) {
     if (inner == 1) {

@@ -198,13 +198,13 @@ void layer_norm_kernel(KernelContext& ctx) {
     if constexpr (is_lowp_v<T>) {  // the float32 kernel between vectorised conversions (lowp.h)
       const AsF32<T> fx(x.data<T>(), x.numel()), fw(w.data<T>(), n), fb(b.data<T>(), n);
       std::vector<float> fo(static_cast<size_t>(x.numel()));
-      layer_norm_fwd<float>(fx.data(), fw.data(), fb.data(), fo.data(), mean.data<float>(), rstd.data<float>(), n,
-                            outer, eps);
+      layer_norm_fwd<float>(fx.data(), fw.data(), fb.data(), fo.data(), mean.data<float>(),
+                            rstd.data<float>(), n, outer, eps);
       store_f32(fo.data(), out.data<T>(), x.numel());
     } else {
       using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      layer_norm_fwd<T>(x.data<T>(), w.data<T>(), b.data<T>(), out.data<T>(), mean.data<S>(), rstd.data<S>(), n,
-                        outer, eps);
+      layer_norm_fwd<T>(x.data<T>(), w.data<T>(), b.data<T>(), out.data<T>(), mean.data<S>(), rstd.data<S>(),
+                        n, outer, eps);
     }
   });
 }
@@ -270,9 +270,10 @@ void layer_norm_grad_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     if constexpr (is_lowp_v<T>) {
       const AsF32<T> fx(x.data<T>(), x.numel()), fw(w.data<T>(), n), fg(dy.data<T>(), dy.numel());
-      std::vector<float> fdx(static_cast<size_t>(x.numel())), fdw(static_cast<size_t>(n)), fdb(static_cast<size_t>(n));
-      layer_norm_bwd<float>(fx.data(), fw.data(), mean.data<float>(), rstd.data<float>(), fg.data(), fdx.data(),
-                            fdw.data(), fdb.data(), n, outer);
+      std::vector<float> fdx(static_cast<size_t>(x.numel())), fdw(static_cast<size_t>(n)),
+          fdb(static_cast<size_t>(n));
+      layer_norm_bwd<float>(fx.data(), fw.data(), mean.data<float>(), rstd.data<float>(), fg.data(),
+                            fdx.data(), fdw.data(), fdb.data(), n, outer);
       store_f32(fdx.data(), dx.data<T>(), x.numel());
       store_f32(fdw.data(), dw.data<T>(), n);
       store_f32(fdb.data(), db.data<T>(), n);

@@ -106,16 +106,16 @@ struct LogicalNot {
   }
 };
 
-#define OAR_CPU_CLASSIFY_OP(NAME, STR, EXPR)                       \
-  struct NAME {                                                    \
-    static constexpr const char* name = STR;                       \
-    template <class T>                                             \
-    using allowed = FloatType<T>;                                  \
-    template <class T>                                             \
-    static void run(const TensorView& o, const TensorView& x) {    \
-      using C = compute_t<T>;                                      \
+#define OAR_CPU_CLASSIFY_OP(NAME, STR, EXPR)                           \
+  struct NAME {                                                        \
+    static constexpr const char* name = STR;                           \
+    template <class T>                                                 \
+    using allowed = FloatType<T>;                                      \
+    template <class T>                                                 \
+    static void run(const TensorView& o, const TensorView& x) {        \
+      using C = compute_t<T>;                                          \
       cpu_unary_loop<bool, T>(o, x, [](C v) -> bool { return EXPR; }); \
-    }                                                              \
+    }                                                                  \
   };
 OAR_CPU_CLASSIFY_OP(IsNan, "isnan", std::isnan(v))
 OAR_CPU_CLASSIFY_OP(IsInf, "isinf", std::isinf(v))
