@@ -269,10 +269,9 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind, memory::data_type dt) {
   dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, algo, src_a, wei_a, dst_a, strides,
                                      dil, pl, pr);
   dnnl::convolution_forward::primitive_desc fpd(fd, attr, engine());
-  // 16-bit problems only oneDNN's reference code takes (no jit kernel for this CPU) are slower than
-  // the float32 path: unsupported (checked on the forward primitive, which every kind is built from).
-  auto is_ref = [](const char* impl) { return std::string(impl).rfind("ref", 0) == 0; };
-  if (dt != memory::data_type::f32 && is_ref(fpd.impl_info_str())) return nullptr;
+  // 16-bit: oneDNN's kernels only where they beat the float32 path (lowp.h, use_native_lowp).
+  auto slower = [](const char* impl) { return !use_native_lowp(impl); };
+  if (dt != memory::data_type::f32 && slower(fpd.impl_info_str())) return nullptr;
   memory::desc src_u(src_d, dt, act_tag), wei_u(wei_d, dt, wei_tag), dst_u(dst_d, dt, act_tag);
   if (kind == kFwd) {
     p->args[0] = {DNNL_ARG_SRC, true, src_u, {}};
@@ -286,7 +285,7 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind, memory::data_type dt) {
   } else if (kind == kBwdData) {
     dnnl::convolution_backward_data::desc bd(algo, src_a, wei_a, dst_a, strides, dil, pl, pr);
     dnnl::convolution_backward_data::primitive_desc bpd(bd, attr, engine(), fpd);
-    if (dt != memory::data_type::f32 && is_ref(bpd.impl_info_str())) return nullptr;
+    if (dt != memory::data_type::f32 && slower(bpd.impl_info_str())) return nullptr;
     p->args[0] = {DNNL_ARG_DIFF_DST, true, dst_u, {}};
     p->args[1] = {DNNL_ARG_WEIGHTS, true, wei_u, {}};
     p->args[2] = {DNNL_ARG_DIFF_SRC, false, src_u, {}};
@@ -298,7 +297,7 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind, memory::data_type dt) {
   } else {
     dnnl::convolution_backward_weights::desc bd(algo, src_a, wei_a, dst_a, strides, dil, pl, pr);
     dnnl::convolution_backward_weights::primitive_desc bpd(bd, attr, engine(), fpd);
-    if (dt != memory::data_type::f32 && is_ref(bpd.impl_info_str())) return nullptr;
+    if (dt != memory::data_type::f32 && slower(bpd.impl_info_str())) return nullptr;
     p->args[0] = {DNNL_ARG_SRC, true, src_u, {}};
     p->args[1] = {DNNL_ARG_DIFF_DST, true, dst_u, {}};
     p->args[2] = {DNNL_ARG_DIFF_WEIGHTS, false, wei_u, {}};

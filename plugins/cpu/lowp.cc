@@ -193,4 +193,14 @@ void from_f32(const float* src, bfloat16* dst, int64_t n) { table().bf16_out(src
 void from_f32(const float* src, float16* dst, int64_t n) { table().f16_out(src, dst, n); }
 const char* lowp_isa() { return table().isa; }
 
+bool use_native_lowp(const char* impl) {
+  static const int forced = [] {
+    const char* e = std::getenv("OAR_CPU_LOWP_NATIVE");
+    return e && *e ? (std::string(e) == "0" ? 0 : 1) : -1;
+  }();
+  const std::string s(impl);
+  if (s.rfind("ref", 0) == 0) return false;  // oneDNN's reference loops: always slower than float32
+  return forced >= 0 ? forced == 1 : s.find("amx") != std::string::npos;
+}
+
 }  // namespace oar_cpu

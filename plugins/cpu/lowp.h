@@ -29,6 +29,13 @@ inline void from_f32(const float* src, float* dst, int64_t n) { std::copy(src, s
 // Which instruction set the conversions use on this CPU ("avx512", "avx2" or "scalar").
 const char* lowp_isa();
 
+// Whether a 16-bit oneDNN primitive whose implementation is `impl` (its impl_info_str) should run, or
+// the float32 primitive between vectorised conversions instead. Measured on AVX512-BF16 without AMX
+// (docs/amp.md): oneDNN's bf16 matmul and convolution are 1.3-1.7x slower than its float32 ones, so
+// the native ones run only on AMX (and never oneDNN's reference code). OAR_CPU_LOWP_NATIVE=1 / 0
+// forces native / float32 for every 16-bit matmul and conv.
+bool use_native_lowp(const char* impl);
+
 template <class T>
 inline constexpr bool is_lowp_v = std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
 

@@ -216,10 +216,8 @@ std::shared_ptr<Prim> get_prim(const Key& k) {
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     dnnl::matmul::desc d(p->src, p->wei, p->dst);
     dnnl::matmul::primitive_desc pd(d, attr, engine());
-    // A 16-bit problem that only oneDNN's reference code takes (no jit kernel for this CPU) is far
-    // slower than the float32 path: treated as unsupported.
-    if (dt != memory::data_type::f32 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
-      return remember(k, nullptr);
+    // 16-bit: oneDNN's kernel only where it beats the float32 path (lowp.h, use_native_lowp).
+    if (dt != memory::data_type::f32 && !use_native_lowp(pd.impl_info_str())) return remember(k, nullptr);
     p->scratch = pd.scratchpad_desc();
     p->scratch_bytes = p->scratch.get_size();
     p->prim = dnnl::matmul(pd);
@@ -410,6 +408,16 @@ void loop_matmul(const Plan& p, const T* x, const T* y, T* out) {
   });
 }
 
+// float32: the small-problem loop or oneDNN; false when oneDNN has no primitive for the plan.
+bool f32_matmul(const Plan& p, const float* x, const float* y, float* out) {
+  // Total work, in double: the product of four extents can overflow int64.
+  if (double(p.batch) * double(p.M) * double(p.N) * double(p.K) <= double(small_gemm_cutoff())) {
+    small_matmul(p, x, y, out);
+    return true;
+  }
+  return onednn_matmul(memory::data_type::f32, p, x, y, out, sizeof(float));
+}
+
 template <class T>
 struct MatmulType : std::bool_constant<!std::is_same_v<T, bool>> {};
 
@@ -432,22 +440,18 @@ void matmul_kernel(KernelContext& ctx) {
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
-      // Total work, in double: the product of four extents can overflow int64.
-      if (double(p.batch) * double(p.M) * double(p.N) * double(p.K) <= double(small_gemm_cutoff())) {
-        small_matmul(p, px, py, po);
-        return;
-      }
-      if (onednn_matmul(memory::data_type::f32, p, px, py, po, sizeof(T))) return;
+      if (f32_matmul(p, px, py, po)) return;
     } else if constexpr (is_lowp_v<T>) {
-      // oneDNN's own 16-bit kernels (float32 accumulation): bfloat16 on AVX512-BF16/AMX (emulated on
-      // plain AVX-512), float16 where the CPU has AVX512-FP16 and this oneDNN supports it.
+      // oneDNN's own 16-bit kernel (float32 accumulation) where it beats the float32 path (lowp.h,
+      // use_native_lowp): on AMX. float16 has none in this oneDNN on AVX-512.
       constexpr auto dt =
           std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
       if (onednn_matmul(dt, p, px, py, po, sizeof(T))) return;
-      // Otherwise float32 in, oneDNN, float32 out: the same float accumulation as the loop, much faster.
+      // Otherwise the float32 kernels between vectorised conversions: the same float32 accumulation,
+      // one rounding of each result.
       const AsF32<T> fx(px, x.numel()), fy(py, y.numel());
       std::vector<float> fo(static_cast<size_t>(out.numel()));
-      if (onednn_matmul(memory::data_type::f32, p, fx.data(), fy.data(), fo.data(), sizeof(float))) {
+      if (f32_matmul(p, fx.data(), fy.data(), fo.data())) {
         store_f32(fo.data(), po, out.numel());
         return;
       }

@@ -300,6 +300,21 @@ def test_conv2d_forward_and_backward(dtype):
             close_to_f64(got, want, dtype)
 
 
+def test_native_onednn_lowp_kernels():
+    # OAR_CPU_LOWP_NATIVE=1 makes matmul and conv run oneDNN's own bfloat16 kernels even where the
+    # float32 path is faster (the default off AMX): both paths give float32-accumulated results.
+    env = dict(os.environ, OAR_CPU_LOWP_NATIVE="1")
+    r = subprocess.run([sys.executable, __file__, "--native-checks"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "native checks passed" in r.stdout, r.stdout + r.stderr
+
+
+if __name__ == "__main__" and "--native-checks" in sys.argv:
+    for dt in LOWP:
+        test_matmul_bmm_linear(dt)
+        test_conv2d_forward_and_backward(dt)
+    print("native checks passed")
+
 if __name__ == "__main__" and "--cast-checks" in sys.argv:
     np.seterr(over="ignore")
     run_cast_checks()
