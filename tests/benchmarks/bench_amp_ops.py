@@ -171,12 +171,14 @@ def run_onednn(threads):
     if not os.path.exists(exe):
         return {}, "not built ({})".format(exe)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    r = subprocess.run([exe, "--benchmark_format=json", "--benchmark_filter=Direct"], env=env, capture_output=True,
+    r = subprocess.run([exe, "--benchmark_format=json", "--benchmark_filter=^BM_(MatmulDirect|ConvDirect)/"], env=env, capture_output=True,
                        text=True)
     if r.returncode != 0:
         return {}, r.stderr.strip()[-300:]
     out = {}
     for b in json.loads(r.stdout)["benchmarks"]:
+        if b.get("error_occurred"):
+            continue
         name = b["name"]  # BM_MatmulDirect/bf16/1024/real_time, BM_ConvDirect/f32/real_time
         parts = name.split("/")
         dt = {"bf16": "bfloat16", "f32": "float32", "f16": "float16"}[parts[1]]
