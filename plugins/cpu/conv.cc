@@ -412,8 +412,8 @@ void conv_common(KernelContext& ctx, Kind kind, const char* op) {
           std::is_same_v<T, oar::sdk::bfloat16> ? memory::data_type::bf16 : memory::data_type::f16;
       if (onednn_conv(g, kind, dt, a.data<T>(), b.data<T>(), c.data<T>())) return;
       // else float32 in, float32 out, converted a vector at a time
-      const AsF32<T> fa(a.data<T>(), a.numel()), fb(b.data<T>(), b.numel());
-      std::vector<float> fc(static_cast<size_t>(c.numel()));
+      const AsF32<T> fa(0, a.data<T>(), a.numel()), fb(1, b.data<T>(), b.numel());
+      const F32Buffer fc(2, c.numel());
       if (!onednn_conv(g, kind, f32, fa.data(), fb.data(), fc.data()))
         run_loop<float>(g, kind, fa.data(), fb.data(), fc.data());
       store_f32(fc.data(), c.data<T>(), c.numel());

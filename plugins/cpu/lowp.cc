@@ -10,6 +10,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 
 #if defined(__x86_64__)
@@ -192,6 +194,24 @@ void to_f32(const float16* src, float* dst, int64_t n) { table().f16_in(src, dst
 void from_f32(const float* src, bfloat16* dst, int64_t n) { table().bf16_out(src, dst, n); }
 void from_f32(const float* src, float16* dst, int64_t n) { table().f16_out(src, dst, n); }
 const char* lowp_isa() { return table().isa; }
+
+float* lowp_scratch(int slot, int64_t n) {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> bufs[6];
+  thread_local int64_t caps[6] = {};
+  if (n > caps[slot]) {
+    const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
+    bufs[slot].reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!bufs[slot]) {
+      caps[slot] = 0;
+      throw std::bad_alloc();
+    }
+    caps[slot] = n;
+  }
+  return bufs[slot].get();
+}
 
 bool use_native_lowp(const char* impl) {
   static const int forced = [] {

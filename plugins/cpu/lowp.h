@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
+#include <optional>
 #include <type_traits>
 
 #include "cpu_common.h"
@@ -144,25 +146,50 @@ void cpu_binary_loop(const TensorView& out, const TensorView& a, const TensorVie
   }
 }
 
+// The calling thread's float32 scratch buffer number `slot` (0..5), at least n floats, 64-byte aligned.
+// Kept between calls: the first touch of fresh pages (a page fault per 4 KiB) measured costing more
+// than converting the data into them (docs/amp.md).
+float* lowp_scratch(int slot, int64_t n);
+
+// n floats for one kernel call: the thread's scratch `slot` up to kScratchMax floats (64 MiB), a
+// temporary allocation beyond (not kept).
+class F32Buffer {
+ public:
+  static constexpr int64_t kScratchMax = int64_t{16} << 20;
+  F32Buffer(int slot, int64_t n) {
+    if (n <= kScratchMax) {
+      ptr_ = lowp_scratch(slot, n);
+    } else {
+      own_.reset(new float[static_cast<size_t>(n)]);
+      ptr_ = own_.get();
+    }
+  }
+  float* data() const { return ptr_; }
+
+ private:
+  std::unique_ptr<float[]> own_;
+  float* ptr_ = nullptr;
+};
+
 // A contiguous 16-bit (or float32) array as float32: `data()` points at the input itself for float32,
-// else at a converted copy.
+// else at a converted copy in scratch `slot`.
 template <class T>
 class AsF32 {
  public:
-  AsF32(const T* p, int64_t n) {
+  AsF32(int slot, const T* p, int64_t n) {
     if constexpr (std::is_same_v<T, float>) {
       ptr_ = p;
     } else {
-      buf_.resize(static_cast<size_t>(n));
-      oar::sdk::parallel_for(0, n, 65536,
-                             [&](int64_t lo, int64_t hi) { to_f32(p + lo, buf_.data() + lo, hi - lo); });
-      ptr_ = buf_.data();
+      buf_.emplace(slot, n);
+      float* d = buf_->data();
+      oar::sdk::parallel_for(0, n, 65536, [&](int64_t lo, int64_t hi) { to_f32(p + lo, d + lo, hi - lo); });
+      ptr_ = d;
     }
   }
   const float* data() const { return ptr_; }
 
  private:
-  std::vector<float> buf_;
+  std::optional<F32Buffer> buf_;
   const float* ptr_ = nullptr;
 };
 

@@ -449,8 +449,8 @@ void matmul_kernel(KernelContext& ctx) {
       if (onednn_matmul(dt, p, px, py, po, sizeof(T))) return;
       // Otherwise the float32 kernels between vectorised conversions: the same float32 accumulation,
       // one rounding of each result.
-      const AsF32<T> fx(px, x.numel()), fy(py, y.numel());
-      std::vector<float> fo(static_cast<size_t>(out.numel()));
+      const AsF32<T> fx(0, px, x.numel()), fy(1, py, y.numel());
+      const F32Buffer fo(2, out.numel());
       if (f32_matmul(p, fx.data(), fy.data(), fo.data())) {
         store_f32(fo.data(), po, out.numel());
         return;

@@ -354,8 +354,8 @@ void softmax_kernel(KernelContext& ctx) {
   dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lowp_v<T>) {  // 16-bit floats: the float32 kernel between vectorised conversions
-      const AsF32<T> fx(x.data<T>(), x.numel());
-      std::vector<float> fo(static_cast<size_t>(x.numel()));
+      const AsF32<T> fx(0, x.data<T>(), x.numel());
+      const F32Buffer fo(1, x.numel());
       softmax_impl<float, kLog>(fo.data(), fx.data(), outer, n, inner);
       store_f32(fo.data(), out.data<T>(), x.numel());
     } else {

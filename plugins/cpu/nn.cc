@@ -196,8 +196,8 @@ void layer_norm_kernel(KernelContext& ctx) {
   dispatch<FloatType>("layer_norm", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lowp_v<T>) {  // the float32 kernel between vectorised conversions (lowp.h)
-      const AsF32<T> fx(x.data<T>(), x.numel()), fw(w.data<T>(), n), fb(b.data<T>(), n);
-      std::vector<float> fo(static_cast<size_t>(x.numel()));
+      const AsF32<T> fx(0, x.data<T>(), x.numel()), fw(1, w.data<T>(), n), fb(2, b.data<T>(), n);
+      const F32Buffer fo(3, x.numel());
       layer_norm_fwd<float>(fx.data(), fw.data(), fb.data(), fo.data(), mean.data<float>(),
                             rstd.data<float>(), n, outer, eps);
       store_f32(fo.data(), out.data<T>(), x.numel());
@@ -269,9 +269,8 @@ void layer_norm_grad_kernel(KernelContext& ctx) {
   dispatch<FloatType>("layer_norm_grad", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lowp_v<T>) {
-      const AsF32<T> fx(x.data<T>(), x.numel()), fw(w.data<T>(), n), fg(dy.data<T>(), dy.numel());
-      std::vector<float> fdx(static_cast<size_t>(x.numel())), fdw(static_cast<size_t>(n)),
-          fdb(static_cast<size_t>(n));
+      const AsF32<T> fx(0, x.data<T>(), x.numel()), fw(1, w.data<T>(), n), fg(2, dy.data<T>(), dy.numel());
+      const F32Buffer fdx(3, x.numel()), fdw(4, n), fdb(5, n);
       layer_norm_bwd<float>(fx.data(), fw.data(), mean.data<float>(), rstd.data<float>(), fg.data(),
                             fdx.data(), fdw.data(), fdb.data(), n, outer);
       store_f32(fdx.data(), dx.data<T>(), x.numel());
