@@ -1,0 +1,188 @@
+"""oar.DataParallel, SyncBatchNorm and Model.fit across real processes (spawn, cpu, Gloo).
+
+Each test runs 2 ranks on different halves of a batch and compares against one process that trains on the
+whole batch (float64, so the only differences are the order of floating-point sums). Workers are
+module-level functions (spawn pickles them by name); they write what they end with to a temporary folder
+and the test compares it with the single-process reference.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import oar
+import oar.distributed as dist
+import oar.nn as nn
+
+_ENV = ["PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_MASTER", "PADDLE_TRAINER_ENDPOINTS", "RANK",
+        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
+
+
+@pytest.fixture(autouse=True)
+def _cpu_and_clean_env(monkeypatch):
+    for k in _ENV:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("OAR_COLLECTIVE_TIMEOUT", "60")
+    prev = oar.get_device()
+    prev_dtype = oar.get_default_dtype()
+    oar.set_device("cpu")
+    yield
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    oar.set_default_dtype(prev_dtype)
+    oar.set_device(prev)
+
+
+# ---- models and data ------------------------------------------------------------------------------
+class _MLP(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.fc2 = nn.Linear(16, 16)
+        self.fc3 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.fc3(nn.functional.relu(self.fc2(nn.functional.tanh(self.fc1(x)))))
+
+
+class _ConvNet(nn.Layer):
+    def __init__(self, bn=False):
+        super().__init__()
+        self.conv1 = nn.Conv2D(2, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2D(4) if bn else None
+        self.conv2 = nn.Conv2D(4, 4, 3, stride=2)
+        self.fc = nn.Linear(4 * 3 * 3, 3)
+
+    def forward(self, x):
+        y = self.conv1(x)
+        if self.bn is not None:
+            y = self.bn(y)
+        y = nn.functional.relu(y)
+        y = nn.functional.relu(self.conv2(y))
+        return self.fc(y.flatten(1))
+
+
+class _Branchy(nn.Layer):
+    """fc_b is used only when use_b: an unused parameter in the other steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc_a = nn.Linear(6, 3)
+        self.fc_b = nn.Linear(6, 3)
+
+    def forward(self, x, use_b=False):
+        y = self.fc_a(x)
+        return y + self.fc_b(x) if use_b else y
+
+
+_MODELS = {"mlp": (_MLP, (6,)), "conv": (_ConvNet, (2, 7, 7)), "conv_bn": (lambda: _ConvNet(bn=True), (2, 7, 7)),
+           "branchy": (_Branchy, (6,))}
+
+
+def _batch(kind, step, n=8):
+    rng = np.random.RandomState(100 + step)
+    x = rng.standard_normal((n,) + _MODELS[kind][1])
+    y = rng.randint(0, 3, size=(n,)).astype("int64")
+    return x, y
+
+
+def _make(kind, seed):
+    oar.set_default_dtype("float64")
+    oar.seed(seed)
+    return _MODELS[kind][0]()
+
+
+def _state(model):
+    return {k: v.numpy().copy() for k, v in model.state_dict().items()}
+
+
+def _step(model, opt, x, y, **kw):
+    loss = nn.functional.cross_entropy(model(oar.to_tensor(x), **kw), oar.to_tensor(y))
+    loss.backward()
+    opt.step()
+    opt.clear_grad()
+    return float(loss)
+
+
+def _reference(kind, steps, accumulate=1, use_b_every=None):
+    """One process on the whole batch (each step's batch, accumulate batches summed per update)."""
+    model = _make(kind, 0)
+    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=model.parameters())
+    for s in range(steps):
+        kw = {"use_b": s % use_b_every == 0} if use_b_every else {}
+        for a in range(accumulate):
+            x, y = _batch(kind, s * accumulate + a)
+            loss = nn.functional.cross_entropy(model(oar.to_tensor(x), **kw), oar.to_tensor(y))
+            loss.backward()
+        opt.step()
+        opt.clear_grad()
+    return _state(model)
+
+
+# ---- workers --------------------------------------------------------------------------------------
+def _train_worker(out, kind, steps, comm_mb, last_mb, accumulate, find_unused, use_b_every, sync_bn):
+    dist.init_parallel_env()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = _make(kind, seed=rank)  # different on each rank: the wrap must broadcast rank 0's
+    if sync_bn:
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    dp = oar.DataParallel(model, comm_buffer_size=comm_mb, last_comm_buffer_size=last_mb,
+                          find_unused_parameters=find_unused)
+    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=dp.parameters())
+    nb = None
+    if dp._reducer is not None:
+        nb = len(dp._reducer.buckets)
+    for s in range(steps):
+        kw = {"use_b": s % use_b_every == 0} if use_b_every else {}
+        for a in range(accumulate):
+            x, y = _batch(kind, s * accumulate + a)
+            half = len(x) // world
+            xs, ys = x[rank * half:(rank + 1) * half], y[rank * half:(rank + 1) * half]
+            ctx = dp.no_sync() if a < accumulate - 1 else _nullcontext()
+            with ctx:
+                loss = nn.functional.cross_entropy(dp(oar.to_tensor(xs), **kw), oar.to_tensor(ys))
+                loss.backward()
+        opt.step()
+        opt.clear_grad()
+    np.savez(os.path.join(out, f"rank{rank}.npz"), nbuckets=np.array(nb if nb is not None else -1),
+             **_state(dp))
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _run(tmp_path, kind, steps=3, comm_mb=25, last_mb=1, accumulate=1, find_unused=False, use_b_every=None,
+         sync_bn=False):
+    dist.spawn(_train_worker, args=(str(tmp_path), kind, steps, comm_mb, last_mb, accumulate, find_unused,
+                                    use_b_every, sync_bn), nprocs=2)
+    r0 = dict(np.load(tmp_path / "rank0.npz"))
+    r1 = dict(np.load(tmp_path / "rank1.npz"))
+    return r0, r1
+
+
+def _check(r0, r1, ref):
+    nb = int(r0.pop("nbuckets"))
+    r1.pop("nbuckets")
+    assert sorted(r0) == sorted(ref)
+    for k in ref:
+        np.testing.assert_array_equal(r0[k], r1[k], err_msg=f"replicas differ at {k}")
+        np.testing.assert_allclose(r0[k], ref[k], rtol=1e-10, atol=1e-12, err_msg=k)
+    return nb
+
+
+# ---- tests ----------------------------------------------------------------------------------------
+def test_mlp_two_ranks_equal_one_process_on_the_whole_batch(tmp_path):
+    r0, r1 = _run(tmp_path, "mlp", steps=3)
+    assert _check(r0, r1, _reference("mlp", 3)) == 1  # 25 MB: one bucket
+
+
+def test_conv_net_several_buckets(tmp_path):
+    # Buckets of 1 KB (the one reduced last 256 B) hold the float64 conv net (576, 32, 1152, 32, 864 and
+    # 24 bytes) in three: [conv1.w], [conv1.b, conv2.w], [conv2.b, fc.w, fc.b].
+    r0, r1 = _run(tmp_path, "conv", steps=3, comm_mb=1 / 1024, last_mb=1 / 4096)
+    assert _check(r0, r1, _reference("conv", 3)) == 3
