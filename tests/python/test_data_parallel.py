@@ -186,3 +186,69 @@ def test_conv_net_several_buckets(tmp_path):
     # 24 bytes) in three: [conv1.w], [conv1.b, conv2.w], [conv2.b, fc.w, fc.b].
     r0, r1 = _run(tmp_path, "conv", steps=3, comm_mb=1 / 1024, last_mb=1 / 4096)
     assert _check(r0, r1, _reference("conv", 3)) == 3
+
+
+def test_sync_batch_norm_equals_batch_norm_on_the_whole_batch(tmp_path):
+    # Forward statistics, their gradient through the all-reduce and the running statistics: after 3
+    # steps every parameter and _mean/_variance equal one BatchNorm process on the 8 samples.
+    r0, r1 = _run(tmp_path, "conv_bn", steps=3, sync_bn=True)
+    _check(r0, r1, _reference("conv_bn", 3))
+
+
+def test_plain_batch_norm_is_not_synchronized(tmp_path):
+    # The control for the test above: per-rank statistics give different parameters (so that test can fail).
+    r0, r1 = _run(tmp_path, "conv_bn", steps=2)
+    ref = _reference("conv_bn", 2)
+    assert not np.allclose(r0["conv1.weight"], ref["conv1.weight"], rtol=1e-6, atol=1e-9)
+    assert not np.allclose(r0["bn._mean"], r1["bn._mean"])  # running stats stay per rank, as in Paddle
+
+
+def test_find_unused_parameters(tmp_path):
+    # fc_b is used in steps 0 and 2 only: step 1 reduces zeros for it, and since no rank used it, it keeps
+    # no gradient (Momentum skips it, as in one process).
+    r0, r1 = _run(tmp_path, "branchy", steps=3, find_unused=True, use_b_every=2)
+    _check(r0, r1, _reference("branchy", 3, use_b_every=2))
+
+
+def test_unused_parameter_without_find_unused_parameters_is_an_error(tmp_path):
+    with pytest.raises(RuntimeError, match=r"received no gradient.*fc_b\.weight.*find_unused_parameters=True"):
+        _run(tmp_path, "branchy", steps=2, use_b_every=2)
+
+
+def test_no_sync_accumulation_equals_summed_batches(tmp_path):
+    # Two batches per update, the first backward inside no_sync(): the update uses the sum of both
+    # batches' gradients over the whole job, as one process accumulating both whole batches.
+    r0, r1 = _run(tmp_path, "mlp", steps=2, accumulate=2)
+    _check(r0, r1, _reference("mlp", 2, accumulate=2))
+
+
+def test_world_size_one_is_a_transparent_wrapper():
+    model = _make("mlp", 0)
+    dp = oar.DataParallel(model)
+    assert dp._reducer is None
+    assert list(dp.state_dict()) == list(model.state_dict())  # no "_layers." prefix, as Paddle
+    assert [id(p) for p in dp.parameters()] == [id(p) for p in model.parameters()]
+    x, y = _batch("mlp", 0)
+    ref = _make("mlp", 0)
+    for m in (dp, ref):
+        nn.functional.cross_entropy(m(oar.to_tensor(x)), oar.to_tensor(y)).backward()
+    for p, q in zip(dp.parameters(), ref.parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+    with dp.no_sync():
+        pass
+    state = {k: v.numpy() * 2 for k, v in model.state_dict().items()}
+    dp.set_state_dict(state)
+    np.testing.assert_array_equal(model.fc1.weight.numpy(), state["fc1.weight"])
+
+
+def test_bad_arguments():
+    model = _make("mlp", 0)
+    with pytest.raises(TypeError, match="layers must be an oar.nn.Layer"):
+        oar.DataParallel(object())
+    with pytest.raises(ValueError, match="comm_buffer_size must be a positive number of MB, got 0"):
+        oar.DataParallel(model, comm_buffer_size=0)
+    with pytest.raises(ValueError, match="last_comm_buffer_size"):
+        oar.DataParallel(model, last_comm_buffer_size=-1)
+    with pytest.raises(TypeError, match="find_unused_parameters must be a bool"):
+        oar.DataParallel(model, find_unused_parameters="yes")
+    assert oar.distributed.DataParallel is oar.DataParallel

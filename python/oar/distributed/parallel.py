@@ -33,6 +33,27 @@ def _check_size(name, value):
     return int(value * _MB)
 
 
+def _comm_stream(group):
+    """The communication stream of `group`, shared by every DataParallel and SyncBatchNorm on it: one
+    communicator's collectives must be issued in the same order on every rank, and one stream runs them
+    in the order they were queued (two streams would race on the communicator)."""
+    s = getattr(group, "_comm_stream", None)
+    if s is None:
+        from .. import device
+        s = group._comm_stream = device.Stream(group.place)
+    return s
+
+
+def _all_reduce_on_comm_stream(tensor, group, op, wait):
+    """Queues all_reduce of `tensor` on the group's communication stream after the current stream's work;
+    with `wait`, returns when it (and everything queued before it there) is done."""
+    from .. import device
+    stream = _comm_stream(group)
+    stream.wait_stream(device.current_stream(group.place))
+    with device.stream_guard(stream):
+        collective.all_reduce(tensor, op=op, group=group, sync_op=wait)
+
+
 class _Bucket:
     """Parameters whose gradients are reduced together in one flat buffer (one dtype)."""
 
@@ -68,7 +89,7 @@ class _Reducer:
         self.next_bucket = 0
         from .. import device
         self._device = device
-        self.stream = device.Stream(group.place) if group._pg is not None else None
+        self.stream = _comm_stream(group)
         me = weakref.ref(self)
         self.hook_ids = []
         for i, p in enumerate(params):
@@ -139,9 +160,7 @@ class _Reducer:
             b.buffer = concat(parts) if len(parts) > 1 else parts[0].clone()
             # The communication stream first waits for the compute that made the buffer (a no-op on the
             # cpu, whose kernels are synchronous; an event on a gpu).
-            self.stream.wait_stream(self._device.current_stream(self.group.place))
-            with self._device.stream_guard(self.stream):
-                collective.all_reduce(b.buffer, op=collective.ReduceOp.AVG, group=self.group, sync_op=False)
+            _all_reduce_on_comm_stream(b.buffer, self.group, collective.ReduceOp.AVG, wait=False)
         b.launched = True
 
     def _wait(self):
@@ -163,14 +182,23 @@ class _Reducer:
         while self.next_bucket < len(self.buckets):
             self._launch(self.buckets[self.next_bucket])
             self.next_bucket += 1
+        used = None
+        if self.find_unused:
+            # Which parameters some rank used: one that none used keeps no gradient, as in one process
+            # (an optimizer then skips it instead of applying zeros with momentum or weight decay).
+            from .. import to_tensor
+            used = to_tensor([1 if r else 0 for r in self.ready], dtype="int32")
+            _all_reduce_on_comm_stream(used, self.group, collective.ReduceOp.MAX, wait=False)
         self._wait()
+        used = used.numpy() if used is not None else None
         with no_grad():
             for b in self.buckets:
                 off = 0
                 for i in b.params:
                     p = self.params[i]
                     n = p.size
-                    p._set_grad(b.buffer[off:off + n].reshape(p.shape))
+                    if used is None or used[i] or p.grad is not None:
+                        p._set_grad(b.buffer[off:off + n].reshape(p.shape))
                     off += n
         self.reset()
 
