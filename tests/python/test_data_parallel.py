@@ -252,3 +252,50 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match="find_unused_parameters must be a bool"):
         oar.DataParallel(model, find_unused_parameters="yes")
     assert oar.distributed.DataParallel is oar.DataParallel
+
+
+class _Samples(oar.io.Dataset):
+    def __init__(self):
+        self.x, self.y = _batch("mlp", 0, n=16)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i:i + 1]
+
+    def __len__(self):
+        return len(self.x)
+
+
+def _fit_worker(out):
+    import contextlib
+    import io
+    rank = int(os.environ["PADDLE_TRAINER_ID"])
+    model = oar.Model(_make("mlp", seed=rank))
+    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=model.parameters())
+    model.prepare(opt, nn.CrossEntropyLoss())  # under the job: init_parallel_env + DataParallel
+    assert dist.is_initialized() and model._ddp is not None
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        model.fit(_Samples(), batch_size=2, epochs=1, shuffle=False, verbose=2, log_freq=1,
+                  save_dir=os.path.join(out, "ckpt"))
+    with open(os.path.join(out, f"log{rank}.txt"), "w") as f:
+        f.write(buf.getvalue())
+    np.savez(os.path.join(out, f"rank{rank}.npz"), nbuckets=np.array(0), **_state(model.network))
+
+
+def test_model_fit_under_a_job(tmp_path):
+    dist.spawn(_fit_worker, args=(str(tmp_path),), nprocs=2)
+    r0, r1 = dict(np.load(tmp_path / "rank0.npz")), dict(np.load(tmp_path / "rank1.npz"))
+    # DistributedBatchSampler gives rank 0 samples [0,1], [4,5], ... and rank 1 [2,3], [6,7], ...: each
+    # step is one process's batch of 4 consecutive samples.
+    model = _make("mlp", 0)
+    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=model.parameters())
+    x, y = _batch("mlp", 0, n=16)
+    for s in range(4):
+        _step(model, opt, x[4 * s:4 * s + 4], y[4 * s:4 * s + 4])
+    _check(r0, r1, _state(model))
+    log0, log1 = (tmp_path / "log0.txt").read_text(), (tmp_path / "log1.txt").read_text()
+    assert "step 4/4" in log0 and "loss" in log0 and "save checkpoint" in log0
+    assert log1 == ""  # only rank 0 logs
+    saved = oar.load(str(tmp_path / "ckpt" / "final.pdparams"))
+    np.testing.assert_array_equal(saved["fc1.weight"].numpy(), r0["fc1.weight"])
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["0.pdopt", "0.pdparams", "final.pdopt", "final.pdparams"]

@@ -116,6 +116,7 @@ class Model:
         self._test_dataloader = None
         self._accumulate = 1
         self._place = None
+        self._ddp = None  # the DataParallel wrapper under a job (prepare)
         self.stop_training = False
         self._inputs = self._verify_spec(inputs, is_input=True)
         self._labels = self._verify_spec(labels)
@@ -164,6 +165,18 @@ class Model:
                 raise TypeError("prepare: {} is not a subclass of oar.metric.Metric".format(type(m).__name__))
         self._metrics = metrics
         self._prepare_amp(amp_configs)
+        self._prepare_distributed()
+
+    def _prepare_distributed(self):
+        """Under a job (world size > 1, e.g. started by oar.distributed.launch or spawn) training runs
+        data-parallel, as Paddle's Model: the default group is made if needed and the network wrapped
+        in DataParallel (rank 0's parameters are broadcast now)."""
+        from .. import distributed as dist
+        if dist.get_world_size() <= 1 or self._ddp is not None:
+            return
+        if not dist.is_initialized():
+            dist.init_parallel_env()
+        self._ddp = dist.DataParallel(self.network)
 
     def _prepare_amp(self, amp_configs):
         level = "O0"
@@ -211,10 +224,15 @@ class Model:
         self.mode = "train"
         inputs, labels = self._split_inputs_labels(inputs, labels)
         self._input_info = ([list(x.shape) for x in inputs], [str(x.dtype) for x in inputs])
-        outputs = self.network(*inputs)
-        losses = to_list(self._loss(*(to_list(outputs) + labels)))
-        final_loss = _add_n(losses)
-        final_loss.backward()
+        import contextlib
+        net = self._ddp if self._ddp is not None else self.network
+        # Accumulating batches (update False) only add up locally; the update's backward reduces the sum.
+        sync = contextlib.nullcontext() if update or self._ddp is None else self._ddp.no_sync()
+        with sync:
+            outputs = net(*inputs)
+            losses = to_list(self._loss(*(to_list(outputs) + labels)))
+            final_loss = _add_n(losses)
+            final_loss.backward()
         if update:
             self._optimizer.step()
             self.network.clear_gradients()
@@ -258,8 +276,11 @@ class Model:
         (path.pdmodel, path.pdiparams, path.pdiparams.info) from the Model's `inputs` InputSpecs, with the
         network in eval mode."""
         from ..framework import io as fio
+        from ..distributed import get_rank
         if not isinstance(path, str) or os.path.basename(path) == "":
             raise ValueError("Model.save: path must be 'dirname/file_prefix' or 'file_prefix', got {!r}".format(path))
+        if get_rank() != 0:
+            return  # under a job rank 0 saves (the replicas are identical), as Paddle
         dirname = os.path.dirname(path)
         if dirname:
             os.makedirs(dirname, exist_ok=True)
@@ -342,6 +363,10 @@ class Model:
             if isinstance(data, IterableDataset):
                 return DataLoader(data, batch_size=batch_size, drop_last=drop_last, num_workers=num_workers,
                                   return_list=True)
+            if self._ddp is not None:  # each rank its share of the batches (as Paddle's Model)
+                from ..io import DistributedBatchSampler
+                sampler = DistributedBatchSampler(data, batch_size, shuffle=shuffle, drop_last=drop_last)
+                return DataLoader(data, batch_sampler=sampler, num_workers=num_workers, return_list=True)
             return DataLoader(data, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                               num_workers=num_workers, return_list=True)
         return data
