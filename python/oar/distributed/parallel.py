@@ -9,6 +9,7 @@ When the backward's graph is done the reducer waits for the buckets and replaces
 by its slice of the reduced buffer: after loss.backward() returns the gradients are the averages.
 """
 import contextlib
+import time
 import weakref
 
 from .. import _C
@@ -78,12 +79,14 @@ class _Reducer:
         self.names = names
         self.group = group
         self.find_unused = find_unused
-        self.buckets = self._assign(bucket_bytes, last_bucket_bytes)
-        self.bucket_of = {}
-        for b in self.buckets:
-            for i in b.params:
-                self.bucket_of[i] = b
+        self.bucket_bytes, self.last_bucket_bytes = bucket_bytes, last_bucket_bytes
+        self._set_buckets(range(len(params)))
+        self.arrival = []  # the order gradients became ready in the first reduced backward
+        self.rebuilt = False
         self.sync = True  # False inside no_sync()
+        # A list to record (event, bucket, time.perf_counter()) into (the benchmark's overlap trace):
+        # "launch" per bucket, "graph_done" when backward's graph ends, "reduced" when all buckets are.
+        self.trace = None
         self.ready = [False] * len(params)
         self.in_backward = False
         self.next_bucket = 0
@@ -99,22 +102,41 @@ class _Reducer:
                     r._grad_ready(i)
             self.hook_ids.append(p._register_backward_hook(hook))
 
-    def _assign(self, bucket_bytes, last_bucket_bytes):
-        """Buckets in forward parameter order, one open bucket per dtype, the first closed one at
-        last_bucket_bytes (its gradients arrive last in backward), then returned in reverse: the order in
-        which backward fills them and in which every rank launches them."""
+    def _set_buckets(self, order):
+        """Buckets from `order` (parameter indices, forward order first; after the first step the reverse
+        of the order gradients arrived in), as Paddle: one open bucket per dtype, the first closed one at
+        last_bucket_bytes (its gradients arrive last in backward), the others at bucket_bytes; then
+        reversed: the order in which backward fills them and in which every rank launches them."""
         groups, open_ = [], {}
         size = {}
-        for i, p in enumerate(self.params):
+        for i in order:
+            p = self.params[i]
             key = str(p.dtype)
             open_.setdefault(key, []).append(i)
             size[key] = size.get(key, 0) + p.size * _itemsize(p.dtype)
-            limit = last_bucket_bytes if not groups else bucket_bytes
+            limit = self.last_bucket_bytes if not groups else self.bucket_bytes
             if size[key] >= limit:
                 groups.append(open_.pop(key))
                 size[key] = 0
         groups.extend(g for g in open_.values() if g)
-        return [_Bucket(k, g) for k, g in enumerate(reversed(groups))]
+        self.buckets = [_Bucket(k, g) for k, g in enumerate(reversed(groups))]
+        self.bucket_of = {i: b for b in self.buckets for i in b.params}
+
+    def _rebuild_buckets(self):
+        """After the first reduced step: buckets follow the order gradients really arrived in (a layer's
+        bias before its weight, layers used in another order than they were made), so each bucket fills
+        early and its all-reduce overlaps more of backward (PyTorch's DDP does the same). Rank 0's order
+        is broadcast so that every rank builds the same buckets."""
+        from .. import to_tensor
+        seen = set(self.arrival)
+        order = self.arrival + [i for i in range(len(self.params)) if i not in seen]
+        t = to_tensor(order, dtype="int64")
+        stream = _comm_stream(self.group)
+        with self._device.stream_guard(stream):
+            collective.broadcast(t, src=0, group=self.group)
+        order = [int(i) for i in t.numpy()]
+        self._set_buckets(list(reversed(order)))
+        self.rebuilt = True
 
     def remove_hooks(self):
         for p, h in zip(self.params, self.hook_ids):
@@ -141,6 +163,8 @@ class _Reducer:
         if self.ready[i]:
             return  # a second accumulation in the same backward (shared leaf reached twice)
         self.ready[i] = True
+        if not self.rebuilt:
+            self.arrival.append(i)
         b = self.bucket_of[i]
         b.pending -= 1
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
@@ -162,12 +186,16 @@ class _Reducer:
             # cpu, whose kernels are synchronous; an event on a gpu).
             _all_reduce_on_comm_stream(b.buffer, self.group, collective.ReduceOp.AVG, wait=False)
         b.launched = True
+        if self.trace is not None:
+            self.trace.append(("launch", b.index, time.perf_counter()))
 
     def _wait(self):
         with self._device.stream_guard(self.stream):
             self.group._pg.synchronize()
 
     def _finalize(self):
+        if self.trace is not None:
+            self.trace.append(("graph_done", -1, time.perf_counter()))
         missing = [i for i, r in enumerate(self.ready) if not r]
         if missing and not self.find_unused:
             names = ", ".join(self.names[i] for i in missing[:8]) + (" ..." if len(missing) > 8 else "")
@@ -190,6 +218,8 @@ class _Reducer:
             used = to_tensor([1 if r else 0 for r in self.ready], dtype="int32")
             _all_reduce_on_comm_stream(used, self.group, collective.ReduceOp.MAX, wait=False)
         self._wait()
+        if self.trace is not None:
+            self.trace.append(("reduced", -1, time.perf_counter()))
         used = used.numpy() if used is not None else None
         with no_grad():
             for b in self.buckets:
@@ -201,6 +231,8 @@ class _Reducer:
                         p._set_grad(b.buffer[off:off + n].reshape(p.shape))
                     off += n
         self.reset()
+        if not self.rebuilt:
+            self._rebuild_buckets()
 
 
 class DataParallel(Layer):
