@@ -299,3 +299,67 @@ def test_model_fit_under_a_job(tmp_path):
     saved = oar.load(str(tmp_path / "ckpt" / "final.pdparams"))
     np.testing.assert_array_equal(saved["fc1.weight"].numpy(), r0["fc1.weight"])
     assert sorted(os.listdir(tmp_path / "ckpt")) == ["0.pdopt", "0.pdparams", "final.pdopt", "final.pdparams"]
+
+
+class _Reordered(nn.Layer):
+    """Layers made in the reverse of the order they are called: parameters() order is not backward's."""
+
+    def __init__(self):
+        super().__init__()
+        self.last = nn.Linear(32, 3)
+        self.middle = nn.Linear(32, 32)
+        self.first = nn.Linear(6, 32)
+
+    def forward(self, x):
+        return self.last(nn.functional.relu(self.middle(nn.functional.relu(self.first(x)))))
+
+
+def _overlap_worker(out):
+    dist.init_parallel_env()
+    rank = dist.get_rank()
+    oar.set_default_dtype("float64")
+    oar.seed(0)
+    # float64 sizes: last.w 768 B, last.b 24, middle.w 8192, middle.b 256, first.w 1536, first.b 256. Buckets of
+    # 2 KB, the one reduced last 1 KB.
+    dp = oar.DataParallel(_Reordered(), comm_buffer_size=2 / 1024, last_comm_buffer_size=1 / 1024)
+    r = dp._reducer
+    names = r.names
+    before = [[names[i] for i in b.params] for b in r.buckets]
+    ready_at_launch = []
+    launch = r._launch
+
+    def traced(b):
+        ready_at_launch.append(sum(r.ready))
+        launch(b)
+    r._launch = traced
+    r.trace = []
+    x, y = _batch("mlp", rank)
+    for _ in range(2):
+        nn.functional.cross_entropy(dp(oar.to_tensor(x)), oar.to_tensor(y)).backward()
+    after = [[names[i] for i in b.params] for b in r.buckets]
+    events = [e for e, _, _ in r.trace]
+    import json
+    with open(os.path.join(out, f"overlap{rank}.json"), "w") as f:
+        json.dump({"before": before, "after": after, "ready_at_launch": ready_at_launch, "events": events,
+                   "nparams": len(names)}, f)
+
+
+def test_buckets_launch_during_backward_and_follow_the_arrival_order(tmp_path):
+    import json
+    dist.spawn(_overlap_worker, args=(str(tmp_path),), nprocs=2)
+    res = [json.loads((tmp_path / f"overlap{r}.json").read_text()) for r in range(2)]
+    assert res[0]["after"] == res[1]["after"]
+    r = res[0]
+    # In parameters() order (last, middle, first) the bucket reduced first is [middle.b, first.w, first.b]:
+    # it holds the first layer, which backward reaches last, so in step 1 it waits for the whole backward.
+    assert r["before"] == [["middle.bias", "first.weight", "first.bias"], ["last.weight", "last.bias", "middle.weight"]]
+    assert r["ready_at_launch"][:2] == [6, 6]
+    # Rebuilt from the arrival order (last.b, last.w, middle.b, middle.w, first.b, first.w), grouped from its
+    # end: [first.w] (>= 1 KB), [first.b, middle.w] (>= 2 KB), then the rest, reduced first.
+    assert r["after"] == [["middle.bias", "last.weight", "last.bias"], ["first.bias", "middle.weight"],
+                          ["first.weight"]]
+    # Step 2: bucket 0 goes when 3 gradients are ready, bucket 1 at 5, while backward still computes the
+    # first layer's; every launch precedes the end of the graph, then the wait.
+    assert r["ready_at_launch"][2:] == [3, 5, 6]
+    step2 = r["events"][r["events"].index("reduced") + 1:]
+    assert step2 == ["launch", "launch", "launch", "graph_done", "reduced"]
