@@ -369,3 +369,27 @@ def test_buckets_launch_during_backward_and_follow_the_arrival_order(tmp_path):
     assert r["ready_at_launch"][2:] == [3, 5, 6]
     step2 = r["events"][r["events"].index("reduced") + 1:]
     assert step2 == ["launch", "launch", "launch", "graph_done", "reduced"]
+
+
+def test_reducer_hooks_of_autograd():
+    # What DataParallel is built on: the post-accumulate hook sees .grad summed over both paths, once;
+    # the callback it queues runs after the whole graph (w's gradient is there too).
+    x = oar.to_tensor([1.0, 2.0], dtype="float64", stop_gradient=False)
+    w = oar.to_tensor([3.0, 4.0], dtype="float64", stop_gradient=False)
+    seen = []
+
+    def hook():
+        seen.append(("x", x.grad.numpy().tolist()))
+        oar._C._queue_backward_callback(lambda: seen.append(("final", w.grad is not None)))
+    hid = x._register_backward_hook(hook)
+    (x * w + x * x).sum().backward()
+    assert seen == [("x", [5.0, 8.0]), ("final", True)]
+    assert x._remove_backward_hook(hid) and not x._remove_backward_hook(hid)
+    x._set_grad(oar.to_tensor([7.0, 7.0], dtype="float64"))
+    np.testing.assert_array_equal(x.grad.numpy(), [7.0, 7.0])
+    with pytest.raises(ValueError, match="set_grad"):
+        x._set_grad(oar.to_tensor([1.0], dtype="float64"))
+    x._set_grad(None)
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="no backward is running"):
+        oar._C._queue_backward_callback(lambda: None)
