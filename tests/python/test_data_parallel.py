@@ -393,3 +393,17 @@ def test_reducer_hooks_of_autograd():
     assert x.grad is None
     with pytest.raises(RuntimeError, match="no backward is running"):
         oar._C._queue_backward_callback(lambda: None)
+
+
+def _unused_on_one_rank_worker():
+    dist.init_parallel_env()
+    rank = dist.get_rank()
+    dp = oar.DataParallel(_make("branchy", 0))
+    x, y = _batch("branchy", 0)
+    loss = nn.functional.cross_entropy(dp(oar.to_tensor(x), use_b=rank == 0), oar.to_tensor(y))
+    loss.backward()  # rank 1 raises; rank 0 waits for fc_b's bucket until rank 1 is gone
+
+
+def test_parameter_unused_on_one_rank_is_an_error_not_a_hang():
+    with pytest.raises(RuntimeError, match=r"(?s)rank 1 raised.*received no gradient.*fc_b"):
+        dist.spawn(_unused_on_one_rank_worker, nprocs=2)
