@@ -107,9 +107,9 @@ def _step(model, opt, x, y, **kw):
 def _reference(kind, steps, accumulate=1, use_b_every=None, dtype="float64"):
     """One process on the whole batch (each step's batch, accumulate batches summed per update)."""
     model = _make(kind, 0, dtype)
-    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=model.parameters())
+    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, weight_decay=0.01, parameters=model.parameters())
     for s in range(steps):
-        kw = {"use_b": s % use_b_every == 0} if use_b_every else {}
+        kw = {"use_b": s % use_b_every == 1} if use_b_every else {}
         for a in range(accumulate):
             x, y = _batch(kind, s * accumulate + a)
             loss = nn.functional.cross_entropy(model(oar.to_tensor(x, dtype=dtype), **kw), oar.to_tensor(y))
@@ -128,12 +128,12 @@ def _train_worker(out, kind, steps, comm_mb, last_mb, accumulate, find_unused, u
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     dp = oar.DataParallel(model, comm_buffer_size=comm_mb, last_comm_buffer_size=last_mb,
                           find_unused_parameters=find_unused)
-    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=dp.parameters())
+    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, weight_decay=0.01, parameters=dp.parameters())
     nb = None
     if dp._reducer is not None:
         nb = len(dp._reducer.buckets)
     for s in range(steps):
-        kw = {"use_b": s % use_b_every == 0} if use_b_every else {}
+        kw = {"use_b": s % use_b_every == 1} if use_b_every else {}
         for a in range(accumulate):
             x, y = _batch(kind, s * accumulate + a)
             half = len(x) // world
@@ -210,8 +210,9 @@ def test_plain_batch_norm_is_not_synchronized(tmp_path):
 
 
 def test_find_unused_parameters(tmp_path):
-    # fc_b is used in steps 0 and 2 only: step 1 reduces zeros for it, and since no rank used it, it keeps
-    # no gradient (Momentum skips it, as in one process).
+    # fc_b is used in step 1 only: in step 0 its slot is reduced as zeros, but no rank used it, so it keeps
+    # no gradient and the optimizer skips it (no weight decay applied), as in one process; in step 2 its
+    # cleared gradient reads as zeros (decay applies), as in one process too.
     r0, r1 = _run(tmp_path, "branchy", steps=3, find_unused=True, use_b_every=2)
     _check(r0, r1, _reference("branchy", 3, use_b_every=2))
 
