@@ -557,7 +557,7 @@ def all_gather(tensor_list, tensor, group=None, sync_op=True):
                                  f"tensor is {tensor.dtype.name} {list(tensor.shape)}")
     if not _live(g):
         if tensor_list:
-            tensor_list[0].copy_(tensor, False)
+            tensor_list[0].set_value(tensor)
         else:
             tensor_list.append(tensor.clone())
         return _finish(g, sync_op)
@@ -570,7 +570,7 @@ def all_gather(tensor_list, tensor, group=None, sync_op=True):
     _run(g, g._pg.all_gather, out, src)
     if tensor_list:
         for i in range(n):
-            tensor_list[i].copy_(out[i], False)
+            tensor_list[i].set_value(out[i])
     else:
         tensor_list.extend(out[i] for i in range(n))
     return _finish(g, sync_op, (src, out))
@@ -586,7 +586,7 @@ def reduce_scatter(tensor, tensor_list, op=ReduceOp.SUM, group=None, sync_op=Tru
     n = g.nranks if g is not None else 1
     _check_list(tensor_list, n, tensor, "reduce_scatter", "tensor_list")
     if not _live(g):
-        tensor.copy_(tensor_list[0], False)
+        tensor.set_value(tensor_list[0])
         return _finish(g, sync_op)
     from .. import stack
     _check_local(g, tensor, "reduce_scatter")
@@ -620,7 +620,7 @@ def scatter(tensor, tensor_list=None, src=0, group=None, sync_op=True):
     if at_root:
         _check_list(tensor_list, n, tensor, "scatter", "tensor_list")
     if not _live(g):
-        tensor.copy_(tensor_list[0], False)
+        tensor.set_value(tensor_list[0])
         return _finish(g, sync_op)
     _check_local(g, tensor, "scatter")
     _agree(g, "scatter", _sig("scatter", tensor, f" (src {src})"))
@@ -628,7 +628,7 @@ def scatter(tensor, tensor_list=None, src=0, group=None, sync_op=True):
     if at_root:
         blocks = [t if t.is_contiguous() else t.contiguous() for t in tensor_list]
         keep = tuple(blocks)
-        tensor.copy_(blocks[root], False)
+        tensor.set_value(blocks[root])
     if g._pg.has("send"):
         if at_root:
             ops = [(True, blocks[r], r) for r in range(n) if r != root]
@@ -640,7 +640,7 @@ def scatter(tensor, tensor_list=None, src=0, group=None, sync_op=True):
         buf = stack(blocks) if at_root else empty([n] + list(tensor.shape), dtype=tensor.dtype)
         _run(g, g._pg.broadcast, buf, root)
         if not at_root:
-            tensor.copy_(buf[g.rank], False)
+            tensor.set_value(buf[g.rank])
         keep = keep + (buf,)
     return _finish(g, sync_op, keep)
 
@@ -663,7 +663,7 @@ def alltoall(in_tensor_list, out_tensor_list, group=None, sync_op=True):
         _check_list(out_tensor_list, n, like, "alltoall", "out_tensor_list")
     if not _live(g):
         if out_tensor_list:
-            out_tensor_list[0].copy_(like, False)
+            out_tensor_list[0].set_value(like)
         else:
             out_tensor_list.append(like.clone())
         return _finish(g, sync_op)
@@ -674,7 +674,7 @@ def alltoall(in_tensor_list, out_tensor_list, group=None, sync_op=True):
     _run(g, g._pg.all_to_all, out, src)
     if out_tensor_list:
         for i in range(n):
-            out_tensor_list[i].copy_(out[i], False)
+            out_tensor_list[i].set_value(out[i])
     else:
         out_tensor_list.extend(out[i] for i in range(n))
     return _finish(g, sync_op, (src, out))
@@ -708,7 +708,7 @@ def alltoall_single(in_tensor, out_tensor, in_split_sizes=None, out_split_sizes=
     ins = _splits(in_split_sizes, in_tensor.shape[0], n, "alltoall_single", "in_split_sizes")
     outs = _splits(out_split_sizes, out_tensor.shape[0], n, "alltoall_single", "out_split_sizes")
     if not _live(g):
-        out_tensor.copy_(in_tensor, False)
+        out_tensor.set_value(in_tensor)
         return _finish(g, sync_op)
     _check_local(g, in_tensor, "alltoall_single", "in_tensor")
     _check_local(g, out_tensor, "alltoall_single", "out_tensor")
@@ -727,7 +727,7 @@ def alltoall_single(in_tensor, out_tensor, in_split_sizes=None, out_split_sizes=
         raise ValueError(f"alltoall_single: this rank keeps {ins[me]} rows of in_tensor but out_split_sizes "
                          f"gives its own block {outs[me]}")
     if ins[me]:
-        out_tensor[oo[me]:oo[me + 1]].copy_(in_tensor[io[me]:io[me + 1]], False)
+        out_tensor[oo[me]:oo[me + 1]].set_value(in_tensor[io[me]:io[me + 1]])
     ops = []
     for r in range(n):
         if r != me:
