@@ -432,3 +432,32 @@ def test_group_api_in_one_process(monkeypatch):
     with pytest.raises(ValueError, match="OAR_DISTRIBUTED_CHECK='sometimes'"):
         dist.init_parallel_env()
     assert not dist.is_initialized()
+
+
+def _sim_worker():
+    dist.init_parallel_env()
+    rank = dist.get_rank()
+    assert oar.get_device().startswith("sim") and dist.get_backend() == "sim"
+    t = oar.to_tensor(np.full(3, rank + 1.0, dtype="float32"))
+    dist.all_reduce(t)
+    np.testing.assert_array_equal(t.numpy(), np.full(3, 3.0))
+    g = dist.new_group([0, 1])
+    buf = oar.zeros([3])
+    if rank == 0:
+        dist.send(t, 1, group=g)
+    else:
+        dist.recv(buf, 0, group=g)
+        np.testing.assert_array_equal(buf.numpy(), np.full(3, 3.0))
+    out = oar.zeros([3])
+    dist.scatter(out, [oar.full([3], 5.0), oar.full([3], 6.0)] if rank == 0 else None, src=0, group=g)
+    np.testing.assert_array_equal(out.numpy(), np.full(3, 5.0 + rank))
+    objs = []
+    dist.all_gather_object(objs, rank)
+    assert objs == [0, 1]
+    dist.destroy_process_group()
+
+
+def test_the_same_calls_through_another_plugin():
+    # The Python layer does not care which plugin provides the collectives: the sim device's own.
+    oar.set_device("sim")
+    dist.spawn(_sim_worker, nprocs=2)
