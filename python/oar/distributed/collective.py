@@ -187,12 +187,10 @@ _groups = {}  # id -> Group, the world included
 _next_id = 1
 
 
-def _backend_of(device_type, plugin):
-    if device_type == "cpu":
-        return "gloo"
-    if device_type == "gpu":
-        return "nccl"
-    return plugin
+def _backend_of(device_type):
+    # Paddle's names (its process groups' name()): Gloo on cpu, NCCL on gpu, XCCL for a custom device's
+    # plugin (the plugin itself: group.process_group.plugin).
+    return {"cpu": "GLOO", "gpu": "NCCL"}.get(device_type, "XCCL")
 
 
 def _check_mode():
@@ -238,14 +236,14 @@ def init_parallel_env():
     dtype, dev = env.device_type, env.device_id
     place = _C.get_device()
     if world == 1:
-        g = Group(0, 0, [0], _backend_of(dtype, dtype), place, device=(dtype, dev))
+        g = Group(0, 0, [0], _backend_of(dtype), place, device=(dtype, dev))
     else:
         _collective_timeout()
         host, port = _master()
         timeout = _env_int(["OAR_STORE_TIMEOUT"], 900)
         store = _C.TCPStore(host, port, rank == 0, world, timeout)
         pg = _C._ProcessGroup(dtype, dev, world, rank, store, "oar/pg/world/unique_id")
-        g = Group(rank, 0, range(world), _backend_of(dtype, pg.plugin), place, pg, store, device=(dtype, dev))
+        g = Group(rank, 0, range(world), _backend_of(dtype), place, pg, store, device=(dtype, dev))
     _group, _groups, _next_id = g, {0: g}, 1
     return g
 
@@ -281,7 +279,7 @@ def get_world_size(group=None):
 
 
 def get_backend(group=None):
-    """The group's backend: 'gloo' (cpu), 'nccl' (gpu) or a custom device plugin's name."""
+    """The group's backend, as Paddle names it: 'GLOO' (cpu), 'NCCL' (gpu), 'XCCL' (a custom device)."""
     g = _get_group(group, "get_backend")
     if g is None:
         raise RuntimeError("get_backend: call oar.distributed.init_parallel_env() first")
@@ -702,7 +700,7 @@ def alltoall_single(in_tensor, out_tensor, in_split_sizes=None, out_split_sizes=
     n = g.nranks if g is not None else 1
     if in_tensor.dtype != out_tensor.dtype:
         raise ValueError(f"alltoall_single: in_tensor is {in_tensor.dtype.name}, out_tensor {out_tensor.dtype.name}")
-    if len(in_tensor.shape) == 0 or len(out_tensor.shape) == 0 or list(in_tensor.shape[1:]) != list(out_tensor.shape[1:]):
+    if not in_tensor.shape or not out_tensor.shape or list(in_tensor.shape[1:]) != list(out_tensor.shape[1:]):
         raise ValueError(f"alltoall_single: in_tensor {list(in_tensor.shape)} and out_tensor "
                          f"{list(out_tensor.shape)} must have a dimension 0 and the same other dimensions")
     ins = _splits(in_split_sizes, in_tensor.shape[0], n, "alltoall_single", "in_split_sizes")
