@@ -5,6 +5,7 @@ members, bootstrapped through the core's TCPStore hosted by rank 0 (docs/distrib
 in place on oar tensors, on the device's current stream; ranks given to them (src, dst) are global ranks,
 as in Paddle. With world size 1 (no launcher environment) they are identities.
 """
+import operator
 import os
 import pickle
 import time
@@ -309,11 +310,12 @@ def new_group(ranks=None, backend=None, timeout=None):
         ranks = world.ranks
     if not isinstance(ranks, (list, tuple, range)) or len(ranks) == 0:
         raise ValueError(f"new_group: ranks must be a non-empty list of global ranks, got {ranks!r}")
+    ranks = [_as_rank(r, "new_group", "ranks[i]") for r in ranks]
     for r in ranks:
-        if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < n:
+        if not 0 <= r < n:
             raise ValueError(f"new_group: rank {r!r} is out of range for world size {n}")
     if len(set(ranks)) != len(ranks):
-        raise ValueError(f"new_group: ranks {list(ranks)} has duplicates")
+        raise ValueError(f"new_group: ranks {ranks} has duplicates")
     if backend is not None and str(backend).lower() != world.backend.lower():
         raise ValueError(f"new_group: backend {backend!r} is not available: this job's backend is "
                          f"{world.backend!r} (the current device's plugin)")
@@ -361,10 +363,19 @@ def _live(g):
     return g is not None and g._pg is not None
 
 
+def _as_rank(rank, what, arg):
+    """An int (numpy integers too), or a TypeError naming the argument."""
+    if isinstance(rank, bool):
+        raise TypeError(f"{what}: {arg} must be an int (a global rank), got bool")
+    try:
+        return operator.index(rank)
+    except TypeError:
+        raise TypeError(f"{what}: {arg} must be an int (a global rank), got {type(rank).__name__}") from None
+
+
 def _group_rank(g, rank, what, arg):
     """Global rank `rank` (src/dst) as a rank of `g`, or a ValueError naming it."""
-    if not isinstance(rank, int) or isinstance(rank, bool):
-        raise TypeError(f"{what}: {arg} must be an int (a global rank), got {type(rank).__name__}")
+    rank = _as_rank(rank, what, arg)
     if g is None:
         if rank != 0:
             raise ValueError(f"{what}: {arg}={rank} is out of range for world size 1")
@@ -930,9 +941,27 @@ def destroy_process_group(group=None):
             if sub.id != 0:
                 _close(sub)
         _close(g)
+        if had_store:
+            _leave(g)
     finally:
         if had_store:
             _C._store_set_global(None)
+
+
+def _leave(g):
+    """Rank 0 hosts the store, which a plugin may still read for a peer's last call (the sim plugin's data
+    goes through it): rank 0 closes last, once every rank has come here, waiting at most
+    min(OAR_COLLECTIVE_TIMEOUT, 60) s for a rank that exits without destroy_process_group."""
+    key = "oar/pg/world/left"
+    try:
+        g._store.add(key, 1)
+        if g.rank != 0:
+            return
+        end = time.monotonic() + min(_collective_timeout(), 60.0)
+        while g._store.add(key, 0) < g.nranks and time.monotonic() < end:
+            time.sleep(0.01)
+    except RuntimeError:
+        pass  # the store is gone already: nothing left to protect
 
 
 def _close(g):
