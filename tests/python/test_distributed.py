@@ -181,6 +181,11 @@ def _three_rank_worker():
     parts = [oar.to_tensor(_data(2) * (i + 1)) for i in range(world)] if rank == 2 else None
     dist.scatter(out, parts, src=2)
     np.testing.assert_array_equal(out.numpy(), _data(2) * (rank + 1))
+    # gather to global rank 1: an empty list is filled there; the other ranks' lists are ignored.
+    gl = []
+    dist.gather(oar.to_tensor(_data(rank)), gl if rank == 1 else None, dst=1)
+    if rank == 1:
+        assert [x.numpy().tolist() for x in gl] == [r.tolist() for r in ref]
     # alltoall: rank r's in[j] lands in rank j's out[r]; into a given list and into an empty one.
     ins = [oar.to_tensor(_data(rank) + 1000 * j) for j in range(world)]
     outs = [oar.zeros([2, 3]) for _ in range(world)]
@@ -286,6 +291,12 @@ def _three_rank_worker():
         objs = []
         dist.all_gather_object(objs, rank, group=g02)
         assert objs == [0, 2]
+        gl = [oar.zeros([2, 3]), oar.zeros([2, 3])]
+        dist.gather(oar.to_tensor(ref[rank]), gl, dst=0, group=g02)
+        if rank == 0:
+            assert [x.numpy().tolist() for x in gl] == [ref[0].tolist(), ref[2].tolist()]
+        else:
+            assert not gl[0].numpy().any()
     if rank > 0:  # the second sub-group's communicator is its own
         t = oar.to_tensor(ref[rank])
         dist.all_reduce(t, op=dist.ReduceOp.MIN, group=g12)

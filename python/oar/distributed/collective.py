@@ -15,7 +15,7 @@ from .. import _C
 
 __all__ = ["ReduceOp", "ParallelEnv", "Group", "init_parallel_env", "is_initialized", "get_rank",
            "get_world_size", "get_backend", "new_group", "get_group", "all_reduce", "broadcast", "reduce",
-           "all_gather", "all_gather_object", "broadcast_object_list", "scatter", "scatter_object_list",
+           "all_gather", "all_gather_object", "broadcast_object_list", "scatter", "scatter_object_list", "gather",
            "reduce_scatter", "alltoall", "alltoall_single", "send", "recv", "isend", "irecv", "P2POp",
            "batch_isend_irecv", "barrier", "wait", "destroy_process_group"]
 
@@ -652,6 +652,49 @@ def scatter(tensor, tensor_list=None, src=0, group=None, sync_op=True):
             tensor.set_value(buf[g.rank])
         keep = keep + (buf,)
     return _finish(g, sync_op, keep)
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, sync_op=True):
+    """Global rank `dst` gets every member's `tensor`, in rank order, in `gather_list` (an empty list is
+    filled; the other ranks' `gather_list` is ignored). Built from send/recv (the ABI has no gather)."""
+    _check_tensor(tensor, "gather")
+    g = _require("gather", group)
+    if _skip(g, "gather"):
+        return None
+    root = _group_rank(g, dst, "gather", "dst")
+    n = g.nranks if g is not None else 1
+    at_root = (g.rank if g is not None else 0) == root
+    if at_root:
+        if not isinstance(gather_list, list):
+            raise TypeError(f"gather: gather_list must be a list on dst, got {type(gather_list).__name__}")
+        if not gather_list:
+            from .. import empty
+            gather_list += [empty(list(tensor.shape), dtype=tensor.dtype) for _ in range(n)]
+        _check_list(gather_list, n, tensor, "gather", "gather_list")
+    if not _live(g):
+        gather_list[0].set_value(tensor)
+        return _finish(g, sync_op)
+    src = tensor if tensor.is_contiguous() else tensor.contiguous()
+    g._pg.check(src, "gather", "tensor")
+    _agree(g, "gather", _sig("gather", tensor, f" (dst {dst})"))
+    if at_root:
+        gather_list[root].set_value(src)
+    if g._pg.has("send"):
+        if at_root:
+            ops = [(False, gather_list[r], r) for r in range(n) if r != root]
+        else:
+            ops = [(True, src, root)]
+        _run(g, g._pg.p2p, ops, "gather")
+        return _finish(g, sync_op, (src,))
+    # the plugin has no send/recv: an all_gather, of which dst keeps everything
+    from .. import empty
+    out = empty([n] + list(tensor.shape), dtype=tensor.dtype)
+    _run(g, g._pg.all_gather, out, src)
+    if at_root:
+        for r in range(n):
+            if r != root:
+                gather_list[r].set_value(out[r])
+    return _finish(g, sync_op, (src, out))
 
 
 def alltoall(in_tensor_list, out_tensor_list, group=None, sync_op=True):
