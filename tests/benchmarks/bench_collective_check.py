@@ -4,7 +4,8 @@ call (1) and at its default (auto: calls 1, 2, 4, 8, ... of each group). Not a t
 
     python tests/benchmarks/bench_collective_check.py [--iters 100] [--rounds 5]
 
-Each round makes one fresh group per mode (the mode is read when a group is made) and times `iters` calls
+It also times the store operations a compared call makes with two ranks (set, wait, get, delete: the
+"store ops" line, microseconds for the four). Each round makes one fresh group per mode (the mode is read when a group is made) and times `iters` calls
 on it, the modes interleaved so that a machine's changing load hits them alike; rank 0 prints the median
 over the rounds, in microseconds per call.
 """
@@ -36,6 +37,17 @@ def _worker(iters, rounds, results):
                     dist.all_reduce(t, group=g)
                 times.setdefault((mode, n), []).append((time.perf_counter() - t0) / iters * 1e6)
                 dist.destroy_process_group(g)
+    # What a compared call adds: one set, one wait + get per peer, one delete on the store (rank 0 hosts it).
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), False, 2, 60,
+                          wait_for_workers=False)
+    key = f"bench/{dist.get_rank()}"
+    t0 = time.perf_counter()
+    for _ in range(iters * rounds):
+        store.set(key, b"all_reduce of float32 [1] (op sum)")
+        store.wait([key], 60)
+        store.get(key)
+        store.delete_key(key)
+    times[("store-ops", 4)] = [(time.perf_counter() - t0) / (iters * rounds) * 1e6]
     if dist.get_rank() == 0:
         with open(results, "w") as f:
             for (mode, n), v in times.items():
@@ -55,7 +67,10 @@ def main():
     with open(results) as f:
         for line in f:
             mode, n, med, lo, hi = line.split()
-            print(f"{mode:>5}  {n:>8}  {med:>7} {lo:>7} {hi:>7}")
+            if mode == "store-ops":
+                print(f"store ops of one compared call (2 ranks): {med} us")
+            else:
+                print(f"{mode:>5}  {n:>8}  {med:>7} {lo:>7} {hi:>7}")
     os.unlink(results)
 
 
