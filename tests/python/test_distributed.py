@@ -222,11 +222,21 @@ def _three_rank_worker():
     for task in tasks:
         assert task.wait()
     np.testing.assert_array_equal(buf.numpy(), ref[prv])
-    if rank < 2:
-        t = oar.to_tensor(ref[0]) if rank == 0 else oar.zeros([2, 3])
-        task = dist.isend(t, 1) if rank == 0 else dist.irecv(t, src=0)
+    if rank < 2:  # rank 0 sends only once rank 1 saw its irecv pending (told through the store)
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), False, world, 60,
+                              wait_for_workers=False)
+        if rank == 0:
+            store.wait(["test/irecv_posted"])
+            task = dist.isend(oar.to_tensor(ref[0]), 1)
+        else:
+            t = oar.zeros([2, 3])
+            task = dist.irecv(t, src=0)
+            time.sleep(0.2)
+            assert not task.is_completed()
+            store.set("test/irecv_posted", b"1")
         assert task.wait() and task.is_completed()
-        np.testing.assert_array_equal(t.numpy(), ref[0])
+        if rank == 1:
+            np.testing.assert_array_equal(t.numpy(), ref[0])
     # objects
     objs = []
     dist.all_gather_object(objs, {"rank": rank, "pad": "x" * (rank * 50)})
