@@ -75,6 +75,13 @@ def _collectives_worker(world):
         dist.init_parallel_env()
     dist.destroy_process_group()
     assert not dist.is_initialized()
+    # Again in the same processes (the store is kept; the new groups' keys are the new init's own).
+    g = dist.init_parallel_env()
+    sub = dist.new_group([0, 1])
+    t = oar.to_tensor(_data(rank))
+    dist.all_reduce(t, group=sub)
+    np.testing.assert_allclose(t.numpy(), np.sum(ref, axis=0), rtol=1e-6)
+    dist.destroy_process_group(g)
 
 
 def test_collectives_two_ranks_against_numpy():

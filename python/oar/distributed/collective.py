@@ -127,7 +127,7 @@ class Group:
     ranks (sorted), `nranks` their number; `world_size` is `nranks` for a member and -1 otherwise (Paddle's).
     """
 
-    def __init__(self, rank, gid, ranks, backend, place, pg=None, store=None, name=None, device=None):
+    def __init__(self, rank, gid, ranks, backend, place, pg=None, store=None, name=None, device=None, keys=""):
         self._rank = rank
         self._id = gid
         self._ranks = list(ranks)
@@ -135,6 +135,8 @@ class Group:
         self.place = place
         self._pg = pg  # None: a single member (collectives are identities) or not a member
         self._store = store
+        self._prefix = keys  # init_parallel_env's store key prefix, shared by its groups
+        self._keys = f"{keys}/{gid}"  # this group's keys
         self._name = name if name is not None else f"_default_pg{gid}"
         self._device = device  # (device type, local device id), for the sub-groups' communicators
         self._check = _check_mode()
@@ -186,6 +188,11 @@ class Group:
 _group = None  # the world group (id 0)
 _groups = {}  # id -> Group, the world included
 _next_id = 1
+# The store outlives destroy_process_group, so that init_parallel_env can run again in the same processes
+# (a new store would race the old one for the port); each init_parallel_env keys its groups under its own
+# prefix, counted alike on every rank.
+_store = None  # ((host, port, rank, world size), TCPStore)
+_inits = 0
 
 
 def _backend_of(device_type):
@@ -224,7 +231,7 @@ def init_parallel_env():
     `PADDLE_TRAINERS_NUM`, `PADDLE_MASTER` / `PADDLE_TRAINER_ENDPOINTS`, or `RANK`, `WORLD_SIZE`,
     `MASTER_ADDR`, `MASTER_PORT`) on the current device. Rank 0 hosts the store on the master address.
     Returns the group. Calling it twice is an error (destroy_process_group first)."""
-    global _group, _groups, _next_id
+    global _group, _groups, _next_id, _store, _inits
     if _group is not None:
         raise RuntimeError("init_parallel_env: the parallel environment is already initialized "
                            "(call oar.distributed.destroy_process_group() first)")
@@ -242,9 +249,15 @@ def init_parallel_env():
         _collective_timeout()
         host, port = _master()
         timeout = _env_int(["OAR_STORE_TIMEOUT"], 900)
-        store = _C.TCPStore(host, port, rank == 0, world, timeout)
-        pg = _C._ProcessGroup(dtype, dev, world, rank, store, "oar/pg/world/unique_id")
-        g = Group(rank, 0, range(world), _backend_of(dtype), place, pg, store, device=(dtype, dev))
+        where = (host, port, rank, world)
+        if _store is None or _store[0] != where:
+            _store = None  # a different job: its master is another
+            _store = (where, _C.TCPStore(host, port, rank == 0, world, timeout))
+        store = _store[1]
+        _inits += 1
+        keys = f"oar/pg/{_inits}"
+        pg = _C._ProcessGroup(dtype, dev, world, rank, store, f"{keys}/0/unique_id")
+        g = Group(rank, 0, range(world), _backend_of(dtype), place, pg, store, device=(dtype, dev), keys=keys)
     _group, _groups, _next_id = g, {0: g}, 1
     return g
 
@@ -331,10 +344,11 @@ def new_group(ranks=None, backend=None, timeout=None):
     if me >= 0 and len(ranks) > 1:
         dtype, dev = world._device
         try:
-            pg = _C._ProcessGroup(dtype, dev, len(ranks), me, world._store, f"oar/pg/{gid}/unique_id")
+            pg = _C._ProcessGroup(dtype, dev, len(ranks), me, world._store, f"{world._prefix}/{gid}/unique_id")
         except Exception as e:
             raise type(e)(f"new_group: group {gid} of global ranks {ranks}: {e}") from None
-    g = Group(me, gid, ranks, world.backend, world.place, pg, world._store, device=world._device)
+    g = Group(me, gid, ranks, world.backend, world.place, pg, world._store, device=world._device,
+              keys=world._prefix)
     _groups[gid] = g
     return g
 
@@ -428,7 +442,7 @@ def _agree(g, what, sig):
     if g._check == "auto" and n & (n - 1):
         return
     store = g._store
-    base = f"oar/pg/{g.id}/check/{n}/"
+    base = f"{g._keys}/check/{n}/"
     store.set(base + str(g.rank), sig)
     timeout = _collective_timeout()
     end = time.monotonic() + timeout
@@ -967,8 +981,8 @@ def wait(tensor, group=None, use_calc_stream=True):
 
 
 def destroy_process_group(group=None):
-    """Destroys `group`'s communicator; None (or the world group) destroys every group and the store
-    connection, after which init_parallel_env may run again."""
+    """Destroys `group`'s communicator; None (or the world group) destroys every group, after which
+    init_parallel_env may run again (on the same store, which lives as long as the process)."""
     global _group, _groups
     g = _get_group(group, "destroy_process_group")
     if g is None:
@@ -995,7 +1009,7 @@ def _leave(g):
     """Rank 0 hosts the store, which a plugin may still read for a peer's last call (the sim plugin's data
     goes through it): rank 0 closes last, once every rank has come here, waiting at most
     min(OAR_COLLECTIVE_TIMEOUT, 60) s for a rank that exits without destroy_process_group."""
-    key = "oar/pg/world/left"
+    key = f"{g._keys}/left"
     try:
         g._store.add(key, 1)
         if g.rank != 0:
