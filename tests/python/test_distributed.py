@@ -1,4 +1,5 @@
-"""oar.distributed's process group on the cpu device (Gloo): real processes through spawn, results against numpy.
+"""oar.distributed's process groups on the cpu device (Gloo), and once on the sim device: real processes
+through spawn, results against numpy; sub-groups, every call, bad input and a dead peer.
 
 The workers are module-level functions (spawn pickles them by name); each checks its own results and raises
 on a mismatch, which spawn reports naming the rank.
