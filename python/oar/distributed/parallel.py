@@ -133,7 +133,7 @@ class _Reducer:
         t = to_tensor(order, dtype="int64")
         stream = _comm_stream(self.group)
         with self._device.stream_guard(stream):
-            collective.broadcast(t, src=0, group=self.group)
+            collective.broadcast(t, src=self.group.ranks[0], group=self.group)
         order = [int(i) for i in t.numpy()]
         self._set_buckets(list(reversed(order)))
         self.rebuilt = True
@@ -279,7 +279,7 @@ class DataParallel(Layer):
 
     @no_grad()
     def _sync_params_buffers(self):
-        """Rank 0's parameters and buffers, one broadcast per dtype."""
+        """The group's first rank's parameters and buffers, one broadcast per dtype."""
         from .. import concat
         tensors = [p for p in self._layers.parameters()] + [b for b in self._layers.buffers() if b is not None]
         by_dtype = {}
@@ -287,7 +287,7 @@ class DataParallel(Layer):
             by_dtype.setdefault(str(t.dtype), []).append(t)
         for ts in by_dtype.values():
             flat = concat([t.reshape([-1]) for t in ts]) if len(ts) > 1 else ts[0].reshape([-1]).clone()
-            collective.broadcast(flat, src=0, group=self._group)
+            collective.broadcast(flat, src=self._group.ranks[0], group=self._group)  # src is a global rank
             off = 0
             for t in ts:
                 n = t.size
