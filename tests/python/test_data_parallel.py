@@ -145,7 +145,7 @@ def _train_worker(out, kind, steps, comm_mb, last_mb, accumulate, find_unused, u
         opt.step()
         opt.clear_grad()
     np.savez(os.path.join(out, f"rank{rank}.npz"), nbuckets=np.array(nb if nb is not None else -1),
-             **_state(dp))
+             device=np.array(str(dp.parameters()[0].place)), **_state(dp))
 
 
 class _nullcontext:
@@ -167,7 +167,9 @@ def _run(tmp_path, kind, steps=3, comm_mb=25, last_mb=1, accumulate=1, find_unus
 
 def _check(r0, r1, ref, rtol=1e-10, atol=1e-12):
     nb = int(r0.pop("nbuckets"))
-    r1.pop("nbuckets")
+    for k in ("nbuckets", "device"):
+        r0.pop(k, None)
+        r1.pop(k, None)
     assert sorted(r0) == sorted(ref)
     for k in ref:
         np.testing.assert_array_equal(r0[k], r1[k], err_msg=f"replicas differ at {k}")
@@ -408,3 +410,13 @@ def _unused_on_one_rank_worker():
 def test_parameter_unused_on_one_rank_is_an_error_not_a_hang():
     with pytest.raises(RuntimeError, match=r"(?s)rank 1 raised.*received no gradient.*fc_b"):
         dist.spawn(_unused_on_one_rank_worker, nprocs=2)
+
+
+def test_mlp_on_the_sim_device(tmp_path):
+    # The same reducer on another plugin's collectives and streams (the sim device, Paddle's "xccl" path):
+    # several buckets, each queued on the sim communication stream after an event of the compute stream.
+    oar.set_device("sim")
+    r0, r1 = _run(tmp_path, "mlp", steps=3, comm_mb=1 / 1024, last_mb=1 / 4096)
+    oar.set_device("cpu")
+    assert "sim" in str(r0["device"]) and "sim" in str(r1["device"])
+    assert _check(r0, r1, _reference("mlp", 3), rtol=1e-9) >= 3
