@@ -168,7 +168,7 @@ class Server {
     addrinfo* res = nullptr;
     const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     OAR_ENFORCE(rc == 0, ErrorCode::kInvalidArgument,
-                "TCPStore: the master cannot resolve its host '" << host << "': " << ::gai_strerror(rc));
+                "TCPStore: the master cannot resolve host '" << host << "': " << ::gai_strerror(rc));
     int last_errno = 0;
     std::string failed_at;
     for (addrinfo* a = res; a; a = a->ai_next) {
@@ -213,8 +213,8 @@ class Server {
     ::freeaddrinfo(res);
     if (!listen_fds_.empty()) return;
     OAR_THROW(ErrorCode::kUnavailable,
-              "TCPStore: the master cannot listen on "
-                  << host << " port " << port << " (" << failed_at << "): " << errno_text(last_errno)
+              "TCPStore: the master cannot listen on port "
+                  << port << " of '" << host << "' (" << failed_at << "): " << errno_text(last_errno)
                   << (last_errno == EADDRINUSE      ? " (another process uses it)"
                       : last_errno == EADDRNOTAVAIL ? " (it is not an address of this machine)"
                                                     : ""));

@@ -194,6 +194,20 @@ def test_hanging_rank_is_a_timeout_naming_it(tmp_path, tag):
     assert time.monotonic() - t0 < 60
 
 
+def test_signalled_launcher_stops_its_workers(tmp_path, tag):
+    script = _script(tmp_path, "sleep.py", "import time\nprint('started', flush=True)\ntime.sleep(300)\n")
+    p = subprocess.Popen(_launcher_cmd("--nproc_per_node", "2", "--log_dir", str(tmp_path / "logs"), script),
+                         env=_clean_env(tag), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "started"  # rank 0's log, echoed
+        p.send_signal(15)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + 15 and "the launcher of node 0 got signal 15" in err, err
+
+
 def test_max_restart_restarts_the_whole_job(tmp_path, tag):
     # Rank 1 fails on the first attempt only (a marker file); the restarted job all_reduces correctly.
     script = _script(tmp_path, "flaky.py", textwrap.dedent("""

@@ -193,12 +193,18 @@ class _Pod:
         self.codes = {}
         # Local rank 0's log is copied to the console as it grows (as Paddle does), from where this run starts.
         start = 0 if overwrite or not os.path.exists(log_paths[0]) else os.path.getsize(log_paths[0])
+        self._echo = open(os.devnull, "rb")
         for local, (env, path) in enumerate(zip(envs, log_paths)):
-            with open(path, "wb" if overwrite else "ab") as log:
-                p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_child_setup)
+            try:
+                with open(path, "wb" if overwrite else "ab") as log:
+                    p = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_child_setup)
+            except OSError as e:  # e.g. a training script that is not an executable file
+                self.stop()
+                raise LaunchError(f"cannot start {cmd[0]!r}: {e}") from None
             self.procs.append(p)
             threading.Thread(target=self._wait, args=(local, p.pid), daemon=True).start()
+        self._echo.close()
         self._echo = open(log_paths[0], "rb")
         self._echo.seek(start)
 
