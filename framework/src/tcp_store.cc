@@ -3,8 +3,10 @@
 //
 // Wire protocol (native byte order; every process of a job runs on one architecture):
 //   request: u32 magic 'OARS' | u8 command | u32 field count | per field: u64 length, bytes
-//   reply:   u32 magic 'OARR' | u8 status (0 ok, 1 error, 2 timed out) | u64 length | payload (errors:
-//            the message)
+//   reply:   u32 magic 'OARR' | u8 status (0 ok, 1 error, 2 timed out, 3 refused) | u64 length | payload
+//            (errors: the message)
+// Every new connection first sends `auth` with this process's token (empty: none); a store whose token
+// differs answers "refused" and closes it (docs/distributed.md, "Security model").
 // Integers travel as 8-byte fields. get and wait carry their timeout (ms) as the first field: the server
 // answers status 2 ("timed out") when it passes, so the connection stays in step and is reused; the
 // client waits a little longer than that before it gives up on a silent server. Lengths are checked against
