@@ -293,6 +293,7 @@ class _Launcher:
                 if a.rank == 0 or not a.master:
                     raise LaunchError(f"node rank 0 hosts the launcher store at {host}:{port}, but: {e}") from None
         if not self.hosting:
+            self._wait_for_master(host, port)
             self.store = TCPStore(host, port, False, 0, self.timeout, wait_for_workers=False)
         rank = 0 if self.hosting and a.rank == -1 else a.rank
         while True:
@@ -307,6 +308,20 @@ class _Launcher:
             if rank != -1:
                 raise LaunchError(f"node rank {rank} is already taken in job {a.job_id!r} (two nodes with one --rank?)")
         self.node_rank = candidate
+
+    def _wait_for_master(self, host, port):
+        # Probed from Python (the store's own retry loop would hold off SIGINT until its timeout).
+        deadline = time.monotonic() + self.timeout
+        while not self.interrupted:
+            try:
+                socket.create_connection((host, port), timeout=1).close()
+                return
+            except OSError as e:
+                if time.monotonic() > deadline:
+                    raise LaunchError(f"no launcher store at --master {host}:{port} after {self.timeout} s "
+                                      f"(is node 0's launcher running?): {e}") from None
+                time.sleep(0.2)
+        raise LaunchError(f"got signal {self.interrupted} while waiting for --master {host}:{port}")
 
     # -- one generation
 
@@ -479,6 +494,6 @@ def launch(argv=None):
     try:
         launcher.connect()
         return launcher.run()
-    except LaunchError as e:
+    except (LaunchError, RuntimeError, ValueError) as e:  # RuntimeError / ValueError: the launcher store's
         _say(str(e))
         return 1
