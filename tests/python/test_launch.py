@@ -14,7 +14,6 @@ import uuid
 
 import pytest
 
-import oar
 from oar import _C
 from oar.distributed import TCPStore
 from oar.distributed.collective import _slurm_first_host

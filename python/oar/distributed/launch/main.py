@@ -38,6 +38,16 @@ def _strtobool(v):
     raise argparse.ArgumentTypeError(f"not a boolean: {v!r}")
 
 
+def _env_int(name, default):
+    v = os.environ.get(name)
+    if v in (None, ""):
+        return default
+    try:
+        return int(v)
+    except ValueError:
+        raise SystemExit(f"oar.distributed.launch: environment variable {name}={v!r} is not an integer") from None
+
+
 def _parser():
     env = os.environ.get
     p = argparse.ArgumentParser(
@@ -47,11 +57,11 @@ def _parser():
                     "from Paddle's environment variable (PADDLE_MASTER, PADDLE_NNODES, ...).")
     p.add_argument("--master", default=env("PADDLE_MASTER"),
                    help="host:port of the launcher store (hosted by the node of rank 0); needed with --nnodes > 1")
-    p.add_argument("--rank", type=int, default=int(env("PADDLE_RANK", "-1")),
+    p.add_argument("--rank", type=int, default=_env_int("PADDLE_RANK", -1),
                    help="this node's rank (-1: the node that can host --master is 0, the others in arrival order)")
     p.add_argument("--nnodes", default=env("PADDLE_NNODES", "1"), help="number of nodes (default 1)")
     p.add_argument("--nproc_per_node", type=int,
-                   default=int(env("PADDLE_NPROC_PER_NODE")) if env("PADDLE_NPROC_PER_NODE") else None,
+                   default=_env_int("PADDLE_NPROC_PER_NODE", None),
                    help="workers on this node (default: one per selected device; 1 on cpu)")
     p.add_argument("--log_dir", default=env("PADDLE_LOG_DIR", "log"),
                    help="folder of the workers' logs, workerlog.<local rank> (default ./log)")
@@ -65,7 +75,7 @@ def _parser():
                    help="device ids for this node's workers, e.g. 0,1 (worker i gets device i)")
     p.add_argument("--host", default=env("POD_IP"),
                    help="this node's address as the other nodes see it (default: the one routing to --master)")
-    p.add_argument("--max_restart", type=int, default=int(env("PADDLE_MAX_RESTART", "0")),
+    p.add_argument("--max_restart", type=int, default=_env_int("PADDLE_MAX_RESTART", 0),
                    help="restarts of the whole job after a failure (default 0: a failure ends the job)")
     p.add_argument("training_script", help="the training script (a .py file runs under this Python)")
     p.add_argument("training_script_args", nargs=argparse.REMAINDER)
@@ -270,7 +280,9 @@ class _Launcher:
             parser.error(f"--rank {args.rank} is out of range for --nnodes {self.nnodes}")
         if self.nnodes > 1 and not args.master:
             parser.error(f"--nnodes {self.nnodes} needs --master host:port (the node of rank 0's address)")
-        self.timeout = int(os.environ.get("OAR_STORE_TIMEOUT", "900"))
+        self.timeout = _env_int("OAR_STORE_TIMEOUT", 900)
+        if self.timeout < 1:
+            parser.error(f"OAR_STORE_TIMEOUT={self.timeout}: must be a positive number of seconds")
         self.dtype, self.device_ids, self.nproc = _device_plan(args, parser)
         self.prefix = f"oar/launch/{args.job_id}"
 
