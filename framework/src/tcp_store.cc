@@ -211,9 +211,14 @@ class Server {
       last_errno = errno;
       failed_at = address_text(reinterpret_cast<sockaddr*>(&addr));
       ::close(fd);
+      // An address without IPv6 (say) is skipped; one where another process holds the port is not: its
+      // clients would reach that process.
+      if (last_errno == EADDRINUSE) break;
     }
     ::freeaddrinfo(res);
-    if (!listen_fds_.empty()) return;
+    if (!listen_fds_.empty() && last_errno != EADDRINUSE) return;
+    for (int fd : listen_fds_) ::close(fd);
+    listen_fds_.clear();
     OAR_THROW(ErrorCode::kUnavailable,
               "TCPStore: the master cannot listen on port "
                   << port << " of '" << host << "' (" << failed_at << "): " << errno_text(last_errno)
