@@ -193,6 +193,28 @@ def test_hanging_rank_is_a_timeout_naming_it(tmp_path, tag):
     assert time.monotonic() - t0 < 60
 
 
+def test_devices_of_a_custom_device(tmp_path, tag):
+    # The sim plugin's two devices as a custom device (Paddle: PADDLE_XCCL_BACKEND): worker i gets the index of
+    # the i-th --devices label among the visible ones (SIM_VISIBLE_DEVICES), round-robin past the end.
+    if len([d for d in _C.get_available_device() if d.startswith("sim:")]) < 2:
+        pytest.skip("needs the sim plugin's two devices")
+    script = _script(tmp_path, "dev.py", textwrap.dedent("""
+        import json, os, sys
+        keys = ("FLAGS_selected_sims", "PADDLE_DISTRI_BACKEND", "PADDLE_XCCL_BACKEND")
+        with open(os.path.join(sys.argv[1], "dev.%s.json" % os.environ["RANK"]), "w") as f:
+            json.dump({k: os.environ.get(k) for k in keys}, f)
+    """))
+    env = _clean_env(tag, PADDLE_XCCL_BACKEND="sim", SIM_VISIBLE_DEVICES="5,7")
+    rc, out, err = _launch(["--devices", "7", "--nproc_per_node", "2", "--log_dir", str(tmp_path / "logs"), script,
+                            str(tmp_path)], env, tmp_path)
+    assert rc == 0, err
+    for r in range(2):
+        got = json.loads((tmp_path / f"dev.{r}.json").read_text())
+        assert got == {"FLAGS_selected_sims": "1", "PADDLE_DISTRI_BACKEND": "xccl", "PADDLE_XCCL_BACKEND": "sim"}
+    rc, out, err = _launch(["--devices", "3", script, str(tmp_path)], env, tmp_path)
+    assert rc == 2 and "visible sim devices are 5,7" in err, err
+
+
 def test_signalled_launcher_stops_its_workers(tmp_path, tag):
     script = _script(tmp_path, "sleep.py", "import time\nprint('started', flush=True)\ntime.sleep(300)\n")
     p = subprocess.Popen(_launcher_cmd("--nproc_per_node", "2", "--log_dir", str(tmp_path / "logs"), script),

@@ -121,24 +121,25 @@ def _endpoint(ip, port):
 
 
 def _device_plan(args, parser):
-    """(device type, selected device ids or None on cpu, number of workers)."""
+    """(device type, per-worker device ids or None on cpu, number of workers). As Paddle: a custom device
+    when PADDLE_XCCL_BACKEND names one, else the default device's type; --devices lists labels of the
+    visible devices (CUDA_VISIBLE_DEVICES / <TYPE>_VISIBLE_DEVICES when set), and a worker gets the
+    index of its label among them."""
     import oar
-    dtype = oar.get_device().split(":")[0]
-    ids = None
-    if args.devices:
-        try:
-            ids = [int(d) for d in args.devices.split(",") if d.strip()]
-        except ValueError:
-            parser.error(f"--devices {args.devices!r} is not a comma-separated list of device ids")
+    dtype = os.environ.get("PADDLE_XCCL_BACKEND") or oar.get_device().split(":")[0]
     if dtype == "cpu":
         return dtype, None, args.nproc_per_node or 1  # Paddle: --devices means nothing on cpu
     count = len([d for d in oar._C.get_available_device() if d.split(":")[0] == dtype])
-    ids = ids if ids is not None else list(range(count))
-    bad = [d for d in ids if not 0 <= d < count]
-    if bad or not ids:
-        parser.error(f"--devices {args.devices!r}: this node has {count} {dtype} device(s), ids 0-{count - 1}")
+    if count == 0:
+        parser.error(f"PADDLE_XCCL_BACKEND={dtype}: this node has no {dtype} device")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES" if dtype == "gpu" else f"{dtype.upper()}_VISIBLE_DEVICES")
+    labels = visible.split(",")[:count] if visible and visible != "all" else [str(i) for i in range(count)]
+    wanted = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else labels
+    bad = [d for d in wanted if d not in labels]
+    if bad or not wanted:
+        parser.error(f"--devices {args.devices!r}: this node's visible {dtype} devices are {','.join(labels)}")
     # More workers than devices share them round-robin (e.g. 2 ranks on one GPU to test a 2-rank path).
-    return dtype, ids, args.nproc_per_node or len(ids)
+    return dtype, [labels.index(d) for d in wanted], args.nproc_per_node or len(wanted)
 
 
 def _worker_command(args):
@@ -395,6 +396,8 @@ class _Launcher:
                 e["PADDLE_DISTRI_BACKEND"] = "gloo"
             else:
                 e[f"FLAGS_selected_{self.dtype}s"] = str(self.device_ids[local % len(self.device_ids)])
+                if self.dtype != "gpu":  # a custom device: Paddle's collective backend for it
+                    e.update(PADDLE_DISTRI_BACKEND="xccl", PADDLE_XCCL_BACKEND=self.dtype)
             if "OAR_GLOO_IFNAME" not in e and "OAR_GLOO_HOSTNAME" not in e:
                 e["OAR_GLOO_HOSTNAME"] = self.ip  # Gloo listens where the other nodes reach this one
             envs.append(e)
