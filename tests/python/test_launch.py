@@ -428,7 +428,7 @@ def test_two_nodes_in_network_namespaces(tmp_path, tag):
             ip("-n", ns[i], "link", "set", veth[i], "up")
             ip("-n", ns[i], "link", "set", "lo", "up")
         script = _script(tmp_path, "ar.py", _ALL_REDUCE)
-        env = _clean_env(tag)
+        env = _clean_env(tag, OAR_STORE_TOKEN="netns-" + tag)
         outs = _two_launchers(tmp_path, script, [env, env], extra=["--nproc_per_node", "2"],
                               prefixes=[("ip", "netns", "exec", ns[0]), ("ip", "netns", "exec", ns[1])],
                               ranks=("0", "-1"), master=f"{addr[0]}:29517")  # node 1 is told its rank
@@ -442,6 +442,20 @@ def test_two_nodes_in_network_namespaces(tmp_path, tag):
             assert e["MASTER_ADDR"] == addr[0] and e["OAR_GLOO_HOSTNAME"] == addr[r // 2]
             assert e["PADDLE_CURRENT_ENDPOINT"].startswith(addr[r // 2] + ":")
         assert "hello from rank 0" in outs[0][1] and "hello from rank 2" in outs[1][1]
+        # A worker of node 1 fails: node 0's launcher learns it through the store across the link.
+        script = _script(tmp_path, "node_fail.py", textwrap.dedent("""
+            import sys, time
+            import oar.distributed as dist
+            dist.init_parallel_env()
+            if dist.get_rank() == 3:
+                sys.exit(6)
+            time.sleep(300)
+        """))
+        outs = _two_launchers(tmp_path, script, [env, env], extra=["--nproc_per_node", "2", "--job_id", "f"],
+                              prefixes=[("ip", "netns", "exec", ns[0]), ("ip", "netns", "exec", ns[1])],
+                              ranks=("0", "1"), master=f"{addr[0]}:29517")
+        for rc, out, err in outs:
+            assert rc == 6 and "job failed: rank 3 (node 1, local rank 1) exited with code 6" in err, err
     finally:
         for name in ns:  # deleting a namespace deletes its end of the veth pair, and with it the other end
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
