@@ -130,13 +130,15 @@ def test_two_workers_all_reduce_environment_and_logs(tmp_path, tag):
 
 
 def test_failing_worker_stops_the_job_naming_the_rank(tmp_path, tag):
-    # Rank 0 starts a child of its own (a process the launcher never saw) and waits; rank 1 raises.
+    # Rank 0 starts a child of its own (a process the launcher never saw), ignores SIGTERM (so only the
+    # SIGKILL after the grace period ends it) and waits; rank 1 raises.
     script = _script(tmp_path, "fail.py", textwrap.dedent("""
-        import os, subprocess, sys, time
+        import os, signal, subprocess, sys, time
         if os.environ["RANK"] == "1":
             time.sleep(0.5)
             raise ValueError("boom from rank 1")
         subprocess.Popen(["sleep", "300"])
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         time.sleep(300)
     """))
     t0 = time.monotonic()
