@@ -112,7 +112,10 @@ def _free_port(ip):
     # Free now; the user binds it a moment later (the same tiny race as Paddle's launcher).
     family = socket.AF_INET6 if ":" in ip else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((ip, 0))
+        try:
+            s.bind((ip, 0))
+        except OSError as e:
+            raise LaunchError(f"this node's address {ip} (--host / POD_IP) cannot be used here: {e}") from None
         return s.getsockname()[1]
 
 
