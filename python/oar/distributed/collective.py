@@ -119,6 +119,15 @@ class ParallelEnv:
         dev = _C.get_device()
         self._device_type = dev.split(":")[0]
         self._device_id = int(dev.split(":")[1]) if ":" in dev else 0
+        # The launcher's device for this rank (Paddle's FLAGS_selected_gpus, FLAGS_selected_<type>s); the first
+        # id wins, as in Paddle. init_parallel_env moves the process onto it.
+        name = f"FLAGS_selected_{self._device_type}s"
+        sel = os.environ.get(name, "").split(",")[0].strip()
+        if sel and self._device_type != "cpu":
+            if not sel.isdigit():
+                raise ValueError(f"oar.distributed: environment variable {name}={os.environ[name]!r} is not a "
+                                 "list of device ids")
+            self._device_id = int(sel)
         eps = os.environ.get("PADDLE_TRAINER_ENDPOINTS", "")
         self._trainer_endpoints = [e for e in eps.split(",") if e]
         self._current_endpoint = os.environ.get("PADDLE_CURRENT_ENDPOINT", "")
@@ -285,6 +294,8 @@ def init_parallel_env():
                          "(PADDLE_TRAINER_ID/RANK, PADDLE_TRAINERS_NUM/WORLD_SIZE)")
     _check_mode()  # a malformed setting fails here, not at the first collective
     dtype, dev = env.device_type, env.device_id
+    if dtype != "cpu" and _C.get_device() != f"{dtype}:{dev}":
+        _C.set_device(f"{dtype}:{dev}")  # the launcher's FLAGS_selected_<type>s
     place = _C.get_device()
     if world == 1:
         g = Group(0, 0, [0], _backend_of(dtype), place, device=(dtype, dev))
