@@ -9,6 +9,7 @@ from .collective import (Group, ParallelEnv, ReduceOp, all_gather, all_reduce, b
                          destroy_process_group, get_backend, get_rank, get_world_size, init_parallel_env,
                          is_initialized, new_group, reduce_scatter)
 from .spawn import spawn
+from . import fleet, sharding  # noqa: E402  (fleet mode, group sharding: docs/distributed.md)
 
 __all__ = ["TCPStore", "Group", "ParallelEnv", "ReduceOp", "init_parallel_env", "is_initialized", "get_rank",
            "get_world_size", "get_backend", "new_group", "all_reduce", "broadcast", "all_gather",
