@@ -81,6 +81,7 @@ def test_strategy_fields_defaults_and_errors():
     s.gradient_merge = True
     s.gradient_merge_configs = {"k_steps": 4}
     assert s.gradient_merge_configs == {"k_steps": 4, "avg": True}  # only the given keys change
+    assert repr(s) == "DistributedStrategy(gradient_merge=True, gradient_merge_configs={'k_steps': 4})"
     conf = s.amp_configs
     conf["init_loss_scaling"] = 1.0  # a copy: the strategy keeps its value
     assert s.amp_configs["init_loss_scaling"] == 32768.0
@@ -437,6 +438,10 @@ def _sharded_worker(out_dir):
         ref_opt.step()
         ref_opt.clear_grad()
         _assert_close(_params(net), _params(ref), f"fleet sharding+merge step {step}")
+    save_group_sharded_model(model, os.path.join(out_dir, "fleet"), opt)  # through the merge wrapper
+    if rank == 0:
+        full = oar.load(os.path.join(out_dir, "fleet", "model.pdopt"))
+        assert len(full) == 4 * len(net.parameters())
     fleet.barrier_worker()
     assert fleet.all_reduce(rank + 1) == 3
 

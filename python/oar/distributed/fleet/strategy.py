@@ -143,5 +143,8 @@ class DistributedStrategy:
 
     def __repr__(self):
         changed = {k: v for k, v in self._values.items() if v != _FIELDS[k]}
-        changed.update({k: v for k, v in self._configs.items() if v != _CONFIGS[k]})
+        for k, conf in self._configs.items():
+            diff = {kk: vv for kk, vv in conf.items() if vv != _CONFIGS[k][kk]}
+            if diff:
+                changed[k] = diff
         return f"DistributedStrategy({', '.join(f'{k}={v!r}' for k, v in changed.items())})"

@@ -312,6 +312,8 @@ def save_group_sharded_model(model, output, optimizer=None):
     from ... import save
     if not hasattr(model, "_sharding_optimizer"):
         raise ValueError("save_group_sharded_model: model must be the model group_sharded_parallel returned")
+    while optimizer is not None and hasattr(optimizer, "_inner_opt"):  # fleet's gradient merge wrapper
+        optimizer = optimizer._inner_opt
     if optimizer is not None and not isinstance(optimizer, GroupShardedOptimizer):
         raise ValueError("save_group_sharded_model: optimizer must be the optimizer group_sharded_parallel "
                          "returned")
