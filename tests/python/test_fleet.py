@@ -409,9 +409,11 @@ def _sharded_worker(out_dir):
         net, ref = _mlp(), _mlp()
         groups = lambda m: [{"params": m[0].parameters(), "learning_rate": 0.5},  # noqa: E731
                             {"params": m[2].parameters()}]
-        gmodel, gopt, _ = group_sharded_parallel(net, oar.optimizer.Adam(0.01, parameters=groups(net)), level)
+        clip = oar.nn.ClipGradByGlobalNorm(0.05)  # per group, as the unsharded step clips
+        gmodel, gopt, _ = group_sharded_parallel(net, oar.optimizer.Adam(0.01, parameters=groups(net),
+                                                                         grad_clip=clip), level)
         refs = [(lone_ref, oar.optimizer.Momentum(sched(), parameters=lone_ref.parameters())),
-                (ref, oar.optimizer.Adam(0.01, parameters=groups(ref)))]
+                (ref, oar.optimizer.Adam(0.01, parameters=groups(ref), grad_clip=clip))]
         for step in range(2):
             x, y = _batch(step)
             for m, o in ((model, opt), (gmodel, gopt)):

@@ -146,21 +146,36 @@ class GroupShardedOptimizer:
             others = [p for p in self._params if self._owner[id(p)] != self._rank]
             _C._clear_grads(others, False)
 
-    def _clip_global_norm(self):
-        """ClipGradByGlobalNorm over every rank's partition: each rank's sum of squares (the clip's own
-        fused op), summed over the group, gives the norm; the partition's gradients are scaled in place."""
+    def _global_clips(self):
+        """[(holder, clip)] for each ClipGradByGlobalNorm the inner step would apply: the optimizer's
+        (holder None), or each parameter group's (holder: the group dict), as the unsharded step does."""
+        from ...nn.clip import ClipGradByGlobalNorm
+        opt = self._optim
+        if opt._param_groups and isinstance(opt._param_groups[0], dict):
+            found = [(g, g.get("grad_clip", opt._grad_clip)) for g in opt._param_groups]
+        else:
+            found = [(None, opt._grad_clip)]
+        return [(h, c) for h, c in found if type(c) is ClipGradByGlobalNorm]
+
+    def _clip_global_norm(self, clips):
+        """ClipGradByGlobalNorm over every rank's part of the clipped parameters: each rank's sums of squares
+        (the clip's own fused op; one per clip), summed over the group in one all_reduce, give the norms;
+        this rank's gradients are scaled in place."""
         from ... import to_tensor
         from ...nn.clip import _flat_sum_squares, _to_clip
-        clip = self._optim._grad_clip
-        local = [p.grad for p in self._local if _to_clip(p, p.grad)]
-        sq = to_tensor([float(_flat_sum_squares(local)) if local else 0.0], dtype="float64")
+        grads = []
+        for holder, _ in clips:
+            params = self._local if holder is None else holder["params"]
+            grads.append([p.grad for p in params if _to_clip(p, p.grad)])
+        sq = to_tensor([float(_flat_sum_squares(gs)) if gs else 0.0 for gs in grads], dtype="float64")
         _coll.all_reduce(sq, group=self._group)
-        norm = float(sq.numpy()[0]) ** 0.5
-        if clip.auto_skip_clip and norm <= clip.clip_norm:
-            return
-        scale = clip.clip_norm / max(norm, clip.clip_norm)
-        for g in local:
-            g.scale_(scale)
+        for (_, clip), gs, total in zip(clips, grads, sq.numpy().tolist()):
+            norm = total ** 0.5
+            if clip.auto_skip_clip and norm <= clip.clip_norm:
+                continue
+            scale = clip.clip_norm / max(norm, clip.clip_norm)
+            for g in gs:
+                g.scale_(scale)
 
     def _gather_params(self):
         """Every rank gets every partition's updated parameters (one all_gather per dtype)."""
@@ -176,24 +191,29 @@ class GroupShardedOptimizer:
                     _unflat(out[r], ps)
 
     def step(self):
-        from ...nn.clip import ClipGradByGlobalNorm
         with no_grad():
             if self._world == 1:
                 self._optim.step()
                 self._steps += 1
                 return
             self._reduce_grads()
-            clip = self._optim._grad_clip
-            global_clip = type(clip) is ClipGradByGlobalNorm
-            if global_clip:
-                self._clip_global_norm()
-                self._optim._grad_clip = None
+            clips = self._global_clips()
+            if clips:  # clipped here over every rank; the inner step runs without those clips
+                self._clip_global_norm(clips)
+                for holder, _ in clips:
+                    if holder is None:
+                        self._optim._grad_clip = None
+                    else:
+                        holder["grad_clip"] = None
             try:
                 if self._local:
                     self._optim.step()
             finally:
-                if global_clip:
-                    self._optim._grad_clip = clip
+                for holder, clip in clips:
+                    if holder is None:
+                        self._optim._grad_clip = clip
+                    else:
+                        holder["grad_clip"] = clip
             self._gather_params()
             self._steps += 1
 
