@@ -482,6 +482,25 @@ def _dp_worker():
         ref_opt.step()
         ref_opt.clear_grad()
         _assert_close(_params(net), _params(ref), f"fleet data parallel step {step}")
+    # data parallel + gradient merge (k=2): 2 ranks x 2 micro-batches == Adam on the whole batch
+    s.gradient_merge = True
+    s.gradient_merge_configs = {"k_steps": 2}
+    fleet.init(is_collective=True, strategy=s)  # the group is kept; the new strategy applies
+    net, ref = _mlp(), _mlp()
+    model = fleet.distributed_model(net)
+    opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=model.parameters()))
+    ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
+    for step in range(2):
+        x, y = _batch(step, n=16)
+        for i in range(2):
+            sl = slice(8 * i + 4 * rank, 8 * i + 4 * rank + 4)
+            _loss(model, x[sl], y[sl]).backward()
+            opt.step()
+            opt.clear_grad()
+        _loss(ref, x, y).backward()
+        ref_opt.step()
+        ref_opt.clear_grad()
+        _assert_close(_params(net), _params(ref), f"fleet data parallel + merge step {step}")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("oar.distributed.parallel") is None,
