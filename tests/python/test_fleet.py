@@ -302,6 +302,8 @@ def test_group_sharded_refuses_bad_arguments():
         group_sharded_parallel(opt, opt, "os")
     with pytest.raises(TypeError, match="optimizer must be an oar.optimizer.Optimizer"):
         group_sharded_parallel(net, net, "os")
+    with pytest.raises(NotImplementedError, match="GradScaler with group sharding"):
+        group_sharded_parallel(net, opt, "os", scaler=object())
     with pytest.raises(NotImplementedError, match="offload"):
         group_sharded_parallel(net, opt, "os", offload=True)
     with pytest.raises(ValueError, match="model must be the model group_sharded_parallel returned"):

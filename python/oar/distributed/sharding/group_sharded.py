@@ -301,8 +301,8 @@ def group_sharded_parallel(model, optimizer, level, scaler=None, group=None, off
                            exclude_layer=None):
     """Shards the optimizer state ('os', stage 1) or the optimizer state and the gradients ('os_g', stage
     2) of `model` over the ranks of `group` (default: every rank). Returns (model, optimizer, scaler):
-    the wrapped model, the wrapped optimizer (use it for step/clear_grad) and `scaler` unchanged.
-    'p_g_os' (stage 3), offload and dp_group raise NotImplementedError. buffer_max_size, segment_size,
+    the wrapped model, the wrapped optimizer (use it for step/clear_grad) and None.
+    'p_g_os' (stage 3), offload, a scaler and dp_group raise NotImplementedError. buffer_max_size, segment_size,
     sync_comm and exclude_layer are accepted (they tune stage 2's fused buffers and stage 3)."""
     if not isinstance(model, Layer):
         raise TypeError(f"group_sharded_parallel: model must be an oar.nn.Layer, got {type(model).__name__}")
@@ -316,6 +316,10 @@ def group_sharded_parallel(model, optimizer, level, scaler=None, group=None, off
                                   "not implemented; use 'os' or 'os_g'")
     if offload:
         raise NotImplementedError("group_sharded_parallel: offload=True is not implemented")
+    if scaler is not None:
+        raise NotImplementedError("group_sharded_parallel: a GradScaler with group sharding is not supported yet "
+                                  "(its found-inf check must agree across ranks, and unscaling must precede the "
+                                  "gradient reduction); pass scaler=None")
     if dp_group is not None:
         raise NotImplementedError("group_sharded_parallel: dp_group (sharding combined with data parallel) is "
                                   "not implemented")
