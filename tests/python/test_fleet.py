@@ -503,6 +503,25 @@ def _dp_worker():
         ref_opt.step()
         ref_opt.clear_grad()
         _assert_close(_params(net), _params(ref), f"fleet data parallel + merge step {step}")
+    # data parallel + recompute of the first block: its parameters' gradients arrive inside the re-entrant
+    # backward of the recompute node, and must still be all-reduced with the others
+    s.gradient_merge = False
+    s.recompute = True
+    s.recompute_configs = {"checkpoints": ["0"]}
+    fleet.init(is_collective=True, strategy=s)
+    net, ref = _mlp(), _mlp()
+    model = fleet.distributed_model(net)
+    opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=model.parameters()))
+    ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
+    for step in range(2):
+        x, y = _batch(step)
+        _loss(model, x[4 * rank:4 * rank + 4], y[4 * rank:4 * rank + 4]).backward()
+        opt.step()
+        opt.clear_grad()
+        _loss(ref, x, y).backward()
+        ref_opt.step()
+        ref_opt.clear_grad()
+        _assert_close(_params(net), _params(ref), f"fleet data parallel + recompute step {step}")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("oar.distributed.parallel") is None,
