@@ -184,19 +184,20 @@ def test_recompute_tuple_outputs_kwargs_and_sequential():
     oar.seed(3)
     lin = oar.nn.Linear(4, 4)
 
-    def f(a, b, scale=1.0):
-        return lin(a) * scale, (a * b).sum(axis=1)
+    def f(a, b, scale=1.0, c=None):
+        return lin(a) * scale + c, (a * b).sum(axis=1)
 
     a_np, b_np = np.random.RandomState(2).randn(3, 4), np.random.RandomState(3).randn(3, 4)
 
     def run(use):
         lin.clear_gradients()
-        a, b = oar.to_tensor(a_np), oar.to_tensor(b_np)
-        a.stop_gradient = False
-        b.stop_gradient = False
-        o1, o2 = recompute(f, a, b, scale=2.0) if use else f(a, b, scale=2.0)
-        (o1.sum() + (o2 ** 2).sum()).backward()
-        return [lin.weight.grad.numpy(), lin.bias.grad.numpy(), a.grad.numpy(), b.grad.numpy()]
+        a, b, c0 = oar.to_tensor(a_np), oar.to_tensor(b_np), oar.to_tensor(b_np[0])
+        for t in (a, b, c0):
+            t.stop_gradient = False
+        c = c0 * 3.0  # a non-leaf keyword argument: its gradient goes on through the outer graph
+        o1, o2 = recompute(f, a, b, scale=2.0, c=c) if use else f(a, b, scale=2.0, c=c)
+        ((o1 ** 2).sum() + (o2 ** 2).sum()).backward()
+        return [lin.weight.grad.numpy(), lin.bias.grad.numpy(), a.grad.numpy(), b.grad.numpy(), c0.grad.numpy()]
 
     for u, v in zip(run(False), run(True)):
         np.testing.assert_allclose(u, v, rtol=1e-6)

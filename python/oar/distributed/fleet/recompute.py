@@ -29,11 +29,18 @@ def _set_rng_state(state):
         _C._reserve_random(offset)  # ... then forward to the saved offset
 
 
+def _call(function, args, kwargs, tensor_keys):
+    n = len(args) - len(tensor_keys)
+    return function(*args[:n], **kwargs, **dict(zip(tensor_keys, args[n:])))
+
+
 class _Recompute(PyLayer):
+    # args = the positional arguments, then the values of the Tensor keyword arguments named in
+    # tensor_keys: as PyLayer inputs those get their gradients too.
     @staticmethod
-    def forward(ctx, function, rng, kwargs, anchor, *args):
-        ctx.function, ctx.rng, ctx.kwargs, ctx.args = function, rng, kwargs, args
-        return function(*args, **kwargs)
+    def forward(ctx, function, rng, kwargs, tensor_keys, anchor, *args):
+        ctx.function, ctx.rng, ctx.kwargs, ctx.tensor_keys, ctx.args = function, rng, kwargs, tensor_keys, args
+        return _call(function, args, kwargs, tensor_keys)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -49,7 +56,7 @@ class _Recompute(PyLayer):
             _set_rng_state(ctx.rng)
         try:
             with enable_grad():
-                outputs = ctx.function(*args, **ctx.kwargs)
+                outputs = _call(ctx.function, args, ctx.kwargs, ctx.tensor_keys)
         finally:
             if current is not None:
                 _set_rng_state(current)  # the generator goes on as if backward had drawn nothing
@@ -68,7 +75,8 @@ def recompute(function, *args, **kwargs):
     `preserve_rng_state` (default True): backward's re-run starts from the generator state the forward
     started from, so random ops (dropout) repeat exactly; the generator is then put back where it was.
     `use_reentrant` (default True) is accepted for Paddle compatibility: both values run this one
-    implementation (which also passes other keyword arguments on to `function`). Under no_grad, or when
+    implementation, which passes other keyword arguments on to `function` (Tensor ones get gradients as
+    the positional ones do). Under no_grad, or when
     recording is off, it is a plain call. Parameters used inside `function` get their gradients even
     when no input needs one (a one-element anchor input keeps the node in the graph)."""
     preserve = kwargs.pop("preserve_rng_state", True)
@@ -84,7 +92,9 @@ def recompute(function, *args, **kwargs):
     anchor = zeros([1], dtype="float32")
     anchor.stop_gradient = False
     rng = _rng_state() if preserve else None
-    return _Recompute.apply(function, rng, kwargs, anchor, *args)
+    tensor_keys = tuple(k for k, v in kwargs.items() if isinstance(v, Tensor))
+    plain = {k: v for k, v in kwargs.items() if k not in tensor_keys}
+    return _Recompute.apply(function, rng, plain, tensor_keys, anchor, *args, *(kwargs[k] for k in tensor_keys))
 
 
 def recompute_sequential(ctx, functions, *args, **kwargs):
