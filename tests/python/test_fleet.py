@@ -133,6 +133,10 @@ def test_fleet_init_single_process_and_errors():
     s3.sharding_configs = {"stage": 3}
     with pytest.raises(NotImplementedError, match="sharding stage 3"):
         fleet.distributed_optimizer(opt, strategy=s3)
+    s4 = fleet.DistributedStrategy()
+    s4.hybrid_configs = {"sharding_degree": 2}  # one worker: sharding degree 2 would mix with data parallel
+    with pytest.raises(NotImplementedError, match=r"sharding_degree'\]=2 must be 1 or the world size \(1\)"):
+        fleet.distributed_optimizer(opt, strategy=s4)
 
 
 # ---- recompute -----------------------------------------------------------------------------------------------
