@@ -25,6 +25,8 @@ _LEVELS = ("os", "os_g", "p_g_os")
 def _group_info(group):
     """(rank in the group, group size, group rank -> global rank)."""
     rank, world = _coll.get_rank(group), _coll.get_world_size(group)
+    if rank < 0:  # Paddle's rank in a group this process is not a member of
+        raise ValueError(f"group sharding: this process (rank {_coll.get_rank()}) is not a member of {group}")
     ranks = list(getattr(group, "ranks", None) or range(world))
     return rank, world, ranks
 
