@@ -435,9 +435,8 @@ def _sharded_worker(out_dir):
             refs[0][1]._learning_rate.step()
             _assert_close(_params(lone), _params(lone_ref), f"{level} lone step {step}")
             _assert_close(_params(net), _params(ref), f"{level} groups step {step}")
-    # fleet: strategy.sharding stage 2 + gradient merge (k=2) == Adam on the 2 ranks x 2 micro-batches.
-    # fleet.init keeps the existing group (destroying it and initializing again on the same port can let a
-    # fast rank join the old store before rank 0 has closed it).
+    # fleet: strategy.sharding stage 2 + gradient merge (k=2) == Adam on the 2 ranks x 2 micro-batches
+    # (fleet.init keeps the group init_parallel_env made)
     s = fleet.DistributedStrategy()
     s.sharding = True
     s.sharding_configs = {"stage": 2}
