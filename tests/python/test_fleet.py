@@ -435,6 +435,22 @@ def _sharded_worker(out_dir):
             refs[0][1]._learning_rate.step()
             _assert_close(_params(lone), _params(lone_ref), f"{level} lone step {step}")
             _assert_close(_params(net), _params(ref), f"{level} groups step {step}")
+    # a group of its own (new_group: another communicator), stage 2
+    g = dist.new_group([0, 1])
+    net, ref = _mlp(), _mlp()
+    model, opt, _ = group_sharded_parallel(net, oar.optimizer.Adam(0.01, parameters=net.parameters()), "os_g",
+                                           group=g)
+    ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
+    for step in range(2):
+        x, y = _batch(step)
+        _loss(model, x[half], y[half]).backward()
+        opt.step()
+        opt.clear_grad()
+        _loss(ref, x, y).backward()
+        ref_opt.step()
+        ref_opt.clear_grad()
+        _assert_close(_params(net), _params(ref), f"sub-group os_g step {step}")
+
     # fleet: strategy.sharding stage 2 + gradient merge (k=2) == Adam on the 2 ranks x 2 micro-batches
     # (fleet.init keeps the group init_parallel_env made)
     s = fleet.DistributedStrategy()
