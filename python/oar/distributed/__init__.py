@@ -13,6 +13,8 @@ from .collective import (P2POp, all_gather_object, alltoall, alltoall_single, ba
                          scatter_object_list, send, wait)
 from .spawn import spawn
 from .parallel import DataParallel
+from . import launch  # noqa: E402,F401 - paddle.distributed.launch (python -m oar.distributed.launch)
+from . import fleet, sharding  # noqa: E402  (fleet mode, group sharding: docs/distributed.md)
 
 __all__ = ["TCPStore", "Group", "ParallelEnv", "ReduceOp", "init_parallel_env", "is_initialized", "get_rank",
            "get_world_size", "get_backend", "new_group", "all_reduce", "broadcast", "all_gather",
