@@ -420,3 +420,46 @@ def test_mlp_on_the_sim_device(tmp_path):
     oar.set_device("cpu")
     assert "sim" in str(r0["device"]) and "sim" in str(r1["device"])
     assert _check(r0, r1, _reference("mlp", 3), rtol=1e-9) >= 3
+
+
+_FIT_SCRIPT = """
+import numpy as np
+import oar as paddle
+import oar.nn as nn
+
+class DS(paddle.io.Dataset):
+    def __init__(self):
+        rng = np.random.RandomState(0)
+        self.x = rng.standard_normal((32, 8)).astype("float32")
+        self.y = rng.randint(0, 3, size=(32, 1)).astype("int64")
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+    def __len__(self):
+        return 32
+
+paddle.seed(paddle.distributed.get_rank())  # different replicas until DataParallel broadcasts rank 0's
+net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+model = paddle.Model(net)
+model.prepare(paddle.optimizer.Adam(0.01, parameters=model.parameters()), nn.CrossEntropyLoss())
+model.fit(DS(), batch_size=4, epochs=2, verbose=2, log_freq=2, save_dir="ckpt")
+np.save("w%d.npy" % paddle.distributed.get_rank(), net[0].weight.numpy())
+"""
+
+
+def test_model_fit_script_under_the_launcher(tmp_path):
+    # A Paddle-style script, unchanged, under python -m oar.distributed.launch: only rank 0's log has the
+    # progress bar and the checkpoint lines, the replicas end bit-identical.
+    import subprocess
+    import sys
+    (tmp_path / "fit.py").write_text(_FIT_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k not in _ENV}
+    r = subprocess.run([sys.executable, "-m", "oar.distributed.launch", "--nproc_per_node", "2", "--log_dir",
+                        "log", "fit.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    log0 = (tmp_path / "log" / "workerlog.0").read_text()
+    log1 = (tmp_path / "log" / "workerlog.1").read_text()
+    assert "Epoch 2/2" in log0 and "step 4/4" in log0 and "save checkpoint" in log0
+    assert log1 == ""
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["0.pdopt", "0.pdparams", "1.pdopt", "1.pdparams",
+                                                     "final.pdopt", "final.pdparams"]
+    np.testing.assert_array_equal(np.load(tmp_path / "w0.npy"), np.load(tmp_path / "w1.npy"))
