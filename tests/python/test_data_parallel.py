@@ -463,3 +463,44 @@ def test_model_fit_script_under_the_launcher(tmp_path):
     assert sorted(os.listdir(tmp_path / "ckpt")) == ["0.pdopt", "0.pdparams", "1.pdopt", "1.pdparams",
                                                      "final.pdopt", "final.pdparams"]
     np.testing.assert_array_equal(np.load(tmp_path / "w0.npy"), np.load(tmp_path / "w1.npy"))
+
+
+class _Recorder(oar.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.evals = []
+
+    def on_eval_end(self, logs=None):
+        self.evals.append(dict(logs or {}))
+
+
+def _fit_eval_worker(out):
+    rank = int(os.environ["PADDLE_TRAINER_ID"])
+    model = oar.Model(_make("mlp", seed=0))
+    opt = oar.optimizer.Momentum(learning_rate=0.1, momentum=0.9, parameters=model.parameters())
+    model.prepare(opt, nn.CrossEntropyLoss(), oar.metric.Accuracy())
+    rec = _Recorder()
+    evald = _Samples()
+    evald.x, evald.y = evald.x[:11], evald.y[:11]  # 11 samples: the sampler repeats one for rank 1
+    model.fit(_Samples(), eval_data=evald, batch_size=2, epochs=1, shuffle=False, verbose=0, callbacks=[rec])
+    direct = model.evaluate(evald, batch_size=2, verbose=0)
+    np.savez(os.path.join(out, f"eval{rank}.npz"), fit_acc=np.array(rec.evals[-1]["acc"]),
+             eval_acc=np.array(direct["acc"]), **_state(model.network))
+
+
+def test_model_evaluation_metrics_cover_the_whole_dataset_once(tmp_path):
+    # Accuracy over the 11 evaluation samples, gathered from both ranks without the repeated one: equal on
+    # both ranks and to one process's accuracy of the trained model on the 11 samples.
+    dist.spawn(_fit_eval_worker, args=(str(tmp_path),), nprocs=2)
+    r0, r1 = dict(np.load(tmp_path / "eval0.npz")), dict(np.load(tmp_path / "eval1.npz"))
+    model = _make("mlp", 0)
+    model.set_state_dict({k: oar.to_tensor(v) for k, v in r0.items() if "." in k})
+    x, y = _batch("mlp", 0, n=16)
+    pred = model(oar.to_tensor(x[:11])).numpy().argmax(1)
+    expected = float((pred == y[:11]).mean())
+    for r in (r0, r1):
+        assert float(r["fit_acc"]) == pytest.approx(expected, abs=1e-12)
+        assert float(r["eval_acc"]) == pytest.approx(expected, abs=1e-12)
+    # The control: counting the repeated sample (sample 0 again, for rank 1) would give another value.
+    with_repeat = float((np.append(pred, pred[0]) == np.append(y[:11], y[0])).mean())
+    assert with_repeat != pytest.approx(expected, abs=1e-6)

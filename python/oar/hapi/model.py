@@ -117,6 +117,7 @@ class Model:
         self._accumulate = 1
         self._place = None
         self._ddp = None  # the DataParallel wrapper under a job (prepare)
+        self._eval_total = None  # the evaluated dataset's size while a job's evaluation loop runs
         self.stop_training = False
         self._inputs = self._verify_spec(inputs, is_input=True)
         self._labels = self._verify_spec(labels)
@@ -241,6 +242,29 @@ class Model:
         loss_values = [to_numpy(l) for l in losses]
         return (loss_values, metrics) if metrics else loss_values
 
+    def _gather_eval(self, outputs, labels):
+        """Every rank's outputs and labels of this batch, in rank order, which is the dataset's order under
+        DistributedBatchSampler; the samples the sampler repeated to even out the ranks (the end of the
+        last batch) are dropped, so metrics count each sample of the dataset once."""
+        from .. import concat
+        from .. import distributed as dist
+
+        def gather(t):
+            parts = []
+            dist.all_gather(parts, t if t.is_contiguous() else t.contiguous())
+            return concat(parts, axis=0)
+        outputs = [gather(o) for o in outputs]
+        labels = [gather(y) for y in labels]
+        total = self._eval_total
+        if outputs:
+            n = outputs[0].shape[0]
+            keep = max(0, min(n, total - self._eval_seen))
+            self._eval_seen += n
+            if keep < n:
+                outputs = [o[:keep] for o in outputs]
+                labels = [y[:keep] for y in labels]
+        return outputs, labels
+
     @no_grad()
     def eval_batch(self, inputs, labels=None):
         """Forward and loss on one batch without gradients. Returns losses (list of numpy arrays), the
@@ -251,6 +275,9 @@ class Model:
         self._input_info = ([list(x.shape) for x in inputs], [str(x.dtype) for x in inputs])
         outputs = self.network(*inputs)
         losses = to_list(self._loss(*(to_list(outputs) + labels))) if self._loss else []
+        if self._ddp is not None and self._eval_total is not None:
+            # Metrics over the whole job's batch (as Paddle); the losses stay this rank's.
+            outputs, labels = self._gather_eval(to_list(outputs), labels)
         metrics = self._update_metrics(outputs, labels)
         loss_values = [to_numpy(l) for l in losses]
         if self._loss and metrics:
@@ -498,6 +525,13 @@ class Model:
 
     def _run_one_epoch(self, data_loader, callbacks, mode):
         logs = {}
+        # Under a job, an evaluation whose batches DistributedBatchSampler split gathers every rank's outputs
+        # for the metrics (_gather_eval); a loader that gives each rank everything needs no gathering.
+        from ..io import DistributedBatchSampler
+        self._eval_total = None
+        sampler = getattr(data_loader, "batch_sampler", None)
+        if mode == "eval" and self._ddp is not None and isinstance(sampler, DistributedBatchSampler):
+            self._eval_total, self._eval_seen = len(sampler.dataset), 0
         outputs = []
         n_steps = self._len_data_loader(data_loader)
         n_inputs = len(self._inputs)
@@ -536,6 +570,7 @@ class Model:
                     self.num_iters = None
                     break
         self._reset_metrics()
+        self._eval_total = None
         if mode == "predict":
             return logs, outputs
         return logs
