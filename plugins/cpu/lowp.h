@@ -193,6 +193,26 @@ class AsF32 {
   const float* ptr_ = nullptr;
 };
 
+// A contiguous [outer, n] 16-bit array through a float32 row kernel, in chunks of rows that stay in
+// cache: each chunk is converted into the thread's scratch slots 0 (input) and 1 (output), then
+// body(x_f32, out_f32, first_row, rows) runs on it, then its output is converted back. Chunks run in
+// parallel; a parallel_for inside body then runs inline.
+template <class T, class Body>
+void lowp_rows(const T* x, T* out, int64_t outer, int64_t n, Body body) {
+  const int64_t rows = std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1));  // ~64 KiB of floats
+  const int64_t chunks = (outer + rows - 1) / rows;
+  oar::sdk::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c) {
+      const int64_t r0 = c * rows, nr = std::min(outer, r0 + rows) - r0, m = nr * n;
+      float* xf = lowp_scratch(0, m);
+      float* of = lowp_scratch(1, m);
+      to_f32(x + r0 * n, xf, m);
+      body(xf, of, r0, nr);
+      from_f32(of, out + r0 * n, m);
+    }
+  });
+}
+
 // Converts n floats into a contiguous T array in parallel.
 template <class T>
 void store_f32(const float* src, T* dst, int64_t n) {

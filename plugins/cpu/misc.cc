@@ -354,6 +354,13 @@ void softmax_kernel(KernelContext& ctx) {
   dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lowp_v<T>) {  // 16-bit floats: the float32 kernel between vectorised conversions
+      if (inner == 1) {            // rows: a chunk at a time, in cache
+        lowp_rows(x.data<T>(), out.data<T>(), outer, n,
+                  [&](const float* xf, float* of, int64_t, int64_t rows) {
+                    softmax_impl<float, kLog>(of, xf, rows, n, 1);
+                  });
+        return;
+      }
       const AsF32<T> fx(0, x.data<T>(), x.numel());
       const F32Buffer fo(1, x.numel());
       softmax_impl<float, kLog>(fo.data(), fx.data(), outer, n, inner);

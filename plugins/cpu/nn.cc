@@ -196,11 +196,13 @@ void layer_norm_kernel(KernelContext& ctx) {
   dispatch<FloatType>("layer_norm", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (is_lowp_v<T>) {  // the float32 kernel between vectorised conversions (lowp.h)
-      const AsF32<T> fx(0, x.data<T>(), x.numel()), fw(1, w.data<T>(), n), fb(2, b.data<T>(), n);
-      const F32Buffer fo(3, x.numel());
-      layer_norm_fwd<float>(fx.data(), fw.data(), fb.data(), fo.data(), mean.data<float>(),
-                            rstd.data<float>(), n, outer, eps);
-      store_f32(fo.data(), out.data<T>(), x.numel());
+      // w and b once (scratch slots 2, 3), x a chunk of rows at a time (slots 0, 1 of each thread)
+      const AsF32<T> fw(2, w.data<T>(), n), fb(3, b.data<T>(), n);
+      float *pm = mean.data<float>(), *pr = rstd.data<float>();
+      lowp_rows(x.data<T>(), out.data<T>(), outer, n,
+                [&](const float* xf, float* of, int64_t r0, int64_t rows) {
+                  layer_norm_fwd<float>(xf, fw.data(), fb.data(), of, pm + r0, pr + r0, n, rows, eps);
+                });
     } else {
       using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
       layer_norm_fwd<T>(x.data<T>(), w.data<T>(), b.data<T>(), out.data<T>(), mean.data<S>(), rstd.data<S>(),
