@@ -221,7 +221,8 @@ def test_reductions(dtype):
 @pytest.mark.parametrize("dtype", LOWP)
 def test_softmax_and_log_softmax(dtype):
     rng = np.random.default_rng(6)
-    for shape, axis in [((5, 17), -1), ((3, 1000), -1), ((6, 9, 4), 1), ((33,), 0)]:
+    # (70, 1000): five chunks of 16 rows (lowp_rows), the last one short.
+    for shape, axis in [((5, 17), -1), ((3, 1000), -1), ((70, 1000), -1), ((6, 9, 4), 1), ((33,), 0)]:
         x = lowp_round(rng.uniform(-6, 6, shape), dtype)
         x64 = x.astype(np.float64)
         e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
@@ -233,7 +234,7 @@ def test_softmax_and_log_softmax(dtype):
 @pytest.mark.parametrize("dtype", LOWP)
 def test_layer_norm(dtype):
     rng = np.random.default_rng(7)
-    for shape in [(4, 17), (3, 5, 129)]:
+    for shape in [(4, 17), (3, 5, 129), (300, 129)]:  # the last: three chunks of 127 rows, the last short
         n = shape[-1]
         x = lowp_round(rng.uniform(-3, 3, shape), dtype)
         w = lowp_round(rng.uniform(0.5, 1.5, n), dtype)
