@@ -17,7 +17,7 @@ import timeit
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-# name: (description, flops or None)
+# (op, flop count or None)
 CASES = [
     ("matmul 1024^3", 2.0 * 1024 ** 3),
     ("matmul 2048^3", 2.0 * 2048 ** 3),
@@ -122,8 +122,6 @@ def run_torch(threads):
     import torch.nn.functional as TF
     out = {}
     torch_dt = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-    with torch.no_grad():
-        pass
     for case, _ in CASES:
         for dt in ("float32", "bfloat16"):
             arrs = inputs(np, case)
