@@ -11,6 +11,7 @@
 
 #include <oar/core/autograd.h>
 #include <oar/core/ops.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cstring>
@@ -249,6 +250,14 @@ py::object wrap_outputs(const oar::OpDef& def, oar::Tensor* outs) {
                        std::to_string(got));
 }
 
+// Paddle's eager argument parser takes a tuple whose first item is a Tensor as that Tensor (so
+// paddle.mean((out, mask)) is the mean of out). While a program is built Paddle refuses it, and so does oar.
+py::handle paddle_tuple_head(py::handle a) {
+  if (!PyTuple_Check(a.ptr()) || PyTuple_GET_SIZE(a.ptr()) == 0 || oar::ir::current_builder() != nullptr) return a;
+  py::handle first = PyTuple_GET_ITEM(a.ptr(), 0);
+  return is_tensor(first) ? first : a;
+}
+
 py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwargs) {
   const oar::OpDef& def = *h.def;
   const size_t nargs = args.size();
@@ -286,10 +295,11 @@ py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwarg
         inputs = large.data();
       }
       for (size_t i = 0; i < want; ++i) {
-        if (!is_tensor(args[i]))
+        py::handle a = is_tensor(args[i]) ? args[i] : paddle_tuple_head(args[i]);
+        if (!is_tensor(a))
           throw py::type_error(std::string(def.name) + ": input '" + def.inputs[i] + "' must be a Tensor, got " +
-                               type_name(args[i]));
-        inputs[i] = fast_tensor(args[i]);
+                               type_name(a));
+        inputs[i] = fast_tensor(a);
       }
     }
     n_in = static_cast<int32_t>(want);

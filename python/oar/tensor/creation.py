@@ -181,8 +181,12 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     if end is None:
         start, end = 0, start
     vals = []
-    for v in (start, end, step):
-        if isinstance(v, Tensor):
+    for arg, v in zip(("start", "end", "step"), (start, end, step)):
+        if isinstance(v, (Tensor, np.ndarray, np.generic)):
+            # Paddle takes one-element tensors and arrays of any rank
+            if builtins.int(np.prod(v.shape)) != 1:
+                raise TypeError("arange: {} must be a number or a one-element Tensor/array, got shape {}".format(
+                    arg, list(v.shape)))
             v = v.item()
         vals.append(v)
     if dtype is None:
@@ -229,6 +233,8 @@ def eye(num_rows, num_columns=None, dtype=None, name=None):
     for what, v in (("num_rows", num_rows), ("num_columns", num_columns)):
         if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
             raise TypeError("eye: {} must be an int, got {!r}".format(what, v))
+        if v < 0:  # Paddle raises TypeError here too
+            raise TypeError("eye: {} must be a non-negative int, got {}".format(what, v))
     return _eye(builtins.int(num_rows), builtins.int(num_columns), _dtype_or_default(dtype))
 
 

@@ -18,6 +18,8 @@ _cast = _C.Op("cast", "dtype")
 
 
 def _arg(op, x, axis, keepdim, dtype):
+    if dtype is None:  # as in Paddle
+        raise ValueError("{}: dtype must be 'int32' or 'int64', got None".format(op.name))
     out = op(x, 0, keepdim, True) if axis is None else op(x, axis, keepdim, False)
     if dtype is not None and out.dtype != _C.to_dtype(dtype):
         out = _cast(out, dtype)
