@@ -1,0 +1,283 @@
+"""nn/tensor behaviours where oar follows Paddle 2.6.2, found by PaddleTest's nn folder (issue 14). Each
+is checked against numpy, or against values recorded from the real paddlepaddle==2.6.2 wheel (noted)."""
+import numpy as np
+import pytest
+
+import oar
+import oar.nn.functional as F
+
+
+# ---- p = +-inf and 0 norms: Paddle's p_norm gradient ----------------------------------------------------
+
+def _grad(fn, x):
+    t = oar.to_tensor(x, stop_gradient=False)
+    out = fn(t)
+    out.sum().backward()
+    return out.numpy(), t.grad.numpy()
+
+
+@pytest.mark.parametrize("p", [np.inf, -np.inf])
+def test_extreme_norm_gradient_goes_to_every_tie(p):
+    x = np.array([[1.0, -5.0, 5.0, -1.0], [3.0, -3.0, 3.0, -1.0]])  # ties at both extremes
+    out, g = _grad(lambda t: oar.linalg.norm(t, p=p, axis=-1), x)
+    a = np.abs(x)
+    ext = a.max(-1, keepdims=True) if p > 0 else a.min(-1, keepdims=True)
+    np.testing.assert_allclose(out, ext[:, 0])
+    # each element at the extreme gets sign(x) (max/min reductions split the gradient among ties instead)
+    np.testing.assert_allclose(g, np.sign(x) * (a == ext))
+
+
+def test_zero_norm_has_a_zero_gradient():
+    x = np.array([[0.0, 2.0, -1.0], [0.0, 0.0, 4.0]])
+    out, g = _grad(lambda t: oar.linalg.norm(t, p=0, axis=-1), x)
+    np.testing.assert_allclose(out, [2.0, 1.0])
+    np.testing.assert_array_equal(g, np.zeros_like(x))
+
+
+def test_inf_norm_of_an_infinite_value_is_inf():
+    out = oar.linalg.norm(oar.to_tensor([1.0, -np.inf]), p=np.inf)
+    assert out.item() == np.inf
+
+
+@pytest.mark.parametrize("p", [0, 1, 2, 3, np.inf, -np.inf])
+def test_pairwise_distance_matches_numpy(p):
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    d = x - y + 1e-6
+    if p == 0:
+        want = (d != 0).sum(-1)
+    elif p in (np.inf, -np.inf):
+        want = np.abs(d).max(-1) if p > 0 else np.abs(d).min(-1)
+    else:
+        want = (np.abs(d) ** p).sum(-1) ** (1.0 / p)
+    out, g = _grad(lambda t: F.pairwise_distance(t, oar.to_tensor(y), p=p), x)
+    np.testing.assert_allclose(out, want, rtol=1e-10)
+    if p in (np.inf, -np.inf):
+        a = np.abs(d)
+        ext = (a.max(-1) if p > 0 else a.min(-1))[:, None]
+        np.testing.assert_allclose(g, np.sign(d) * (a == ext))
+
+
+def test_pairwise_distance_inf_gradient_in_a_program():
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            x = oar.static.data("x", [2, 3], "float64")
+            x.stop_gradient = False
+            out = oar.nn.PairwiseDistance(p=np.inf)(x, oar.zeros([2, 3], "float64"))
+            g = oar.static.gradients(out, x)
+            exe = oar.static.Executor()
+            xv = np.array([[2.0, 2.0, -2.0], [0.5, 3.0, 3.0]])  # ties after adding epsilon
+            o, gv = exe.run(main, feed={"x": xv}, fetch_list=[out, g])
+    finally:
+        oar.disable_static()
+    d = xv + 1e-6
+    np.testing.assert_allclose(o, np.abs(d).max(-1))
+    np.testing.assert_allclose(gv, np.sign(d) * (np.abs(d) == np.abs(d).max(-1, keepdims=True)))
+
+
+# ---- Parameter.set_value inside program_guard: a data write, never an op --------------------------------
+
+def test_parameter_set_value_in_a_program_is_a_data_write():
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            x = oar.static.data("x", [1, 2], "float32")
+            lin = oar.nn.Linear(2, 3)
+            y = lin(x)
+            n_ops = len(main.global_block().ops)
+            exe = oar.static.Executor()
+            exe.run(startup)
+            lin.weight.set_value(np.full([2, 3], 2.0, "float32"))
+            lin.bias.set_value(np.arange(3, dtype="float32"))
+            assert len(main.global_block().ops) == n_ops
+            (out,) = exe.run(main, feed={"x": np.ones([1, 2], "float32")}, fetch_list=[y])
+    finally:
+        oar.disable_static()
+    np.testing.assert_allclose(out, [[4.0, 5.0, 6.0]])
+
+
+def test_set_value_of_a_program_variable_writes_the_scope():
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            x = oar.static.data("x", [2], "float32")
+            with pytest.raises(ValueError, match="has no value in the scope"):
+                x.set_value(np.ones([2], "float32"), scope=oar.static.Scope())
+            scope = oar.static.Scope()
+            scope._scope.set("x", oar.to_tensor(np.zeros([2], "float32")))
+            with pytest.raises(ValueError, match="does not match"):
+                x.set_value(np.ones([3], "float32"), scope=scope)
+            x.set_value(np.array([1.5, 2.5], "float32"), scope=scope)
+            np.testing.assert_allclose(np.asarray(scope.find_var("x").get_tensor()), [1.5, 2.5])
+    finally:
+        oar.disable_static()
+
+
+# ---- argument parsing ---------------------------------------------------------------------------------
+
+def test_tuple_argument_is_its_first_tensor_in_eager_mode():
+    # Paddle's parser reads paddle.mean((out, mask)) as paddle.mean(out) (recorded from Paddle 2.6.2: 2.0)
+    a, b = oar.to_tensor([1.0, 2.0, 3.0], stop_gradient=False), oar.to_tensor([10.0, 20.0])
+    m = oar.mean((a, b))
+    assert m.item() == 2.0
+    m.backward()
+    np.testing.assert_allclose(a.grad.numpy(), [1 / 3] * 3)
+    with pytest.raises(TypeError, match="mean: input 'x' must be a Tensor, got list"):
+        oar.mean([a, b])
+    with pytest.raises(TypeError, match="got tuple"):
+        oar.mean((1.0, 2.0))
+
+
+def test_tuple_argument_is_refused_while_a_program_is_built():
+    oar.enable_static()
+    try:
+        with oar.static.program_guard(oar.static.Program(), oar.static.Program()):
+            x = oar.static.data("x", [3], "float32")
+            with pytest.raises(TypeError, match="got tuple"):
+                oar.mean((x, x))
+    finally:
+        oar.disable_static()
+
+
+def test_arange_takes_one_element_arrays_and_tensors():
+    got = oar.arange(np.array([1]), 20, np.array([[3]]), dtype="float32")
+    np.testing.assert_array_equal(got.numpy(), np.arange(1, 20, 3, dtype=np.float32))
+    got = oar.arange(oar.to_tensor([2]), oar.to_tensor(np.array([9])))
+    assert got.dtype == oar.int64
+    np.testing.assert_array_equal(got.numpy(), np.arange(2, 9))
+    with pytest.raises(TypeError, match="arange: start must be a number or a one-element"):
+        oar.arange(np.array([1, 2]), 5)
+
+
+def test_eye_negative_size_is_a_type_error():
+    with pytest.raises(TypeError, match="eye: num_rows must be a non-negative int, got -3"):
+        oar.eye(-3)
+    with pytest.raises(TypeError, match="num_columns"):
+        oar.eye(3, -1)
+    assert oar.eye(0).shape == [0, 0]
+
+
+@pytest.mark.parametrize("fn", [oar.argmax, oar.argmin])
+def test_argmax_argmin_dtype_none_raises(fn):
+    with pytest.raises(ValueError, match="dtype must be 'int32' or 'int64', got None"):
+        fn(oar.to_tensor([[1, 3], [2, 0]]), dtype=None)
+
+
+def test_maxout_groups_one_raises():
+    x = oar.rand([2, 4, 3, 3])
+    with pytest.raises(ValueError, match="groups must be larger than 1, got 1"):
+        F.maxout(x, groups=1)
+    assert F.maxout(x, groups=2).shape == [2, 2, 3, 3]
+
+
+# ---- values -------------------------------------------------------------------------------------------
+
+def test_hardtanh_min_above_max_is_max_with_zero_gradient():
+    x = np.array([-5.0, 0.0, 1.0, 5.0])
+    out, g = _grad(lambda t: F.hardtanh(t, min=3.3, max=-3.3), x)
+    np.testing.assert_allclose(out, np.minimum(np.maximum(x, 3.3), -3.3))
+    np.testing.assert_array_equal(g, np.zeros(4))
+    out = oar.nn.Hardtanh(min=2.0, max=-1.0)(oar.to_tensor(x))
+    np.testing.assert_allclose(out.numpy(), np.full(4, -1.0))
+    with pytest.raises(ValueError, match="clip"):  # clip itself refuses min > max, as Paddle's does
+        oar.clip(oar.to_tensor(x), min=3.3, max=-3.3)
+
+
+def _adaptive_avg_ref(x, oh, ow):
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            h0, h1 = i * h // oh, -(-(i + 1) * h // oh)
+            w0, w1 = j * w // ow, -(-(j + 1) * w // ow)
+            out[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean((2, 3))
+    return out
+
+
+@pytest.mark.parametrize("size", [[2, 3], np.array([2, 3]), "tensor"])
+def test_adaptive_avg_pool2d_output_size_as_tensor_or_array(size):
+    x = np.random.default_rng(2).standard_normal((2, 3, 5, 7))
+    if isinstance(size, str):
+        size = oar.to_tensor(np.array([2, 3], "int32"))
+    out = F.adaptive_avg_pool2d(oar.to_tensor(x), output_size=size)
+    np.testing.assert_allclose(out.numpy(), _adaptive_avg_ref(x, 2, 3), rtol=1e-12)
+    out = oar.nn.AdaptiveAvgPool2D(output_size=size)(oar.to_tensor(x))
+    np.testing.assert_allclose(out.numpy(), _adaptive_avg_ref(x, 2, 3), rtol=1e-12)
+
+
+def _avg_pool_include_pad_ref(x, k, s, p, ceil):
+    """Paddle's non-exclusive average: the window's sum over its size clipped to the padded input."""
+    n, c, h, w = x.shape
+    def out_len(L):
+        num = L + 2 * p - k
+        return (num + s - 1) // s + 1 if ceil else num // s + 1
+    oh, ow = out_len(h), out_len(w)
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            hs, ws = i * s - p, j * s - p
+            he, we = min(hs + k, h + p), min(ws + k, w + p)
+            div = (he - hs) * (we - ws)
+            out[:, :, i, j] = x[:, :, max(hs, 0):min(he, h), max(ws, 0):min(we, w)].sum((2, 3)) / div
+    return out
+
+
+@pytest.mark.parametrize("k,s,p", [(3, 3, 0), (3, 3, 1), (3, 2, 1), (2, 3, 0)])
+def test_avg_pool2d_ceil_mode_not_exclusive(k, s, p):
+    x = np.random.default_rng(3).standard_normal((1, 2, 4, 5))
+    t = oar.to_tensor(x, stop_gradient=False)
+    out = F.avg_pool2d(t, k, s, p, ceil_mode=True, exclusive=False)
+    np.testing.assert_allclose(out.numpy(), _avg_pool_include_pad_ref(x, k, s, p, True), rtol=1e-12)
+    # the gradient: each window spreads dy / divisor over its input elements
+    out.sum().backward()
+    eps, num = 1e-6, np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[idx] += eps
+        xm[idx] -= eps
+        num[idx] = (_avg_pool_include_pad_ref(xp, k, s, p, True).sum()
+                    - _avg_pool_include_pad_ref(xm, k, s, p, True).sum()) / (2 * eps)
+    np.testing.assert_allclose(t.grad.numpy(), num, rtol=1e-6, atol=1e-8)
+    # recorded from Paddle 2.6.2: arange(16) as [1, 1, 4, 4], kernel 3, stride 3, no padding
+    got = F.avg_pool2d(oar.to_tensor(np.arange(16.0).reshape(1, 1, 4, 4)), 3, 3, 0, ceil_mode=True, exclusive=False)
+    np.testing.assert_allclose(got.numpy().ravel(), [5.0, 7.0, 13.0, 15.0])
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+@pytest.mark.parametrize("kw", [dict(size=[6, 7]), dict(scale_factor=1.7), dict(size=[2, 3]),
+                                dict(size=[5, 4], align_mode=1)])
+def test_nearest_interpolate_on_integers_matches_float(dtype, kw):
+    x = np.random.default_rng(4).integers(0, 100, (2, 2, 3, 5))
+    got = F.interpolate(oar.to_tensor(x.astype(dtype)), **kw)
+    ref = F.interpolate(oar.to_tensor(x.astype("float64")), **kw)
+    assert got.dtype == oar.to_tensor(x.astype(dtype)).dtype
+    np.testing.assert_array_equal(got.numpy(), ref.numpy().astype(dtype))
+
+
+def test_nearest_interpolate_int64_keeps_large_values_exact():
+    big = np.array([2 ** 62 + 1, 2 ** 62 + 3], dtype=np.int64).reshape(1, 1, 1, 2)
+    got = F.interpolate(oar.to_tensor(big), size=[1, 4]).numpy().ravel()
+    np.testing.assert_array_equal(got, big.ravel()[[0, 0, 1, 1]])
+
+
+def test_static_data_declared_again_is_the_same_variable():
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main, oar.static.Program()):
+            a = oar.static.data("x", [2, 3], "float32")
+            b = oar.static.data("x", [2, 3], "float32")
+            y, z = a + 1, b * 2
+            (yv, zv) = oar.static.Executor().run(main, feed={"x": np.ones([2, 3], "float32")}, fetch_list=[y, z])
+            np.testing.assert_allclose(yv, np.full([2, 3], 2.0))
+            np.testing.assert_allclose(zv, np.full([2, 3], 2.0))
+            with pytest.raises(ValueError, match="declared before with shape \\[2, 3\\]"):
+                oar.static.data("x", [2, 4], "float32")
+            with pytest.raises(ValueError, match="declared before"):
+                oar.static.data("x", [2, 3], "float64")
+    finally:
+        oar.disable_static()
