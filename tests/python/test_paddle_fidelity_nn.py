@@ -281,3 +281,49 @@ def test_static_data_declared_again_is_the_same_variable():
                 oar.static.data("x", [2, 3], "float64")
     finally:
         oar.disable_static()
+
+
+def test_spectral_norm_reads_its_vectors_by_name_in_a_program():
+    # Paddle programs feed weight_u/weight_v under the parameters' names; the result must be the eager one
+    rng = np.random.default_rng(5)
+    x = rng.random((3, 4)).astype("float32")
+    u, v = np.ones(3, "float32"), np.ones(4, "float32")
+    eager = oar.nn.SpectralNorm([3, 4])
+    eager.weight_u.set_value(u)
+    eager.weight_v.set_value(v)
+    want = eager(oar.to_tensor(x)).numpy()
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            data = oar.static.data("data", [3, 4], "float32")
+            sn = oar.nn.SpectralNorm([3, 4])
+            out = sn(data)
+            exe = oar.static.Executor()
+            exe.run(startup)
+            (got,) = exe.run(main, feed={"data": x, sn.weight_u.name: u, sn.weight_v.name: v}, fetch_list=[out])
+    finally:
+        oar.disable_static()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    # numpy: one power iteration from u, v
+    v1 = x.T @ u / np.linalg.norm(x.T @ u)
+    u1 = x @ v1 / np.linalg.norm(x @ v1)
+    np.testing.assert_allclose(want, x / (u1 @ x @ v1), rtol=1e-5)
+
+
+def test_nonzero_as_tuple_gives_columns():
+    a = np.array([[1.0, 0.0, 4.0], [0.0, 2.0, 0.0]])
+    got = oar.nonzero(oar.to_tensor(a), as_tuple=True)
+    assert len(got) == 2
+    for g, want in zip(got, np.nonzero(a)):
+        assert g.shape == [3, 1]  # Paddle's [count, 1], not numpy's [count]
+        np.testing.assert_array_equal(g.numpy()[:, 0], want)
+    rows, cols = oar.where(oar.to_tensor(a) > 1)
+    np.testing.assert_array_equal(np.concatenate([rows.numpy(), cols.numpy()], 1), np.argwhere(a > 1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_linspace_of_one_value_is_start(dtype):
+    np.testing.assert_array_equal(oar.linspace(3, 9, 1, dtype=dtype).numpy(), np.linspace(3, 9, 1).astype(dtype))
+    np.testing.assert_array_equal(oar.linspace(9, 3, 1, dtype=dtype).numpy(), [9])
+    np.testing.assert_allclose(oar.linspace(3, 9, 4, dtype=dtype).numpy(), np.linspace(3, 9, 4).astype(dtype))

@@ -636,7 +636,7 @@ def index_put(x, indices, value, accumulate=False, name=None):
     for i in indices:
         if i.dtype == _C.bool:
             from .search import nonzero
-            idx.extend(nonzero(i, as_tuple=True))
+            idx.extend(_C._reshape(c, [-1]) for c in nonzero(i, as_tuple=True))
         else:
             idx.append(cast(i, "int64") if i.dtype != _C.int64 else i)
     if len(idx) > x.ndim:

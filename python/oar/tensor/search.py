@@ -99,14 +99,14 @@ def topk(x, k, axis=None, largest=True, sorted=True, name=None):
 
 def nonzero(x, as_tuple=False):
     """The coordinates of the nonzero elements: an int64 tensor [count, ndim], or (as_tuple) a tuple of
-    ndim 1-D tensors."""
+    ndim [count, 1] tensors (Paddle's shape, not numpy's [count])."""
     count = builtins.int(_sum(_C.Op("cast", "dtype")(x, "bool") if x.dtype != _C.bool else x).item())
     out = _nonzero(x, count)
     if not as_tuple:
         return out
     if x.ndim == 0:
         return (_C._reshape(out, [-1]),)
-    return tuple(_C._squeeze(_C._slice(out, 1, d, d + 1, 1), [1]) for d in range(x.ndim))
+    return tuple(_C._slice(out, 1, d, d + 1, 1) for d in range(x.ndim))
 
 
 def masked_select(x, mask, name=None):
