@@ -327,3 +327,28 @@ def test_linspace_of_one_value_is_start(dtype):
     np.testing.assert_array_equal(oar.linspace(3, 9, 1, dtype=dtype).numpy(), np.linspace(3, 9, 1).astype(dtype))
     np.testing.assert_array_equal(oar.linspace(9, 3, 1, dtype=dtype).numpy(), [9])
     np.testing.assert_allclose(oar.linspace(3, 9, 4, dtype=dtype).numpy(), np.linspace(3, 9, 4).astype(dtype))
+
+
+def test_full_with_a_fill_value_variable():
+    np.testing.assert_array_equal(oar.full([2, 3], np.array([1.5], "float32")).numpy(), np.full([2, 3], 1.5))
+    with pytest.raises(ValueError, match="full: fill_value must be a number or a one-element"):
+        oar.full([2], np.array([1.0, 2.0]))
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main, oar.static.Program()):
+            v = oar.static.data("v", [1], "float32")
+            x = oar.static.data("x", [-1, 2], "float32")
+            a = oar.full([3, 2], v, dtype="float32")
+            b = oar.full((2,), v, dtype="int64")
+            c = oar.full_like(x, v)
+            with pytest.raises(ValueError, match="one element"):
+                oar.full([2], x)
+            got = oar.static.Executor().run(main, feed={"v": np.array([2.7], "float32"),
+                                                        "x": np.zeros([4, 2], "float32")}, fetch_list=[a, b, c])
+    finally:
+        oar.disable_static()
+    np.testing.assert_allclose(got[0], np.full([3, 2], 2.7, "float32"))
+    assert got[1].dtype == np.int64
+    np.testing.assert_array_equal(got[1], [2, 2])  # cast as Paddle: 2.7 -> 2
+    np.testing.assert_allclose(got[2], np.full([4, 2], 2.7, "float32"))

@@ -137,10 +137,32 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
 
 
 def full(shape, fill_value, dtype=None, name=None):
-    """A tensor of `shape` filled with `fill_value` (dtype default: the default float dtype)."""
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    return _fill(_shape_list(shape), builtins.float(fill_value), _dtype_or_default(dtype))
+    """A tensor of `shape` filled with `fill_value` (dtype default: the default float dtype). fill_value may
+    be a one-element Tensor or array, also a program variable (whose value is known only when it runs)."""
+    shape, dtype = _shape_list(shape), _dtype_or_default(dtype)
+    if isinstance(fill_value, Tensor) and _C._is_symbolic(fill_value):
+        return _fill_with_variable("full", shape, fill_value, dtype)
+    return _fill(shape, _fill_number("full", fill_value), dtype)
+
+
+def _fill_number(op, v):
+    if isinstance(v, (Tensor, np.ndarray, np.generic)):
+        if builtins.int(np.prod(v.shape)) != 1:
+            raise ValueError("{}: fill_value must be a number or a one-element Tensor/array, got shape {}".format(
+                op, list(v.shape)))
+        v = v.item()
+    return builtins.float(v)
+
+
+def _fill_with_variable(op, shape, v, dtype):
+    """`shape` filled with the value program variable v will hold: zeros + v, broadcast at run time."""
+    if builtins.int(np.prod(v.shape)) != 1:
+        raise ValueError("{}: fill_value must have one element, got the variable '{}' of shape {}".format(
+            op, v.name, list(v.shape)))
+    v = _C._reshape(v, [1] * len(shape)) if len(shape) else _C._reshape(v, [])
+    if v.dtype != dtype:
+        v = _cast(v, dtype)
+    return _C.Op("add")(_fill(shape, 0.0, dtype), v)
 
 
 def zeros(shape, dtype=None, name=None):
@@ -161,10 +183,10 @@ def _run_shape(shape, like):
 
 
 def full_like(x, fill_value, dtype=None, name=None):
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    return _fill(_run_shape(x.shape, x), builtins.float(fill_value), x.dtype if dtype is None else dtype,
-                 place=x.place)
+    dtype = x.dtype if dtype is None else _C.to_dtype(dtype)
+    if isinstance(fill_value, Tensor) and _C._is_symbolic(fill_value):
+        return _fill_with_variable("full_like", _run_shape(x.shape, x), fill_value, dtype)
+    return _fill(_run_shape(x.shape, x), _fill_number("full_like", fill_value), dtype, place=x.place)
 
 
 def zeros_like(x, dtype=None, name=None):
