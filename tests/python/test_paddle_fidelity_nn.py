@@ -352,3 +352,32 @@ def test_full_with_a_fill_value_variable():
     assert got[1].dtype == np.int64
     np.testing.assert_array_equal(got[1], [2, 2])  # cast as Paddle: 2.7 -> 2
     np.testing.assert_allclose(got[2], np.full([4, 2], 2.7, "float32"))
+
+
+@pytest.mark.parametrize("lo,hi", [(True, True), (True, False), (False, True)])
+def test_clip_with_bound_variables(lo, hi):
+    # Paddle's clip kernel: x < min ? min : x > max ? max : x, gradient dy where min < x < max
+    xv = np.array([[-2.0, 1.0, 3.0, 5.0], [np.nan, 7.0, 1.5, 0.0]], "float32")
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main, oar.static.Program()):
+            x = oar.static.data("x", [2, 4], "float32")
+            x.stop_gradient = False
+            mn = oar.static.data("mn", [1], "float32") if lo else None
+            mx = oar.static.data("mx", [1], "float64") if hi else None  # cast to x's dtype
+            y = oar.clip(x, mn, mx)
+            g = oar.static.gradients(y, x)
+            feed = {"x": xv}
+            if lo:
+                feed["mn"] = np.array([1.0], "float32")
+            if hi:
+                feed["mx"] = np.array([5.0])
+            out, grad = oar.static.Executor().run(main, feed=feed, fetch_list=[y, g])
+    finally:
+        oar.disable_static()
+    a, b = (1.0 if lo else -np.inf), (5.0 if hi else np.inf)
+    np.testing.assert_array_equal(out, np.where(xv < a, a, np.where(xv > b, b, xv)))
+    np.testing.assert_array_equal(grad, ((xv > a) & (xv < b)).astype("float32"))
+    np.testing.assert_array_equal(oar.clip(oar.to_tensor(xv), np.array([a]), np.array([b])).numpy(),
+                                  np.where(xv < a, a, np.where(xv > b, b, xv)))

@@ -147,6 +147,8 @@ import builtins as _builtins
 import math as _math
 import numbers as _numbers
 
+import numpy as np
+
 from .._C import Tensor as _Tensor
 
 _where = _C.Op("where")
@@ -325,11 +327,15 @@ _clip = _C.Op("clip", "min", "max")
 
 
 def _bound(v, name):
+    """None, a float, or (a program variable: its value is known only when the program runs) the variable."""
     if v is None:
         return None
-    if isinstance(v, _Tensor):
-        if v.size != 1:
-            raise ValueError("clip: {} must be a number or a one-element tensor, got shape {}".format(name, v.shape))
+    if isinstance(v, (_Tensor, np.ndarray, np.generic)):
+        if int(np.prod(v.shape)) != 1:
+            raise ValueError("clip: {} must be a number or a one-element tensor, got shape {}".format(
+                name, list(v.shape)))
+        if isinstance(v, _Tensor) and _C._is_symbolic(v):
+            return v
         return _builtins.float(v.item())
     return _builtins.float(v)
 
@@ -337,7 +343,30 @@ def _bound(v, name):
 def clip(x, min=None, max=None, name=None):
     """Clamps x to [min, max]; None leaves that side unbounded. The gradient passes where min < x < max."""
     lo, hi = _bound(min, "min"), _bound(max, "max")
+    if isinstance(lo, _Tensor) or isinstance(hi, _Tensor):
+        return _clip_by_variables(x, lo, hi)
     return _clip(x, lo, hi)
+
+
+def _clip_by_variables(x, lo, hi):
+    """clip with a bound held by a program variable, from comparisons and where: the kernel's value
+    (x < lo ? lo : x > hi ? hi : x) and its gradient (dy where lo < x < hi)."""
+    def scalar(v):
+        if isinstance(v, _Tensor):
+            v = _C._reshape(v, [])
+            return v if v.dtype == x.dtype else _cast(v, x.dtype)
+        return _fill([], v, x.dtype, place=x.place)
+    lo = None if lo is None else scalar(lo)
+    hi = None if hi is None else scalar(hi)
+    above = None if lo is None else _C.Op("greater_than")(x, lo)
+    below = None if hi is None else _C.Op("less_than")(x, hi)
+    inside = above if below is None else below if above is None else _C.Op("logical_and")(above, below)
+    out = _where(inside, x, x.detach())  # the value x everywhere, the gradient only inside
+    if hi is not None:
+        out = _where(_C.Op("greater_than")(x, hi), hi, out)
+    if lo is not None:
+        out = _where(_C.Op("less_than")(x, lo), lo, out)
+    return out
 
 
 _cumsum = _C.Op("cumsum", "axis", "flatten")
