@@ -381,3 +381,21 @@ def test_clip_with_bound_variables(lo, hi):
     np.testing.assert_array_equal(grad, ((xv > a) & (xv < b)).astype("float32"))
     np.testing.assert_array_equal(oar.clip(oar.to_tensor(xv), np.array([a]), np.array([b])).numpy(),
                                   np.where(xv < a, a, np.where(xv > b, b, xv)))
+
+
+def test_numel():
+    x = oar.ones([4, 5])
+    for n in (oar.numel(x), x.numel()):
+        assert n.shape == [] and n.dtype == oar.int64 and n.item() == 20
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main, oar.static.Program()):
+            d = oar.static.data("d", [-1, 5], "float32")  # counted when the program runs
+            e = oar.static.data("e", [2, 5], "float32")
+            got = oar.static.Executor().run(main, feed={"d": np.zeros([3, 5], "float32"),
+                                                        "e": np.zeros([2, 5], "float32")},
+                                            fetch_list=[oar.numel(d), oar.numel(e)])
+    finally:
+        oar.disable_static()
+    assert [int(g) for g in got] == [15, 10]
