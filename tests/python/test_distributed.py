@@ -134,6 +134,24 @@ def test_bad_environment_is_named(monkeypatch):
     assert not dist.is_initialized()
 
 
+def test_launcher_device_selection_is_honoured(monkeypatch):
+    # The launcher gives each rank its device in FLAGS_selected_<type>s (Paddle's FLAGS_selected_gpus);
+    # init_parallel_env moves the process onto it.
+    prev = oar.get_device()
+    oar.set_device("sim:0")
+    try:
+        monkeypatch.setenv("FLAGS_selected_sims", "1,0")
+        assert dist.ParallelEnv().device_id == 1
+        dist.init_parallel_env()
+        assert oar.get_device() == "sim:1"
+        dist.destroy_process_group()
+        monkeypatch.setenv("FLAGS_selected_sims", "x")
+        with pytest.raises(ValueError, match="FLAGS_selected_sims='x'"):
+            dist.init_parallel_env()
+    finally:
+        oar.set_device(prev)
+
+
 def test_process_group_refuses_bad_arguments():
     store = dist.TCPStore("127.0.0.1", 0, True, 1, 10, wait_for_workers=False)
     with pytest.raises(ValueError, match="unknown or unavailable device type 'nope'"):

@@ -66,16 +66,68 @@ def _master():
     return "127.0.0.1", _DEFAULT_PORT
 
 
+# ---- Slurm (srun) without a launcher: owned by the launcher's work (docs/distributed.md, "Under Slurm") ----
+
+def _slurm_first_host(nodelist):
+    """The first host of a Slurm node list: 'gpu[07-09,12],login1' -> 'gpu07', 'n[1-2]-ib' -> 'n1-ib'."""
+    depth, end = 0, len(nodelist)
+    for i, ch in enumerate(nodelist):  # the first entry ends at the first comma outside brackets
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            end = i
+            break
+    entry, host = nodelist[:end], ""
+    while "[" in entry:  # each bracket group contributes its first value
+        pre, _, rest = entry.partition("[")
+        group, _, entry = rest.partition("]")
+        host += pre + group.split(",")[0].split("-")[0]
+    return host + entry
+
+
+def _env_from_slurm():
+    """Under srun without a launcher, fills the common variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+    MASTER_PORT) from Slurm's, only where they are unset, so every reader (this module, the C++ store, the
+    script) sees one setting. The step's task count is the world (the batch script itself is a one-task
+    step); the master is MASTER_ADDR, else the step's first node; the port MASTER_PORT, else one derived from
+    the job id so two jobs sharing a node do not collide."""
+    e = os.environ
+    if "SLURM_PROCID" not in e or "PADDLE_TRAINER_ID" in e or "RANK" in e:
+        return
+    e["RANK"] = e["SLURM_PROCID"]
+    world = e.get("SLURM_STEP_NUM_TASKS") or e.get("SLURM_NTASKS")
+    if world:
+        e.setdefault("WORLD_SIZE", world)
+    if "SLURM_LOCALID" in e:
+        e.setdefault("LOCAL_RANK", e["SLURM_LOCALID"])
+    nodes = e.get("SLURM_STEP_NODELIST") or e.get("SLURM_JOB_NODELIST") or e.get("SLURM_NODELIST")
+    if "MASTER_ADDR" not in e and "PADDLE_MASTER" not in e and nodes:
+        e["MASTER_ADDR"] = _slurm_first_host(nodes)
+    if "MASTER_ADDR" in e and "MASTER_PORT" not in e:
+        job = e.get("SLURM_JOB_ID", "")
+        e["MASTER_PORT"] = str(15000 + int(job) % 20000) if job.isdigit() else str(_DEFAULT_PORT)
+
+
 class ParallelEnv:
     """This process's place in the job, read from the launcher's environment (Paddle's ParallelEnv)."""
 
     def __init__(self):
+        _env_from_slurm()
         self._rank = _env_int(["PADDLE_TRAINER_ID", "RANK"], 0)
         self._world_size = _env_int(["PADDLE_TRAINERS_NUM", "WORLD_SIZE"], 1)
         self._local_rank = _env_int(["PADDLE_LOCAL_RANK", "LOCAL_RANK"], self._rank)
         dev = _C.get_device()
         self._device_type = dev.split(":")[0]
         self._device_id = int(dev.split(":")[1]) if ":" in dev else 0
+        # The launcher's device for this rank (Paddle's FLAGS_selected_gpus, FLAGS_selected_<type>s); the first
+        # id wins, as in Paddle. init_parallel_env moves the process onto it.
+        name = f"FLAGS_selected_{self._device_type}s"
+        sel = os.environ.get(name, "").split(",")[0].strip()
+        if sel and self._device_type != "cpu":
+            if not sel.isdigit():
+                raise ValueError(f"oar.distributed: environment variable {name}={os.environ[name]!r} is not a "
+                                 "list of device ids")
+            self._device_id = int(sel)
         eps = os.environ.get("PADDLE_TRAINER_ENDPOINTS", "")
         self._trainer_endpoints = [e for e in eps.split(",") if e]
         self._current_endpoint = os.environ.get("PADDLE_CURRENT_ENDPOINT", "")
@@ -242,6 +294,8 @@ def init_parallel_env():
                          "(PADDLE_TRAINER_ID/RANK, PADDLE_TRAINERS_NUM/WORLD_SIZE)")
     _check_mode()  # a malformed setting fails here, not at the first collective
     dtype, dev = env.device_type, env.device_id
+    if dtype != "cpu" and _C.get_device() != f"{dtype}:{dev}":
+        _C.set_device(f"{dtype}:{dev}")  # the launcher's FLAGS_selected_<type>s
     place = _C.get_device()
     if world == 1:
         g = Group(0, 0, [0], _backend_of(dtype), place, device=(dtype, dev))
