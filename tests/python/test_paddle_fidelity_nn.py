@@ -383,19 +383,42 @@ def test_clip_with_bound_variables(lo, hi):
                                   np.where(xv < a, a, np.where(xv > b, b, xv)))
 
 
-def test_numel():
+def test_numel_and_shape():
     x = oar.ones([4, 5])
     for n in (oar.numel(x), x.numel()):
         assert n.shape == [] and n.dtype == oar.int64 and n.item() == 20
+    s = oar.shape(x)
+    assert s.dtype == oar.int32
+    np.testing.assert_array_equal(s.numpy(), [4, 5])
+    with pytest.raises(TypeError, match="shape: input must be a Tensor"):
+        oar.shape([1, 2])
     oar.enable_static()
     try:
         main = oar.static.Program()
         with oar.static.program_guard(main, oar.static.Program()):
-            d = oar.static.data("d", [-1, 5], "float32")  # counted when the program runs
+            d = oar.static.data("d", [-1, 5, -1], "float32")  # measured when the program runs
             e = oar.static.data("e", [2, 5], "float32")
-            got = oar.static.Executor().run(main, feed={"d": np.zeros([3, 5], "float32"),
-                                                        "e": np.zeros([2, 5], "float32")},
-                                            fetch_list=[oar.numel(d), oar.numel(e)])
+            fetch = [oar.numel(d), oar.numel(e), oar.shape(d), oar.shape(e)]
+            got = oar.static.Executor().run(main, feed={"d": np.zeros([3, 5, 3], "float32"),
+                                                        "e": np.zeros([2, 5], "float32")}, fetch_list=fetch)
     finally:
         oar.disable_static()
-    assert [int(g) for g in got] == [15, 10]
+    assert [int(g) for g in got[:2]] == [45, 10]
+    np.testing.assert_array_equal(got[2], [3, 5, 3])
+    np.testing.assert_array_equal(got[3], [2, 5])
+
+
+def test_broadcast_shape_is_complex_element_size():
+    assert oar.broadcast_shape([2, 1, 3], [1, 3, 1]) == [2, 3, 3]
+    assert oar.broadcast_shape([4], [2, 1]) == [2, 4]
+    with pytest.raises(ValueError, match="not broadcastable"):
+        oar.broadcast_shape([2, 3], [4, 3])
+    x = oar.ones([2])
+    assert not oar.is_complex(x) and not x.is_complex()
+    assert oar.is_complex(oar.ones([2], dtype="complex64"))
+    with pytest.raises(TypeError, match="is_complex"):
+        oar.is_complex(np.ones(2))
+    for dtype in ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+                  "float64", "complex64", "complex128"]:
+        want = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+        assert oar.ones([2], dtype=dtype).element_size() == want

@@ -9,7 +9,7 @@ __all__ = [
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
     "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin", "copysign",
     "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "logcumsumexp", "all", "any",
-    "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin", "numel",
+    "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
 
 _add = _C.Op("add")
@@ -441,15 +441,6 @@ def count_nonzero(x, axis=None, keepdim=False, name=None):
     """The number of nonzero elements along `axis`, as int64."""
     nz = _cast(_not_equal(x, _like(0, x)), _C.int64)
     return _sum(nz, _axes(axis), keepdim)
-
-
-def numel(x, name=None):
-    """The number of elements of x, as a 0-d int64 tensor (Paddle's). For a program variable with an
-    unknown extent it is counted when the program runs."""
-    if _C._is_symbolic(x) and -1 in x.shape:
-        ones = _fill([_C._unknown_dim() if d == -1 else d for d in x.shape], 1.0, _C.int64)
-        return _sum(ones, None, False)
-    return _fill([], float(x.size), _C.int64, place=x.place)
 
 
 def nansum(x, axis=None, dtype=None, keepdim=False, name=None):

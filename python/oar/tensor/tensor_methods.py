@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from . import linalg, logic, manipulation, math, search
+from . import attribute, linalg, logic, manipulation, math, search
 
 _copy = _C.Op("copy")
 _cast = _C.Op("cast", "dtype")
@@ -338,11 +338,13 @@ Tensor.__array_ufunc__ = None
 
 # The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ... Every public function of
 # these modules becomes a method (Paddle's Tensor has them all), except those listed in _NOT_METHODS.
-_NOT_METHODS = {"is_tensor", "einsum"}
-_METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS] for mod in (math, logic, manipulation, search, linalg)}
+_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape"}
+_METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS]
+            for mod in (attribute, math, logic, manipulation, search, linalg)}
 for _mod, _names in _METHODS.items():
     for _name in _names:
         setattr(Tensor, _name, getattr(_mod, _name))
+Tensor.element_size = attribute.element_size
 
 
 def _where_method(self, x=None, y=None, name=None):
