@@ -496,8 +496,9 @@ void init_ops(py::module_& m) {
       {"__eq__", nullptr, "equal"},             {"__ne__", nullptr, "not_equal"},
       {"__lt__", nullptr, "less_than"},         {"__le__", nullptr, "less_equal"},
       {"__gt__", nullptr, "greater_than"},      {"__ge__", nullptr, "greater_equal"},
-      {"__and__", "__rand__", "logical_and"},   {"__or__", "__ror__", "logical_or"},
-      {"__xor__", "__rxor__", "logical_xor"},
+      // Paddle's &, |, ^ and ~ are the bitwise ops (on bool tensors the same as the logical ones)
+      {"__and__", "__rand__", "bitwise_and"},   {"__or__", "__ror__", "bitwise_or"},
+      {"__xor__", "__rxor__", "bitwise_xor"},
   };
   for (const Binary& b : kBinary) {
     BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
@@ -531,16 +532,10 @@ void init_ops(py::module_& m) {
   });
   const oar::OpDef* neg = &reg.at("neg");
   const oar::OpDef* abs = &reg.at("abs");
-  const oar::OpDef* lnot = &reg.at("logical_not");
+  const oar::OpDef* bnot = &reg.at("bitwise_not");
   cls.def("__neg__", [neg](py::handle self) { return run_unary(*neg, fast_tensor(self)); });
   cls.def("__abs__", [abs](py::handle self) { return run_unary(*abs, fast_tensor(self)); });
-  cls.def("__invert__", [lnot](py::handle self) {
-    const oar::Tensor& t = fast_tensor(self);
-    if (t.dtype() != DType::kBool)
-      throw py::type_error(std::string("~ is only supported on bool tensors for now (bitwise_not comes later), got ") +
-                           oar::dtype_name(t.dtype()));
-    return run_unary(*lnot, t);
-  });
+  cls.def("__invert__", [bnot](py::handle self) { return run_unary(*bnot, fast_tensor(self)); });
   // __hash__ (by identity, as Paddle's tensors) was defined before __eq__, so pybind11 keeps it.
 }
 

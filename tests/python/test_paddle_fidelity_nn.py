@@ -422,3 +422,27 @@ def test_broadcast_shape_is_complex_element_size():
                   "float64", "complex64", "complex128"]:
         want = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
         assert oar.ones([2], dtype=dtype).element_size() == want
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64"])
+def test_bitwise_operators(dtype):
+    # Paddle's &, |, ^, ~ are the bitwise ops (they were the logical ones: [3] & [10] gave True)
+    rng = np.random.default_rng(6)
+    if dtype == "bool":
+        x, y = rng.random(12) > 0.5, rng.random(12) > 0.5
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, 12, dtype=dtype, endpoint=True)
+        y = rng.integers(info.min, info.max, 12, dtype=dtype, endpoint=True)
+    a, b = oar.to_tensor(x), oar.to_tensor(y)
+    for got, want in [(a & b, x & y), (a | b, x | y), (a ^ b, x ^ y), (~a, ~x)]:
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_bitwise_operators_refuse_floats():
+    f = oar.to_tensor([1.5])
+    with pytest.raises(TypeError, match="bitwise_and: x.dtype float32 is not supported"):
+        f & f
+    with pytest.raises(TypeError, match="bitwise_not"):
+        ~f
