@@ -446,3 +446,39 @@ def test_bitwise_operators_refuse_floats():
         f & f
     with pytest.raises(TypeError, match="bitwise_not"):
         ~f
+
+
+def test_reduction_axis_as_tensor():
+    x = np.arange(12.0).reshape(3, 4)
+    t = oar.to_tensor(x)
+    np.testing.assert_array_equal(oar.max(t, axis=oar.to_tensor(1)).numpy(), x.max(1))
+    np.testing.assert_array_equal(oar.min(t, axis=oar.to_tensor([1])).numpy(), x.min(1))
+    np.testing.assert_array_equal(oar.mean(t, axis=oar.to_tensor(-2)).numpy(), x.mean(0))
+    np.testing.assert_array_equal(oar.all(t, axis=oar.to_tensor(0)).numpy(), x.all(0))
+
+
+def test_split_axis_must_be_an_int():
+    with pytest.raises(TypeError, match="split: axis must be an int, got \\[1\\]"):
+        oar.split(oar.ones([3, 6]), 3, axis=[1])
+    with pytest.raises(IndexError, match="out of range"):
+        oar.split(oar.ones([3, 6]), 3, axis=2)
+
+
+def test_increment():
+    x = oar.to_tensor([1.5])
+    y = oar.increment(x, 2.0)
+    assert y is x and x.numpy().tolist() == [3.5]
+    i = oar.to_tensor([3], dtype="int32")
+    assert oar.increment(i).numpy().tolist() == [4] and i.dtype == oar.int32
+    with pytest.raises(ValueError, match="increment: x must have one element"):
+        oar.increment(oar.ones([2]))
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main, oar.static.Program()):
+            v = oar.static.data("v", [1], "float32")
+            out = oar.increment(v, 2.0)
+            (got,) = oar.static.Executor().run(main, feed={"v": np.array([4.5], "float32")}, fetch_list=[out])
+    finally:
+        oar.disable_static()
+    assert got.tolist() == [6.5]

@@ -123,7 +123,9 @@ def _axis(axis, ndim, op):
     if isinstance(axis, Tensor):
         axis = builtins.int(axis)
     n = builtins.max(ndim, 1)
-    if not isinstance(axis, numbers.Integral) or not (-n <= axis < n):
+    if not isinstance(axis, numbers.Integral) or isinstance(axis, builtins.bool):
+        raise TypeError("{}: axis must be an int, got {!r}".format(op, axis))
+    if not (-n <= axis < n):
         raise IndexError("{}: axis {} is out of range for a tensor of rank {}".format(op, axis, ndim))
     return builtins.int(axis) % n
 

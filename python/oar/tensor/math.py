@@ -8,7 +8,7 @@ __all__ = [
     # the math family (docs/ops_math.md)
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
     "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin", "copysign",
-    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "logcumsumexp", "all", "any",
+    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "increment", "cumsum", "cumprod", "logcumsumexp", "all", "any",
     "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
 
@@ -104,11 +104,16 @@ abs = _unary("abs")
 neg = _unary("neg")
 
 
+def _tensor_axis(axis):
+    """Paddle takes a reduction's axis as a Tensor too (its values)."""
+    return axis.tolist() if isinstance(axis, _C.Tensor) else axis
+
+
 def _reduce(op_name, doc):
     op = _C.Op(op_name, "axis", "keepdim")
 
     def fn(x, axis=None, keepdim=False, name=None):
-        return op(x, axis, keepdim)
+        return op(x, _tensor_axis(axis), keepdim)
 
     fn.__name__ = fn.__qualname__ = op_name
     fn.__doc__ = doc
@@ -348,6 +353,18 @@ def clip(x, min=None, max=None, name=None):
     return _clip(x, lo, hi)
 
 
+def increment(x, value=1.0, name=None):
+    """x += value for a one-element x (Paddle's loop counter op): in place eagerly, returning x; while a
+    program is built, the incremented variable."""
+    if int(np.prod(x.shape)) != 1:
+        raise ValueError("increment: x must have one element, got shape {}".format(list(x.shape)))
+    step = _fill([], _builtins.float(value), x.dtype, place=x.place)
+    if _C._is_symbolic(x):
+        return _add(x, step)
+    x += step
+    return x
+
+
 def _clip_by_variables(x, lo, hi):
     """clip with a bound held by a program variable, from comparisons and where: the kernel's value
     (x < lo ? lo : x > hi ? hi : x) and its gradient (dy where lo < x < hi)."""
@@ -420,6 +437,7 @@ def _axis_int(a, axis):
 
 
 def _axes(axis):
+    axis = _tensor_axis(axis)
     if axis is None:
         return None
     if isinstance(axis, (list, tuple)):
