@@ -482,3 +482,56 @@ def test_increment():
     finally:
         oar.disable_static()
     assert got.tolist() == [6.5]
+
+
+def _histogram_ref(x, bins, lo, hi):
+    """Paddle's binning: int((x - lo) * bins / (hi - lo)) in x's dtype, the last bin closed."""
+    x = x.ravel()
+    if lo == hi == 0:
+        lo, hi = np.nanmin(x), np.nanmax(x)
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    out = np.zeros(bins, np.int64)
+    for v in x[(x >= lo) & (x <= hi)]:
+        if np.issubdtype(x.dtype, np.integer):
+            b = int((np.int64(v) - lo) * bins // (hi - lo))
+        else:
+            t = x.dtype.type
+            b = int(t(t(t(v) - t(lo)) * t(bins)) / t(t(hi) - t(lo)))
+        out[min(b, bins - 1)] += 1
+    return out
+
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+@pytest.mark.parametrize("bins,lo,hi", [(100, 0, 0), (4, 0, 0), (4, -4, 0), (4, -2, 5), (7, 4, 5), (3, -41, -5)])
+def test_histogram_matches_paddles_binning(dtype, bins, lo, hi):
+    x = np.random.default_rng(7).uniform(-4, 6, (5, 6)).astype(dtype)
+    got = oar.histogram(oar.to_tensor(x), bins=bins, min=lo, max=hi)
+    assert got.dtype == oar.int64 and got.shape == [bins]
+    np.testing.assert_array_equal(got.numpy(), _histogram_ref(x, bins, lo, hi))
+
+
+def test_histogram_edges():
+    # recorded from Paddle 2.6.2
+    assert oar.histogram(oar.to_tensor([1, 1, 1]), bins=3).numpy().tolist() == [0, 3, 0]
+    assert oar.histogram(oar.to_tensor([1.0, np.nan, 2.0]), bins=2).numpy().tolist() == [1, 1]
+    got = oar.histogram(oar.to_tensor(np.array([0, 3, 7, 10, 10], "int32")), bins=3, min=0, max=10)
+    assert got.numpy().tolist() == [2, 0, 3]
+    got = oar.histogram(oar.to_tensor(np.array([0.1, 0.3, 0.7, 1.0], "float32")), bins=10, min=0, max=1)
+    assert got.numpy().tolist() == [0, 1, 0, 1, 0, 0, 0, 1, 0, 1]
+    with pytest.raises(ValueError, match="bins must be an int >= 1"):
+        oar.histogram(oar.ones([2]), bins=0)
+    with pytest.raises(ValueError, match="max must be >= min"):
+        oar.histogram(oar.ones([2]), bins=4, min=1)
+    oar.enable_static()
+    try:
+        main = oar.static.Program()
+        with oar.static.program_guard(main, oar.static.Program()):
+            d = oar.static.data("d", [2, 3], "float32")
+            h = oar.histogram(d, bins=3)
+            (got,) = oar.static.Executor().run(main, feed={"d": np.array([[0.5, 1, 2], [2, -1, 3]], "float32")},
+                                               fetch_list=[h])
+    finally:
+        oar.disable_static()
+    assert got.tolist() == [1, 2, 3]

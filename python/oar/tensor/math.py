@@ -8,7 +8,7 @@ __all__ = [
     # the math family (docs/ops_math.md)
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
     "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin", "copysign",
-    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "increment", "cumsum", "cumprod", "logcumsumexp", "all", "any",
+    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "increment", "histogram", "cumsum", "cumprod", "logcumsumexp", "all", "any",
     "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
 
@@ -363,6 +363,40 @@ def increment(x, value=1.0, name=None):
         return _add(x, step)
     x += step
     return x
+
+
+def histogram(input, bins=100, min=0, max=0, name=None):
+    """Counts (int64, [bins]) of input's elements in `bins` equal bins over [min, max] (both 0: the data's
+    range, widened by 1 each way when constant). Elements outside the range (and NaN) are not counted;
+    max goes to the last bin. The bin is Paddle's: int((x - min) * bins / (max - min)) in input's dtype
+    (integer division for integers). Built from ops, so it also runs inside a program."""
+    if isinstance(bins, bool) or not isinstance(bins, _numbers.Integral) or bins < 1:
+        raise ValueError("histogram: bins must be an int >= 1, got {!r}".format(bins))
+    lo_v, hi_v = _builtins.float(min), _builtins.float(max)
+    if lo_v > hi_v:
+        raise ValueError("histogram: max must be >= min, got min {} and max {}".format(min, max))
+    x = _C._reshape(input, [-1])
+    if not _is_float(x):
+        x = _cast(x, _C.int64)
+    if lo_v == hi_v == 0:  # the data's range, NaN ignored
+        finite = _where(_isnan(x), _like(_math.inf, x), x) if _is_float(x) else x
+        lo = _C.Op("min", "axis", "keepdim")(finite, [], False)
+        finite = _where(_isnan(x), _like(-_math.inf, x), x) if _is_float(x) else x
+        hi = _C.Op("max", "axis", "keepdim")(finite, [], False)
+    else:
+        lo, hi = _like(lo_v, x), _like(hi_v, x)
+    same = _C.Op("equal")(lo, hi)
+    lo = _where(same, _subtract(lo, _like(1, lo)), lo)
+    hi = _where(same, _add(hi, _like(1, hi)), hi)
+    scaled = _multiply(_subtract(x, lo), _like(bins, x))
+    width = _subtract(hi, lo)
+    idx = _floor_divide(scaled, width) if not _is_float(x) else _divide(scaled, width)
+    idx = _cast(idx, _C.int64)
+    inside = _C.Op("logical_and")(_C.Op("greater_equal")(x, lo), _C.Op("less_equal")(x, hi))
+    # outside elements are counted 0 times, at a clamped (valid) index
+    idx = _clip(_where(inside, idx, _like(0, idx)), 0.0, _builtins.float(bins - 1))
+    counts = _fill([bins], 0.0, _C.int64, place=x.place)
+    return _C.Op("scatter_nd_add")(counts, _C._reshape(idx, [-1, 1]), _cast(inside, _C.int64))
 
 
 def _clip_by_variables(x, lo, hi):
