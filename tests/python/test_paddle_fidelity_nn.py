@@ -535,3 +535,12 @@ def test_histogram_edges():
     finally:
         oar.disable_static()
     assert got.tolist() == [1, 2, 3]
+
+
+def test_nearest_source_index_is_computed_in_float():
+    # recorded from Paddle 2.6.2: 10 -> 12 columns; ratio 10/12 as float, 0.8333333f * 6 rounds to 5.0f
+    x = oar.to_tensor(np.arange(10, dtype="float64").reshape(1, 1, 1, 10))
+    got = F.interpolate(x, size=[1, 12], mode="nearest").numpy().ravel()
+    np.testing.assert_array_equal(got, [0, 0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9])
+    got = oar.nn.UpsamplingNearest2D(size=[1, 7])(x).numpy().ravel()
+    np.testing.assert_array_equal(got, [0, 1, 2, 4, 5, 7, 8])
