@@ -544,3 +544,11 @@ def test_nearest_source_index_is_computed_in_float():
     np.testing.assert_array_equal(got, [0, 0, 1, 2, 3, 4, 5, 5, 6, 7, 8, 9])
     got = oar.nn.UpsamplingNearest2D(size=[1, 7])(x).numpy().ravel()
     np.testing.assert_array_equal(got, [0, 1, 2, 4, 5, 7, 8])
+
+
+def test_flatten_argument_errors_are_value_errors():
+    with pytest.raises(ValueError, match="flatten: x must be a Tensor, got list"):
+        oar.flatten([2, 2, 3])
+    with pytest.raises(ValueError, match="flatten: start_axis must be an int, got 0.0"):
+        oar.flatten(oar.ones([2, 2, 3]), start_axis=0.0, stop_axis=2)
+    assert oar.flatten(oar.ones([2, 2, 3]), 1, 2).shape == [2, 6]

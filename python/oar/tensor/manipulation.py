@@ -76,6 +76,11 @@ def unsqueeze(x, axis, name=None):
 
 def flatten(x, start_axis=0, stop_axis=-1, name=None):
     """Flattens the dimensions start_axis..stop_axis (inclusive) into one."""
+    if not isinstance(x, Tensor):  # Paddle: ValueError
+        raise ValueError("flatten: x must be a Tensor, got {}".format(type(x).__name__))
+    for what, a in (("start_axis", start_axis), ("stop_axis", stop_axis)):
+        if not isinstance(a, numbers.Integral) or isinstance(a, builtins.bool):
+            raise ValueError("flatten: {} must be an int, got {!r}".format(what, a))
     nd = x.ndim
     if nd == 0:
         return _C._reshape(x, [1])
