@@ -552,3 +552,14 @@ def test_flatten_argument_errors_are_value_errors():
     with pytest.raises(ValueError, match="flatten: start_axis must be an int, got 0.0"):
         oar.flatten(oar.ones([2, 2, 3]), start_axis=0.0, stop_axis=2)
     assert oar.flatten(oar.ones([2, 2, 3]), 1, 2).shape == [2, 6]
+
+
+@pytest.mark.parametrize("fn", ["exp", "expm1", "log", "log1p", "log2", "log10"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_exp_log_family_of_integers_is_float32(fn, dtype):
+    x = np.array([[1, 2], [3, 4]], dtype)
+    got = getattr(oar, fn)(oar.to_tensor(x))
+    assert got.dtype == oar.float32
+    np.testing.assert_allclose(got.numpy(), getattr(np, fn)(x.astype(np.float64)), rtol=1e-6)
+    with pytest.raises(TypeError, match=fn):
+        getattr(oar, fn)(oar.to_tensor(x.astype("int8")))  # Paddle has no kernel either

@@ -72,10 +72,13 @@ def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
     return _matmul(x, y, transpose_x, transpose_y)
 
 
-def _unary(op_name, doc=None):
+def _unary(op_name, doc=None, int_to_float32=False):
+    """int_to_float32: int32/int64 inputs are computed as float32, as Paddle's exp/log family does."""
     op = _C.Op(op_name)
 
     def fn(x, name=None):
+        if int_to_float32 and isinstance(x, _C.Tensor) and x.dtype in (_C.int32, _C.int64):
+            x = _C.Op("cast", "dtype")(x, _C.float32)
         return op(x)
 
     fn.__name__ = fn.__qualname__ = op_name
@@ -83,10 +86,10 @@ def _unary(op_name, doc=None):
     return fn
 
 
-exp = _unary("exp")
-log = _unary("log", "Natural logarithm, elementwise.")
-log1p = _unary("log1p")
-expm1 = _unary("expm1")
+exp = _unary("exp", int_to_float32=True)
+log = _unary("log", "Natural logarithm, elementwise.", int_to_float32=True)
+log1p = _unary("log1p", int_to_float32=True)
+expm1 = _unary("expm1", int_to_float32=True)
 sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt", "1 / sqrt(x), elementwise.")
 square = _unary("square")
@@ -180,8 +183,8 @@ atan = _unary("atan")
 asinh = _unary("asinh")
 acosh = _unary("acosh")
 atanh = _unary("atanh")
-log2 = _unary("log2")
-log10 = _unary("log10")
+log2 = _unary("log2", int_to_float32=True)
+log10 = _unary("log10", int_to_float32=True)
 trunc = _unary("trunc", "Rounds toward zero; integer inputs are returned unchanged.")
 lgamma = _unary("lgamma", "log|Gamma(x)|, elementwise.")
 digamma = _unary("digamma", "The logarithmic derivative of Gamma (its gradient is polygamma(x, 1)).")
