@@ -12,25 +12,17 @@ import pytest
 
 import oar
 import oar.distributed as dist
+from _util import JOB_ENV, clean_job
 import oar.nn as nn
-
-_ENV = ["PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_MASTER", "PADDLE_TRAINER_ENDPOINTS", "RANK",
-        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
 
 
 @pytest.fixture(autouse=True)
 def _cpu_and_clean_env(monkeypatch):
-    for k in _ENV:
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("OAR_COLLECTIVE_TIMEOUT", "60")
-    prev = oar.get_device()
     prev_dtype = oar.get_default_dtype()
-    oar.set_device("cpu")
-    yield
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    with clean_job(monkeypatch):
+        monkeypatch.setenv("OAR_COLLECTIVE_TIMEOUT", "60")
+        yield
     oar.set_default_dtype(prev_dtype)
-    oar.set_device(prev)
 
 
 # ---- models and data ------------------------------------------------------------------------------
@@ -452,7 +444,7 @@ def test_model_fit_script_under_the_launcher(tmp_path):
     import subprocess
     import sys
     (tmp_path / "fit.py").write_text(_FIT_SCRIPT)
-    env = {k: v for k, v in os.environ.items() if k not in _ENV}
+    env = {k: v for k, v in os.environ.items() if k not in JOB_ENV}
     r = subprocess.run([sys.executable, "-m", "oar.distributed.launch", "--nproc_per_node", "2", "--log_dir",
                         "log", "fit.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -13,21 +13,13 @@ import pytest
 
 import oar
 import oar.distributed as dist
-
-_ENV = ["PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_MASTER", "PADDLE_TRAINER_ENDPOINTS", "RANK",
-        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OAR_DISTRIBUTED_CHECK", "OAR_COLLECTIVE_TIMEOUT"]
+from _util import clean_job
 
 
 @pytest.fixture(autouse=True)
 def _cpu_and_clean_env(monkeypatch):
-    for k in _ENV:
-        monkeypatch.delenv(k, raising=False)
-    prev = oar.get_device()
-    oar.set_device("cpu")
-    yield
-    if dist.is_initialized():
-        dist.destroy_process_group()
-    oar.set_device(prev)
+    with clean_job(monkeypatch):
+        yield
 
 
 def _data(rank, shape=(2, 3), dtype="float32"):

@@ -12,26 +12,18 @@ import pytest
 
 import oar
 import oar.distributed as dist
+from _util import clean_job
 from oar.distributed import fleet
 from oar.distributed.fleet.optimizer import GradientMergeOptimizer
 from oar.distributed.fleet.utils import recompute, recompute_sequential
 from oar.distributed.sharding import group_sharded_parallel, save_group_sharded_model
 
-_ENV = ["PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_MASTER", "PADDLE_TRAINER_ENDPOINTS", "RANK",
-        "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
-
 
 @pytest.fixture(autouse=True)
 def _cpu_and_clean_env(monkeypatch):
-    for k in _ENV:
-        monkeypatch.delenv(k, raising=False)
-    prev = oar.get_device()
-    oar.set_device("cpu")
-    yield
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    with clean_job(monkeypatch):
+        yield
     fleet._fleet._strategy = None
-    oar.set_device(prev)
 
 
 def _mlp(seed=0, dropout=0.0):
