@@ -563,3 +563,24 @@ def test_exp_log_family_of_integers_is_float32(fn, dtype):
     np.testing.assert_allclose(got.numpy(), getattr(np, fn)(x.astype(np.float64)), rtol=1e-6)
     with pytest.raises(TypeError, match=fn):
         getattr(oar, fn)(oar.to_tensor(x.astype("int8")))  # Paddle has no kernel either
+
+
+@pytest.mark.parametrize("q", [0.5, 0.0, 1.0, 0.37, [0.25, 0.5, 0.75]])
+@pytest.mark.parametrize("axis,keepdim", [(None, False), (1, False), (2, True), ([0, 2], False), ([0, 2], True)])
+def test_quantile_matches_numpy(q, axis, keepdim):
+    x = np.random.default_rng(8).standard_normal((3, 4, 5))
+    got = oar.to_tensor(x).quantile(q=q, axis=axis, keepdim=keepdim)
+    want = np.quantile(x, q, axis=None if axis is None else tuple(axis) if isinstance(axis, list) else axis,
+                       keepdims=keepdim)
+    assert got.shape == list(want.shape)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+
+
+def test_quantile_nan_and_gradient():
+    x = np.array([[1.0, 5.0, 2.0, 8.0], [3.0, np.nan, 1.0, 0.0]])
+    np.testing.assert_array_equal(oar.quantile(oar.to_tensor(x), 0.5, axis=1).numpy(), [3.5, np.nan])
+    y = oar.to_tensor(np.array([4.0, 1.0, 3.0, 2.0]), stop_gradient=False)
+    oar.quantile(y, 0.5).backward()  # the mean of the two middle values (2 and 3)
+    np.testing.assert_allclose(y.grad.numpy(), [0, 0, 0.5, 0.5])
+    with pytest.raises(ValueError, match="quantile: q must be"):
+        oar.quantile(y, 1.5)
