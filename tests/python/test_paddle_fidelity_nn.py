@@ -584,3 +584,11 @@ def test_quantile_nan_and_gradient():
     np.testing.assert_allclose(y.grad.numpy(), [0, 0, 0.5, 0.5])
     with pytest.raises(ValueError, match="quantile: q must be"):
         oar.quantile(y, 1.5)
+
+
+def test_median_of_a_row_with_nan_is_nan():
+    x = np.array([[1.0, np.nan, 3.0, 0.0], [4.0, 5.0, 6.0, 7.0]])
+    np.testing.assert_array_equal(oar.median(oar.to_tensor(x), axis=1).numpy(), np.median(x, axis=1))
+    assert np.isnan(oar.median(oar.to_tensor(x)).item())
+    np.testing.assert_array_equal(oar.median(oar.to_tensor(x), axis=0, keepdim=True).numpy(),
+                                  np.median(x, axis=0, keepdims=True))

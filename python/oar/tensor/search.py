@@ -156,6 +156,9 @@ def median(x, axis=None, keepdim=False, name=None):
         m = _C._slice(v, a, n // 2, n // 2 + 1, 1)
     else:
         m = (_C._slice(v, a, n // 2 - 1, n // 2, 1) + _C._slice(v, a, n // 2, n // 2 + 1, 1)) * 0.5
+    if t.ndim:  # a row holding NaN has a NaN median (as numpy and Paddle), wherever sort put it
+        has_nan = _C.Op("any", "axis", "keepdim")(_C.Op("isnan")(t), [a], True)
+        m = _where(has_nan, _C.Op("fill", "shape", "value", "dtype")([], float("nan"), m.dtype, place=m.place), m)
     if axis is None:
         return _C._reshape(m, [1] * x.ndim if keepdim else [])
     return m if keepdim else _C._squeeze(m, [a])
