@@ -402,6 +402,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_nn_kernels(r);
     register_linalg_kernels(r);
     register_optim_kernels(r);
+    register_amp_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

@@ -21,6 +21,7 @@ void register_vendor(Registry& r) {
   if (own_kernels_requested() || !register_library_blas(r)) register_own_blas(r);
   register_pool(r);
   register_optim(r);
+  register_amp(r);
 }
 
 }  // namespace oar_cuda
