@@ -14,7 +14,8 @@ namespace oar::amp {
 namespace {
 
 struct CacheEntry {
-  Tensor source;  // held, so its address cannot be reused by another tensor while cached
+  Tensor source;                     // held, so its address cannot be reused by another tensor
+  std::shared_ptr<Storage> storage;  // the storage cast (set_value may give the tensor another one)
   uint32_t version;
   Tensor cast;
 };
@@ -44,15 +45,17 @@ Tensor cast_one(ThreadState& st, const Tensor& t, DType to) {
   auto& map = st.cache[to == DType::kFloat32 ? 1 : 0];
   if (cache) {
     auto it = map.find(t.impl());
-    if (it != map.end() && it->second.version == t.storage()->version()) return it->second.cast;
+    if (it != map.end() && it->second.storage == t.storage() && it->second.version == t.storage()->version())
+      return it->second.cast;
   }
   Tensor out = ops::cast(t, to);
   ++st.casts;
-  if (cache) map[t.impl()] = CacheEntry{t, t.storage()->version(), out};
+  if (cache) map[t.impl()] = CacheEntry{t, t.storage(), t.storage()->version(), out};
   return out;
 }
 
-bool decide_casts(ThreadState& st, const OpDef& op, const Tensor* inputs, int32_t n_in, std::vector<Tensor>& cast);
+bool decide_casts(ThreadState& st, const OpDef& op, const Tensor* inputs, int32_t n_in,
+                  std::vector<Tensor>& cast);
 
 void count(ThreadState& st, const OpDef& op, const Tensor* inputs, int32_t n_in) {
   int kind = 3;
@@ -73,7 +76,8 @@ bool cast_inputs(const OpDef& op, const Tensor* inputs, int32_t n_in, std::vecto
   return replaced;
 }
 
-bool decide_casts(ThreadState& st, const OpDef& op, const Tensor* inputs, int32_t n_in, std::vector<Tensor>& cast) {
+bool decide_casts(ThreadState& st, const OpDef& op, const Tensor* inputs, int32_t n_in,
+                  std::vector<Tensor>& cast) {
   const Config* c = st.config.get();
   if (n_in == 0 || op.inplace_input >= 0 || op.inplace_mask != 0) return false;
   const Place place = inputs[0].defined() ? inputs[0].place() : cpu_place();
@@ -113,9 +117,9 @@ bool decide_casts(ThreadState& st, const OpDef& op, const Tensor* inputs, int32_
         to = mixed ? c->dtype : first;
       break;
   }
-  if (to != DType::kFloat32) {  // no kernel in the low dtype here nor on the cpu fallback: leave it
+  if (to != DType::kFloat32) {  // no kernel in the low dtype here nor on the cpu fallback: float32
     const Runtime& rt = Runtime::get();
-    if (!rt.kernel(op.id, place.type, to) && !rt.kernel(op.id, kCpuDeviceType, to)) return false;
+    if (!rt.kernel(op.id, place.type, to) && !rt.kernel(op.id, kCpuDeviceType, to)) to = DType::kFloat32;
   }
   bool any = false;
   for (int32_t i = 0; i < n_in && !any; ++i)

@@ -178,11 +178,13 @@ void infer_sum_squares(InferContext& c) {
 // check_finite_and_unscale(x..., scale): every x (floating, any mix of dtypes) is multiplied by 1/scale in
 // place, in one pass that also looks for inf/NaN; found_inf (bool[1]) says whether any was found.
 void infer_check_finite(InferContext& c) {
-  OAR_ENFORCE(c.num_inputs >= 2, ErrorCode::kInvalidArgument,
-              op_name(c) << ": expects the tensors to unscale then the scale, got " << c.num_inputs << " input(s)");
+  OAR_ENFORCE(
+      c.num_inputs >= 2, ErrorCode::kInvalidArgument,
+      op_name(c) << ": expects the tensors to unscale then the scale, got " << c.num_inputs << " input(s)");
   const TensorMeta& s = c.inputs[c.num_inputs - 1];
-  OAR_ENFORCE(s.dims.numel() == 1 && s.dtype == DType::kFloat32, ErrorCode::kInvalidArgument,
-              op_name(c) << ": scale must be one float32 element, got " << dtype_name(s.dtype) << s.dims.to_string());
+  OAR_ENFORCE(
+      s.dims.numel() == 1 && s.dtype == DType::kFloat32, ErrorCode::kInvalidArgument,
+      op_name(c) << ": scale must be one float32 element, got " << dtype_name(s.dtype) << s.dims.to_string());
   for (int32_t k = 0; k + 1 < c.num_inputs; ++k) require_floating(c, k);
   c.outputs[0] = {DType::kBool, Dims({1})};
 }
@@ -280,7 +282,8 @@ void register_optim_samples(OpRegistry& r) {
   add(r, "check_finite_and_unscale",
       {S("finite", {real({3, 4}), real({5}), fixed(real({1}, 0.5, 4), DType::kFloat32)}),
        S("inf and NaN", {real({6}), with_specials(real({3, 4})), fixed(real({1}, 0.5, 4), DType::kFloat32)}),
-       S("mixed dtypes", {real({4}), fixed(real({2, 3}), DType::kFloat32), fixed(real({1}, 0.5, 4), DType::kFloat32)})});
+       S("mixed dtypes",
+         {real({4}), fixed(real({2, 3}), DType::kFloat32), fixed(real({1}, 0.5, 4), DType::kFloat32)})});
   const AttrList every2 = {{"incr_every_n_steps", int64_t{2}}, {"decr_every_n_nan_or_inf", int64_t{2}}};
   add(r, "update_loss_scaling",
       {only(S("good and bad steps",

@@ -60,7 +60,6 @@ void register_conv_kernels(Registry& r);
 void register_nn_kernels(Registry& r);
 void register_linalg_kernels(Registry& r);
 void register_optim_kernels(Registry& r);  // fused optimizer updates
-void register_amp_kernels(Registry& r);    // loss scaling (check_finite_and_unscale, update_loss_scaling)
 void matmul_shutdown();
 
 // ---- attributes -----------------------------------------------------------------------------------

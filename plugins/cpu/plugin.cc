@@ -19,6 +19,8 @@
 
 namespace oar_cpu {
 
+void register_amp_kernels(Registry& r);  // amp.cc: loss scaling for GradScaler
+
 namespace {
 // Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its
 // inputs); a stream without collectives costs one atomic load.

@@ -15,7 +15,8 @@ template <typename T>
 __global__ void unscale_k(int64_t n, T* x, const float* scale, bool* found) {
   const float inv = 1.0f / *scale;
   bool bad = !isfinite(inv);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const acc_t<T> v = to_acc(x[i]);
     bad |= !isfinite(static_cast<float>(v));
     x[i] = from_acc<T>(v * static_cast<acc_t<T>>(inv));
@@ -34,15 +35,16 @@ void check_finite_and_unscale_kernel(sdk::KernelContext& c) {
     if (x.numel() == 0) continue;
     dispatch_float(x.dtype(), "check_finite_and_unscale", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      unscale_k<T><<<grid_for(x.numel(), c.device()), kThreads, 0, s>>>(x.numel(), static_cast<T*>(x.raw()), scale,
-                                                                         found);
+      unscale_k<T><<<grid_for(x.numel(), c.device()), kThreads, 0, s>>>(x.numel(), static_cast<T*>(x.raw()),
+                                                                        scale, found);
     });
   }
   check_launch("check_finite_and_unscale");
 }
 
 __global__ void update_loss_scaling_k(const bool* found_inf, float* scale, int32_t* good, int32_t* bad,
-                                      int64_t incr_every, int64_t decr_every, float incr_ratio, float decr_ratio) {
+                                      int64_t incr_every, int64_t decr_every, float incr_ratio,
+                                      float decr_ratio) {
   if (*found_inf) {
     *good = 0;
     if (++*bad >= decr_every) {

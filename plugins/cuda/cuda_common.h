@@ -134,7 +134,6 @@ void register_vendor(Registry& r);            // vendor.cc: matmul, conv, poolin
 void register_reduction_family(Registry& r);  // reduce.cu: reductions, scans/sort, softmax/norm, indexing
 void register_pool(Registry& r);              // dnn_pool.cu
 void register_optim(Registry& r);             // optim.cu
-void register_amp(Registry& r);               // amp.cu: loss scaling (GradScaler)
 void register_own_blas(Registry& r);          // own_blas.cu: the plugin's own matmul and convolutions
 
 // The vendor libraries this build links (blas.cc + dnn.cc + collectives.cc with CUDA; no_libs.cc where

@@ -9,6 +9,8 @@
 
 namespace oar_cuda {
 
+void register_amp(Registry& r);  // amp.cu: loss scaling for GradScaler
+
 bool own_kernels_requested() {
   static const bool on = [] {
     const char* e = std::getenv("OAR_GPU_OWN_KERNELS");

@@ -24,7 +24,8 @@ ConfigPtr make_config(int level, py::handle dtype, bool use_promote, const py::d
   c->level = static_cast<amp::Level>(level);
   c->dtype = to_dtype(dtype);
   if (c->dtype != oar::DType::kFloat16 && c->dtype != oar::DType::kBFloat16)
-    throw py::value_error("auto_cast: dtype must be float16 or bfloat16, got " + oar::dtype_name(c->dtype));
+    throw py::value_error(std::string("auto_cast: dtype must be float16 or bfloat16, got ") +
+                          oar::dtype_name(c->dtype));
   c->use_promote = use_promote;
   const auto& types = oar::Runtime::get().device_types();
   const oar::OpRegistry& reg = oar::OpRegistry::get();
@@ -32,8 +33,9 @@ ConfigPtr make_config(int level, py::handle dtype, bool use_promote, const py::d
   for (size_t t = 0; t < types.size(); ++t) {
     py::str name(types[t].name);
     if (!lists.contains(name)) continue;
-    auto table = lists[name].cast<std::tuple<std::vector<std::string>, std::vector<std::string>,
-                                             std::vector<std::string>>>();
+    auto table =
+        lists[name]
+            .cast<std::tuple<std::vector<std::string>, std::vector<std::string>, std::vector<std::string>>>();
     std::vector<int8_t>& p = c->policy[t];
     p.assign(static_cast<size_t>(reg.size()), amp::kPromote);
     auto mark = [&](const std::vector<std::string>& ops, amp::Policy v) {
@@ -61,10 +63,9 @@ void init_amp(py::module_& m) {
       py::arg("level"), py::arg("dtype"), py::arg("use_promote"), py::arg("lists"));
   m.def(
       "_amp_set_config",
-      [](py::object cfg) {
-        amp::set_config(cfg.is_none() ? nullptr : cfg.cast<PyAmpConfig&>().c);
-      },
-      py::arg("config"), "Sets this thread's auto_cast configuration (None: off); clears the weight-cast cache.");
+      [](py::object cfg) { amp::set_config(cfg.is_none() ? nullptr : cfg.cast<PyAmpConfig&>().c); },
+      py::arg("config"),
+      "Sets this thread's auto_cast configuration (None: off); clears the weight-cast cache.");
   m.def("_amp_config", []() -> py::object {
     ConfigPtr c = amp::config();
     if (!c) return py::none();
@@ -73,11 +74,15 @@ void init_amp(py::module_& m) {
   m.def("_amp_cast_count", &amp::cast_count, "Casts auto_cast made on this thread (cache hits not counted).");
   m.def("_amp_clear_cache", &amp::clear_cache);
   m.def("_amp_collect_stats", &amp::set_collect_stats, py::arg("on"));
-  m.def("_amp_op_stats", [] {
-    py::dict out;
-    for (const auto& [name, c] : amp::op_stats()) out[py::str(name)] = py::make_tuple(c[0], c[1], c[2], c[3]);
-    return out;
-  }, "{op: (float16, bfloat16, float32, other) calls} since collection began on this thread.");
+  m.def(
+      "_amp_op_stats",
+      [] {
+        py::dict out;
+        for (const auto& [name, c] : amp::op_stats())
+          out[py::str(name)] = py::make_tuple(c[0], c[1], c[2], c[3]);
+        return out;
+      },
+      "{op: (float16, bfloat16, float32, other) calls} since collection began on this thread.");
 }
 
 }  // namespace oarpy

@@ -228,6 +228,9 @@ class Model:
 
     def _update_metrics(self, outputs, labels):
         results = []
+        if self._metrics and getattr(self, "_amp_guard_args", None) is not None:  # metrics see float32 outputs
+            outputs = [o.astype("float32") if isinstance(o, Tensor) and o.dtype == _bfloat16 else o
+                       for o in to_list(outputs)]
         for metric in self._metrics:
             outs = metric.compute(*(to_list(outputs) + labels))
             results.append(metric.update(*[to_numpy(o) for o in to_list(outs)]))
