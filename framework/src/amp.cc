@@ -167,6 +167,11 @@ std::vector<std::pair<std::string, std::array<int64_t, 4>>> op_stats() {
 
 std::shared_ptr<const Config> config() { return t_state.config; }
 
+bool casts_on(int16_t device_type) {
+  const Config* c = t_state.config.get();
+  return c && static_cast<size_t>(device_type) < c->policy.size() && !c->policy[device_type].empty();
+}
+
 void clear_cache() {
   for (auto& m : t_state.cache) m.clear();
 }

@@ -109,7 +109,8 @@ class OpNode final : public GradNode, public std::enable_shared_from_this<OpNode
   void release() override {
     // A node that saved nothing (a cast) can run again: nothing of it was freed. AMP's cached weight
     // casts are such nodes, shared by every forward of an auto_cast region.
-    released_ = released_ || !inputs_.empty() || !outputs_.empty();
+    for (const auto* saved : {&inputs_, &outputs_})
+      for (const SavedTensor& t : *saved) released_ = released_ || t.tensor.defined();
     inputs_.clear();
     outputs_.clear();
   }

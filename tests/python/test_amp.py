@@ -103,8 +103,7 @@ def test_o2_and_od_levels():
 
 
 def test_float16_on_cpu_warns_and_keeps_float32():
-    from oar.amp import auto_cast as ac
-    ac._warned_fp16_cpu[0] = False
+    sys.modules["oar.amp.auto_cast"]._warned_fp16_cpu[0] = False  # (oar.amp.auto_cast is the function)
     x, w = _t([4, 8]), _param([8, 3])
     with pytest.warns(UserWarning, match="float16"):
         with amp.auto_cast():  # Paddle's default dtype, float16
@@ -216,7 +215,7 @@ def test_check_finite_and_unscale_op():
     assert bool(_C.Op("check_finite_and_unscale")([nan, scale]).numpy()[0])
     with pytest.raises(ValueError, match="scale must be one float32 element"):
         _C.Op("check_finite_and_unscale")([b, oar.to_tensor([1.0, 2.0])])
-    with pytest.raises(Exception, match="floating"):
+    with pytest.raises(Exception, match="int64 is not supported"):
         _C.Op("check_finite_and_unscale")([oar.to_tensor([1, 2]), scale])
 
 
@@ -225,21 +224,21 @@ def test_update_loss_scaling_op():
     found = oar.to_tensor([True])
     scale, good, bad = oar.to_tensor([4.0]), oar.to_tensor(np.array([0], np.int32)), oar.to_tensor(np.array([0], np.int32))
     attrs = dict(incr_every_n_steps=2, decr_every_n_nan_or_inf=2, incr_ratio=2.0, decr_ratio=0.5)
-    op([found, scale, good, bad], **attrs)
+    op(found, scale, good, bad, **attrs)
     assert (scale.numpy()[0], good.numpy()[0], bad.numpy()[0]) == (4.0, 0, 1)
-    op([found, scale, good, bad], **attrs)
+    op(found, scale, good, bad, **attrs)
     assert (scale.numpy()[0], bad.numpy()[0]) == (2.0, 0)
     for _ in range(4):
-        op([found, scale, good, bad], **attrs)
+        op(found, scale, good, bad, **attrs)
     assert scale.numpy()[0] == 1.0  # never below 1
     ok = oar.to_tensor([False])
-    op([ok, scale, good, bad], **attrs)
-    op([ok, scale, good, bad], **attrs)
+    op(ok, scale, good, bad, **attrs)
+    op(ok, scale, good, bad, **attrs)
     assert (scale.numpy()[0], good.numpy()[0]) == (2.0, 0)
     with pytest.raises(ValueError, match="decr_ratio"):
-        op([ok, scale, good, bad], **dict(attrs, decr_ratio=1.5))
+        op(ok, scale, good, bad, **dict(attrs, decr_ratio=1.5))
     with pytest.raises(ValueError, match="good_steps"):
-        op([ok, scale, scale, bad], **attrs)
+        op(ok, scale, scale, bad, **attrs)
 
 
 # ---- GradScaler -----------------------------------------------------------------------------------------
@@ -387,24 +386,23 @@ def test_to_static_records_casts_and_jit_save_keeps_them(tmp_path):
     with amp.auto_cast(dtype="bfloat16"):
         eager = net(x)
     static = oar.jit.to_static(net)
+    plain = static(x)  # outside auto_cast: a trace without casts
+    assert plain.dtype == F32
+    np.testing.assert_allclose(plain.numpy(), _f32(net(x)), rtol=1e-6)
     with amp.auto_cast(dtype="bfloat16"):
-        out = static(x)
+        out = static(x)  # another trace (keyed by the auto_cast arguments), with the casts
     assert out.dtype == eager.dtype
-    np.testing.assert_allclose(_f32(out), _f32(eager), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(_f32(out), _f32(eager), rtol=1e-6)
     cp = next(reversed(net.forward._cache.values()))
     types = [op.type for op in cp.main_program.global_block().ops]
     assert "cast" in types, types
-    plain = static(x)  # outside auto_cast: another trace, without casts
-    assert plain.dtype == F32
-    np.testing.assert_allclose(plain.numpy(), net(x).numpy(), rtol=1e-6)
-    with amp.auto_cast(dtype="bfloat16"):
-        static(x)  # the AMP trace is the last one: jit.save keeps its casts
+    # jit.save outside auto_cast retraces the last trace under its auto_cast: the casts are saved
     path = str(tmp_path / "amp_net")
     oar.jit.save(net, path)
     loaded = oar.jit.load(path)
     got = loaded(x)
-    np.testing.assert_allclose(_f32(got), _f32(eager), rtol=1e-2, atol=1e-2)
-    assert not np.allclose(_f32(got), net(x).numpy(), rtol=1e-6, atol=1e-7)  # it really ran in bfloat16
+    np.testing.assert_allclose(_f32(got), _f32(eager), rtol=1e-6)
+    assert not np.allclose(_f32(got), plain.numpy(), rtol=1e-6, atol=1e-7)  # it really ran in bfloat16
 
 
 # ---- Model.prepare(amp_configs) -------------------------------------------------------------------------

@@ -157,7 +157,7 @@ class AmpScaler:
         from ..autograd import no_grad
         with no_grad():
             _C.Op("update_loss_scaling")(
-                [self._found_inf, self._scale, self._incr_count_t, self._decr_count_t],
+                self._found_inf, self._scale, self._incr_count_t, self._decr_count_t,
                 incr_every_n_steps=self._incr_every_n_steps, decr_every_n_nan_or_inf=self._decr_every_n_nan_or_inf,
                 incr_ratio=self._incr_ratio, decr_ratio=self._decr_ratio)
 

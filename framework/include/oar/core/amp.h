@@ -37,6 +37,9 @@ struct Config {
 // clears this thread's cast cache.
 void set_config(std::shared_ptr<const Config> config);
 std::shared_ptr<const Config> config();
+// Whether auto_cast is on for this thread and runs its low dtype on `device_type` (front ends leave mixed
+// float inputs to the hook then instead of promoting them first).
+bool casts_on(int16_t device_type);
 
 // The weight-cast cache of this thread: casts of leaf tensors that require gradients (parameters),
 // reused while the tensor is unchanged (same storage version) until the configuration changes.
