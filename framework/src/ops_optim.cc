@@ -182,9 +182,10 @@ void infer_check_finite(InferContext& c) {
       c.num_inputs >= 2, ErrorCode::kInvalidArgument,
       op_name(c) << ": expects the tensors to unscale then the scale, got " << c.num_inputs << " input(s)");
   const TensorMeta& s = c.inputs[c.num_inputs - 1];
-  OAR_ENFORCE(
-      s.dims.numel() == 1 && s.dtype == DType::kFloat32, ErrorCode::kInvalidArgument,
-      op_name(c) << ": scale must be one float32 element, got " << dtype_name(s.dtype) << s.dims.to_string());
+  OAR_ENFORCE(s.dims.numel() == 1 && (s.dtype == DType::kFloat32 || s.dtype == DType::kFloat64),
+              ErrorCode::kInvalidArgument,
+              op_name(c) << ": scale must be one float32 (or float64) element, got " << dtype_name(s.dtype)
+                         << s.dims.to_string());
   for (int32_t k = 0; k + 1 < c.num_inputs; ++k) require_floating(c, k);
   c.outputs[0] = {DType::kBool, Dims({1})};
 }
@@ -193,14 +194,16 @@ void infer_check_finite(InferContext& c) {
 // kernel: after decr_every_n_nan_or_inf steps with inf the scale is multiplied by decr_ratio (not below
 // 1), after incr_every_n_steps finite steps by incr_ratio (kept when that overflows).
 void infer_update_loss_scaling(InferContext& c) {
-  auto one = [&](int i, DType d, const char* what) {
+  auto one = [&](int i, DType d, const char* what, bool or_f64 = false) {
     const TensorMeta& t = c.inputs[i];
-    OAR_ENFORCE(t.dims.numel() == 1 && t.dtype == d, ErrorCode::kInvalidArgument,
-                op_name(c) << ": " << what << " must be one " << dtype_name(d) << " element, got "
-                           << dtype_name(t.dtype) << t.dims.to_string());
+    OAR_ENFORCE(t.dims.numel() == 1 && (t.dtype == d || (or_f64 && t.dtype == DType::kFloat64)),
+                ErrorCode::kInvalidArgument,
+                op_name(c) << ": " << what << " must be one " << dtype_name(d)
+                           << (or_f64 ? " (or float64)" : "") << " element, got " << dtype_name(t.dtype)
+                           << t.dims.to_string());
   };
   one(0, DType::kBool, "found_inf");
-  one(1, DType::kFloat32, "loss_scaling");
+  one(1, DType::kFloat32, "loss_scaling", true);
   one(2, DType::kInt32, "good_steps");
   one(3, DType::kInt32, "bad_steps");
   for (const char* a : {"incr_every_n_steps", "decr_every_n_nan_or_inf"})
@@ -287,10 +290,10 @@ void register_optim_samples(OpRegistry& r) {
   const AttrList every2 = {{"incr_every_n_steps", int64_t{2}}, {"decr_every_n_nan_or_inf", int64_t{2}}};
   add(r, "update_loss_scaling",
       {only(S("good and bad steps",
-              {mask({1}), fixed(real({1}, 1, 100), DType::kFloat32), fixed(integer({1}, 0, 1), DType::kInt32),
+              {mask({1}), real({1}, 1, 100), fixed(integer({1}, 0, 1), DType::kInt32),
                fixed(integer({1}, 0, 1), DType::kInt32)},
               every2),
-            {DType::kFloat32})});
+            {DType::kFloat32, DType::kFloat64})});
   add(r, "merged_momentum",
       {S("nesterov", {real({4}), real({4}), real({4}, 0.1, 1)},
          {{"learning_rate", std::vector<double>{0.1}}, {"use_nesterov", int64_t{1}}})});

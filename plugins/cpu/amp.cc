@@ -31,8 +31,9 @@ bool unscale_range(T* x, int64_t lo, int64_t hi, float inv) {
 
 void check_finite_and_unscale_kernel(KernelContext& ctx) {
   const int32_t n = ctx.num_inputs() - 1;
-  const float scale = *ctx.input(n).data<float>();
-  const float inv = 1.0f / scale;  // as Paddle: multiply by the inverse
+  const TensorView sv = ctx.input(n);
+  const double scale = sv.dtype() == OAR_DTYPE_FLOAT64 ? *sv.data<double>() : *sv.data<float>();
+  const float inv = static_cast<float>(1.0 / scale);  // as Paddle: multiply by the inverse
   struct Chunk {
     int32_t k;
     int64_t lo, hi;
@@ -61,36 +62,44 @@ void check_finite_and_unscale_kernel(KernelContext& ctx) {
   *ctx.output(0).data<bool>() = found.load() || !std::isfinite(inv);
 }
 
-void update_loss_scaling_kernel(KernelContext& ctx) {
+template <class S>
+void update_loss_scaling(KernelContext& ctx, S* scale) {
   const bool found_inf = *ctx.input(0).data<bool>();
-  float* scale = ctx.input(1).data<float>();
   int32_t* good = ctx.input(2).data<int32_t>();
   int32_t* bad = ctx.input(3).data<int32_t>();
   const int64_t incr_every = ctx.attr_int("incr_every_n_steps");
   const int64_t decr_every = ctx.attr_int("decr_every_n_nan_or_inf");
-  const float incr_ratio = static_cast<float>(ctx.attr_float("incr_ratio"));
-  const float decr_ratio = static_cast<float>(ctx.attr_float("decr_ratio"));
+  const S incr_ratio = static_cast<S>(ctx.attr_float("incr_ratio"));
+  const S decr_ratio = static_cast<S>(ctx.attr_float("decr_ratio"));
   if (found_inf) {
     *good = 0;
     if (++*bad >= decr_every) {
-      *scale = std::max(*scale * decr_ratio, 1.0f);
+      *scale = std::max(*scale * decr_ratio, S(1));
       *bad = 0;
     }
   } else {
     *bad = 0;
     if (++*good >= incr_every) {
-      const float next = *scale * incr_ratio;
+      const S next = *scale * incr_ratio;
       if (std::isfinite(next)) *scale = next;
       *good = 0;
     }
   }
 }
 
+void update_loss_scaling_kernel(KernelContext& ctx) {
+  const TensorView s = ctx.input(1);
+  if (s.dtype() == OAR_DTYPE_FLOAT64)
+    update_loss_scaling(ctx, s.data<double>());
+  else
+    update_loss_scaling(ctx, s.data<float>());
+}
+
 }  // namespace
 
 void register_amp_kernels(Registry& r) {
   r.add("check_finite_and_unscale", oar::sdk::float_dtypes(), &check_finite_and_unscale_kernel);
-  r.add("update_loss_scaling", {OAR_DTYPE_FLOAT32}, &update_loss_scaling_kernel);
+  r.add("update_loss_scaling", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, &update_loss_scaling_kernel);
 }
 
 }  // namespace oar_cpu

@@ -11,9 +11,9 @@ namespace {
 
 __global__ void clear_flag_k(bool* flag) { *flag = false; }
 
-template <typename T>
-__global__ void unscale_k(int64_t n, T* x, const float* scale, bool* found) {
-  const float inv = 1.0f / *scale;
+template <typename T, typename S>
+__global__ void unscale_k(int64_t n, T* x, const S* scale, bool* found) {
+  const float inv = static_cast<float>(1.0 / static_cast<double>(*scale));
   bool bad = !isfinite(inv);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -28,46 +28,61 @@ void check_finite_and_unscale_kernel(sdk::KernelContext& c) {
   const int32_t n = c.num_inputs() - 1;
   gpuStream_t s = stream_of(c);
   bool* found = static_cast<bool*>(c.output(0).raw());
-  const auto* scale = static_cast<const float*>(c.input(n).raw());
+  const sdk::TensorView sv = c.input(n);
+  const bool f64 = sv.dtype() == OAR_DTYPE_FLOAT64;
   clear_flag_k<<<1, 1, 0, s>>>(found);
   for (int32_t k = 0; k < n; ++k) {
     const sdk::TensorView x = c.input(k);
     if (x.numel() == 0) continue;
     dispatch_float(x.dtype(), "check_finite_and_unscale", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      unscale_k<T><<<grid_for(x.numel(), c.device()), kThreads, 0, s>>>(x.numel(), static_cast<T*>(x.raw()),
-                                                                        scale, found);
+      const int64_t grid = grid_for(x.numel(), c.device());
+      if (f64)
+        unscale_k<T><<<grid, kThreads, 0, s>>>(x.numel(), static_cast<T*>(x.raw()),
+                                               static_cast<const double*>(sv.raw()), found);
+      else
+        unscale_k<T><<<grid, kThreads, 0, s>>>(x.numel(), static_cast<T*>(x.raw()),
+                                               static_cast<const float*>(sv.raw()), found);
     });
   }
   check_launch("check_finite_and_unscale");
 }
 
-__global__ void update_loss_scaling_k(const bool* found_inf, float* scale, int32_t* good, int32_t* bad,
-                                      int64_t incr_every, int64_t decr_every, float incr_ratio,
-                                      float decr_ratio) {
+template <typename S>
+__global__ void update_loss_scaling_k(const bool* found_inf, S* scale, int32_t* good, int32_t* bad,
+                                      int64_t incr_every, int64_t decr_every, S incr_ratio, S decr_ratio) {
   if (*found_inf) {
     *good = 0;
     if (++*bad >= decr_every) {
-      *scale = fmaxf(*scale * decr_ratio, 1.0f);
+      const S next = *scale * decr_ratio;
+      *scale = next < S(1) ? S(1) : next;
       *bad = 0;
     }
   } else {
     *bad = 0;
     if (++*good >= incr_every) {
-      const float next = *scale * incr_ratio;
+      const S next = *scale * incr_ratio;
       if (isfinite(next)) *scale = next;
       *good = 0;
     }
   }
 }
 
-void update_loss_scaling_kernel(sdk::KernelContext& c) {
-  gpuStream_t s = stream_of(c);
-  update_loss_scaling_k<<<1, 1, 0, s>>>(
-      static_cast<const bool*>(c.input(0).raw()), static_cast<float*>(c.input(1).raw()),
+template <typename S>
+void launch_update(sdk::KernelContext& c, gpuStream_t s) {
+  update_loss_scaling_k<S><<<1, 1, 0, s>>>(
+      static_cast<const bool*>(c.input(0).raw()), static_cast<S*>(c.input(1).raw()),
       static_cast<int32_t*>(c.input(2).raw()), static_cast<int32_t*>(c.input(3).raw()),
       c.attr_int("incr_every_n_steps"), c.attr_int("decr_every_n_nan_or_inf"),
-      static_cast<float>(c.attr_float("incr_ratio")), static_cast<float>(c.attr_float("decr_ratio")));
+      static_cast<S>(c.attr_float("incr_ratio")), static_cast<S>(c.attr_float("decr_ratio")));
+}
+
+void update_loss_scaling_kernel(sdk::KernelContext& c) {
+  gpuStream_t s = stream_of(c);
+  if (c.input(1).dtype() == OAR_DTYPE_FLOAT64)
+    launch_update<double>(c, s);
+  else
+    launch_update<float>(c, s);
   check_launch("update_loss_scaling");
 }
 
@@ -75,7 +90,7 @@ void update_loss_scaling_kernel(sdk::KernelContext& c) {
 
 void register_amp(Registry& r) {
   r.add("check_finite_and_unscale", gpu_float_dtypes(), &check_finite_and_unscale_kernel);
-  r.add("update_loss_scaling", {OAR_DTYPE_FLOAT32}, &update_loss_scaling_kernel);
+  r.add("update_loss_scaling", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, &update_loss_scaling_kernel);
 }
 
 }  // namespace oar_cuda
