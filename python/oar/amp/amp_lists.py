@@ -26,7 +26,8 @@ KEEP_LIST = {
 
 # Per device type: the low dtypes it runs and its lists; a device type not named uses "default".
 # The cpu runs bfloat16 (oneDNN's bf16 primitives; AVX512-BF16/AMX where the CPU has them) but not
-# float16: oneDNN's fp16 needs AVX512-FP16, so float16 auto_cast on cpu keeps float32, as Paddle does.
+# float16: the oneDNN the cpu plugin builds against (Debian's 2.6) has no fp16 CPU primitives (they need
+# AVX512-FP16 and a newer oneDNN), so float16 auto_cast on cpu keeps float32, as Paddle does.
 DEVICE_LISTS = {
     "default": {"dtypes": {"float16", "bfloat16"}, "white": WHITE_LIST, "black": BLACK_LIST},
     "cpu": {"dtypes": {"bfloat16"}, "white": WHITE_LIST, "black": BLACK_LIST},

@@ -46,7 +46,7 @@ def _warn_unsupported(dtype):
     if not _C.get_device().startswith("cpu"):
         return
     _warned_fp16_cpu[0] = True
-    warnings.warn("auto_cast: float16 has no fast kernels on this CPU (oneDNN's float16 needs AVX512-FP16), so "
+    warnings.warn("auto_cast: float16 has no fast CPU kernels (no fp16 CPU primitives in the oneDNN oar uses), so "
                   "ops on cpu stay in float32, as PaddlePaddle does; use dtype='bfloat16' for mixed precision "
                   "on the CPU", UserWarning, stacklevel=4)
 
