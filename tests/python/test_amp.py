@@ -371,6 +371,12 @@ def test_decorate_arguments():
     assert amp.decorate(model, level="O1") is model
     models = amp.decorate([model, _Block()], level="O2", dtype="bfloat16", excluded_layers=[oar.nn.Linear])
     assert models[0].fc1.weight.dtype == F32  # excluded by type
+    saved = amp.decorate(_Block(), level="O2", dtype="bfloat16", save_dtype="float32")
+    assert saved.fc1.weight.dtype == BF16
+    sd = saved.state_dict()
+    assert sd["fc1.weight"].dtype == F32 and sd["norm.weight"].dtype == F32
+    np.testing.assert_array_equal(sd["fc1.weight"].numpy(), _f32(saved.fc1.weight).astype(np.float32))
+    assert saved.state_dict(use_hook=False)["fc1.weight"].dtype == BF16
     with pytest.raises(TypeError, match="Layers"):
         amp.decorate("model")
     with pytest.raises(ValueError, match="save_dtype"):

@@ -138,7 +138,7 @@ def decorate(models, optimizers=None, level="O1", dtype="float16", master_weight
     normalisation layers and `excluded_layers` (layer instances or types) become `dtype`, and the
     optimizers keep float32 master weights (multi_precision) unless master_weight is False.
     save_dtype ('float16', 'bfloat16', 'float32', 'float64'): state_dict() returns the floating
-    parameters in that dtype. master_grad is accepted: the master-weight update already takes the
+    parameters and buffers cast to that dtype. master_grad is accepted: the master-weight update already takes the
     gradients in float32. Returns models, or (models, optimizers) when optimizers are given."""
     level, dt = _check_level_dtype("decorate", level, dtype)
     from ..autograd import no_grad
