@@ -39,7 +39,8 @@ struct DispatchHook {
   bool before_writes_only = false;
   // Before shape inference: may replace the call's inputs (AMP casts them to the op's precision). Returns
   // true when `cast` holds the inputs to use instead. nullptr: nothing to do.
-  bool (*cast_inputs)(const OpDef& op, const Tensor* inputs, int32_t n_inputs, std::vector<Tensor>& cast) = nullptr;
+  bool (*cast_inputs)(const OpDef& op, const Tensor* inputs, int32_t n_inputs,
+                      std::vector<Tensor>& cast) = nullptr;
 };
 
 // The slots, in the order their hooks run.
