@@ -4,6 +4,7 @@
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
 
+#include <atomic>
 #include <cmath>
 #include <deque>
 #include <unordered_map>
@@ -178,6 +179,8 @@ class AccumulateGrad final : public GradNode {
     if (!grad.is_contiguous()) grad = grad.contiguous();
     m.grad = m.grad.defined() && !m.grad_is_zero ? ops::add(m.grad, grad) : grad;
     m.grad_is_zero = false;
+    const auto post = m.post_hooks;  // a copy: a hook may register or remove hooks on this leaf
+    for (const auto& [id, hook] : post) hook();
     return {};
   }
   const std::shared_ptr<TensorImpl>& leaf() const { return leaf_; }
@@ -262,6 +265,42 @@ void register_hook(const Tensor& t, TensorHook hook) {
   auto& pre = m.grad_fn->pre_hooks;
   if (static_cast<int32_t>(pre.size()) <= m.output_nr) pre.resize(m.output_nr + 1);
   pre[m.output_nr].push_back(std::move(hook));
+}
+
+int64_t register_post_accumulate_hook(const Tensor& t, PostAccumulateHook hook) {
+  OAR_ENFORCE(requires_grad(t) && is_leaf(t), ErrorCode::kPrecondition,
+              "register_post_accumulate_hook: the tensor must be a leaf that requires gradients "
+              "(stop_gradient False)");
+  static std::atomic<int64_t> next_id{1};
+  const int64_t id = next_id++;
+  ensure_meta(t).post_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+bool remove_post_accumulate_hook(const Tensor& t, int64_t id) {
+  AutogradMeta* m = meta(t);
+  if (!m) return false;
+  auto& v = m->post_hooks;
+  for (auto it = v.begin(); it != v.end(); ++it)
+    if (it->first == id) {
+      v.erase(it);
+      return true;
+    }
+  return false;
+}
+
+void set_grad(const Tensor& t, const Tensor& g) {
+  if (!g.defined()) {
+    clear_grad(t, false);
+    return;
+  }
+  OAR_ENFORCE(g.dims() == t.dims() && g.dtype() == t.dtype() && g.place() == t.place(), ErrorCode::kInvalidArgument,
+              "set_grad: the gradient (" << g.dims().to_string() << ", " << dtype_name(g.dtype())
+                                         << ") does not match the tensor (" << t.dims().to_string() << ", "
+                                         << dtype_name(t.dtype()) << ") or is on another place");
+  AutogradMeta& m = ensure_meta(t);
+  m.grad = g.is_contiguous() ? g : g.contiguous();
+  m.grad_is_zero = false;
 }
 
 void retain_grad(const Tensor& t) {
@@ -466,6 +505,11 @@ void record_view(const Tensor& base, Tensor& view, const char* name,
 // ---- the engine -----------------------------------------------------------------------------------
 namespace {
 
+// Backward runs on the calling thread: the nesting depth of backward() and the callbacks queued for the
+// end of the outermost one are per thread.
+thread_local int32_t backward_depth = 0;
+thread_local std::vector<std::function<void()>> backward_callbacks;
+
 struct Capture {  // for grad(): which (node, slot) gradients to hand back instead of accumulating
   std::vector<Edge> targets;
   std::vector<Tensor> results;
@@ -577,12 +621,29 @@ std::vector<Tensor> default_root_grads(const std::vector<Tensor>& roots, const s
 
 }  // namespace
 
+void queue_backward_callback(std::function<void()> fn) {
+  OAR_ENFORCE(backward_depth > 0, ErrorCode::kPrecondition,
+              "queue_backward_callback: no backward is running on this thread");
+  backward_callbacks.push_back(std::move(fn));
+}
+
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph,
               bool create_graph) {
   std::vector<Tensor> grads = default_root_grads(roots, grad_roots);
   std::vector<Edge> edges;
   for (const Tensor& r : roots) edges.push_back(edge_of(r));
+  struct Depth {
+    Depth() { ++backward_depth; }
+    ~Depth() {
+      if (--backward_depth == 0) backward_callbacks.clear();  // also drops them when the graph failed
+    }
+  } depth;
   run_graph(edges, grads, retain_graph || create_graph, create_graph, nullptr);
+  if (backward_depth > 1) return;
+  for (size_t i = 0; i < backward_callbacks.size(); ++i) {  // by index: a callback may queue more
+    std::function<void()> fn = std::move(backward_callbacks[i]);
+    fn();
+  }
 }
 
 namespace {

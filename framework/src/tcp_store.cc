@@ -3,8 +3,10 @@
 //
 // Wire protocol (native byte order; every process of a job runs on one architecture):
 //   request: u32 magic 'OARS' | u8 command | u32 field count | per field: u64 length, bytes
-//   reply:   u32 magic 'OARR' | u8 status (0 ok, 1 error, 2 timed out) | u64 length | payload (errors:
-//            the message)
+//   reply:   u32 magic 'OARR' | u8 status (0 ok, 1 error, 2 timed out, 3 refused) | u64 length | payload
+//            (errors: the message)
+// Every new connection first sends `auth` with this process's token (empty: none); a store whose token
+// differs answers "refused" and closes it (docs/distributed.md, "Security model").
 // Integers travel as 8-byte fields. get and wait carry their timeout (ms) as the first field: the server
 // answers status 2 ("timed out") when it passes, so the connection stays in step and is reused; the
 // client waits a little longer than that before it gives up on a silent server. Lengths are checked against
@@ -26,6 +28,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -44,7 +47,11 @@ constexpr uint32_t kMaxFields = kStoreMaxKeysPerCall + 1;
 constexpr uint64_t kMaxRequestBytes =
     kRequestHeader + kStoreMaxValueBytes + uint64_t{kMaxFields} * (8 + kStoreMaxKeyBytes);
 
-enum Command : uint8_t { kSet = 1, kGet, kAdd, kWait, kCheck, kDelete, kNumKeys };
+enum Command : uint8_t { kSet = 1, kGet, kAdd, kWait, kCheck, kDelete, kNumKeys, kAuth };
+// Reply status: 0 ok, 1 error, 2 timed out, 3 refused (token; the server closes the connection).
+constexpr uint8_t kRefused = 3;
+// Bytes a peer may send before it has presented the token (the auth request itself is far smaller).
+constexpr size_t kMaxBytesBeforeAuth = 64 * 1024;
 
 const char* command_name(uint8_t c) {
   switch (c) {
@@ -62,6 +69,8 @@ const char* command_name(uint8_t c) {
       return "delete_key";
     case kNumKeys:
       return "num_keys";
+    case kAuth:
+      return "auth";
   }
   return "?";
 }
@@ -82,6 +91,29 @@ void set_nonblocking(int fd, bool on) {
   ::fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK));
 }
 
+// Compares without an early exit, so the time taken says nothing about where a guess first differs.
+bool same_token(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string address_text(const sockaddr* a) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (a->sa_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(a);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    port = ntohs(in->sin_port);
+  } else if (a->sa_family == AF_INET6) {
+    auto* in = reinterpret_cast<const sockaddr_in6*>(a);
+    ::inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof(host));
+    port = ntohs(in->sin6_port);
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
+
 void set_nodelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -96,6 +128,8 @@ struct Conn {
   size_t out_pos = 0;
   bool closing = false;  // close once `out` is flushed (after a framing error)
   bool dead = false;
+  bool authed = false;  // presented the token (always true when the store has none)
+  std::string peer;     // the peer's address, for the refusal message
   // A get / wait whose keys do not all exist yet: answered when the last one is set.
   bool waiting = false;
   uint8_t wait_cmd = 0;
@@ -105,15 +139,12 @@ struct Conn {
 
 class Server {
  public:
-  explicit Server(int port) {
-    listen_fd_ = open_listener(port);
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                       : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  // Listens on `host`'s addresses only (every address it resolves to, e.g. ::1 and 127.0.0.1 for
+  // localhost): a job's store is not reachable from other networks. "0.0.0.0" / "::" listen everywhere.
+  Server(const std::string& host, int port, std::string token) : token_(std::move(token)) {
+    open_listeners(host, port);
     if (::pipe(wake_) != 0) {
-      ::close(listen_fd_);
+      for (int fd : listen_fds_) ::close(fd);
       OAR_THROW(ErrorCode::kUnavailable, "TCPStore: pipe() failed: " << errno_text(errno));
     }
     thread_ = std::thread([this] { loop(); });
@@ -123,7 +154,7 @@ class Server {
     (void)!::write(wake_[1], &stop, 1);
     thread_.join();
     for (auto& conn : conns_) ::close(conn.fd);
-    ::close(listen_fd_);
+    for (int fd : listen_fds_) ::close(fd);
     ::close(wake_[0]);
     ::close(wake_[1]);
   }
@@ -131,43 +162,69 @@ class Server {
   pid_t owner() const { return owner_; }
 
  private:
-  // Listens on every address: IPv6 with IPv4 mapped where the system has IPv6, else IPv4 only.
-  static int open_listener(int port) {
+  void open_listeners(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    OAR_ENFORCE(rc == 0, ErrorCode::kInvalidArgument,
+                "TCPStore: the master cannot resolve host '" << host << "': " << ::gai_strerror(rc));
     int last_errno = 0;
-    for (int family : {AF_INET6, AF_INET}) {
-      int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    std::string failed_at;
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      sockaddr_storage addr{};
+      std::memcpy(&addr, a->ai_addr, a->ai_addrlen);
+      // Every address gets the same port: the one asked for, or the one the first bind picked.
+      const uint16_t want = htons(static_cast<uint16_t>(port_ ? port_ : port));
+      bool any = false;
+      if (a->ai_family == AF_INET6) {
+        auto* in = reinterpret_cast<sockaddr_in6*>(&addr);
+        in->sin6_port = want;
+        any = IN6_IS_ADDR_UNSPECIFIED(&in->sin6_addr);
+      } else if (a->ai_family == AF_INET) {
+        reinterpret_cast<sockaddr_in*>(&addr)->sin_port = want;
+      } else {
+        continue;
+      }
+      int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (fd < 0) {
         last_errno = errno;
         continue;
       }
-      int one = 1, zero = 0;
+      int one = 1, v6only = any ? 0 : 1;  // "::" also takes IPv4 where the system allows it
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-      int rc;
-      if (family == AF_INET6) {
-        ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_addr = in6addr_any;
-        a.sin6_port = htons(static_cast<uint16_t>(port));
-        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-      } else {
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_ANY);
-        a.sin_port = htons(static_cast<uint16_t>(port));
-        rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-      }
-      if (rc == 0 && ::listen(fd, 128) == 0) {
+      if (a->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
         set_nonblocking(fd, true);
-        return fd;
+        listen_fds_.push_back(fd);
+        if (!port_) {
+          sockaddr_storage bound{};
+          socklen_t len = sizeof(bound);
+          ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+          port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+        }
+        continue;
       }
       last_errno = errno;
+      failed_at = address_text(reinterpret_cast<sockaddr*>(&addr));
       ::close(fd);
-      if (last_errno == EADDRINUSE) break;  // the same answer for IPv4
+      // An address without IPv6 (say) is skipped; one where another process holds the port is not: its
+      // clients would reach that process.
+      if (last_errno == EADDRINUSE) break;
     }
-    OAR_THROW(ErrorCode::kUnavailable, "TCPStore: the master cannot listen on port "
-                                           << port << ": " << errno_text(last_errno)
-                                           << (last_errno == EADDRINUSE ? " (another process uses it)" : ""));
+    ::freeaddrinfo(res);
+    if (!listen_fds_.empty() && last_errno != EADDRINUSE) return;
+    for (int fd : listen_fds_) ::close(fd);
+    listen_fds_.clear();
+    OAR_THROW(ErrorCode::kUnavailable,
+              "TCPStore: the master cannot listen on port "
+                  << port << " of '" << host << "' (" << failed_at << "): " << errno_text(last_errno)
+                  << (last_errno == EADDRINUSE      ? " (another process uses it)"
+                      : last_errno == EADDRNOTAVAIL ? " (it is not an address of this machine)"
+                                                    : ""));
   }
 
   void loop() {
@@ -175,7 +232,8 @@ class Server {
     for (;;) {
       fds.clear();
       fds.push_back({wake_[0], POLLIN, 0});
-      fds.push_back({listen_fd_, POLLIN, 0});
+      for (int fd : listen_fds_) fds.push_back({fd, POLLIN, 0});
+      const size_t first_conn = fds.size();
       for (auto& c : conns_)
         fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
       if (::poll(fds.data(), fds.size(), poll_timeout_ms()) < 0) {
@@ -184,10 +242,11 @@ class Server {
       }
       expire_waiters();
       if (fds[0].revents) return;
-      if (fds[1].revents & POLLIN) accept_all();
-      // conns_ may have grown in accept_all(): only the first fds.size() - 2 have poll results.
-      for (size_t i = 2; i < fds.size(); ++i) {
-        Conn& c = conns_[i - 2];
+      for (size_t i = 1; i < first_conn; ++i)
+        if (fds[i].revents & POLLIN) accept_all(fds[i].fd);
+      // conns_ may have grown in accept_all(): only the first fds.size() - first_conn have poll results.
+      for (size_t i = first_conn; i < fds.size(); ++i) {
+        Conn& c = conns_[i - first_conn];
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) receive(c);
         if (!c.dead && !c.out.empty()) flush(c);
       }
@@ -228,13 +287,17 @@ class Server {
     }
   }
 
-  void accept_all() {
+  void accept_all(int listen_fd) {
     for (;;) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage peer{};
+      socklen_t len = sizeof(peer);
+      int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) return;  // EAGAIN, or a connection that went away before we took it
       set_nodelay(fd);
       Conn c;
       c.fd = fd;
+      c.authed = token_.empty();
+      c.peer = address_text(reinterpret_cast<sockaddr*>(&peer));
       conns_.push_back(std::move(c));
     }
   }
@@ -296,6 +359,10 @@ class Server {
   // Parses and serves complete requests in c.in, in order, until one has to wait or the bytes run out.
   void process(Conn& c) {
     while (!c.waiting && !c.closing && !c.dead) {
+      if (!c.authed && c.in.size() > kMaxBytesBeforeAuth) {
+        refuse(c, "sent " + std::to_string(c.in.size()) + " bytes without presenting the token");
+        return;
+      }
       uint8_t cmd = 0;
       std::vector<std::string> fields;
       size_t used = 0;
@@ -359,7 +426,43 @@ class Server {
     return true;
   }
 
+  // Refuses a peer without the job's token: it gets the reason, the connection closes, and the master's
+  // stderr says so (the first few times: a port scanner must not flood it).
+  void refuse(Conn& c, const std::string& why) {
+    reply(c, kRefused, "TCPStore server: refused: " + why);
+    c.closing = true;
+    c.in.clear();
+    if (++refusals_ <= 10)
+      std::fprintf(stderr, "oar TCPStore master (port %d): refused a peer from %s: %s%s\n", port_,
+                   c.peer.c_str(), why.c_str(),
+                   refusals_ == 10 ? " (further refusals are not reported)" : "");
+  }
+
+  // The token gate: a store with a token serves a connection only after an auth request carrying it.
+  // A peer with a token meeting a store without one is refused too, so a mismatch fails on both sides.
+  bool admitted(Conn& c, uint8_t cmd, const std::vector<std::string>& f) {
+    if (cmd == kAuth) {
+      if (f.size() != 1)
+        refuse(c, "malformed auth request");
+      else if (token_.empty() && !f[0].empty())
+        refuse(c, "the peer presented a token (OAR_STORE_TOKEN) but this store has none");
+      else if (!token_.empty() && f[0].empty())
+        refuse(c, "this store requires the job's token (OAR_STORE_TOKEN) and the peer presented none");
+      else if (!same_token(f[0], token_))
+        refuse(c, "the peer presented a wrong token (OAR_STORE_TOKEN differs)");
+      else {
+        c.authed = true;
+        reply(c, 0, "");
+      }
+      return false;
+    }
+    if (!c.authed)
+      refuse(c, "this store requires the job's token (OAR_STORE_TOKEN) and the peer presented none");
+    return c.authed;
+  }
+
   void serve(Conn& c, uint8_t cmd, std::vector<std::string> f) {
+    if (!admitted(c, cmd, f)) return;
     const char* name = command_name(cmd);
     auto need = [&](size_t lo, size_t hi) {
       if (f.size() < lo || f.size() > hi) {
@@ -450,8 +553,10 @@ class Server {
     }
   }
 
-  int listen_fd_ = -1;
+  const std::string token_;  // empty: no authentication (as before tokens existed)
+  std::vector<int> listen_fds_;
   int port_ = 0;
+  int refusals_ = 0;
   int wake_[2] = {-1, -1};
   std::thread thread_;
   const pid_t owner_ = ::getpid();
@@ -485,6 +590,7 @@ struct TCPStore::Impl {
   bool is_master = false;
   int world_size = 0;
   int64_t timeout_ms = kStoreDefaultTimeoutMs;
+  std::string token;  // presented on every new connection; empty: none
   std::unique_ptr<Server> server;
   std::mutex mu;
   std::vector<int> idle;  // connected sockets not in use: one per concurrent caller at most
@@ -547,7 +653,10 @@ struct TCPStore::Impl {
     for (;;) {
       bool resolvable = true;
       int fd = connect_once(deadline, &why, &resolvable);
-      if (fd >= 0) return fd;
+      if (fd >= 0) {
+        authenticate(fd, deadline);
+        return fd;
+      }
       OAR_ENFORCE(resolvable, ErrorCode::kInvalidArgument, "TCPStore: " << why);
       if (Clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(100, ms_left(deadline))));
@@ -578,7 +687,10 @@ struct TCPStore::Impl {
     for (;;) {
       bool resolvable = true;
       int fd = connect_once(deadline, &why, &resolvable);
-      if (fd >= 0) return fd;
+      if (fd >= 0) {
+        authenticate(fd, deadline);
+        return fd;
+      }
       if (!resolvable || Clock::now() >= deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -591,16 +703,11 @@ struct TCPStore::Impl {
     idle.push_back(fd);
   }
 
-  // Sends one request and returns the reply's payload. `timeout` bounds the whole call; `waits_for`
-  // names the keys a get / wait blocks on, for the timeout message.
-  std::string call(uint8_t cmd, const std::vector<std::string>& fields, int64_t timeout,
-                   const std::string& waits_for = "") {
+  // Sends one request on `fd` and reads the reply (status, payload) before `deadline`. A broken or silent
+  // connection closes `fd` and throws, naming the command.
+  std::pair<uint8_t, std::string> exchange(int fd, uint8_t cmd, const std::vector<std::string>& fields,
+                                           Clock::time_point deadline, int64_t allowed_ms) {
     const char* name = command_name(cmd);
-    if (timeout < 0) timeout = timeout_ms;
-    // A get / wait is timed by the server (it answers "timed out"); the client allows it a margin.
-    const int64_t margin = waits_for.empty() ? 0 : std::min<int64_t>(timeout_ms, 5000);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout + margin);
-    int fd = take_connection();
     auto lost = [&](const std::string& why) {
       ::close(fd);
       OAR_THROW(ErrorCode::kUnavailable, "TCPStore." << name
@@ -610,7 +717,7 @@ struct TCPStore::Impl {
     auto timed_out = [&]() {
       ::close(fd);  // the server may still answer later: this connection cannot be reused
       OAR_THROW(ErrorCode::kUnavailable, "TCPStore." << name << ": no answer from the store master at "
-                                                     << where() << " within " << timeout + margin << " ms");
+                                                     << where() << " within " << allowed_ms << " ms");
     };
     std::string msg(kRequestHeader, '\0');
     const uint32_t count = static_cast<uint32_t>(fields.size());
@@ -655,16 +762,48 @@ struct TCPStore::Impl {
       read_exact(&payload[got], chunk);
       got += chunk;
     }
+    if (static_cast<uint8_t>(h[4]) == kRefused) {
+      ::close(fd);  // the server closes it too
+      OAR_THROW(ErrorCode::kPrecondition, "TCPStore." << name << ": the store master at " << where()
+                                                      << " refused this process: " << payload);
+    }
+    return {static_cast<uint8_t>(h[4]), std::move(payload)};
+  }
+
+  // A fresh connection presents this process's token first (empty when it has none), so a mismatch is
+  // an error when the store is made, not at some later call.
+  void authenticate(int fd, Clock::time_point deadline) {
+    const auto limit =
+        std::min(deadline, Clock::now() + std::chrono::milliseconds(std::min<int64_t>(timeout_ms, 10000)));
+    exchange(fd, kAuth, {token}, limit, std::min<int64_t>(timeout_ms, 10000));
+  }
+
+  // Sends one request and returns the reply's payload. `timeout` bounds the whole call; `waits_for`
+  // names the keys a get / wait blocks on, for the timeout message.
+  std::string call(uint8_t cmd, const std::vector<std::string>& fields, int64_t timeout,
+                   const std::string& waits_for = "") {
+    const char* name = command_name(cmd);
+    if (timeout < 0) timeout = timeout_ms;
+    // A get / wait is timed by the server (it answers "timed out"); the client allows it a margin.
+    const int64_t margin = waits_for.empty() ? 0 : std::min<int64_t>(timeout_ms, 5000);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout + margin);
+    int fd = take_connection();
+    auto [status, payload] = exchange(fd, cmd, fields, deadline, timeout + margin);
     give_back(fd);
-    OAR_ENFORCE(h[4] != 2, ErrorCode::kUnavailable,
+    OAR_ENFORCE(status != 2, ErrorCode::kUnavailable,
                 "TCPStore." << name << ": timed out after " << timeout << " ms waiting for " << waits_for);
-    OAR_ENFORCE(h[4] == 0, ErrorCode::kInvalidArgument, payload);
+    OAR_ENFORCE(status == 0, ErrorCode::kInvalidArgument, payload);
     return payload;
   }
 };
 
+std::string store_token_from_env() {
+  const char* t = std::getenv("OAR_STORE_TOKEN");
+  return t ? t : "";
+}
+
 TCPStore::TCPStore(const std::string& host, int port, bool is_master, int world_size, int64_t timeout_ms,
-                   bool wait_for_workers)
+                   bool wait_for_workers, std::optional<std::string> token)
     : impl_(std::make_unique<Impl>()) {
   OAR_ENFORCE(!host.empty(), ErrorCode::kInvalidArgument, "TCPStore: host is empty");
   OAR_ENFORCE(port >= 0 && port <= 65535 && (port > 0 || is_master), ErrorCode::kInvalidArgument,
@@ -677,8 +816,11 @@ TCPStore::TCPStore(const std::string& host, int port, bool is_master, int world_
   d.is_master = is_master;
   d.world_size = world_size;
   d.timeout_ms = timeout_ms;
+  d.token = token ? *token : store_token_from_env();
+  OAR_ENFORCE(d.token.size() <= kStoreMaxKeyBytes, ErrorCode::kInvalidArgument,
+              "TCPStore: the token has " << d.token.size() << " bytes, at most " << kStoreMaxKeyBytes);
   if (is_master) {
-    d.server = std::make_unique<Server>(port);
+    d.server = std::make_unique<Server>(host, port, d.token);
     d.port = d.server->port();
   }
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);

@@ -34,6 +34,7 @@ from . import version  # noqa: F401,E402  (paddle.version)
 from . import hapi  # noqa: F401,E402
 from . import callbacks  # noqa: F401,E402
 from .hapi import Model, flops, summary  # noqa: F401,E402
+from .distributed.parallel import DataParallel  # noqa: F401,E402
 
 
 def _dtype_from_name(name):

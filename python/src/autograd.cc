@@ -167,6 +167,22 @@ void init_autograd(py::module_& m) {
       .def("detach", [](const PyTensor& s) { return PyTensor{ag::detach(s.t)}; },
            "A new leaf sharing this tensor's storage, with no history and stop_gradient True.")
       .def("_register_hook", [](const PyTensor& s, py::object fn) { ag::register_hook(s.t, make_hook(std::move(fn))); })
+      .def(
+          "_register_backward_hook",
+          [](const PyTensor& s, py::object fn) {
+            auto holder = std::make_shared<PyCallable>(std::move(fn));
+            return ag::register_post_accumulate_hook(s.t, [holder] {
+              py::gil_scoped_acquire gil;
+              holder->fn();
+            });
+          },
+          "Calls `hook()` each time backward has accumulated a gradient into this leaf's .grad (Paddle's "
+          "_register_backward_hook). Returns an id for _remove_backward_hook.")
+      .def("_remove_backward_hook", [](const PyTensor& s, int64_t id) { return ag::remove_post_accumulate_hook(s.t, id); })
+      .def(
+          "_set_grad",
+          [](const PyTensor& s, py::handle g) { ag::set_grad(s.t, g.is_none() ? oar::Tensor() : tensor_of(g).t); },
+          "Replaces the accumulated gradient (None: no gradient).")
       .def("retain_grads", [](const PyTensor& s) { ag::retain_grad(s.t); },
            "Keeps .grad of a non-leaf tensor after backward (leaves always keep it).");
 
@@ -200,6 +216,16 @@ void init_autograd(py::module_& m) {
     return result;
   });
 
+  m.def(
+      "_queue_backward_callback",
+      [](py::object fn) {
+        auto holder = std::make_shared<PyCallable>(std::move(fn));
+        ag::queue_backward_callback([holder] {
+          py::gil_scoped_acquire gil;
+          holder->fn();
+        });
+      },
+      "Runs `fn()` once when the outermost running backward has finished its graph (from a hook).");
   m.def("is_grad_enabled", [] { return oar::grad_enabled(); });
   m.def("_set_grad_enabled", [](bool enabled) { oar::set_grad_enabled(enabled); });
   m.def(

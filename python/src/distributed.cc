@@ -6,7 +6,9 @@
 
 #include <cstring>
 #include <memory>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "common.h"
 
@@ -114,11 +116,104 @@ class ProcessGroup {
     call("reduce_scatter", [&] { return f(ip, op_, o.numel(), abi(i), op, comm_, device_->stream()); });
   }
 
-  // Waits for this rank's queued collectives (and everything else on the current stream).
+  // `tensor` is reduced into rank `root`'s `tensor`; the other ranks' tensors are left as they were.
+  void reduce(py::handle tensor, int32_t op, int32_t root) {
+    if (op < OAR_REDUCE_SUM || op > OAR_REDUCE_AVG)
+      throw py::value_error("reduce: unknown reduce op " + std::to_string(op));
+    root_ok(root, "reduce", "dst");
+    const oar::Tensor& t = checked(tensor, "reduce", "tensor");
+    if (rank_ == root) written(t);
+    void* p = address(t);
+    auto f = need(table().reduce, "reduce");
+    call("reduce", [&] { return f(p, p, t.numel(), abi(t), op, root, comm_, device_->stream()); });
+  }
+
+  // `in` holds world_size blocks, block r for rank r; `out` gets block `rank` of every rank, in rank order.
+  void all_to_all(py::handle out, py::handle in) {
+    const oar::Tensor& o = checked(out, "alltoall", "out");
+    const oar::Tensor& i = checked(in, "alltoall", "in");
+    if (o.dtype() != i.dtype()) throw py::value_error("alltoall: out and in have different dtypes");
+    if (o.numel() != i.numel() || i.numel() % world_size_ != 0)
+      throw py::value_error("alltoall: in and out must have the same number of elements, a multiple of the " +
+                            std::string("world size ") + std::to_string(world_size_) + " (in has " +
+                            std::to_string(i.numel()) + ", out " + std::to_string(o.numel()) + ")");
+    written(o);
+    void *op = address(o), *ip = address(i);
+    const uint64_t per_rank = i.numel() / world_size_;
+    auto f = need(table().all_to_all, "all_to_all");
+    call("alltoall", [&] { return f(ip, op, per_rank, abi(i), comm_, device_->stream()); });
+  }
+
+  // Point-to-point messages, each (is_send, tensor, peer), posted together between group_start and group_end
+  // so their order on either side cannot deadlock (send, recv, scatter, batch_isend_irecv).
+  void p2p(const std::vector<std::tuple<bool, py::handle, int32_t>>& ops, const char* what) {
+    auto s = need(table().send, "send");
+    auto r = need(table().recv, "recv");
+    struct Op {
+      bool is_send;
+      void* p;
+      uint64_t n;
+      int32_t dtype, peer;
+    };
+    std::vector<Op> todo;
+    for (const auto& [is_send, h, peer] : ops) {
+      if (peer < 0 || peer >= world_size_ || peer == rank_)
+        throw py::value_error(std::string(what) + ": peer " + std::to_string(peer) +
+                              " is not another rank of " + std::to_string(world_size_) + " (this is rank " +
+                              std::to_string(rank_) + ")");
+      const oar::Tensor& t = checked(h, what, "tensor");
+      if (!is_send) written(t);
+      todo.push_back({is_send, address(t), static_cast<uint64_t>(t.numel()), abi(t), peer});
+    }
+    const OarCollectiveTable& c = table();
+    const bool grouped = todo.size() > 1 && c.group_start && c.group_end;
+    call(what, [&]() -> OarError* {
+      if (grouped)
+        if (OarError* e = c.group_start()) return e;
+      OarError* first = nullptr;
+      for (const Op& op : todo) {
+        first = op.is_send ? s(op.p, op.n, op.dtype, op.peer, comm_, device_->stream())
+                           : r(op.p, op.n, op.dtype, op.peer, comm_, device_->stream());
+        if (first) break;
+      }
+      if (grouped) {  // always closed, so this thread's next calls are not swallowed by a dangling group
+        OarError* e = c.group_end();
+        if (!first) return e;
+        drop(e);
+      }
+      return first;
+    });
+  }
+
+  // Refuses what a collective would refuse (not a contiguous tensor of this group's device), before the
+  // ranks' calls are compared.
+  void check(py::handle tensor, const char* what, const char* arg) const { checked(tensor, what, arg); }
+
+  bool has(const std::string& name) const {
+    const OarCollectiveTable& c = table();
+    if (name == "send" || name == "recv") return c.send && c.recv;
+    if (name == "reduce") return c.reduce;
+    if (name == "all_to_all") return c.all_to_all;
+    throw py::value_error("ProcessGroup.has: unknown call '" + name + "'");
+  }
+
+  // Waits for this rank's queued collectives (and everything else on the current stream). A collective
+  // that failed on the stream raises here, naming the plugin, the collective and the peer; the
+  // communicator is aborted first so the other ranks fail instead of waiting for this one.
   void synchronize() {
     ensure_open("synchronize");
-    py::gil_scoped_release nogil;
-    device_->synchronize_stream();
+    try {
+      py::gil_scoped_release nogil;
+      device_->synchronize_stream();
+    } catch (...) {
+      if (table().abort) drop(table().abort(comm_));
+      throw;
+    }
+  }
+
+  // Marks the communicator failed and wakes this rank's waits in it (the peers then fail too).
+  void abort() {
+    if (comm_ && table().abort) oar::check_plugin_error(plugin_, "abort", table().abort(comm_));
   }
 
   void destroy() {
@@ -176,7 +271,9 @@ class ProcessGroup {
       throw py::value_error(std::string(what) + ": " + arg + " is on " + t.place().to_string() +
                             " but the process group's device is " + place_.to_string() +
                             " (backend of plugin " + plugin_ + ")");
-    if (!t.is_contiguous()) throw py::value_error(std::string(what) + ": " + arg + " must be contiguous");
+    if (!t.is_contiguous())
+      throw py::value_error(std::string(what) + ": " + arg +
+                            " must be contiguous (call .contiguous() first)");
     return t;
   }
 
@@ -222,6 +319,21 @@ void init_distributed(py::module_& m) {
       .def("broadcast", &ProcessGroup::broadcast, py::arg("tensor"), py::arg("src"))
       .def("all_gather", &ProcessGroup::all_gather, py::arg("out"), py::arg("tensor"))
       .def("reduce_scatter", &ProcessGroup::reduce_scatter, py::arg("out"), py::arg("tensor"), py::arg("op"))
+      .def("reduce", &ProcessGroup::reduce, py::arg("tensor"), py::arg("op"), py::arg("root"))
+      .def("all_to_all", &ProcessGroup::all_to_all, py::arg("out"), py::arg("in"))
+      .def(
+          "p2p",
+          [](ProcessGroup& g, const std::vector<std::tuple<bool, py::handle, int32_t>>& ops,
+             const std::string& what) { g.p2p(ops, what.c_str()); },
+          py::arg("ops"), py::arg("what"))
+      .def("has", &ProcessGroup::has, py::arg("call"))
+      .def(
+          "check",
+          [](const ProcessGroup& g, py::handle t, const std::string& what, const std::string& arg) {
+            g.check(t, what.c_str(), arg.c_str());
+          },
+          py::arg("tensor"), py::arg("what"), py::arg("arg"))
+      .def("abort", &ProcessGroup::abort)
       .def("synchronize", &ProcessGroup::synchronize)
       .def("destroy", &ProcessGroup::destroy)
       .def_property_readonly("rank", &ProcessGroup::rank)

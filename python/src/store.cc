@@ -49,21 +49,24 @@ void init_store(py::module_& m) {
   py::class_<TCPStore, std::shared_ptr<TCPStore>>(m, "TCPStore", R"doc(
 A key-value store over TCP shared by the processes of a job (rendezvous for collectives).
 
-TCPStore(hostname, port, is_master, world_size, timeout=900, wait_for_workers=True)
+TCPStore(hostname, port, is_master, world_size, timeout=900, wait_for_workers=True, token=None)
 
 The master process (is_master=True, usually rank 0) runs the server on `port` (0: any free port, read
-it back from `.port`); every process connects to hostname:port, retrying until `timeout` seconds pass.
+it back from `.port`), listening on hostname's addresses only; every process connects to hostname:port, retrying until `timeout` seconds pass.
 With wait_for_workers and world_size > 0 the master's constructor returns once world_size processes
 made their store. set / get / add / wait / delete_key / check / num_keys; values are bytes; get and wait
-block until the keys exist, raising RuntimeError after the timeout. See docs/distributed.md.)doc")
+block until the keys exist, raising RuntimeError after the timeout. `token` (None: the OAR_STORE_TOKEN
+environment variable) is the job's shared secret: a master with one refuses peers without it, and a peer
+with one refuses a master without it (RuntimeError naming the refusal). See docs/distributed.md.)doc")
       .def(py::init([](const std::string& host, int port, bool is_master, int world_size, py::handle timeout,
-                       bool wait_for_workers) {
+                       bool wait_for_workers, std::optional<std::string> token) {
              const int64_t ms = timeout_ms_of(timeout, "TCPStore");
              py::gil_scoped_release nogil;
-             return std::make_shared<TCPStore>(host, port, is_master, world_size, ms, wait_for_workers);
+             return std::make_shared<TCPStore>(host, port, is_master, world_size, ms, wait_for_workers,
+                                               std::move(token));
            }),
            py::arg("hostname"), py::arg("port"), py::arg("is_master") = false, py::arg("world_size") = 1,
-           py::arg("timeout") = 900, py::arg("wait_for_workers") = true)
+           py::arg("timeout") = 900, py::arg("wait_for_workers") = true, py::arg("token") = py::none())
       .def_property_readonly("host", &TCPStore::host)
       .def_property_readonly("port", &TCPStore::port)
       .def_property_readonly("is_master", &TCPStore::is_master)

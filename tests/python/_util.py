@@ -1,4 +1,6 @@
 """Helpers shared by the Python tests."""
+import contextlib
+
 import numpy as np
 
 import oar
@@ -77,3 +79,24 @@ def raises_on(device, exc, match=None):
             oar.device.synchronize(device)
 
     return block()
+
+
+# What a launcher or scheduler sets: a distributed test starts from none of it.
+JOB_ENV = ["PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_MASTER", "PADDLE_TRAINER_ENDPOINTS", "RANK",
+           "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OAR_DISTRIBUTED_CHECK", "OAR_COLLECTIVE_TIMEOUT"]
+
+
+@contextlib.contextmanager
+def clean_job(monkeypatch):
+    """A test of oar.distributed: no job environment, the cpu device; the group it made is destroyed after."""
+    import oar.distributed as dist
+    for k in JOB_ENV:
+        monkeypatch.delenv(k, raising=False)
+    prev = oar.get_device()
+    oar.set_device("cpu")
+    try:
+        yield
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        oar.set_device(prev)

@@ -313,6 +313,45 @@ TEST(Autograd, Hooks) {
   EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{20, 40}));  // 2x, times 10 by the leaf hook
 }
 
+TEST(Autograd, PostAccumulateHooksAndFinalCallbacks) {
+  // The post-accumulate hook sees .grad already summed over every path into the leaf, once per backward;
+  // a callback queued from it runs after the whole graph (the other leaf is done by then).
+  Tensor x = leaf({1, 2}, {2}, oar::cpu_place());
+  Tensor w = leaf({3, 4}, {2}, oar::cpu_place());
+  std::vector<std::string> events;
+  int64_t id = ag::register_post_accumulate_hook(x, [&] {
+    events.push_back("x:" + std::to_string(ag::grad(x).to_vector<double>()[1]));
+    ag::queue_backward_callback([&] {
+      events.push_back("final:" + std::to_string(ag::grad(w).defined()));
+      ag::queue_backward_callback([&] { events.push_back("queued by a callback"); });
+    });
+  });
+  Tensor y = ops::sum(ops::add(ops::multiply(x, w), ops::multiply(x, x)));  // dy/dx = w + 2x
+  ag::backward({y});
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0], "x:" + std::to_string(8.0));
+  EXPECT_EQ(events[1], "final:1");
+  EXPECT_EQ(events[2], "queued by a callback");
+  EXPECT_TRUE(ag::remove_post_accumulate_hook(x, id));
+  EXPECT_FALSE(ag::remove_post_accumulate_hook(x, id));
+  ag::backward({ops::sum(ops::multiply(x, w))});
+  EXPECT_EQ(events.size(), 3u);  // removed: no more calls
+  EXPECT_THROW(ag::queue_backward_callback([] {}), oar::Error);  // no backward running
+  EXPECT_THROW(ag::register_post_accumulate_hook(ops::multiply(x, x), [] {}), oar::Error);  // not a leaf
+}
+
+TEST(Autograd, SetGrad) {
+  Tensor x = leaf({1, 2}, {2}, oar::cpu_place());
+  ag::set_grad(x, ops::full({2}, 5.0, DType::kFloat64));
+  EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{5, 5}));
+  ag::backward({ops::sum(ops::multiply(x, x))});  // accumulates onto the set gradient
+  EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{7, 9}));
+  EXPECT_THROW(ag::set_grad(x, ops::full({3}, 1.0, DType::kFloat64)), oar::Error);
+  EXPECT_THROW(ag::set_grad(x, ops::full({2}, 1.0, DType::kFloat32)), oar::Error);
+  ag::set_grad(x, Tensor());
+  EXPECT_FALSE(ag::grad(x).defined());
+}
+
 TEST(Autograd, ModifiedSavedTensorIsCaught) {
   Tensor x = leaf({1, 2}, {2}, oar::cpu_place());
   Tensor y = ops::exp(x);

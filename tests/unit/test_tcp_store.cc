@@ -434,13 +434,46 @@ TEST(TCPStore, ClientRefusesHostileReplies) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       ::close(fd);
     });
-    auto c = client(port, 2000);
-    std::string e = error_of([&] { c->get("k"); });
+    // The client's first request (auth, at construction) meets the hostile reply.
+    std::string e = error_of([&] { client(port, 2000)->get("k"); });
     EXPECT_NE(e.find(mode == 0 ? "reply of 1099511627776 bytes refused" : "garbled reply"), std::string::npos)
         << e;
     fake.join();
     ::close(lfd);
   }
+}
+
+TEST(TCPStore, TokenGatesEveryConnection) {
+  TCPStore m("127.0.0.1", 0, true, 0, 5000, false, std::string("tok"));
+  TCPStore ok("127.0.0.1", m.port(), false, 0, 5000, false, std::string("tok"));
+  ok.set("k", "v");
+  EXPECT_EQ(m.get("k"), "v");
+  for (const char* token : {"", "tok2", "to"}) {
+    std::string e =
+        error_of([&] { TCPStore c("127.0.0.1", m.port(), false, 0, 5000, false, std::string(token)); });
+    EXPECT_NE(e.find("refused this process"), std::string::npos) << e;
+  }
+  // A raw peer that skips auth gets "refused" (status 3) and the connection closes; so does one that
+  // floods the server before presenting a token.
+  int fd = raw_connect(m.port());
+  std::string req = frame(kMagic, 2, {{8, std::string(8, '\0')}, {1, "k"}});
+  ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  auto [status, why] = read_reply(fd);
+  EXPECT_EQ(status, 3);
+  EXPECT_NE(why.find("presented none"), std::string::npos) << why;
+  EXPECT_TRUE(closed_by_peer(fd));
+  ::close(fd);
+  fd = raw_connect(m.port());
+  std::string flood = frame(kMagic, 1, {{1, "k"}, {200000, std::string(200000, 'x')}});
+  ::send(fd, flood.data(), flood.size(), MSG_NOSIGNAL);
+  EXPECT_EQ(read_reply(fd).first, 3);
+  ::close(fd);
+  // A tokened client meeting a store without one is refused too.
+  TCPStore plain("127.0.0.1", 0, true, 0, 5000, false, std::string());
+  std::string e =
+      error_of([&] { TCPStore c("127.0.0.1", plain.port(), false, 0, 5000, false, std::string("tok")); });
+  EXPECT_NE(e.find("this store has none"), std::string::npos) << e;
+  EXPECT_EQ(ok.get("k"), "v");  // the authenticated connection kept working throughout
 }
 
 // ---- the plugin services' store ---------------------------------------------------------------------

@@ -21,6 +21,11 @@ __all__ = ["Callback", "ProgBarLogger", "ModelCheckpoint", "LRScheduler", "Early
            "MetricsLogger"]
 
 
+def _rank():
+    from ..distributed import get_rank
+    return get_rank()
+
+
 def config_callbacks(callbacks=None, model=None, batch_size=None, epochs=None, steps=None, log_freq=2, verbose=2,
                      save_freq=1, save_dir=None, metrics=None, mode="train"):
     """The CallbackList Model uses: the user's callbacks plus a ProgBarLogger (when verbose), a
@@ -175,7 +180,8 @@ class ProgBarLogger(Callback):
         self.train_metrics = []
 
     def _is_print(self):
-        return bool(self.verbose)
+        # Under a job only rank 0 draws the progress bar (as Paddle).
+        return bool(self.verbose) and _rank() == 0
 
     @staticmethod
     def _new_timer():
@@ -313,7 +319,8 @@ class ModelCheckpoint(Callback):
         self.epoch = 0
 
     def _is_save(self):
-        return self.model is not None and bool(self.save_dir)
+        # Under a job only rank 0 writes checkpoints: the replicas are identical.
+        return self.model is not None and bool(self.save_dir) and _rank() == 0
 
     def on_epoch_begin(self, epoch=None, logs=None):
         self.epoch = epoch

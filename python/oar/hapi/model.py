@@ -119,6 +119,8 @@ class Model:
         self._test_dataloader = None
         self._accumulate = 1
         self._place = None
+        self._ddp = None  # the DataParallel wrapper under a job (prepare)
+        self._eval_total = None  # the evaluated dataset's size while a job's evaluation loop runs
         self.stop_training = False
         self._inputs = self._verify_spec(inputs, is_input=True)
         self._labels = self._verify_spec(labels)
@@ -167,6 +169,18 @@ class Model:
                 raise TypeError("prepare: {} is not a subclass of oar.metric.Metric".format(type(m).__name__))
         self._metrics = metrics
         self._prepare_amp(amp_configs)
+        self._prepare_distributed()
+
+    def _prepare_distributed(self):
+        """Under a job (world size > 1, e.g. started by oar.distributed.launch or spawn) training runs
+        data-parallel, as Paddle's Model: the default group is made if needed and the network wrapped
+        in DataParallel (rank 0's parameters are broadcast now)."""
+        from .. import distributed as dist
+        if dist.get_world_size() <= 1 or self._ddp is not None:
+            return
+        if not dist.is_initialized():
+            dist.init_parallel_env()
+        self._ddp = dist.DataParallel(self.network)
 
     _AMP_SCALER_KEYS = ("init_loss_scaling", "incr_ratio", "decr_ratio", "incr_every_n_steps",
                         "decr_every_n_nan_or_inf", "use_dynamic_loss_scaling")
@@ -248,26 +262,51 @@ class Model:
         self.mode = "train"
         inputs, labels = self._split_inputs_labels(inputs, labels)
         self._input_info = ([list(x.shape) for x in inputs], [str(x.dtype) for x in inputs])
-        with self._amp_guard():
-            outputs = self.network(*inputs)
-            losses = to_list(self._loss(*(to_list(outputs) + labels)))
-        final_loss = _add_n(losses)
-        scaler = getattr(self, "_scaler", None)
-        if scaler is not None:
-            scaled = scaler.scale(final_loss)
+        import contextlib
+        net = self._ddp if self._ddp is not None else self.network
+        # Accumulating batches (update False) only add up locally; the update's backward reduces the sum.
+        sync = contextlib.nullcontext() if update or self._ddp is None else self._ddp.no_sync()
+        scaler = getattr(self, "_scaler", None)  # amp_configs: forward under auto_cast, a scaled backward
+        with sync:
+            with self._amp_guard():
+                outputs = net(*inputs)
+                losses = to_list(self._loss(*(to_list(outputs) + labels)))
+            final_loss = _add_n(losses)
+            scaled = scaler.scale(final_loss) if scaler is not None else final_loss
             scaled.backward()
-            if update:
+        if update:
+            if scaler is not None:
                 scaler.minimize(self._optimizer, scaled)
-                self.network.clear_gradients()
-        else:
-            final_loss.backward()
-            if update:
+            else:
                 self._optimizer.step()
-                self.network.clear_gradients()
+            self.network.clear_gradients()
         with no_grad():
             metrics = self._update_metrics(outputs, labels)
         loss_values = [to_numpy(l) for l in losses]
         return (loss_values, metrics) if metrics else loss_values
+
+    def _gather_eval(self, outputs, labels):
+        """Every rank's outputs and labels of this batch, in rank order, which is the dataset's order under
+        DistributedBatchSampler; the samples the sampler repeated to even out the ranks (the end of the
+        last batch) are dropped, so metrics count each sample of the dataset once."""
+        from .. import concat
+        from .. import distributed as dist
+
+        def gather(t):
+            parts = []
+            dist.all_gather(parts, t if t.is_contiguous() else t.contiguous())
+            return concat(parts, axis=0)
+        outputs = [gather(o) for o in outputs]
+        labels = [gather(y) for y in labels]
+        total = self._eval_total
+        if outputs:
+            n = outputs[0].shape[0]
+            keep = max(0, min(n, total - self._eval_seen))
+            self._eval_seen += n
+            if keep < n:
+                outputs = [o[:keep] for o in outputs]
+                labels = [y[:keep] for y in labels]
+        return outputs, labels
 
     @no_grad()
     def eval_batch(self, inputs, labels=None):
@@ -280,6 +319,9 @@ class Model:
         with self._amp_guard():
             outputs = self.network(*inputs)
             losses = to_list(self._loss(*(to_list(outputs) + labels))) if self._loss else []
+        if self._ddp is not None and self._eval_total is not None:
+            # Metrics over the whole job's batch (as Paddle); the losses stay this rank's.
+            outputs, labels = self._gather_eval(to_list(outputs), labels)
         metrics = self._update_metrics(outputs, labels)
         loss_values = [to_numpy(l) for l in losses]
         if self._loss and metrics:
@@ -306,8 +348,11 @@ class Model:
         (path.pdmodel, path.pdiparams, path.pdiparams.info) from the Model's `inputs` InputSpecs, with the
         network in eval mode."""
         from ..framework import io as fio
+        from ..distributed import get_rank
         if not isinstance(path, str) or os.path.basename(path) == "":
             raise ValueError("Model.save: path must be 'dirname/file_prefix' or 'file_prefix', got {!r}".format(path))
+        if get_rank() != 0:
+            return  # under a job rank 0 saves (the replicas are identical), as Paddle
         dirname = os.path.dirname(path)
         if dirname:
             os.makedirs(dirname, exist_ok=True)
@@ -390,6 +435,10 @@ class Model:
             if isinstance(data, IterableDataset):
                 return DataLoader(data, batch_size=batch_size, drop_last=drop_last, num_workers=num_workers,
                                   return_list=True)
+            if self._ddp is not None:  # each rank its share of the batches (as Paddle's Model)
+                from ..io import DistributedBatchSampler
+                sampler = DistributedBatchSampler(data, batch_size, shuffle=shuffle, drop_last=drop_last)
+                return DataLoader(data, batch_sampler=sampler, num_workers=num_workers, return_list=True)
             return DataLoader(data, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                               num_workers=num_workers, return_list=True)
         return data
@@ -521,6 +570,13 @@ class Model:
 
     def _run_one_epoch(self, data_loader, callbacks, mode):
         logs = {}
+        # Under a job, an evaluation whose batches DistributedBatchSampler split gathers every rank's outputs
+        # for the metrics (_gather_eval); a loader that gives each rank everything needs no gathering.
+        from ..io import DistributedBatchSampler
+        self._eval_total = None
+        sampler = getattr(data_loader, "batch_sampler", None)
+        if mode == "eval" and self._ddp is not None and isinstance(sampler, DistributedBatchSampler):
+            self._eval_total, self._eval_seen = len(sampler.dataset), 0
         outputs = []
         n_steps = self._len_data_loader(data_loader)
         n_inputs = len(self._inputs)
@@ -559,6 +615,7 @@ class Model:
                     self.num_iters = None
                     break
         self._reset_metrics()
+        self._eval_total = None
         if mode == "predict":
             return logs, outputs
         return logs

@@ -1,6 +1,5 @@
 """Batch samplers: iterables of index lists (Paddle's paddle.io.BatchSampler, DistributedBatchSampler)."""
 import math
-import os
 from collections.abc import Iterable
 
 import numpy as np
@@ -81,14 +80,15 @@ class _InfiniteIterableSampler:
             yield [None] * self.batch_size
 
 
-def _env_int(name, default):
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError("environment variable {}={!r} is not an integer".format(name, value)) from None
+
+def _world_size():
+    from ..distributed import get_world_size
+    return get_world_size()
+
+
+def _rank():
+    from ..distributed import get_rank
+    return get_rank()
 
 
 class DistributedBatchSampler(BatchSampler):
@@ -97,7 +97,8 @@ class DistributedBatchSampler(BatchSampler):
     As in Paddle: the index list is padded (wrapping around) to a multiple of num_replicas, optionally
     shuffled with np.random.RandomState(epoch) (the epoch then increments; set_epoch sets it), and each
     rank takes every num_replicas-th block of batch_size indices, the tail split evenly. num_replicas
-    and rank default to the environment variables PADDLE_TRAINERS_NUM and PADDLE_TRAINER_ID (1 and 0)."""
+    and rank default to oar.distributed's world size and rank (the default group's, else the launcher's
+    environment: PADDLE_TRAINERS_NUM / WORLD_SIZE and PADDLE_TRAINER_ID / RANK; 1 and 0 without one)."""
 
     def __init__(self, dataset, batch_size, num_replicas=None, rank=None, shuffle=False, drop_last=False):
         self.dataset = dataset
@@ -108,12 +109,12 @@ class DistributedBatchSampler(BatchSampler):
         self.shuffle = shuffle
         self.drop_last = drop_last
         if num_replicas is None:
-            num_replicas = _env_int("PADDLE_TRAINERS_NUM", 1)
+            num_replicas = _world_size()
         if not isinstance(num_replicas, int) or isinstance(num_replicas, bool) or num_replicas <= 0:
             raise ValueError("DistributedBatchSampler: num_replicas should be a positive integer, got {!r}".format(
                 num_replicas))
         if rank is None:
-            rank = _env_int("PADDLE_TRAINER_ID", 0)
+            rank = _rank()
         if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0:
             raise ValueError("DistributedBatchSampler: rank should be a non-negative integer, got {!r}".format(rank))
         if rank >= num_replicas:

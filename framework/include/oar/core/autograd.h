@@ -27,6 +27,9 @@ struct Edge {
 };
 
 using TensorHook = std::function<Tensor(const Tensor& grad)>;  // may return an undefined tensor: keep grad
+// Runs after a leaf's gradient was accumulated into .grad (Paddle's Tensor._register_backward_hook;
+// PyTorch's post-accumulate-grad hook). DataParallel's reducer learns from it that a gradient is final.
+using PostAccumulateHook = std::function<void()>;
 
 // Per-tensor autograd state; absent (nullptr) on tensors that never took part in differentiation.
 struct AutogradMeta {
@@ -36,6 +39,7 @@ struct AutogradMeta {
   int32_t output_nr = 0;                // which output of grad_fn
   std::weak_ptr<GradNode> accumulator;  // a leaf's AccumulateGrad node, while a graph uses it
   std::vector<TensorHook> hooks;        // leaf hooks, run before accumulation
+  std::vector<std::pair<int64_t, PostAccumulateHook>> post_hooks;  // leaf hooks, run after it (by id)
   bool retain_grad = false;
   // clear_grad(set_to_zero) without work: the gradient is logically all zeros, `grad` only keeps its
   // shape, dtype and place. Reading it (autograd::grad) makes the zeros; the next accumulation simply
@@ -106,6 +110,16 @@ bool is_leaf(const Tensor& t);
 Tensor grad(const Tensor& t);  // undefined when none accumulated
 void clear_grad(const Tensor& t, bool set_to_zero = false);
 void register_hook(const Tensor& t, TensorHook hook);
+// A hook run each time backward has accumulated a gradient into the leaf `t`'s .grad; returns an id
+// for remove_post_accumulate_hook (which returns false when no hook has that id).
+int64_t register_post_accumulate_hook(const Tensor& t, PostAccumulateHook hook);
+bool remove_post_accumulate_hook(const Tensor& t, int64_t id);
+// Replaces the accumulated gradient of `t` (undefined: none). Shape, dtype and place must match `t`'s.
+void set_grad(const Tensor& t, const Tensor& g);
+// Queues `fn` to run once when the outermost backward() running on this thread has finished its graph
+// (PyTorch's queue_callback, Paddle's _add_backward_final_hook); callbacks queued by callbacks run too.
+// Outside a backward it is an error. If the backward fails, its queued callbacks are dropped.
+void queue_backward_callback(std::function<void()> fn);
 void retain_grad(const Tensor& t);
 Tensor detach(const Tensor& t);  // shares storage, no history
 // Sums `g` over the dimensions that broadcasting expanded, so that it has `shape` again.

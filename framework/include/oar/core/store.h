@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,16 @@ inline constexpr int64_t kStoreDefaultTimeoutMs = 900 * 1000;  // PaddlePaddle's
 
 class TCPStore {
  public:
-  // `is_master`: start the server on `port` (0: any free port, see port()). Every process then connects
-  // to host:port, retrying until `timeout_ms` passes (launchers start ranks in any order). With
-  // `wait_for_workers` and world_size > 0, each process checks in and the master's constructor returns
-  // once `world_size` processes have (PaddlePaddle's behaviour).
+  // `is_master`: start the server on `port` (0: any free port, see port()), listening on `host`'s
+  // addresses only ("0.0.0.0" or "::": every interface). Every process then connects to host:port,
+  // retrying until `timeout_ms` passes (launchers start ranks in any order). With `wait_for_workers` and
+  // world_size > 0, each process checks in and the master's constructor returns once `world_size`
+  // processes have (PaddlePaddle's behaviour). `token`: the job's shared secret (nullopt: the
+  // OAR_STORE_TOKEN environment variable; empty: none). A master with a token serves only connections
+  // that present it; a client presents its own on every connection; a mismatch either way is refused.
   TCPStore(const std::string& host, int port, bool is_master, int world_size,
-           int64_t timeout_ms = kStoreDefaultTimeoutMs, bool wait_for_workers = true);
+           int64_t timeout_ms = kStoreDefaultTimeoutMs, bool wait_for_workers = true,
+           std::optional<std::string> token = std::nullopt);
   ~TCPStore();  // a master stops its server: clients of other processes then get errors
   TCPStore(const TCPStore&) = delete;
   TCPStore& operator=(const TCPStore&) = delete;
@@ -63,6 +68,9 @@ class TCPStore {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// OAR_STORE_TOKEN, or "" when unset.
+std::string store_token_from_env();
 
 // The store the plugin services use (store_set / store_get). Setting nullptr goes back to the
 // in-process map. Thread-safe.

@@ -10,7 +10,10 @@ import numbers
 import numpy as np
 
 from ... import _C
-from ...autograd import no_grad
+from ...autograd import PyLayer, no_grad
+from ...tensor.creation import full as _full
+from ...tensor.manipulation import concat as _concat
+from ..functional.norm import _per_channel
 from ...framework.param_attr import ParamAttr
 from .. import functional as F
 from ..initializer import Constant, Normal
@@ -117,9 +120,31 @@ class BatchNorm3D(_BatchNormBase):
         super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats, name)
 
 
+class _AllReduceSum(PyLayer):
+    """Sum over the ranks of `group`; its gradient is the sum of the ranks' gradients (each rank's loss
+    depends on every rank's statistics)."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        from ...distributed.parallel import _all_reduce_on_comm_stream
+        ctx.group = group
+        y = x.clone()
+        _all_reduce_on_comm_stream(y, group, 0, wait=True)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        from ...distributed.parallel import _all_reduce_on_comm_stream
+        g = g.clone()
+        _all_reduce_on_comm_stream(g, ctx.group, 0, wait=True)
+        return g
+
+
 class SyncBatchNorm(_BatchNormBase):
-    """Batch normalisation whose statistics would be synchronised across processes. oar trains on one
-    process, so it computes exactly what BatchNorm does. weight_attr/bias_attr False give fixed
+    """Batch normalisation whose training statistics cover the whole batch of every process of the
+    default group: each rank's per-channel sum, sum of squares and count are all-reduced (one all-reduce
+    in forward, one in backward for their gradients). Eval uses the running statistics; one process (or
+    no parallel environment) computes exactly what BatchNorm does. weight_attr/bias_attr False give fixed
     (non-trainable) scale 1 and shift 0, as Paddle."""
     _ranks = (2, 3, 4, 5)
     _formats = {"NC": "NCHW", "NCL": "NCHW", "NCHW": "NCHW", "NCDHW": "NCHW", "NLC": "NHWC", "NHWC": "NHWC",
@@ -136,6 +161,38 @@ class SyncBatchNorm(_BatchNormBase):
             self.bias = self.create_parameter(attr=None, shape=[num_features], dtype=self._dtype,
                                               default_initializer=Constant(0.0), is_bias=True)
             self.bias.stop_gradient = True
+
+    def forward(self, input):
+        from ...distributed import collective
+        g = collective._group
+        if not self.training or g is None or g._pg is None or g.nranks == 1:
+            return super().forward(input)
+        fmt = self._check_input(input)
+        x = input
+        c_axis = 1 if fmt == "NCHW" else x.ndim - 1
+        axes = [i for i in range(x.ndim) if i != c_axis]
+        count = x.size // self._num_features
+        local = _concat([x.sum(axis=axes), (x * x).sum(axis=axes),
+                           _full([1], float(count), dtype=x.dtype)])
+        total = _AllReduceSum.apply(local, g)
+        c = self._num_features
+        n = float(total[2 * c:].detach().numpy()[0])  # the job's count (no gradient)
+        if n <= 1:
+            raise ValueError("SyncBatchNorm: expected more than 1 value per channel in training across all "
+                             "ranks, got input shape {}".format(x.shape))
+        mean = total[:c] / n
+        var = total[c:2 * c] / n - mean * mean
+        with no_grad():
+            m = float(self._momentum)
+            _C._assign(self._mean, self._mean * m + mean.detach() * (1.0 - m))
+            _C._assign(self._variance, self._variance * m + var.detach() * (1.0 - m))
+        inv = (var + float(self._epsilon)).rsqrt()
+        y = (x - _per_channel(mean, x, c_axis)) * _per_channel(inv, x, c_axis)
+        if self.weight is not None:
+            y = y * _per_channel(self.weight, x, c_axis)
+        if self.bias is not None:
+            y = y + _per_channel(self.bias, x, c_axis)
+        return y
 
     @classmethod
     def convert_sync_batchnorm(cls, layer):
