@@ -7,6 +7,9 @@
 // resolved to schema slots once, there, so a reordered schema cannot misroute them. A handle declaring
 // no names takes attributes by keyword only. `place=` picks the device of ops without inputs (creation
 // ops).
+#include <oar/core/amp.h>
+#include <oar/core/dispatch_hooks.h>
+
 #include "common.h"
 
 #include <oar/core/autograd.h>
@@ -106,12 +109,25 @@ inline const oar::Tensor& fast_tensor(py::handle h) {
 
 inline oar::Tensor cast_to(const oar::Tensor& t, DType d) { return t.dtype() == d ? t : oar::ops::cast(t, d); }
 
+// Two float dtypes that auto_cast's dispatcher hook brings to one dtype itself (by the op's list) when an
+// auto_cast block runs the low dtype on their device: promoting here first would cast twice.
+inline bool amp_mixes(const oar::Tensor& a, const oar::Tensor& b) {
+  auto low_or_f32 = [](DType d) { return d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat32; };
+  return low_or_f32(a.dtype()) && low_or_f32(b.dtype()) && oar::dispatch_hook_engaged(oar::HookSlot::kAmp) &&
+         a.place() == b.place() && oar::amp::casts_on(a.place().type);
+}
+
 // Brings (a, b) — tensors or Python scalars, at least one a tensor — to one dtype. `true_divide` makes
 // integer results the default float dtype (Paddle's `/`). False when neither is usable.
 bool promote_pair(py::handle a, py::handle b, bool true_divide, oar::Tensor& x, oar::Tensor& y) {
   const bool at = is_tensor(a), bt = is_tensor(b);
   if (at && bt) {
     const oar::Tensor &ta = fast_tensor(a), &tb = fast_tensor(b);
+    if (ta.dtype() != tb.dtype() && amp_mixes(ta, tb)) {  // auto_cast's hook picks the dtype
+      x = ta;
+      y = tb;
+      return true;
+    }
     DType r = promote_types(ta.dtype(), tb.dtype());
     if (true_divide && !oar::is_floating(r) && !oar::is_complex(r)) r = default_dtype();
     x = cast_to(ta, r);
