@@ -1,6 +1,6 @@
 """The main job: trains LeNet on the real Fashion-MNIST with the Paddle-style high-level API.
 
-    python samples/train_lenet.py [--epochs 8] [--batch-size 64] [--lr 0.002] [--device cpu]
+    python samples/train_lenet.py [--epochs 8] [--batch-size 64] [--lr 0.002] [--device cpu] [--amp O2]
                                   [--train-subset N] [--save-dir output/lenet]
 
 Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist). The script is written the way a
@@ -47,6 +47,8 @@ def parse_args(argv=None):
     p.add_argument("--save-dir", default="output/lenet", help="where Model.save writes final.pdparams/.pdopt")
     p.add_argument("--log-freq", type=int, default=None, help="progress-bar update interval in steps")
     p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--amp", default="O0", choices=["O0", "O1", "O2"],
+                   help="mixed precision level (bfloat16 on cpu; docs/amp.md)")
     p.add_argument("--verbose", type=int, default=None, help="1: one live line (default on a terminal), 2: lines")
     return p.parse_args(argv)
 
@@ -72,7 +74,8 @@ def main(argv=None):
     steps_per_epoch = (len(train_dataset) + args.batch_size - 1) // args.batch_size
     scheduler = paddle.optimizer.lr.CosineAnnealingDecay(learning_rate=args.lr, T_max=args.epochs * steps_per_epoch)
     optimizer = paddle.optimizer.Adam(learning_rate=scheduler, parameters=model.parameters())
-    model.prepare(optimizer, paddle.nn.CrossEntropyLoss(), paddle.metric.Accuracy())
+    amp = None if args.amp == "O0" else {"level": args.amp, "dtype": "bfloat16"}
+    model.prepare(optimizer, paddle.nn.CrossEntropyLoss(), paddle.metric.Accuracy(), amp_configs=amp)
 
     tty = sys.stdout.isatty()
     verbose = args.verbose if args.verbose is not None else (1 if tty else 2)

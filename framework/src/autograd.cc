@@ -108,9 +108,12 @@ class OpNode final : public GradNode, public std::enable_shared_from_this<OpNode
   std::vector<TensorMeta> input_meta_, output_meta_;
   std::string name() const override { return std::string(op_.name) + "_grad"; }
   void release() override {
+    // A node that saved nothing (a cast) can run again: nothing of it was freed. AMP's cached weight
+    // casts are such nodes, shared by every forward of an auto_cast region.
+    for (const auto* saved : {&inputs_, &outputs_})
+      for (const SavedTensor& t : *saved) released_ = released_ || t.tensor.defined();
     inputs_.clear();
     outputs_.clear();
-    released_ = true;
   }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override {
     OAR_ENFORCE(
@@ -520,6 +523,13 @@ void run_graph(const std::vector<Edge>& roots, const std::vector<Tensor>& root_g
     explicit GradModeScope(bool on) : prev(grad_enabled()) { set_grad_enabled(on); }
     ~GradModeScope() { set_grad_enabled(prev); }
   } mode(create_graph);
+  // Gradients run in the dtypes of the forward: auto_cast does not apply inside backward (as PyTorch and
+  // Paddle); a create_graph backward records the same ops.
+  struct AmpOff {
+    bool prev = dispatch_hook_engaged(HookSlot::kAmp);
+    AmpOff() { set_dispatch_hook_engaged(HookSlot::kAmp, false); }
+    ~AmpOff() { set_dispatch_hook_engaged(HookSlot::kAmp, prev); }
+  } amp_off;
 
   // Dependencies: how many edges point at each node from nodes reachable from the roots.
   std::unordered_map<GradNode*, int32_t> deps;

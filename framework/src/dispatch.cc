@@ -351,6 +351,11 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& attrs, P
               ErrorCode::kInvalidArgument,
               op.name << ": expects " << (op.variadic ? "at least 1" : std::to_string(op.inputs.size()))
                       << " input(s), got " << n_in);
+  std::vector<Tensor> cast;  // AMP's replacement inputs (empty unless auto_cast is on for this thread)
+  if (t_engaged >> static_cast<int>(HookSlot::kAmp) & 1u) {
+    const DispatchHook* h = g_hooks[static_cast<int>(HookSlot::kAmp)].load(std::memory_order_relaxed);
+    if (h && h->cast_inputs && h->cast_inputs(op, inputs, n_in, cast)) inputs = cast.data();
+  }
   TensorMeta meta_small[4];
   std::vector<TensorMeta> meta_large;
   TensorMeta* metas = meta_small;

@@ -174,10 +174,67 @@ void infer_sum_squares(InferContext& c) {
   c.outputs[0] = {c.inputs[0].dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32, Dims()};
 }
 
+// ---- loss scaling (oar.amp.GradScaler; Paddle's op names) -----------------------------------------------
+// check_finite_and_unscale(x..., scale): every x (floating, any mix of dtypes) is multiplied by 1/scale in
+// place, in one pass that also looks for inf/NaN; found_inf (bool[1]) says whether any was found.
+void infer_check_finite(InferContext& c) {
+  OAR_ENFORCE(
+      c.num_inputs >= 2, ErrorCode::kInvalidArgument,
+      op_name(c) << ": expects the tensors to unscale then the scale, got " << c.num_inputs << " input(s)");
+  const TensorMeta& s = c.inputs[c.num_inputs - 1];
+  OAR_ENFORCE(s.dims.numel() == 1 && (s.dtype == DType::kFloat32 || s.dtype == DType::kFloat64),
+              ErrorCode::kInvalidArgument,
+              op_name(c) << ": scale must be one float32 (or float64) element, got " << dtype_name(s.dtype)
+                         << s.dims.to_string());
+  for (int32_t k = 0; k + 1 < c.num_inputs; ++k) require_floating(c, k);
+  c.outputs[0] = {DType::kBool, Dims({1})};
+}
+
+// update_loss_scaling(found_inf, loss_scaling, good_steps, bad_steps), all updated in place as Paddle's
+// kernel: after decr_every_n_nan_or_inf steps with inf the scale is multiplied by decr_ratio (not below
+// 1), after incr_every_n_steps finite steps by incr_ratio (kept when that overflows).
+void infer_update_loss_scaling(InferContext& c) {
+  auto one = [&](int i, DType d, const char* what, bool or_f64 = false) {
+    const TensorMeta& t = c.inputs[i];
+    OAR_ENFORCE(t.dims.numel() == 1 && (t.dtype == d || (or_f64 && t.dtype == DType::kFloat64)),
+                ErrorCode::kInvalidArgument,
+                op_name(c) << ": " << what << " must be one " << dtype_name(d)
+                           << (or_f64 ? " (or float64)" : "") << " element, got " << dtype_name(t.dtype)
+                           << t.dims.to_string());
+  };
+  one(0, DType::kBool, "found_inf");
+  one(1, DType::kFloat32, "loss_scaling", true);
+  one(2, DType::kInt32, "good_steps");
+  one(3, DType::kInt32, "bad_steps");
+  for (const char* a : {"incr_every_n_steps", "decr_every_n_nan_or_inf"})
+    OAR_ENFORCE(c.attrs->get_int(a) >= 1, ErrorCode::kInvalidArgument,
+                op_name(c) << ": " << a << " must be >= 1, got " << c.attrs->get_int(a));
+  OAR_ENFORCE(c.attrs->get_float("incr_ratio") >= 1.0, ErrorCode::kInvalidArgument,
+              op_name(c) << ": incr_ratio must be >= 1, got " << c.attrs->get_float("incr_ratio"));
+  const double d = c.attrs->get_float("decr_ratio");
+  OAR_ENFORCE(d > 0.0 && d < 1.0, ErrorCode::kInvalidArgument,
+              op_name(c) << ": decr_ratio must be in (0, 1), got " << d);
+}
+
 }  // namespace
 
 void register_optim_ops(OpRegistry& r) {
   def(r, "merged_sum_squares", {"x"}, {}, infer_sum_squares, 0, /*variadic=*/true);
+  {
+    OpDef& o = def(r, "check_finite_and_unscale", {"x"}, {}, infer_check_finite, 0, /*variadic=*/true);
+    o.outputs = {"found_inf"};
+    o.inplace_mask = 1;  // the x block; the scale (the tail) is only read
+    o.inplace_groups = 1;
+    o.inplace_tail = 1;
+    o.differentiable = false;
+    OpDef& u = def(r, "update_loss_scaling", {"found_inf", "loss_scaling", "good_steps", "bad_steps"},
+                   {int_attr("incr_every_n_steps", 1000), int_attr("decr_every_n_nan_or_inf", 2),
+                    float_attr("incr_ratio", 2.0), float_attr("decr_ratio", 0.5)},
+                   infer_update_loss_scaling, /*dispatch_input=*/1);
+    u.outputs.clear();
+    u.inplace_mask = 0b1110;
+    u.differentiable = false;
+  }
   for (const Layout& l : layouts()) {
     uint32_t mask = 0;
     for (size_t b = 0; b < l.blocks.size(); ++b)
@@ -225,6 +282,18 @@ void register_optim_samples(OpRegistry& r) {
            {{"learning_rate", std::vector<double>{0.1, 0.01}}, {"l2_coeff", std::vector<double>{0.01}}})});
     if (l.single) add(r, l.single, {S("one parameter", inputs({{3, 4}}), lr)});
   }
+  add(r, "check_finite_and_unscale",
+      {S("finite", {real({3, 4}), real({5}), fixed(real({1}, 0.5, 4), DType::kFloat32)}),
+       S("inf and NaN", {real({6}), with_specials(real({3, 4})), fixed(real({1}, 0.5, 4), DType::kFloat32)}),
+       S("mixed dtypes",
+         {real({4}), fixed(real({2, 3}), DType::kFloat32), fixed(real({1}, 0.5, 4), DType::kFloat32)})});
+  const AttrList every2 = {{"incr_every_n_steps", int64_t{2}}, {"decr_every_n_nan_or_inf", int64_t{2}}};
+  add(r, "update_loss_scaling",
+      {only(S("good and bad steps",
+              {mask({1}), real({1}, 1, 100), fixed(integer({1}, 0, 1), DType::kInt32),
+               fixed(integer({1}, 0, 1), DType::kInt32)},
+              every2),
+            {DType::kFloat32, DType::kFloat64})});
   add(r, "merged_momentum",
       {S("nesterov", {real({4}), real({4}), real({4}, 0.1, 1)},
          {{"learning_rate", std::vector<double>{0.1}}, {"use_nesterov", int64_t{1}}})});

@@ -646,7 +646,9 @@ Interp make_interp(const KernelContext& ctx, const int64_t* x, const int64_t* y,
       int64_t* ix = &p.idx[i][o * T];
       double* w = &p.wt[i][o * T];
       if (mode == 0) {
-        int64_t s = align ? static_cast<int64_t>(r * o + 0.5) : static_cast<int64_t>(r * o);
+        // Paddle multiplies in float (its ratio is a float): 0.8333333f * 6 rounds to 5, not 4.9999...
+        const float t = static_cast<float>(r) * static_cast<float>(o);
+        int64_t s = align ? static_cast<int64_t>(double(t) + 0.5) : static_cast<int64_t>(t);
         ix[0] = std::min<int64_t>(std::max<int64_t>(s, 0), L - 1), w[0] = 1;
       } else if (mode == 1) {
         double src = align_flag ? r * (o + 0.5) - 0.5 : r * o;

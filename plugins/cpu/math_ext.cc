@@ -371,7 +371,7 @@ void linspace_kernel(KernelContext& ctx) {
   const double start = ctx.attr_float("start"), stop = ctx.attr_float("stop");
   const int64_t num = out.numel();
   const double step = num > 1 ? (stop - start) / static_cast<double>(num - 1) : 0.0;
-  const int64_t half = num / 2;
+  const int64_t half = num == 1 ? 1 : num / 2;  // a single value is start, as in Paddle
   dispatch<IntOrFloat>("linspace", out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     generate<T>(out, [=](int64_t i) {

@@ -19,6 +19,8 @@
 
 namespace oar_cpu {
 
+void register_amp_kernels(Registry& r);  // amp.cc: loss scaling for GradScaler
+
 namespace {
 // Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its
 // inputs); a stream without collectives costs one atomic load.
@@ -402,6 +404,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_nn_kernels(r);
     register_linalg_kernels(r);
     register_optim_kernels(r);
+    register_amp_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

@@ -57,7 +57,8 @@ void arange_kernel(sdk::KernelContext& c) {
   });
 }
 
-// Computed from both ends (as Paddle and the CPU), so the first value is start and the last stop.
+// Computed from both ends (as Paddle and the CPU), so the first value is start and the last stop (a single
+// value is start).
 template <typename T>
 struct LinspaceGen {
   double start, stop, step;
@@ -75,7 +76,7 @@ void linspace_kernel(sdk::KernelContext& c) {
   const double step = num > 1 ? (stop - start) / static_cast<double>(num - 1) : 0.0;
   dispatch_real(c.output(0).dtype(), "linspace", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    generate<T>(c, "linspace", LinspaceGen<T>{start, stop, step, num, num / 2});
+    generate<T>(c, "linspace", LinspaceGen<T>{start, stop, step, num, num == 1 ? 1 : num / 2});
   });
 }
 

@@ -9,6 +9,8 @@
 
 namespace oar_cuda {
 
+void register_amp(Registry& r);  // amp.cu: loss scaling for GradScaler
+
 bool own_kernels_requested() {
   static const bool on = [] {
     const char* e = std::getenv("OAR_GPU_OWN_KERNELS");
@@ -21,6 +23,7 @@ void register_vendor(Registry& r) {
   if (own_kernels_requested() || !register_library_blas(r)) register_own_blas(r);
   register_pool(r);
   register_optim(r);
+  register_amp(r);
 }
 
 }  // namespace oar_cuda

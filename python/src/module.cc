@@ -317,6 +317,7 @@ void init_jit_run(py::module_& m);   // jit_run.cc: to_static training runs (oar
 void init_static_edit(py::module_& m);  // static_edit.cc: program edits for control-flow gradients
 void init_op_samples(py::module_& m);  // op_samples.cc: the op suite's sample declarations (oar.testing.ops)
 void init_streams(py::module_& m);     // streams.cc: streams, events, the current stream (oar.device)
+void init_amp(py::module_& m);         // amp.cc: auto_cast's configuration (oar.amp)
 
 }  // namespace oarpy
 
@@ -341,4 +342,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_store(m);
   oarpy::init_distributed(m);
   oarpy::init_op_samples(m);
+  oarpy::init_amp(m);
 }

@@ -7,10 +7,14 @@
 // resolved to schema slots once, there, so a reordered schema cannot misroute them. A handle declaring
 // no names takes attributes by keyword only. `place=` picks the device of ops without inputs (creation
 // ops).
+#include <oar/core/amp.h>
+#include <oar/core/dispatch_hooks.h>
+
 #include "common.h"
 
 #include <oar/core/autograd.h>
 #include <oar/core/ops.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cstring>
@@ -105,12 +109,25 @@ inline const oar::Tensor& fast_tensor(py::handle h) {
 
 inline oar::Tensor cast_to(const oar::Tensor& t, DType d) { return t.dtype() == d ? t : oar::ops::cast(t, d); }
 
+// Two float dtypes that auto_cast's dispatcher hook brings to one dtype itself (by the op's list) when an
+// auto_cast block runs the low dtype on their device: promoting here first would cast twice.
+inline bool amp_mixes(const oar::Tensor& a, const oar::Tensor& b) {
+  auto low_or_f32 = [](DType d) { return d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat32; };
+  return low_or_f32(a.dtype()) && low_or_f32(b.dtype()) && oar::dispatch_hook_engaged(oar::HookSlot::kAmp) &&
+         a.place() == b.place() && oar::amp::casts_on(a.place().type);
+}
+
 // Brings (a, b) — tensors or Python scalars, at least one a tensor — to one dtype. `true_divide` makes
 // integer results the default float dtype (Paddle's `/`). False when neither is usable.
 bool promote_pair(py::handle a, py::handle b, bool true_divide, oar::Tensor& x, oar::Tensor& y) {
   const bool at = is_tensor(a), bt = is_tensor(b);
   if (at && bt) {
     const oar::Tensor &ta = fast_tensor(a), &tb = fast_tensor(b);
+    if (ta.dtype() != tb.dtype() && amp_mixes(ta, tb)) {  // auto_cast's hook picks the dtype
+      x = ta;
+      y = tb;
+      return true;
+    }
     DType r = promote_types(ta.dtype(), tb.dtype());
     if (true_divide && !oar::is_floating(r) && !oar::is_complex(r)) r = default_dtype();
     x = cast_to(ta, r);
@@ -249,6 +266,14 @@ py::object wrap_outputs(const oar::OpDef& def, oar::Tensor* outs) {
                        std::to_string(got));
 }
 
+// Paddle's eager argument parser takes a tuple whose first item is a Tensor as that Tensor (so
+// paddle.mean((out, mask)) is the mean of out). While a program is built Paddle refuses it, and so does oar.
+py::handle paddle_tuple_head(py::handle a) {
+  if (!PyTuple_Check(a.ptr()) || PyTuple_GET_SIZE(a.ptr()) == 0 || oar::ir::current_builder() != nullptr) return a;
+  py::handle first = PyTuple_GET_ITEM(a.ptr(), 0);
+  return is_tensor(first) ? first : a;
+}
+
 py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwargs) {
   const oar::OpDef& def = *h.def;
   const size_t nargs = args.size();
@@ -286,10 +311,11 @@ py::object call(const OpHandle& h, const py::args& args, const py::kwargs& kwarg
         inputs = large.data();
       }
       for (size_t i = 0; i < want; ++i) {
-        if (!is_tensor(args[i]))
+        py::handle a = is_tensor(args[i]) ? args[i] : paddle_tuple_head(args[i]);
+        if (!is_tensor(a))
           throw py::type_error(std::string(def.name) + ": input '" + def.inputs[i] + "' must be a Tensor, got " +
-                               type_name(args[i]));
-        inputs[i] = fast_tensor(args[i]);
+                               type_name(a));
+        inputs[i] = fast_tensor(a);
       }
     }
     n_in = static_cast<int32_t>(want);
@@ -486,8 +512,9 @@ void init_ops(py::module_& m) {
       {"__eq__", nullptr, "equal"},             {"__ne__", nullptr, "not_equal"},
       {"__lt__", nullptr, "less_than"},         {"__le__", nullptr, "less_equal"},
       {"__gt__", nullptr, "greater_than"},      {"__ge__", nullptr, "greater_equal"},
-      {"__and__", "__rand__", "logical_and"},   {"__or__", "__ror__", "logical_or"},
-      {"__xor__", "__rxor__", "logical_xor"},
+      // Paddle's &, |, ^ and ~ are the bitwise ops (on bool tensors the same as the logical ones)
+      {"__and__", "__rand__", "bitwise_and"},   {"__or__", "__ror__", "bitwise_or"},
+      {"__xor__", "__rxor__", "bitwise_xor"},
   };
   for (const Binary& b : kBinary) {
     BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
@@ -521,16 +548,10 @@ void init_ops(py::module_& m) {
   });
   const oar::OpDef* neg = &reg.at("neg");
   const oar::OpDef* abs = &reg.at("abs");
-  const oar::OpDef* lnot = &reg.at("logical_not");
+  const oar::OpDef* bnot = &reg.at("bitwise_not");
   cls.def("__neg__", [neg](py::handle self) { return run_unary(*neg, fast_tensor(self)); });
   cls.def("__abs__", [abs](py::handle self) { return run_unary(*abs, fast_tensor(self)); });
-  cls.def("__invert__", [lnot](py::handle self) {
-    const oar::Tensor& t = fast_tensor(self);
-    if (t.dtype() != DType::kBool)
-      throw py::type_error(std::string("~ is only supported on bool tensors for now (bitwise_not comes later), got ") +
-                           oar::dtype_name(t.dtype()));
-    return run_unary(*lnot, t);
-  });
+  cls.def("__invert__", [bnot](py::handle self) { return run_unary(*bnot, fast_tensor(self)); });
   // __hash__ (by identity, as Paddle's tensors) was defined before __eq__, so pybind11 keeps it.
 }
 

@@ -191,7 +191,8 @@ void init_tensor(py::module_& m) {
       // optimizers and user references keep working). Autograd state is the new tensor's.
       .def("_replace_with", [](PyTensor& s, const PyTensor& o) { s.t = o.t; })
       .def("_storage_version", [](const PyTensor& s) { return s.t.storage()->version(); })
-      .def("numpy", [](const PyTensor& s) { return to_numpy(s.t, false); },
+      // Paddle's numpy() ignores positional arguments (code calls numpy(False)); so does this one.
+      .def("numpy", [](const PyTensor& s, const py::args&) { return to_numpy(s.t, false); },
            "A numpy array holding a copy of the values (as Paddle's); np.asarray(t) shares memory instead.")
       .def("_numpy_view", [](const PyTensor& s) { return to_numpy(s.t, true); },
            "A numpy array sharing memory with a contiguous CPU tensor, otherwise a copy; private.")

@@ -531,8 +531,8 @@ def test_errors():
         model.prepare(loss=3)
     with pytest.raises(TypeError, match="Metric"):
         model.prepare(metrics=[object()])
-    with pytest.raises(NotImplementedError, match="amp"):
-        model.prepare(amp_configs="O1")
+    with pytest.raises(ValueError, match="amp level"):
+        model.prepare(amp_configs="O5")
     with pytest.raises(RuntimeError, match="prepare"):
         model.train_batch([np.zeros((1, 4), "float32")], [np.zeros((1, 1), "int64")])
     with pytest.raises(ValueError, match="train_data"):

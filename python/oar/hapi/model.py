@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .._C import Tensor
+from .._C import bfloat16 as _bfloat16
 from ..autograd import no_grad
 from .callbacks import EarlyStopping, config_callbacks
 from .model_summary import summary as _summary
@@ -31,6 +32,8 @@ def to_list(value):
 
 def to_numpy(value):
     if isinstance(value, Tensor):
+        if value.dtype == _bfloat16:  # an AMP output: numpy has no bfloat16 (Paddle would give its bits)
+            value = value.astype("float32")
         return value._numpy_view()  # a fresh output, only read: no copy
     return np.asarray(value)
 
@@ -179,21 +182,52 @@ class Model:
             dist.init_parallel_env()
         self._ddp = dist.DataParallel(self.network)
 
+    _AMP_SCALER_KEYS = ("init_loss_scaling", "incr_ratio", "decr_ratio", "incr_every_n_steps",
+                        "decr_every_n_nan_or_inf", "use_dynamic_loss_scaling")
+
     def _prepare_amp(self, amp_configs):
-        level = "O0"
+        """amp_configs as Paddle's: None, a level ('O0', 'O1', 'O2') or a dict with 'level' plus GradScaler's
+        arguments, custom_white_list / custom_black_list and 'dtype' (default bfloat16 on cpu, where
+        float16 has no fast kernels, float16 elsewhere). O2 decorates the network and the optimizer
+        (low-precision parameters, float32 master weights); training steps run under auto_cast with a
+        GradScaler (docs/amp.md)."""
+        level, cfg = "O0", {}
         if isinstance(amp_configs, str):
             level = amp_configs
         elif isinstance(amp_configs, dict):
-            level = amp_configs.get("level", "O1")
+            cfg = dict(amp_configs)
+            level = cfg.pop("level", "O1")
         elif amp_configs is not None:
             raise TypeError("prepare: amp_configs must be None, a level string or a dict, got {}".format(
                 type(amp_configs).__name__))
         if level not in ("O0", "O1", "O2"):
             raise ValueError("prepare: amp level must be 'O0', 'O1' or 'O2', got {!r}".format(level))
-        if level != "O0":
-            raise NotImplementedError("prepare: mixed precision (amp level {}) is not supported by oar.Model yet; "
-                                      "use amp_configs=None".format(level))
+        cfg.pop("use_pure_fp16", None)  # Paddle 2.x's older spellings of O2 and of the fp16 guard
+        cfg.pop("use_fp16_guard", None)
+        from .. import _C, amp
+        dtype = cfg.pop("dtype", "bfloat16" if _C.get_device().startswith("cpu") else "float16")
+        guard = {"level": level, "dtype": dtype, "custom_white_list": cfg.pop("custom_white_list", None),
+                 "custom_black_list": cfg.pop("custom_black_list", None)}
+        scaler_args = {k: cfg.pop(k) for k in self._AMP_SCALER_KEYS if k in cfg}
+        if cfg:
+            raise ValueError("prepare: unknown amp_configs keys {}; expected level, dtype, custom_white_list, "
+                             "custom_black_list, {}".format(sorted(cfg), ", ".join(self._AMP_SCALER_KEYS)))
         self._amp_level = level
+        self._amp_guard_args = None
+        self._scaler = None
+        if level == "O0":
+            return
+        if level == "O2":
+            amp.decorate(self.network, self._optimizer, level="O2", dtype=dtype)
+        self._amp_guard_args = guard
+        self._scaler = amp.GradScaler(**scaler_args)
+
+    def _amp_guard(self):
+        import contextlib
+        if getattr(self, "_amp_guard_args", None) is None:
+            return contextlib.nullcontext()
+        from .. import amp
+        return amp.auto_cast(**self._amp_guard_args)
 
     def parameters(self, *args, **kwargs):
         """The network's parameters."""
@@ -208,6 +242,9 @@ class Model:
 
     def _update_metrics(self, outputs, labels):
         results = []
+        if self._metrics and getattr(self, "_amp_guard_args", None) is not None:  # metrics see float32 outputs
+            outputs = [o.astype("float32") if isinstance(o, Tensor) and o.dtype == _bfloat16 else o
+                       for o in to_list(outputs)]
         for metric in self._metrics:
             outs = metric.compute(*(to_list(outputs) + labels))
             results.append(metric.update(*[to_numpy(o) for o in to_list(outs)]))
@@ -229,13 +266,19 @@ class Model:
         net = self._ddp if self._ddp is not None else self.network
         # Accumulating batches (update False) only add up locally; the update's backward reduces the sum.
         sync = contextlib.nullcontext() if update or self._ddp is None else self._ddp.no_sync()
+        scaler = getattr(self, "_scaler", None)  # amp_configs: forward under auto_cast, a scaled backward
         with sync:
-            outputs = net(*inputs)
-            losses = to_list(self._loss(*(to_list(outputs) + labels)))
+            with self._amp_guard():
+                outputs = net(*inputs)
+                losses = to_list(self._loss(*(to_list(outputs) + labels)))
             final_loss = _add_n(losses)
-            final_loss.backward()
+            scaled = scaler.scale(final_loss) if scaler is not None else final_loss
+            scaled.backward()
         if update:
-            self._optimizer.step()
+            if scaler is not None:
+                scaler.minimize(self._optimizer, scaled)
+            else:
+                self._optimizer.step()
             self.network.clear_gradients()
         with no_grad():
             metrics = self._update_metrics(outputs, labels)
@@ -273,8 +316,9 @@ class Model:
         self.mode = "eval"
         inputs, labels = self._split_inputs_labels(inputs, labels)
         self._input_info = ([list(x.shape) for x in inputs], [str(x.dtype) for x in inputs])
-        outputs = self.network(*inputs)
-        losses = to_list(self._loss(*(to_list(outputs) + labels))) if self._loss else []
+        with self._amp_guard():
+            outputs = self.network(*inputs)
+            losses = to_list(self._loss(*(to_list(outputs) + labels))) if self._loss else []
         if self._ddp is not None and self._eval_total is not None:
             # Metrics over the whole job's batch (as Paddle); the losses stay this rank's.
             outputs, labels = self._gather_eval(to_list(outputs), labels)
@@ -293,7 +337,8 @@ class Model:
         self.mode = "test"
         inputs = [_as_tensor(x) for x in to_list(inputs)]
         self._input_info = ([list(x.shape) for x in inputs], [str(x.dtype) for x in inputs])
-        outputs = self.network(*inputs)
+        with self._amp_guard():
+            outputs = self.network(*inputs)
         return [to_numpy(o) for o in to_list(outputs)]
 
     # ---- save / load ----

@@ -455,7 +455,7 @@ class StaticFunction:
             tensors = []
             head = _hashable(_flatten((list(args), kwargs), tensors))
         key = (head, tuple((tuple(t.shape), t.dtype.name, t.stop_gradient, str(t.place)) for t in tensors),
-               getattr(self._instance, "training", None))
+               getattr(self._instance, "training", None), _amp_key())
         cp = self._cache.get(key)
         if cp is None:
             cp = self._build(args, kwargs, tensors)
@@ -468,6 +468,7 @@ class StaticFunction:
             self._dygraph_function, args, kwargs, self._instance, specs, place)
         cp = ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
         cp._in_structure = _flatten((list(args), kwargs), [])  # jit.save retraces with the same constants
+        cp._amp_args = _amp_args()  # ... and under the same auto_cast (the casts are in the program)
         return cp
 
     # Paddle's introspection
@@ -575,6 +576,16 @@ def _forward_of(layer):
     return StaticFunction(cls_fwd, None, None, True, layer)
 
 
+def _amp_args():
+    from ..amp.auto_cast import _current_args
+    return _current_args()
+
+
+def _amp_key():
+    from ..amp.auto_cast import _args_key, _current_args
+    return _args_key(_current_args())
+
+
 def save(layer, path, input_spec=None, **configs):
     """Writes path.pdmodel (the forward as an inference program, Paddle's op types where mapped),
     path.pdiparams and path.pdiparams.info. input_spec: InputSpecs (or example Tensors) for forward's
@@ -592,6 +603,9 @@ def save(layer, path, input_spec=None, **configs):
     else:
         raise TypeError("jit.save: expected a Layer or a function, got {}".format(type(layer).__name__))
     kwargs = {}
+    amp_args = None
+    if sf._cache:  # the last trace's auto_cast, when jit.save is called outside one
+        amp_args = getattr(next(reversed(sf._cache.values())), "_amp_args", None)
     if input_spec is not None or sf._input_spec is not None:
         args, specs, dummies = _args_of_specs(input_spec if input_spec is not None else sf._input_spec)
     elif sf._cache:
@@ -604,7 +618,12 @@ def save(layer, path, input_spec=None, **configs):
     else:
         raise ValueError("jit.save: give input_spec (or call the layer once, or decorate forward with "
                          "to_static(input_spec=...))")
-    cp = sf._build(args, kwargs, dummies, specs)
+    if amp_args is not None and _amp_args() is None:
+        from ..amp import auto_cast
+        with auto_cast(**amp_args):
+            cp = sf._build(args, kwargs, dummies, specs)
+    else:
+        cp = sf._build(args, kwargs, dummies, specs)
     fetch = list(dict.fromkeys(cp.fetch_names))
     desc = _C._prepare_inference_program(cp.main_program.desc, cp.feed_names, fetch)
     desc = _export(desc)

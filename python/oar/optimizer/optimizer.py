@@ -20,6 +20,8 @@ from .lr import LambdaDecay, LRScheduler
 __all__ = ["Optimizer"]
 
 
+_LOW_FLOATS = (_C.float16, _C.bfloat16)
+
 def _float(owner, name, v):
     if hasattr(v, "numpy") and not isinstance(v, (int, float)):  # a one-element tensor
         v = float(v)
@@ -81,6 +83,7 @@ class Optimizer:
                             f"{type(weight_decay).__name__}")
         self._grad_clip = grad_clip
         self._name = name
+        self._multi_precision = bool(getattr(self, "_multi_precision", False))  # subclasses set it first
         self._accumulators = defaultdict(dict)  # accumulator name -> {param.name: tensor}
         self._accumulators_holder = {}          # state loaded before the accumulators exist
         self._dummies = {}
@@ -185,6 +188,9 @@ class Optimizer:
                 out[t.name] = t
         if isinstance(self._learning_rate, LRScheduler):
             out["LR_Scheduler"] = self._learning_rate.state_dict()
+        masters = self.__dict__.get("_master_weights")
+        if masters:
+            out["master_weights"] = dict(masters)
         return out
 
     def set_state_dict(self, state_dict):
@@ -198,7 +204,11 @@ class Optimizer:
                                  "uses an LRScheduler")
             if lr_state:
                 self._learning_rate.set_state_dict(lr_state)
-        state_dict.pop("master_weights", None)
+        held = dict(state_dict.pop("master_weights", None) or {})
+        for name, m in self.__dict__.get("_master_weights", {}).items():
+            if name in held:
+                m.set_value(held.pop(name))
+        self._master_holder = held  # masters not created yet take these values when the first step makes them
         existing = {t.name: t for accs in self._accumulators.values() for t in accs.values()}
         for name, t in existing.items():
             if name not in state_dict:
@@ -235,6 +245,9 @@ class Optimizer:
         """One step over `params` (a group's, or all): through the cached plan of `slot` when it is
         still valid, else as _apply does (building a new plan when the parameters allow one)."""
         grads, key = _C._params_grads(params)
+        if self._multi_precision and any(p.dtype in _LOW_FLOATS for p in params):  # master weights: general path
+            self._apply([(p, g) for p, g in zip(params, grads) if g is not None], group)
+            return
         clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
         plans = self.__dict__.setdefault("_plans", {})
         plan = plans.get(slot)
@@ -299,9 +312,47 @@ class Optimizer:
     def _group_value(self, group, key):
         return group[key] if group is not None and key in group else self._default_dict[key]
 
+    # ---- multi_precision: float32 master weights of float16/bfloat16 parameters -----------------------
+    def _master(self, p):
+        masters = self.__dict__.setdefault("_master_weights", {})
+        m = masters.get(p.name)
+        if m is None:
+            m = p.astype("float32").detach()
+            m.name = p.name  # the accumulators are named after the parameter, as Paddle's
+            m.persistable = True
+            for attr in ("optimize_attr", "regularizer", "need_clip"):
+                if hasattr(p, attr):
+                    setattr(m, attr, getattr(p, attr))
+            held = self.__dict__.get("_master_holder", {}).pop(p.name, None)
+            if held is not None:
+                m.set_value(held)
+            masters[p.name] = m
+        return m
+
+    def _with_masters(self, params_grads):
+        """multi_precision: each float16/bfloat16 parameter is updated through its float32 master weight with
+        the gradient in float32; returns the pairs to update and the (parameter, master) pairs to copy back."""
+        if not self._multi_precision:
+            return params_grads, []
+        out, back = [], []
+        for p, g in params_grads:
+            if p.dtype in _LOW_FLOATS and not _C._is_symbolic(p):
+                m = self._master(p)
+                out.append((m, g if g is None or g.dtype == _C.float32 else g.astype("float32")))
+                back.append((p, m))
+            else:
+                out.append((p, g))
+        return out, back
+
     def _apply(self, params_grads, group):
         if not params_grads:
             return
+        params_grads, back = self._with_masters(params_grads)
+        self._apply_updates(params_grads, group)
+        for p, m in back:  # the low-precision parameter is the rounded master weight
+            p.set_value(m.astype(p.dtype))
+
+    def _apply_updates(self, params_grads, group):
         clip = self._grad_clip if group is None else group.get("grad_clip", self._grad_clip)
         grad_scale = None
         if clip is not None:

@@ -26,6 +26,7 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate=0.001, parameters=None, weight_decay=None, grad_clip=None, multi_precision=False,
                  name=None):
+        self._multi_precision = bool(multi_precision)
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
 
 
@@ -45,6 +46,7 @@ class Momentum(Optimizer):
         self._rescale_grad = _float("Momentum", "rescale_grad", rescale_grad)
         self._hyper_defaults = {"momentum": self._momentum, "use_nesterov": self._use_nesterov,
                                 "rescale_grad": self._rescale_grad}
+        self._multi_precision = bool(multi_precision)
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
 
     def _op_attrs(self, params, h):
@@ -66,6 +68,7 @@ class Adam(Optimizer):
                  grad_clip=None, lazy_mode=False, multi_precision=False, use_multi_tensor=False, amsgrad=False,
                  name=None):
         self._init_adam(beta1, beta2, epsilon, lazy_mode, amsgrad)
+        self._multi_precision = bool(multi_precision)
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
 
     def _init_adam(self, beta1, beta2, epsilon, lazy_mode, amsgrad):
@@ -106,6 +109,7 @@ class AdamW(Adam):
         self._lr_ratio = lr_ratio
         self._apply_decay_param_fun = apply_decay_param_fun
         self._hyper_defaults["weight_decay"] = self._weight_decay
+        self._multi_precision = bool(multi_precision)
         Optimizer.__init__(self, learning_rate, parameters, None, grad_clip, name)
         self._coeff = self._weight_decay
 
@@ -225,6 +229,7 @@ class Lamb(Optimizer):
         self._hyper_defaults = {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
                                 "lamb_weight_decay": self._lamb_weight_decay,
                                 "exclude_from_weight_decay_fn": exclude_from_weight_decay_fn}
+        self._multi_precision = bool(multi_precision)
         super().__init__(learning_rate, parameters, None, grad_clip, name)
 
     def _op_attrs(self, params, h):

@@ -621,8 +621,15 @@ def data(name, shape, dtype=None, lod_level=0):
         else:
             raise ValueError("static.data: bad extent {!r} in shape {!r} (use None or -1 for unknown)".format(d, shape))
     dtype = _C.to_dtype(dtype if dtype is not None else _C.get_default_dtype())
-    t = default_main_program()._builder.create_var(name, dims, dtype)
-    return t
+    prog = default_main_program()
+    if prog.current_block().has_var(name):
+        # Paddle: declaring a variable again with the same shape and dtype is that variable
+        old = prog._builder.var(name)
+        if list(old.shape) != dims or old.dtype != dtype:
+            raise ValueError("static.data: variable '{}' was declared before with shape {} and dtype {}; now "
+                             "shape {} and dtype {}".format(name, list(old.shape), old.dtype.name, dims, dtype.name))
+        return old
+    return prog._builder.create_var(name, dims, dtype)
 
 
 def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None):

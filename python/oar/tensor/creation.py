@@ -137,10 +137,32 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
 
 
 def full(shape, fill_value, dtype=None, name=None):
-    """A tensor of `shape` filled with `fill_value` (dtype default: the default float dtype)."""
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    return _fill(_shape_list(shape), builtins.float(fill_value), _dtype_or_default(dtype))
+    """A tensor of `shape` filled with `fill_value` (dtype default: the default float dtype). fill_value may
+    be a one-element Tensor or array, also a program variable (whose value is known only when it runs)."""
+    shape, dtype = _shape_list(shape), _dtype_or_default(dtype)
+    if isinstance(fill_value, Tensor) and _C._is_symbolic(fill_value):
+        return _fill_with_variable("full", shape, fill_value, dtype)
+    return _fill(shape, _fill_number("full", fill_value), dtype)
+
+
+def _fill_number(op, v):
+    if isinstance(v, (Tensor, np.ndarray, np.generic)):
+        if builtins.int(np.prod(v.shape)) != 1:
+            raise ValueError("{}: fill_value must be a number or a one-element Tensor/array, got shape {}".format(
+                op, list(v.shape)))
+        v = v.item()
+    return builtins.float(v)
+
+
+def _fill_with_variable(op, shape, v, dtype):
+    """`shape` filled with the value program variable v will hold: zeros + v, broadcast at run time."""
+    if builtins.int(np.prod(v.shape)) != 1:
+        raise ValueError("{}: fill_value must have one element, got the variable '{}' of shape {}".format(
+            op, v.name, list(v.shape)))
+    v = _C._reshape(v, [1] * len(shape)) if len(shape) else _C._reshape(v, [])
+    if v.dtype != dtype:
+        v = _cast(v, dtype)
+    return _C.Op("add")(_fill(shape, 0.0, dtype), v)
 
 
 def zeros(shape, dtype=None, name=None):
@@ -161,10 +183,10 @@ def _run_shape(shape, like):
 
 
 def full_like(x, fill_value, dtype=None, name=None):
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    return _fill(_run_shape(x.shape, x), builtins.float(fill_value), x.dtype if dtype is None else dtype,
-                 place=x.place)
+    dtype = x.dtype if dtype is None else _C.to_dtype(dtype)
+    if isinstance(fill_value, Tensor) and _C._is_symbolic(fill_value):
+        return _fill_with_variable("full_like", _run_shape(x.shape, x), fill_value, dtype)
+    return _fill(_run_shape(x.shape, x), _fill_number("full_like", fill_value), dtype, place=x.place)
 
 
 def zeros_like(x, dtype=None, name=None):
@@ -181,8 +203,12 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     if end is None:
         start, end = 0, start
     vals = []
-    for v in (start, end, step):
-        if isinstance(v, Tensor):
+    for arg, v in zip(("start", "end", "step"), (start, end, step)):
+        if isinstance(v, (Tensor, np.ndarray, np.generic)):
+            # Paddle takes one-element tensors and arrays of any rank
+            if builtins.int(np.prod(v.shape)) != 1:
+                raise TypeError("arange: {} must be a number or a one-element Tensor/array, got shape {}".format(
+                    arg, list(v.shape)))
             v = v.item()
         vals.append(v)
     if dtype is None:
@@ -229,6 +255,8 @@ def eye(num_rows, num_columns=None, dtype=None, name=None):
     for what, v in (("num_rows", num_rows), ("num_columns", num_columns)):
         if not isinstance(v, numbers.Integral) or isinstance(v, builtins.bool):
             raise TypeError("eye: {} must be an int, got {!r}".format(what, v))
+        if v < 0:  # Paddle raises TypeError here too
+            raise TypeError("eye: {} must be a non-negative int, got {}".format(what, v))
     return _eye(builtins.int(num_rows), builtins.int(num_columns), _dtype_or_default(dtype))
 
 

@@ -453,19 +453,34 @@ def _vector_norm(x, p, axes, keepdim):
     if p in ("fro",):
         p = 2.0
     p = builtins.float(p)
-    if p == _pymath.inf:
-        return _m.max(_abs(x), axis=ax, keepdim=keepdim)
-    if p == -_pymath.inf:
-        return _m.min(_abs(x), axis=ax, keepdim=keepdim)
+    if p in (_pymath.inf, -_pymath.inf):
+        return _extreme_norm(x, ax, keepdim, p > 0)
     if p == 0:
         nz = _cast(_C.Op("not_equal")(x, _scalar(0, x)), x.dtype)
-        return _m.sum(nz, axis=ax, keepdim=keepdim)
+        # Paddle's p=0 norm has a zero gradient (not none): add a term that is 0 with a 0 gradient
+        # (x > x is False everywhere, nan included).
+        zero = _where(_C.Op("greater_than")(x, x), x, _scalar(0, x))
+        return _m.sum(_m.add(nz, zero), axis=ax, keepdim=keepdim)
     if p == 1:
         return _m.sum(_abs(x), axis=ax, keepdim=keepdim)
     if p == 2:
         return _m.sqrt(_m.sum(_m.multiply(x, x), axis=ax, keepdim=keepdim))
     s = _m.sum(_m.pow(_abs(x), _scalar(p, x)), axis=ax, keepdim=keepdim)
     return _m.pow(s, _scalar(1.0 / p, s))
+
+
+def _extreme_norm(x, ax, keepdim, largest):
+    """max (largest) or min of |x| over ax. Paddle's gradient gives every element tied at the extreme
+    sign(x) * dy, where the max/min reductions split dy among the ties (decision 17); so the reduction's
+    gradient is scaled by the number of ties (a constant: comparisons carry no gradient)."""
+    a = _abs(x)
+    reduce = _m.max if largest else _m.min
+    m = reduce(a, axis=ax, keepdim=keepdim)
+    md = m.detach()
+    ties = _m.sum(_cast(_C.Op("equal")(a, reduce(a, axis=ax, keepdim=True).detach()), x.dtype), axis=ax,
+                  keepdim=keepdim)
+    scaled = _m.add(md, _m.multiply(ties, _m.subtract(m, md)))  # value m, gradient ties * dm
+    return _where(_C.Op("isfinite")(md), scaled, m)  # m - md is nan at inf
 
 
 def _matrix_norm(x, p, axes, keepdim):

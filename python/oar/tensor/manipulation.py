@@ -76,6 +76,11 @@ def unsqueeze(x, axis, name=None):
 
 def flatten(x, start_axis=0, stop_axis=-1, name=None):
     """Flattens the dimensions start_axis..stop_axis (inclusive) into one."""
+    if not isinstance(x, Tensor):  # Paddle: ValueError
+        raise ValueError("flatten: x must be a Tensor, got {}".format(type(x).__name__))
+    for what, a in (("start_axis", start_axis), ("stop_axis", stop_axis)):
+        if not isinstance(a, numbers.Integral) or isinstance(a, builtins.bool):
+            raise ValueError("flatten: {} must be an int, got {!r}".format(what, a))
     nd = x.ndim
     if nd == 0:
         return _C._reshape(x, [1])
@@ -123,7 +128,9 @@ def _axis(axis, ndim, op):
     if isinstance(axis, Tensor):
         axis = builtins.int(axis)
     n = builtins.max(ndim, 1)
-    if not isinstance(axis, numbers.Integral) or not (-n <= axis < n):
+    if not isinstance(axis, numbers.Integral) or isinstance(axis, builtins.bool):
+        raise TypeError("{}: axis must be an int, got {!r}".format(op, axis))
+    if not (-n <= axis < n):
         raise IndexError("{}: axis {} is out of range for a tensor of rank {}".format(op, axis, ndim))
     return builtins.int(axis) % n
 
@@ -636,7 +643,7 @@ def index_put(x, indices, value, accumulate=False, name=None):
     for i in indices:
         if i.dtype == _C.bool:
             from .search import nonzero
-            idx.extend(nonzero(i, as_tuple=True))
+            idx.extend(_C._reshape(c, [-1]) for c in nonzero(i, as_tuple=True))
         else:
             idx.append(cast(i, "int64") if i.dtype != _C.int64 else i)
     if len(idx) > x.ndim:

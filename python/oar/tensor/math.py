@@ -8,7 +8,7 @@ __all__ = [
     # the math family (docs/ops_math.md)
     "sinh", "cosh", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10", "trunc", "lgamma",
     "digamma", "polygamma", "erfinv", "frac", "deg2rad", "rad2deg", "logit", "stanh", "scale", "sgn", "atan2", "fmax", "fmin", "copysign",
-    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "cumsum", "cumprod", "logcumsumexp", "all", "any",
+    "heaviside", "gcd", "lcm", "logaddexp", "add_n", "lerp", "hypot", "clip", "increment", "histogram", "cumsum", "cumprod", "logcumsumexp", "all", "any",
     "count_nonzero", "nansum", "nanmean", "std", "var", "logsumexp", "amax", "amin",
 ]
 
@@ -72,10 +72,13 @@ def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
     return _matmul(x, y, transpose_x, transpose_y)
 
 
-def _unary(op_name, doc=None):
+def _unary(op_name, doc=None, int_to_float32=False):
+    """int_to_float32: int32/int64 inputs are computed as float32, as Paddle's exp/log family does."""
     op = _C.Op(op_name)
 
     def fn(x, name=None):
+        if int_to_float32 and isinstance(x, _C.Tensor) and x.dtype in (_C.int32, _C.int64):
+            x = _C.Op("cast", "dtype")(x, _C.float32)
         return op(x)
 
     fn.__name__ = fn.__qualname__ = op_name
@@ -83,10 +86,10 @@ def _unary(op_name, doc=None):
     return fn
 
 
-exp = _unary("exp")
-log = _unary("log", "Natural logarithm, elementwise.")
-log1p = _unary("log1p")
-expm1 = _unary("expm1")
+exp = _unary("exp", int_to_float32=True)
+log = _unary("log", "Natural logarithm, elementwise.", int_to_float32=True)
+log1p = _unary("log1p", int_to_float32=True)
+expm1 = _unary("expm1", int_to_float32=True)
 sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt", "1 / sqrt(x), elementwise.")
 square = _unary("square")
@@ -104,11 +107,16 @@ abs = _unary("abs")
 neg = _unary("neg")
 
 
+def _tensor_axis(axis):
+    """Paddle takes a reduction's axis as a Tensor too (its values)."""
+    return axis.tolist() if isinstance(axis, _C.Tensor) else axis
+
+
 def _reduce(op_name, doc):
     op = _C.Op(op_name, "axis", "keepdim")
 
     def fn(x, axis=None, keepdim=False, name=None):
-        return op(x, axis, keepdim)
+        return op(x, _tensor_axis(axis), keepdim)
 
     fn.__name__ = fn.__qualname__ = op_name
     fn.__doc__ = doc
@@ -147,6 +155,8 @@ import builtins as _builtins
 import math as _math
 import numbers as _numbers
 
+import numpy as np
+
 from .._C import Tensor as _Tensor
 
 _where = _C.Op("where")
@@ -173,8 +183,8 @@ atan = _unary("atan")
 asinh = _unary("asinh")
 acosh = _unary("acosh")
 atanh = _unary("atanh")
-log2 = _unary("log2")
-log10 = _unary("log10")
+log2 = _unary("log2", int_to_float32=True)
+log10 = _unary("log10", int_to_float32=True)
 trunc = _unary("trunc", "Rounds toward zero; integer inputs are returned unchanged.")
 lgamma = _unary("lgamma", "log|Gamma(x)|, elementwise.")
 digamma = _unary("digamma", "The logarithmic derivative of Gamma (its gradient is polygamma(x, 1)).")
@@ -325,11 +335,15 @@ _clip = _C.Op("clip", "min", "max")
 
 
 def _bound(v, name):
+    """None, a float, or (a program variable: its value is known only when the program runs) the variable."""
     if v is None:
         return None
-    if isinstance(v, _Tensor):
-        if v.size != 1:
-            raise ValueError("clip: {} must be a number or a one-element tensor, got shape {}".format(name, v.shape))
+    if isinstance(v, (_Tensor, np.ndarray, np.generic)):
+        if int(np.prod(v.shape)) != 1:
+            raise ValueError("clip: {} must be a number or a one-element tensor, got shape {}".format(
+                name, list(v.shape)))
+        if isinstance(v, _Tensor) and _C._is_symbolic(v):
+            return v
         return _builtins.float(v.item())
     return _builtins.float(v)
 
@@ -337,7 +351,76 @@ def _bound(v, name):
 def clip(x, min=None, max=None, name=None):
     """Clamps x to [min, max]; None leaves that side unbounded. The gradient passes where min < x < max."""
     lo, hi = _bound(min, "min"), _bound(max, "max")
+    if isinstance(lo, _Tensor) or isinstance(hi, _Tensor):
+        return _clip_by_variables(x, lo, hi)
     return _clip(x, lo, hi)
+
+
+def increment(x, value=1.0, name=None):
+    """x += value for a one-element x (Paddle's loop counter op): in place eagerly, returning x; while a
+    program is built, the incremented variable."""
+    if int(np.prod(x.shape)) != 1:
+        raise ValueError("increment: x must have one element, got shape {}".format(list(x.shape)))
+    step = _fill([], _builtins.float(value), x.dtype, place=x.place)
+    if _C._is_symbolic(x):
+        return _add(x, step)
+    x += step
+    return x
+
+
+def histogram(input, bins=100, min=0, max=0, name=None):
+    """Counts (int64, [bins]) of input's elements in `bins` equal bins over [min, max] (both 0: the data's
+    range, widened by 1 each way when constant). Elements outside the range (and NaN) are not counted;
+    max goes to the last bin. The bin is Paddle's: int((x - min) * bins / (max - min)) in input's dtype
+    (integer division for integers). Built from ops, so it also runs inside a program."""
+    if isinstance(bins, bool) or not isinstance(bins, _numbers.Integral) or bins < 1:
+        raise ValueError("histogram: bins must be an int >= 1, got {!r}".format(bins))
+    lo_v, hi_v = _builtins.float(min), _builtins.float(max)
+    if lo_v > hi_v:
+        raise ValueError("histogram: max must be >= min, got min {} and max {}".format(min, max))
+    x = _C._reshape(input, [-1])
+    if not _is_float(x):
+        x = _cast(x, _C.int64)
+    if lo_v == hi_v == 0:  # the data's range, NaN ignored
+        finite = _where(_isnan(x), _like(_math.inf, x), x) if _is_float(x) else x
+        lo = _C.Op("min", "axis", "keepdim")(finite, [], False)
+        finite = _where(_isnan(x), _like(-_math.inf, x), x) if _is_float(x) else x
+        hi = _C.Op("max", "axis", "keepdim")(finite, [], False)
+    else:
+        lo, hi = _like(lo_v, x), _like(hi_v, x)
+    same = _C.Op("equal")(lo, hi)
+    lo = _where(same, _subtract(lo, _like(1, lo)), lo)
+    hi = _where(same, _add(hi, _like(1, hi)), hi)
+    scaled = _multiply(_subtract(x, lo), _like(bins, x))
+    width = _subtract(hi, lo)
+    idx = _floor_divide(scaled, width) if not _is_float(x) else _divide(scaled, width)
+    idx = _cast(idx, _C.int64)
+    inside = _C.Op("logical_and")(_C.Op("greater_equal")(x, lo), _C.Op("less_equal")(x, hi))
+    # outside elements are counted 0 times, at a clamped (valid) index
+    idx = _clip(_where(inside, idx, _like(0, idx)), 0.0, _builtins.float(bins - 1))
+    counts = _fill([bins], 0.0, _C.int64, place=x.place)
+    return _C.Op("scatter_nd_add")(counts, _C._reshape(idx, [-1, 1]), _cast(inside, _C.int64))
+
+
+def _clip_by_variables(x, lo, hi):
+    """clip with a bound held by a program variable, from comparisons and where: the kernel's value
+    (x < lo ? lo : x > hi ? hi : x) and its gradient (dy where lo < x < hi)."""
+    def scalar(v):
+        if isinstance(v, _Tensor):
+            v = _C._reshape(v, [])
+            return v if v.dtype == x.dtype else _cast(v, x.dtype)
+        return _fill([], v, x.dtype, place=x.place)
+    lo = None if lo is None else scalar(lo)
+    hi = None if hi is None else scalar(hi)
+    above = None if lo is None else _C.Op("greater_than")(x, lo)
+    below = None if hi is None else _C.Op("less_than")(x, hi)
+    inside = above if below is None else below if above is None else _C.Op("logical_and")(above, below)
+    out = _where(inside, x, x.detach())  # the value x everywhere, the gradient only inside
+    if hi is not None:
+        out = _where(_C.Op("greater_than")(x, hi), hi, out)
+    if lo is not None:
+        out = _where(_C.Op("less_than")(x, lo), lo, out)
+    return out
 
 
 _cumsum = _C.Op("cumsum", "axis", "flatten")
@@ -391,6 +474,7 @@ def _axis_int(a, axis):
 
 
 def _axes(axis):
+    axis = _tensor_axis(axis)
     if axis is None:
         return None
     if isinstance(axis, (list, tuple)):

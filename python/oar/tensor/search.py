@@ -8,7 +8,7 @@ from .. import _C
 from .._C import Tensor
 
 __all__ = ["argmax", "argmin", "where", "index_select", "sort", "argsort", "topk", "nonzero", "masked_select",
-           "kthvalue", "median", "mode", "unique", "unique_consecutive", "searchsorted", "bincount"]
+           "kthvalue", "median", "quantile", "mode", "unique", "unique_consecutive", "searchsorted", "bincount"]
 
 _argmax = _C.Op("argmax", "axis", "keepdim", "flatten")
 _argmin = _C.Op("argmin", "axis", "keepdim", "flatten")
@@ -18,6 +18,8 @@ _cast = _C.Op("cast", "dtype")
 
 
 def _arg(op, x, axis, keepdim, dtype):
+    if dtype is None:  # as in Paddle
+        raise ValueError("{}: dtype must be 'int32' or 'int64', got None".format(op.name))
     out = op(x, 0, keepdim, True) if axis is None else op(x, axis, keepdim, False)
     if dtype is not None and out.dtype != _C.to_dtype(dtype):
         out = _cast(out, dtype)
@@ -97,14 +99,14 @@ def topk(x, k, axis=None, largest=True, sorted=True, name=None):
 
 def nonzero(x, as_tuple=False):
     """The coordinates of the nonzero elements: an int64 tensor [count, ndim], or (as_tuple) a tuple of
-    ndim 1-D tensors."""
+    ndim [count, 1] tensors (Paddle's shape, not numpy's [count])."""
     count = builtins.int(_sum(_C.Op("cast", "dtype")(x, "bool") if x.dtype != _C.bool else x).item())
     out = _nonzero(x, count)
     if not as_tuple:
         return out
     if x.ndim == 0:
         return (_C._reshape(out, [-1]),)
-    return tuple(_C._squeeze(_C._slice(out, 1, d, d + 1, 1), [1]) for d in range(x.ndim))
+    return tuple(_C._slice(out, 1, d, d + 1, 1) for d in range(x.ndim))
 
 
 def masked_select(x, mask, name=None):
@@ -154,9 +156,53 @@ def median(x, axis=None, keepdim=False, name=None):
         m = _C._slice(v, a, n // 2, n // 2 + 1, 1)
     else:
         m = (_C._slice(v, a, n // 2 - 1, n // 2, 1) + _C._slice(v, a, n // 2, n // 2 + 1, 1)) * 0.5
+    if t.ndim:  # a row holding NaN has a NaN median (as numpy and Paddle), wherever sort put it
+        has_nan = _C.Op("any", "axis", "keepdim")(_C.Op("isnan")(t), [a], True)
+        m = _where(has_nan, _C.Op("fill", "shape", "value", "dtype")([], float("nan"), m.dtype, place=m.place), m)
     if axis is None:
         return _C._reshape(m, [1] * x.ndim if keepdim else [])
     return m if keepdim else _C._squeeze(m, [a])
+
+
+def quantile(x, q, axis=None, keepdim=False, name=None):
+    """The q-th quantiles (q a number or a list of them in [0, 1]) along axis (an int, a list of ints, or
+    None for all elements), interpolating linearly between the sorted values as numpy's default; a row
+    holding NaN gives NaN. With a list q the quantiles stack on a new first axis. Differentiable."""
+    qs = list(q) if isinstance(q, (list, tuple)) else [q]
+    if not qs or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1 for v in qs):
+        raise ValueError("quantile: q must be a number or a list of numbers in [0, 1], got {!r}".format(q))
+    if x.dtype not in (_C.float32, _C.float64):
+        raise TypeError("quantile: x.dtype must be float32 or float64, got {}".format(x.dtype.name))
+    nd = x.ndim
+    axes = list(range(nd)) if axis is None else [_axis(a, nd, "quantile") for a in
+                                                 (axis if isinstance(axis, (list, tuple)) else [axis])]
+    # the reduced axes moved last and merged into one
+    keep = [d for d in range(nd) if d not in axes]
+    t = _C._reshape(x.transpose(keep + axes) if nd else x, [x.shape[d] for d in keep] + [-1])
+    a = len(keep)
+    n = t.shape[a]
+    if n == 0:
+        raise ValueError("quantile: cannot take a quantile of an empty axis")
+    v = _sorted(t, a, False)[0]
+    has_nan = _C.Op("any", "axis", "keepdim")(_C.Op("isnan")(t), [a], True)
+    outs = []
+    for qv in qs:
+        pos = float(qv) * (n - 1)
+        lo = int(np.floor(pos))
+        hi = min(lo + 1, n - 1)
+        below = _C._slice(v, a, lo, lo + 1, 1)
+        r = below + (_C._slice(v, a, hi, hi + 1, 1) - below) * (pos - lo) if pos > lo else below
+        nan = _C.Op("fill", "shape", "value", "dtype")([], float("nan"), x.dtype, place=x.place)
+        r = _where(has_nan, nan, r)
+        if keepdim:
+            shape = [1 if d in axes else x.shape[d] for d in range(nd)]
+        else:
+            shape = [x.shape[d] for d in keep]
+        outs.append(_C._reshape(r, shape))
+    if len(qs) == 1 and not isinstance(q, (list, tuple)):
+        return outs[0]
+    from .manipulation import stack
+    return stack(outs, 0)
 
 
 def mode(x, axis=-1, keepdim=False, name=None):

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from . import linalg, logic, manipulation, math, search
+from . import attribute, linalg, logic, manipulation, math, search
 
 _copy = _C.Op("copy")
 _cast = _C.Op("cast", "dtype")
@@ -148,10 +148,14 @@ def to(self, *args, **kwargs):
 
 
 # ---- writing in place ---------------------------------------------------------------------------------
-def set_value(self, value):
+def set_value(self, value, scope=None):
     """Overwrites the tensor's values with `value` (a Tensor, numpy array, nested list or scalar of the
     same shape), keeping its dtype and place. A data write, as in Paddle: not recorded by autograd, so
-    it also works on parameters; tensors saved for backward notice it through their version."""
+    it also works on parameters; tensors saved for backward notice it through their version.
+    On a static program's variable (a Parameter after the startup program ran) it writes the value
+    held for it in `scope` (default: the global scope), as Paddle's Variable.set_value does."""
+    if _C._is_symbolic(self):
+        return _set_scope_value(self, value, scope)
     if not isinstance(value, Tensor):
         value = np.asarray(value)
         if list(value.shape) != self.shape and value.size != 1:
@@ -167,11 +171,28 @@ def set_value(self, value):
         value = value._to_place(self.place)
     prev = _C.is_grad_enabled()
     _C._set_grad_enabled(False)
+    # a data write now, also while a program is being built (a Parameter in static mode): never an op
+    builder = _C._set_builder(None)
     try:
         _C._assign(self, value)
     finally:
+        _C._set_builder(builder)
         _C._set_grad_enabled(prev)
     return self
+
+
+def _set_scope_value(var, value, scope):
+    from ..static import program as _prog
+    scope = scope if scope is not None else _prog.global_scope()
+    held = scope.find_var(var.name)
+    if held is None:
+        raise ValueError("set_value: the program variable '{}' has no value in the scope yet (run the startup "
+                         "program first)".format(var.name))
+    value = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+    if list(value.shape) != list(var.shape):
+        raise ValueError("set_value: value of shape {} does not match the variable '{}' of shape {}".format(
+            list(value.shape), var.name, list(var.shape)))
+    held.get_tensor().set(value)
 
 
 def _write_back(self, out, name):
@@ -317,11 +338,13 @@ Tensor.__array_ufunc__ = None
 
 # The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ... Every public function of
 # these modules becomes a method (Paddle's Tensor has them all), except those listed in _NOT_METHODS.
-_NOT_METHODS = {"is_tensor", "einsum"}
-_METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS] for mod in (math, logic, manipulation, search, linalg)}
+_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape"}
+_METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS]
+            for mod in (attribute, math, logic, manipulation, search, linalg)}
 for _mod, _names in _METHODS.items():
     for _name in _names:
         setattr(Tensor, _name, getattr(_mod, _name))
+Tensor.element_size = attribute.element_size
 
 
 def _where_method(self, x=None, y=None, name=None):

@@ -1,11 +1,13 @@
 // The dispatcher's extension points. run_op calls the installed hooks around every op, in a fixed order,
 // so the eager core does not know the subsystems that watch op calls or take them over: autograd
 // recording (autograd.cc) and static-graph recording (ir/static_graph.cc) today; AMP casts and
-// profiling come the same way, each in its own slot.
+// profiling come the same way, each in its own slot (AMP: amp.cc, through `cast_inputs`).
 #pragma once
 
 #include <oar/core/op.h>
 #include <oar/core/tensor.h>
+
+#include <vector>
 
 namespace oar {
 
@@ -35,10 +37,14 @@ struct DispatchHook {
   void (*symbolic_access)(const Tensor& t) = nullptr;
   // `before` matters only for calls that write an input in place: the dispatcher skips it on the others.
   bool before_writes_only = false;
+  // Before shape inference: may replace the call's inputs (AMP casts them to the op's precision). Returns
+  // true when `cast` holds the inputs to use instead. nullptr: nothing to do.
+  bool (*cast_inputs)(const OpDef& op, const Tensor* inputs, int32_t n_inputs,
+                      std::vector<Tensor>& cast) = nullptr;
 };
 
 // The slots, in the order their hooks run.
-enum class HookSlot : int { kAutograd = 0, kStaticGraph = 1, kCount = 2 };
+enum class HookSlot : int { kAutograd = 0, kStaticGraph = 1, kAmp = 2, kCount = 3 };
 
 // Installs `hook` (static storage) in `slot`, replacing what was there. Done once, at start-up, by
 // install_core_hooks (core_hooks.cc), before any op runs.

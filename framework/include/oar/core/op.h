@@ -103,6 +103,9 @@ struct OpDef {
   // back; written inputs must be contiguous.
   uint32_t inplace_mask = 0;
   int32_t inplace_groups = 0;
+  // A variadic op's last `inplace_tail` inputs stand outside the blocks and are never written
+  // (check_finite_and_unscale: the gradients, then the scale).
+  int32_t inplace_tail = 0;
   // false: the op has no gradient by nature (comparisons, rounding, argmax, random draws), so its outputs
   // are constants. An op left true without a gradient rule gets outputs whose backward raises, naming
   // the op (docs/decisions.md, "no silently wrong gradients"), e.g. a *_grad kernel differentiated twice.
@@ -122,6 +125,10 @@ struct OpDef {
 inline bool op_writes_input(const OpDef& op, int32_t i, int32_t n_in) {
   if (i == op.inplace_input) return true;
   if (!op.inplace_mask) return false;
+  if (op.inplace_tail > 0) {
+    if (i >= n_in - op.inplace_tail) return false;
+    n_in -= op.inplace_tail;
+  }
   const int32_t per = op.inplace_groups > 0 ? n_in / op.inplace_groups : 1;
   const int32_t block = per > 0 ? i / per : 0;
   return block < 32 && (op.inplace_mask >> block & 1u);

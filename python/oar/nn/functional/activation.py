@@ -137,7 +137,10 @@ def hardshrink(x, threshold=0.5, name=None):
 def hardtanh(x, min=-1.0, max=1.0, name=None):
     """x clipped to [min, max]: one clip kernel; the gradient passes where min < x < max (as Paddle)."""
     from ...tensor.math import clip
-    return clip(x, float(min), float(max))
+    lo, hi = float(min), float(max)
+    # Paddle computes min(max(x, min), max): with min > max that is max everywhere, with a zero gradient
+    # (clip itself refuses min > max, as Paddle's does)
+    return clip(x, hi if lo > hi else lo, hi)
 
 
 def relu6(x, name=None):
@@ -218,7 +221,9 @@ def maxout(x, groups, axis=1, name=None):
         raise ValueError("maxout: axis must be 1 or -1 (or 3 for 4-D input), got {}".format(axis))
     ax = axis % nd
     c = x.shape[ax]
-    if groups <= 0 or c % groups != 0:
+    if groups <= 1:  # Paddle refuses groups = 1 too
+        raise ValueError("maxout: groups must be larger than 1, got {}".format(groups))
+    if c % groups != 0:
         raise ValueError("maxout: the channel count {} is not divisible by groups {}".format(c, groups))
     shape = list(x.shape)
     new = shape[:ax] + [c // groups, groups] + shape[ax + 1:]

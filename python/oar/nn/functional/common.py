@@ -20,8 +20,6 @@ _sum = _C.Op("sum", "axis", "keepdim")
 _max = _C.Op("max", "axis", "keepdim")
 _min = _C.Op("min", "axis", "keepdim")
 _sqrt = _C.Op("sqrt")
-_abs = _C.Op("abs")
-_pow = _C.Op("pow")
 _maximum = _C.Op("maximum")
 
 
@@ -212,16 +210,8 @@ def cosine_similarity(x1, x2, axis=1, eps=1e-8):
 
 def pairwise_distance(x, y, p=2.0, epsilon=1e-6, keepdim=False, name=None):
     """||x - y + epsilon||_p along the last axis."""
-    d = x - y + float(epsilon)
-    if p == 2:
-        return _sqrt(_sum(d * d, [-1], keepdim))
-    if p == 1:
-        return _sum(_abs(d), [-1], keepdim)
-    if p == float("inf"):
-        return _max(_abs(d), [-1], keepdim)
-    if p == 0:
-        return _sum(_cast(d != 0, d.dtype), [-1], keepdim)
-    return _pow(_sum(_pow(_abs(d), _const([], p, d)), [-1], keepdim), _const([], 1.0 / p, d))
+    from ...tensor.linalg import _vector_norm
+    return _vector_norm(x - y + float(epsilon), p, [-1], keepdim)
 
 
 def sequence_mask(x, maxlen=None, dtype="int64", name=None):

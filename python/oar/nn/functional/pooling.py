@@ -6,6 +6,8 @@ holds the output size). Channels-last layouts are transposed around the op.
 """
 import numbers
 
+import numpy as np
+
 from ... import _C
 from .conv import _channel_last, _explicit_padding, _ntuple, _to_first, _to_last
 
@@ -15,6 +17,7 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
 
 _max_pool = _C.Op("max_pool")
 _avg_pool = _C.Op("avg_pool")
+_pad = _C.Op("pad", "pads", "mode", "value")
 
 
 def _pool_args(nd, op, x, kernel_size, stride, padding, data_format):
@@ -62,6 +65,11 @@ def _avg_pool_nd(nd, op, x, kernel_size, stride, padding, ceil_mode, exclusive, 
     x, last, ks, strides, pads = _pool_args(nd, op, x, kernel_size, stride, padding, data_format)
     if divisor_override is not None and (not isinstance(divisor_override, numbers.Integral) or divisor_override <= 0):
         raise ValueError("{}: divisor_override must be a positive int, got {!r}".format(op, divisor_override))
+    if not exclusive and ceil_mode and not divisor_override:
+        # Paddle divides a non-exclusive window by its size clipped to the padded input (the kernel's size
+        # except at the extra ceil_mode window): the exclusive count of the explicitly zero-padded input.
+        x = _pad(x, [0, 0, 0, 0] + list(pads), 0, 0.0)
+        pads, exclusive = [0] * len(pads), True
     out = _avg_pool(x, kernel_size=ks, strides=strides, paddings=pads, ceil_mode=int(bool(ceil_mode)),
                     exclusive=int(bool(exclusive)), divisor=int(divisor_override or 0))
     return _to_last(out, nd) if last else out
@@ -84,6 +92,12 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
 
 
 def _adaptive_size(nd, op, x, output_size):
+    if isinstance(output_size, (_C.Tensor, np.ndarray)):  # Paddle takes a Tensor (its values) too
+        if isinstance(output_size, _C.Tensor) and _C._is_symbolic(output_size):
+            raise ValueError("{}: output_size must have a value while the program is built; got the program "
+                             "variable '{}'".format(op, output_size.name))
+        output_size = output_size.numpy() if isinstance(output_size, _C.Tensor) else output_size
+        output_size = int(output_size) if output_size.ndim == 0 else output_size.tolist()
     if isinstance(output_size, numbers.Integral):
         size = [int(output_size)] * nd
     elif isinstance(output_size, (list, tuple)) and len(output_size) == nd:

@@ -18,6 +18,8 @@ __all__ = ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "chann
            "grid_sample", "affine_grid", "temporal_shift"]
 
 _interp = _C.Op("interpolate")
+_index_select = _C.Op("index_select", "axis")
+_cast = _C.Op("cast", "dtype")
 _unfold = _C.Op("unfold")
 _fold = _C.Op("fold")
 _grid_sample = _C.Op("grid_sample")
@@ -90,9 +92,27 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=F
             else:
                 r = n / o
             ratios.append(float(np.float32(r)))  # Paddle computes the ratio in float32
-        y = _interp(x, out_size=size, ratios=ratios, mode=kind, align_corners=int(bool(align_corners)),
-                    align_mode=int(align_mode))
+        if kind == 0 and x.dtype in _INT_DTYPES:
+            y = _nearest_by_index(x, size, ratios, int(align_mode))
+        else:
+            y = _interp(x, out_size=size, ratios=ratios, mode=kind, align_corners=int(bool(align_corners)),
+                        align_mode=int(align_mode))
     return _to_last(y, nd) if last else y
+
+
+_INT_DTYPES = (_C.uint8, _C.int8, _C.int16, _C.int32, _C.int64)
+
+
+def _nearest_by_index(x, size, ratios, align_mode):
+    """Nearest resizing of an integer tensor (Paddle supports it; the kernel is float-only): a gather
+    along each spatial axis. The source indices come from the kernel itself, resizing an index ramp, so
+    the mapping is the float path's exactly."""
+    for i, (o, r) in enumerate(zip(size, ratios)):
+        n = x.shape[2 + i]
+        ramp = _C._from_numpy(np.arange(n, dtype=np.float64).reshape(1, 1, n), x.place)
+        src = _interp(ramp, out_size=[o], ratios=[r], mode=0, align_corners=0, align_mode=align_mode)
+        x = _index_select(x, _cast(src.reshape([o]), _C.int64), 2 + i)
+    return x
 
 
 def upsample(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,

@@ -360,7 +360,10 @@ class Layer:
         """An OrderedDict from structured names ("fc.weight") to the layer's parameters and persistable
         buffers (the tensors themselves, not copies)."""
         dest = collections.OrderedDict() if destination is None else destination
+        save_dtype = getattr(self, "_amp_save_dtype", None) if use_hook else None  # oar.amp.decorate(save_dtype=)
         for key, t in self._state_items(include_sublayers, structured_name_prefix):
+            if save_dtype is not None and t.dtype.is_floating_point and t.dtype.name != save_dtype:
+                t = t.astype(save_dtype)
             dest[key] = t
         return dest
 

@@ -460,7 +460,9 @@ class SpectralNorm(Layer):
             raise ValueError("SpectralNorm: expected a weight of shape {}, got {}".format(self._weight_shape, x.shape))
         perm = [self._dim] + [d for d in range(x.ndim) if d != self._dim]
         mat = x.transpose(perm).reshape([x.shape[self._dim], -1]) if self._dim != 0 else x.reshape([x.shape[0], -1])
-        u, v = self.weight_u.detach(), self.weight_v.detach()
+        # the parameters themselves (non-trainable), so that a program reads them under their names
+        # (Paddle code feeds them: feed={"spectral_norm_0.w_0": u, ...})
+        u, v = self.weight_u, self.weight_v
         with no_grad():
             for _ in range(self._power_iters):
                 v = F.normalize(mat.t().matmul(u), axis=0, epsilon=self._eps)
