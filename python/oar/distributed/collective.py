@@ -686,7 +686,7 @@ def _check_list(tensors, n, like, what, arg):
 
 def scatter(tensor, tensor_list=None, src=0, group=None, sync_op=True):
     """Global rank `src` sends `tensor_list[r]` to the member of group rank r, which gets it in `tensor`.
-    The other ranks' `tensor_list` is ignored. Built from send/recv (the ABI has no scatter; decision 64)."""
+    The other ranks' `tensor_list` is ignored. Built from send/recv (the ABI has no scatter; decision 65)."""
     _check_tensor(tensor, "scatter")
     g = _require("scatter", group)
     if _skip(g, "scatter"):
