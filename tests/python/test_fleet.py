@@ -479,34 +479,17 @@ def test_group_sharded_two_ranks_equal_the_unsharded_run(tmp_path):
     dist.spawn(_sharded_worker, args=(str(tmp_path),), nprocs=2)
 
 
-def _dp_worker():
-    s = fleet.DistributedStrategy()
-    fleet.init(is_collective=True, strategy=s)
-    rank = fleet.worker_index()
+def _dp_against_reference(strategy, rank, steps, micro, what):
+    """fleet data parallel under `strategy` (each rank `micro` micro-batches of 4 a step) against Adam on the
+    whole batch in one process; parameters equal after every step."""
+    fleet.init(is_collective=True, strategy=strategy)  # the group is kept; the new strategy applies
     net, ref = _mlp(), _mlp()
     model = fleet.distributed_model(net)
     opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=model.parameters()))
     ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
-    for step in range(3):
-        x, y = _batch(step)
-        _loss(model, x[4 * rank:4 * rank + 4], y[4 * rank:4 * rank + 4]).backward()
-        opt.step()
-        opt.clear_grad()
-        _loss(ref, x, y).backward()
-        ref_opt.step()
-        ref_opt.clear_grad()
-        _assert_close(_params(net), _params(ref), f"fleet data parallel step {step}")
-    # data parallel + gradient merge (k=2): 2 ranks x 2 micro-batches == Adam on the whole batch
-    s.gradient_merge = True
-    s.gradient_merge_configs = {"k_steps": 2}
-    fleet.init(is_collective=True, strategy=s)  # the group is kept; the new strategy applies
-    net, ref = _mlp(), _mlp()
-    model = fleet.distributed_model(net)
-    opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=model.parameters()))
-    ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
-    for step in range(2):
-        x, y = _batch(step, n=16)
-        for i in range(2):
+    for step in range(steps):
+        x, y = _batch(step, n=8 * micro)
+        for i in range(micro):
             sl = slice(8 * i + 4 * rank, 8 * i + 4 * rank + 4)
             _loss(model, x[sl], y[sl]).backward()
             opt.step()
@@ -514,26 +497,24 @@ def _dp_worker():
         _loss(ref, x, y).backward()
         ref_opt.step()
         ref_opt.clear_grad()
-        _assert_close(_params(net), _params(ref), f"fleet data parallel + merge step {step}")
+        _assert_close(_params(net), _params(ref), f"{what} step {step}")
+
+
+def _dp_worker():
+    s = fleet.DistributedStrategy()
+    fleet.init(is_collective=True, strategy=s)
+    rank = fleet.worker_index()
+    _dp_against_reference(s, rank, 3, 1, "fleet data parallel")
+    # data parallel + gradient merge (k=2): 2 ranks x 2 micro-batches == Adam on the whole batch
+    s.gradient_merge = True
+    s.gradient_merge_configs = {"k_steps": 2}
+    _dp_against_reference(s, rank, 2, 2, "fleet data parallel + merge")
     # data parallel + recompute of the first block: its parameters' gradients arrive inside the re-entrant
     # backward of the recompute node, and must still be all-reduced with the others
     s.gradient_merge = False
     s.recompute = True
     s.recompute_configs = {"checkpoints": ["0"]}
-    fleet.init(is_collective=True, strategy=s)
-    net, ref = _mlp(), _mlp()
-    model = fleet.distributed_model(net)
-    opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=model.parameters()))
-    ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
-    for step in range(2):
-        x, y = _batch(step)
-        _loss(model, x[4 * rank:4 * rank + 4], y[4 * rank:4 * rank + 4]).backward()
-        opt.step()
-        opt.clear_grad()
-        _loss(ref, x, y).backward()
-        ref_opt.step()
-        ref_opt.clear_grad()
-        _assert_close(_params(net), _params(ref), f"fleet data parallel + recompute step {step}")
+    _dp_against_reference(s, rank, 2, 1, "fleet data parallel + recompute")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("oar.distributed.parallel") is None,
