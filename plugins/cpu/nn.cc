@@ -22,7 +22,7 @@ struct Gelu {
   static constexpr C kA = C(0.044715), kInvSqrt2Pi = C(0.3989422804014327);
   C f(C x) const {
     if (approx) return C(0.5) * x * (C(1) + vtanh(kSqrt2OverPi * (x + kA * x * x * x)));
-    return C(0.5) * x * (C(1) + std::erf(x * kInvSqrt2));
+    return C(0.5) * x * (C(1) + verf(x * kInvSqrt2));
   }
   C df(C x) const {
     if (approx) {
@@ -30,15 +30,15 @@ struct Gelu {
       const C du = kSqrt2OverPi * (C(1) + C(3) * kA * x * x);
       return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du;
     }
-    return C(0.5) * (C(1) + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(C(-0.5) * x * x);
+    return C(0.5) * (C(1) + verf(x * kInvSqrt2)) + x * kInvSqrt2Pi * vexp(C(-0.5) * x * x);
   }
 };
 template <class C>
 struct Silu {
   explicit Silu(const KernelContext&) {}
-  C f(C x) const { return x / (C(1) + std::exp(-x)); }
+  C f(C x) const { return x / (C(1) + vexp(-x)); }
   C df(C x) const {
-    const C s = C(1) / (C(1) + std::exp(-x));
+    const C s = C(1) / (C(1) + vexp(-x));
     return s * (C(1) + x * (C(1) - s));
   }
 };
@@ -54,7 +54,7 @@ struct Elu {
   C a;
   explicit Elu(const KernelContext& ctx) : a(C(attr_float_or(ctx, "alpha", 1.0))) {}
   C f(C x) const { return x > C(0) ? x : a * std::expm1(x); }
-  C df(C x) const { return x > C(0) ? C(1) : a * std::exp(x); }
+  C df(C x) const { return x > C(0) ? C(1) : a * vexp(x); }
 };
 template <class C>
 struct Softplus {
@@ -70,7 +70,7 @@ struct Softplus {
   C df(C x) const {
     const C z = beta * x;
     if (z > threshold) return C(1);
-    return C(1) / (C(1) + std::exp(-z));
+    return C(1) / (C(1) + vexp(-z));
   }
 };
 template <class C>

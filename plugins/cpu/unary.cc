@@ -7,7 +7,7 @@ namespace {
 
 using oar::sdk::compute_t;
 
-OAR_CPU_FLOAT_OP(Exp, "exp", std::exp(v))
+OAR_CPU_FLOAT_OP(Exp, "exp", vexp(v))
 OAR_CPU_FLOAT_OP(Log, "log", std::log(v))
 OAR_CPU_FLOAT_OP(Log1p, "log1p", std::log1p(v))
 OAR_CPU_FLOAT_OP(Expm1, "expm1", std::expm1(v))
@@ -16,12 +16,12 @@ OAR_CPU_FLOAT_OP(Rsqrt, "rsqrt", C(1) / std::sqrt(v))
 OAR_CPU_FLOAT_OP(Sin, "sin", std::sin(v))
 OAR_CPU_FLOAT_OP(Cos, "cos", std::cos(v))
 OAR_CPU_FLOAT_OP(Tanh, "tanh", vtanh(v))  // compute_t is float for 16-bit types too
-OAR_CPU_FLOAT_OP(Sigmoid, "sigmoid", C(1) / (C(1) + std::exp(-v)))
+OAR_CPU_FLOAT_OP(Sigmoid, "sigmoid", C(1) / (C(1) + vexp(-v)))
 OAR_CPU_FLOAT_OP(Floor, "floor", std::floor(v))
 OAR_CPU_FLOAT_OP(Ceil, "ceil", std::ceil(v))
 OAR_CPU_FLOAT_OP(Round, "round", std::round(v))  // std::round: half away from zero
 OAR_CPU_FLOAT_OP(Reciprocal, "reciprocal", C(1) / v)
-OAR_CPU_FLOAT_OP(Erf, "erf", std::erf(v))
+OAR_CPU_FLOAT_OP(Erf, "erf", verf(v))
 
 // Ints and floats (not bool): ints wrap through unsigned arithmetic (neg/abs of MIN is MIN, as numpy).
 struct Neg {

@@ -12,7 +12,11 @@
 
 namespace oar_cpu {
 
-inline float fast_exp(float x) {
+// Forced inline: a call inside an elementwise loop stops GCC from vectorising it (fast_erf was not inlined
+// by the heuristics).
+#define OAR_VEC_INLINE [[gnu::always_inline]] inline
+
+OAR_VEC_INLINE float fast_exp(float x) {
   const float hi = 88.7228f, lo = -103.972f;  // beyond these expf is inf / 0
   // NaN computes with 0 (converting NaN to int is undefined) and is put back at the end.
   float xc = x < lo ? lo : (x > hi ? hi : (x != x ? 0.0f : x));
@@ -42,7 +46,7 @@ inline float fast_exp(float x) {
   return x != x ? x : y;
 }
 
-inline float fast_tanh(float x) {
+OAR_VEC_INLINE float fast_tanh(float x) {
   const float ax = std::fabs(x);
   // Odd polynomial on |x| < 0.625 (relative error ~1 ulp there).
   const float z = x * x;
@@ -58,8 +62,42 @@ inline float fast_tanh(float x) {
   return x != x ? x : y;
 }
 
+// erf, branch-free (glibc's erff is a scalar call: gelu ran 24x slower than torch on 4M elements).
+// |x| < 1.25: x * P(x^2); up to 3.95: 1 - exp(-x^2) * S(1/x^2) / x, where S(w) ~ x erfc(x) e^{x^2} is
+// smooth in w = 1/x^2; beyond, erf rounds to +-1 in float. Both polynomials are weighted least-squares
+// fits of ours in double; measured <= 3.5 ulp over [0, 4] (the worst near the switch at 1.25).
+OAR_VEC_INLINE float fast_erf(float x) {
+  const float ax = std::fabs(x), z = ax * ax;
+  float p = 6.2530830361e-05f;
+  p = p * z + -7.4516015443e-04f;
+  p = p * z + 5.1149106783e-03f;
+  p = p * z + -2.6809417462e-02f;
+  p = p * z + 1.1282390279e-01f;
+  p = p * z + -3.7612514945e-01f;
+  p = p * z + 1.1283791556e+00f;
+  const float small = ax * p;
+  const float axc = ax < 1.25f ? 1.25f : ax;  // keeps the unused lane finite
+  const float zc = axc * axc, w = 1.0f / zc;
+  float q = -3.6711714708e-01f;
+  q = q * w + 1.1268824399e+00f;
+  q = q * w + -1.5260472873e+00f;
+  q = q * w + 1.2421435871e+00f;
+  q = q * w + -7.3170951947e-01f;
+  q = q * w + 3.9343437874e-01f;
+  q = q * w + -2.8054136601e-01f;
+  q = q * w + 5.6415561464e-01f;
+  const float big = 1.0f - fast_exp(-zc) * q / axc;  // no sqrt: it keeps errno and blocks vectorising
+  float y = ax < 1.25f ? small : (ax < 3.95f ? big : 1.0f);
+  y = std::copysign(y, x);
+  return x != x ? x : y;
+}
+
 // Overloads used by the kernels: float takes the fast path, double libm.
-inline float vtanh(float x) { return fast_tanh(x); }
+OAR_VEC_INLINE float vtanh(float x) { return fast_tanh(x); }
 inline double vtanh(double x) { return std::tanh(x); }
+OAR_VEC_INLINE float verf(float x) { return fast_erf(x); }
+inline double verf(double x) { return std::erf(x); }
+OAR_VEC_INLINE float vexp(float x) { return fast_exp(x); }
+inline double vexp(double x) { return std::exp(x); }
 
 }  // namespace oar_cpu

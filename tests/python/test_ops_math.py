@@ -597,3 +597,33 @@ def test_atan2_nan_operands(dtype, device):
     np.testing.assert_array_equal(np.isnan(got), np.isnan(np.arctan2(y, x)))
     assert got[-1] == 0.0
 
+
+
+def _ulps(got, ref):
+    """|got - ref| in units of the float32 spacing at ref (ref in float64)."""
+    return np.abs(got.astype(np.float64) - ref) / np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+
+
+def test_float32_exp_erf_and_the_activations_built_on_them_are_accurate():
+    # The cpu plugin's branch-free exp and erf (vec_math.h) against float64 over their whole useful range,
+    # the switch points of the erf approximation, and the special values.
+    x = np.concatenate([np.linspace(-6, 6, 200001), [0.0, -0.0, 1.25, -1.25, np.nextafter(1.25, 0), 3.95, 1e-30, 1e-6,
+                                                      -1e-6, 1e6]]).astype(np.float32)
+    ref = np.array([math.erf(float(v)) for v in x])
+    got = oar.erf(oar.to_tensor(x)).numpy()
+    assert _ulps(got, ref).max() <= 4
+    assert np.signbit(got[np.signbit(x) & (x == 0)]).all()
+    special = oar.erf(oar.to_tensor(np.array([np.inf, -np.inf, np.nan], np.float32))).numpy()
+    assert special[0] == 1 and special[1] == -1 and np.isnan(special[2])
+    xe = np.linspace(-103, 88.7, 200001).astype(np.float32)
+    refe = np.exp(xe.astype(np.float64))
+    normal = refe > np.finfo(np.float32).tiny
+    assert _ulps(oar.exp(oar.to_tensor(xe)).numpy()[normal], refe[normal]).max() <= 1
+    xs = x[np.abs(x) < 1e5].astype(np.float64)
+    F = oar.nn.functional
+    t = oar.to_tensor(xs.astype(np.float32))
+    gelu = 0.5 * xs * (1 + np.array([math.erf(v / math.sqrt(2)) for v in xs]))
+    np.testing.assert_allclose(F.gelu(t).numpy(), gelu, rtol=2e-6, atol=1e-7)
+    sig = 1 / (1 + np.exp(-xs))
+    np.testing.assert_allclose(F.sigmoid(t).numpy(), sig, rtol=2e-6, atol=1e-30)
+    np.testing.assert_allclose(F.silu(t).numpy(), xs * sig, rtol=2e-6, atol=1e-30)
