@@ -14,23 +14,24 @@ using oar::sdk::parallel_for;
 
 // ---- activations ----------------------------------------------------------------------------------
 // Each functor: f(x) the activation, df(x) its derivative, in the compute type C.
+// gelu's two forms are two functors, picked once per call (Gelu_fwd/_bwd below): with the `approximate`
+// attribute tested inside f(), GCC kept the loop scalar (it does not unswitch it).
 template <class C>
-struct Gelu {
-  bool approx;
-  explicit Gelu(const KernelContext& ctx) : approx(attr_int_or(ctx, "approximate", 0) != 0) {}
-  static constexpr C kSqrt2OverPi = C(0.7978845608028654), kInvSqrt2 = C(0.7071067811865476);
-  static constexpr C kA = C(0.044715), kInvSqrt2Pi = C(0.3989422804014327);
-  C f(C x) const {
-    if (approx) return C(0.5) * x * (C(1) + vtanh(kSqrt2OverPi * (x + kA * x * x * x)));
-    return C(0.5) * x * (C(1) + verf(x * kInvSqrt2));
-  }
+struct GeluErf {
+  explicit GeluErf(const KernelContext&) {}
+  static constexpr C kInvSqrt2 = C(0.7071067811865476), kInvSqrt2Pi = C(0.3989422804014327);
+  C f(C x) const { return C(0.5) * x * (C(1) + verf(x * kInvSqrt2)); }
+  C df(C x) const { return C(0.5) * (C(1) + verf(x * kInvSqrt2)) + x * kInvSqrt2Pi * vexp(C(-0.5) * x * x); }
+};
+template <class C>
+struct GeluTanh {
+  explicit GeluTanh(const KernelContext&) {}
+  static constexpr C kSqrt2OverPi = C(0.7978845608028654), kA = C(0.044715);
+  C f(C x) const { return C(0.5) * x * (C(1) + vtanh(kSqrt2OverPi * (x + kA * x * x * x))); }
   C df(C x) const {
-    if (approx) {
-      const C u = kSqrt2OverPi * (x + kA * x * x * x), t = vtanh(u);
-      const C du = kSqrt2OverPi * (C(1) + C(3) * kA * x * x);
-      return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du;
-    }
-    return C(0.5) * (C(1) + verf(x * kInvSqrt2)) + x * kInvSqrt2Pi * vexp(C(-0.5) * x * x);
+    const C u = kSqrt2OverPi * (x + kA * x * x * x), t = vtanh(u);
+    const C du = kSqrt2OverPi * (C(1) + C(3) * kA * x * x);
+    return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du;
   }
 };
 template <class C>
@@ -140,7 +141,8 @@ void act_grad_kernel(KernelContext& ctx, const char* name) {
 #define OAR_NN_ACT(NAME, STR)                                         \
   void NAME##_fwd(KernelContext& ctx) { act_kernel<NAME>(ctx, STR); } \
   void NAME##_bwd(KernelContext& ctx) { act_grad_kernel<NAME>(ctx, STR "_grad"); }
-OAR_NN_ACT(Gelu, "gelu")
+OAR_NN_ACT(GeluErf, "gelu")
+OAR_NN_ACT(GeluTanh, "gelu")
 OAR_NN_ACT(Silu, "silu")
 OAR_NN_ACT(LeakyRelu, "leaky_relu")
 OAR_NN_ACT(Elu, "elu")
@@ -148,6 +150,14 @@ OAR_NN_ACT(Softplus, "softplus")
 OAR_NN_ACT(Hardswish, "hardswish")
 OAR_NN_ACT(Hardsigmoid, "hardsigmoid")
 #undef OAR_NN_ACT
+void Gelu_fwd(KernelContext& ctx) {
+  if (attr_int_or(ctx, "approximate", 0) != 0) return GeluTanh_fwd(ctx);
+  GeluErf_fwd(ctx);
+}
+void Gelu_bwd(KernelContext& ctx) {
+  if (attr_int_or(ctx, "approximate", 0) != 0) return GeluTanh_bwd(ctx);
+  GeluErf_bwd(ctx);
+}
 
 // ---- layer_norm -----------------------------------------------------------------------------------
 // sum of f(i) for i < n with 8 independent accumulators, so the compiler can vectorise the float
