@@ -56,7 +56,7 @@ OAR_VEC_INLINE float fast_tanh(float x) {
   p = p * z + -5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z + -3.33332819422e-1f;
-  const float small = ax + ax * z * p;        // tanh(|x|); the sign is applied below (keeps -0.0)
+  const float small = ax + ax * z * p;  // tanh(|x|); the sign is applied below (keeps -0.0)
   // (1 - e^{-2|x|}) / (1 + e^{-2|x|}): e is in (0, 1], so no clamp is needed; the earlier clamped
   // 1 - 2 / (e^{2|x|} + 1) kept GCC from vectorising the loop ("control flow in loop").
   const float e = fast_exp(-2.0f * ax);
