@@ -450,23 +450,8 @@ def _sharded_worker(out_dir):
     s.sharding_configs = {"stage": 2}
     s.gradient_merge = True
     s.gradient_merge_configs = {"k_steps": 2, "avg": True}
-    fleet.init(is_collective=True, strategy=s)
+    net, model, opt = _dp_against_reference(s, rank, 2, 2, "fleet sharding+merge")
     assert fleet.worker_index() == rank and fleet.worker_num() == world
-    net, ref = _mlp(), _mlp()
-    model = fleet.distributed_model(net)
-    opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=net.parameters()))
-    ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
-    for step in range(2):
-        x, y = _batch(step, n=16)  # micro-batch i of rank r: rows 8i + 4r ...
-        for i in range(2):
-            sl = slice(8 * i + 4 * rank, 8 * i + 4 * rank + 4)
-            _loss(model, x[sl], y[sl]).backward()
-            opt.step()
-            opt.clear_grad()
-        _loss(ref, x, y).backward()
-        ref_opt.step()
-        ref_opt.clear_grad()
-        _assert_close(_params(net), _params(ref), f"fleet sharding+merge step {step}")
     save_group_sharded_model(model, os.path.join(out_dir, "fleet"), opt)  # through the merge wrapper
     if rank == 0:
         full = oar.load(os.path.join(out_dir, "fleet", "model.pdopt"))
@@ -485,7 +470,7 @@ def _dp_against_reference(strategy, rank, steps, micro, what):
     fleet.init(is_collective=True, strategy=strategy)  # the group is kept; the new strategy applies
     net, ref = _mlp(), _mlp()
     model = fleet.distributed_model(net)
-    opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=model.parameters()))
+    opt = fleet.distributed_optimizer(oar.optimizer.Adam(0.01, parameters=net.parameters()))
     ref_opt = oar.optimizer.Adam(0.01, parameters=ref.parameters())
     for step in range(steps):
         x, y = _batch(step, n=8 * micro)
@@ -498,6 +483,7 @@ def _dp_against_reference(strategy, rank, steps, micro, what):
         ref_opt.step()
         ref_opt.clear_grad()
         _assert_close(_params(net), _params(ref), f"{what} step {step}")
+    return net, model, opt
 
 
 def _dp_worker():

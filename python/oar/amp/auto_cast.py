@@ -141,7 +141,7 @@ def decorate(models, optimizers=None, level="O1", dtype="float16", master_weight
     parameters and buffers cast to that dtype. master_grad is accepted: the master-weight update already takes the
     gradients in float32. Returns models, or (models, optimizers) when optimizers are given."""
     level, dt = _check_level_dtype("decorate", level, dtype)
-    from ..autograd import no_grad
+    from ..nn.layer.layers import _cast_in_place
     from ..nn import Layer
     from ..optimizer.optimizer import Optimizer
     model_list, models_is_list = _as_list(models, "models")
@@ -164,11 +164,7 @@ def decorate(models, optimizers=None, level="O1", dtype="float16", master_weight
                     continue
                 for t in layer._parameters.values():
                     if t is not None and t.dtype.is_floating_point and t.dtype != low:
-                        with no_grad():
-                            stop = t.stop_gradient
-                            t._replace_with(t.astype(low).detach())
-                            t.stop_gradient = stop
-                            t.clear_gradient(False)
+                        _cast_in_place(t, low)
         if master_weight is not False:
             for o in opt_list:
                 o._multi_precision = True

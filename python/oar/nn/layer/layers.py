@@ -54,6 +54,16 @@ def _to_tensor_value(value, like, key):
     return value
 
 
+
+def _cast_in_place(t, dtype):
+    """Replaces a parameter's or buffer's data with its cast to `dtype`, keeping the tensor object (the
+    optimizer's reference), its stop_gradient, and no gradient of the old dtype."""
+    with no_grad():
+        stop = t.stop_gradient
+        t._replace_with(t.astype(dtype).detach())
+        t.stop_gradient = stop
+        t.clear_gradient(False)
+
 class Layer:
     """Base class of layers: subclass it, create parameters and sublayers in __init__, define forward."""
 
@@ -454,11 +464,7 @@ class Layer:
                 continue
             for t in list(layer._parameters.values()) + list(layer._buffers.values()):
                 if t is not None and t.dtype.is_floating_point and t.dtype != dtype:
-                    with no_grad():
-                        stop = t.stop_gradient
-                        t._replace_with(t.astype(dtype).detach())
-                        t.stop_gradient = stop
-                        t.clear_gradient(False)
+                    _cast_in_place(t, dtype)
             layer._dtype = dtype.name
         return self
 
