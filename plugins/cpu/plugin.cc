@@ -405,6 +405,8 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_linalg_kernels(r);
     register_optim_kernels(r);
     register_amp_kernels(r);
+    register_detection_kernels(r);
+    register_ctc_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

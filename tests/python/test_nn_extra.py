@@ -1,0 +1,263 @@
+"""nn pieces of issue 19: BeamSearchDecoder + dynamic_decode, F.gather_tree, oar.text.viterbi_decode /
+ViterbiDecoder and the text data sets (local files only), against numpy references."""
+import itertools
+import os
+import tarfile
+import io
+
+import numpy as np
+import pytest
+
+import oar
+import oar.nn.functional as F
+from oar.nn import BeamSearchDecoder, dynamic_decode
+from oar.text import UCIHousing, Imikolov, Imdb, ViterbiDecoder, viterbi_decode, WMT16
+
+from _util import check
+
+
+# ---- gather_tree ----------------------------------------------------------------------------------
+
+def test_gather_tree_follows_parents():
+    ids = np.array([[[2, 2], [6, 1]], [[3, 9], [6, 1]], [[0, 1], [9, 0]]])
+    parents = np.array([[[0, 0], [1, 1]], [[1, 0], [1, 0]], [[0, 0], [0, 1]]])
+    want = np.zeros_like(ids)
+    T, B, K = ids.shape
+    for b in range(B):
+        for k in range(K):
+            p = k
+            for t in range(T - 1, -1, -1):
+                want[t, b, k] = ids[t, b, p]
+                p = parents[t, b, p]
+    check(F.gather_tree(oar.to_tensor(ids), oar.to_tensor(parents)), want)
+    with pytest.raises(ValueError, match="same 3-D shape"):
+        F.gather_tree(oar.to_tensor(ids), oar.to_tensor(parents[:2]))
+
+
+# ---- beam search ---------------------------------------------------------------------------------
+
+class MarkovCell(oar.nn.Layer):
+    """Logits depend only on the previous token: table[token]. The state counts steps."""
+
+    def __init__(self, table):
+        super().__init__()
+        self.table = oar.to_tensor(table)
+
+    def forward(self, inputs, states):
+        return self.table[inputs.reshape([-1])], states + 1
+
+
+def _beam_ref(table, start, end, beam, batch, max_steps):
+    """numpy beam search with Paddle's rules (finished beams extend with end_token at no cost)."""
+    V = table.shape[0]
+    logp = table - np.log(np.exp(table - table.max(1, keepdims=True)).sum(1, keepdims=True)) - table.max(1, keepdims=True)
+    out = []
+    for _ in range(batch):
+        beams = [([], 0.0, False, start)] + [([], -1e9, False, start)] * (beam - 1)
+        for _ in range(max_steps + 1):
+            cand = []
+            for bi, (seq, score, fin, last) in enumerate(beams):
+                for v in range(V):
+                    if fin:
+                        s = score + (0.0 if v == end else -1e9)
+                    else:
+                        s = score + logp[last, v]
+                    cand.append((s, bi * V + v, bi, v))
+            cand.sort(key=lambda c: (-c[0], c[1]))
+            beams = [(beams[bi][0] + [v], s, beams[bi][2] or v == end, v) for s, _, bi, v in cand[:beam]]
+            if all(b[2] for b in beams):
+                break
+        out.append(np.array([b[0] for b in beams]).T)  # [T, beam]
+    return np.stack(out)  # [batch, T, beam]
+
+
+def test_beam_search_decoder_matches_reference():
+    rng = np.random.default_rng(0)
+    V, beam, batch = 5, 3, 2
+    table = rng.normal(size=(V, V)) * 2
+    cell = MarkovCell(table)
+    dec = BeamSearchDecoder(cell, start_token=0, end_token=4, beam_size=beam)
+    init = oar.zeros([batch, 1], dtype="float64")
+    (ids, states) = dynamic_decode(dec, inits=init, max_step_num=6)
+    want = _beam_ref(table, 0, 4, beam, batch, 6)
+    assert ids.shape == list(want.shape)
+    check(ids, want)
+    ids2, states2, lengths = dynamic_decode(dec, inits=init, max_step_num=6, return_length=True)
+    assert lengths.shape == [batch, beam]
+    # lengths count the steps before each beam finished (the end token included)
+    for b in range(batch):
+        for k in range(beam):
+            seq = list(want[b, :, k])
+            n = seq.index(4) + 1 if 4 in seq else len(seq)
+            assert int(lengths.numpy()[b, k]) == n
+    tm, _ = dynamic_decode(dec, inits=init, max_step_num=6, output_time_major=True)
+    check(tm, want.transpose(1, 0, 2))
+
+
+def test_beam_search_with_embedding_and_gru():
+    oar.seed(1)
+    emb = oar.nn.Embedding(6, 4)
+    cell = oar.nn.GRUCell(4, 8)
+    out = oar.nn.Linear(8, 6)
+    dec = BeamSearchDecoder(cell, start_token=0, end_token=1, beam_size=2, embedding_fn=emb, output_fn=out)
+    h0 = oar.zeros([3, 8])
+    ids, states = dynamic_decode(dec, inits=h0, max_step_num=4)
+    assert ids.shape[0] == 3 and ids.shape[2] == 2 and ids.shape[1] <= 5
+    assert ids.dtype == oar.int64
+    assert states.cell_states.shape == [3, 2, 8]
+    tiled = BeamSearchDecoder.tile_beam_merge_with_batch(oar.to_tensor(np.arange(6.0).reshape(3, 2)), 2)
+    check(tiled, np.repeat(np.arange(6.0).reshape(3, 2), 2, axis=0))
+    with pytest.raises(ValueError, match="beam_size"):
+        BeamSearchDecoder(cell, 0, 1, 0)
+
+
+# ---- viterbi ----------------------------------------------------------------------------------------
+
+def _viterbi_brute(pot, trans, lens, bos):
+    B, T, N = pot.shape
+    scores, paths = np.zeros(B), np.zeros((B, T), np.int64)
+    for b in range(B):
+        L = int(lens[b])
+
+        def f(q):
+            s = sum(pot[b, t, q[t]] for t in range(L)) + sum(trans[q[t - 1], q[t]] for t in range(1, L))
+            return s + (trans[N - 1, q[0]] + trans[N - 2, q[-1]] if bos else 0.0)
+        best = max(itertools.product(range(N), repeat=L), key=f)
+        scores[b] = f(best)
+        paths[b, :L] = best
+    return scores, paths
+
+
+@pytest.mark.parametrize("bos", [True, False])
+def test_viterbi_decode_matches_brute_force(bos):
+    rng = np.random.default_rng(1)
+    pot = rng.normal(size=(3, 4, 4))
+    trans = rng.normal(size=(4, 4))
+    lens = np.array([4, 2, 3])
+    scores, path = viterbi_decode(oar.to_tensor(pot), oar.to_tensor(trans), oar.to_tensor(lens), bos)
+    ws, wp = _viterbi_brute(pot, trans, lens, bos)
+    check(scores, ws, rtol=1e-12, atol=1e-12)
+    check(path, wp)
+    layer = ViterbiDecoder(oar.to_tensor(trans), bos)
+    s2, p2 = layer(oar.to_tensor(pot), oar.to_tensor(lens))
+    check(p2, wp)
+    with pytest.raises(ValueError, match="transition_params must have shape"):
+        viterbi_decode(oar.to_tensor(pot), oar.to_tensor(trans[:3]), oar.to_tensor(lens))
+
+
+# ---- text data sets ------------------------------------------------------------------------------
+
+def test_uci_housing_reads_a_local_file(tmp_path):
+    rng = np.random.default_rng(2)
+    data = rng.uniform(0, 10, (10, 14))
+    f = tmp_path / "housing.data"
+    f.write_text("\n".join(" ".join("{:.6f}".format(v) for v in row) for row in data))
+    data = np.fromfile(str(f), sep=" ").reshape(10, 14)
+    norm = data.copy()
+    norm[:, :13] = (data[:, :13] - data[:, :13].mean(0)) / (data[:, :13].max(0) - data[:, :13].min(0))
+    train, test = UCIHousing(str(f), "train"), UCIHousing(str(f), "test")
+    assert len(train) == 8 and len(test) == 2
+    x, y = test[1]
+    assert x.dtype == np.float32 and x.shape == (13,) and y.shape == (1,)
+    np.testing.assert_allclose(x, norm[9, :13], rtol=1e-6)
+    np.testing.assert_allclose(y, norm[9, 13:], rtol=1e-6)
+
+
+def test_text_datasets_name_the_missing_file(tmp_path):
+    missing = str(tmp_path / "nope.tar.gz")
+    for cls in (UCIHousing, Imdb, Imikolov, WMT16):
+        with pytest.raises(FileNotFoundError, match="nope.tar.gz"):
+            cls(data_file=missing)
+    with pytest.raises(ValueError, match="does not download"):
+        UCIHousing()
+
+
+def _tar(path, files):
+    with tarfile.open(path, "w:gz") as tf:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+
+
+def test_imikolov_ngram_and_seq(tmp_path):
+    p = str(tmp_path / "simple-examples.tgz")
+    _tar(p, {"./simple-examples/data/ptb.train.txt": "a b c\na b\n",
+             "./simple-examples/data/ptb.valid.txt": "b c\n"})
+    ds = Imikolov(p, "NGRAM", window_size=2, mode="train", min_word_freq=1)
+    # counts: <s> 3, <e> 3, b 3, a 2, c 2 -> sorted by (-count, word): <e>, <s>, b, a, c
+    idx = ds.word_idx
+    assert [idx[w] for w in (b"<e>", b"<s>", b"b", b"a", b"c")] == [0, 1, 2, 3, 4] and idx["<unk>"] == 5
+    assert [tuple(int(v) for v in item) for item in (ds[i] for i in range(len(ds)))] == [
+        (1, 3), (3, 2), (2, 4), (4, 0), (1, 3), (3, 2), (2, 0)]
+    seq = Imikolov(p, "SEQ", mode="test", min_word_freq=1)
+    src, trg = seq[0]
+    assert list(src) == [1, 2, 4] and list(trg) == [2, 4, 0]
+
+
+def test_imdb_reads_the_archive(tmp_path):
+    p = str(tmp_path / "aclImdb.tar.gz")
+    _tar(p, {"aclImdb/train/pos/0.txt": "Good, good film!", "aclImdb/train/neg/1.txt": "bad film",
+             "aclImdb/test/pos/2.txt": "good"})
+    ds = Imdb(p, "train", cutoff=0)
+    # good 3, film 2, bad 1
+    assert ds.word_idx[b"good"] == 0 and ds.word_idx[b"film"] == 1 and ds.word_idx[b"bad"] == 2
+    doc, label = ds[0]
+    assert list(doc) == [0, 0, 1] and list(label) == [0]
+    doc, label = ds[1]
+    assert list(doc) == [2, 1] and list(label) == [1]
+
+
+# ---- hsigmoid_loss / margin_cross_entropy -------------------------------------------------------------
+
+def _hsigmoid_ref(x, lab, C, w, b):
+    """Paddle's default tree, checked against Paddle 2.6.2 (which adds log 2 per padded path position)."""
+    depth = int(np.floor(np.log2(C - 1))) + 1
+    out = np.zeros((len(lab), 1))
+    for i, c in enumerate(lab):
+        code = int(c) + C
+        L = int(np.floor(np.log2(code)))
+        for j in range(depth):
+            if j < L:
+                node, bit = (code >> (j + 1)) - 1, (code >> j) & 1
+                pre = np.clip(w[node] @ x[i] + b[node, 0], -40, 40)
+                out[i, 0] += np.log1p(np.exp(pre)) - bit * pre
+            else:
+                out[i, 0] += np.log(2)
+    return out
+
+
+def test_hsigmoid_loss_matches_paddle_values_and_gradient():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 1))
+    lab = np.array([0, 1, 2, 3, 5])
+    got = F.hsigmoid_loss(oar.to_tensor(x), oar.to_tensor(lab), 6, oar.to_tensor(w), oar.to_tensor(b))
+    # the values Paddle 2.6.2 printed for these inputs
+    check(got, [[3.05051043], [2.42734907], [4.14822417], [2.14315188], [3.06435884]], rtol=1e-7)
+    check(got, _hsigmoid_ref(x, lab, 6, w, b), rtol=1e-12)
+    from _util import check_grad
+    check_grad(lambda x, w, b: F.hsigmoid_loss(x, oar.to_tensor(lab), 6, w, b), [x, w, b])
+    layer = oar.nn.HSigmoidLoss(3, 6)
+    assert layer.weight.shape == [5, 3] and layer.bias.shape == [5, 1]
+    assert layer(oar.to_tensor(x.astype("float32")), oar.to_tensor(lab)).shape == [5, 1]
+
+
+def test_margin_cross_entropy_single_process():
+    rng = np.random.default_rng(1)
+    lg = rng.uniform(-0.9, 0.9, (4, 5))
+    lb = np.array([1, 0, 4, 2])
+    th = np.arccos(lg[np.arange(4), lb])
+    z = lg.copy()
+    z[np.arange(4), lb] = np.cos(1.0 * th + 0.5) - 0.1
+    z *= 8
+    ls = z - z.max(1, keepdims=True)
+    ls = ls - np.log(np.exp(ls).sum(1, keepdims=True))
+    want = -ls[np.arange(4), lb]
+    loss, sm = F.margin_cross_entropy(oar.to_tensor(lg), oar.to_tensor(lb), 1.0, 0.5, 0.1, 8.0, return_softmax=True,
+                                      reduction="none")
+    check(loss, want.reshape(4, 1), rtol=1e-10)
+    check(sm, np.exp(ls), rtol=1e-10)
+    check(F.margin_cross_entropy(oar.to_tensor(lg), oar.to_tensor(lb), 1.0, 0.5, 0.1, 8.0), want.mean(), rtol=1e-10)
+    from _util import check_grad
+    check_grad(lambda t: F.margin_cross_entropy(t, oar.to_tensor(lb), 1.0, 0.5, 0.1, 8.0, reduction="sum"), [lg])
