@@ -351,6 +351,10 @@ void infer_softmax(InferContext& c) {
 
 }  // namespace
 
+// ops_vision.cc: RoI pooling, deformable im2col, nms, ctc_loss (declared here, its only caller)
+void register_vision_ops(OpRegistry& r);
+void register_vision_grads(OpRegistry& r);
+
 void register_builtin_ops(OpRegistry& r) {
   // Each family's ops, then their gradient rules (OpDef::grad), from the same file (op_util.h).
   register_foundation_ops(r);

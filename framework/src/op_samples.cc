@@ -12,6 +12,8 @@ namespace oar {
 static_assert(std::is_same_v<SampleAttrValue, AttrValue>,
               "SampleAttrValue must list AttrValue's alternatives");
 
+void register_vision_samples(OpRegistry& r);  // ops_vision.cc
+
 void register_builtin_samples(OpRegistry& r) {
   register_foundation_samples(r);
   register_math_samples(r);

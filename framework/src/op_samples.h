@@ -19,7 +19,6 @@ void register_conv_samples(OpRegistry& r);        // ops_conv.cc
 void register_nn_samples(OpRegistry& r);          // ops_nn.cc
 void register_linalg_samples(OpRegistry& r);      // ops_linalg.cc
 void register_optim_samples(OpRegistry& r);       // ops_optim.cc
-void register_vision_samples(OpRegistry& r);      // ops_vision.cc
 
 namespace sample {
 

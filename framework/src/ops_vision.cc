@@ -16,6 +16,10 @@
 #include "op_util.h"
 
 namespace oar {
+
+void register_vision_ops(OpRegistry& r);  // called from op_defs.cc
+void register_vision_grads(OpRegistry& r);
+void register_vision_samples(OpRegistry& r);  // called from op_samples.cc
 namespace {
 using namespace opdef;
 using namespace gradutil;

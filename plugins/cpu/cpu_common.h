@@ -60,8 +60,6 @@ void register_conv_kernels(Registry& r);
 void register_nn_kernels(Registry& r);
 void register_linalg_kernels(Registry& r);
 void register_optim_kernels(Registry& r);  // fused optimizer updates
-void register_detection_kernels(Registry& r);  // RoI pooling, deformable im2col, nms
-void register_ctc_kernels(Registry& r);
 void matmul_shutdown();
 
 // ---- attributes -----------------------------------------------------------------------------------

@@ -20,6 +20,8 @@
 namespace oar_cpu {
 
 void register_amp_kernels(Registry& r);  // amp.cc: loss scaling for GradScaler
+void register_detection_kernels(Registry& r);  // detection.cc: RoI pooling, deformable im2col, nms
+void register_ctc_kernels(Registry& r);        // ctc.cc: CTC loss
 
 namespace {
 // Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its

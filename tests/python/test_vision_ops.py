@@ -57,12 +57,14 @@ def test_roi_align_layer_and_errors(rng):
     layer = ops.RoIAlign(output_size=3, spatial_scale=1.0)
     check(layer(x, b, num), ops.roi_align(x, b, num, 3).numpy())
     assert layer(x, b, num).shape == [2, 2, 3, 3]
-    with pytest.raises(ValueError, match="boxes_num adds up to 3 but boxes has 2"):
+    with pytest.raises(ValueError, match=r"boxes_num\[0\] = 3 .* 2 boxes"):
         ops.roi_align(x, b, oar.to_tensor(np.array([3], np.int32)), 3)
     with pytest.raises(TypeError, match="output_size"):
         ops.roi_align(x, b, num, [3, 3])
     with pytest.raises(ValueError, match=r"boxes must have shape \[num_boxes, 4\]"):
         ops.roi_align(x, _t(np.zeros((2, 3))), num, 3)
+    with pytest.raises(ValueError, match="boxes_num adds up to 1 but boxes has 2 rows"):
+        ops.roi_align(x, b, oar.to_tensor(np.array([1], np.int32)), 3)
     with pytest.raises(TypeError, match="boxes_num must be an int32 or int64"):
         ops.roi_align(x, b, _t([2.0]), 3)
     with pytest.raises(ValueError, match="boxes_num is required"):

@@ -111,11 +111,11 @@ class Imikolov(Dataset):
         if self.data_type not in ("NGRAM", "SEQ"):
             raise ValueError("Imikolov: data_type must be 'NGRAM' or 'SEQ', got {!r}".format(data_type))
         self.mode = _mode("Imikolov", mode)
-        if self.data_type == "NGRAM" and window_size < 0:
-            raise ValueError("Imikolov: NGRAM needs window_size >= 0, got {}".format(window_size))
         self.window_size = window_size
         self.min_word_freq = min_word_freq
         self.data_file = _need_file("Imikolov", data_file)
+        if self.data_type == "NGRAM" and window_size < 0:
+            raise ValueError("Imikolov: NGRAM needs window_size >= 0, got {}".format(window_size))
         with tarfile.open(self.data_file) as tf:
             freq = collections.defaultdict(int)
             for name in ("ptb.train.txt", "ptb.valid.txt"):
