@@ -247,3 +247,56 @@ def yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample, clip=True
                     boxes[n, k] = b
                     scores[n, k] = conf * sig(p[n, a, 5:, i, j])
     return boxes, scores
+
+
+def _iou(a, b, normalized):
+    if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
+        return 0.0
+    off = 0.0 if normalized else 1.0
+    iw = max(min(a[2], b[2]) - max(a[0], b[0]) + off, 0.0)
+    ih = max(min(a[3], b[3]) - max(a[1], b[1]) + off, 0.0)
+    inter = iw * ih
+    ua = (a[2] - a[0] + off) * (a[3] - a[1] + off) + (b[2] - b[0] + off) * (b[3] - b[1] + off) - inter
+    return inter / ua if ua > 0 else 0.0
+
+
+def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k, use_gaussian=False,
+               sigma=2.0, background_label=0, normalized=True):
+    """Returns (out [K, 6] = label, score, box; rois_num [N]; index [K]) as Paddle's matrix_nms."""
+    N, C, M = scores.shape
+    outs, nums, index = [], [], []
+    for n in range(N):
+        dets = []
+        for c in range(C):
+            if c == background_label:
+                continue
+            s = scores[n, c]
+            idx = [i for i in np.argsort(-s, kind="stable") if s[i] > score_threshold]
+            if nms_top_k > -1:
+                idx = idx[:nms_top_k]
+            k = len(idx)
+            iou = np.zeros((k, k))
+            iou_max = np.zeros(k)
+            for i in range(k):
+                for j in range(i):
+                    iou[i, j] = _iou(bboxes[n, idx[i]], bboxes[n, idx[j]], normalized)
+                iou_max[i] = iou[i, :i].max() if i else 0.0
+            for i in range(k):
+                decay = 1.0
+                for j in range(i):
+                    if use_gaussian:
+                        d = math.exp((iou_max[j] ** 2 - iou[i, j] ** 2) * sigma)
+                    else:
+                        d = (1 - iou[i, j]) / (1 - iou_max[j])
+                    decay = min(decay, d)
+                ds = decay * s[idx[i]]
+                if ds > post_threshold:
+                    dets.append((ds, c, idx[i]))
+        dets.sort(key=lambda d: -d[0])
+        if keep_top_k > -1:
+            dets = dets[:keep_top_k]
+        for ds, c, i in dets:
+            outs.append([c, ds] + list(bboxes[n, i]))
+            index.append(n * M + i)
+        nums.append(len(dets))
+    return np.asarray(outs, np.float64).reshape(-1, 6), np.asarray(nums, np.int32), np.asarray(index, np.int32)

@@ -302,3 +302,20 @@ def test_ctc_loss_errors(rng):
         F.ctc_loss(lg, oar.to_tensor(np.array([[1, 5], [1, 0]])), il, oar.to_tensor(np.array([2, 1])))
     with pytest.raises(ValueError, match="blank must be in"):
         F.ctc_loss(lg, lab, il, oar.to_tensor(np.array([2, 1])), blank=3)
+
+
+@pytest.mark.parametrize("kw", [dict(use_gaussian=False), dict(use_gaussian=True, gaussian_sigma=2.0),
+                                dict(normalized=False), dict(background_label=-1)])
+def test_matrix_nms(kw):
+    rng = np.random.default_rng(3)
+    b = rng.uniform(0, 1, (2, 12, 4))
+    b[..., 2:] = b[..., :2] + rng.uniform(0.05, 0.5, (2, 12, 2))
+    s = rng.uniform(0, 1, (2, 4, 12))
+    out, num, idx = ops.matrix_nms(_t(b), _t(s), 0.2, 0.3, 8, 10, return_index=True, **kw)
+    ro, rn, ri = R.matrix_nms(b, s, 0.2, 0.3, 8, 10, kw.get("use_gaussian", False), kw.get("gaussian_sigma", 2.0),
+                              kw.get("background_label", 0), kw.get("normalized", True))
+    check(out, ro, rtol=1e-12, atol=1e-12)
+    check(num, rn, dtype=oar.int32)
+    check(idx, ri.reshape(-1, 1))
+    out2, num2, idx2 = ops.matrix_nms(_t(b), _t(s), 0.2, 0.3, 8, 10, **kw)
+    assert idx2 is None and num2 is not None

@@ -17,7 +17,7 @@ from ..nn.initializer import Normal
 from ..nn.layer.layers import Layer
 
 __all__ = ["nms", "box_coder", "prior_box", "yolo_box", "roi_align", "RoIAlign", "roi_pool", "RoIPool",
-           "psroi_pool", "PSRoIPool", "deform_conv2d", "DeformConv2D", "distribute_fpn_proposals",
+           "psroi_pool", "PSRoIPool", "deform_conv2d", "DeformConv2D", "distribute_fpn_proposals", "matrix_nms",
            "read_file", "decode_jpeg"]
 
 _roi_align = _C.Op("roi_align")
@@ -483,6 +483,78 @@ def distribute_fpn_proposals(fpn_rois, min_level, max_level, refer_level, refer_
             nums.append(to_tensor(np.asarray(counts, dtype="int32"), place=fpn_rois.place))
     restore = argsort(concat(order)).reshape([r, 1]).astype("int32")
     return multi, restore, (nums if rois_num is not None else None)
+
+
+def _pairwise_iou(b, normalized):
+    """IoU matrix of boxes b [k, 4] with Paddle's rules: +1 pixel sizes unless normalized, 0 for
+    boxes that do not touch."""
+    off = 0.0 if normalized else 1.0
+    x1, y1, x2, y2 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    area = np.where((x2 < x1) | (y2 < y1), 0.0, (x2 - x1 + off) * (y2 - y1 + off))
+    iw = np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None]) + off
+    ih = np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None]) + off
+    inter = iw * ih
+    apart = (x1[None] > x2[:, None]) | (x2[None] < x1[:, None]) | (y1[None] > y2[:, None]) | (y2[None] < y1[:, None])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area[:, None] + area[None] - inter)
+    return np.where(apart, 0.0, iou)
+
+
+def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_top_k, use_gaussian=False,
+               gaussian_sigma=2.0, background_label=0, normalized=True, return_index=False, return_rois_num=True,
+               name=None):
+    """Matrix NMS (SOLOv2): per class, each box's score is decayed by its overlaps with higher-scored
+    boxes (linear (1 - iou) / (1 - iou_max) or gaussian exp((iou_max^2 - iou^2) * sigma)), boxes whose
+    decayed score exceeds post_threshold are kept, then the best keep_top_k per image. bboxes [N, M, 4],
+    scores [N, C, M]. Returns (out [K, 6] = label, score, x1, y1, x2, y2; rois_num [N] int32 or None;
+    index [K, 1] int32 or None). Post-processing without gradient: computed on the host."""
+    from ..tensor.creation import to_tensor
+    _check_float("matrix_nms", "bboxes", bboxes, ("float32", "float64"))
+    _check_float("matrix_nms", "scores", scores, ("float32", "float64"))
+    if bboxes.ndim != 3 or bboxes.shape[2] != 4 or scores.ndim != 3 or scores.shape[0] != bboxes.shape[0] \
+            or scores.shape[2] != bboxes.shape[1]:
+        raise ValueError("matrix_nms: bboxes must be [N, M, 4] and scores [N, C, M], got {} and {}".format(
+            bboxes.shape, scores.shape))
+    b_all = bboxes.numpy().astype(np.float64)
+    s_all = scores.numpy().astype(np.float64)
+    n_img, n_cls, m = s_all.shape
+    rows, nums, index = [], [], []
+    for n in range(n_img):
+        dets = []  # (score, label, box index)
+        for c in range(n_cls):
+            if c == background_label:
+                continue
+            s = s_all[n, c]
+            order = np.argsort(-s, kind="stable")
+            order = order[s[order] > score_threshold]
+            if nms_top_k > -1:
+                order = order[:nms_top_k]
+            k = len(order)
+            if k == 0:
+                continue
+            iou = np.tril(_pairwise_iou(b_all[n, order], normalized), -1)  # iou[i, j], j < i
+            iou_max = iou.max(axis=1)  # each box's largest overlap with a better one
+            if use_gaussian:
+                decay = np.exp((iou_max[None, :] ** 2 - iou ** 2) * gaussian_sigma)
+            else:
+                decay = (1 - iou) / (1 - iou_max[None, :])
+            lower = np.tril(np.ones((k, k), bool), -1)
+            decay = np.where(lower, decay, 1.0).min(axis=1)
+            ds = decay * s[order]
+            for i in np.nonzero(ds > post_threshold)[0]:
+                dets.append((ds[i], c, order[i]))
+        dets.sort(key=lambda d: -d[0])
+        if keep_top_k > -1:
+            dets = dets[:keep_top_k]
+        for sc, c, i in dets:
+            rows.append([c, sc] + list(b_all[n, i]))
+            index.append(n * m + i)
+        nums.append(len(dets))
+    dt = _dtype_name(bboxes)
+    out = to_tensor(np.asarray(rows, np.float64).reshape(-1, 6).astype(dt), place=bboxes.place)
+    rois_num = to_tensor(np.asarray(nums, np.int32), place=bboxes.place) if return_rois_num else None
+    idx = to_tensor(np.asarray(index, np.int32).reshape(-1, 1), place=bboxes.place) if return_index else None
+    return out, rois_num, idx
 
 
 def read_file(filename, name=None):
