@@ -300,3 +300,64 @@ def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_
             index.append(n * M + i)
         nums.append(len(dets))
     return np.asarray(outs, np.float64).reshape(-1, 6), np.asarray(nums, np.int32), np.asarray(index, np.int32)
+
+
+def _greedy_nms(boxes, thr, eta, normalized):
+    keep = []
+    adaptive = thr
+    for i in range(len(boxes)):
+        ok = True
+        for j in keep:
+            if _iou(boxes[i], boxes[j], normalized) > adaptive:
+                ok = False
+                break
+        if ok:
+            keep.append(i)
+            if eta < 1 and adaptive > 0.5:
+                adaptive *= eta
+    return keep
+
+
+def generate_proposals(scores, deltas, img_size, anchors, variances, pre_nms_top_n, post_nms_top_n, nms_thresh,
+                       min_size, eta=1.0, pixel_offset=False):
+    """RPN proposals as Paddle's generate_proposals (v2): (rois [R, 4], probs [R, 1], rois_num [N])."""
+    N, A, H, W = scores.shape
+    off = 1.0 if pixel_offset else 0.0
+    anc = anchors.reshape(-1, 4)
+    var = variances.reshape(-1, 4)
+    rois, probs, nums = [], [], []
+    for n in range(N):
+        s = scores[n].transpose(1, 2, 0).reshape(-1)
+        d = deltas[n].transpose(1, 2, 0).reshape(-1, 4)
+        order = np.argsort(-s, kind="stable")
+        if 0 < pre_nms_top_n < len(order):
+            order = order[:pre_nms_top_n]
+        boxes = []
+        for i in order:
+            a, v, t = anc[i], var[i], d[i]
+            aw, ah = a[2] - a[0] + off, a[3] - a[1] + off
+            acx, acy = a[0] + 0.5 * aw, a[1] + 0.5 * ah
+            cx, cy = v[0] * t[0] * aw + acx, v[1] * t[1] * ah + acy
+            w = math.exp(min(v[2] * t[2], math.log(1000.0 / 16.0))) * aw
+            h = math.exp(min(v[3] * t[3], math.log(1000.0 / 16.0))) * ah
+            b = [cx - w / 2, cy - h / 2, cx + w / 2 - off, cy + h / 2 - off]
+            ih, iw = img_size[n]
+            b = [min(max(b[0], 0), iw - off), min(max(b[1], 0), ih - off), min(max(b[2], 0), iw - off),
+                 min(max(b[3], 0), ih - off)]
+            boxes.append(b)
+        boxes = np.asarray(boxes).reshape(-1, 4)
+        ms = max(min_size, 1.0)
+        ws, hs = boxes[:, 2] - boxes[:, 0] + off, boxes[:, 3] - boxes[:, 1] + off
+        if pixel_offset:
+            ih, iw = img_size[n]
+            keep = (ws >= ms) & (hs >= ms) & (boxes[:, 0] + ws / 2 <= iw) & (boxes[:, 1] + hs / 2 <= ih)
+        else:
+            keep = (ws >= ms) & (hs >= ms)
+        boxes, sc = boxes[keep], s[order][keep]
+        k = _greedy_nms(boxes, nms_thresh, eta, not pixel_offset)
+        if post_nms_top_n > 0:
+            k = k[:post_nms_top_n]
+        rois.append(boxes[k])
+        probs.append(sc[k])
+        nums.append(len(k))
+    return np.concatenate(rois).reshape(-1, 4), np.concatenate(probs).reshape(-1, 1), np.asarray(nums, np.int32)

@@ -319,3 +319,28 @@ def test_matrix_nms(kw):
     check(idx, ri.reshape(-1, 1))
     out2, num2, idx2 = ops.matrix_nms(_t(b), _t(s), 0.2, 0.3, 8, 10, **kw)
     assert idx2 is None and num2 is not None
+
+
+@pytest.mark.parametrize("kw", [dict(pixel_offset=False), dict(pixel_offset=True),
+                                dict(min_size=3.0, eta=0.9, nms_thresh=0.7)])
+def test_generate_proposals(kw):
+    rng = np.random.default_rng(5)
+    N, A, H, W = 2, 3, 4, 5
+    sc = rng.uniform(0, 1, (N, A, H, W))
+    dl = rng.normal(0, 0.5, (N, 4 * A, H, W))
+    isz = np.array([[40, 50], [35, 30]], np.float64)
+    anc = np.zeros((H, W, A, 4))
+    for i in range(H):
+        for j in range(W):
+            for a in range(A):
+                s = 4 * (a + 1)
+                anc[i, j, a] = [j * 8 - s, i * 8 - s, j * 8 + s, i * 8 + s]
+    var = rng.uniform(0.5, 1.5, (H, W, A, 4))
+    args = dict(pre_nms_top_n=40, post_nms_top_n=15, nms_thresh=0.5, min_size=0.1, eta=1.0, pixel_offset=False)
+    args.update(kw)
+    rois, probs, num = ops.generate_proposals(_t(sc), _t(dl), _t(isz), _t(anc), _t(var), return_rois_num=True, **args)
+    rr, rp, rn = R.generate_proposals(sc, dl, isz, anc, var, args["pre_nms_top_n"], args["post_nms_top_n"],
+                                      args["nms_thresh"], args["min_size"], args["eta"], args["pixel_offset"])
+    check(rois, rr, rtol=1e-10, atol=1e-10)
+    check(probs, rp, rtol=1e-12)
+    check(num, rn, dtype=oar.int32)

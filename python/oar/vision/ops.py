@@ -18,6 +18,7 @@ from ..nn.layer.layers import Layer
 
 __all__ = ["nms", "box_coder", "prior_box", "yolo_box", "roi_align", "RoIAlign", "roi_pool", "RoIPool",
            "psroi_pool", "PSRoIPool", "deform_conv2d", "DeformConv2D", "distribute_fpn_proposals", "matrix_nms",
+           "generate_proposals",
            "read_file", "decode_jpeg"]
 
 _roi_align = _C.Op("roi_align")
@@ -555,6 +556,79 @@ def matrix_nms(bboxes, scores, score_threshold, post_threshold, nms_top_k, keep_
     rois_num = to_tensor(np.asarray(nums, np.int32), place=bboxes.place) if return_rois_num else None
     idx = to_tensor(np.asarray(index, np.int32).reshape(-1, 1), place=bboxes.place) if return_index else None
     return out, rois_num, idx
+
+
+def generate_proposals(scores, bbox_deltas, img_size, anchors, variances, pre_nms_top_n=6000, post_nms_top_n=1000,
+                       nms_thresh=0.5, min_size=0.1, eta=1.0, pixel_offset=False, return_rois_num=False, name=None):
+    """RPN proposals (Faster R-CNN; Paddle's generate_proposals v2): per image, the pre_nms_top_n best
+    anchors are decoded with their deltas and variances (log-size deltas capped at log(1000/16)),
+    clipped to the image, boxes smaller than max(min_size, 1) dropped, greedy NMS (adaptive with
+    eta < 1) and the first post_nms_top_n kept. scores [N, A, H, W], bbox_deltas [N, 4A, H, W],
+    img_size [N, 2] (h, w), anchors and variances [H, W, A, 4]. Returns (rois [R, 4], probs [R, 1],
+    rois_num [N] int32 or None). Post-processing without gradient: computed on the host."""
+    from ..tensor.creation import to_tensor
+    for what, t in (("scores", scores), ("bbox_deltas", bbox_deltas), ("anchors", anchors), ("variances", variances)):
+        _check_float("generate_proposals", what, t, ("float32", "float64"))
+    if scores.ndim != 4:
+        raise ValueError("generate_proposals: scores must be [N, A, H, W], got shape {}".format(scores.shape))
+    n_img, a, h, w = scores.shape
+    if list(bbox_deltas.shape) != [n_img, 4 * a, h, w]:
+        raise ValueError("generate_proposals: bbox_deltas must be [{}, {}, {}, {}], got {}".format(
+            n_img, 4 * a, h, w, bbox_deltas.shape))
+    for what, t in (("anchors", anchors), ("variances", variances)):
+        if int(np.prod(t.shape)) != h * w * a * 4:
+            raise ValueError("generate_proposals: {} must hold [H, W, A, 4] = [{}, {}, {}, 4] values, got shape {}".format(
+                what, h, w, a, t.shape))
+    if list(img_size.shape) != [n_img, 2]:
+        raise ValueError("generate_proposals: img_size must be [{}, 2], got {}".format(n_img, img_size.shape))
+    off = 1.0 if pixel_offset else 0.0
+    sc_all = scores.numpy().astype(np.float64)
+    dl_all = bbox_deltas.numpy().astype(np.float64)
+    anc = anchors.numpy().astype(np.float64).reshape(-1, 4)
+    var = variances.numpy().astype(np.float64).reshape(-1, 4)
+    sizes = img_size.numpy().astype(np.float64)
+    cap = math.log(1000.0 / 16.0)
+    rois, probs, nums = [], [], []
+    for n in range(n_img):
+        s = sc_all[n].transpose(1, 2, 0).reshape(-1)
+        d = dl_all[n].reshape(a, 4, h, w).transpose(2, 3, 0, 1).reshape(-1, 4)
+        order = np.argsort(-s, kind="stable")
+        if 0 < pre_nms_top_n < order.size:
+            order = order[:pre_nms_top_n]
+        an, v, t = anc[order], var[order], d[order]
+        aw = an[:, 2] - an[:, 0] + off
+        ah = an[:, 3] - an[:, 1] + off
+        cx = v[:, 0] * t[:, 0] * aw + an[:, 0] + 0.5 * aw
+        cy = v[:, 1] * t[:, 1] * ah + an[:, 1] + 0.5 * ah
+        bw = np.exp(np.minimum(v[:, 2] * t[:, 2], cap)) * aw
+        bh = np.exp(np.minimum(v[:, 3] * t[:, 3], cap)) * ah
+        ih, iw = sizes[n]
+        boxes = np.stack([np.clip(cx - bw / 2, 0, iw - off), np.clip(cy - bh / 2, 0, ih - off),
+                          np.clip(cx + bw / 2 - off, 0, iw - off), np.clip(cy + bh / 2 - off, 0, ih - off)], axis=1)
+        ws = boxes[:, 2] - boxes[:, 0] + off
+        hs = boxes[:, 3] - boxes[:, 1] + off
+        ms = max(float(min_size), 1.0)
+        keep = (ws >= ms) & (hs >= ms)
+        if pixel_offset:
+            keep &= (boxes[:, 0] + ws / 2 <= iw) & (boxes[:, 1] + hs / 2 <= ih)
+        boxes, sc = boxes[keep], s[order][keep]
+        iou = _pairwise_iou(boxes, not pixel_offset)
+        kept, thr = [], float(nms_thresh)
+        for i in range(len(boxes)):
+            if all(iou[i, j] <= thr for j in kept):
+                kept.append(i)
+                if eta < 1 and thr > 0.5:
+                    thr *= eta
+        if post_nms_top_n > 0:
+            kept = kept[:post_nms_top_n]
+        rois.append(boxes[kept])
+        probs.append(sc[kept])
+        nums.append(len(kept))
+    dt = _dtype_name(scores)
+    out_rois = to_tensor(np.concatenate(rois).reshape(-1, 4).astype(dt), place=scores.place)
+    out_probs = to_tensor(np.concatenate(probs).reshape(-1, 1).astype(dt), place=scores.place)
+    out_num = to_tensor(np.asarray(nums, np.int32), place=scores.place) if return_rois_num else None
+    return out_rois, out_probs, out_num
 
 
 def read_file(filename, name=None):
