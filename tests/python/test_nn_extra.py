@@ -261,3 +261,14 @@ def test_margin_cross_entropy_single_process():
     check(F.margin_cross_entropy(oar.to_tensor(lg), oar.to_tensor(lb), 1.0, 0.5, 0.1, 8.0), want.mean(), rtol=1e-10)
     from _util import check_grad
     check_grad(lambda t: F.margin_cross_entropy(t, oar.to_tensor(lb), 1.0, 0.5, 0.1, 8.0, reduction="sum"), [lg])
+
+
+def test_hsigmoid_loss_custom_tree_matches_paddle():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.normal(size=(4, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 1))
+    table = np.array([[0, 1, -1], [0, 2, 3], [1, 4, -1], [0, 1, 2]])
+    code = np.array([[1, 0, 0], [0, 1, 1], [1, 1, 0], [0, 0, 1]])
+    got = F.hsigmoid_loss(oar.to_tensor(x), oar.to_tensor(np.arange(4)), 5, oar.to_tensor(w), oar.to_tensor(b),
+                          oar.to_tensor(table), oar.to_tensor(code))
+    # Paddle 2.6.2 on the same inputs (a -1 in path_table ends the path; the padding adds log 2)
+    check(got, [[3.21487991], [1.98281971], [2.75264005], [4.66905377]], rtol=1e-8)
