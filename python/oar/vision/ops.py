@@ -16,7 +16,7 @@ from ..nn import functional as F
 from ..nn.initializer import Normal
 from ..nn.layer.layers import Layer
 
-__all__ = ["nms", "box_coder", "prior_box", "yolo_box", "roi_align", "RoIAlign", "roi_pool", "RoIPool",
+__all__ = ["nms", "box_coder", "prior_box", "yolo_box", "yolo_loss", "roi_align", "RoIAlign", "roi_pool", "RoIPool",
            "psroi_pool", "PSRoIPool", "deform_conv2d", "DeformConv2D", "distribute_fpn_proposals", "matrix_nms",
            "generate_proposals",
            "read_file", "decode_jpeg"]
@@ -444,7 +444,7 @@ def yolo_box(x, img_size, anchors, class_num, conf_thresh, downsample_ratio, cli
 
 def _minimum(a, b):
     from ..tensor.math import minimum
-    return minimum(a, b.expand(a.shape) if tuple(b.shape) != tuple(a.shape) else b)
+    return minimum(a, b)
 
 
 def distribute_fpn_proposals(fpn_rois, min_level, max_level, refer_level, refer_scale, pixel_offset=False,
@@ -660,3 +660,111 @@ def decode_jpeg(x, mode="unchanged", name=None):
     a = a[None] if a.ndim == 2 else a.transpose(2, 0, 1)
     from ..tensor.creation import to_tensor
     return to_tensor(np.ascontiguousarray(a))
+
+
+def _sce(x, target):
+    """Sigmoid cross entropy with logits, elementwise: max(x, 0) - x * t + log(1 + exp(-|x|))."""
+    return F.relu(x) - x * target + (1 + (-x.abs()).exp()).log()
+
+
+def yolo_loss(x, gt_box, gt_label, anchors, anchor_mask, class_num, ignore_thresh, downsample_ratio, gt_score=None,
+              use_label_smooth=True, name=None, scale_x_y=1.0):
+    """YOLOv3 loss per image [N] (Paddle's yolo_loss): each ground truth (gt_box [N, B, 4] as centre x, y,
+    w, h relative to the image; w or h <= 0 marks padding) goes to the cell holding its centre and to
+    the anchor of best shape IoU; if that anchor is in anchor_mask it adds sigmoid cross entropy on x, y,
+    L1 on log w, h (both weighted by (2 - w*h) * score), objectness 1 and per-class sigmoid cross
+    entropy (labels smoothed to 1 - e and e, e = min(1/class_num, 1/40)). Other predictions add objectness 0
+    unless their box overlaps some ground truth by more than ignore_thresh. The targets depend only on
+    the ground truth and are built on the host; the loss is oar ops, differentiable in x."""
+    from ..tensor.creation import to_tensor
+    _check_float("yolo_loss", "x", x, ("float32", "float64"))
+    an_all = len(anchors) // 2
+    mask = [int(m) for m in anchor_mask]
+    am = len(mask)
+    if x.ndim != 4:
+        raise ValueError("yolo_loss: x must be 4-D [N, C, H, W], got shape {}".format(x.shape))
+    n, c, h, w = x.shape
+    if c != am * (5 + class_num):
+        raise ValueError("yolo_loss: x has {} channels; len(anchor_mask) ({}) * (5 + class_num ({})) = {}".format(
+            c, am, class_num, am * (5 + class_num)))
+    if gt_box.ndim != 3 or gt_box.shape[0] != n or gt_box.shape[2] != 4:
+        raise ValueError("yolo_loss: gt_box must be [{}, B, 4], got {}".format(n, gt_box.shape))
+    nb = gt_box.shape[1]
+    dt = _dtype_name(x)
+    gt = gt_box.numpy().astype(np.float64)
+    lab = gt_label.numpy().astype(np.int64).reshape(n, nb)
+    score = np.ones((n, nb)) if gt_score is None else gt_score.numpy().astype(np.float64).reshape(n, nb)
+    input_size = downsample_ratio * h
+    aw = np.asarray(anchors[0::2], np.float64)
+    ah = np.asarray(anchors[1::2], np.float64)
+    # host targets: per (image, masked anchor, cell)
+    obj_t = np.zeros((n, am, h, w))  # objectness weight of a positive (its score)
+    pos = np.zeros((n, am, h, w), bool)
+    tx, ty, tw, th = (np.zeros((n, am, h, w)) for _ in range(4))
+    loc_w = np.zeros((n, am, h, w))
+    cls_t = np.zeros((n, am, class_num, h, w))
+    cls_w = np.zeros((n, am, h, w))
+    smooth = min(1.0 / class_num, 1.0 / 40) if use_label_smooth else 0.0  # Paddle's smoothing weight
+    lpos, lneg = 1.0 - smooth, smooth
+    valid = (gt[:, :, 2] > 0) & (gt[:, :, 3] > 0)
+    for i in range(n):
+        for t in range(nb):
+            if not valid[i, t]:
+                continue
+            gx, gy, gw, gh = gt[i, t]
+            gi, gj = int(gx * w), int(gy * h)
+            inter = np.minimum(gw, aw / input_size) * np.minimum(gh, ah / input_size)
+            iou = inter / (gw * gh + aw * ah / input_size ** 2 - inter)
+            best = int(np.argmax(iou))
+            if best not in mask or not (0 <= gi < w and 0 <= gj < h):
+                continue
+            k = mask.index(best)
+            s = score[i, t]
+            pos[i, k, gj, gi] = True
+            obj_t[i, k, gj, gi] = s
+            tx[i, k, gj, gi] = gx * w - gi
+            ty[i, k, gj, gi] = gy * h - gj
+            tw[i, k, gj, gi] = math.log(gw * input_size / aw[best])
+            th[i, k, gj, gi] = math.log(gh * input_size / ah[best])
+            loc_w[i, k, gj, gi] = (2.0 - gw * gh) * s
+            cls_t[i, k, :, gj, gi] = lneg
+            cls_t[i, k, int(lab[i, t]), gj, gi] = lpos
+            cls_w[i, k, gj, gi] = s
+    T = lambda a: to_tensor(a.astype(dt), place=x.place)  # noqa: E731
+    p = x.reshape([n, am, 5 + class_num, h, w])
+    # ignore mask: the predicted boxes (no gradient) against every ground truth
+    with _no_grad():
+        bias = -0.5 * (scale_x_y - 1.0)
+        gxs = T(np.arange(w, dtype=np.float64).reshape(1, 1, 1, w))
+        gys = T(np.arange(h, dtype=np.float64).reshape(1, 1, h, 1))
+        maw = T(aw[mask].reshape(1, am, 1, 1) / input_size)
+        mah = T(ah[mask].reshape(1, am, 1, 1) / input_size)
+        px = (gxs + F.sigmoid(p[:, :, 0]) * scale_x_y + bias) / w
+        py = (gys + F.sigmoid(p[:, :, 1]) * scale_x_y + bias) / h
+        pw = p[:, :, 2].exp() * maw
+        ph = p[:, :, 3].exp() * mah
+        g = T(np.where(valid[..., None], gt, 0.0)).reshape([n, 1, 1, 1, nb, 4])
+        ix = (_minimum((px + pw / 2).unsqueeze(-1), g[..., 0] + g[..., 2] / 2)
+              - _maximum((px - pw / 2).unsqueeze(-1), g[..., 0] - g[..., 2] / 2))
+        iy = (_minimum((py + ph / 2).unsqueeze(-1), g[..., 1] + g[..., 3] / 2)
+              - _maximum((py - ph / 2).unsqueeze(-1), g[..., 1] - g[..., 3] / 2))
+        inter = F.relu(ix) * F.relu(iy)
+        union = (pw * ph).unsqueeze(-1) + g[..., 2] * g[..., 3] - inter
+        best = (inter / union).max(axis=-1).numpy() if nb else np.zeros((n, am, h, w))
+    neg = (~pos) & (best <= ignore_thresh)
+    loss = (_sce(p[:, :, 0], T(tx)) + _sce(p[:, :, 1], T(ty)) + (p[:, :, 2] - T(tw)).abs()
+            + (p[:, :, 3] - T(th)).abs()) * T(loc_w)
+    loss = loss + _sce(p[:, :, 4], T(np.ones_like(obj_t))) * T(obj_t) + _sce(p[:, :, 4], T(np.zeros_like(obj_t))) \
+        * T(neg.astype(np.float64))
+    cls = (_sce(p[:, :, 5:], T(cls_t)) * T(cls_w).unsqueeze(2)).sum(axis=2)
+    return (loss + cls).sum(axis=[1, 2, 3])
+
+
+def _maximum(a, b):
+    from ..tensor.math import maximum
+    return maximum(a, b)
+
+
+def _no_grad():
+    from ..autograd import no_grad
+    return no_grad()
