@@ -272,3 +272,25 @@ def test_hsigmoid_loss_custom_tree_matches_paddle():
                           oar.to_tensor(table), oar.to_tensor(code))
     # Paddle 2.6.2 on the same inputs (a -1 in path_table ends the path; the padding adds log 2)
     check(got, [[3.21487991], [1.98281971], [2.75264005], [4.66905377]], rtol=1e-8)
+
+
+def test_movielens_reads_the_zip(tmp_path):
+    import zipfile
+    from oar.text import Movielens
+    p = str(tmp_path / "ml-1m.zip")
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("ml-1m/movies.dat", "1::Toy Story (1995)::Animation|Comedy\n2::Heat (1995)::Action\n")
+        z.writestr("ml-1m/users.dat", "1::F::1::10::48067\n2::M::25::7::70072\n")
+        z.writestr("ml-1m/ratings.dat", "".join("{}::{}::{}::0\n".format(1 + i % 2, 1 + i // 2 % 2, 1 + i % 5)
+                                                for i in range(20)))
+    train, test = Movielens(p, "train", test_ratio=0.3), Movielens(p, "test", test_ratio=0.3)
+    draws = np.random.RandomState(0).random_sample(20)
+    assert len(test) == int((draws < 0.3).sum()) and len(train) + len(test) == 20
+    first = int(np.nonzero(draws >= 0.3)[0][0])  # the first training rating
+    item = train[0]
+    uid, mid = 1 + first % 2, 1 + first // 2 % 2
+    assert int(item[0][0]) == uid and int(item[4][0]) == mid
+    assert list(item[1]) == [1 if uid == 1 else 0] and list(item[2]) == [0 if uid == 1 else 2]
+    # sorted ids: categories Action 0, Animation 1, Comedy 2; words heat 0, story 1, toy 2
+    assert list(item[5]) == ([1, 2] if mid == 1 else [0]) and list(item[6]) == ([2, 1] if mid == 1 else [0])
+    assert float(item[7][0]) == (1 + first % 5) * 2 - 5.0

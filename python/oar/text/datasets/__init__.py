@@ -172,8 +172,61 @@ class Conll05st(_NotYet):
     _files = ("data_file", "word_dict_file", "verb_dict_file", "target_dict_file")
 
 
-class Movielens(_NotYet):
-    pass
+_AGES = [1, 18, 25, 35, 45, 50, 56]
+
+
+class Movielens(Dataset):
+    """MovieLens 1M from ml-1m.zip: each rating gives (user id, gender (0 male, 1 female), age index, job,
+    movie id, category ids, title word ids, rating * 2 - 5). A rating goes to 'test' when a uniform draw
+    (numpy's generator seeded with rand_seed, as Paddle) falls below test_ratio. Paddle numbers the
+    categories and title words in set iteration order, which changes with Python's string hashing; oar
+    numbers them in sorted order so the ids are the same in every run."""
+
+    def __init__(self, data_file=None, mode="train", test_ratio=0.1, rand_seed=0, download=True):
+        import zipfile
+        self.mode = _mode("Movielens", mode)
+        self.data_file = _need_file("Movielens", data_file)
+        self.test_ratio, self.rand_seed = test_ratio, rand_seed
+        title_re = re.compile(r"^(.*)\((\d+)\)$")
+        with zipfile.ZipFile(self.data_file) as z:
+            movies, words, cats = {}, set(), set()
+            for line in self._open(z, "movies.dat"):
+                mid, title, categories = line.decode("latin").strip().split("::")
+                categories = categories.split("|")
+                m = title_re.match(title)
+                title = m.group(1) if m else title
+                movies[int(mid)] = (categories, title)
+                cats.update(categories)
+                words.update(w.lower() for w in title.split())
+            self.movie_title_dict = {w: i for i, w in enumerate(sorted(words))}
+            self.categories_dict = {c: i for i, c in enumerate(sorted(cats))}
+            users = {}
+            for line in self._open(z, "users.dat"):
+                uid, gender, age, job, _ = line.decode("latin").strip().split("::")
+                users[int(uid)] = [[int(uid)], [0 if gender == "M" else 1], [_AGES.index(int(age))], [int(job)]]
+            rng = np.random.RandomState(rand_seed)
+            is_test = self.mode == "test"
+            self.data = []
+            for line in self._open(z, "ratings.dat"):
+                if (rng.random_sample() < test_ratio) != is_test:
+                    continue
+                uid, mid, rating, _ = line.decode("latin").strip().split("::")
+                categories, title = movies[int(mid)]
+                movie = [[int(mid)], [self.categories_dict[c] for c in categories],
+                         [self.movie_title_dict[w.lower()] for w in title.split()]]
+                self.data.append(users[int(uid)] + movie + [[float(rating) * 2 - 5.0]])
+
+    def _open(self, z, name):
+        try:
+            return z.open("ml-1m/" + name).readlines()
+        except KeyError:
+            raise FileNotFoundError("Movielens: {!r} has no member 'ml-1m/{}'".format(self.data_file, name)) from None
+
+    def __getitem__(self, idx):
+        return tuple(np.array(d) for d in self.data[idx])
+
+    def __len__(self):
+        return len(self.data)
 
 
 class WMT14(_NotYet):
