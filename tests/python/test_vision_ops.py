@@ -380,3 +380,18 @@ def test_yolo_loss_gradient():
     lab = np.array([[1, 0]], np.int32)
     check_grad(lambda t: ops.yolo_loss(t, _t(gt), oar.to_tensor(lab), [10, 13, 16, 30], [1], 2, 0.7, 16), [x],
                rtol=1e-4, atol=1e-6)
+
+
+def test_read_file_and_decode_jpeg(tmp_path):
+    from PIL import Image
+    rng = np.random.default_rng(4)
+    img = Image.fromarray(rng.integers(0, 255, (6, 5, 3), dtype=np.uint8))
+    path = str(tmp_path / "a.jpg")
+    img.save(path, quality=95)
+    data = ops.read_file(path)
+    assert data.dtype == oar.uint8 and data.shape == [len(open(path, "rb").read())]
+    want = np.asarray(Image.open(path)).transpose(2, 0, 1)
+    check(ops.decode_jpeg(data), want)
+    check(ops.decode_jpeg(data, mode="gray"), np.asarray(Image.open(path).convert("L"))[None])
+    with pytest.raises(FileNotFoundError, match="nope.jpg"):
+        ops.read_file(str(tmp_path / "nope.jpg"))
