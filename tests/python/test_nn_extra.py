@@ -294,3 +294,20 @@ def test_movielens_reads_the_zip(tmp_path):
     # sorted ids: categories Action 0, Animation 1, Comedy 2; words heat 0, story 1, toy 2
     assert list(item[5]) == ([1, 2] if mid == 1 else [0]) and list(item[6]) == ([2, 1] if mid == 1 else [0])
     assert float(item[7][0]) == (1 + first % 5) * 2 - 5.0
+
+
+def test_wmt14_reads_the_archive(tmp_path):
+    from oar.text import WMT14
+    p = str(tmp_path / "wmt14.tgz")
+    _tar(p, {"wmt14/src.dict": "<s>\n<e>\n<unk>\nhello\nworld\ncat\n", "wmt14/trg.dict": "<s>\n<e>\n<unk>\nbonjour\nmonde\n",
+             "wmt14/train/train": "hello world\tbonjour monde\nhello cat dog\tbonjour chat\nbad line\n",
+             "wmt14/test/test": "world\tmonde\n"})
+    # what Paddle 2.6.2 gives for this archive (dict_size 5 drops 'cat'; unknown words are 2)
+    train = WMT14(p, "train", dict_size=5)
+    assert [[list(map(int, a)) for a in train[i]] for i in range(len(train))] == [
+        [[0, 3, 4, 1], [0, 3, 4], [3, 4, 1]], [[0, 3, 2, 2, 1], [0, 3, 2], [3, 2, 1]]]
+    test = WMT14(p, "test", dict_size=5)
+    assert [list(map(int, a)) for a in test[0]] == [[0, 4, 1], [0, 4], [4, 1]]
+    assert test.get_dict(reverse=True)[1][4] == "monde"
+    with pytest.raises(ValueError, match="dict_size"):
+        WMT14(p, "train")

@@ -229,8 +229,58 @@ class Movielens(Dataset):
         return len(self.data)
 
 
-class WMT14(_NotYet):
-    pass
+class WMT14(Dataset):
+    """WMT14 en-fr from the preprocessed wmt14.tgz: the first dict_size lines of src.dict / trg.dict are the
+    dictionaries; each "source<TAB>target" line of <mode>/<mode> gives (<s> source <e> ids, <s> target
+    ids, target <e> ids), unknown words 2, pairs longer than 80 ids skipped. mode: train, test, gen."""
+
+    def __init__(self, data_file=None, mode="train", dict_size=-1, download=True):
+        self.mode = _mode("WMT14", mode, ("train", "test", "gen"))
+        self.data_file = _need_file("WMT14", data_file)
+        if not isinstance(dict_size, int) or dict_size <= 0:
+            raise ValueError("WMT14: dict_size must be a positive int, got {!r}".format(dict_size))
+        self.dict_size = dict_size
+        self.src_ids, self.trg_ids, self.trg_ids_next = [], [], []
+        with tarfile.open(self.data_file, mode="r") as tf:
+            members = tf.getmembers()
+
+            def one(suffix):
+                found = [m for m in members if m.name.endswith(suffix)]
+                if len(found) != 1:
+                    raise ValueError("WMT14: {!r} must hold one file ending in {!r}, found {}".format(
+                        self.data_file, suffix, len(found)))
+                words = {}
+                for i, line in enumerate(tf.extractfile(found[0])):
+                    if i >= dict_size:
+                        break
+                    words[line.strip().decode()] = i
+                return words
+            self.src_dict, self.trg_dict = one("src.dict"), one("trg.dict")
+            for m in members:
+                if not m.name.endswith("{0}/{0}".format(self.mode)):
+                    continue
+                for line in tf.extractfile(m):
+                    parts = line.decode().strip().split("\t")
+                    if len(parts) != 2:
+                        continue
+                    src = [self.src_dict.get(w, 2) for w in ["<s>"] + parts[0].split() + ["<e>"]]
+                    trg = [self.trg_dict.get(w, 2) for w in parts[1].split()]
+                    if len(src) > 80 or len(trg) > 80:
+                        continue
+                    self.src_ids.append(src)
+                    self.trg_ids.append([self.trg_dict["<s>"]] + trg)
+                    self.trg_ids_next.append(trg + [self.trg_dict["<e>"]])
+
+    def __getitem__(self, idx):
+        return np.array(self.src_ids[idx]), np.array(self.trg_ids[idx]), np.array(self.trg_ids_next[idx])
+
+    def __len__(self):
+        return len(self.src_ids)
+
+    def get_dict(self, reverse=False):
+        if reverse:
+            return ({v: k for k, v in self.src_dict.items()}, {v: k for k, v in self.trg_dict.items()})
+        return self.src_dict, self.trg_dict
 
 
 class WMT16(_NotYet):
