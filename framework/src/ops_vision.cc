@@ -241,6 +241,44 @@ void infer_ctc_grad(InferContext& c) {
   c.outputs[0] = c.inputs[0];
 }
 
+// ---- hsigmoid_loss --------------------------------------------------------------------------------
+// hsigmoid_loss(x [N, D], weight [K, D], bias [K, 1], path_table [N, L], path_code [N, L]) -> out [N, 1],
+// pre_out [N, L]: row i's path is path_table[i, j] until the first negative entry; pre = clip(w[node] . x
+// + b[node], -40, 40) and out = sum over the path of softplus(pre) - code * pre, plus log 2 for each
+// position past the path (as Paddle, whose padded pre-activations are 0). pre_out keeps the clipped
+// pre-activations (0 past the path) for the gradient.
+void infer_hsigmoid(InferContext& c) {
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  require_same_dtype(c, 0, 2);
+  require_index(c, 3);
+  require_index(c, 4);
+  const Dims &x = c.inputs[0].dims, &w = c.inputs[1].dims, &b = c.inputs[2].dims, &t = c.inputs[3].dims;
+  OAR_ENFORCE(x.size() == 2, ErrorCode::kInvalidArgument,
+              "hsigmoid_loss: input must be 2-D [N, D], got shape " << x.to_string());
+  OAR_ENFORCE(w.size() == 2 && w[1] == x[1], ErrorCode::kInvalidArgument,
+              "hsigmoid_loss: weight must be [num_nodes, " << x[1] << "], got " << w.to_string());
+  OAR_ENFORCE(b == (Dims{w[0], 1}), ErrorCode::kInvalidArgument,
+              "hsigmoid_loss: bias must be [" << w[0] << ", 1], got " << b.to_string());
+  OAR_ENFORCE(t.size() == 2 && t[0] == x[0] && c.inputs[4].dims == t, ErrorCode::kInvalidArgument,
+              "hsigmoid_loss: path_table and path_code must both be ["
+                  << x[0] << ", L], got " << t.to_string() << " and " << c.inputs[4].dims.to_string());
+  c.outputs[0] = {c.inputs[0].dtype, Dims{x[0], 1}};
+  c.outputs[1] = {c.inputs[0].dtype, t};
+}
+// hsigmoid_loss_grad(x, weight, path_table, path_code, pre_out, grad_out [N, 1], grad_pre [N, L])
+//   -> dx, dweight, dbias.
+void infer_hsigmoid_grad(InferContext& c) {
+  require_floating(c, 0);
+  const Dims &x = c.inputs[0].dims, &w = c.inputs[1].dims;
+  OAR_ENFORCE(x.size() == 2 && w.size() == 2 && w[1] == x[1] && c.inputs[4].dims == c.inputs[2].dims &&
+                  c.inputs[5].dims == (Dims{x[0], 1}) && c.inputs[6].dims == c.inputs[2].dims,
+              ErrorCode::kInvalidArgument, "hsigmoid_loss_grad: inputs do not fit x " << x.to_string());
+  c.outputs[0] = c.inputs[0];
+  c.outputs[1] = c.inputs[1];
+  c.outputs[2] = {c.inputs[1].dtype, Dims{w[0], 1}};
+}
+
 // ---- gradient rules -----------------------------------------------------------------------------
 Attrs roi_attrs(const Attrs& a) {
   Attrs b{{"pooled_height", a.get_int("pooled_height")},
@@ -291,6 +329,21 @@ std::vector<Tensor> ctc_grad_rule(const GradContext& c) {
           Tensor(), Tensor(), Tensor()};
 }
 
+// Both outputs carry gradients: out's through (sigmoid(pre) - code), pre_out's directly; an absent one
+// is passed as zeros.
+std::vector<Tensor> hsigmoid_grad_rule(const GradContext& c) {
+  const Tensor& pre = c.outputs[1];
+  Tensor g_out = c.grad_outputs[0].defined() ? c.grad_outputs[0]
+                                             : ops::full(c.outputs[0].dims(), 0.0, pre.dtype(), pre.place());
+  Tensor g_pre =
+      c.grad_outputs[1].defined() ? c.grad_outputs[1] : ops::full(pre.dims(), 0.0, pre.dtype(), pre.place());
+  std::vector<Tensor> r =
+      call_op(OAR_OP("hsigmoid_loss_grad"),
+              {c.inputs[0], c.inputs[1], c.inputs[3], c.inputs[4], pre, g_out, g_pre}, {});
+  return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1] : Tensor(),
+          c.needs_grad[2] ? r[2] : Tensor(), Tensor(), Tensor()};
+}
+
 std::vector<AttrDef> roi_attr_defs() {
   return {req_int("pooled_height"), req_int("pooled_width"), float_attr("spatial_scale", 1.0)};
 }
@@ -317,6 +370,11 @@ void register_vision_ops(OpRegistry& r) {
   def(r, "deform_im2col_grad", {"x", "offset", "mask", "grad_out"}, deform_attrs(), infer_deform_im2col_grad)
       .outputs = {"grad_x", "grad_offset", "grad_mask"};
   def(r, "nms", {"boxes"}, {float_attr("iou_threshold", 0.3)}, infer_nms).differentiable = false;
+  def(r, "hsigmoid_loss", {"x", "weight", "bias", "path_table", "path_code"}, {}, infer_hsigmoid).outputs = {
+      "out", "pre_out"};
+  def(r, "hsigmoid_loss_grad", {"x", "weight", "path_table", "path_code", "pre_out", "grad_out", "grad_pre"},
+      {}, infer_hsigmoid_grad)
+      .outputs = {"grad_x", "grad_weight", "grad_bias"};
   def(r, "ctc_loss", {"log_probs", "labels", "input_lengths", "label_lengths"},
       {int_attr("blank", 0), int_attr("norm_by_times", 0)}, infer_ctc);
   def(r, "ctc_loss_grad", {"log_probs", "labels", "input_lengths", "label_lengths", "grad_loss"},
@@ -332,6 +390,7 @@ void register_vision_grads(OpRegistry& r) {
   set_grad(r, "roi_pool", roi_pool_grad_rule, 4, true);
   set_grad(r, "deform_im2col", deform_im2col_grad_rule, kAll3, false);
   set_grad(r, "ctc_loss", ctc_grad_rule, kCtc, false);
+  set_grad(r, "hsigmoid_loss", hsigmoid_grad_rule, 0x1b, true);  // x, weight, path_table, path_code
 }
 
 // Sample inputs for the op suite. Boxes are float64 whatever the dtype under test (they carry no
@@ -401,6 +460,14 @@ void register_vision_samples(OpRegistry& r) {
       {S("20 boxes", {real({20, 4}, 0, 10)}, {{"iou_threshold", 0.3}}), S("empty", {real({0, 4})})});
   // Lengths: inputs of 5..6 steps, labels of 1..2 ids in [1, 4] (never the blank 0), so every
   // label has an alignment.
+  // Paths of 1..3 nodes of 5 (a -1 ends a path early); bits 0/1.
+  add(r, "hsigmoid_loss",
+      {S("full paths", {real({4, 3}), real({5, 3}), real({5, 1}), index({4, 3}, 0, 4), index({4, 3}, 0, 1)}),
+       S("short paths",
+         {real({3, 2}), real({4, 2}), real({4, 1}), index({3, 2}, -1, 3), index({3, 2}, 0, 1)})});
+  add(r, "hsigmoid_loss_grad",
+      {S("full paths", {real({4, 3}), real({5, 3}), index({4, 3}, 0, 4), index({4, 3}, 0, 1), real({4, 3}),
+                        real({4, 1}), real({4, 3})})});
   add(r, "ctc_loss",
       {S("batch 3", {real({6, 3, 5}, -3, 0), index({3, 2}, 1, 4), index({3}, 5, 6), index({3}, 1, 2)}),
        S("blank last, int32",

@@ -19,9 +19,10 @@
 
 namespace oar_cpu {
 
-void register_amp_kernels(Registry& r);  // amp.cc: loss scaling for GradScaler
+void register_amp_kernels(Registry& r);        // amp.cc: loss scaling for GradScaler
 void register_detection_kernels(Registry& r);  // detection.cc: RoI pooling, deformable im2col, nms
 void register_ctc_kernels(Registry& r);        // ctc.cc: CTC loss
+void register_hsigmoid_kernels(Registry& r);   // hsigmoid.cc: hierarchical sigmoid loss
 
 namespace {
 // Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its
@@ -409,6 +410,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_amp_kernels(r);
     register_detection_kernels(r);
     register_ctc_kernels(r);
+    register_hsigmoid_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

@@ -18,6 +18,7 @@ __all__ = [
 _softmax_ce = _C.Op("softmax_cross_entropy", "ignore_index")
 _log_softmax = _C.Op("log_softmax", "axis")
 _ctc = _C.Op("ctc_loss")
+_hsigmoid = _C.Op("hsigmoid_loss")
 _softplus = _C.Op("softplus", "beta", "threshold")
 _cast = _C.Op("cast", "dtype")
 _fill = _C.Op("fill", "shape", "value", "dtype")
@@ -562,9 +563,10 @@ def hsigmoid_loss(input, label, num_classes, weight, bias=None, path_table=None,
                   name=None):
     """Hierarchical sigmoid: each class is a leaf of a binary tree; the loss sums the binary cross
     entropies of the decisions on its path, pre = weight[node] . x + bias[node] clipped to [-40, 40].
-    Default tree: class c has code c + num_classes, nodes (code >> (j + 1)) - 1 and bits (code >> j) & 1.
-    As Paddle, each path position past a shorter path adds log 2. Returns [N, 1]. Written with oar
-    ops (gathers, softplus), so autograd gives the gradients of input, weight and bias."""
+    Default tree: class c has code c + num_classes, nodes (code >> (j + 1)) - 1 and bits (code >> j) & 1;
+    a custom path_table ends a path at its first negative entry. As Paddle, each position past a shorter
+    path adds log 2. Returns [N, 1]. The core op "hsigmoid_loss" (cpu plugin hsigmoid.cc) computes it and
+    its gradients for input, weight and bias; the default tree's paths are built with oar ops."""
     import math as _m
     import oar as _o
     if input.ndim != 2:
@@ -578,31 +580,20 @@ def hsigmoid_loss(input, label, num_classes, weight, bias=None, path_table=None,
         raise TypeError("hsigmoid_loss: label must be int32 or int64, got {}".format(label.dtype))
     if weight.ndim != 2 or weight.shape[1] != d:
         raise ValueError("hsigmoid_loss: weight must be [num_nodes, {}], got shape {}".format(d, weight.shape))
-    lab = label.reshape([n]).astype("int64")
     if path_table is None:
+        lab = label.reshape([n]).astype("int64")
         depth = int(_m.floor(_m.log2(num_classes - 1))) + 1 if num_classes > 2 else 1
         code = lab + num_classes
-        nodes, bits, valid = [], [], []
+        nodes, bits = [], []
         for j in range(depth):
-            nodes.append(code // (2 ** (j + 1)) - 1)
+            inside = code >= 2 ** (j + 1)
+            nodes.append(_o.where(inside, code // (2 ** (j + 1)) - 1, _o.full_like(code, -1)))
             bits.append((code // (2 ** j)) % 2)
-            valid.append(code >= 2 ** (j + 1))
-        nodes, bits, valid = _o.stack(nodes, 1), _o.stack(bits, 1), _o.stack(valid, 1)
-    else:
-        nodes = path_table.astype("int64")
-        bits = path_code.astype("int64")
-        valid = nodes >= 0
-    safe = _o.where(valid, nodes, _o.zeros_like(nodes))
-    depth = safe.shape[1]
-    w = _index_select(weight, safe.reshape([-1]), 0).reshape([n, depth, d])
-    pre = _sum(w * input.unsqueeze(1), [2], False)
-    if bias is not None:
-        pre = pre + _index_select(bias.reshape([-1, 1]), safe.reshape([-1]), 0).reshape([n, depth])
-    pre = pre.clip(-40.0, 40.0)
-    bit = bits.astype(pre.dtype)
-    term = _softplus(pre, 1.0, 20.0) - bit * pre
-    term = _where(valid, term, _o.full_like(term, _m.log(2.0)))
-    return _sum(term, [1], True)
+        path_table, path_code = _o.stack(nodes, 1), _o.stack(bits, 1)
+    if bias is None:
+        bias = _o.zeros([weight.shape[0], 1], dtype=weight.dtype)
+    out, _ = _hsigmoid(input, weight, bias.reshape([weight.shape[0], 1]), path_table, path_code)
+    return out
 
 
 def margin_cross_entropy(logits, label, margin1=1.0, margin2=0.5, margin3=0.0, scale=64.0, group=None,
