@@ -311,3 +311,20 @@ def test_wmt14_reads_the_archive(tmp_path):
     assert test.get_dict(reverse=True)[1][4] == "monde"
     with pytest.raises(ValueError, match="dict_size"):
         WMT14(p, "train")
+
+
+def test_wmt16_reads_the_archive(tmp_path):
+    from oar.text import WMT16
+    p = str(tmp_path / "wmt16.tgz")
+    _tar(p, {"wmt16/train": "a b a c\tx y\nb a\tx z z\nbad\n", "wmt16/test": "a d\tz x\n", "wmt16/val": "c\ty\n"})
+    train = WMT16(p, "train", src_dict_size=5, trg_dict_size=6, lang="en")
+    # source ids as Paddle 2.6.2 gives them; target ids from the German column (z 3, x 3 -> z first seen
+    # after x: x 3, z 4, y 5), where Paddle's dictionary would hold English words (decision 272)
+    assert train.src_dict == {"<s>": 0, "<e>": 1, "<unk>": 2, "a": 3, "b": 4}
+    assert train.trg_dict == {"<s>": 0, "<e>": 1, "<unk>": 2, "x": 3, "z": 4, "y": 5}
+    assert [[list(map(int, a)) for a in train[i]] for i in range(len(train))] == [
+        [[0, 3, 4, 3, 2, 1], [0, 3, 5], [3, 5, 1]], [[0, 4, 3, 1], [0, 3, 4, 4], [3, 4, 4, 1]]]
+    val = WMT16(p, "val", src_dict_size=5, trg_dict_size=6)
+    assert [list(map(int, a)) for a in val[0]] == [[0, 2, 1], [0, 5], [5, 1]]
+    de = WMT16(p, "test", src_dict_size=4, trg_dict_size=5, lang="de")
+    assert de.src_dict == {"<s>": 0, "<e>": 1, "<unk>": 2, "x": 3} and de.get_dict("en", reverse=True)[3] == "a"

@@ -283,5 +283,72 @@ class WMT14(Dataset):
         return self.src_dict, self.trg_dict
 
 
-class WMT16(_NotYet):
-    pass
+class WMT16(Dataset):
+    """WMT16 en-de (Multi30k) from wmt16.tar.gz: each "english<TAB>german" line of wmt16/<mode> gives
+    (<s> source <e> ids, <s> target ids, target <e> ids) with lang the source language. Each dictionary
+    holds <s>, <e>, <unk> and then the most frequent words of its language in wmt16/train (ties in order
+    of first appearance), dict_size entries at most. Paddle caches its dictionaries as files under its
+    data home and builds both from the source-language column (a bug: the target dictionary then lists
+    source words); oar builds them in memory, each from its own column."""
+
+    _TOTAL = {"en": 11250, "de": 19220}
+
+    def __init__(self, data_file=None, mode="train", src_dict_size=-1, trg_dict_size=-1, lang="en", download=True):
+        self.mode = _mode("WMT16", mode, ("train", "test", "val"))
+        self.data_file = _need_file("WMT16", data_file)
+        if lang not in ("en", "de"):
+            raise ValueError("WMT16: lang must be 'en' or 'de', got {!r}".format(lang))
+        for what, v in (("src_dict_size", src_dict_size), ("trg_dict_size", trg_dict_size)):
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError("WMT16: {} must be a positive int, got {!r}".format(what, v))
+        self.lang = lang
+        other = "de" if lang == "en" else "en"
+        self.src_dict_size = min(src_dict_size, self._TOTAL[lang])
+        self.trg_dict_size = min(trg_dict_size, self._TOTAL[other])
+        with tarfile.open(self.data_file, mode="r") as tf:
+            train = self._pairs(tf, "train")
+            self._dicts = {lang: self._build(train, lang, src_dict_size),
+                           other: self._build(train, other, trg_dict_size)}
+            self.src_dict, self.trg_dict = self._dicts[lang], self._dicts[other]
+            rows = train if self.mode == "train" else self._pairs(tf, self.mode)
+        src_col = 0 if lang == "en" else 1
+        start, end, unk = self.src_dict["<s>"], self.src_dict["<e>"], self.src_dict["<unk>"]
+        self.src_ids, self.trg_ids, self.trg_ids_next = [], [], []
+        for pair in rows:
+            src = [start] + [self.src_dict.get(w, unk) for w in pair[src_col].split()] + [end]
+            trg = [self.trg_dict.get(w, unk) for w in pair[1 - src_col].split()]
+            self.src_ids.append(src)
+            self.trg_ids.append([start] + trg)
+            self.trg_ids_next.append(trg + [end])
+
+    def _pairs(self, tf, name):
+        try:
+            f = tf.extractfile("wmt16/" + name)
+        except KeyError:
+            raise FileNotFoundError("WMT16: {!r} has no member 'wmt16/{}'".format(self.data_file, name)) from None
+        rows = []
+        for line in f:
+            parts = line.decode().strip().split("\t")
+            if len(parts) == 2:
+                rows.append(parts)
+        return rows
+
+    @staticmethod
+    def _build(rows, lang, size):
+        freq = collections.OrderedDict()
+        col = 0 if lang == "en" else 1
+        for pair in rows:
+            for w in pair[col].split():
+                freq[w] = freq.get(w, 0) + 1
+        words = ["<s>", "<e>", "<unk>"] + [w for w, _ in sorted(freq.items(), key=lambda x: -x[1])]
+        return {w: i for i, w in enumerate(words[:max(size, 3)])}
+
+    def __getitem__(self, idx):
+        return np.array(self.src_ids[idx]), np.array(self.trg_ids[idx]), np.array(self.trg_ids_next[idx])
+
+    def __len__(self):
+        return len(self.src_ids)
+
+    def get_dict(self, lang, reverse=False):
+        d = self._dicts[lang]
+        return {v: k for k, v in d.items()} if reverse else dict(d)
