@@ -328,3 +328,35 @@ def test_wmt16_reads_the_archive(tmp_path):
     assert [list(map(int, a)) for a in val[0]] == [[0, 2, 1], [0, 5], [5, 1]]
     de = WMT16(p, "test", src_dict_size=4, trg_dict_size=5, lang="de")
     assert de.src_dict == {"<s>": 0, "<e>": 1, "<unk>": 2, "x": 3} and de.get_dict("en", reverse=True)[3] == "a"
+
+
+def test_conll05st_reads_the_archive(tmp_path):
+    import gzip
+    from oar.text import Conll05st
+    words = "The\ncat\nsat\ndown\n\nDogs\nbark\n\n"
+    props = "-\t(A0*\t*\n-\t*)\t*\nsit\t(V*)\t*\ndown\t(AM-DIR*)\t(V*)\n\n-\t(A0*)\nbark\t(V*)\n\n"
+    p = str(tmp_path / "conll05st-tests.tar.gz")
+    with tarfile.open(p, "w:gz") as tf:
+        for name, text in (("conll05st-release/test.wsj/words/test.wsj.words.gz", words),
+                           ("conll05st-release/test.wsj/props/test.wsj.props.gz", props)):
+            data = gzip.compress(text.encode())
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    (tmp_path / "word.dict").write_text("<unk>\nthe\ncat\nsat\ndown\nbos\neos\ndogs\nbark\n")
+    (tmp_path / "verb.dict").write_text("sit\nbark\ndown\n")
+    (tmp_path / "target.dict").write_text("B-A0\nI-A0\nB-V\nI-V\nB-AM-DIR\nI-AM-DIR\nO\n")
+    ds = Conll05st(p, str(tmp_path / "word.dict"), str(tmp_path / "verb.dict"), str(tmp_path / "target.dict"))
+    inv = {v: k for k, v in ds.label_dict.items()}
+    # what Paddle 2.6.2 gives for these files (labels compared as strings: Paddle numbers them in set order)
+    want = [([[0, 2, 3, 4], [0] * 4, [2] * 4, [3] * 4, [4] * 4, [6] * 4, [0] * 4, [1, 1, 1, 1]],
+             ["B-A0", "I-A0", "B-V", "B-AM-DIR"]),
+            ([[0, 2, 3, 4], [2] * 4, [3] * 4, [4] * 4, [6] * 4, [6] * 4, [2] * 4, [0, 1, 1, 1]], ["O", "O", "O", "B-V"]),
+            ([[0, 8], [5, 5], [0, 0], [8, 8], [6, 6], [6, 6], [1, 1], [1, 1]], ["B-A0", "B-V"])]
+    assert len(ds) == 3
+    for i, (ids, labels) in enumerate(want):
+        item = ds[i]
+        assert [list(map(int, a)) for a in item[:8]] == ids
+        assert [inv[int(x)] for x in item[8]] == labels
+    with pytest.raises(FileNotFoundError, match="verb_dict_file"):
+        Conll05st(p, str(tmp_path / "word.dict"), str(tmp_path / "nope.dict"), str(tmp_path / "target.dict"))

@@ -158,18 +158,114 @@ class Imikolov(Dataset):
         return len(self.data)
 
 
-class _NotYet(Dataset):
-    _files = ("data_file",)
+class Conll05st(Dataset):
+    """CoNLL-2005 semantic role labelling (the test.wsj part of conll05st-tests.tar.gz, as Paddle): one item
+    per (sentence, predicate): word ids, the ids of the words at -2..+2 around the verb (bos/eos past the
+    ends) repeated over the sentence, the predicate id, the 0/1 mark of that window and the BIO label ids.
+    Unknown words are 0. Paddle numbers the labels in set order (which changes with Python's string
+    hashing); oar numbers them in sorted order (B-x, I-x pairs, then O last, as Paddle)."""
 
-    def __init__(self, *args, **kwargs):
-        name = type(self).__name__
-        for i, what in enumerate(self._files):
-            _need_file(name, kwargs.get(what, args[i] if i < len(args) else None), what)
-        raise NotImplementedError("{}: reading this data set's files is not implemented in oar yet".format(name))
+    def __init__(self, data_file=None, word_dict_file=None, verb_dict_file=None, target_dict_file=None,
+                 emb_file=None):
+        self.data_file = _need_file("Conll05st", data_file)
+        self.word_dict_file = _need_file("Conll05st", word_dict_file, "word_dict_file")
+        self.verb_dict_file = _need_file("Conll05st", verb_dict_file, "verb_dict_file")
+        self.target_dict_file = _need_file("Conll05st", target_dict_file, "target_dict_file")
+        self.emb_file = emb_file
+        self.word_dict = self._load_dict(self.word_dict_file)
+        self.predicate_dict = self._load_dict(self.verb_dict_file)
+        tags = set()
+        with open(self.target_dict_file) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith(("B-", "I-")):
+                    tags.add(line[2:])
+        self.label_dict = {}
+        for tag in sorted(tags):
+            self.label_dict["B-" + tag] = len(self.label_dict)
+            self.label_dict["I-" + tag] = len(self.label_dict)
+        self.label_dict["O"] = len(self.label_dict)
+        self.sentences, self.predicates, self.labels = [], [], []
+        self._load()
 
+    @staticmethod
+    def _load_dict(path):
+        with open(path) as f:
+            return {line.strip(): i for i, line in enumerate(f)}
 
-class Conll05st(_NotYet):
-    _files = ("data_file", "word_dict_file", "verb_dict_file", "target_dict_file")
+    def _member(self, tf, name):
+        try:
+            return tf.extractfile(name)
+        except KeyError:
+            raise FileNotFoundError("Conll05st: {!r} has no member {!r}".format(self.data_file, name)) from None
+
+    def _load(self):
+        import gzip
+        base = "conll05st-release/test.wsj/"
+        with tarfile.open(self.data_file) as tf:
+            words = gzip.GzipFile(fileobj=self._member(tf, base + "words/test.wsj.words.gz")).read().decode()
+            props = gzip.GzipFile(fileobj=self._member(tf, base + "props/test.wsj.props.gz")).read().decode()
+        sentence, columns = [], []
+        for word, prop in zip(words.splitlines(), props.splitlines()):
+            prop = prop.split()
+            if prop:
+                sentence.append(word.strip())
+                columns.append(prop)
+                continue
+            # end of a sentence: column 0 names the verbs, column k + 1 holds the k-th verb's arguments
+            cols = [[row[i] for row in columns] for i in range(len(columns[0]))] if columns else []
+            if cols:
+                verbs = [v for v in cols[0] if v != "-"]
+                for k, col in enumerate(cols[1:]):
+                    self.sentences.append(sentence)
+                    self.predicates.append(verbs[k])
+                    self.labels.append(self._bio(col))
+            sentence, columns = [], []
+
+    @staticmethod
+    def _bio(col):
+        out, tag, inside = [], "O", False
+        for cell in col:
+            if cell == "*":
+                out.append("I-" + tag if inside else "O")
+            elif cell == "*)":
+                out.append("I-" + tag)
+                inside = False
+            elif "(" in cell:
+                tag = cell[1:cell.find("*")]
+                out.append("B-" + tag)
+                inside = ")" not in cell
+            else:
+                raise ValueError("Conll05st: unexpected label {!r}".format(cell))
+        return out
+
+    def __getitem__(self, idx):
+        sentence, labels = self.sentences[idx], self.labels[idx]
+        n = len(sentence)
+        v = labels.index("B-V")
+        mark = [0] * n
+        ctx = []
+        for d in (-2, -1, 0, 1, 2):
+            j = v + d
+            if 0 <= j < n:
+                mark[j] = 1
+                ctx.append(sentence[j])
+            else:
+                ctx.append("bos" if d < 0 else "eos")
+        ids = [self.word_dict.get(w, 0) for w in sentence]
+        around = [np.array([self.word_dict.get(w, 0)] * n) for w in ctx]
+        pred = [self.predicate_dict.get(self.predicates[idx])] * n
+        return tuple([np.array(ids)] + around + [np.array(pred), np.array(mark),
+                                                 np.array([self.label_dict.get(l) for l in labels])])
+
+    def __len__(self):
+        return len(self.sentences)
+
+    def get_dict(self):
+        return self.word_dict, self.predicate_dict, self.label_dict
+
+    def get_embedding(self):
+        return self.emb_file
 
 
 _AGES = [1, 18, 25, 35, 45, 50, 56]
