@@ -1,7 +1,7 @@
 """Paddle's text data sets (paddle.text.datasets), read from local files given by data_file: nothing is
-downloaded, and a missing file is a FileNotFoundError that names it. UCIHousing, Imdb and Imikolov
-parse their files as Paddle does; Conll05st, Movielens, WMT14 and WMT16 check their files and then
-raise NotImplementedError (their parsers are not written yet)."""
+downloaded, and a missing file is a FileNotFoundError that names it. All seven parse their files as
+Paddle does, with the differences their docstrings name (ids in sorted order where Paddle numbers in
+set order; WMT16's dictionaries each from their own language)."""
 import collections
 import os
 import re
