@@ -46,14 +46,18 @@ void standard_gamma_kernel(KernelContext& ctx) {
     using T = decltype(tag);
     using C = compute_t<T>;
     const T* px = x.data<T>();
+    T* po = out.data<T>();
     ErrorFlag bad;
-    generate<T>(out, [&](int64_t i) {
-      const double a = static_cast<double>(C(px[i]));
-      if (!(a > 0 && std::isfinite(a))) {
-        bad.set();
-        return T(C(0));
+    oar::sdk::parallel_for(0, out.numel(), oar::sdk::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const double a = static_cast<double>(C(px[i]));
+        if (!(a > 0 && std::isfinite(a))) {
+          bad.set();
+          po[i] = T(C(0));
+          continue;
+        }
+        po[i] = T(C(gamma_sample(a, oar::sdk::random_bits(seed, offset + static_cast<uint64_t>(i)))));
       }
-      return T(C(gamma_sample(a, oar::sdk::random_bits(seed, offset + static_cast<uint64_t>(i)))));
     });
     OAR_SDK_CHECK(!bad.get(), OAR_ERR_INVALID_ARGUMENT,
                   "standard_gamma: x must hold finite concentrations > 0");
