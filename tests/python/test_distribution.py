@@ -211,7 +211,8 @@ def test_geometric_formulas():
 
 
 def _multinomial_pmf(n, p, x):
-    return math.exp(math.lgamma(n + 1) - sum(math.lgamma(v + 1) for v in x) + sum(v * math.log(q) for v, q in zip(x, p)))
+    log_coef = math.lgamma(n + 1) - sum(math.lgamma(v + 1) for v in x)
+    return math.exp(log_coef + sum(v * math.log(q) for v, q in zip(x, p)))
 
 
 def test_multinomial_formulas():

@@ -3,10 +3,8 @@ LogNormal, Gumbel. Every formula is composed from oar's ops, so gradients reach 
 rsample is reparameterised (x = f(params, noise)) where the distribution allows it."""
 import math
 
-import numpy as np
-
 from .distribution import (Distribution, _params, _value, _sample_shape, _uniform, _normal,
-                           _standard_gamma, _tiny, _eps, _dtype_name)
+                           _standard_gamma, _tiny, _eps)
 from .exponential_family import ExponentialFamily
 from .transformed_distribution import TransformedDistribution
 from . import transform as _transform

@@ -5,8 +5,8 @@ import numbers
 import numpy as np
 
 from .. import _C
-from .distribution import (Distribution, _params, _value, _sample_shape, _uniform, _tiny, _eps, _dtype_name,
-                           _to_tensor)
+from .distribution import (Distribution, _params, _value, _sample_shape, _uniform, _tiny, _eps, _to_tensor,
+                           _const)
 from .exponential_family import ExponentialFamily
 
 
@@ -276,7 +276,7 @@ class Multinomial(Distribution):
         o = _oar()
         n = self.total_count
         p = self.probs
-        support = o.arange(1, n + 1, dtype=self.dtype).reshape([-1] + [1] * p.ndim)
+        support = _const(np.arange(1, n + 1).reshape([-1] + [1] * p.ndim), p)
         logc = (math.lgamma(n + 1) - o.lgamma(support + 1) - o.lgamma(n - support + 1))
         q = (1 - p).clip(0.0, 1.0)
         logpmf = logc + support * o.log(p.clip(_tiny(self.dtype), 1.0)) + (n - support) * o.log(

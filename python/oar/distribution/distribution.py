@@ -76,6 +76,11 @@ def _value(name, value, like):
     return value
 
 
+def _const(array, like):
+    """A constant tensor of `like`'s dtype on `like`'s device."""
+    return _to_tensor(np.asarray(array, dtype=_dtype_name(like.dtype)), place=like.place)
+
+
 def _sample_shape(name, shape):
     if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
         return [int(shape)]

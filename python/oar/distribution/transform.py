@@ -5,9 +5,11 @@ import math
 import numbers
 import typing
 
+import numpy as np
+
 from .. import _C
 from . import variable
-from .distribution import _sum_rightmost
+from .distribution import _sum_rightmost, _const
 
 __all__ = ["Transform", "AbsTransform", "AffineTransform", "ChainTransform", "ExpTransform",
            "IndependentTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform",
@@ -25,7 +27,6 @@ def _F():
 
 
 def _broadcast_shape(*shapes):
-    import numpy as np
     return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
@@ -151,7 +152,7 @@ class AbsTransform(Transform):
         return -y, y
 
     def _inverse_log_det_jacobian(self, y):
-        zero = _oar().zeros([], dtype=y.dtype)
+        zero = _const(0.0, y)
         return zero, zero
 
     @property
@@ -415,7 +416,7 @@ class ReshapeTransform(Transform):
         return self._map_shape("inverse_shape", shape, self._out_event_shape, self._in_event_shape)
 
     def _forward_log_det_jacobian(self, x):
-        return _oar().zeros(list(x.shape)[:x.ndim - len(self._in_event_shape)], dtype=x.dtype)
+        return _const(np.zeros(list(x.shape)[:x.ndim - len(self._in_event_shape)]), x)
 
 
 class SigmoidTransform(Transform):
@@ -526,15 +527,14 @@ class StickBreakingTransform(Transform):
     _type = Type.BIJECTION
 
     def _offset_log(self, k, like):
-        o = _oar()
-        return o.log(o.arange(k, 0, -1, dtype=like.dtype))  # log(k + 1 - i), i = 1..k
+        return _const(np.log(np.arange(k, 0, -1, dtype=np.float64)), like)  # log(k + 1 - i), i = 1..k
 
     def _forward(self, x):
         o = _oar()
         k = x.shape[-1]
         z = _F().sigmoid(x - self._offset_log(k, x))
         rest = o.cumprod(1 - z, dim=-1)  # the stick left after each break
-        ones = o.ones(list(x.shape[:-1]) + [1], dtype=x.dtype)
+        ones = _const(np.ones(list(x.shape[:-1]) + [1]), x)
         return o.concat([z, ones], -1) * o.concat([ones, rest], -1)
 
     def _inverse(self, y):
