@@ -763,3 +763,26 @@ def test_float32_parameters_stay_float32():
     assert g.sample([4]).dtype == oar.float32
     np.testing.assert_allclose(D.Beta(oar.to_tensor(2.0), oar.to_tensor(3.0)).entropy().numpy(),
                                D.Beta(T(2.0), T(3.0)).entropy().numpy(), rtol=1e-5)
+
+
+def test_on_every_device(device):
+    """Parameters on a device keep every result there, and the numbers match the CPU's (the draws are
+    counter-based, so the same seed gives the same samples on every device)."""
+    def run(place):
+        t = lambda a: oar.to_tensor(np.asarray(a, dtype="float32"), place=place)  # noqa: E731
+        loc = oar.to_tensor(np.array([0.3, -1.0], dtype="float32"), place=place, stop_gradient=False)
+        oar.seed(4)
+        n = D.Normal(loc, t([1.0, 2.0]))
+        s = n.rsample([3])
+        s.sum().backward()
+        td = D.TransformedDistribution(D.Normal(t(np.zeros(3)), t(np.ones(3))), [D.StickBreakingTransform()])
+        outs = [s, loc.grad, n.log_prob(t([0.5, 0.5])), D.Gamma(t([2.0, 0.5]), t([1.0, 3.0])).sample([4]),
+                D.Dirichlet(t([1.0, 2.0, 0.5])).sample([2]), D.Categorical(t([1.0, 2.0, 3.0])).sample([5]),
+                D.Multinomial(4, t([0.2, 0.8])).sample([3]), td.log_prob(t([0.2, 0.3, 0.1, 0.4])),
+                D.kl_divergence(D.Beta(t(2.0), t(3.0)), D.Beta(t(1.0), t(1.5)))]
+        for o in outs:
+            assert str(o.place) == str(outs[2].place)
+        return [o.numpy() for o in outs]
+
+    for got, want in zip(run(device), run("cpu")):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
