@@ -270,8 +270,8 @@ class Exponential(ExponentialFamily):
 
 class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): density rate^a x^(a-1) exp(-rate x) / Gamma(a) (Paddle 3.x's class).
-    sample draws with the core op standard_gamma; rsample is not offered (no implicit
-    reparameterisation gradient for the concentration)."""
+    Draws come from the core op standard_gamma; rsample's gradient with respect to the concentration is
+    the implicit reparameterisation one (dx/da = -(dF/da) / p at the drawn x)."""
 
     def __init__(self, concentration, rate):
         self.concentration, self.rate = _params("Gamma", concentration=concentration, rate=rate)
@@ -287,15 +287,12 @@ class Gamma(ExponentialFamily):
         return self.concentration / self.rate.pow(2)
 
     def sample(self, shape=()):
-        shape = _sample_shape("Gamma.sample", shape)
-        o = _oar()
-        with o.no_grad():
-            a = o.broadcast_to(self.concentration, list(self._extend_shape(shape)))
-            return (_standard_gamma(a) / self.rate).detach()
+        return self._sample_no_grad(shape)
 
     def rsample(self, shape=()):
-        raise NotImplementedError("Gamma.rsample: no reparameterised gradient for the concentration; "
-                                  "use sample")
+        shape = _sample_shape("Gamma.rsample", shape)
+        a = _oar().broadcast_to(self.concentration, list(self._extend_shape(shape)))
+        return _standard_gamma(a) / self.rate
 
     def log_prob(self, value):
         value = _value("Gamma.log_prob", value, self.rate)
@@ -347,14 +344,17 @@ class Beta(ExponentialFamily):
         return (a - 1) * value.log() + (b - 1) * o.log1p(-value) - lbeta
 
     def sample(self, shape=()):
-        """X / (X + Y) with X ~ Gamma(alpha), Y ~ Gamma(beta) (no gradient, as Paddle)."""
-        shape = _sample_shape("Beta.sample", shape)
+        return self._sample_no_grad(shape)
+
+    def rsample(self, shape=()):
+        """X / (X + Y) with X ~ Gamma(alpha), Y ~ Gamma(beta); differentiable through the gamma draws
+        (Paddle 2.6 has no Beta.rsample)."""
+        shape = _sample_shape("Beta.rsample", shape)
         o = _oar()
-        with o.no_grad():
-            full = list(self._extend_shape(shape))
-            x = _standard_gamma(o.broadcast_to(self.alpha, full))
-            y = _standard_gamma(o.broadcast_to(self.beta, full))
-            return (x / (x + y)).detach()
+        full = list(self._extend_shape(shape))
+        x = _standard_gamma(o.broadcast_to(self.alpha, full))
+        y = _standard_gamma(o.broadcast_to(self.beta, full))
+        return x / (x + y)
 
     def entropy(self):
         o = _oar()
@@ -398,12 +398,14 @@ class Dirichlet(ExponentialFamily):
         return c * (c0 - c) / (c0.pow(2) * (c0 + 1))
 
     def sample(self, shape=()):
-        """Normalised Gamma(concentration) draws (no gradient, as Paddle)."""
-        shape = _sample_shape("Dirichlet.sample", shape)
-        o = _oar()
-        with o.no_grad():
-            g = _standard_gamma(o.broadcast_to(self.concentration, list(self._extend_shape(shape))))
-            return (g / g.sum(-1, keepdim=True)).detach()
+        return self._sample_no_grad(shape)
+
+    def rsample(self, shape=()):
+        """Normalised Gamma(concentration) draws; differentiable through them (Paddle 2.6 has no
+        Dirichlet.rsample)."""
+        shape = _sample_shape("Dirichlet.rsample", shape)
+        g = _standard_gamma(_oar().broadcast_to(self.concentration, list(self._extend_shape(shape))))
+        return g / g.sum(-1, keepdim=True)
 
     def prob(self, value):
         return self.log_prob(value).exp()

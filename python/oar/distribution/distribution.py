@@ -109,10 +109,11 @@ _ops = {}
 
 
 def _standard_gamma(alpha):
-    """Gamma(alpha, 1) draws (the core op standard_gamma); no gradient."""
+    """Gamma(alpha, 1) draws (the core op standard_gamma), differentiable in alpha through implicit
+    reparameterisation (its gradient op standard_gamma_grad)."""
     if "standard_gamma" not in _ops:
         _ops["standard_gamma"] = _C.Op("standard_gamma", "seed", "offset")
-    return _ops["standard_gamma"](alpha.detach(), *_random._reserve(alpha.size))
+    return _ops["standard_gamma"](alpha, *_random._reserve(alpha.size))
 
 
 def _tiny(dtype):
