@@ -556,8 +556,13 @@ def test_bad_parameters():
         D.Multinomial(0, T([0.5, 0.5]))
     with pytest.raises(ValueError, match="Dirichlet: concentration"):
         D.Dirichlet(T(1.0))
-    with pytest.raises(TypeError, match="shape"):
-        D.Normal(0.0, 1.0).sample(None)
+    for bad in (None, "ab", [1.5], [True]):
+        with pytest.raises(TypeError, match="Normal.sample: shape"):
+            D.Normal(0.0, 1.0).sample(bad)
+    with pytest.raises(ValueError, match="Categorical.sample: shape"):
+        D.Categorical(T([1.0, 2.0])).sample([-1])
+    with pytest.raises(TypeError, match="Normal.log_prob: value"):
+        D.Normal(0.0, 1.0).log_prob("x")
     with pytest.raises(ValueError, match="standard_gamma|concentration"):
         D.Gamma(T([-1.0]), T([1.0])).sample([2])
 

@@ -86,9 +86,14 @@ def _sample_shape(name, shape):
         return [int(shape)]
     if isinstance(shape, _Tensor):
         return [int(v) for v in shape.numpy().reshape(-1)]
+    ok = not isinstance(shape, (str, bytes))
     try:
-        out = [int(v) for v in shape]
-    except TypeError:
+        out = [int(v) for v in shape] if ok else None
+        ok = ok and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) or
+                        (isinstance(v, float) and v.is_integer()) for v in shape)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
         raise TypeError("{}: shape must be a sequence of ints, got {!r}".format(name, shape))
     if any(v < 0 for v in out):
         raise ValueError("{}: shape must hold sizes >= 0, got {}".format(name, out))
