@@ -222,6 +222,8 @@ def test_multinomial_formulas():
     assert d.batch_shape == (2,) and d.event_shape == (3,)
     x = np.array([[1.0, 1.0, 2.0], [4.0, 0.0, 0.0]])
     close(d.log_prob(T(x)), [math.log(_multinomial_pmf(n, p[i], x[i])) for i in range(2)])
+    # one value broadcast against the batch: the counts are summed after broadcasting
+    close(d.log_prob(T(x[0])), [math.log(_multinomial_pmf(n, p[i], x[0])) for i in range(2)])
     close(d.mean, n * p)
     close(d.variance, n * p * (1 - p))
     # entropy by enumerating every outcome

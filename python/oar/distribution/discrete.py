@@ -254,7 +254,7 @@ class Multinomial(Distribution):
     def log_prob(self, value):
         value = _value("Multinomial.log_prob", value, self.probs)
         o = _oar()
-        logits = self.probs.log()
+        logits, value = o.broadcast_tensors([self.probs.log(), value])  # value's counts sum after broadcasting
         # 0 * log(0) counts as 0: a category of probability 0 that was never drawn.
         term = o.where(value == 0, o.zeros_like(value * logits), value * logits)
         return o.lgamma(value.sum(-1) + 1) - o.lgamma(value + 1).sum(-1) + term.sum(-1)
