@@ -28,7 +28,6 @@ class Normal(Distribution):
 
     def __init__(self, loc, scale, name=None):
         self.name = name if name is not None else "Normal"
-        self._all_float = isinstance(loc, (int, float)) and isinstance(scale, (int, float))
         self.loc, self.scale = _params("Normal", loc=loc, scale=scale)
         self.dtype = self.loc.dtype
         super().__init__(self.loc.shape)

@@ -1,8 +1,11 @@
 """TransformedDistribution: the distribution of y = t_n(...t_1(x)) for x from a base distribution."""
 import typing
 
+import numpy as np
+
 from . import transform as _transform
-from .distribution import Distribution, _sum_rightmost
+from .. import _C
+from .distribution import Distribution, _sum_rightmost, _dtype_name, _to_tensor
 
 
 class TransformedDistribution(Distribution):
@@ -47,14 +50,12 @@ class TransformedDistribution(Distribution):
 
     def log_prob(self, value):
         """log p(y) = log p_base(x) - sum of each transform's log|det J| at its input."""
-        from .distribution import _value, _C
-        if not isinstance(value, _C.Tensor):
-            like = getattr(self, "loc", None)
-            if like is None:
-                import oar
-                value = oar.to_tensor(value, dtype="float32")
-            else:
-                value = _value("TransformedDistribution.log_prob", value, like)
+        if not isinstance(value, _C.Tensor):  # numbers and arrays take the dtype of the base's parameters
+            d = self._base
+            while not hasattr(d, "dtype") and hasattr(d, "_base"):  # through Independent / Transformed
+                d = d._base
+            dtype = _dtype_name(getattr(d, "dtype", "float32"))
+            value = _to_tensor(np.asarray(value, dtype=dtype))
         total = 0.0
         y = value
         rank = len(self.event_shape)
