@@ -847,3 +847,28 @@ def test_on_every_device(device):
 
     for got, want in zip(run(device), run("cpu")):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_static_program():
+    """Distributions and transforms build into a static program (no host reads while it is built) and
+    give the eager numbers when it runs."""
+    def build(p, x):
+        return [D.Bernoulli(p).entropy(), D.Geometric(p).entropy(), D.Beta(p, p + 1).entropy(),
+                D.ExponentialFamily.entropy(D.Beta(p, p + 1)), D.Normal(p, 1.0).log_prob(x),
+                D.StickBreakingTransform().forward_log_det_jacobian(x), D.Categorical(x).entropy(),
+                D.kl_divergence(D.Normal(0.0, 1.0), D.Normal(p, 2.0))]
+
+    pv, xv = np.array([0.3, 0.6], "float32"), np.array([1.0, 2.0], "float32")
+    want = [t.numpy() for t in build(oar.to_tensor(pv), oar.to_tensor(xv))]
+    oar.enable_static()
+    try:
+        main, startup = oar.static.Program(), oar.static.Program()
+        with oar.static.program_guard(main, startup):
+            outs = build(oar.static.data("p", [2], "float32"), oar.static.data("x", [2], "float32"))
+        exe = oar.static.Executor()
+        exe.run(startup)
+        got = exe.run(main, feed={"p": pv, "x": xv}, fetch_list=outs)
+    finally:
+        oar.disable_static()
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)

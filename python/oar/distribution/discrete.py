@@ -21,6 +21,8 @@ def _clip_probs(p):
 
 
 def _check_unit(name, p):
+    if not _oar().in_dynamic_mode():  # a static program's variable has no value yet (Paddle checks eagerly only)
+        return
     a = p.numpy()
     if np.any(np.isnan(a)) or np.any(a < 0) or np.any(a > 1):
         raise ValueError("{}: probs must lie in [0, 1], got {}".format(name, a))
@@ -166,9 +168,10 @@ class Geometric(Distribution):
         elif not isinstance(probs, _C.Tensor):
             raise TypeError("Geometric: probs must be a real number or Tensor, got {}".format(type(probs).__name__))
         (p,) = _params("Geometric", probs=probs)
-        a = p.numpy()
-        if np.any(np.isnan(a)) or np.any(a <= 0) or np.any(a > 1):
-            raise ValueError("Geometric: probs must lie in (0, 1], got {}".format(a))
+        if _oar().in_dynamic_mode():
+            a = p.numpy()
+            if np.any(np.isnan(a)) or np.any(a <= 0) or np.any(a > 1):
+                raise ValueError("Geometric: probs must lie in (0, 1], got {}".format(a))
         self.probs = p
         self.dtype = p.dtype
         super().__init__(p.shape)
