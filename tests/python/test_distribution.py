@@ -270,8 +270,8 @@ def test_density_moments_entropy_by_integration(name):
     x, dx = _grid(lo, hi)
     with np.errstate(all="ignore"):
         lp = d.log_prob(T(x)).numpy()
-    p = np.exp(lp)
-    plogp = np.where(p > 0, p * lp, 0.0)
+        p = np.exp(lp)
+        plogp = np.where(p > 0, p * lp, 0.0)
     assert abs(_trapz(p, dx) - 1) < 1e-6
     m = _trapz(x * p, dx)
     assert abs(m - float(d.mean.numpy())) < 1e-5
