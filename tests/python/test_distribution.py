@@ -872,3 +872,27 @@ def test_static_program():
         oar.disable_static()
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6)
+
+
+def test_user_subclass_with_paddle_helpers():
+    class MyExponential(D.Distribution):
+        def __init__(self, rate):
+            if self._validate_args(rate):
+                self.rate = rate
+            else:
+                [self.rate] = self._to_tensor(rate)
+            super().__init__(self.rate.shape)
+
+        def log_prob(self, value):
+            value = self._check_values_dtype_in_probs(self.rate, value)
+            return self.rate.log() - self.rate * value
+
+    d = MyExponential([0.5, 2.0])
+    assert d.batch_shape == (2,) and d.rate.dtype == oar.float32
+    close(d.prob(np.array([1.0, 1.0])), np.array([0.5 * np.exp(-0.5), 2 * np.exp(-2.0)]), rtol=1e-6)
+    close(d._probs_to_logits(T([0.25]), is_binary=True), [np.log(0.25 / 0.75)])
+    close(d._logits_to_probs(T([0.0, np.log(3.0)])), [0.25, 0.75])
+    with pytest.raises(NotImplementedError, match="MyExponential"):
+        d.entropy()
+    with pytest.raises(NotImplementedError, match="kl_divergence"):
+        d.kl_divergence(d)

@@ -185,6 +185,30 @@ class Distribution(object):
     def _extend_shape(self, sample_shape):
         return tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape)
 
+    # Paddle's helpers, which subclasses written for Paddle call.
+    def _validate_args(self, *args):
+        """True when every argument is a Tensor (then they are used as given)."""
+        return all(isinstance(a, _Tensor) for a in args)
+
+    def _to_tensor(self, *args):
+        """Numbers, lists and arrays as tensors of one float dtype, broadcast together."""
+        return tuple(_params(type(self).__name__, **{"arg{}".format(i): a for i, a in enumerate(args)}))
+
+    def _check_values_dtype_in_probs(self, param, value):
+        return _value("{}.log_prob".format(type(self).__name__), value, param)
+
+    def _probs_to_logits(self, probs, is_binary=False):
+        import oar
+        eps = _eps(probs.dtype)
+        if is_binary:
+            p = probs.clip(eps, 1 - eps)
+            return p.log() - oar.log1p(-p)
+        return probs.clip(eps, 1.0).log()
+
+    def _logits_to_probs(self, logits, is_binary=False):
+        import oar.nn.functional as F
+        return F.sigmoid(logits) if is_binary else F.softmax(logits, axis=-1)
+
     def _sample_no_grad(self, shape):
         import oar
         with oar.no_grad():
