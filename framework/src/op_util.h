@@ -19,6 +19,7 @@ void register_manip_ops(OpRegistry& r);   // ops_manip.cc: manipulation, gather/
 void register_conv_ops(OpRegistry& r);    // ops_conv.cc: convolution, pooling, resampling
 void register_nn_ops(OpRegistry& r);      // ops_nn.cc: normalisation, activations, losses
 void register_linalg_ops(OpRegistry& r);  // ops_linalg.cc: LAPACK-backed linear algebra
+void register_random_ops(OpRegistry& r);  // ops_random.cc: draws for oar.distribution (no gradients)
 void register_optim_ops(OpRegistry& r);   // ops_optim.cc: fused optimizer updates (no gradients)
 
 // Gradient rules: each family sets OpDef::grad of its ops right after defining them (GradRule:
