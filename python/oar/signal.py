@@ -156,3 +156,8 @@ def istft(x, n_fft, hop_length=None, win_length=None, window=None, center=True, 
                          "overlap-add has a zero (see scipy.signal.check_NOLA)")
     out = out / env
     return _C._reshape(out, list(out.shape[1:])) if rank2 else out
+
+
+# Paddle's Tensor has stft/istft as methods.
+_C.Tensor.stft = stft
+_C.Tensor.istft = istft
