@@ -1,5 +1,7 @@
 """oar.fft against numpy.fft (float64/complex128 references) and its gradients against central
 differences (Paddle's convention: for a complex input the gradient is dL/dRe + i dL/dIm)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -233,3 +235,34 @@ def test_double_backward_is_linear():
     v = _real((6,))
     (gg,) = oar.grad([gx], [g], grad_outputs=[oar.to_tensor(v)])
     np.testing.assert_allclose(gg.numpy(), np.fft.rfft(v), rtol=1e-10, atol=1e-12)
+
+
+# ---- programs ------------------------------------------------------------------------------------------
+def test_jit_save_writes_paddles_fft_ops(tmp_path):
+    """A saved model holds Paddle's fft_r2c/fft_c2r/fft_c2c ops (not oar-only ones) and loads back.
+    (Checked by hand with PaddlePaddle 2.6.2 both ways; Paddle 3.3.1's fft functions fail under
+    to_static, so the round-trip fixtures do not include them.)"""
+
+    class Spectral(oar.nn.Layer):
+        def forward(self, x):
+            y = oar.fft.irfft(oar.fft.rfft(x, norm="ortho") * 0.5, n=8, norm="ortho")
+            c = oar.fft.ifft(oar.fft.fft(x, axis=0), axis=0)  # fft_r2c (two-sided), then fft_c2c
+            return y + oar.fft.hfft(oar.fft.ihfft(x), n=8) + oar.cast(c, "float32")
+
+    x = oar.to_tensor(_real((3, 8), np.float32))
+    m = Spectral()
+    want = m(x).numpy()
+    prefix = str(tmp_path / "spectral")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        oar.jit.save(oar.jit.to_static(m, input_spec=[oar.static.InputSpec([None, 8], "float32")]), prefix)
+    assert not [w for w in caught if "oar-only" in str(w.message)], [str(w.message) for w in caught]
+    np.testing.assert_allclose(oar.jit.load(prefix)(x).numpy(), want, rtol=1e-5, atol=1e-6)
+    oar.enable_static()
+    try:
+        prog, _, _ = oar.static.load_inference_model(prefix, oar.static.Executor(oar.CPUPlace()))
+        types = [op.type for op in prog.global_block().ops]
+    finally:
+        oar.disable_static()
+    assert {"fft_r2c", "fft_c2r", "fft_c2c"} <= set(types), types
+    assert not [t for t in types if t.startswith("oar.")], types
