@@ -259,3 +259,32 @@ def test_features_float32_default_and_errors():
         features.MFCC(n_mfcc=80, n_mels=64)
     with pytest.raises(ValueError, match="power"):
         features.Spectrogram(power=0)
+
+
+@pytest.mark.skipif(not hasattr(oar, "imag"), reason="needs the complex ops (real/imag with conjugate gradients)")
+def test_spectrogram_gradient():
+    x0 = RNG.uniform(-1, 1, size=(1, 40))
+    layer = features.Spectrogram(n_fft=8, hop_length=4, power=1.0, dtype="float64")
+    w = RNG.uniform(size=layer(oar.to_tensor(x0)).shape)
+
+    def loss(xv):
+        return float(np.sum(np.abs(stft_np(xv, 8, 4, hann_periodic(8))) * w))
+
+    t = oar.to_tensor(x0)
+    t.stop_gradient = False
+    (g,) = oar.grad([(layer(t) * oar.to_tensor(w)).sum()], [t])
+    num = np.zeros_like(x0)
+    for i in range(x0.size):
+        p, m = x0.copy(), x0.copy()
+        p.flat[i] += 1e-6
+        m.flat[i] -= 1e-6
+        num.flat[i] = (loss(p) - loss(m)) / 2e-6
+    np.testing.assert_allclose(g.numpy(), num, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(hasattr(oar, "imag"), reason="the complex ops are present: the gradient is offered")
+def test_spectrogram_gradient_refused_without_complex_ops():
+    t = oar.to_tensor(RNG.uniform(-1, 1, size=(1, 40)))
+    t.stop_gradient = False
+    with pytest.raises(NotImplementedError, match="oar.real"):
+        features.Spectrogram(n_fft=8, hop_length=4, dtype="float64")(t)
