@@ -90,11 +90,11 @@ def _check_axes(x, axes, fn):
 
 
 # ---- dtypes ----------------------------------------------------------------------------------------
-def _real_input(x):
+def _real_input(x, fn):
     """x as float32/float64 for r2c: integers take the default dtype, float16/bfloat16 float32."""
     d = x.dtype
     if d.is_complex:
-        raise TypeError("fft: this transform needs a real input, got {}".format(d))
+        raise TypeError("fft.{}: x must be real (this transform takes a real signal), got {}".format(fn, d))
     if d in (_C.float32, _C.float64):
         return x
     if d.is_floating_point:
@@ -106,7 +106,7 @@ def _complex_input(x):
     """x as complex64/complex128 for c2c/c2r (real inputs are cast at their precision)."""
     if x.dtype.is_complex:
         return x
-    x = _real_input(x)
+    x = _real_input(x, "")
     return _mp.cast(x, _C.complex128 if x.dtype == _C.float64 else _C.complex64)
 
 
@@ -158,7 +158,7 @@ def _c2c(x, s, axes, norm, forward, fn):
 def _r2c(x, s, axes, norm, forward, onesided, fn):
     _check_tensor(x, fn)
     _check_norm(norm, fn)
-    x = _real_input(x)
+    x = _real_input(x, fn)
     s, axes = _norm_axes_and_s(x, s, axes, fn, False)
     if s is not None:
         x = _resize(x, s, axes)

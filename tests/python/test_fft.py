@@ -266,3 +266,12 @@ def test_jit_save_writes_paddles_fft_ops(tmp_path):
         oar.disable_static()
     assert {"fft_r2c", "fft_c2r", "fft_c2c"} <= set(types), types
     assert not [t for t in types if t.startswith("oar.")], types
+
+
+def test_real_transforms_refuse_complex_input():
+    with pytest.raises(TypeError, match="rfft: x must be real"):
+        oar.fft.rfft(oar.to_tensor(_cplx((4,))))
+    with pytest.raises(TypeError, match="ihfftn: x must be real"):
+        oar.fft.ihfftn(oar.to_tensor(_cplx((4, 4))))
+    with pytest.raises(TypeError, match="x must be a Tensor"):
+        oar.fft.fft(np.zeros(4))
