@@ -1,6 +1,6 @@
 """oar.signal: the short-time Fourier transform (Paddle 2.x's paddle.signal.stft / istft).
 
-Framing is an index_select of overlapping windows, overlap-add an index_add of them back, and the
+Framing is an index_select of overlapping windows, overlap-add a fold of them back, and the
 transforms are oar.fft's ops, so both are differentiable.
 """
 import numpy as np
@@ -8,6 +8,7 @@ import numpy as np
 from . import _C
 from . import fft as _fft
 from .tensor import manipulation as _mp
+from .nn import functional as _F
 
 __all__ = ["stft", "istft"]
 
@@ -35,13 +36,16 @@ def _frame(x, frame_length, hop_length):
 
 
 def _overlap_add(x, hop_length):
-    """[..., frame_length, n_frames] -> [..., (n_frames - 1) * hop + frame_length], frames summed."""
+    """[B, frame_length, n_frames] -> [B, (n_frames - 1) * hop + frame_length], frames summed (a fold with
+    a 1 x frame_length kernel, which needs no zero tensor of the run's batch size)."""
     frame_length, n_frames = x.shape[-2], x.shape[-1]
     length = (n_frames - 1) * hop_length + frame_length
-    lead = list(x.shape[:-2])
-    idx = _window_positions(frame_length, hop_length, n_frames, x.place)
-    flat = _C._reshape(x, lead + [frame_length * n_frames])
-    return _index_add(_fill(lead + [length], 0.0, x.dtype), idx, flat, len(lead))
+    if x.dtype.is_complex:  # fold is real-only: an index_add of the frames into zeros
+        idx = _window_positions(frame_length, hop_length, n_frames, x.place)
+        flat = _C._reshape(x, [x.shape[0], frame_length * n_frames])
+        return _index_add(_fill([x.shape[0], length], 0.0, x.dtype), idx, flat, 1)
+    out = _F.fold(x, output_sizes=[1, length], kernel_sizes=[1, frame_length], strides=[1, hop_length])
+    return _C._reshape(out, [x.shape[0], length])
 
 
 def _check(cond, msg):
@@ -138,7 +142,8 @@ def istft(x, n_fft, hop_length=None, win_length=None, window=None, center=True, 
         out = _fft._c2r(x, [n_fft], [-1], norm, False, "istft")
     out = _overlap_add(_mp.transpose(out * window, [0, 2, 1]), hop_length)  # [B, L]
     w2 = window * window
-    env = _overlap_add(_mp.expand(_C._reshape(w2, [n_fft, 1]), [n_fft, n_frames]), hop_length)
+    env = _C._reshape(_overlap_add(_mp.expand(_C._reshape(w2, [1, n_fft, 1]), [1, n_fft, n_frames]), hop_length),
+                      [-1])
     start = n_fft // 2 if center else 0
     if length is None:
         stop = out.shape[-1] - (n_fft // 2 if center else 0)
@@ -146,11 +151,12 @@ def istft(x, n_fft, hop_length=None, win_length=None, window=None, center=True, 
         stop = start + length
         if stop > out.shape[-1]:  # Paddle slices; a longer request is zero-padded as torch does
             pad = stop - out.shape[-1]
-            out = _mp.concat([out, _fill([out.shape[0], pad], 0.0, out.dtype)], 1)
+            out = _mp.pad(out, [0, 0, 0, pad])
             env = _mp.concat([env, _fill([pad], 1.0, env.dtype)], 0)
     out = _C._slice(out, 1, start, stop, 1)
     env = _C._slice(env, 0, start, stop, 1)
-    env_min = float(np.min(np.abs(env.numpy()))) if env.shape[0] else 1.0
+    # The window is a constant, but inside to_static tensors have no values: checked when eager, as Paddle.
+    env_min = float(np.min(np.abs(env.numpy()))) if _C._current_builder() is None and env.shape[0] else 1.0
     if env_min < 1e-11:
         raise ValueError("istft: the Nonzero Overlap Add (NOLA) condition failed: the window's squared "
                          "overlap-add has a zero (see scipy.signal.check_NOLA)")
