@@ -229,6 +229,19 @@ def test_as_strided_unflatten_view():
         oar.arange(4, dtype="float32").view("int64")
 
 
+def test_index_add():
+    x = rand(3, 2)
+    ref = x.copy()
+    np.add.at(ref, [0, 0, 2], np.ones((3, 2)))
+    check(oar.index_add(T(x), T([0, 0, 2]), 0, oar.ones([3, 2], dtype="float64")), ref, rtol=1e-12)
+    check_grad(lambda a, v: oar.index_add(a, T([1, 1]), 1, v), [rand(2, 3), rand(2, 2)])
+    t = T(x)
+    assert oar.index_add_(t, T([1]), 0, T(np.ones((1, 2)))) is t
+    check(t, x + np.array([[0, 0], [1, 1], [0, 0]]), rtol=1e-12)
+    with pytest.raises(ValueError, match="index_add: index"):
+        oar.index_add(T(x), T([[0]]), 0, T(x))
+
+
 def test_diff_nan_to_num():
     check(oar.diff(T([1, 4, 9, 16]), n=2), [2, 2])
     x = rand(3, 4)

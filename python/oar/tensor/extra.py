@@ -13,7 +13,7 @@ from . import creation, linalg, logic, manipulation, math, random, search
 
 __all__ = ["rank", "assign", "tensordot", "nanquantile", "nanmedian", "bucketize", "cummax", "cummin",
            "multiplex", "shard_index", "as_strided", "unflatten", "diff", "nan_to_num", "is_floating_point",
-           "is_integer", "view", "view_as"]
+           "is_integer", "view", "view_as", "index_add"]
 
 _FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
 _INTS = (_C.uint8, _C.int8, _C.int16, _C.int32, _C.int64)
@@ -372,6 +372,24 @@ def view_as(x, other, name=None):
     return view(x, list(other.shape))
 
 
+def index_add(x, index, axis, value, name=None):
+    """x with the slices value[..., j, ...] (along axis) added at x's positions index[j]; repeated indices
+    accumulate. index is a 1-D int32/int64 tensor, value x's shape with len(index) along axis."""
+    _require_tensor("index_add", "x", x)
+    _require_tensor("index_add", "index", index)
+    _require_tensor("index_add", "value", value)
+    if index.ndim != 1 or index.dtype not in (_C.int32, _C.int64):
+        raise ValueError("index_add: index must be a 1-D int32 or int64 tensor, got {} of shape {}".format(
+            index.dtype.name, index.shape))
+    a = _axis("index_add", axis, x.ndim)
+    if value.dtype != x.dtype:
+        value = _cast(value, x.dtype.name)
+    return _index_add(x, index, value, a)
+
+
+_index_add = _C.Op("index_add", "axis")
+
+
 # ---- top-level in-place functions -----------------------------------------------------------------
 # Paddle 2.6's top-level `name_` functions (and a few Tensor methods, exp_ and flatten_): the
 # out-of-place op, then its result written into the target's memory (the same dtype and shape), or the
@@ -403,7 +421,7 @@ _INPLACE_FROM = {
            "scale", "subtract", "add", "sigmoid", "erfinv", "lerp"],
     logic: ["bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "equal", "greater_equal", "greater_than",
             "less_equal", "less_than", "logical_and", "logical_not", "logical_or", "logical_xor", "not_equal"],
-    manipulation: ["cast", "index_add", "index_put", "masked_fill", "reshape", "scatter", "squeeze", "transpose",
+    manipulation: ["cast", "index_put", "masked_fill", "reshape", "scatter", "squeeze", "transpose",
                    "tril", "triu", "unsqueeze", "flatten", "put_along_axis"],
     linalg: ["addmm", "t"],
 }
@@ -414,6 +432,7 @@ for _mod, _names in _INPLACE_FROM.items():
             globals()[_n + "_"] = _inplace(_n + "_", getattr(_mod, _n))
             _INPLACE_NAMES.append(_n + "_")
 nan_to_num_ = _inplace("nan_to_num_", nan_to_num)
+index_add_ = _inplace("index_add_", index_add)
 where_ = _inplace("where_", search.where, target=1)
 
 
@@ -428,6 +447,6 @@ def uniform_(x, min=-1.0, max=1.0, seed=0, name=None):
     return _write_into("uniform_", x, random.uniform(list(x.shape), x.dtype, min, max, seed))
 
 
-_INPLACE_NAMES += ["nan_to_num_", "where_", "normal_", "uniform_"]
+_INPLACE_NAMES += ["nan_to_num_", "index_add_", "where_", "normal_", "uniform_"]
 __all__ += _INPLACE_NAMES
 del _mod, _names, _n
