@@ -6,6 +6,8 @@
 #include <oar/core/error.h>
 #include <oar/core/ops_manip.h>
 
+#include <cmath>
+
 #include "grad_util.h"
 #include "op_samples.h"
 #include "op_util.h"
@@ -18,6 +20,13 @@ using namespace gradutil;
 // ---- inference ------------------------------------------------------------------------------------
 void infer_logsumexp(InferContext& c) {
   require_floating(c, 0);
+  c.outputs[0] = {c.inputs[0].dtype, reduce_dims(c)};
+}
+void infer_p_norm(InferContext& c) {
+  require_floating(c, 0);
+  double p = c.attrs->get_float("porder");
+  OAR_ENFORCE(p > 0 && std::isfinite(p), ErrorCode::kInvalidArgument,
+              "p_norm: porder must be finite and > 0, got " << p);
   c.outputs[0] = {c.inputs[0].dtype, reduce_dims(c)};
 }
 
@@ -72,6 +81,21 @@ std::vector<Tensor> logsumexp_grad(const GradContext& c) {
   return {ops::multiply(expand_reduced(c, g0(c)), w)};
 }
 
+// p_norm: d out / d x = sign(x) (|x| / out)^(p - 1); 0 where x is 0 (also where out is 0, as Paddle).
+std::vector<Tensor> p_norm_grad(const GradContext& c) {
+  const double p = c.attrs.get_float("porder");
+  const Tensor& x = X(c);
+  Tensor out = expand_reduced(c, OUT(c));
+  Tensor zero = scalar_like(0, x);
+  Tensor at_zero = ops::equal(x, zero);
+  Tensor ratio = ops::divide(ops::abs(x), ops::where(at_zero, scalar_like(1, x), out));
+  Tensor w =
+      p == 2 ? ratio
+             : (p == 1 ? ops::full({}, 1.0, x.dtype(), x.place()) : ops::pow(ratio, scalar_like(p - 1, x)));
+  Tensor sign = ops::unary("sign", x);
+  return {ops::where(at_zero, zero, ops::multiply(expand_reduced(c, g0(c)), ops::multiply(sign, w)))};
+}
+
 // cummax/cummin: each output took its value from the input the index names; those inputs collect the
 // gradients (add: one input can feed many outputs).
 std::vector<Tensor> cumextreme_grad(const GradContext& c) {
@@ -107,6 +131,8 @@ std::vector<Tensor> segment_pool_grad(const GradContext& c) {
 
 void register_scan_ops(OpRegistry& r) {
   def(r, "logsumexp", {"x"}, {ints_attr("axis"), int_attr("keepdim", 0)}, infer_logsumexp);
+  def(r, "p_norm", {"x"}, {ints_attr("axis"), int_attr("keepdim", 0), float_attr("porder", 2.0)},
+      infer_p_norm);
   for (const char* n : {"cummax", "cummin"})
     def(r, n, {"x"}, {int_attr("axis", -1), int_attr("flatten", 0)}, infer_cumextreme).outputs = {"values",
                                                                                                   "indices"};
@@ -116,6 +142,7 @@ void register_scan_ops(OpRegistry& r) {
 
 void register_scan_grads(OpRegistry& r) {
   set_grad(r, "logsumexp", logsumexp_grad, 1, true);
+  set_grad(r, "p_norm", p_norm_grad, 1, true);
   set_grad(r, "cummax", cumextreme_grad, 0, true);
   set_grad(r, "cummin", cumextreme_grad, 0, true);
   set_grad(r, "segment_pool", segment_pool_grad, 3, true);
@@ -126,6 +153,22 @@ void register_scan_samples(OpRegistry& r) {
   using namespace sample;
   add(r, "logsumexp", reduction(-5, 5));
   add(r, "logsumexp", {S("large", {real({3, 4}, 500, 800)}, {{"axis", Shape{1}}, {"keepdim", int64_t{0}}})});
+  for (double p : {2.0, 1.0, 3.0, 0.5}) {
+    std::vector<OpSample> v;
+    for (OpSample& s : reduction(-3, 3)) {
+      s.attrs.emplace_back("porder", p);
+      // |x|^0.5 is not differentiable at 0 (and steep near it); its long rows pass float16's range
+      v.push_back(p < 1 ? only(nonsmooth(s), {DType::kFloat32, DType::kFloat64}) : s);
+    }
+    add(r, "p_norm", v);
+  }
+  add(r, "p_norm",
+      // beyond the square's range: the kernel scales by the running max |x| (values only)
+      {nonsmooth(only(S("huge", {real({3, 4}, 1e200, 3e200)}, {{"axis", Shape{1}}, {"porder", 2.0}}),
+                      {DType::kFloat64})),
+       nonsmooth(only(S("tiny", {real({3, 4}, 1e-200, 3e-200)}, {{"axis", Shape{1}}, {"porder", 3.0}}),
+                      {DType::kFloat64})),
+       S("zeros", {with_zeros(real({3, 4}))}, {{"axis", Shape{1}}, {"porder", 2.0}})});
   for (const char* n : {"cummax", "cummin"}) {
     add(r, n, along_axis(-3, 3, {{"flatten", int64_t{0}}}));
     add(r, n,

@@ -54,6 +54,54 @@ void logsumexp_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- p_norm -----------------------------------------------------------------------------------------
+// (sum |x|^p)^(1/p) as scale * q^(1/p) with scale the running max |x| and q = sum (|x| / scale)^p (the
+// LAPACK nrm2 scaling), so no power overflows or underflows whatever the magnitudes. double throughout.
+struct NormAcc {
+  double scale, q;
+};
+template <class T>
+struct PNorm {
+  using acc_t = NormAcc;
+  double p;
+  double pw(double r) const { return p == 2 ? r * r : (p == 1 ? r : std::pow(r, p)); }
+  acc_t init() const { return {0.0, 0.0}; }
+  acc_t add(acc_t a, double scale, double q) const {  // a combined with the partial (scale, q)
+    if (a.q != a.q || q != q) return {NAN, NAN};
+    if (q == 0) return a;
+    if (a.q == 0) return {scale, q};
+    if (scale == a.scale) return {scale, a.q + q};  // also both +inf
+    if (scale > a.scale) return {scale, q + a.q * pw(a.scale / scale)};
+    return {a.scale, a.q + q * pw(scale / a.scale)};
+  }
+  acc_t step(acc_t a, compute_t<T> v, int64_t) const {
+    const double m = std::fabs(static_cast<double>(v));
+    if (m != m) return {NAN, NAN};
+    return m == 0 ? a : add(a, m, 1.0);
+  }
+  acc_t merge(acc_t a, acc_t b) const { return add(a, b.scale, b.q); }
+  T finish(acc_t a, int64_t) const {
+    double r =
+        a.q != a.q ? a.q : (a.q == 0 ? 0.0 : a.scale * (p == 2 ? std::sqrt(a.q) : std::pow(a.q, 1 / p)));
+    return T(static_cast<compute_t<T>>(r));
+  }
+};
+
+void p_norm_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), out = ctx.output(0);
+  check_rank("p_norm", x);
+  std::vector<int64_t> axes = attr_ints_or(ctx, "axis", {});
+  if (axes.empty())
+    for (int32_t i = 0; i < x.ndim(); ++i) axes.push_back(i);
+  const double p = attr_float_or(ctx, "porder", 2.0);
+  OAR_SDK_CHECK(p > 0 && std::isfinite(p), OAR_ERR_INVALID_ARGUMENT,
+                "p_norm: porder must be finite and > 0, got " << p);
+  dispatch<FloatType>("p_norm", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    reduce_loop<T, T>(out, x, axes, PNorm<T>{p});
+  });
+}
+
 // ---- cummax / cummin --------------------------------------------------------------------------------
 // Ties move the index to the later element and a NaN stays once met (with its own index), as Paddle.
 template <class T, bool kMax>
@@ -164,6 +212,7 @@ void segment_pool_kernel(KernelContext& ctx) {
 void register_scan_kernels(Registry& r) {
   const auto floats = oar::sdk::float_dtypes();
   r.add("logsumexp", floats, &logsumexp_kernel, OAR_KERNEL_STRIDED_INPUTS);
+  r.add("p_norm", floats, &p_norm_kernel, OAR_KERNEL_STRIDED_INPUTS);
   r.add("cummax", int_float_dtypes(), &cumextreme_kernel<true>);
   r.add("cummin", int_float_dtypes(), &cumextreme_kernel<false>);
   r.add("segment_pool", int_float_dtypes(), &segment_pool_kernel);

@@ -287,3 +287,33 @@ def test_inplace_functions():
     oar.tanh_(y)
     y.sum().backward()
     check(leaf.grad, [2 * (1 - np.tanh(2.0) ** 2)])
+
+
+# ---- p_norm (an op now: linalg.norm / vector_norm / dist for p > 0, F.normalize) --------------------
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, 0.5])
+@pytest.mark.parametrize("axis", [None, 1, [0, 2]])
+def test_p_norm(p, axis):
+    x = rand(3, 4, 2)
+    ax = tuple(axis) if isinstance(axis, list) else axis
+    ref = np.sum(np.abs(x) ** p, axis=ax) ** (1 / p)
+    check(oar.linalg.vector_norm(T(x), p, axis), ref, rtol=1e-12, atol=1e-12)
+    check_grad(lambda t: oar.linalg.vector_norm(t, p, axis, keepdim=True), [x])
+
+
+def test_p_norm_extremes_and_zero_gradient():
+    big = np.array([3e200, 4e200])
+    check(oar.linalg.norm(T(big), 2), 5e200, rtol=1e-14)  # the squares would overflow
+    check(oar.linalg.norm(T(np.array([3e-200, 4e-200])), 3), (27 + 64) ** (1 / 3) * 1e-200, rtol=1e-14)
+    f32 = oar.linalg.norm(T(np.array([3e20, 4e20], np.float32)), 2)
+    assert abs(f32.item() / 5e20 - 1) < 1e-6  # Paddle 2.6.2 gives inf
+    x = oar.zeros([3], dtype="float64")
+    x.stop_gradient = False
+    oar.linalg.norm(x, 2).backward()
+    check(x.grad, [0, 0, 0])  # as Paddle (the sqrt composition gave NaN)
+    z = T(np.array([[0.0, 0.0], [3.0, 4.0]]), stop_gradient=False)
+    out = oar.nn.functional.normalize(z, axis=1)
+    check(out, [[0, 0], [0.6, 0.8]])
+    out.sum().backward()
+    assert np.isfinite(z.grad.numpy()).all()
+    check(oar.linalg.norm(T([np.inf, 1.0]), 2), np.inf)
+    assert np.isnan(oar.linalg.norm(T([np.nan, 1.0]), 3).item())
