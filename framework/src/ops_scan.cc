@@ -82,18 +82,22 @@ std::vector<Tensor> logsumexp_grad(const GradContext& c) {
 }
 
 // p_norm: d out / d x = sign(x) (|x| / out)^(p - 1); 0 where x is 0 (also where out is 0, as Paddle).
+// The division is by out on the reduced shape (made 1 where out is 0, where x is all 0 anyway).
 std::vector<Tensor> p_norm_grad(const GradContext& c) {
   const double p = c.attrs.get_float("porder");
   const Tensor& x = X(c);
-  Tensor out = expand_reduced(c, OUT(c));
-  Tensor zero = scalar_like(0, x);
-  Tensor at_zero = ops::equal(x, zero);
-  Tensor ratio = ops::divide(ops::abs(x), ops::where(at_zero, scalar_like(1, x), out));
+  Tensor g = expand_reduced(c, g0(c));
+  if (p == 1) return {ops::multiply(g, ops::unary("sign", x))};
+  Tensor safe = ops::where(ops::equal(OUT(c), scalar_like(0, OUT(c))), scalar_like(1, OUT(c)), OUT(c));
+  Tensor inv = expand_reduced(c, ops::divide(scalar_like(1, safe), safe));
+  if (p == 2) return {ops::multiply(g, ops::multiply(x, inv))};
   Tensor w =
-      p == 2 ? ratio
-             : (p == 1 ? ops::full({}, 1.0, x.dtype(), x.place()) : ops::pow(ratio, scalar_like(p - 1, x)));
-  Tensor sign = ops::unary("sign", x);
-  return {ops::where(at_zero, zero, ops::multiply(expand_reduced(c, g0(c)), ops::multiply(sign, w)))};
+      ops::multiply(ops::unary("sign", x), ops::pow(ops::multiply(ops::abs(x), inv), scalar_like(p - 1, x)));
+  if (p < 1) {  // 0^(p-1) is inf: those positions get 0
+    Tensor zero = scalar_like(0, x);
+    w = ops::where(ops::equal(x, zero), zero, w);
+  }
+  return {ops::multiply(g, w)};
 }
 
 // cummax/cummin: each output took its value from the input the index names; those inputs collect the

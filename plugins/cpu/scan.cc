@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "elementwise.h"
+#include "vec_math.h"
 
 namespace oar_cpu {
 namespace {
@@ -42,15 +43,133 @@ struct LogSumExp {
   }
 };
 
+// ---- the contiguous fast path of logsumexp and the 2-norm ----------------------------------------------
+// A contiguous input reduced over one run of adjacent axes is [outer, n, inner]. Two passes: the maximum
+// m (of x, or of |x| for the norm) per output, then the sum of exp(x - m) (float32 and 16-bit floats:
+// fast_exp, vectorised) or (|x| / m)^2, accumulated in double. Columns (inner > 1) are processed in blocks
+// of adjacent outputs so both passes run along contiguous memory.
+bool one_run(const TensorView& x, const std::vector<int64_t>& axes, int64_t* outer, int64_t* n,
+             int64_t* inner) {
+  if (!x.is_contiguous() || axes.empty() || x.numel() == 0) return false;
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] != axes[i - 1] + 1) return false;
+  *outer = product(x.dims(), 0, axes.front());
+  *n = product(x.dims(), axes.front(), axes.back() + 1);
+  *inner = product(x.dims(), axes.back() + 1, x.ndim());
+  return true;
+}
+
+// The value the two passes give from the maximum m (of x or |x|) and the sum s of the terms.
+template <bool kNorm>
+inline double two_pass_result(double m, double s, bool nan) {
+  if (nan) return NAN;
+  if (m == INFINITY || m == -INFINITY || (kNorm && m == 0)) return m;
+  return kNorm ? m * std::sqrt(s) : m + std::log(s);
+}
+template <class C, bool kNorm>
+inline C two_pass_term(C v, C m) {
+  if constexpr (kNorm) {
+    const C r = std::fabs(v) / m;  // m = 0: NaN terms, but the result is 0 (two_pass_result)
+    return r * r;
+  } else if constexpr (std::is_same_v<C, float>) {
+    return fast_exp(v - m);
+  } else {
+    return std::exp(v - m);
+  }
+}
+
+// Rows (inner == 1): eight partial maxima and chunks of terms, so both loops vectorise along the row.
+template <class T, bool kNorm>
+void two_pass_rows(const TensorView& out, const TensorView& x, int64_t rows, int64_t n) {
+  using C = compute_t<T>;
+  constexpr int64_t kLanes = 8, kChunk = 256;
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t lo, int64_t hi) {
+    C t[kChunk];
+    for (int64_t row = lo; row < hi; ++row) {
+      const T* r = px + row * n;
+      C mk[kLanes];
+      bool nk[kLanes];
+      for (int64_t k = 0; k < kLanes; ++k) mk[k] = kNorm ? C(0) : C(-INFINITY), nk[k] = false;
+      int64_t i = 0;
+      for (; i + kLanes <= n; i += kLanes)
+        for (int64_t k = 0; k < kLanes; ++k) {
+          C v = C(r[i + k]);
+          if (kNorm) v = std::fabs(v);
+          nk[k] |= v != v;
+          mk[k] = v > mk[k] ? v : mk[k];
+        }
+      for (int64_t k = 0; i < n; ++i, ++k) {
+        C v = C(r[i]);
+        if (kNorm) v = std::fabs(v);
+        nk[k] |= v != v;
+        mk[k] = v > mk[k] ? v : mk[k];
+      }
+      C m = mk[0];
+      bool nan = nk[0];
+      for (int64_t k = 1; k < kLanes; ++k) m = mk[k] > m ? mk[k] : m, nan |= nk[k];
+      double s = 0;
+      for (int64_t c = 0; c < n; c += kChunk) {
+        const int64_t len = std::min(kChunk, n - c);
+        for (int64_t k = 0; k < len; ++k) t[k] = two_pass_term<C, kNorm>(C(r[c + k]), m);
+        for (int64_t k = 0; k < len; ++k) s += static_cast<double>(t[k]);
+      }
+      po[row] = T(static_cast<C>(two_pass_result<kNorm>(static_cast<double>(m), s, nan)));
+    }
+  });
+}
+
+template <class T, bool kNorm>
+void two_pass(const TensorView& out, const TensorView& x, int64_t outer, int64_t n, int64_t inner) {
+  if (inner == 1) return two_pass_rows<T, kNorm>(out, x, outer, n);
+  using C = compute_t<T>;
+  constexpr int64_t kBlock = 64;
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  parallel_for(
+      0, outer * blocks, std::max<int64_t>(1, kElementwiseGrain / (n * std::min(inner, kBlock))),
+      [&](int64_t lo, int64_t hi) {
+        C m[kBlock], t[kBlock];
+        double s[kBlock];
+        bool nan[kBlock];
+        for (int64_t u = lo; u < hi; ++u) {
+          const int64_t o = u / blocks, j0 = (u % blocks) * kBlock, nb = std::min(kBlock, inner - j0);
+          const T* base = px + o * n * inner + j0;
+          for (int64_t j = 0; j < nb; ++j) m[j] = kNorm ? C(0) : C(-INFINITY), s[j] = 0, nan[j] = false;
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < nb; ++j) {
+              C v = C(base[i * inner + j]);
+              if (kNorm) v = std::fabs(v);
+              nan[j] |= v != v;
+              m[j] = v > m[j] ? v : m[j];
+            }
+          for (int64_t i = 0; i < n; ++i) {
+            for (int64_t j = 0; j < nb; ++j) t[j] = two_pass_term<C, kNorm>(C(base[i * inner + j]), m[j]);
+            for (int64_t j = 0; j < nb; ++j) s[j] += static_cast<double>(t[j]);
+          }
+          T* w = po + o * inner + j0;
+          for (int64_t j = 0; j < nb; ++j)
+            w[j] = T(static_cast<C>(two_pass_result<kNorm>(static_cast<double>(m[j]), s[j], nan[j])));
+        }
+      });
+}
+
 void logsumexp_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   check_rank("logsumexp", x);
   std::vector<int64_t> axes = attr_ints_or(ctx, "axis", {});
   if (axes.empty())
     for (int32_t i = 0; i < x.ndim(); ++i) axes.push_back(i);
+  int64_t outer, n, inner;
+  const bool fast = one_run(x, axes, &outer, &n, &inner);
   dispatch<FloatType>("logsumexp", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    reduce_loop<T, T>(out, x, axes, LogSumExp<T>{});
+    if (fast)
+      two_pass<T, false>(out, x, outer, n, inner);
+    else
+      reduce_loop<T, T>(out, x, axes, LogSumExp<T>{});
   });
 }
 
@@ -96,9 +215,14 @@ void p_norm_kernel(KernelContext& ctx) {
   const double p = attr_float_or(ctx, "porder", 2.0);
   OAR_SDK_CHECK(p > 0 && std::isfinite(p), OAR_ERR_INVALID_ARGUMENT,
                 "p_norm: porder must be finite and > 0, got " << p);
+  int64_t outer, n, inner;
+  const bool fast = p == 2 && one_run(x, axes, &outer, &n, &inner);
   dispatch<FloatType>("p_norm", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    reduce_loop<T, T>(out, x, axes, PNorm<T>{p});
+    if (fast)
+      two_pass<T, true>(out, x, outer, n, inner);
+    else
+      reduce_loop<T, T>(out, x, axes, PNorm<T>{p});
   });
 }
 

@@ -1,5 +1,5 @@
 """The ops that replaced Python compositions (issue 19, item 9), against those compositions: logsumexp,
-cummax and segment_sum, forward and forward+backward, float32 on the cpu. Not a test.
+cummax, p_norm and segment_sum, forward and forward+backward, float32 on the cpu. Not a test.
 
     python tests/benchmarks/bench_scan_ops.py [--repeat 20]
 """
@@ -31,6 +31,10 @@ def segment_sum_composition(x, ids, n):  # one-hot matmul, a common workaround
     return oar.matmul(onehot, x)
 
 
+def norm2_composition(x, axis):  # linalg.norm(p=2) before the p_norm op
+    return oar.sqrt(oar.sum(x * x, axis))
+
+
 def timeit(fn, repeat):
     fn()
     t0 = time.perf_counter()
@@ -58,6 +62,7 @@ def main():
         ("logsumexp axis -1", lambda: oar.logsumexp(x, -1), lambda: lse_composition(x, -1)),
         ("logsumexp axis 0", lambda: oar.logsumexp(x, 0), lambda: lse_composition(x, 0)),
         ("cummax axis -1", lambda: oar.cummax(x, -1)[0], lambda: cummax_composition(x, 1)),
+        ("norm p=2 axis -1", lambda: oar.linalg.norm(x, 2, axis=-1), lambda: norm2_composition(x, -1)),
         ("segment_sum", lambda: oar.geometric.segment_sum(x, ids), lambda: segment_sum_composition(x, ids, 256)),
     ]
     print("{:<20} {:>10} {:>12} {:>12} {:>14}".format("[512, 2048] f32", "op ms", "compos. ms", "op fwd+bwd", "compos. f+b"))
