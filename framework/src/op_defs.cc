@@ -365,6 +365,8 @@ void register_builtin_ops(OpRegistry& r) {
   register_nn_grads(r);
   register_linalg_ops(r);
   register_linalg_grads(r);
+  register_scan_ops(r);
+  register_scan_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
 }
 

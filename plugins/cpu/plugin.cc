@@ -21,6 +21,7 @@
 namespace oar_cpu {
 
 void register_amp_kernels(Registry& r);  // amp.cc: loss scaling for GradScaler
+void register_scan_kernels(Registry& r);  // scan.cc: logsumexp, cummax/cummin, segment_pool
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -437,6 +438,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_nn_kernels(r);
     register_linalg_kernels(r);
     register_optim_kernels(r);
+    register_scan_kernels(r);
     register_amp_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
