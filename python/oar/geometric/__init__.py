@@ -5,7 +5,8 @@ import numbers
 from .. import _C
 from .._C import Tensor
 
-__all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "send_u_recv"]
+__all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "send_u_recv", "send_ue_recv", "send_uv",
+           "sample_neighbors", "reindex_graph", "reindex_heter_graph"]
 
 _segment_pool = _C.Op("segment_pool", "num_segments", "pooltype")
 _POOL = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -80,3 +81,7 @@ def send_u_recv(x, src_index, dst_index, reduce_op="sum", out_size=None, name=No
             int(dst.max()), n))
     gathered = _C.Op("index_select", "axis")(x, src_index, 0)
     return _segment_pool(gathered, dst_index, n, _POOL[reduce_op])
+
+
+from .message_passing import send_ue_recv, send_uv  # noqa: E402
+from .sampling import reindex_graph, reindex_heter_graph, sample_neighbors  # noqa: E402
