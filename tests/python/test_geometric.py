@@ -169,3 +169,25 @@ def test_sampling_bad_input():
         G.reindex_graph(oar.to_tensor([0, 1]), oar.to_tensor([3, 4]), oar.to_tensor([1, 2], dtype="int32"))
     with pytest.raises(ValueError, match="reindex_graph: x must hold distinct"):
         G.reindex_graph(oar.to_tensor([0, 0]), oar.to_tensor([3]), oar.to_tensor([1, 0], dtype="int32"))
+
+
+def test_weighted_sample_neighbors():
+    row, colptr = _csc()
+    nodes = oar.to_tensor([0, 8, 1, 2], dtype="int64")
+    w = np.ones(13, np.float32)
+    w[1] = 0.0  # node 0's edge to 7 is never picked while another is left (Paddle gives [3, 9, 0, 1] too)
+    for s in range(5):
+        oar.seed(s)
+        nb, cnt = G.weighted_sample_neighbors(row, colptr, oar.to_tensor(w), nodes, sample_size=1)
+        assert nb.numpy()[0] == 3
+        check(cnt, np.array([1, 1, 1, 1], np.int32))
+    # the picks follow the weights: node with edges weighted 1 and 9 takes the heavy one ~90% of the time
+    r, c = oar.to_tensor([5, 6], dtype="int64"), oar.to_tensor([0, 2], dtype="int64")
+    ew = oar.to_tensor([1.0, 9.0])
+    oar.seed(1)
+    picks = [G.weighted_sample_neighbors(r, c, ew, oar.to_tensor([0]), 1)[0].item() for _ in range(400)]
+    assert 0.84 < np.mean(np.array(picks) == 6) < 0.96
+    with pytest.raises(ValueError, match="weighted_sample_neighbors: edge_weight must be finite and non-negative"):
+        G.weighted_sample_neighbors(r, c, oar.to_tensor([1.0, -1.0]), oar.to_tensor([0]), 1)
+    with pytest.raises(ValueError, match="weighted_sample_neighbors: edge_weight must have one entry per edge"):
+        G.weighted_sample_neighbors(r, c, oar.to_tensor([1.0]), oar.to_tensor([0]), 1)

@@ -389,3 +389,14 @@ def test_graph_names():
                                                  return_eids=True)
     r = row.numpy()
     np.testing.assert_array_equal(r[eids.numpy().ravel()], idx.numpy()[es.numpy().ravel()])
+
+
+def test_identity_loss():
+    x = oar.to_tensor([1.0, 2.0, 3.0], stop_gradient=False)
+    check(I.identity_loss(x, "sum"), np.array(6.0, np.float32))
+    check(I.identity_loss(x, 1), np.array(2.0, np.float32))
+    assert I.identity_loss(x) is x
+    I.identity_loss(x, "mean").backward()
+    check(x.grad, np.full(3, 1 / 3, np.float32))
+    with pytest.raises(ValueError, match="identity_loss: reduction"):
+        I.identity_loss(x, "max")

@@ -6,7 +6,7 @@ from .. import _C
 from .._C import Tensor
 
 __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "send_u_recv", "send_ue_recv", "send_uv",
-           "sample_neighbors", "reindex_graph", "reindex_heter_graph"]
+           "sample_neighbors", "weighted_sample_neighbors", "reindex_graph", "reindex_heter_graph"]
 
 _segment_pool = _C.Op("segment_pool", "num_segments", "pooltype")
 _POOL = {"sum": 0, "mean": 1, "max": 2, "min": 3}
@@ -84,4 +84,4 @@ def send_u_recv(x, src_index, dst_index, reduce_op="sum", out_size=None, name=No
 
 
 from .message_passing import send_ue_recv, send_uv  # noqa: E402
-from .sampling import reindex_graph, reindex_heter_graph, sample_neighbors  # noqa: E402
+from .sampling import reindex_graph, reindex_heter_graph, sample_neighbors, weighted_sample_neighbors  # noqa: E402

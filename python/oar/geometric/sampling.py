@@ -9,7 +9,7 @@ import numpy as np
 from .. import _C
 from .._C import Tensor
 
-__all__ = ["sample_neighbors", "reindex_graph", "reindex_heter_graph", "khop_sampler"]
+__all__ = ["sample_neighbors", "weighted_sample_neighbors", "reindex_graph", "reindex_heter_graph", "khop_sampler"]
 
 
 def _ids(fn, name, t, dtypes=(_C.int32, _C.int64)):
@@ -31,9 +31,10 @@ def _check_csc(fn, row, colptr):
         raise ValueError("{}: colptr must start at 0, never decrease and end at len(row) = {}".format(fn, row.size))
 
 
-def _sample(fn, row, colptr, nodes, sample_size, draw):
+def _sample(fn, row, colptr, nodes, sample_size, draw, weight=None):
     """(neighbors, counts, edge positions) of `nodes`: all neighbors when sample_size < 0 or the degree is
-    at most sample_size, else sample_size of them without replacement, kept in their CSC order."""
+    at most sample_size, else sample_size of them without replacement, kept in their CSC order: the
+    largest keys u (uniform) or u ** (1 / weight) (weighted reservoir sampling; weight 0 comes last)."""
     n = colptr.size - 1
     if nodes.size and (nodes.min() < 0 or nodes.max() >= n):
         bad = int(nodes.min()) if nodes.min() < 0 else int(nodes.max())
@@ -45,7 +46,11 @@ def _sample(fn, row, colptr, nodes, sample_size, draw):
     for s, d in zip(starts.tolist(), deg.tolist()):
         p = np.arange(s, s + d)
         if keys is not None and d > sample_size:
-            p = np.sort(p[np.argsort(keys[off:off + d], kind="stable")[:sample_size]])
+            k = keys[off:off + d]
+            if weight is not None:
+                with np.errstate(divide="ignore"):
+                    k = np.power(k, 1.0 / weight[p])
+            p = np.sort(p[np.argsort(-k, kind="stable")[:sample_size]])
         off += d
         pos.append(p)
         counts.append(p.size)
@@ -83,6 +88,30 @@ def sample_neighbors(row, colptr, input_nodes, sample_size=-1, eids=None, return
     if e is not None and e.size != r.size:
         raise ValueError("{}: eids must have one entry per edge ({}), got {}".format(fn, r.size, e.size))
     nb, counts, pos = _sample(fn, r, c, nodes, size, _draw)
+    out = (_like(nb, row), _like(counts, row, "int32"))
+    return out + (_like(e[pos], eids),) if return_eids else out
+
+
+def weighted_sample_neighbors(row, colptr, edge_weight, input_nodes, sample_size=-1, eids=None, return_eids=False,
+                              name=None):
+    """sample_neighbors with edge_weight (one non-negative float per edge): an edge is picked with
+    probability proportional to its weight (without replacement; weight-0 edges only once the others
+    are taken)."""
+    fn = "weighted_sample_neighbors"
+    r = _ids(fn, "row", row)
+    c = _ids(fn, "colptr", colptr)
+    nodes = _ids(fn, "input_nodes", input_nodes)
+    w = _ids(fn, "edge_weight", edge_weight, (_C.float32, _C.float64)).astype(np.float64)
+    size = _size(fn, sample_size)
+    _check_csc(fn, r, c)
+    if w.size != r.size:
+        raise ValueError("{}: edge_weight must have one entry per edge ({}), got {}".format(fn, r.size, w.size))
+    if (w < 0).any() or not np.isfinite(w).all():
+        raise ValueError("{}: edge_weight must be finite and non-negative".format(fn))
+    if return_eids and eids is None:
+        raise ValueError("{}: eids must be given when return_eids is True".format(fn))
+    e = _ids(fn, "eids", eids) if eids is not None else None
+    nb, counts, pos = _sample(fn, r, c, nodes, size, _draw, w)
     out = (_like(nb, row), _like(counts, row, "int32"))
     return out + (_like(e[pos], eids),) if return_eids else out
 

@@ -9,7 +9,7 @@ from .optimizer import LookAhead, ModelAverage  # noqa: F401
 
 __all__ = ["segment_sum", "segment_mean", "segment_max", "segment_min", "graph_send_recv", "graph_khop_sampler",
            "graph_sample_neighbors", "graph_reindex", "LookAhead", "ModelAverage", "softmax_mask_fuse",
-           "softmax_mask_fuse_upper_triangle"]
+           "softmax_mask_fuse_upper_triangle", "identity_loss"]
 
 
 def graph_send_recv(x, src_index, dst_index, pool_type="sum", out_size=None, name=None):
@@ -31,3 +31,13 @@ def graph_sample_neighbors(row, colptr, input_nodes, eids=None, perm_buffer=None
 def graph_reindex(x, neighbors, count, value_buffer=None, index_buffer=None, flag_buffer_hashtable=False, name=None):
     """geometric.reindex_graph under its older name."""
     return _sampling.reindex_graph(x, neighbors, count, value_buffer, index_buffer)
+
+
+def identity_loss(x, reduction="none"):
+    """Marks x as the loss (Paddle's IPU helper); on oar it is the reduction itself: reduction "sum"
+    (or 0), "mean" (1) or "none" (2)."""
+    codes = {"sum": 0, "mean": 1, "none": 2}
+    code = codes.get(reduction.lower()) if isinstance(reduction, str) else reduction
+    if isinstance(code, bool) or code not in (0, 1, 2):
+        raise ValueError("identity_loss: reduction must be 'sum', 'mean', 'none' or 0, 1, 2, got {!r}".format(reduction))
+    return x.sum() if code == 0 else x.mean() if code == 1 else x
