@@ -151,6 +151,7 @@ class ModelAverage:
         self._name = name
         self._parameter_list = _params_of("ModelAverage", parameters)
         self._acc = {}  # parameter name -> {accumulator: tensor}
+        self._host_counts = {}  # parameter name -> the counters' values (mirrors the int64 tensors)
         self._held = {}
 
     _SUMS = ("sum_1", "sum_2", "sum_3", "restore")
@@ -174,9 +175,10 @@ class ModelAverage:
         """Accumulates every parameter that has a gradient (call it after the optimizer's step)."""
         for p in _with_grad(self._parameter_list):
             a = self._accumulators(p)
-            num_updates = int(a["num_updates"].item()) + 1
-            num_acc = int(a["num_accumulates"].item()) + 1
-            old_num = int(a["old_num_accumulates"].item())
+            counts = self._counts(p, a)  # host copies: no device read per step
+            num_updates = counts["num_updates"] + 1
+            num_acc = counts["num_accumulates"] + 1
+            old_num = counts["old_num_accumulates"]
             a["sum_1"].set_value(a["sum_1"] + p)
             if num_updates % _MAX_NUM_ACCUMULATES == 0:  # move the sum along before float32 loses it
                 a["sum_2"].set_value(a["sum_2"] + a["sum_1"])
@@ -187,9 +189,15 @@ class ModelAverage:
                 a["sum_1"].set_value(zeros_like(p))
                 a["sum_2"].set_value(zeros_like(p))
                 old_num, num_acc = num_acc, 0
-            a["num_updates"].set_value(np.array([num_updates], np.int64))
-            a["num_accumulates"].set_value(np.array([num_acc], np.int64))
-            a["old_num_accumulates"].set_value(np.array([old_num], np.int64))
+            counts.update(num_updates=num_updates, num_accumulates=num_acc, old_num_accumulates=old_num)
+            for key in self._COUNTS:
+                a[key].set_value(np.array([counts[key]], np.int64))
+
+    def _counts(self, p, a):
+        c = self._host_counts.get(p.name)
+        if c is None:
+            c = self._host_counts[p.name] = {key: int(a[key].item()) for key in self._COUNTS}
+        return c
 
     def minimize(self, loss, startup_program=None, parameters=None, no_grad_set=None):
         """Dygraph minimize, as Paddle's: one step() (the gradients must already be there)."""
@@ -208,7 +216,8 @@ class ModelAverage:
                 a = self._acc.get(p.name)
                 if a is None:
                     continue  # never accumulated (no gradient yet): the parameter stays as it is
-                total = int(a["num_accumulates"].item()) + int(a["old_num_accumulates"].item())
+                c = self._counts(p, a)
+                total = c["num_accumulates"] + c["old_num_accumulates"]
                 if total == 0:
                     raise RuntimeError("ModelAverage.apply: parameter '{}' has no accumulated values".format(p.name))
                 a["restore"].set_value(p)
@@ -244,6 +253,7 @@ class ModelAverage:
                 if t.name not in state:
                     raise ValueError("ModelAverage.set_state_dict: '{}' not found in the state dict".format(t.name))
                 t.set_value(state.pop(t.name))
+        self._host_counts = {}  # re-read from the loaded tensors
         self._held = state
 
     load_state_dict = set_state_dict
