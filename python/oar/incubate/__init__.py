@@ -39,5 +39,6 @@ def identity_loss(x, reduction="none"):
     codes = {"sum": 0, "mean": 1, "none": 2}
     code = codes.get(reduction.lower()) if isinstance(reduction, str) else reduction
     if isinstance(code, bool) or code not in (0, 1, 2):
-        raise ValueError("identity_loss: reduction must be 'sum', 'mean', 'none' or 0, 1, 2, got {!r}".format(reduction))
+        raise ValueError("identity_loss: reduction must be 'sum', 'mean', 'none' or 0, 1, 2, got {!r}".format(
+            reduction))
     return x.sum() if code == 0 else x.mean() if code == 1 else x

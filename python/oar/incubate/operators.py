@@ -12,7 +12,8 @@ def _check(fn, name, t):
     if not isinstance(t, _C.Tensor):
         raise TypeError("{}: {} must be a Tensor, got {}".format(fn, name, type(t).__name__))
     if t.ndim != 4:
-        raise ValueError("{}: {} must be 4-D [batch, heads, query_len, key_len], got shape {}".format(fn, name, t.shape))
+        raise ValueError("{}: {} must be 4-D [batch, heads, query_len, key_len], got shape {}".format(
+            fn, name, t.shape))
     if t.dtype not in _FLOATS:
         raise TypeError("{}: {} must be a float tensor, got {}".format(fn, name, t.dtype.name))
 

@@ -11,7 +11,6 @@ __all__ = ["fused_matmul_bias", "fused_linear", "fused_linear_activation", "fuse
            "fused_bias_dropout_residual_layer_norm", "fused_feedforward", "fused_multi_head_attention",
            "fused_layer_norm", "fused_rms_norm"]
 
-_layer_norm_op = _C.Op("layer_norm", "begin_norm_axis", "epsilon")
 _matmul = _C.Op("matmul", "transpose_x", "transpose_y")
 
 

@@ -136,7 +136,8 @@ class FusedMultiHeadAttention(Layer):
                                       "supported".format(nranks, ring_id))
         for n, d in (("kdim", kdim), ("vdim", vdim)):
             if d is not None and d != embed_dim:
-                raise ValueError("FusedMultiHeadAttention: {} must equal embed_dim ({}), got {}".format(n, embed_dim, d))
+                raise ValueError("FusedMultiHeadAttention: {} must equal embed_dim ({}), got {}".format(
+                    n, embed_dim, d))
         self.embed_dim, self.num_heads, self.head_dim = embed_dim, num_heads, embed_dim // num_heads
         self.dropout_rate, self.attn_dropout_rate = dropout_rate, attn_dropout_rate
         self.normalize_before, self._epsilon, self._transpose_qkv_wb = normalize_before, epsilon, transpose_qkv_wb
