@@ -85,11 +85,17 @@ void Runtime::start_profiling() {
 }
 
 std::vector<Runtime::TraceEvent> Runtime::stop_profiling() {
+  std::vector<TraceEvent> out = take_trace_events();  // emitted before the flushes: plugin unknown
   for (const auto& p : impl_->plugins) {
     if (p->tables.profiler.stop) check_plugin_error(p->name, "profiler stop", p->tables.profiler.stop());
-    if (p->tables.profiler.flush) check_plugin_error(p->name, "profiler flush", p->tables.profiler.flush());
+    if (!p->tables.profiler.flush) continue;
+    check_plugin_error(p->name, "profiler flush", p->tables.profiler.flush());
+    for (TraceEvent& e : take_trace_events()) {  // what this plugin's flush emitted
+      e.device_type = p->device_type;
+      out.push_back(std::move(e));
+    }
   }
-  return take_trace_events();
+  return out;
 }
 
 // ---- Device -------------------------------------------------------------------------------------
