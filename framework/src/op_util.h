@@ -19,8 +19,9 @@ void register_manip_ops(OpRegistry& r);   // ops_manip.cc: manipulation, gather/
 void register_conv_ops(OpRegistry& r);    // ops_conv.cc: convolution, pooling, resampling
 void register_nn_ops(OpRegistry& r);      // ops_nn.cc: normalisation, activations, losses
 void register_linalg_ops(OpRegistry& r);  // ops_linalg.cc: LAPACK-backed linear algebra
-void register_optim_ops(OpRegistry& r);
-void register_scan_ops(OpRegistry& r);    // ops_scan.cc: logsumexp, cummax/cummin, segment_pool   // ops_optim.cc: fused optimizer updates (no gradients)
+void register_random_ops(OpRegistry& r);  // ops_random.cc: draws for oar.distribution (no gradients)
+void register_optim_ops(OpRegistry& r);   // ops_optim.cc: fused optimizer updates (no gradients)
+void register_scan_ops(OpRegistry& r);    // ops_scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
 
 // Gradient rules: each family sets OpDef::grad of its ops right after defining them (GradRule:
 // `saved_inputs` bit i set when the rule reads input i's values; `saved_outputs`: it reads the outputs).

@@ -23,6 +23,7 @@ from .framework import ParamAttr, create_parameter  # noqa: F401
 from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, optimizer, static, utils, vision  # noqa: F401
 from . import geometric, incubate  # noqa: F401,E402  (issue 19)
 from . import regularizer  # noqa: F401,E402
+from . import distribution  # noqa: F401,E402  (oar.distribution)
 from .device import (is_compiled_with_cinn, is_compiled_with_cuda, is_compiled_with_custom_device,  # noqa: F401,E402
                      is_compiled_with_distribute, is_compiled_with_ipu, is_compiled_with_rocm, is_compiled_with_xpu)
 

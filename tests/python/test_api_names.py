@@ -317,3 +317,18 @@ def test_p_norm_extremes_and_zero_gradient():
     assert np.isfinite(z.grad.numpy()).all()
     check(oar.linalg.norm(T([np.inf, 1.0]), 2), np.inf)
     assert np.isnan(oar.linalg.norm(T([np.nan, 1.0]), 3).item())
+
+
+@pytest.mark.parametrize("message_op", ["add", "sub", "mul", "div"])
+def test_send_uv_send_ue_recv(message_op):
+    x, y = rand(3, 2), rand(4, 2) + 3  # y away from 0 (div)
+    src, dst = np.array([0, 1, 2, 0]), np.array([1, 2, 1, 0])
+    f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[message_op]
+    check(oar.geometric.send_uv(T(x), T(y[:3]), T(src), T(dst), message_op), f(x[src], y[:3][dst]), rtol=1e-12)
+    msg = f(x[src], y)
+    for reduce_op in ["sum", "mean", "max", "min"]:
+        check(oar.geometric.send_ue_recv(T(x), T(y), T(src), T(dst), message_op, reduce_op),
+              np_segment(msg, dst, 3, reduce_op), rtol=1e-12, atol=1e-12)
+    check_grad(lambda a, b: oar.geometric.send_ue_recv(a, b, T(src), T(dst), message_op, "mean"), [x, y])
+    with pytest.raises(ValueError, match="message_op"):
+        oar.geometric.send_uv(T(x), T(x), T(src), T(dst), "pow")
