@@ -319,7 +319,7 @@ def test_wmt16_reads_the_archive(tmp_path):
     _tar(p, {"wmt16/train": "a b a c\tx y\nb a\tx z z\nbad\n", "wmt16/test": "a d\tz x\n", "wmt16/val": "c\ty\n"})
     train = WMT16(p, "train", src_dict_size=5, trg_dict_size=6, lang="en")
     # source ids as Paddle 2.6.2 gives them; target ids from the German column (z 3, x 3 -> z first seen
-    # after x: x 3, z 4, y 5), where Paddle's dictionary would hold English words (decision 272)
+    # after x: x 3, z 4, y 5), where Paddle's dictionary would hold English words (decision 93)
     assert train.src_dict == {"<s>": 0, "<e>": 1, "<unk>": 2, "a": 3, "b": 4}
     assert train.trg_dict == {"<s>": 0, "<e>": 1, "<unk>": 2, "x": 3, "z": 4, "y": 5}
     assert [[list(map(int, a)) for a in train[i]] for i in range(len(train))] == [
