@@ -366,7 +366,7 @@ class Optimizer:
         grad_scale = None
         if clip is not None:
             from ..nn.clip import ClipGradByGlobalNorm
-            if type(clip) is ClipGradByGlobalNorm and any(_C._is_symbolic(g) for _, g in params_grads):
+            if type(clip) is ClipGradByGlobalNorm and any(not isinstance(g, SelectedRows) and _C._is_symbolic(g) for _, g in params_grads):
                 params_grads = clip._symbolic_clip(params_grads)  # a static program: the scale is a variable
             elif type(clip) is ClipGradByGlobalNorm:
                 # one norm op, then the scale goes into the fused update (no multiply per gradient)

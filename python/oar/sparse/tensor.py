@@ -181,6 +181,8 @@ class SparseCooTensor(_Sparse):
         if idx.shape[1] == 0:
             return SparseCooTensor(self._indices, self._values, self._shape, True)
         lin = np.ravel_multi_index(tuple(idx), sshape)
+        if (np.diff(lin) > 0).all():  # already sorted and unique: the same tensors
+            return SparseCooTensor(self._indices, self._values, self._shape, True)
         uniq, inverse = np.unique(lin, return_inverse=True)
         place = self.place
         target = _zeros([len(uniq)] + list(self._values.shape[1:]), self.dtype, place)
