@@ -5,15 +5,15 @@ import math
 
 from .. import _C
 from ..regularizer import L2Decay
-from ..tensor.manipulation import _index_select, index_put
+from ..tensor.manipulation import _index_select
 from .optimizer import Optimizer, _float
 
 __all__ = ["SGD", "Momentum", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSProp", "Lamb"]
 
 
 def _write_rows(t, rows, new_rows):
-    """t[rows] = new_rows, in place (rows unique)."""
-    _C._assign(t, index_put(t, (rows,), new_rows.astype(t.dtype) if new_rows.dtype != t.dtype else new_rows))
+    """t[rows] = new_rows, in place (rows unique): the in-place index_put touches only those rows."""
+    t[rows] = new_rows.astype(t.dtype) if new_rows.dtype != t.dtype else new_rows
 
 
 def _regularizer(opt, p):
