@@ -1,5 +1,7 @@
 """oar.sparse (COO/CSR tensors and their functions) against numpy dense references, gradients checked
 numerically in float64; Embedding(sparse=True) row-sparse gradients against dense training."""
+import os
+
 import numpy as np
 import pytest
 
@@ -421,3 +423,46 @@ def test_embedding_sparse_minimize_and_no_grad():
     with oar.no_grad():
         out = emb(oar.to_tensor([0]))
     np.testing.assert_allclose(out.numpy(), ref[[0]])
+
+
+def test_on_every_device(device):
+    """The compositions run on each device (sim has no scatter/gather kernels of its own for some dtypes:
+    the fallback covers them) and give the CPU's results."""
+    oar.set_device(device)
+    a = _rand_sparse_dense((3, 4))
+    b = RNG.standard_normal((4, 2))
+    x = oar.to_tensor(a).to_sparse_csr()
+    y = oar.to_tensor(b, stop_gradient=False)
+    out = sp.matmul(x, y)
+    assert str(out.place).startswith("Place(" + device.split(":")[0])
+    np.testing.assert_allclose(out.numpy(), a @ b, rtol=1e-12)
+    out.sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), np.repeat(a.sum(0)[:, None], 2, 1), rtol=1e-12)
+    np.testing.assert_allclose(sp.add(x, x).to_dense().numpy(), 2 * a)
+    dense = _train(lambda ps, c: oar.optimizer.Adam(0.05, parameters=ps, lazy_mode=False), False, steps=2)
+    sparse = _train(lambda ps, c: oar.optimizer.Adam(0.05, parameters=ps, lazy_mode=False), True, steps=2)
+    np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-5, atol=1e-6)
+
+
+def _dp_sparse_worker(out):
+    import oar.distributed as dist
+    dist.init_parallel_env()
+    model = oar.nn.Sequential(oar.nn.Embedding(6, 2, sparse=True), oar.nn.Linear(2, 1))
+    try:
+        oar.DataParallel(model)
+        msg = "no error"
+    except NotImplementedError as e:
+        msg = str(e)
+    with open(os.path.join(out, "rank{}.txt".format(dist.get_rank())), "w") as f:
+        f.write(msg)
+
+
+def test_data_parallel_refuses_sparse_embedding(tmp_path, monkeypatch):
+    import oar.distributed as dist
+    from _util import clean_job
+    with clean_job(monkeypatch):
+        monkeypatch.setenv("OAR_COLLECTIVE_TIMEOUT", "60")
+        dist.spawn(_dp_sparse_worker, args=(str(tmp_path),), nprocs=2)
+    for r in (0, 1):
+        msg = (tmp_path / "rank{}.txt".format(r)).read_text()
+        assert "DataParallel" in msg and "sparse=True" in msg and "'0'" in msg, msg
