@@ -466,3 +466,35 @@ def test_data_parallel_refuses_sparse_embedding(tmp_path, monkeypatch):
     for r in (0, 1):
         msg = (tmp_path / "rank{}.txt".format(r)).read_text()
         assert "DataParallel" in msg and "sparse=True" in msg and "'0'" in msg, msg
+
+
+def _train_tools(sparse, tool):
+    """A few steps through GradScaler or the in-place clip utilities, sparse or dense Embedding."""
+    oar.seed(11)
+    emb = oar.nn.Embedding(9, 3, sparse=sparse)
+    lin = oar.nn.Linear(3, 2)
+    params = emb.parameters() + lin.parameters()
+    opt = oar.optimizer.Adam(0.05, parameters=params)
+    scaler = oar.amp.GradScaler(init_loss_scaling=1024.0) if tool == "scaler" else None
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        ids = oar.to_tensor(rng.integers(0, 5, size=(4, 3)))
+        loss = (lin(emb(ids)) ** 2).mean()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            if tool == "norm":
+                oar.nn.utils.clip_grad_norm_(params, 0.05)
+            else:
+                oar.nn.utils.clip_grad_value_(params, 0.002)
+            opt.step()
+        opt.clear_grad()
+    return emb.weight.numpy()
+
+
+@pytest.mark.parametrize("tool", ["scaler", "norm", "value"])
+def test_grad_scaler_and_inplace_clips_match_dense(tool):
+    np.testing.assert_allclose(_train_tools(True, tool), _train_tools(False, tool), rtol=1e-5, atol=1e-6)

@@ -4,9 +4,12 @@
 that appears twice means the sum. It is kept on the parameter (`param.grad` returns it) instead of a
 dense gradient; the optimizers update from it (decision 261, docs/sparse.md).
 """
+import weakref
+
 import numpy as np
 
 from .. import _C
+from .._C import Tensor
 from ..tensor.creation import to_tensor
 from ..tensor.manipulation import _scatter_nd_add
 
@@ -14,9 +17,9 @@ __all__ = ["SelectedRows"]
 
 _fill = _C.Op("fill", "shape", "value", "dtype")
 
-# The tensors that hold a sparse gradient now (id -> tensor): optimizers look here first, so a step
-# without any sparse gradient costs one emptiness test.
-_holders = {}
+# The tensors that hold a sparse gradient now (id -> tensor, weakly: a dropped model leaves no entry):
+# optimizers look here first, so a step without any sparse gradient costs one emptiness test.
+_holders = weakref.WeakValueDictionary()
 
 
 class SelectedRows:
@@ -112,6 +115,11 @@ class SelectedRows:
     def sum(self):
         return self.merged()._values.sum()
 
+    def scale_(self, scale):
+        """Multiplies the gradient by scale, in place."""
+        self._values.scale_(scale)
+        return self
+
     def __repr__(self):
         return "SelectedRows(height={}, rows={}, values=\n{})".format(self._height, self.rows(), self._values)
 
@@ -131,6 +139,23 @@ def add_sparse_grad(t, rows, values):
 def sparse_grad(t):
     """t's SelectedRows gradient, or None."""
     return t.__dict__.get("_sparse_grad") if _holders else None
+
+
+def grad_tensors(p):
+    """The tensors that hold p's gradient, for in-place edits (unscaling, in-place clipping): [] without
+    a gradient, [dense], or the merged rows' values (merged first, so that an elementwise edit of them is
+    the edit of the dense gradient)."""
+    dense = Tensor.grad.fget(p)
+    sr = sparse_grad(p)
+    if sr is None:
+        return [] if dense is None else [dense]
+    if dense is not None:
+        raise NotImplementedError("{}: the parameter has both a dense and a row-sparse (Embedding(sparse=True)) "
+                                  "gradient; editing them in place together is not supported".format(
+                                      getattr(p, "name", "a tensor")))
+    m = sr.merged()
+    p.__dict__["_sparse_grad"] = m
+    return [m.values()]
 
 
 def clear_sparse_grad(t):
