@@ -82,8 +82,8 @@ class Momentum(Optimizer):
 class Adam(Optimizer):
     """Paddle's Adam: m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g^2;
     param -= lr * sqrt(1-b2^t)/(1-b1^t) * m1 / (sqrt(m2) + epsilon * sqrt(1-b2^t)); amsgrad uses the
-    running max of m2. lazy_mode, multi_precision and use_multi_tensor are accepted (dense gradients
-    only; every step is multi-tensor)."""
+    running max of m2. lazy_mode: a row-sparse gradient (Embedding(sparse=True)) updates only its rows
+    (docs/sparse.md); dense gradients ignore it. use_multi_tensor is accepted (every step is multi-tensor)."""
     _op = "merged_adam"
     _acc_specs = (("moment1", "state", 0.0), ("moment2", "state", 0.0), ("beta1_pow_acc", "pow", "beta1"),
                   ("beta2_pow_acc", "pow", "beta2"))
