@@ -90,6 +90,18 @@ def test_creation_errors():
         sp.matmul(x, oar.ones([2, 2], "float64"))
     with pytest.raises(TypeError, match="sparse.add: x and y must have the same layout"):
         sp.add(x, x.to_sparse_csr())
+    with pytest.raises(TypeError, match="sparse.add: y must be a sparse"):
+        sp.add(x, oar.ones([2, 3], "float64"))
+    with pytest.raises(TypeError, match="sparse.matmul: x and y must have the same dtype"):
+        sp.matmul(x, oar.ones([3, 2], "float32"))
+    with pytest.raises(ValueError, match="sparse_coo_tensor: shape must not have negative"):
+        sp.sparse_coo_tensor([[0, 1]], [1.0, 2.0], [-1])
+    with pytest.raises(TypeError, match="sparse_coo_tensor: indices must be integers"):
+        sp.sparse_coo_tensor([[0.5, 1]], [1.0, 2.0], [3])
+    with pytest.raises(ValueError, match="sparse.sum: axis"):
+        sp.sum(x, axis=3)
+    with pytest.raises(ValueError, match="to_sparse_coo: sparse_dim"):
+        oar.ones([2, 2]).to_sparse_coo(3)
 
 
 # ---- products -----------------------------------------------------------------------------------------------
@@ -498,3 +510,26 @@ def _train_tools(sparse, tool):
 @pytest.mark.parametrize("tool", ["scaler", "norm", "value"])
 def test_grad_scaler_and_inplace_clips_match_dense(tool):
     np.testing.assert_allclose(_train_tools(True, tool), _train_tools(False, tool), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_slice_values_and_gradient(layout):
+    a = _rand_sparse_dense((3, 5, 4), 0.5)
+    idx = np.stack(np.nonzero(a))
+    v0 = a[tuple(idx)]
+
+    def run(v, need_grad=False):
+        x = sp.sparse_coo_tensor(idx, v, [3, 5, 4], stop_gradient=not need_grad)
+        if layout == "csr":
+            c = x.to_sparse_csr()
+            x = sp.sparse_csr_tensor(c.crows(), c.cols(), v, [3, 5, 4], stop_gradient=not need_grad)
+        out = sp.slice(x, [1, -1], [1, -3], [-1, 100])
+        return x, out, (out.to_dense() * oar.to_tensor(np.arange(3 * 3 * 3.0).reshape(3, 3, 3))).sum()
+
+    x, out, loss = run(v0, True)
+    assert out.is_sparse_csr() == (layout == "csr")
+    np.testing.assert_array_equal(out.to_dense().numpy(), a[:, 1:-1, -3:])
+    loss.backward()
+    np.testing.assert_allclose(x.grad.values().numpy(), _num_grad(lambda v: float(run(v)[2]), v0), atol=1e-8)
+    empty = sp.slice(_coo(a), [0], [2], [2])
+    assert empty.shape == [0, 5, 4] and empty.nnz() == 0

@@ -12,7 +12,7 @@ from .tensor import SparseCooTensor, SparseCsrTensor, _Sparse, _full_coo, _index
 
 __all__ = ["abs", "add", "addmm", "asin", "asinh", "atan", "atanh", "cast", "coalesce", "deg2rad", "divide",
            "expm1", "is_same_shape", "isnan", "log1p", "masked_matmul", "matmul", "multiply", "mv", "neg", "pow",
-           "rad2deg", "reshape", "sin", "sinh", "sqrt", "square", "subtract", "sum", "tan", "tanh", "transpose"]
+           "rad2deg", "reshape", "sin", "sinh", "slice", "sqrt", "square", "subtract", "sum", "tan", "tanh", "transpose"]
 
 
 def _check_sparse(x, op, name="x"):
@@ -337,4 +337,35 @@ def reshape(x, shape, name=None):
     lin = np.ravel_multi_index(tuple(c._host_indices()), x.shape)
     idx = np.stack(np.unravel_index(lin, shape)).reshape(len(shape), -1)
     out = SparseCooTensor(_index_tensor(idx, x.place), c.values(), shape, c._coalesced)
+    return _like(out, x)
+
+
+def slice(x, axes, starts, ends, name=None):
+    """x[starts:ends] along each of axes (negative values count from the end, and are clamped as in a
+    dense slice); the result keeps x's layout."""
+    _check_sparse(x, "slice")
+    axes, starts, ends = list(axes), list(starts), list(ends)
+    if not len(axes) == len(starts) == len(ends):
+        raise ValueError("sparse.slice: axes, starts and ends must have one entry each, got {}, {}, {}".format(
+            axes, starts, ends))
+    nd = x.ndim
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, numbers.Integral) or not -nd <= a < nd:
+            raise ValueError("sparse.slice: axes must be ints in [-{0}, {0}), got {1}".format(nd, axes))
+    axes = [int(a) % nd for a in axes]
+    c = x if x.is_sparse_coo() and all(a < x.sparse_dim for a in axes) else _full_coo(x)
+    idx = c._host_indices().copy()
+    keep = np.ones(idx.shape[1], bool)
+    shape = list(x.shape)
+    for a, st, en in zip(axes, starts, ends):
+        n = shape[a]
+        st, en = int(st), int(en)
+        st = min(max(st + n if st < 0 else st, 0), n)
+        en = min(max(en + n if en < 0 else en, st), n)
+        keep &= (idx[a] >= st) & (idx[a] < en)
+        idx[a] -= st
+        shape[a] = en - st
+    pos = np.nonzero(keep)[0]
+    values = _index_select(c.values(), _index_tensor(pos, x.place), 0)
+    out = SparseCooTensor(_index_tensor(idx[:, pos], x.place), values, shape, c._coalesced)
     return _like(out, x)

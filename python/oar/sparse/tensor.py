@@ -335,6 +335,8 @@ def sparse_coo_tensor(indices, values, shape=None, dtype=None, place=None, stop_
         if shape is None:
             raise ValueError("{}: shape is required when there are no entries".format(op))
     shape = [int(s) for s in shape]
+    if any(s < 0 for s in shape):
+        raise ValueError("{}: shape must not have negative dims, got {}".format(op, shape))
     if len(shape) != idx.shape[0] + len(dense):
         raise ValueError("{}: shape {} must have sparse_dim ({}) + dense dims of values ({}) = {} dims".format(
             op, shape, idx.shape[0], len(dense), idx.shape[0] + len(dense)))
@@ -350,8 +352,8 @@ def sparse_csr_tensor(crows, cols, values, shape, dtype=None, place=None, stop_g
     """A CSR tensor of a 2-D [M, N] or 3-D [B, M, N] shape: crows has (M+1) offsets per batch."""
     op = "sparse_csr_tensor"
     shape = [int(s) for s in shape]
-    if len(shape) not in (2, 3):
-        raise ValueError("{}: shape must be 2-D or 3-D, got {}".format(op, shape))
+    if len(shape) not in (2, 3) or any(s < 0 for s in shape):
+        raise ValueError("{}: shape must be 2-D or 3-D without negative dims, got {}".format(op, shape))
     cr = _check_index(crows, op, "crows").reshape(-1)
     co = _check_index(cols, op, "cols").reshape(-1)
     v = _as_values(values, dtype, place, stop_gradient, op)
