@@ -533,3 +533,12 @@ def test_slice_values_and_gradient(layout):
     np.testing.assert_allclose(x.grad.values().numpy(), _num_grad(lambda v: float(run(v)[2]), v0), atol=1e-8)
     empty = sp.slice(_coo(a), [0], [2], [2])
     assert empty.shape == [0, 5, 4] and empty.nnz() == 0
+
+
+def test_dense_tensor_sparse_methods():
+    t = oar.to_tensor([[0.0, 1.0], [2.0, 0.0]])
+    assert t.is_dense() and not t.is_sparse() and not t.is_selected_rows() and t.to_dense() is t
+    with pytest.raises(TypeError, match="Tensor.indices: the tensor is dense"):
+        t.indices()
+    with pytest.raises(TypeError, match="Tensor.values: the tensor is dense"):
+        t.values()

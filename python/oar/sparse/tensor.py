@@ -398,6 +398,22 @@ def _false(self):
     return False
 
 
+def _true(self):
+    return True
+
+
+def _self(self):
+    return self
+
+
+def _sparse_only(name):
+    def method(self, *args, **kwargs):
+        raise TypeError("Tensor.{}: the tensor is dense; {} applies to a sparse tensor (see "
+                        "Tensor.to_sparse_coo / to_sparse_csr)".format(name, name))
+    method.__name__ = name
+    return method
+
+
 def _install_tensor_methods():
     Tensor.is_sparse = _false
     Tensor.is_sparse_coo = _false
@@ -405,3 +421,7 @@ def _install_tensor_methods():
     Tensor.is_selected_rows = _false
     Tensor.to_sparse_coo = _dense_to_sparse_coo
     Tensor.to_sparse_csr = _dense_to_sparse_csr
+    Tensor.is_dense = _true
+    Tensor.to_dense = _self
+    for name in ("indices", "values", "crows", "cols", "nnz", "coalesce"):
+        setattr(Tensor, name, _sparse_only(name))
