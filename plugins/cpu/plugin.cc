@@ -19,7 +19,8 @@
 
 namespace oar_cpu {
 
-void register_amp_kernels(Registry& r);  // amp.cc: loss scaling for GradScaler
+void register_amp_kernels(Registry& r);     // amp.cc: loss scaling for GradScaler
+void register_sparse_kernels(Registry& r);  // sparse.cc: sparse x dense products (oar.sparse)
 
 namespace {
 // Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its
@@ -403,6 +404,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_conv_kernels(r);
     register_nn_kernels(r);
     register_linalg_kernels(r);
+    register_sparse_kernels(r);
     register_optim_kernels(r);
     register_amp_kernels(r);
     std::ostringstream os;

@@ -171,9 +171,13 @@ def divide(x, y, name=None):
 
 
 # ---- products ----------------------------------------------------------------------------------------------
+_sparse_coo_matmul = _C.Op("sparse_coo_matmul", "nrows")
+_FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
+
+
 def _spmm(x, y, op):
     """Dense x @ y for sparse x [M, K] or [B, M, K] and dense y: each stored x[i, k] adds x[i, k] * y[k, :]
-    to row i (gather the rows of y, scale, scatter-add)."""
+    to row i. A batch is one block-diagonal matrix: entry (b, i, k) is row b*M + i, column b*K + k."""
     _check_dense(y, op, "y")
     if x.ndim not in (2, 3) or y.ndim != x.ndim:
         raise ValueError("sparse.{}: x and y must both be 2-D or both 3-D, got shapes {} and {}".format(
@@ -191,10 +195,14 @@ def _spmm(x, y, op):
     else:
         b, k = x.shape[0], x.shape[2]
         rows, cols, y2, nrows = idx[0] * m + idx[1], idx[0] * k + idx[2], y.reshape([b * k, n]), b * m
-    out = _zeros([nrows, n], y.dtype, y.place)
-    if len(rows):
-        picked = _index_select(y2, _index_tensor(cols, y.place), 0)
-        out = _scatter_nd_add(out, _index_tensor(rows.reshape(-1, 1), y.place), picked * c.values().reshape([-1, 1]))
+    if y.dtype in _FLOATS:  # the core op (one kernel per device; gradients to values and y)
+        out = _sparse_coo_matmul(c.values(), _index_tensor(rows, y.place), _index_tensor(cols, y.place), y2, nrows)
+    else:  # integers: gather the rows of y, scale, scatter-add
+        out = _zeros([nrows, n], y.dtype, y.place)
+        if len(rows):
+            picked = _index_select(y2, _index_tensor(cols, y.place), 0)
+            out = _scatter_nd_add(out, _index_tensor(rows.reshape(-1, 1), y.place),
+                                  picked * c.values().reshape([-1, 1]))
     return out if x.ndim == 2 else out.reshape([x.shape[0], m, n])
 
 
