@@ -542,3 +542,15 @@ def test_dense_tensor_sparse_methods():
         t.indices()
     with pytest.raises(TypeError, match="Tensor.values: the tensor is dense"):
         t.values()
+
+
+def test_sparse_coo_matmul_op_checks_its_entries():
+    op = oar._C.Op("sparse_coo_matmul", "nrows")
+    v = oar.to_tensor([1.0, 2.0])
+    y = oar.ones([3, 2])
+    with pytest.raises(IndexError, match="sparse_coo_matmul: entry 1 at \\(5, 0\\) is out of range"):
+        op(v, oar.to_tensor([0, 5]), oar.to_tensor([0, 0]), y, 2)
+    with pytest.raises(TypeError, match="sparse_coo_matmul: rows must be int64"):
+        op(v, oar.to_tensor([0, 1], "int32"), oar.to_tensor([0, 0]), y, 2)
+    out = op(v, oar.to_tensor([1, 1]), oar.to_tensor([2, 2]), y, 2)  # repeated entries add
+    np.testing.assert_array_equal(out.numpy(), [[0, 0], [3, 3]])
