@@ -554,3 +554,15 @@ def test_sparse_coo_matmul_op_checks_its_entries():
         op(v, oar.to_tensor([0, 1], "int32"), oar.to_tensor([0, 0]), y, 2)
     out = op(v, oar.to_tensor([1, 1]), oar.to_tensor([2, 2]), y, 2)  # repeated entries add
     np.testing.assert_array_equal(out.numpy(), [[0, 0], [3, 3]])
+
+
+def test_oar_grad_through_sparse_embedding_is_dense_and_accumulates_nothing():
+    emb = oar.nn.Embedding(6, 2, sparse=True)
+    ids = oar.to_tensor([1, 4, 1])
+    loss = (emb(ids) ** 2).sum()
+    (g,) = oar.grad(loss, [emb.weight])
+    w = emb.weight.numpy()
+    ref = np.zeros_like(w)
+    np.add.at(ref, [1, 4, 1], 2 * w[[1, 4, 1]])
+    np.testing.assert_allclose(g.numpy(), ref, rtol=1e-6)
+    assert emb.weight.grad is None

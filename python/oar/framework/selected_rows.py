@@ -20,6 +20,9 @@ _fill = _C.Op("fill", "shape", "value", "dtype")
 # The tensors that hold a sparse gradient now (id -> tensor, weakly: a dropped model leaves no entry):
 # optimizers look here first, so a step without any sparse gradient costs one emptiness test.
 _holders = weakref.WeakValueDictionary()
+# > 0 while oar.grad runs: it accumulates nothing, so a row-sparse lookup returns its weight's gradient
+# as an ordinary dense one then.
+_functional_grad = [0]
 
 
 class SelectedRows:

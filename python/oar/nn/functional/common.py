@@ -5,7 +5,7 @@ import math
 from ... import _C
 from ...autograd.py_layer import PyLayer
 from ...framework.parameter import Parameter
-from ...framework.selected_rows import add_sparse_grad as _add_sparse_grad
+from ...framework import selected_rows as _selected_rows
 from ...static import program as _static
 from ...tensor.creation import _run_shape
 
@@ -160,7 +160,10 @@ class _RowSparseLookup(PyLayer):
 
     @staticmethod
     def backward(ctx, grad):
-        _add_sparse_grad(ctx.weight, ctx.ids, grad)
+        if _selected_rows._functional_grad[0]:  # oar.grad: a dense gradient, accumulated nowhere
+            zeros = _C.Op("fill", "shape", "value", "dtype")(ctx.weight.shape, 0.0, grad.dtype, place=grad.place)
+            return None, _C.Op("index_add", "axis")(zeros, ctx.ids, grad, 0)
+        _selected_rows.add_sparse_grad(ctx.weight, ctx.ids, grad)
         return None, None
 
 
