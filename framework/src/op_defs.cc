@@ -369,6 +369,8 @@ void register_builtin_ops(OpRegistry& r) {
   register_nn_grads(r);
   register_linalg_ops(r);
   register_linalg_grads(r);
+  register_scan_ops(r);
+  register_scan_grads(r);
   register_random_ops(r);  // draws without gradients (ops_random.cc)
   register_fft_ops(r);
   register_fft_grads(r);

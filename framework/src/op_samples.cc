@@ -24,6 +24,7 @@ void register_builtin_samples(OpRegistry& r) {
   register_random_samples(r);
   register_fft_samples(r);
   register_optim_samples(r);
+  register_scan_samples(r);
   register_sparse_samples(r);
 }
 

@@ -23,6 +23,7 @@ namespace oar_cpu {
 void register_amp_kernels(Registry& r);         // amp.cc: loss scaling for GradScaler
 void register_random_ext_kernels(Registry& r);  // random_ext.cc: standard_gamma (framework/src/ops_random.cc)
 void register_fft_kernels(Registry& r);         // fft.cc: the FFT ops on FFTW (dlopened)
+void register_scan_kernels(Registry& r);        // scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
 void register_sparse_kernels(Registry& r);      // sparse.cc: sparse x dense products (oar.sparse)
 
 namespace {
@@ -443,6 +444,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_sparse_kernels(r);
     register_optim_kernels(r);
     register_random_ext_kernels(r);
+    register_scan_kernels(r);
     register_amp_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()

@@ -773,6 +773,23 @@ bool rule_binary_plain(Ctx& c, const char* type) {
   return true;
 }
 
+// logsumexp: Paddle's legacy op names its attributes axis / keepdim / reduce_all (not dim / keep_dim).
+bool rule_logsumexp(Ctx& c, const char*) {
+  const std::string& x = c.in("x");
+  int64_t r = c.rank(x);
+  std::set<int64_t> norm;
+  for (int64_t a : c.ints("axis")) {
+    int64_t n = a < 0 ? a + std::max<int64_t>(r, 1) : a;
+    if (n < 0 || n >= std::max<int64_t>(r, 1)) c.malformed("axis " + std::to_string(a) + " out of range");
+    norm.insert(n);
+  }
+  bool all = norm.empty() || static_cast<int64_t>(norm.size()) >= r;
+  std::vector<int32_t> dim = all ? iota32(r) : std::vector<int32_t>(norm.begin(), norm.end());
+  c.emit("logsumexp", {{"X", {x}}}, {{"Out", {c.out("out")}}},
+         {{"axis", dim}, {"keepdim", c.i("keepdim") != 0}, {"reduce_all", all}});
+  return true;
+}
+
 bool rule_scan(Ctx& c, const char* type) {
   int32_t axis;
   if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
