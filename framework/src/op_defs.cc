@@ -10,6 +10,10 @@
 #include "op_util.h"
 
 namespace oar {
+
+void register_sparse_ops(OpRegistry& r);    // ops_sparse.cc: sparse x dense products (oar.sparse)
+void register_sparse_grads(OpRegistry& r);  // ops_sparse.cc
+
 namespace opdef {
 
 const char* op_name(const InferContext& c) { return c.op->name; }
@@ -376,6 +380,8 @@ void register_builtin_ops(OpRegistry& r) {
   register_fft_grads(r);
   register_vision_ops(r);
   register_vision_grads(r);
+  register_sparse_ops(r);
+  register_sparse_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
 }
 

@@ -9,6 +9,8 @@
 
 namespace oar {
 
+void register_sparse_samples(OpRegistry& r);  // ops_sparse.cc
+
 static_assert(std::is_same_v<SampleAttrValue, AttrValue>,
               "SampleAttrValue must list AttrValue's alternatives");
 
@@ -26,6 +28,7 @@ void register_builtin_samples(OpRegistry& r) {
   register_optim_samples(r);
   register_scan_samples(r);
   register_vision_samples(r);
+  register_sparse_samples(r);
 }
 
 namespace sample {
