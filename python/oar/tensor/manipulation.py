@@ -53,8 +53,40 @@ def _axes(axis, what):
 
 def reshape(x, shape, name=None):
     """x with a new shape: -1 infers one dimension, 0 keeps the input's dimension. A view when the
-    strides allow it, otherwise a copy."""
+    strides allow it, otherwise a copy. `shape` may be (or hold) a program variable (decision 200)."""
+    if _may_hold_var(shape):
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            built, var = var_attrs.shape_var(shape, "reshape")
+            built = [x.shape[i] if d == 0 and i < x.ndim else d for i, d in enumerate(built)]
+            dims = var_attrs.sentinel(built)
+            return var_attrs.view(x, "reshape", {"shape": dims}, dims, {"shape": var})
     return _C._reshape(x, _shape_list(shape))
+
+
+def _may_hold_var(shape):
+    """Cheap test before the run-time attribute path: a Tensor, or a list/tuple holding one."""
+    return isinstance(shape, Tensor) or (isinstance(shape, (list, tuple)) and
+                                         builtins.any(isinstance(d, Tensor) for d in shape))
+
+
+def _expand_var(x, shape, op):
+    """x broadcast to a shape that is (or holds) a program variable, read when the program runs."""
+    from ..static import var_attrs
+    built, var = var_attrs.shape_var(shape, op)
+    lead = len(built) - x.ndim
+    if lead < 0:
+        raise ValueError("{}: the target shape has {} dims, fewer than x's {}".format(op, len(built), x.ndim))
+    # build time: an extent of x other than 1 is kept (the only size it may have; -1 there: x's own
+    # unknown extent), and a 1 may grow to an extent known when the program runs
+    dims = []
+    for i, d in enumerate(built):
+        j = i - lead
+        if j >= 0 and d == -1 and x.shape[j] != 1:
+            dims.append(x.shape[j])
+        else:
+            dims.append(var_attrs.sentinel([d])[0])
+    return var_attrs.view(x, "expand", {"shape": dims}, dims, {"shape": var})
 
 
 def transpose(x, perm, name=None):
@@ -102,11 +134,20 @@ def flatten(x, start_axis=0, stop_axis=-1, name=None):
 
 
 def expand(x, shape, name=None):
-    """A broadcast view of x with `shape` (-1 keeps a dimension)."""
+    """A broadcast view of x with `shape` (-1 keeps a dimension); `shape` may be (or hold) a program
+    variable (decision 200)."""
+    if _may_hold_var(shape) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            return _expand_var(x, shape, "expand")
     return _C._expand(x, _shape_list(shape))
 
 
 def broadcast_to(x, shape, name=None):
+    if _may_hold_var(shape) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            return _expand_var(x, shape, "broadcast_to")
     return _C._expand(x, _shape_list(shape))
 
 
@@ -433,7 +474,13 @@ def _clamp_range(n, start, end):
 
 
 def slice(input, axes, starts, ends):
-    """paddle.slice: input[starts[i]:ends[i]] along each axes[i] (bounds clamped, negatives from the end)."""
+    """paddle.slice: input[starts[i]:ends[i]] along each axes[i] (bounds clamped, negatives from the end).
+    starts/ends may be (or hold) program variables, read when the program runs (decision 200; such a
+    slice has no gradient)."""
+    if (_may_hold_var(starts) or _may_hold_var(ends)) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(starts) or var_attrs.has_var(ends):
+            return _slice_var(input, _int_list(axes), starts, ends)
     axes, starts, ends = _int_list(axes), _int_list(starts), _int_list(ends)
     if not (len(axes) == len(starts) == len(ends)):
         raise ValueError("slice: axes, starts and ends must have the same length, got {}, {}, {}".format(axes, starts,
@@ -443,6 +490,32 @@ def slice(input, axes, starts, ends):
         a = _axis(a, input.ndim, "slice")
         s, e = _clamp_range(input.shape[a], s, e)
         t = _C._slice(t, a, s, builtins.max(s, e), 1)
+    return t
+
+
+def _slice_var(x, axes, starts, ends):
+    from ..static import var_attrs
+
+    def bounds(v, what):
+        if var_attrs.is_var(v):
+            if v.ndim != 1 or v.shape[0] != len(axes):
+                raise ValueError("slice: {} must have one value per axis ({}), got the variable '{}' of shape {}"
+                                 .format(what, len(axes), v.name, list(v.shape)))
+            return [_C._slice(v, 0, i, i + 1, 1) for i in range(len(axes))]
+        if not isinstance(v, (list, tuple)) or len(v) != len(axes):
+            raise ValueError("slice: {} must have one value per axis ({}), got {!r}".format(what, len(axes), v))
+        return [d if var_attrs.is_var(d) else builtins.int(d.item() if isinstance(d, Tensor) else d) for d in v]
+
+    t = x
+    for a, s, e in zip(axes, bounds(starts, "starts"), bounds(ends, "ends")):
+        a = _axis(a, x.ndim, "slice")
+        vars = {k: var_attrs.scalar_var(v, "slice", k, _C.int64) for k, v in (("start", s), ("end", e))
+                if var_attrs.is_var(v)}
+        fixed_s = 0 if var_attrs.is_var(s) else s
+        fixed_e = 0 if var_attrs.is_var(e) else e
+        shape = [-1] * t.ndim  # x's extents, but for a new one along a
+        shape[a] = _C._new_unknown_dim()
+        t = var_attrs.view(t, "slice", {"axis": a, "start": fixed_s, "end": fixed_e, "step": 1}, shape, vars)
     return t
 
 

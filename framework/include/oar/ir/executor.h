@@ -63,6 +63,9 @@ struct OpRunContext {
   // The run's size of the program's unknown (-1) extents, taken from the feeds (0: none). Native ops
   // whose attributes captured the unknown-extent sentinel substitute it (static_graph.h).
   int64_t unknown_extent = 0;
+  // The run's value of each sentinel (kUnknownDims; 0: not known yet): [0] from the feeds, the others
+  // measured on the results of the ops with run-time attributes (decision 200). Null: none.
+  int64_t* extents = nullptr;
 
   // The tensor bound to input slot `slot` (argument i).
   const Tensor& in(const std::string& slot, size_t i = 0) const;
@@ -91,7 +94,7 @@ struct ExecutorOptions {
   // Paddle's FLAGS_eager_delete_tensor_gb: released variables are kept as garbage until it holds at
   // least this many bytes, then freed together (0: free each at once; the end of a run frees the rest).
   int64_t gc_threshold_bytes = 0;
-  bool collect_stats = false;   // fill ExecutorStats' live/peak counts (walks the scope per instruction)
+  bool collect_stats = false;  // fill ExecutorStats' live/peak counts (walks the scope per instruction)
   // The scope to run in, shared with other executors (a startup and a main program); a new one when null.
   std::shared_ptr<Scope> scope;
   // Programs without feed/fetch ops (built in static mode) name their feeds and fetches here: feeds are
