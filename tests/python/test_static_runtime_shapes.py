@@ -123,6 +123,22 @@ def test_nonzero_masked_select_and_bincount(static_mode):
         np.testing.assert_array_equal(bc9, np.bincount(k, minlength=9))
 
 
+def test_repeat_interleave_with_variable_repeats(static_mode):
+    def build():
+        x = static.data("x", [3, 2], "float32")
+        r = static.data("r", [3], "int32")
+        k = static.data("k", [1], "int64")
+        return oar.repeat_interleave(x, r, axis=0), oar.repeat_interleave(x, k)
+
+    main, outs = _build(build)
+    assert outs[0].shape == [-1, 2] and outs[1].shape == [-1]
+    x = np.arange(6, dtype="float32").reshape(3, 2)
+    for r, k in (([1, 0, 3], 2), ([2, 2, 1], 0)):
+        a, b = _run(main, {"x": x, "r": np.array(r, "int32"), "k": np.array([k])}, outs)
+        np.testing.assert_array_equal(a, np.repeat(x, r, axis=0))
+        np.testing.assert_array_equal(b, np.repeat(x.reshape(-1), k))
+
+
 def test_slice_with_variable_bounds(static_mode):
     def build():
         x = static.data("x", [4, 6], "float32")

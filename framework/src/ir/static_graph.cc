@@ -427,7 +427,13 @@ Tensor record_view_var_attrs(const Tensor& base, const std::string& view, const 
   bind_var_attrs(v, vars);
   // The gradient reads only the base's build-time dims, so it needs no run-time attribute.
   if (view == "reshape")
-    autograd::record_view(base, v, "reshape", [d = base.dims()](const Tensor& g) { return g.reshape(d); });
+    autograd::record_view(base, v, "reshape", [d = base.dims()](const Tensor& g) {
+      // Recorded without Tensor::reshape's element-count check: g's extents may be sentinels other
+      // than the base's (the counts agree when the program runs).
+      ProgramBuilder* pb = current_builder();
+      if (pb == nullptr || !is_symbolic(g)) return g.reshape(d);
+      return pb->record_view(g, *find_view_op("reshape"), Attrs{{"shape", d.to_vector()}}, d);
+    });
   else if (view == "expand")
     autograd::record_view(base, v, "expand",
                           [d = base.dims()](const Tensor& g) { return autograd::sum_to(g, d); });

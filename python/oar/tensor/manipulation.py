@@ -281,6 +281,8 @@ def repeat_interleave(x, repeats, axis=None, name=None):
         axis = 0
     a = _axis(axis, x.ndim, "repeat_interleave")
     n = x.shape[a]
+    if isinstance(repeats, Tensor) and _C._is_symbolic(repeats):
+        return _repeat_interleave_var(x, repeats, a, n)
     if isinstance(repeats, (Tensor, np.ndarray)):
         repeats = repeats.tolist()
     reps = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats] * n
@@ -299,6 +301,27 @@ def repeat_interleave(x, repeats, axis=None, name=None):
     _C._check_size("repeat_interleave", [total], _C.int64, "cpu")  # the index built below
     index = np.repeat(np.arange(n, dtype=np.int64), np.asarray(reps, dtype=np.int64))
     return _index_select(x, _const(index, x.place), a)
+
+
+def _repeat_interleave_var(x, repeats, a, n):
+    """repeat_interleave with a program variable as repeats: the output length is read when the program
+    runs (decision 200). Element p of the output is element #{i : cumsum(repeats)[i] <= p} of x."""
+    from .creation import arange
+    if repeats.dtype not in (_C.int32, _C.int64) or repeats.ndim > 1:
+        raise TypeError("repeat_interleave: repeats must be an int32/int64 variable of at most 1 dimension, got "
+                        "'{}' ({}, shape {})".format(repeats.name, repeats.dtype, repeats.shape))
+    if n < 0:
+        raise ValueError("repeat_interleave: with a variable as repeats, x.shape[axis] must be known")
+    reps = _cast(_C._reshape(repeats, [-1]), _C.int64)
+    if repeats.size == 1:  # one count for every element
+        reps = reps + _fill([n], 0.0, _C.int64)
+    from .math import cumsum
+    ends = cumsum(reps, axis=0)
+    total = _C._reshape(_C._slice(ends, 0, n - 1, n, 1), []) if n else _fill([], 0.0, _C.int64)
+    pos = _C._reshape(arange(0, total, 1, dtype="int64"), [-1, 1])
+    from .math import sum as _sum
+    index = _sum(_cast(_C._reshape(ends, [1, n]) <= pos, _C.int64), axis=1)
+    return _index_select(x, index, a)
 
 
 def flip(x, axis, name=None):

@@ -256,7 +256,7 @@ def _affine_grid_var(theta, out_shape, align_corners):
     from ...tensor.manipulation import reshape, stack
     base = _C._reshape(stack([xs, ys, xs * 0.0 + 1.0], axis=-1), [1, -1, 3])
     grid = _matmul(base, theta, transpose_y=1)  # [N, H*W, 2]
-    n = _C._slice(shape, 0, 0, 1, 1)
+    n = theta.shape[0] if theta.shape[0] >= 0 else _C._slice(shape, 0, 0, 1, 1)  # N is theta's
     return reshape(grid, [n, _C._reshape(h, [1]), _C._reshape(w, [1]), 2])
 
 
