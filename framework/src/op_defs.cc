@@ -31,8 +31,8 @@ Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* 
     int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
     // Two extents known only when a program runs (-1 in Paddle) broadcast while it is built, as in
     // Paddle; the kernels check the real sizes then.
-    const bool both_unknown = ir::is_unknown_extent(da) && ir::is_unknown_extent(db);
-    OAR_ENFORCE(da == db || da == 1 || db == 1 || both_unknown, ErrorCode::kInvalidArgument,
+    OAR_ENFORCE(da == db || da == 1 || db == 1 || (ir::is_unknown_extent(da) && ir::is_unknown_extent(db)),
+                ErrorCode::kInvalidArgument,
                 op_name(c) << ": shapes " << an << a.to_string() << " and " << bn << b.to_string()
                            << " are not broadcastable (dimension " << i << ": " << da << " vs " << db << ")");
     out[i] = da == 1 ? db : da;

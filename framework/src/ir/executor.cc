@@ -218,14 +218,13 @@ std::vector<Executor::Instr> Executor::lower_block(int32_t idx) {
     OAR_ENFORCE(op.type != "feed" && op.type != "fetch", ErrorCode::kInvalidArgument,
                 "executor: " << op.type << " op in sub-block " << idx);
     OpTranslation tr = is_native_op_type(op.type) ? translate_native_op : find_op_translation(op.type);
-    OAR_ENFORCE(
-        tr != nullptr, ErrorCode::kUnimplemented,
-        "executor: op type '" << op.type << "' (block " << idx << ", op " << i << ") has no translation");
+    OAR_ENFORCE(tr != nullptr, ErrorCode::kUnimplemented,
+                "executor: op type '" << op.type << "' (block " << idx << ", op " << i << ") has no translation");
     try {
       out.push_back(Instr{&op, op_idx, tr(op), {}});
     } catch (const Error& e) {
-      throw Error(e.code(), "executor: lowering op " + std::to_string(i) + " of block " +
-                                std::to_string(idx) + ": " + e.what());
+      throw Error(e.code(), "executor: lowering op " + std::to_string(i) + " of block " + std::to_string(idx) + ": " +
+                                e.what());
     }
   }
   return out;
@@ -246,13 +245,11 @@ bool read_condition(const OpRunContext& c, const char* slot) {
 
 OpKernelFn Executor::control_flow(const OpDesc& op, int32_t block_idx, int32_t op_idx) {
   const Attribute* a = op.find_attr("sub_block");
-  OAR_ENFORCE(
-      a != nullptr && std::holds_alternative<BlockRef>(*a), ErrorCode::kInvalidArgument,
-      op.type << " (block " << block_idx << ", op " << op_idx << "): missing the sub_block attribute");
+  OAR_ENFORCE(a != nullptr && std::holds_alternative<BlockRef>(*a), ErrorCode::kInvalidArgument,
+              op.type << " (block " << block_idx << ", op " << op_idx << "): missing the sub_block attribute");
   const int32_t sub = std::get<BlockRef>(*a).idx;
   OAR_ENFORCE(sub > 0 && sub < program_->num_blocks() && sub != block_idx, ErrorCode::kInvalidArgument,
-              op.type << " (block " << block_idx << ", op " << op_idx << "): sub_block " << sub
-                      << " is not a valid block");
+              op.type << " (block " << block_idx << ", op " << op_idx << "): sub_block " << sub << " is not a valid block");
   auto body = std::make_shared<std::vector<Instr>>(lower_block(sub));
   std::vector<std::string> locals;  // erased after each run of the sub-block
   for (const VarDesc& v : program_->block(sub).vars())
@@ -266,16 +263,15 @@ OpKernelFn Executor::control_flow(const OpDesc& op, int32_t block_idx, int32_t o
       try {
         ins.fn(inner);
       } catch (const Error& e) {
-        throw Error(e.code(), "running op " + std::to_string(ins.op_idx) + " (" + ins.op->type +
-                                  ") of block " + std::to_string(sub) + ": " + e.what());
+        throw Error(e.code(), "running op " + std::to_string(ins.op_idx) + " (" + ins.op->type + ") of block " +
+                                  std::to_string(sub) + ": " + e.what());
       }
     }
     for (auto& n : locals) c.scope->erase(n);
   };
   if (op.type == "conditional_block") {
     // Runs the sub-block when Cond (a one-element bool) is true; its writes to outer variables remain.
-    const bool scalar = !op.find_attr("is_scalar_condition") ||
-                        std::get_if<bool>(op.find_attr("is_scalar_condition")) == nullptr ||
+    const bool scalar = !op.find_attr("is_scalar_condition") || std::get_if<bool>(op.find_attr("is_scalar_condition")) == nullptr ||
                         std::get<bool>(*op.find_attr("is_scalar_condition"));
     OAR_ENFORCE(scalar, ErrorCode::kUnimplemented,
                 "conditional_block: only is_scalar_condition=True is supported");
@@ -441,8 +437,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
     for (size_t c = 0; c < fetch_names_.size(); ++c) {
       const Tensor* t = scope_->find(fetch_slots_[c]);
       OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
-                  "executor: fetch '" << fetch_names_[c]
-                                      << "' has no value after the run (not computed by the program)");
+                  "executor: fetch '" << fetch_names_[c] << "' has no value after the run (not computed by the program)");
       fetch_list[c] = *t;
     }
   }

@@ -94,7 +94,7 @@ struct ExecutorOptions {
   // Paddle's FLAGS_eager_delete_tensor_gb: released variables are kept as garbage until it holds at
   // least this many bytes, then freed together (0: free each at once; the end of a run frees the rest).
   int64_t gc_threshold_bytes = 0;
-  bool collect_stats = false;  // fill ExecutorStats' live/peak counts (walks the scope per instruction)
+  bool collect_stats = false;   // fill ExecutorStats' live/peak counts (walks the scope per instruction)
   // The scope to run in, shared with other executors (a startup and a main program); a new one when null.
   std::shared_ptr<Scope> scope;
   // Programs without feed/fetch ops (built in static mode) name their feeds and fetches here: feeds are
