@@ -123,6 +123,20 @@ def test_nonzero_masked_select_and_bincount(static_mode):
         np.testing.assert_array_equal(bc9, np.bincount(k, minlength=9))
 
 
+def test_unique(static_mode):
+    def build():
+        x = static.data("x", [2, 4], "int64")
+        return oar.unique(x, return_index=True, return_inverse=True, return_counts=True)
+
+    main, outs = _build(build)
+    assert [o.shape for o in outs] == [[-1], [-1], [8], [-1]]
+    for x in (np.array([[3, 1, 3, 7], [1, 1, 0, 9]]), np.array([[5, 5, 5, 5], [5, 2, 5, 2]])):
+        got = _run(main, {"x": x}, outs)
+        want = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w.reshape(-1))
+
+
 def test_repeat_interleave_with_variable_repeats(static_mode):
     def build():
         x = static.data("x", [3, 2], "float32")

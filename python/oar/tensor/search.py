@@ -243,6 +243,8 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     """The sorted unique elements (axis=None: of the flattened x; else unique slices along axis), with
     optionally the first indices, the inverse and the counts (numpy's unique). Computed on the host: the
     output shape depends on the data and the op is not differentiable."""
+    if _C._is_symbolic(x) and axis is None:
+        return _unique_var(x, return_index, return_inverse, return_counts, dtype)
     from .creation import to_tensor
     arr = x._numpy_view()
     if axis is not None:
@@ -253,6 +255,35 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     for flag, r in zip((return_index, return_inverse, return_counts), res[1:]):
         if flag:
             out.append(to_tensor(np.asarray(r).reshape(-1).astype(idt), place=x.place))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_var(x, return_index, return_inverse, return_counts, dtype):
+    """unique of a program variable (flattened), from ops: the number of unique values is known when the
+    program runs (decision 200). A stable sort puts each value's first occurrence first in its group."""
+    n = 1
+    for d in x.shape:
+        n *= d
+    if n < 0:
+        raise ValueError("unique: in a program, x must have known extents (got shape {})".format(x.shape))
+    cast = _C.Op("cast", "dtype")
+    flat = _C._reshape(x, [n])
+    s, perm = _sort(flat, 0, False, True)
+    if n == 0:
+        raise ValueError("unique: x has no elements")
+    prev = _C.Op("concat", "axis")([_C._slice(s, 0, 0, 1, 1), _C._slice(s, 0, 0, n - 1, 1)], 0)
+    at0 = _C.Op("equal")(_C.Op("cumsum", "axis")(_fill([n], 1.0, _C.int64), 0), _fill([], 1.0, _C.int64))
+    first = _C.Op("logical_or")(_C.Op("not_equal")(s, prev), at0)  # the first of each run of equal values
+    starts = nonzero(first)  # [groups, 1]
+    out = [_C.Op("gather_nd")(s, starts)]
+    idt = _C.to_dtype(dtype)
+    if return_index:
+        out.append(cast(_C.Op("gather_nd")(perm, starts), idt))
+    group = _C.Op("cumsum", "axis")(cast(first, "int64"), 0) - 1  # group of each sorted position
+    if return_inverse:
+        out.append(cast(_index_select(group, _sorted(perm, 0, False)[1], 0), idt))
+    if return_counts:
+        out.append(cast(bincount(group), idt))
     return out[0] if len(out) == 1 else tuple(out)
 
 
