@@ -153,6 +153,31 @@ def test_repeat_interleave_with_variable_repeats(static_mode):
         np.testing.assert_array_equal(b, np.repeat(x.reshape(-1), k))
 
 
+def test_adaptive_pool_with_variable_output_size(static_mode):
+    def build():
+        x = static.data("x", [2, 3, 6, 6], "float32")
+        s = static.data("s", [2], "int64")
+        x.stop_gradient = False
+        avg = F.adaptive_avg_pool2d(x, s)
+        mx = F.adaptive_max_pool2d(x, s)
+        gx, = static.gradients([(avg * avg).sum()], [x])
+        return avg, mx, gx
+
+    main, outs = _build(build)
+    assert outs[0].shape == [2, 3, -1, -1]
+    x = np.random.RandomState(3).randn(2, 3, 6, 6).astype("float32")
+    for size in ([2, 3], [3, 1]):
+        avg, mx, gx = _run(main, {"x": x, "s": np.array(size)}, outs)
+        oar.disable_static()
+        xt = oar.to_tensor(x, stop_gradient=False)
+        want = F.adaptive_avg_pool2d(xt, size)
+        (want * want).sum().backward()
+        np.testing.assert_allclose(avg, want.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(mx, F.adaptive_max_pool2d(xt, size).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+        oar.enable_static()
+
+
 def test_slice_with_variable_bounds(static_mode):
     def build():
         x = static.data("x", [4, 6], "float32")
