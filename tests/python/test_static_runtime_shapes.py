@@ -80,6 +80,24 @@ def test_expand_and_reshape_with_shape_variable(static_mode):
         np.testing.assert_allclose(gx, 2 * rows * x)  # d/dx sum((broadcast x)^2)
 
 
+def test_mean_gradient_over_two_runtime_extents(static_mode):
+    """mean's gradient holds 1 / (r * c), a product of two value-dependent extents."""
+    def build():
+        x = static.data("x", [1, 1], "float32")
+        s = static.data("s", [2], "int64")
+        x.stop_gradient = False
+        e = oar.expand(x, s)
+        gx, = static.gradients([oar.mean(e * e)], [x])
+        return e, gx
+
+    main, outs = _build(build)
+    x = np.array([[1.5]], "float32")
+    for shape in ([3, 4], [5, 1]):
+        e, gx = _run(main, {"x": x, "s": np.array(shape)}, outs)
+        assert e.shape == tuple(shape)
+        np.testing.assert_allclose(gx, 2 * x, rtol=1e-6)  # d/dx mean(x^2 everywhere)
+
+
 def test_arange_and_linspace_with_variable_bounds(static_mode):
     def build():
         a = static.data("a", [1], "int64")

@@ -641,17 +641,20 @@ Tensor run_view_op(const OpDef& view, const Tensor& x, const Attrs& a) {
 namespace oar::ir {
 namespace {
 
-// A double derived from one sentinel: k * p or 1 / (k * p); the sentinel's index, or -1.
+// Whether x is k * p for an integer k >= 1, to the precision of values derived from the sentinels.
+bool near_multiple(double x, double p) {
+  if (x < p / 2.0 || x > 9.0e15) return false;
+  const double k = std::round(x / p);
+  // Values derived from the sentinel are exact to a few ulps. A looser window took round constants for
+  // extents: 1e-12 (normalize's epsilon) is 1 / (999997 * kUnknownDim + 9).
+  return k >= 1 && std::fabs(x - k * p) <= 1e-12 * x;
+}
+
+// A double derived from the sentinels: k * p or 1 / (k * p) (k may hold other sentinels); the index of
+// the first sentinel found, or -1.
 int sentinel_of(double v) {
   if (v == 0 || !std::isfinite(v)) return -1;
   const double a = std::fabs(v), r = 1.0 / a;
-  auto near_multiple = [](double x, double p) {
-    if (x < p / 2.0 || x > 9.0e15) return false;
-    const double k = std::round(x / p);
-    // Values derived from the sentinel are exact to a few ulps. A looser window took round constants for
-    // extents: 1e-12 (normalize's epsilon) is 1 / (999997 * kUnknownDim + 9).
-    return k >= 1 && std::fabs(x - k * p) <= 1e-12 * x;
-  };
   for (int i = 0; i < kNumUnknownDims; ++i) {
     const auto p = static_cast<double>(kUnknownDims[i]);
     if (near_multiple(a, p) || near_multiple(r, p)) return i;
@@ -679,13 +682,24 @@ int64_t extent_of(const OpRunContext& c, int i) {
   return e;
 }
 
+// v = +-(k * product of sentinels) or its reciprocal (a mean's 1 / numel): each sentinel replaced by its
+// value in this run, k rounded to the integer it stands for.
 double substitute(double v, const OpRunContext& c) {
-  const int i = sentinel_of(v);
-  if (i < 0) return v;
-  const auto p = static_cast<double>(kUnknownDims[i]), e = static_cast<double>(extent_of(c, i));
-  const double a = std::fabs(v), s = v < 0 ? -1.0 : 1.0;
-  if (a >= p / 2.0) return s * std::round(a / p) * e;
-  return s / (std::round((1.0 / a) / p) * e);
+  if (sentinel_of(v) < 0) return v;
+  const double s = v < 0 ? -1.0 : 1.0;
+  double a = std::fabs(v);
+  const bool reciprocal = a < 1.0;
+  if (reciprocal) a = 1.0 / a;
+  double values = 1.0;
+  for (int i = 0; i < kNumUnknownDims; ++i) {
+    const auto p = static_cast<double>(kUnknownDims[i]);
+    while (near_multiple(a, p)) {
+      a /= p;
+      values *= static_cast<double>(extent_of(c, i));
+    }
+  }
+  const double out = std::round(a) * values;
+  return s * (reciprocal ? 1.0 / out : out);
 }
 
 // v = rest * product of sentinels: each sentinel replaced by its value in this run.
