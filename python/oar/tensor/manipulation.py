@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from .creation import _shape_list, to_tensor
+from .creation import _may_hold_var, _shape_list, to_tensor
 
 __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to",
            "stack", "unstack", "unbind", "split", "chunk", "tile", "repeat_interleave", "flip", "roll", "rot90",
@@ -62,12 +62,6 @@ def reshape(x, shape, name=None):
             dims = var_attrs.sentinel(built)
             return var_attrs.view(x, "reshape", {"shape": dims}, dims, {"shape": var})
     return _C._reshape(x, _shape_list(shape))
-
-
-def _may_hold_var(shape):
-    """Cheap test before the run-time attribute path: a Tensor, or a list/tuple holding one."""
-    return isinstance(shape, Tensor) or (isinstance(shape, (list, tuple)) and
-                                         builtins.any(isinstance(d, Tensor) for d in shape))
 
 
 def _expand_var(x, shape, op):
