@@ -286,7 +286,8 @@ def linspace(start, stop, num, dtype=None, name=None):
             raise TypeError("linspace: num must be an int, got {!r}".format(num))
         if isinstance(num, Tensor) and num.dtype not in (_C.int32, _C.int64):
             raise TypeError("linspace: num must be an int32/int64 tensor, got {}".format(num.dtype))
-        bounds = {k: var_attrs.scalar_var(v, "linspace", k) for k, v in (("start", start), ("stop", stop), ("num", num))}
+        bounds = {k: var_attrs.scalar_var(v, "linspace", k)
+                  for k, v in (("start", start), ("stop", stop), ("num", num))}
         out = _linspace(0.0, 1.0, _C._new_unknown_dim(), _dtype_or_default(dtype))
         return var_attrs.bind(out, **bounds)
     start, stop, num = _number(start, "linspace: start"), _number(stop, "linspace: stop"), _number(num, "linspace: num")
