@@ -8,6 +8,7 @@
 #include <oar/core/op.h>
 #include <oar/ir/op_version.h>
 #include <oar/ir/paddle_export.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cmath>
@@ -1243,7 +1244,11 @@ Program export_paddle_dialect(const Program& native, ExportReport* report) {
       c.def = OpRegistry::get().find(c.name);
       auto it = rules().find(c.name);
       bool ok = false;
-      if (it == rules().end()) {
+      bool var_attrs = false;  // run-time attributes (static_graph.h): the rules read attributes only
+      for (auto& [slot, args] : op.inputs) var_attrs |= !slot.empty() && slot[0] == kVarAttrPrefix;
+      if (var_attrs) {
+        c.why = "an attribute comes from a variable at run time";
+      } else if (it == rules().end()) {
         c.why = "no Paddle equivalent";
       } else {
         ok = it->second.fn(c, it->second.arg);

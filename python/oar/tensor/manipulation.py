@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from .creation import _shape_list, to_tensor
+from .creation import _may_hold_var, _shape_list, to_tensor
 
 __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to",
            "stack", "unstack", "unbind", "split", "chunk", "tile", "repeat_interleave", "flip", "roll", "rot90",
@@ -53,8 +53,34 @@ def _axes(axis, what):
 
 def reshape(x, shape, name=None):
     """x with a new shape: -1 infers one dimension, 0 keeps the input's dimension. A view when the
-    strides allow it, otherwise a copy."""
+    strides allow it, otherwise a copy. `shape` may be (or hold) a program variable (decision 96)."""
+    if _may_hold_var(shape):
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            built, var = var_attrs.shape_var(shape, "reshape")
+            built = [x.shape[i] if d == 0 and i < x.ndim else d for i, d in enumerate(built)]
+            dims = var_attrs.sentinel(built)
+            return var_attrs.view(x, "reshape", {"shape": dims}, dims, {"shape": var})
     return _C._reshape(x, _shape_list(shape))
+
+
+def _expand_var(x, shape, op):
+    """x broadcast to a shape that is (or holds) a program variable, read when the program runs."""
+    from ..static import var_attrs
+    built, var = var_attrs.shape_var(shape, op)
+    lead = len(built) - x.ndim
+    if lead < 0:
+        raise ValueError("{}: the target shape has {} dims, fewer than x's {}".format(op, len(built), x.ndim))
+    # build time: an extent of x other than 1 is kept (the only size it may have; -1 there: x's own
+    # unknown extent), and a 1 may grow to an extent known when the program runs
+    dims = []
+    for i, d in enumerate(built):
+        j = i - lead
+        if j >= 0 and d == -1 and x.shape[j] != 1:
+            dims.append(x.shape[j])
+        else:
+            dims.append(var_attrs.sentinel([d])[0])
+    return var_attrs.view(x, "expand", {"shape": dims}, dims, {"shape": var})
 
 
 def transpose(x, perm, name=None):
@@ -102,11 +128,20 @@ def flatten(x, start_axis=0, stop_axis=-1, name=None):
 
 
 def expand(x, shape, name=None):
-    """A broadcast view of x with `shape` (-1 keeps a dimension)."""
+    """A broadcast view of x with `shape` (-1 keeps a dimension); `shape` may be (or hold) a program
+    variable (decision 96)."""
+    if _may_hold_var(shape) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            return _expand_var(x, shape, "expand")
     return _C._expand(x, _shape_list(shape))
 
 
 def broadcast_to(x, shape, name=None):
+    if _may_hold_var(shape) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            return _expand_var(x, shape, "broadcast_to")
     return _C._expand(x, _shape_list(shape))
 
 
@@ -240,6 +275,8 @@ def repeat_interleave(x, repeats, axis=None, name=None):
         axis = 0
     a = _axis(axis, x.ndim, "repeat_interleave")
     n = x.shape[a]
+    if isinstance(repeats, Tensor) and _C._is_symbolic(repeats):
+        return _repeat_interleave_var(x, repeats, a, n)
     if isinstance(repeats, (Tensor, np.ndarray)):
         repeats = repeats.tolist()
     reps = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats] * n
@@ -258,6 +295,27 @@ def repeat_interleave(x, repeats, axis=None, name=None):
     _C._check_size("repeat_interleave", [total], _C.int64, "cpu")  # the index built below
     index = np.repeat(np.arange(n, dtype=np.int64), np.asarray(reps, dtype=np.int64))
     return _index_select(x, _const(index, x.place), a)
+
+
+def _repeat_interleave_var(x, repeats, a, n):
+    """repeat_interleave with a program variable as repeats: the output length is read when the program
+    runs (decision 96). Element p of the output is element #{i : cumsum(repeats)[i] <= p} of x."""
+    from .creation import arange
+    if repeats.dtype not in (_C.int32, _C.int64) or repeats.ndim > 1:
+        raise TypeError("repeat_interleave: repeats must be an int32/int64 variable of at most 1 dimension, got "
+                        "'{}' ({}, shape {})".format(repeats.name, repeats.dtype, repeats.shape))
+    if n < 0:
+        raise ValueError("repeat_interleave: with a variable as repeats, x.shape[axis] must be known")
+    reps = _cast(_C._reshape(repeats, [-1]), _C.int64)
+    if repeats.size == 1:  # one count for every element
+        reps = reps + _fill([n], 0.0, _C.int64)
+    from .math import cumsum
+    ends = cumsum(reps, axis=0)
+    total = _C._reshape(_C._slice(ends, 0, n - 1, n, 1), []) if n else _fill([], 0.0, _C.int64)
+    pos = _C._reshape(arange(0, total, 1, dtype="int64"), [-1, 1])
+    from .math import sum as _sum
+    index = _sum(_cast(_C._reshape(ends, [1, n]) <= pos, _C.int64), axis=1)
+    return _index_select(x, index, a)
 
 
 def flip(x, axis, name=None):
@@ -433,7 +491,13 @@ def _clamp_range(n, start, end):
 
 
 def slice(input, axes, starts, ends):
-    """paddle.slice: input[starts[i]:ends[i]] along each axes[i] (bounds clamped, negatives from the end)."""
+    """paddle.slice: input[starts[i]:ends[i]] along each axes[i] (bounds clamped, negatives from the end).
+    starts/ends may be (or hold) program variables, read when the program runs (decision 96; such a
+    slice has no gradient)."""
+    if (_may_hold_var(starts) or _may_hold_var(ends)) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(starts) or var_attrs.has_var(ends):
+            return _slice_var(input, _int_list(axes), starts, ends)
     axes, starts, ends = _int_list(axes), _int_list(starts), _int_list(ends)
     if not (len(axes) == len(starts) == len(ends)):
         raise ValueError("slice: axes, starts and ends must have the same length, got {}, {}, {}".format(axes, starts,
@@ -443,6 +507,32 @@ def slice(input, axes, starts, ends):
         a = _axis(a, input.ndim, "slice")
         s, e = _clamp_range(input.shape[a], s, e)
         t = _C._slice(t, a, s, builtins.max(s, e), 1)
+    return t
+
+
+def _slice_var(x, axes, starts, ends):
+    from ..static import var_attrs
+
+    def bounds(v, what):
+        if var_attrs.is_var(v):
+            if v.ndim != 1 or v.shape[0] != len(axes):
+                raise ValueError("slice: {} must have one value per axis ({}), got the variable '{}' of shape {}"
+                                 .format(what, len(axes), v.name, list(v.shape)))
+            return [_C._slice(v, 0, i, i + 1, 1) for i in range(len(axes))]
+        if not isinstance(v, (list, tuple)) or len(v) != len(axes):
+            raise ValueError("slice: {} must have one value per axis ({}), got {!r}".format(what, len(axes), v))
+        return [d if var_attrs.is_var(d) else builtins.int(d.item() if isinstance(d, Tensor) else d) for d in v]
+
+    t = x
+    for a, s, e in zip(axes, bounds(starts, "starts"), bounds(ends, "ends")):
+        a = _axis(a, x.ndim, "slice")
+        vars = {k: var_attrs.scalar_var(v, "slice", k, _C.int64) for k, v in (("start", s), ("end", e))
+                if var_attrs.is_var(v)}
+        fixed_s = 0 if var_attrs.is_var(s) else s
+        fixed_e = 0 if var_attrs.is_var(e) else e
+        shape = [-1] * t.ndim  # x's extents, but for a new one along a
+        shape[a] = _C._new_unknown_dim()
+        t = var_attrs.view(t, "slice", {"axis": a, "start": fixed_s, "end": fixed_e, "step": 1}, shape, vars)
     return t
 
 
