@@ -6,14 +6,22 @@ import oar
 
 
 class ShapeUser(oar.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.seen = []  # what x.shape was while tracing
+
     def forward(self, x):
         s = x.shape
-        assert isinstance(s, list) and s[1:] == [5, 4]  # known extents stay ints
-        assert isinstance(s[0], oar.Tensor)  # the unknown batch: a tensor, its value when the program runs
+        self.seen.append(s)
         return oar.full([s[0], s[2]], 2.0) + x.sum(axis=1)
 
 
-def test_shape_in_to_static_is_a_list_with_tensors_for_unknown_extents():
+def test_shape_in_to_static_is_a_list_with_tensors_for_unknown_extents(tmp_path):
+    m = ShapeUser()
+    oar.jit.save(m, str(tmp_path / "m"), input_spec=[oar.static.InputSpec([None, 5, 4], "float32")])
+    (s,) = m.seen  # traced once, with the spec's unknown batch
+    assert isinstance(s, list) and s[1:] == [5, 4]  # known extents stay ints
+    assert isinstance(s[0], oar.Tensor) and s[0].shape == []  # the batch: measured when the program runs
     f = oar.jit.to_static(ShapeUser(), input_spec=[oar.static.InputSpec([None, 5, 4], "float32")])
     for batch in (2, 3):
         x = np.random.RandomState(batch).rand(batch, 5, 4).astype("float32")
