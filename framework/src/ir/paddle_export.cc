@@ -313,6 +313,10 @@ bool rule_fill(Ctx& c, const char*) {
   DType d;
   native_dtype(c, &d);
   if (is_complex(d)) return c.decline("fill_constant cannot fill a complex dtype");
+  // An extent known only when the program runs (zeros_like of a batch, oar.shape's count): Paddle's
+  // fill_constant would read the recording sentinel as a size; the native op substitutes it per run.
+  for (int64_t e : c.ints("shape"))
+    if (is_unknown_extent(e)) return c.decline("the shape holds an extent known only when the program runs");
   double v = c.f("value");
   float fv =
       std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max() ? 0.0f : static_cast<float>(v);
