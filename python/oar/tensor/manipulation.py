@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
+from ..framework.errors import invalid_argument
 from .creation import _shape_list, to_tensor
 
 __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to",
@@ -185,6 +186,8 @@ def unstack(x, axis=0, num=None):
 def split(x, num_or_sections, axis=0, name=None):
     """Splits x along axis into `num_or_sections` equal parts (an int) or parts of the listed sizes
     (one of them may be -1). The parts are views."""
+    if isinstance(axis, numbers.Real) and not isinstance(axis, numbers.Integral):
+        raise invalid_argument("split: axis must be an int, got {!r}".format(axis))  # as Paddle: not TypeError
     a = _axis(axis, x.ndim, "split")
     n = x.shape[a]
     if isinstance(num_or_sections, numbers.Integral):
@@ -200,7 +203,7 @@ def split(x, num_or_sections, axis=0, name=None):
         if unknown:
             sizes[unknown[0]] = n - (builtins.sum(sizes) + 1)
         if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
-            raise ValueError("split: sections {} do not add up to x.shape[{}] ({})".format(
+            raise invalid_argument("split: sections {} do not add up to x.shape[{}] ({})".format(
                 list(num_or_sections), a, n))
     out, start = [], 0
     for s in sizes:
@@ -264,6 +267,8 @@ def flip(x, axis, name=None):
     """x reversed along the given axes (a copy)."""
     t = x
     for a in _int_list(axis):
+        if not -builtins.max(x.ndim, 1) <= a < builtins.max(x.ndim, 1):  # Paddle: ValueError, not IndexError
+            raise invalid_argument("flip: axis {} is out of range for a tensor of rank {}".format(a, x.ndim))
         t = _C._slice(t, _axis(a, x.ndim, "flip"), sys.maxsize, -sys.maxsize - 1, -1)
     return _copy(t)
 
