@@ -64,3 +64,21 @@ def test_trace_with_reversed_axes():
     expect = np.zeros([2, 3, 2], np.float32)
     expect[:, 1, 0] = expect[:, 2, 1] = 1  # the elements x[:, i + 1, i]
     np.testing.assert_array_equal(x.grad.numpy(), expect)
+
+
+# ---- small API names PaddleTest's paddlebase files use -----------------------------------------------------
+
+def test_rank_and_use_pir_api():
+    r = oar.rank(oar.ones([2, 3, 4]))
+    assert r.dtype == oar.int32 and r.shape == [] and int(r) == 3
+    assert int(oar.rank(oar.to_tensor(1.5))) == 0
+    with pytest.raises(TypeError, match="rank: input must be a Tensor"):
+        oar.rank(np.ones([2]))
+    assert oar.framework.use_pir_api() is False  # Paddle 2.6.2's answer
+
+
+def test_mv_rank_errors_are_invalid_argument():
+    with pytest.raises(ValueError, match=r"^\(InvalidArgument\) mv: x must be 2-D and vec 1-D, got shapes \[3, 2, 3\]"):
+        oar.mv(oar.ones([3, 2, 3]), oar.zeros([3]))
+    np.testing.assert_allclose(oar.mv(oar.to_tensor([[2.0, 1, 3], [3, 0, 1]]), oar.to_tensor([3.0, 5, 1])).numpy(),
+                               [14.0, 10.0])

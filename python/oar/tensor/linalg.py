@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
+from ..framework.errors import invalid_argument
 from . import manipulation as _mp
 from . import math as _m
 
@@ -101,7 +102,7 @@ def mm(input, mat2, name=None):
 
 def mv(x, vec, name=None):
     if x.ndim != 2 or vec.ndim != 1:
-        raise ValueError("mv: x must be 2-D and vec 1-D, got shapes {} and {}".format(x.shape, vec.shape))
+        raise invalid_argument("mv: x must be 2-D and vec 1-D, got shapes {} and {}".format(x.shape, vec.shape))
     return _matmul(x, vec, False, False)
 
 
