@@ -82,3 +82,13 @@ def test_mv_rank_errors_are_invalid_argument():
         oar.mv(oar.ones([3, 2, 3]), oar.zeros([3]))
     np.testing.assert_allclose(oar.mv(oar.to_tensor([[2.0, 1, 3], [3, 0, 1]]), oar.to_tensor([3.0, 5, 1])).numpy(),
                                [14.0, 10.0])
+
+
+def test_tolist_and_trunc_input_keyword():
+    x = oar.to_tensor([[0.0, 1.5], [-2.5, 3.0]])
+    assert oar.tolist(x) == [[0.0, 1.5], [-2.5, 3.0]] == x.tolist()
+    with pytest.raises(TypeError, match="tolist: x must be a Tensor"):
+        oar.tolist([1, 2])
+    # Paddle 2.6.2: trunc(input, name=None)
+    np.testing.assert_array_equal(oar.trunc(input=x).numpy(), np.trunc(x.numpy()))
+    np.testing.assert_array_equal(x.trunc().numpy(), np.trunc(x.numpy()))

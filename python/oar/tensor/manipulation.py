@@ -16,7 +16,7 @@ __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "fl
            "stack", "unstack", "unbind", "split", "chunk", "tile", "repeat_interleave", "flip", "roll", "rot90",
            "pad", "tril", "triu", "diag", "diagonal", "slice", "strided_slice", "moveaxis", "expand_as",
            "broadcast_tensors", "gather", "gather_nd", "scatter", "scatter_nd_add", "scatter_nd",
-           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put"]
+           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put", "tolist"]
 
 _cast = _C.Op("cast", "dtype")
 _concat = _C.Op("concat", "axis")
@@ -666,3 +666,10 @@ def index_put(x, indices, value, accumulate=False, name=None):
                               _fill(target, 1.0, _C.int64, place=x.place))
         x = _where(hit > 0, _scalar(0, x.dtype, x.place), x)
     return _scatter_nd_add(x, index, value)
+
+
+def tolist(x):
+    """x's values as nested Python lists (paddle.tolist; the same as x.tolist())."""
+    if not isinstance(x, Tensor):
+        raise TypeError("tolist: x must be a Tensor, got {}".format(type(x).__name__))
+    return x.tolist()

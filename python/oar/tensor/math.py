@@ -186,7 +186,12 @@ acosh = _unary("acosh")
 atanh = _unary("atanh")
 log2 = _unary("log2", int_to_float32=True)
 log10 = _unary("log10", int_to_float32=True)
-trunc = _unary("trunc", "Rounds toward zero; integer inputs are returned unchanged.")
+_trunc = _unary("trunc")
+
+
+def trunc(input, name=None):
+    """Rounds toward zero; integer inputs are returned unchanged. Paddle names the argument `input`."""
+    return _trunc(input)
 lgamma = _unary("lgamma", "log|Gamma(x)|, elementwise.")
 digamma = _unary("digamma", "The logarithmic derivative of Gamma (its gradient is polygamma(x, 1)).")
 _polygamma = _C.Op("polygamma", "n")
