@@ -351,6 +351,10 @@ void infer_softmax(InferContext& c) {
 
 }  // namespace
 
+// ops_vision.cc: RoI pooling, deformable im2col, nms, ctc_loss (declared here, its only caller)
+void register_vision_ops(OpRegistry& r);
+void register_vision_grads(OpRegistry& r);
+
 void register_builtin_ops(OpRegistry& r) {
   // Each family's ops, then their gradient rules (OpDef::grad), from the same file (op_util.h).
   register_foundation_ops(r);
@@ -365,6 +369,13 @@ void register_builtin_ops(OpRegistry& r) {
   register_nn_grads(r);
   register_linalg_ops(r);
   register_linalg_grads(r);
+  register_scan_ops(r);
+  register_scan_grads(r);
+  register_random_ops(r);  // draws without gradients (ops_random.cc)
+  register_fft_ops(r);
+  register_fft_grads(r);
+  register_vision_ops(r);
+  register_vision_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
 }
 

@@ -93,7 +93,7 @@ def main():
         return 0
     with open(DOC, "w") as f:
         f.write(text)
-    print(text.splitlines()[6])
+    print(text.splitlines()[4])
     return 0
 
 
