@@ -1,11 +1,11 @@
-"""Attributes of a tensor as Paddle returns them (paddle/tensor/attribute.py): shape, rank, numel, is_complex,
+"""Attributes of a tensor as Paddle returns them (paddle/tensor/attribute.py): shape, numel, is_complex,
 broadcast_shape, and the Tensor method element_size."""
 import numpy as np
 
 from .. import _C
 from .._C import Tensor
 
-__all__ = ["shape", "rank", "numel", "is_complex", "broadcast_shape"]
+__all__ = ["shape", "numel", "is_complex", "broadcast_shape"]
 
 _fill = _C.Op("fill", "shape", "value", "dtype")
 _sum = _C.Op("sum", "axis", "keepdim")
@@ -29,13 +29,6 @@ def shape(input):
     parts = [_C._reshape(_C.Op("cast", "dtype")(_run_extent(), _C.int32), [1]) if e == -1
              else _fill([1], float(e), _C.int32) for e in dims]
     return _concat(parts, 0)
-
-
-def rank(input):
-    """The number of dimensions of input, as a 0-d int32 tensor (Paddle's)."""
-    if not isinstance(input, Tensor):
-        raise TypeError("rank: input must be a Tensor, got {}".format(type(input).__name__))
-    return _fill([], float(input.ndim), _C.int32, place=input.place)
 
 
 def numel(x, name=None):
