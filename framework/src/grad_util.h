@@ -25,5 +25,10 @@ inline Tensor expand_reduced(const GradContext& c, const Tensor& g) {
   for (int64_t a : c.attrs.get_ints("axis")) kept[static_cast<int32_t>(a)] = 1;
   return g.reshape(kept).expand(in);
 }
+// The gradient of a piecewise-constant op (floor, ceil, round, trunc, sign; decision 97): zeros, as
+// Paddle gives, rather than no gradient.
+inline std::vector<Tensor> zero_grad(const GradContext& c) {
+  return {ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place())};
+}
 
 }  // namespace oar::gradutil

@@ -393,8 +393,8 @@ void register_builtin_ops(OpRegistry& r) {
 // where, softmax (docs/ops.md).
 void register_foundation_ops(OpRegistry& r) {
   for (const char* n : {"add", "subtract", "multiply", "divide"}) def(r, n, {"x", "y"}, {}, infer_binary);
-  // differentiable = false: no gradient by nature (piecewise constant, or bool/integer results), so the
-  // outputs are constants (OpDef::differentiable).
+  // differentiable = false: no gradient by nature (bool/integer results, or floor_divide, which Paddle
+  // also leaves constant), so the outputs are constants (OpDef::differentiable).
   for (const char* n : {"floor_divide", "remainder", "maximum", "minimum", "pow"})
     def(r, n, {"x", "y"}, {}, infer_binary_real).differentiable = std::string(n) != "floor_divide";
   for (const char* n : {"equal", "not_equal"})
@@ -403,13 +403,11 @@ void register_foundation_ops(OpRegistry& r) {
                         "logical_or", "logical_xor"})
     def(r, n, {"x", "y"}, {}, infer_compare_real).differentiable = false;
 
-  for (const char* n : {"neg", "abs", "square", "sign", "relu"})
-    def(r, n, {"x"}, {}, infer_unary_real).differentiable = std::string(n) != "sign";
+  // sign and the rounding ops are piecewise constant: their gradient is zeros, as Paddle's (decision 97).
+  for (const char* n : {"neg", "abs", "square", "sign", "relu"}) def(r, n, {"x"}, {}, infer_unary_real);
   for (const char* n : {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-                        "floor", "ceil", "round", "reciprocal", "erf"}) {
-    const std::string s = n;
-    def(r, n, {"x"}, {}, infer_unary_float).differentiable = s != "floor" && s != "ceil" && s != "round";
-  }
+                        "floor", "ceil", "round", "reciprocal", "erf"})
+    def(r, n, {"x"}, {}, infer_unary_float);
   def(r, "logical_not", {"x"}, {}, infer_unary_bool).differentiable = false;
   for (const char* n : {"isnan", "isinf", "isfinite"})
     def(r, n, {"x"}, {}, infer_float_predicate).differentiable = false;
@@ -688,6 +686,7 @@ void register_foundation_grads(OpRegistry& r) {
   set("sin", sin_grad, kX, kNoOut);
   set("cos", cos_grad, kX, kNoOut);
   set("erf", erf_grad, kX, kNoOut);
+  for (const char* n : {"floor", "ceil", "round", "sign"}) set(n, zero_grad, kNone, kNoOut);
   set("sum", sum_grad, kNone, kNoOut);
   set("mean", mean_grad, kNone, kNoOut);
   set("max", extreme_grad, kX, kOut);

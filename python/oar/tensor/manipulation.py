@@ -9,13 +9,14 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
+from ..framework.errors import invalid_argument
 from .creation import _may_hold_var, _shape_list, to_tensor
 
 __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to",
            "stack", "unstack", "unbind", "split", "chunk", "tile", "repeat_interleave", "flip", "roll", "rot90",
            "pad", "tril", "triu", "diag", "diagonal", "slice", "strided_slice", "moveaxis", "expand_as",
            "broadcast_tensors", "gather", "gather_nd", "scatter", "scatter_nd_add", "scatter_nd",
-           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put"]
+           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put", "tolist"]
 
 _cast = _C.Op("cast", "dtype")
 _concat = _C.Op("concat", "axis")
@@ -220,6 +221,8 @@ def unstack(x, axis=0, num=None):
 def split(x, num_or_sections, axis=0, name=None):
     """Splits x along axis into `num_or_sections` equal parts (an int) or parts of the listed sizes
     (one of them may be -1). The parts are views."""
+    if isinstance(axis, numbers.Real) and not isinstance(axis, numbers.Integral):
+        raise invalid_argument("split: axis must be an int, got {!r}".format(axis))  # as Paddle: not TypeError
     a = _axis(axis, x.ndim, "split")
     n = x.shape[a]
     if isinstance(num_or_sections, numbers.Integral):
@@ -235,7 +238,7 @@ def split(x, num_or_sections, axis=0, name=None):
         if unknown:
             sizes[unknown[0]] = n - (builtins.sum(sizes) + 1)
         if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
-            raise ValueError("split: sections {} do not add up to x.shape[{}] ({})".format(
+            raise invalid_argument("split: sections {} do not add up to x.shape[{}] ({})".format(
                 list(num_or_sections), a, n))
     out, start = [], 0
     for s in sizes:
@@ -322,6 +325,8 @@ def flip(x, axis, name=None):
     """x reversed along the given axes (a copy)."""
     t = x
     for a in _int_list(axis):
+        if not -builtins.max(x.ndim, 1) <= a < builtins.max(x.ndim, 1):  # Paddle: ValueError, not IndexError
+            raise invalid_argument("flip: axis {} is out of range for a tensor of rank {}".format(a, x.ndim))
         t = _C._slice(t, _axis(a, x.ndim, "flip"), sys.maxsize, -sys.maxsize - 1, -1)
     return _copy(t)
 
@@ -751,3 +756,10 @@ def index_put(x, indices, value, accumulate=False, name=None):
                               _fill(target, 1.0, _C.int64, place=x.place))
         x = _where(hit > 0, _scalar(0, x.dtype, x.place), x)
     return _scatter_nd_add(x, index, value)
+
+
+def tolist(x):
+    """x's values as nested Python lists (paddle.tolist; the same as x.tolist())."""
+    if not isinstance(x, Tensor):
+        raise TypeError("tolist: x must be a Tensor, got {}".format(type(x).__name__))
+    return x.tolist()

@@ -338,7 +338,8 @@ Tensor.__array_ufunc__ = None
 
 # The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ... Every public function of
 # these modules becomes a method (Paddle's Tensor has them all), except those listed in _NOT_METHODS.
-_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape", "assign", "where_"}
+# tolist: its own method above
+_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape", "assign", "where_", "tolist"}
 _METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS]
             for mod in (attribute, math, logic, manipulation, search, linalg, extra)}
 for _mod, _names in _METHODS.items():
