@@ -22,7 +22,7 @@ PyObject* exception_for(oar::ErrorCode code) {
 }
 
 // The error class word Paddle puts before its messages ("(InvalidArgument) ..."); scripts and Paddle's
-// own tests look for it in str(e), so the message starts with it (decision 211).
+// own tests look for it in str(e), so the message starts with it (decision 98).
 const char* paddle_error_class(oar::ErrorCode code) {
   switch (code) {
     case oar::ErrorCode::kType: return "InvalidType";
@@ -43,7 +43,7 @@ PyTypeObject* g_dtype_type = nullptr;
 bool parse_dtype_name(std::string name, oar::DType* out) {
   for (const char* prefix : {"oar.", "paddle.", "torch.", "numpy.", "np."})
     if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
-  // Paddle's name for bfloat16 in its Python API (its bfloat16 arrays are numpy uint16), decision 211.
+  // Paddle's name for bfloat16 in its Python API (its bfloat16 arrays are numpy uint16), decision 98.
   if (name == "uint16") {
     *out = oar::DType::kBFloat16;
     return true;

@@ -243,7 +243,7 @@ def test_non_differentiable_ops_stay_constants(device):
 
 def test_rounding_and_sign_have_zero_gradients(device):
     """As Paddle 2.6.2: floor/ceil/round/trunc/sign results are differentiable (stop_gradient False) with
-    zero gradients (decision 210), so `paddle.floor(x).sum().backward()` works and leaves x.grad zeros."""
+    zero gradients (decision 97), so `paddle.floor(x).sum().backward()` works and leaves x.grad zeros."""
     a = np.array([0.4, -1.6, 2.5])
     for op in [paddle.floor, paddle.ceil, paddle.round, paddle.trunc, paddle.sign]:
         x = leaf(a, device)
