@@ -7,7 +7,7 @@ import pytest
 import oar
 
 
-# ---- Paddle's error class word: "(InvalidArgument) ..." before oar's own message (decision 211) ------------
+# ---- Paddle's error class word: "(InvalidArgument) ..." before oar's own message (decision 98) ------------
 
 def test_core_errors_carry_paddles_class_word():
     x = oar.to_tensor(np.arange(4.0).reshape(2, 2))
@@ -39,7 +39,7 @@ def test_python_checks_carry_the_class_word_where_paddle_checks_in_cpp():
         oar.histogram(x, bins=-4, max=-1)
 
 
-# ---- 'uint16' is Paddle's Python name for bfloat16 (decision 211) ----------------------------------------
+# ---- 'uint16' is Paddle's Python name for bfloat16 (decision 98) ----------------------------------------
 
 def test_uint16_names_bfloat16():
     a = oar.to_tensor([1.0, 2.5], dtype="uint16")

@@ -232,7 +232,7 @@ TEST(Autograd, OpWithoutRuleRaisesWhenDifferentiated) {
               std::string::npos)
         << e.what();
   }
-  // Piecewise constant: floor, round and sign carry zero gradients, as in Paddle (decision 210);
+  // Piecewise constant: floor, round and sign carry zero gradients, as in Paddle (decision 97);
   // floor_divide stays a constant. The rest of the loss differentiates as before.
   for (const char* op : {"floor", "round", "sign"}) EXPECT_TRUE(ag::requires_grad(ops::unary(op, x))) << op;
   EXPECT_FALSE(ag::requires_grad(ops::floor_divide(x, x)));
