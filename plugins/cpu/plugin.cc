@@ -19,7 +19,8 @@
 
 namespace oar_cpu {
 
-void register_amp_kernels(Registry& r);  // amp.cc: loss scaling for GradScaler
+void register_amp_kernels(Registry& r);      // amp.cc: loss scaling for GradScaler
+void register_complex_kernels(Registry& r);  // complex.cc
 
 namespace {
 // Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its
@@ -405,6 +406,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_linalg_kernels(r);
     register_optim_kernels(r);
     register_amp_kernels(r);
+    register_complex_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";
