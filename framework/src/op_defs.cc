@@ -726,6 +726,8 @@ void register_foundation_samples(OpRegistry& r) {
     for (OpSample& s : binary(0.5, 2, -2, 2)) v.push_back(only(s, floats()));  // a real base
     for (OpSample& s : binary(-3, 3, 0, 3, false, false))
       v.push_back(only(s, ints()));  // no negative exponent
+    for (OpSample& s : binary(0.5, 2, -2, 2, false, false))  // complex base and exponent, away from 0
+      v.push_back(only(s, {DType::kComplex64, DType::kComplex128}));
     add(r, "pow", v);
   }
   const OpSample ties = S("ties", {integer({4, 5}, -2, 2), integer({4, 5}, -2, 2)});
