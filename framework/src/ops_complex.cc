@@ -120,7 +120,7 @@ void register_complex_ops(OpRegistry& r) {
   def(r, "imag", {"x"}, {}, infer_complex_part);
   def(r, "conj", {"x"}, {}, infer_conj);
   def(r, "angle", {"x"}, {}, infer_angle);
-  def(r, "complex", {"real", "imag"}, {}, infer_complex);
+  def(r, "complex", {"x", "y"}, {}, infer_complex);  // x real parts, y imaginary parts (Paddle's X, Y)
   def(r, "as_complex", {"x"}, {}, infer_as_complex);
   def(r, "as_real", {"x"}, {}, infer_as_real);
 }

@@ -303,7 +303,7 @@ def test_errors_name_the_op_and_the_value():
         oar.as_complex(oar.to_tensor([1.0, 2.0, 3.0]))
     with pytest.raises(TypeError, match="complex"):
         oar.complex(x, oar.to_tensor([1, 2]))
-    with pytest.raises(TypeError, match="complex: real.dtype int64 is not supported"):
+    with pytest.raises(TypeError, match="complex: x.dtype int64 is not supported"):
         oar.complex(oar.to_tensor([1, 2]), oar.to_tensor([1, 2]))
     with pytest.raises(TypeError, match="real: x must be a Tensor"):
         oar.real([1, 2])
