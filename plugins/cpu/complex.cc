@@ -7,9 +7,6 @@
 namespace oar_cpu {
 namespace {
 
-using oar::sdk::complex128;
-using oar::sdk::complex64;
-
 template <class T>
 struct ComplexType : std::bool_constant<is_complex_v<T>> {};
 template <class T>
@@ -36,7 +33,7 @@ C cmul(C a, C b) {
   };
 OAR_CPU_COMPLEX_OP(Real, "real", R, v.real())
 OAR_CPU_COMPLEX_OP(Imag, "imag", R, v.imag())
-OAR_CPU_COMPLEX_OP(AsAbs, "abs", R, std::hypot(v.real(), v.imag()))
+OAR_CPU_COMPLEX_OP(CAbs, "abs", R, std::hypot(v.real(), v.imag()))
 OAR_CPU_COMPLEX_OP(CNeg, "neg", T, T(-v.real(), -v.imag()))
 OAR_CPU_COMPLEX_OP(CExp, "exp", T, std::exp(v))
 OAR_CPU_COMPLEX_OP(CLog, "log", T, std::log(v))
@@ -147,7 +144,7 @@ void register_complex_kernels(Registry& r) {
   r.add("complex", f32_64, &binary_kernel<Complex>, kStrided);
   r.add("as_complex", f32_64, &reinterpret_kernel);
   r.add("as_real", cx, &reinterpret_kernel);
-  r.add("abs", cx, &unary_kernel<AsAbs>, kStrided);
+  r.add("abs", cx, &unary_kernel<CAbs>, kStrided);
   r.add("neg", cx, &unary_kernel<CNeg>, kStrided);
   r.add("sign", cx, &unary_kernel<CSign>, kStrided);
   r.add("exp", cx, &unary_kernel<CExp>, kStrided);
