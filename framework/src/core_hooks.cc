@@ -3,6 +3,7 @@
 #include <oar/core/amp.h>
 #include <oar/core/autograd.h>
 #include <oar/core/dispatch_hooks.h>
+#include <oar/core/profiler.h>
 #include <oar/ir/static_graph.h>
 
 #include "internal.h"
@@ -13,6 +14,7 @@ void install_core_hooks() {
   autograd::install_hook();
   ir::install_static_graph_hook();
   amp::install_hook();
+  profiler::install_hook();
 }
 
 }  // namespace oar

@@ -10,6 +10,10 @@
 #include "op_util.h"
 
 namespace oar {
+
+void register_sparse_ops(OpRegistry& r);    // ops_sparse.cc: sparse x dense products (oar.sparse)
+void register_sparse_grads(OpRegistry& r);  // ops_sparse.cc
+
 namespace opdef {
 
 const char* op_name(const InferContext& c) { return c.op->name; }
@@ -361,6 +365,10 @@ void infer_softmax(InferContext& c) {
 
 }  // namespace
 
+// ops_vision.cc: RoI pooling, deformable im2col, nms, ctc_loss (declared here, its only caller)
+void register_vision_ops(OpRegistry& r);
+void register_vision_grads(OpRegistry& r);
+
 void register_builtin_ops(OpRegistry& r) {
   // Each family's ops, then their gradient rules (OpDef::grad), from the same file (op_util.h).
   register_foundation_ops(r);
@@ -375,6 +383,15 @@ void register_builtin_ops(OpRegistry& r) {
   register_nn_grads(r);
   register_linalg_ops(r);
   register_linalg_grads(r);
+  register_scan_ops(r);
+  register_scan_grads(r);
+  register_random_ops(r);  // draws without gradients (ops_random.cc)
+  register_fft_ops(r);
+  register_fft_grads(r);
+  register_vision_ops(r);
+  register_vision_grads(r);
+  register_sparse_ops(r);
+  register_sparse_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
   register_complex_ops(r);
   register_complex_grads(r);

@@ -3,7 +3,7 @@
 // One device, "cpu". All memory kinds are ordinary host memory. Kernels and copies are synchronous: they
 // run to completion on the calling thread (with OpenMP inside). Collectives (collectives.cc, Gloo) run on
 // their stream's communication worker; kernels, copies and host functions on a stream first wait for its
-// queued collectives, so every stream stays ordered. The profiler is not provided (NULL table).
+// queued collectives, so every stream stays ordered. The profiler table times kernels and collectives.
 #include <dnnl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -19,26 +20,51 @@
 
 namespace oar_cpu {
 
-void register_amp_kernels(Registry& r);      // amp.cc: loss scaling for GradScaler
-void register_complex_kernels(Registry& r);  // complex.cc
+void register_amp_kernels(Registry& r);         // amp.cc: loss scaling for GradScaler
+void register_random_ext_kernels(Registry& r);  // random_ext.cc: standard_gamma (framework/src/ops_random.cc)
+void register_fft_kernels(Registry& r);         // fft.cc: the FFT ops on FFTW (dlopened)
+void register_scan_kernels(Registry& r);        // scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
+void register_detection_kernels(Registry& r);   // detection.cc: RoI pooling, deformable im2col, nms
+void register_ctc_kernels(Registry& r);         // ctc.cc: CTC loss
+void register_hsigmoid_kernels(Registry& r);    // hsigmoid.cc: hierarchical sigmoid loss
+void register_sparse_kernels(Registry& r);      // sparse.cc: sparse x dense products (oar.sparse)
+void register_complex_kernels(Registry& r);     // complex.cc: real, imag, conj, ... and complex unary kernels
 
 namespace {
+// The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
+oar::sdk::TaskProfiler& profiler() {
+  static auto* p = new oar::sdk::TaskProfiler();  // never destroyed: kernels may run during exit
+  return *p;
+}
+
+// A registered kernel: its op name (for the trace) and body. Kept for the process's lifetime.
+struct NamedKernel {
+  std::string op;
+  oar::sdk::KernelBody body;
+};
+
 // Every cpu kernel's C entry: the collectives queued on its stream finish first (their outputs may be its
-// inputs); a stream without collectives costs one atomic load.
+// inputs); a stream without collectives costs one atomic load, and so does the profiler when off.
 OarError* kernel_entry(OarKernelContext* ctx, void* user_data) {
-  auto body = reinterpret_cast<oar::sdk::KernelBody>(user_data);
+  const auto* k = static_cast<const NamedKernel*>(user_data);
   return oar::sdk::guard([&] {
     oar::sdk::KernelContext c(ctx);
     comm_drain(c.stream());
-    body(c);
+    oar::sdk::TaskProfiler& p = profiler();
+    if (!p.on()) return k->body(c);
+    const uint64_t t0 = oar::sdk::steady_ns();
+    k->body(c);  // a kernel that throws is not recorded
+    p.record(k->op.c_str(), "kernel", t0, oar::sdk::steady_ns(), 0, reinterpret_cast<uintptr_t>(c.stream()));
   });
 }
 }  // namespace
 
 void Registry::add(const char* op, const std::vector<OarDType>& dtypes, oar::sdk::KernelBody body,
                    uint32_t flags) {
+  static auto* kernels = new std::deque<NamedKernel>();  // never destroyed: kernels may run during exit
   try {
-    reg_.add_raw(op, dtypes, &kernel_entry, reinterpret_cast<void*>(body), flags);
+    kernels->push_back({op, body});
+    reg_.add_raw(op, dtypes, &kernel_entry, &kernels->back(), flags);
     ++count_;
   } catch (const oar::sdk::Error& e) {
     oar::sdk::log(OAR_LOG_WARNING, std::string("cpu: kernel for '") + op + "' not registered: " + e.what());
@@ -327,6 +353,21 @@ const OarStreamTable kStreamTable = {sizeof(OarStreamTable), stream_create, stre
 const OarEventTable kEventTable = {sizeof(OarEventTable), event_create, event_destroy,   event_record,
                                    event_synchronize,     event_query,  event_elapsed_ms};
 
+OarError* profiler_start() {
+  return guard([] {
+    profiler().clear();
+    profiler().set(true);
+  });
+}
+OarError* profiler_stop() {
+  return guard([] { profiler().set(false); });
+}
+OarError* profiler_flush() {
+  return guard([] { profiler().flush(); });
+}
+const OarProfilerTable kProfilerTable = {sizeof(OarProfilerTable), profiler_start, profiler_stop,
+                                         profiler_flush};
+
 void shutdown() {
   collectives_shutdown();  // first: a worker blocked on a peer gets out
   std::vector<CpuStream*> streams;
@@ -362,10 +403,9 @@ oar::sdk::WorkerStream* comm_queue(OarStream stream) {
   if (auto* q = s->queue.load(std::memory_order_acquire)) return q;
   std::lock_guard<std::mutex> lk(s->mu);
   if (!s->comm) {
-    static oar::sdk::TaskProfiler profiler;  // never switched on: the cpu plugin has no profiler table
     oar::sdk::WorkerOptions o;
     o.plugin = "cpu";
-    s->comm = std::make_unique<oar::sdk::WorkerStream>(0, reinterpret_cast<uintptr_t>(s), o, &profiler);
+    s->comm = std::make_unique<oar::sdk::WorkerStream>(0, reinterpret_cast<uintptr_t>(s), o, &profiler());
     s->queue.store(s->comm.get(), std::memory_order_release);
     std::lock_guard<std::mutex> g(g_streams_mu);
     comm_streams().insert(s);
@@ -404,8 +444,15 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_conv_kernels(r);
     register_nn_kernels(r);
     register_linalg_kernels(r);
+    register_fft_kernels(r);
+    register_sparse_kernels(r);
     register_optim_kernels(r);
+    register_random_ext_kernels(r);
+    register_scan_kernels(r);
     register_amp_kernels(r);
+    register_detection_kernels(r);
+    register_ctc_kernels(r);
+    register_hsigmoid_kernels(r);
     register_complex_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
@@ -416,6 +463,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     t.stream = &kStreamTable;
     t.event = &kEventTable;
     t.collective = &kCollectiveTable;
-    t.shutdown = &shutdown;  // profiler: not implemented (NULL)
+    t.profiler = &kProfilerTable;
+    t.shutdown = &shutdown;
   });
 }

@@ -318,6 +318,7 @@ void init_static_edit(py::module_& m);  // static_edit.cc: program edits for con
 void init_op_samples(py::module_& m);  // op_samples.cc: the op suite's sample declarations (oar.testing.ops)
 void init_streams(py::module_& m);     // streams.cc: streams, events, the current stream (oar.device)
 void init_amp(py::module_& m);         // amp.cc: auto_cast's configuration (oar.amp)
+void init_profiler(py::module_& m);    // profiler.cc: oar.profiler's recording
 
 }  // namespace oarpy
 
@@ -343,4 +344,5 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_distributed(m);
   oarpy::init_op_samples(m);
   oarpy::init_amp(m);
+  oarpy::init_profiler(m);
 }

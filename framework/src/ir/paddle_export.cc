@@ -387,6 +387,18 @@ bool rule_cumsum(Ctx& c, const char*) {
   return true;
 }
 
+// fft_c2c / fft_r2c / fft_c2r: the same op and attributes, in Paddle's attribute types.
+bool rule_fft(Ctx& c, const char*) {
+  const Attribute* norm = c.op->find_attr("normalization");
+  const std::string* s = norm ? std::get_if<std::string>(norm) : nullptr;
+  if (s == nullptr) c.malformed("attribute normalization must be a string");
+  AttrList attrs = {{"axes", c.ints("axes")}, {"normalization", *s}, {"forward", c.i("forward") != 0}};
+  if (c.name == "fft_r2c") attrs.push_back({"onesided", c.i("onesided") != 0});
+  if (c.name == "fft_c2r") attrs.push_back({"last_dim_size", c.i("last_dim_size")});
+  c.emit(c.name, {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, std::move(attrs));
+  return true;
+}
+
 // ---- linear algebra, indexing ----------------------------------------------------------------------
 
 bool rule_matmul(Ctx& c, const char*) {
@@ -758,6 +770,23 @@ bool rule_binary_plain(Ctx& c, const char* type) {
     return true;
   }
   c.emit(type, {{"X", {x}}, {"Y", {y}}}, {{"Out", {c.out("out")}}});
+  return true;
+}
+
+// logsumexp: Paddle's legacy op names its attributes axis / keepdim / reduce_all (not dim / keep_dim).
+bool rule_logsumexp(Ctx& c, const char*) {
+  const std::string& x = c.in("x");
+  int64_t r = c.rank(x);
+  std::set<int64_t> norm;
+  for (int64_t a : c.ints("axis")) {
+    int64_t n = a < 0 ? a + std::max<int64_t>(r, 1) : a;
+    if (n < 0 || n >= std::max<int64_t>(r, 1)) c.malformed("axis " + std::to_string(a) + " out of range");
+    norm.insert(n);
+  }
+  bool all = norm.empty() || static_cast<int64_t>(norm.size()) >= r;
+  std::vector<int32_t> dim = all ? iota32(r) : std::vector<int32_t>(norm.begin(), norm.end());
+  c.emit("logsumexp", {{"X", {x}}}, {{"Out", {c.out("out")}}},
+         {{"axis", dim}, {"keepdim", c.i("keepdim") != 0}, {"reduce_all", all}});
   return true;
 }
 

@@ -447,6 +447,9 @@ def _abs(x):
     return _C.Op("abs")(x)
 
 
+_p_norm = _C.Op("p_norm", "axis", "keepdim", "porder")
+
+
 def _vector_norm(x, p, axes, keepdim):
     """p-norm over `axes` (a list; None = all)."""
     ax = axes if axes is not None else list(range(x.ndim))
@@ -461,6 +464,9 @@ def _vector_norm(x, p, axes, keepdim):
         # (x > x is False everywhere, nan included).
         zero = _where(_C.Op("greater_than")(x, x), x, _scalar(0, x))
         return _m.sum(_m.add(nz, zero), axis=ax, keepdim=keepdim)
+    if p > 0 and p != _pymath.inf and x.dtype in (_C.float16, _C.bfloat16, _C.float32, _C.float64):
+        # one op, scaled by the running max |x|: no overflow or underflow, a 0 gradient at 0 (as Paddle)
+        return _p_norm(x, ax, keepdim, p)
     if p == 1:
         return _m.sum(_abs(x), axis=ax, keepdim=keepdim)
     if p == 2:

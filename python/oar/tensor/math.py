@@ -540,20 +540,15 @@ def std(x, axis=None, unbiased=True, keepdim=False, name=None):
     return sqrt(var(x, axis, unbiased, keepdim))
 
 
+_logsumexp = _C.Op("logsumexp", "axis", "keepdim")
+
+
 def logsumexp(x, axis=None, keepdim=False, name=None):
-    """log(sum(exp(x))) over `axis`, computed as m + log(sum(exp(x - m))) with m the (detached) max."""
+    """log(sum(exp(x))) over `axis` (int, list or None for all), one op computed stably (a running max
+    and a rescaled sum); an all -inf extent gives -inf and +inf gives +inf, as numpy."""
     if not _is_float(x):
         raise TypeError("logsumexp: x.dtype {} is not supported; expected a floating dtype".format(x.dtype))
-    axes = _axes(axis)
-    m = max(x, axes, True).detach()
-    m = _where(_C.Op("isfinite")(m), m, _like(0, m))  # all -inf rows: no shift
-    s = _add(log(_sum(exp(_subtract(x, m)), axes, True)), m)
-    if not keepdim:
-        if axes is None:
-            return s.reshape([])
-        nd = _builtins.max(x.ndim, 1)
-        s = s.squeeze(sorted(set(a % nd for a in axes))) if x.ndim else s
-    return s
+    return _logsumexp(x, _axes(axis), keepdim)
 
 
 def amax(x, axis=None, keepdim=False, name=None):

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from . import attribute, complex_ops, linalg, logic, manipulation, math, search
+from . import attribute, complex_ops, extra, linalg, logic, manipulation, math, search
 
 _copy = _C.Op("copy")
 _cast = _C.Op("cast", "dtype")
@@ -387,9 +387,9 @@ Tensor.__array_ufunc__ = None
 
 # The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ... Every public function of
 # these modules becomes a method (Paddle's Tensor has them all), except those listed in _NOT_METHODS.
-_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape", "complex"}
+_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape", "assign", "where_", "complex"}
 _METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS]
-            for mod in (attribute, complex_ops, math, logic, manipulation, search, linalg)}
+            for mod in (attribute, complex_ops, math, logic, manipulation, search, linalg, extra)}
 for _mod, _names in _METHODS.items():
     for _name in _names:
         setattr(Tensor, _name, getattr(_mod, _name))

@@ -1,7 +1,7 @@
 // The dispatcher's extension points. run_op calls the installed hooks around every op, in a fixed order,
 // so the eager core does not know the subsystems that watch op calls or take them over: autograd
-// recording (autograd.cc) and static-graph recording (ir/static_graph.cc) today; AMP casts and
-// profiling come the same way, each in its own slot (AMP: amp.cc, through `cast_inputs`).
+// recording (autograd.cc), static-graph recording (ir/static_graph.cc), AMP casts (amp.cc, through
+// `cast_inputs`) and the profiler's op timing (profiler.cc), each in its own slot.
 #pragma once
 
 #include <oar/core/op.h>
@@ -44,7 +44,8 @@ struct DispatchHook {
 };
 
 // The slots, in the order their hooks run.
-enum class HookSlot : int { kAutograd = 0, kStaticGraph = 1, kAmp = 2, kCount = 3 };
+// kProfiler comes last, so its `after` sees the time the other slots' `after` took as part of the op.
+enum class HookSlot : int { kAutograd = 0, kStaticGraph = 1, kAmp = 2, kProfiler = 3, kCount = 4 };
 
 // Installs `hook` (static storage) in `slot`, replacing what was there. Done once, at start-up, by
 // install_core_hooks (core_hooks.cc), before any op runs.

@@ -169,6 +169,7 @@ class Runtime {
     uint64_t start_ns = 0, end_ns = 0;
     int32_t device = 0;
     uint64_t stream_id = 0, correlation_id = 0;
+    std::string device_type;  // the emitting plugin's, filled by stop_profiling
   };
   std::vector<TraceEvent> take_trace_events();
   // Starts the profiler of every loaded plugin that has one.
