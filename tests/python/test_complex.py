@@ -225,6 +225,16 @@ def test_gradients_of_real_inputs():
     _check_grad(lambda x, y: oar.complex(x, y) ** 2, a, b)  # broadcast: y's gradient summed
     _check_grad(lambda x: oar.as_complex(x) * oar.as_complex(x), rs.randn(3, 2))
     _check_grad(lambda x: x.astype("complex128") * (1 + 2j), rs.randn(4))
+    _check_grad(lambda r, t: oar.polar(r, t) ** 2, rs.uniform(0.5, 2, 5), rs.randn(5))
+
+
+def test_polar():
+    r, t = RS.uniform(0, 2, (2, 3)), RS.uniform(-3, 3, (2, 3))
+    got = oar.polar(oar.to_tensor(r), oar.to_tensor(t))
+    assert got.dtype == oar.complex128
+    np.testing.assert_allclose(got.numpy(), r * np.exp(1j * t), rtol=1e-12, atol=1e-15)
+    with pytest.raises(TypeError, match="polar: abs and angle must both be float32"):
+        oar.polar(oar.to_tensor(r), oar.to_tensor(t.astype("float32")))
 
 
 def test_paddle_262_values():

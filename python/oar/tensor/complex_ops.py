@@ -5,7 +5,7 @@ core op with a gradient rule (framework/src/ops_complex.cc, docs/ops_complex.md)
 Gradients follow Paddle's convention: for a real loss L of z = x + iy, z.grad is dL/dx + i dL/dy."""
 from .. import _C
 
-__all__ = ["real", "imag", "conj", "angle", "complex", "as_complex", "as_real"]
+__all__ = ["real", "imag", "conj", "angle", "complex", "as_complex", "as_real", "polar"]
 
 _real = _C.Op("real")
 _imag = _C.Op("imag")
@@ -66,3 +66,14 @@ def as_real(x, name=None):
     """A complex tensor as its real and imaginary parts on a new last axis of size 2."""
     _tensor("as_real", x)
     return _as_real(x)
+
+
+def polar(abs, angle, name=None):
+    """The complex numbers abs * (cos(angle) + i sin(angle)), from float32/float64 tensors of one dtype
+    (a composition of complex, cos and sin: the gradient flows to both)."""
+    _tensor("polar", abs, "abs")
+    _tensor("polar", angle, "angle")
+    if abs.dtype != angle.dtype or abs.dtype not in (_C.float32, _C.float64):
+        raise TypeError("polar: abs and angle must both be float32 or both float64, got {} and {}".format(
+            abs.dtype.name, angle.dtype.name))
+    return _complex(abs * _C.Op("cos")(angle), abs * _C.Op("sin")(angle))
