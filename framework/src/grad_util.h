@@ -15,6 +15,9 @@ inline const Dims& in_dims(const GradContext& c, int i) { return c.input_meta[i]
 inline Tensor scalar_like(double v, const Tensor& t) { return ops::full({}, v, t.dtype(), t.place()); }
 // A bool tensor as 0/1 in like's dtype.
 inline Tensor mask(const Tensor& b, const Tensor& like) { return ops::cast(b, like.dtype()); }
+// conj(t) for complex t, t itself otherwise: gradient rules of ops that take complex values pass
+// g * conj(f'(z)) back (Paddle's convention, docs/ops_complex.md).
+inline Tensor conj(const Tensor& t) { return is_complex(t.dtype()) ? ops::unary("conj", t) : t; }
 // Sums a broadcast gradient back to an input's shape.
 inline Tensor unbroadcast(const Tensor& g, const Dims& shape) { return autograd::sum_to(g, shape); }
 // A reduced output's gradient laid out against input 0 again (attribute "axis" holds the normalised

@@ -29,6 +29,7 @@ void register_builtin_samples(OpRegistry& r) {
   register_scan_samples(r);
   register_vision_samples(r);
   register_sparse_samples(r);
+  register_complex_samples(r);
 }
 
 namespace sample {

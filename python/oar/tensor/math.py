@@ -246,7 +246,7 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
 
 
 def sgn(x, name=None):
-    """sign(x) for real x (complex inputs are not supported)."""
+    """sign(x): -1, 0 or 1 for real x; z / |z| (0 at 0) for complex z."""
     return sign(x)
 
 
