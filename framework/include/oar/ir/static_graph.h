@@ -40,23 +40,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include <oar/core/unknown_extent.h>
+
 namespace oar::ir {
 
-// The sentinels: kUnknownDims[0] (kUnknownDim) for the fed variables' unknown extents, the others for
-// extents that depend on a variable's value (decision 96), handed out in turn by new_unknown_extent.
-// Primes, so that an extent derived from several of them factors back into them.
-inline constexpr int kNumUnknownDims = 16;
-inline constexpr int64_t kUnknownDims[kNumUnknownDims] = {
-    1000003, 1000033, 1000037, 1000039, 1000081, 1000099, 1000117, 1000121,
-    1000133, 1000151, 1000159, 1000171, 1000183, 1000187, 1000193, 1000199};
-inline constexpr int64_t kUnknownDim = kUnknownDims[0];  // prime; see above
-// Whether v is a nonzero multiple of a sentinel (an extent derived from an unknown one).
-inline bool is_unknown_extent(int64_t v) {
-  if (v == 0) return false;
-  for (int64_t p : kUnknownDims)
-    if (v % p == 0) return true;
-  return false;
-}
+// The sentinels and is_unknown_extent live in the core (oar/core/unknown_extent.h): shape inference of
+// the core's ops lets two unknown extents broadcast while a program is built.
+using oar::is_unknown_extent;
+using oar::kNumUnknownDims;
+using oar::kUnknownDim;
+using oar::kUnknownDims;
 // The sentinel for the next value-dependent extent (cycles through kUnknownDims[1..]).
 int64_t new_unknown_extent();
 // Dims as the user sees them: extents derived from the sentinel become -1.
