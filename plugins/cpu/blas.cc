@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -47,13 +48,36 @@ struct Loaded {
   std::string error;  // empty when loaded
 };
 
+// OpenBLAS picks its kernels by CPU model, and a model newer than the library falls back to generic
+// SSE3 kernels ("Prescott"): Debian's 0.3.21 on an Emerald Rapids Xeon (model 207) ran dgemm 5x
+// slower than numpy's newer OpenBLAS. Unless the user chose a core (OPENBLAS_CORETYPE), name the
+// family the CPU's features support, for the library's constructor only (restored right after).
+const char* openblas_core() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  if (__builtin_cpu_supports("avx")) return "Sandybridge";
+#endif
+  return nullptr;
+}
+
+void* open_library(const char* name) {
+  const char* core = std::getenv("OPENBLAS_CORETYPE") ? nullptr : openblas_core();
+  if (core) setenv("OPENBLAS_CORETYPE", core, 0);
+  void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL | OAR_BLAS_DEEPBIND);
+  if (core) unsetenv("OPENBLAS_CORETYPE");
+  return h;
+}
+
 Loaded load() {
   Loaded r;
   void* h = nullptr;
   std::string tried;
   for (const char* name : {"/usr/lib/" OAR_MULTIARCH "/openblas-openmp/libopenblas.so.0", "libopenblas.so.0",
                            "liblapack.so.3"}) {
-    h = dlopen(name, RTLD_NOW | RTLD_LOCAL | OAR_BLAS_DEEPBIND);
+    h = open_library(name);
     if (h) {
       r.blas.library = name;
       break;

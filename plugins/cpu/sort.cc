@@ -4,14 +4,14 @@
 // Each value becomes an unsigned key whose integer order is the value order (sort_key), stored with
 // its position in one item: keys of up to 32 bits packed above a 32-bit position in a uint64 (one
 // integer compare orders key then position), 64-bit keys in a 12-byte {key, position}. Rows of up to
-// kRadixMin items sort by comparison; longer ones by LSD radix sort (every digit's histogram in one
-// read, digits that are the same in every key skipped). One long line is split over the threads by
-// its highest varying digit first (a parallel scatter into buckets), then each bucket is radix-sorted
-// on the lower digits, buckets balanced over the threads by size.
+// kRadixMin items sort by comparison; longer ones by MSD radix sort (sort_items). One long line is
+// split over the threads by its highest varying digit first (a parallel scatter into buckets), then
+// each bucket is sorted on the lower digits, buckets balanced over the threads by size.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "elementwise.h"
@@ -79,12 +79,25 @@ struct Wide {
   static bool less(const Item& a, const Item& b) { return a.key != b.key ? a.key < b.key : a.pos < b.pos; }
 };
 
-// Below this many items a comparison sort beats radix passes (their histograms cost a fixed amount).
+// Below this many items a comparison sort beats a radix pass (its histogram costs a fixed amount).
 constexpr size_t kRadixMin = 256;
 
-// Sorts a[0, n) by key bits [0, bits) (higher key bits equal in all items), stably (positions in a
-// are increasing among equal keys on entry, as built); `tmp` has room for n items. Returns where the
-// sorted items are: a or tmp.
+// The key bits [0, bits) that differ between items of a[0, n), as a mask.
+template <class Tr>
+uint64_t varying_bits(const typename Tr::Item* a, size_t n, int bits) {
+  const uint64_t low = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+  const uint64_t k0 = Tr::key(a[0]);
+  uint64_t d = 0;
+  for (size_t i = 1; i < n; ++i) d |= Tr::key(a[i]) ^ k0;
+  return d & low;
+}
+
+// Sorts a[0, n) by key bits [0, bits) (higher key bits are equal in all items), stably: positions
+// increase among equal keys on entry (as built), and every step keeps that. `tmp` has room for n
+// items. Returns where the sorted items are: a or tmp.
+// MSD radix: one scatter by the highest digit where the keys differ, then each bucket the same way
+// on the bits below, down to comparison sorts of small buckets. Random 64-bit keys take two scatters
+// where an LSD radix sort would take six; keys that share high bits skip them.
 template <class Tr>
 typename Tr::Item* sort_items(typename Tr::Item* a, typename Tr::Item* tmp, size_t n, int bits) {
   using Item = typename Tr::Item;
@@ -101,66 +114,123 @@ typename Tr::Item* sort_items(typename Tr::Item* a, typename Tr::Item* tmp, size
     }
     return a;
   }
-  const int dbits = n < (size_t{1} << 16) ? 8 : 11;  // wider digits: fewer passes once n pays for them
-  const int digits = (bits + dbits - 1) / dbits;
+  const uint64_t diff = varying_bits<Tr>(a, n, bits);
+  if (diff == 0) return a;                           // all keys equal: already in position order
+  const int dbits = n < (size_t{1} << 16) ? 8 : 11;  // wider digits once n pays for their histogram
   const size_t radix = size_t{1} << dbits, mask = radix - 1;
-  std::vector<uint32_t> count(static_cast<size_t>(digits) * radix, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t k = Tr::key(a[i]);
-    for (int d = 0; d < digits; ++d) ++count[d * radix + ((k >> (d * dbits)) & mask)];
+  const int shift = std::max(0, 64 - __builtin_clzll(diff) - dbits);
+  std::vector<uint32_t> start(radix + 1, 0);
+  for (size_t i = 0; i < n; ++i) ++start[((Tr::key(a[i]) >> shift) & mask) + 1];
+  for (size_t b = 0; b < radix; ++b) start[b + 1] += start[b];
+  std::vector<uint32_t> next(start.begin(), start.end() - 1);
+  for (size_t i = 0; i < n; ++i) tmp[next[(Tr::key(a[i]) >> shift) & mask]++] = a[i];
+  for (size_t b = 0; b < radix; ++b) {
+    const size_t s = start[b], e = start[b + 1];
+    if (e - s < 2) continue;
+    const Item* r = sort_items<Tr>(tmp + s, a + s, e - s, shift);
+    if (r != tmp + s) std::copy(r, r + (e - s), tmp + s);
   }
-  for (int d = 0; d < digits; ++d) {
-    uint32_t* c = count.data() + d * radix;
-    if (std::find(c, c + radix, static_cast<uint32_t>(n)) != c + radix) continue;  // all keys equal here
-    uint32_t sum = 0;
-    for (size_t b = 0; b < radix; ++b) sum += std::exchange(c[b], sum);
-    const int shift = d * dbits;
-    for (size_t i = 0; i < n; ++i) tmp[c[(Tr::key(a[i]) >> shift) & mask]++] = a[i];
-    std::swap(a, tmp);
-  }
-  return a;
+  return tmp;
 }
 
 // Two buffers of n items for sorting lines: per-thread ones kept between calls for short lines (no
-// allocation per call), fresh ones for long lines (not kept alive after a one-off big sort).
+// allocation per call), fresh ones for long lines (not kept alive after a one-off big sort). Not
+// value-initialised: zeroing them would be one more pass over the memory.
 template <class Item>
 struct LineBuffers {
   static constexpr int64_t kKeep = int64_t{1} << 16;
-  std::vector<Item> own_a, own_tmp;
+  std::unique_ptr<Item[]> own;
   Item *a, *tmp;
   explicit LineBuffers(int64_t n) {
-    thread_local std::vector<Item> keep_a, keep_tmp;
-    std::vector<Item>& va = n <= kKeep ? keep_a : own_a;
-    std::vector<Item>& vt = n <= kKeep ? keep_tmp : own_tmp;
-    if (va.size() < static_cast<size_t>(n)) va.resize(static_cast<size_t>(n));
-    if (vt.size() < static_cast<size_t>(n)) vt.resize(static_cast<size_t>(n));
-    a = va.data();
-    tmp = vt.data();
+    thread_local std::unique_ptr<Item[]> keep;
+    thread_local int64_t kept = 0;
+    if (n > kKeep) {
+      own.reset(new Item[static_cast<size_t>(2 * n)]);
+      a = own.get();
+    } else {
+      if (kept < n) {
+        keep.reset(new Item[static_cast<size_t>(2 * kKeep)]);
+        kept = kKeep;
+      }
+      a = keep.get();
+    }
+    tmp = a + n;
   }
 };
 
-// Sorts each line of x along the axis (`lines` lines of n, `inner` apart); writes values and positions.
-// flip: xor applied to the keys (all key bits for descending, so NaN comes first and ties keep order).
+// Sorts one line: n values of x, `stride` apart, into v and ind (the same stride). flip: xor applied
+// to the keys (all key bits for descending, so NaN comes first and ties keep their order). Stride is
+// a compile-time 1 for the last axis, so those loops are plain sequential ones.
+template <class Tr, class T, class S>
+void sort_line(const T* x, S stride, T* v, int64_t* ind, const int64_t n, const uint64_t flip,
+               typename Tr::Item* a, typename Tr::Item* tmp) {
+  constexpr int bits = key_bits<T>();
+  for (int64_t j = 0; j < n; ++j) a[j] = Tr::make(sort_key(x[j * stride]) ^ flip, static_cast<uint32_t>(j));
+  const typename Tr::Item* s = sort_items<Tr>(a, tmp, static_cast<size_t>(n), bits);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t src = Tr::pos(s[j]);
+    v[j * stride] = x[src * stride];
+    ind[j * stride] = src;
+  }
+}
+
+using One = std::integral_constant<int64_t, 1>;  // the stride of the last axis, known at compile time
+
+// Rows of up to kRankMax: each element goes to the place given by the number of keys below it plus
+// the equal keys before it (stable by construction). n^2 compares, but without branches and
+// vectorised: faster than a branching sort on such rows (the many-short-rows case).
+constexpr int64_t kRankMax = 16;
+
+template <class T, class S>
+__attribute__((always_inline)) inline void rank_line_body(const T* x, S stride, T* v, int64_t* ind, int64_t n,
+                                                          uint64_t flip) {
+  uint64_t k[kRankMax];
+  for (int64_t j = 0; j < n; ++j) k[j] = sort_key(x[j * stride]) ^ flip;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t ki = k[i];
+    int64_t r = 0;
+    for (int64_t j = 0; j < n; ++j) r += (k[j] < ki) | ((k[j] == ki) & (j < i));
+    v[r * stride] = x[i * stride];
+    ind[r * stride] = i;
+  }
+}
+template <class T, class S>
+__attribute__((target("avx2"))) void rank_line_avx2(const T* x, S stride, T* v, int64_t* ind, int64_t n,
+                                                    uint64_t flip) {
+  rank_line_body(x, stride, v, ind, n, flip);
+}
+template <class T, class S>
+void rank_line_base(const T* x, S stride, T* v, int64_t* ind, int64_t n, uint64_t flip) {
+  rank_line_body(x, stride, v, ind, n, flip);
+}
+
+// Sorts each line of x along the axis (`lines` lines of n, `inner` apart).
 template <class Tr, class T>
 void sort_lines(const T* px, T* pv, int64_t* pi, int64_t lines, int64_t n, int64_t inner, uint64_t flip) {
   using Item = typename Tr::Item;
-  constexpr int bits = key_bits<T>();
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1));
   parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
+    if (n <= kRankMax) {
+      static const bool avx2 = __builtin_cpu_supports("avx2");
+      if (inner == 1) {
+        const auto f = avx2 ? rank_line_avx2<T, One> : rank_line_base<T, One>;
+        for (int64_t l = lo; l < hi; ++l) f(px + l * n, One{}, pv + l * n, pi + l * n, n, flip);
+      } else {
+        const auto f = avx2 ? rank_line_avx2<T, int64_t> : rank_line_base<T, int64_t>;
+        for (int64_t l = lo; l < hi; ++l) {
+          const int64_t base = (l / inner) * n * inner + l % inner;
+          f(px + base, inner, pv + base, pi + base, n, flip);
+        }
+      }
+      return;
+    }
     LineBuffers<Item> buf(n);
-    Item* a = buf.a;
-    Item* tmp = buf.tmp;
     for (int64_t l = lo; l < hi; ++l) {
       const int64_t o = l / inner, i = l % inner, base = o * n * inner + i;
-      const T* x = px + base;
-      for (int64_t j = 0; j < n; ++j)
-        a[j] = Tr::make(sort_key(x[j * inner]) ^ flip, static_cast<uint32_t>(j));
-      const Item* s = sort_items<Tr>(a, tmp, static_cast<size_t>(n), bits);
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t src = Tr::pos(s[j]);
-        pv[base + j * inner] = x[src * inner];
-        pi[base + j * inner] = src;
-      }
+      if (inner == 1)
+        sort_line<Tr>(px + base, One{}, pv + base, pi + base, n, flip, buf.a, buf.tmp);
+      else
+        sort_line<Tr>(px + base, inner, pv + base, pi + base, n, flip, buf.a, buf.tmp);
     }
   });
 }
@@ -171,9 +241,9 @@ template <class Tr, class T>
 void sort_long_line(const T* x, T* pv, int64_t* pi, int64_t n, uint64_t flip) {
   using Item = typename Tr::Item;
   const int threads = oar::sdk::max_threads();
-  std::vector<Item> abuf(static_cast<size_t>(n)), tbuf(static_cast<size_t>(n));
-  Item* a = abuf.data();
-  Item* tmp = tbuf.data();
+  LineBuffers<Item> buf(n);
+  Item* const a = buf.a;
+  Item* const tmp = buf.tmp;
   std::vector<int64_t> bounds(threads + 1);
   for (int t = 0; t <= threads; ++t) bounds[t] = n * t / threads;
   // Items, and which key bits differ from the first key.
