@@ -181,27 +181,37 @@ using One = std::integral_constant<int64_t, 1>;  // the stride of the last axis,
 // vectorised: faster than a branching sort on such rows (the many-short-rows case).
 constexpr int64_t kRankMax = 16;
 
+// Writes the first k places (all n for a sort, fewer for topk).
 template <class T, class S>
 __attribute__((always_inline)) inline void rank_line_body(const T* x, S stride, T* v, int64_t* ind, int64_t n,
-                                                          uint64_t flip) {
+                                                          uint64_t flip, int64_t k_out) {
   uint64_t k[kRankMax];
   for (int64_t j = 0; j < n; ++j) k[j] = sort_key(x[j * stride]) ^ flip;
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t ki = k[i];
     int64_t r = 0;
     for (int64_t j = 0; j < n; ++j) r += (k[j] < ki) | ((k[j] == ki) & (j < i));
-    v[r * stride] = x[i * stride];
-    ind[r * stride] = i;
+    if (r < k_out) {
+      v[r * stride] = x[i * stride];
+      ind[r * stride] = i;
+    }
   }
 }
 template <class T, class S>
 __attribute__((target("avx2"))) void rank_line_avx2(const T* x, S stride, T* v, int64_t* ind, int64_t n,
-                                                    uint64_t flip) {
-  rank_line_body(x, stride, v, ind, n, flip);
+                                                    uint64_t flip, int64_t k_out) {
+  rank_line_body(x, stride, v, ind, n, flip, k_out);
 }
 template <class T, class S>
-void rank_line_base(const T* x, S stride, T* v, int64_t* ind, int64_t n, uint64_t flip) {
-  rank_line_body(x, stride, v, ind, n, flip);
+void rank_line_base(const T* x, S stride, T* v, int64_t* ind, int64_t n, uint64_t flip, int64_t k_out) {
+  rank_line_body(x, stride, v, ind, n, flip, k_out);
+}
+
+// rank_line for the CPU: AVX2 when it has it (the .so targets baseline x86-64).
+template <class T, class S>
+auto rank_line() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 ? rank_line_avx2<T, S> : rank_line_base<T, S>;
 }
 
 // Sorts each line of x along the axis (`lines` lines of n, `inner` apart).
@@ -211,15 +221,14 @@ void sort_lines(const T* px, T* pv, int64_t* pi, int64_t lines, int64_t n, int64
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1));
   parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
     if (n <= kRankMax) {
-      static const bool avx2 = __builtin_cpu_supports("avx2");
       if (inner == 1) {
-        const auto f = avx2 ? rank_line_avx2<T, One> : rank_line_base<T, One>;
-        for (int64_t l = lo; l < hi; ++l) f(px + l * n, One{}, pv + l * n, pi + l * n, n, flip);
+        const auto f = rank_line<T, One>();
+        for (int64_t l = lo; l < hi; ++l) f(px + l * n, One{}, pv + l * n, pi + l * n, n, flip, n);
       } else {
-        const auto f = avx2 ? rank_line_avx2<T, int64_t> : rank_line_base<T, int64_t>;
+        const auto f = rank_line<T, int64_t>();
         for (int64_t l = lo; l < hi; ++l) {
           const int64_t base = (l / inner) * n * inner + l % inner;
-          f(px + base, inner, pv + base, pi + base, n, flip);
+          f(px + base, inner, pv + base, pi + base, n, flip, n);
         }
       }
       return;
@@ -371,6 +380,14 @@ void topk_kernel(KernelContext& ctx) {
     int64_t* pi = inds.data<int64_t>();
     const auto less = [](const Item& p, const Item& q) { return Tr::less(p, q); };
     parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
+      if (n <= kRankMax) {
+        const auto f = rank_line<T, int64_t>();
+        for (int64_t l = lo; l < hi; ++l) {
+          const int64_t o = l / inner, i = l % inner;
+          f(px + o * n * inner + i, inner, pv + o * k * inner + i, pi + o * k * inner + i, n, flip, k);
+        }
+        return;
+      }
       LineBuffers<Item> buf(n);
       Item* a = buf.a;
       Item* tmp = buf.tmp;

@@ -182,3 +182,17 @@ def test_topk_against_numpy(dtype, shape, k):
     e = np.argsort(a, -1, kind="stable")[..., :k]
     check(i, e)
     check(v, np.take_along_axis(a, e, -1))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int16", "float16"])
+def test_topk_short_rows_other_axis(dtype):
+    a = sort_input(dtype, (5, 300), True)  # rows of 5 along axis 0: the rank path with a stride
+    for k in (1, 3, 5):
+        v, i = oar.topk(T(a), k, axis=0)
+        d = desc_ref(a, 0)[:k]
+        check(i, d)
+        check(v, np.take_along_axis(a, d, 0))
+        v, i = oar.topk(T(a), k, axis=0, largest=False)
+        e = np.argsort(a, 0, kind="stable")[:k]
+        check(i, e)
+        check(v, np.take_along_axis(a, e, 0))
