@@ -92,12 +92,37 @@ uint64_t varying_bits(const typename Tr::Item* a, size_t n, int bits) {
   return d & low;
 }
 
+// LSD radix sort of a[0, n) on `digits` digits of dbits bits from key bit `low` up (the key bits
+// outside are equal in all items): every digit's histogram in one read, a digit that is the same in
+// every key skipped, then one stable scatter per digit. Returns where the items are: a or tmp.
+template <class Tr>
+typename Tr::Item* lsd_items(typename Tr::Item* a, typename Tr::Item* tmp, size_t n, int low, int digits,
+                             int dbits) {
+  const size_t radix = size_t{1} << dbits, mask = radix - 1;
+  std::vector<uint32_t> count(static_cast<size_t>(digits) * radix, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t k = Tr::key(a[i]) >> low;
+    for (int d = 0; d < digits; ++d) ++count[d * radix + ((k >> (d * dbits)) & mask)];
+  }
+  for (int d = 0; d < digits; ++d) {
+    uint32_t* c = count.data() + d * radix;
+    if (std::find(c, c + radix, static_cast<uint32_t>(n)) != c + radix) continue;
+    uint32_t sum = 0;
+    for (size_t b = 0; b < radix; ++b) sum += std::exchange(c[b], sum);
+    const int shift = low + d * dbits;
+    for (size_t i = 0; i < n; ++i) tmp[c[(Tr::key(a[i]) >> shift) & mask]++] = a[i];
+    std::swap(a, tmp);
+  }
+  return a;
+}
+
 // Sorts a[0, n) by key bits [0, bits) (higher key bits are equal in all items), stably: positions
 // increase among equal keys on entry (as built), and every step keeps that. `tmp` has room for n
 // items. Returns where the sorted items are: a or tmp.
-// MSD radix: one scatter by the highest digit where the keys differ, then each bucket the same way
-// on the bits below, down to comparison sorts of small buckets. Random 64-bit keys take two scatters
-// where an LSD radix sort would take six; keys that share high bits skip them.
+// Keys whose varying bits fit in three digits: LSD radix (lsd_items). Wider: MSD radix, one scatter by
+// the highest digit where the keys differ, then each bucket the same way on the bits below, down to
+// comparison sorts of small buckets: random 64-bit keys take two scatters where LSD would take six,
+// while LSD's streaming passes beat MSD's many small buckets on 32-bit keys.
 template <class Tr>
 typename Tr::Item* sort_items(typename Tr::Item* a, typename Tr::Item* tmp, size_t n, int bits) {
   using Item = typename Tr::Item;
@@ -118,7 +143,9 @@ typename Tr::Item* sort_items(typename Tr::Item* a, typename Tr::Item* tmp, size
   if (diff == 0) return a;                           // all keys equal: already in position order
   const int dbits = n < (size_t{1} << 16) ? 8 : 11;  // wider digits once n pays for their histogram
   const size_t radix = size_t{1} << dbits, mask = radix - 1;
-  const int shift = std::max(0, 64 - __builtin_clzll(diff) - dbits);
+  const int low = __builtin_ctzll(diff), high = 64 - __builtin_clzll(diff);
+  if (high - low <= 3 * dbits) return lsd_items<Tr>(a, tmp, n, low, (high - low + dbits - 1) / dbits, dbits);
+  const int shift = high - dbits;
   std::vector<uint32_t> start(radix + 1, 0);
   for (size_t i = 0; i < n; ++i) ++start[((Tr::key(a[i]) >> shift) & mask) + 1];
   for (size_t b = 0; b < radix; ++b) start[b + 1] += start[b];
@@ -380,6 +407,11 @@ void topk_kernel(KernelContext& ctx) {
     int64_t* pi = inds.data<int64_t>();
     const auto less = [](const Item& p, const Item& q) { return Tr::less(p, q); };
     parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
+      if (n <= kRankMax && inner == 1) {
+        const auto f = rank_line<T, One>();
+        for (int64_t l = lo; l < hi; ++l) f(px + l * n, One{}, pv + l * k, pi + l * k, n, flip, k);
+        return;
+      }
       if (n <= kRankMax) {
         const auto f = rank_line<T, int64_t>();
         for (int64_t l = lo; l < hi; ++l) {
