@@ -213,15 +213,23 @@ template <class T, class S>
 __attribute__((always_inline)) inline void rank_line_body(const T* x, S stride, T* v, int64_t* ind, int64_t n,
                                                           uint64_t flip, int64_t k_out) {
   uint64_t k[kRankMax];
+  int64_t pos[kRankMax];
   for (int64_t j = 0; j < n; ++j) k[j] = sort_key(x[j * stride]) ^ flip;
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t ki = k[i];
     int64_t r = 0;
     for (int64_t j = 0; j < n; ++j) r += (k[j] < ki) | ((k[j] == ki) & (j < i));
-    if (r < k_out) {
+    if (k_out == n) {
       v[r * stride] = x[i * stride];
       ind[r * stride] = i;
+    } else {
+      pos[r] = i;  // topk: places first, then the k wanted (no unpredictable branch per element)
     }
+  }
+  if (k_out == n) return;
+  for (int64_t r = 0; r < k_out; ++r) {
+    v[r * stride] = x[pos[r] * stride];
+    ind[r * stride] = pos[r];
   }
 }
 template <class T, class S>
