@@ -9,8 +9,12 @@
 
 namespace oar {
 
+void register_sparse_samples(OpRegistry& r);  // ops_sparse.cc
+
 static_assert(std::is_same_v<SampleAttrValue, AttrValue>,
               "SampleAttrValue must list AttrValue's alternatives");
+
+void register_vision_samples(OpRegistry& r);  // ops_vision.cc
 
 void register_builtin_samples(OpRegistry& r) {
   register_foundation_samples(r);
@@ -22,6 +26,10 @@ void register_builtin_samples(OpRegistry& r) {
   register_random_samples(r);
   register_fft_samples(r);
   register_optim_samples(r);
+  register_scan_samples(r);
+  register_vision_samples(r);
+  register_sparse_samples(r);
+  register_complex_samples(r);
 }
 
 namespace sample {

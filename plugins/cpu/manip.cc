@@ -351,7 +351,7 @@ void register_manip_kernels(Registry& r) {
   r.add("scatter_nd_add", numeric_dtypes(), &scatter_nd_add_kernel);
   r.add("index_put", all_dtypes(), &index_put_kernel, kStrided);
   r.add("take_along_axis", all_dtypes(), &take_along_axis_kernel);
-  r.add("put_along_axis", real_dtypes(), &put_along_axis_kernel);
+  r.add("put_along_axis", all_dtypes(), &put_along_axis_kernel);
   r.add("tril", all_dtypes(), &tri_kernel<true>);
   r.add("pad", all_dtypes(), &pad_kernel);
   r.add("triu", all_dtypes(), &tri_kernel<false>);

@@ -21,6 +21,8 @@ from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enab
 from . import framework  # noqa: F401
 from .framework import ParamAttr, create_parameter  # noqa: F401
 from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, optimizer, static, utils, vision  # noqa: F401
+from . import geometric, incubate  # noqa: F401,E402  (issue 19)
+from . import text  # noqa: F401  (oar.text: viterbi_decode and the text data sets)
 from . import regularizer  # noqa: F401,E402
 from . import distribution  # noqa: F401,E402  (oar.distribution)
 from . import fft, signal, audio  # noqa: F401,E402  (oar.fft on the fft ops; signal and audio on it)
@@ -36,6 +38,7 @@ from . import version  # noqa: F401,E402  (paddle.version)
 from . import hapi  # noqa: F401,E402
 from . import callbacks  # noqa: F401,E402
 from . import profiler  # noqa: F401,E402
+from . import sparse  # noqa: F401,E402  (paddle.sparse)
 from .hapi import Model, flops, summary  # noqa: F401,E402
 from .distributed.parallel import DataParallel  # noqa: F401,E402
 

@@ -736,6 +736,9 @@ TEST(PaddleExport, MoreOneToOneOps) {
   check(make_case("logcumsumexp", {x}, Attrs{{"axis", int64_t{1}}, {"reverse", int64_t{1}}}),
         {"logcumsumexp"}, 1e-5);
   check(make_case("logcumsumexp", {x}, Attrs{{"flatten", int64_t{1}}}), {"logcumsumexp"}, 1e-5);
+  e = check(make_case("logsumexp", {x}, Attrs{{"axis", std::vector<int64_t>{-1}}}), {"logsumexp"}, 1e-5);
+  expect_attr(first_op(e, "logsumexp"), "axis", std::vector<int32_t>{1});
+  check(make_case("logsumexp", {x}, Attrs{{"keepdim", int64_t{1}}}), {"logsumexp"}, 1e-5);
   e = check(make_case("cumprod", {x}, Attrs{{"axis", int64_t{0}}}), {"cumprod"});
   expect_attr(first_op(e, "cumprod"), "dim", int32_t{0});
   ExportReport rep;

@@ -8,6 +8,7 @@
 #include <oar/core/op.h>
 #include <oar/ir/op_version.h>
 #include <oar/ir/paddle_export.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cmath>
@@ -312,6 +313,10 @@ bool rule_fill(Ctx& c, const char*) {
   DType d;
   native_dtype(c, &d);
   if (is_complex(d)) return c.decline("fill_constant cannot fill a complex dtype");
+  // An extent known only when the program runs (zeros_like of a batch, oar.shape's count): Paddle's
+  // fill_constant would read the recording sentinel as a size; the native op substitutes it per run.
+  for (int64_t e : c.ints("shape"))
+    if (is_unknown_extent(e)) return c.decline("the shape holds an extent known only when the program runs");
   double v = c.f("value");
   float fv =
       std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max() ? 0.0f : static_cast<float>(v);
@@ -773,6 +778,23 @@ bool rule_binary_plain(Ctx& c, const char* type) {
   return true;
 }
 
+// logsumexp: Paddle's legacy op names its attributes axis / keepdim / reduce_all (not dim / keep_dim).
+bool rule_logsumexp(Ctx& c, const char*) {
+  const std::string& x = c.in("x");
+  int64_t r = c.rank(x);
+  std::set<int64_t> norm;
+  for (int64_t a : c.ints("axis")) {
+    int64_t n = a < 0 ? a + std::max<int64_t>(r, 1) : a;
+    if (n < 0 || n >= std::max<int64_t>(r, 1)) c.malformed("axis " + std::to_string(a) + " out of range");
+    norm.insert(n);
+  }
+  bool all = norm.empty() || static_cast<int64_t>(norm.size()) >= r;
+  std::vector<int32_t> dim = all ? iota32(r) : std::vector<int32_t>(norm.begin(), norm.end());
+  c.emit("logsumexp", {{"X", {x}}}, {{"Out", {c.out("out")}}},
+         {{"axis", dim}, {"keepdim", c.i("keepdim") != 0}, {"reduce_all", all}});
+  return true;
+}
+
 bool rule_scan(Ctx& c, const char* type) {
   int32_t axis;
   if (!to_i32(c, "axis", c.i("axis"), &axis)) return false;
@@ -1226,7 +1248,11 @@ Program export_paddle_dialect(const Program& native, ExportReport* report) {
       c.def = OpRegistry::get().find(c.name);
       auto it = rules().find(c.name);
       bool ok = false;
-      if (it == rules().end()) {
+      bool var_attrs = false;  // run-time attributes (static_graph.h): the rules read attributes only
+      for (auto& [slot, args] : op.inputs) var_attrs |= !slot.empty() && slot[0] == kVarAttrPrefix;
+      if (var_attrs) {
+        c.why = "an attribute comes from a variable at run time";
+      } else if (it == rules().end()) {
         c.why = "no Paddle equivalent";
       } else {
         ok = it->second.fn(c, it->second.arg);

@@ -1042,6 +1042,13 @@ int64_t index_of(const OpDesc& op, const char* attr, const std::string& def, std
   OAR_THROW(ErrorCode::kUnimplemented, op.type << ": " << attr << " '" << v << "' is not supported");
 }
 
+// logsumexp: Paddle's axis (INTS) / keepdim / reduce_all; reduce_all (or no axis) reduces everything.
+Attrs logsumexp_attrs(const OpDesc& op) {
+  bool all = attr_bool(op, "reduce_all", false);
+  return Attrs{{"axis", all ? std::vector<int64_t>{} : attr_ints(op, "axis", {})},
+               {"keepdim", int64_t{attr_bool(op, "keepdim", false)}}};
+}
+
 Attrs logcumsumexp_attrs(const OpDesc& op) {
   OAR_ENFORCE(!attr_bool(op, "exclusive", false), ErrorCode::kUnimplemented,
               "logcumsumexp: exclusive = true is not supported");

@@ -4,4 +4,5 @@ from . import functional, initializer, utils  # noqa: F401
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa: F401
 from .layer import *  # noqa: F401,F403
 from .layer import Layer, LayerDict, LayerList, ParameterList, Sequential  # noqa: F401
+from .decode import BeamSearchDecoder, dynamic_decode  # noqa: F401
 from ..framework.parameter import Parameter  # noqa: F401

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
+from ..framework.errors import invalid_argument
 from . import manipulation as _mp
 from . import math as _m
 
@@ -101,7 +102,7 @@ def mm(input, mat2, name=None):
 
 def mv(x, vec, name=None):
     if x.ndim != 2 or vec.ndim != 1:
-        raise ValueError("mv: x must be 2-D and vec 1-D, got shapes {} and {}".format(x.shape, vec.shape))
+        raise invalid_argument("mv: x must be 2-D and vec 1-D, got shapes {} and {}".format(x.shape, vec.shape))
     return _matmul(x, vec, False, False)
 
 
@@ -158,6 +159,11 @@ def t(input, name=None):
 def trace(x, offset=0, axis1=0, axis2=1, name=None):
     if x.ndim < 2:
         raise ValueError("trace: x must have at least 2 dims, got shape {}".format(x.shape))
+    # Paddle's trace takes the two axes in increasing order (the offset then counts from the lower one),
+    # unlike its own diagonal and numpy's trace.
+    a1, a2 = (a % x.ndim if isinstance(a, int) and -x.ndim <= a < x.ndim else a for a in (axis1, axis2))
+    if isinstance(a1, int) and isinstance(a2, int) and a1 > a2:
+        axis1, axis2 = a2, a1
     return _m.sum(_diagonal(x, offset, axis1, axis2), axis=-1)
 
 
@@ -447,6 +453,9 @@ def _abs(x):
     return _C.Op("abs")(x)
 
 
+_p_norm = _C.Op("p_norm", "axis", "keepdim", "porder")
+
+
 def _vector_norm(x, p, axes, keepdim):
     """p-norm over `axes` (a list; None = all)."""
     ax = axes if axes is not None else list(range(x.ndim))
@@ -461,6 +470,9 @@ def _vector_norm(x, p, axes, keepdim):
         # (x > x is False everywhere, nan included).
         zero = _where(_C.Op("greater_than")(x, x), x, _scalar(0, x))
         return _m.sum(_m.add(nz, zero), axis=ax, keepdim=keepdim)
+    if p > 0 and p != _pymath.inf and x.dtype in (_C.float16, _C.bfloat16, _C.float32, _C.float64):
+        # one op, scaled by the running max |x|: no overflow or underflow, a 0 gradient at 0 (as Paddle)
+        return _p_norm(x, ax, keepdim, p)
     if p == 1:
         return _m.sum(_abs(x), axis=ax, keepdim=keepdim)
     if p == 2:

@@ -1,5 +1,5 @@
 """oar.vision: data sets, transforms, models and image backends (Paddle's paddle.vision)."""
-from . import datasets, transforms  # noqa: F401
+from . import datasets, ops, transforms  # noqa: F401
 from .datasets import MNIST, Cifar10, Cifar100, DatasetFolder, FashionMNIST, ImageFolder  # noqa: F401
 from .image import get_image_backend, image_load, set_image_backend  # noqa: F401
 # Paddle also re-exports the transform classes here.

@@ -12,11 +12,13 @@ __all__ = [
     "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss", "sigmoid_focal_loss",
     "square_error_cost", "log_loss", "soft_margin_loss", "poisson_nll_loss", "multi_label_soft_margin_loss",
     "multi_margin_loss", "gaussian_nll_loss", "dice_loss", "triplet_margin_with_distance_loss", "npair_loss",
-    "ctc_loss",
+    "ctc_loss", "hsigmoid_loss", "margin_cross_entropy",
 ]
 
 _softmax_ce = _C.Op("softmax_cross_entropy", "ignore_index")
 _log_softmax = _C.Op("log_softmax", "axis")
+_ctc = _C.Op("ctc_loss")
+_hsigmoid = _C.Op("hsigmoid_loss")
 _softplus = _C.Op("softplus", "beta", "threshold")
 _cast = _C.Op("cast", "dtype")
 _fill = _C.Op("fill", "shape", "value", "dtype")
@@ -527,14 +529,12 @@ def npair_loss(anchor, positive, labels, l2_reg=0.002):
 def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction="mean", norm_by_times=False):
     """Connectionist temporal classification loss, -log p(labels | inputs) summed over all alignments.
 
-    log_probs [T, N, C] are unscaled logits (softmax is applied here, as in Paddle), labels [N, S] padded
-    label ids, input_lengths / label_lengths [N]. The forward (alpha) recursion runs in log space over the
-    extended label (blanks between and around the labels) with ordinary ops, so autograd gives the
-    gradient. reduction 'mean' divides each loss by its label length before averaging, as Paddle does."""
-    import oar as _o
+    log_probs [T, N, C] are unscaled logits (log_softmax is applied here, as Paddle's warpctc applies
+    softmax), labels [N, S] padded label ids, input_lengths / label_lengths [N]. The core op "ctc_loss"
+    runs the alpha-beta recursion in log space (cpu plugin ctc.cc); norm_by_times divides each item's
+    gradient by its input length (the loss is unchanged), as Paddle. reduction 'mean' divides each loss
+    by its label length before averaging, as Paddle does."""
     _check_reduction("ctc_loss", reduction)
-    if norm_by_times:
-        raise NotImplementedError("ctc_loss: norm_by_times=True (which only rescales Paddle's gradient) is not supported")
     if log_probs.ndim != 3:
         raise ValueError("ctc_loss: log_probs must be 3-D [T, N, C], got shape {}".format(log_probs.shape))
     t_max, n, c = log_probs.shape
@@ -543,47 +543,85 @@ def ctc_loss(log_probs, labels, input_lengths, label_lengths, blank=0, reduction
     for what, v in (("input_lengths", input_lengths), ("label_lengths", label_lengths)):
         if list(v.shape) != [n]:
             raise ValueError("ctc_loss: {} must have shape [{}], got {}".format(what, n, v.shape))
+        if not _is_int(v):
+            raise TypeError("ctc_loss: {} must be int32 or int64, got {}".format(what, v.dtype))
     if not 0 <= blank < c:
         raise ValueError("ctc_loss: blank must be in [0, {}), got {}".format(c, blank))
     if not _is_int(labels):
         raise TypeError("ctc_loss: labels must be int32 or int64, got {}".format(labels.dtype))
-    s_max = labels.shape[1]
-    width = 2 * s_max + 1
     dt = log_probs.dtype
-    neg = -1e30  # log(0) stand-in: finite, so exp/where give clean gradients
-    lp = _log_softmax(log_probs, 2)
-    lab = labels.astype("int64")
-    # extended label: blank, l1, blank, l2, ..., blank
-    ext = _o.stack([_o.full_like(lab, blank), lab], axis=2).reshape([n, 2 * s_max])
-    ext = _o.concat([ext, _o.full([n, 1], blank, dtype="int64")], axis=1)
-    pos = _o.arange(0, width, dtype="int64").reshape([1, width])
-    lab_len = label_lengths.astype("int64").reshape([n, 1])
-    in_len = input_lengths.astype("int64").reshape([n, 1])
-    valid = pos < 2 * lab_len + 1
-    prev2 = _o.concat([_o.full([n, 2], blank, dtype="int64"), ext[:, :-2]], axis=1)
-    skip_ok = (ext != blank) & (ext != prev2) & (pos >= 2)
-    neg_t = _o.full([n, width], neg, dtype=dt)
-    pad1 = _o.full([n, 1], neg, dtype=dt)
-    pad2 = _o.full([n, 2], neg, dtype=dt)
-
-    def emit(t):
-        return _o.take_along_axis(lp[t], ext, axis=1)
-
-    alpha = _o.where(valid & (pos < 2), emit(0), neg_t)
-    for t in range(1, t_max):
-        a1 = _o.concat([pad1, alpha[:, :-1]], axis=1)
-        a2 = _o.where(skip_ok, _o.concat([pad2, alpha[:, :-2]], axis=1), neg_t)
-        m = _o.maximum(_o.maximum(alpha, a1), a2)
-        new = m + _o.log(_o.exp(alpha - m) + _o.exp(a1 - m) + _o.exp(a2 - m)) + emit(t)
-        new = _o.where(valid, new, neg_t)
-        alpha = _o.where(in_len > t, new, alpha)
-    last = _o.take_along_axis(alpha, 2 * lab_len, axis=1)
-    before = _o.where(lab_len > 0, _o.take_along_axis(alpha, _o.maximum(2 * lab_len - 1, _o.zeros_like(lab_len)),
-                                                        axis=1), _o.full([n, 1], neg, dtype=dt))
-    m = _o.maximum(last, before)
-    loss = -(m + _o.log(_o.exp(last - m) + _o.exp(before - m))).reshape([n])
+    loss = _ctc(_log_softmax(log_probs, 2), labels, input_lengths, label_lengths, blank=int(blank),
+                norm_by_times=int(bool(norm_by_times)))
     if reduction == "none":
         return loss
     if reduction == "sum":
         return loss.sum()
     return (loss / label_lengths.astype(dt)).mean()
+
+
+def hsigmoid_loss(input, label, num_classes, weight, bias=None, path_table=None, path_code=None, is_sparse=False,
+                  name=None):
+    """Hierarchical sigmoid: each class is a leaf of a binary tree; the loss sums the binary cross
+    entropies of the decisions on its path, pre = weight[node] . x + bias[node] clipped to [-40, 40].
+    Default tree: class c has code c + num_classes, nodes (code >> (j + 1)) - 1 and bits (code >> j) & 1;
+    a custom path_table ends a path at its first negative entry. As Paddle, each position past a shorter
+    path adds log 2. Returns [N, 1]. The core op "hsigmoid_loss" (cpu plugin hsigmoid.cc) computes it and
+    its gradients for input, weight and bias; the default tree's paths are built with oar ops."""
+    import math as _m
+    import oar as _o
+    if input.ndim != 2:
+        raise ValueError("hsigmoid_loss: input must be 2-D [N, D], got shape {}".format(input.shape))
+    n, d = input.shape
+    if (path_table is None) != (path_code is None):
+        raise ValueError("hsigmoid_loss: path_table and path_code must be given together")
+    if path_table is None and (not isinstance(num_classes, int) or num_classes < 2):
+        raise ValueError("hsigmoid_loss: num_classes must be an int >= 2, got {!r}".format(num_classes))
+    if not _is_int(label):
+        raise TypeError("hsigmoid_loss: label must be int32 or int64, got {}".format(label.dtype))
+    if weight.ndim != 2 or weight.shape[1] != d:
+        raise ValueError("hsigmoid_loss: weight must be [num_nodes, {}], got shape {}".format(d, weight.shape))
+    if path_table is None:
+        lab = label.reshape([n]).astype("int64")
+        depth = int(_m.floor(_m.log2(num_classes - 1))) + 1 if num_classes > 2 else 1
+        code = lab + num_classes
+        nodes, bits = [], []
+        for j in range(depth):
+            inside = code >= 2 ** (j + 1)
+            nodes.append(_o.where(inside, code // (2 ** (j + 1)) - 1, _o.full_like(code, -1)))
+            bits.append((code // (2 ** j)) % 2)
+        path_table, path_code = _o.stack(nodes, 1), _o.stack(bits, 1)
+    if bias is None:
+        bias = _o.zeros([weight.shape[0], 1], dtype=weight.dtype)
+    out, _ = _hsigmoid(input, weight, bias.reshape([weight.shape[0], 1]), path_table, path_code)
+    return out
+
+
+def margin_cross_entropy(logits, label, margin1=1.0, margin2=0.5, margin3=0.0, scale=64.0, group=None,
+                         return_softmax=False, reduction="mean"):
+    """ArcFace-style margin softmax loss (single process): the target class's cosine cos(t) becomes
+    cos(margin1 * t + margin2) - margin3, every logit is multiplied by scale, then softmax cross entropy.
+    Returns loss ([N, 1] for reduction 'none') and, with return_softmax, the softmax [N, C]. The class
+    dimension is not split across ranks here (group must be None or a single-rank group)."""
+    import oar as _o
+    _check_reduction("margin_cross_entropy", reduction)
+    if group is not None and getattr(group, "nranks", 1) != 1:
+        raise NotImplementedError("margin_cross_entropy: a model-parallel group (classes split across ranks) is "
+                                  "not supported; pass group=None")
+    if logits.ndim != 2:
+        raise ValueError("margin_cross_entropy: logits must be 2-D [N, C], got shape {}".format(logits.shape))
+    n, c = logits.shape
+    if not _is_int(label):
+        raise TypeError("margin_cross_entropy: label must be int32 or int64, got {}".format(label.dtype))
+    lab = label.reshape([n]).astype("int64")
+    onehot = _cast(_o.arange(0, c, dtype="int64").reshape([1, c]) == lab.reshape([n, 1]), logits.dtype)
+    target = _sum(logits * onehot, [1], True)
+    theta = target.clip(-1.0, 1.0).acos()
+    changed = (theta * margin1 + margin2).cos() - margin3
+    z = (logits + onehot * (changed - target)) * scale
+    logp = _log_softmax(z, 1)
+    loss = -_sum(logp * onehot, [1], True)
+    if reduction == "mean":
+        loss = loss.mean()
+    elif reduction == "sum":
+        loss = loss.sum()
+    return (loss, logp.exp()) if return_softmax else loss

@@ -187,13 +187,16 @@ def local_response_norm(x, size, alpha=1e-4, beta=0.75, k=1.0, data_format="NCHW
     return x / div
 
 
+_p_norm = _C.Op("p_norm", "axis", "keepdim", "porder")
+
+
 def normalize(x, p=2, axis=1, epsilon=1e-12, name=None):
     """x / max(||x||_p along axis, epsilon)."""
     nd = x.ndim
     if not -max(nd, 1) <= axis < max(nd, 1):
         raise IndexError("normalize: axis {} is out of range for a tensor of rank {}".format(axis, nd))
-    if p == 2:
-        n = _sqrt(_sum(x * x, [axis], True))
+    if 0 < p < float("inf"):  # the p_norm op: scaled (no overflow), a 0 gradient at a zero vector
+        n = _p_norm(x, [axis], True, float(p))
     elif p == 1:
         n = _sum(_abs(x), [axis], True)
     else:
