@@ -23,6 +23,7 @@ namespace oar_cpu {
 void register_amp_kernels(Registry& r);         // amp.cc: loss scaling for GradScaler
 void register_random_ext_kernels(Registry& r);  // random_ext.cc: standard_gamma (framework/src/ops_random.cc)
 void register_fft_kernels(Registry& r);         // fft.cc: the FFT ops on FFTW (dlopened)
+void register_sort_kernels(Registry& r);        // sort.cc: sort (and argsort) and topk
 void register_scan_kernels(Registry& r);        // scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
 void register_detection_kernels(Registry& r);   // detection.cc: RoI pooling, deformable im2col, nms
 void register_ctc_kernels(Registry& r);         // ctc.cc: CTC loss
@@ -441,6 +442,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_misc_kernels(r);
     register_math_ext_kernels(r);
     register_manip_kernels(r);
+    register_sort_kernels(r);
     register_conv_kernels(r);
     register_nn_kernels(r);
     register_linalg_kernels(r);
