@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libbenchmark-dev                            # C++ benchmarks
   libdnnl-dev                                 # oneDNN kernels in the CPU plugin
   liblapack-dev                               # LAPACK decompositions/solvers in the CPU plugin (linalg)
+  libfftw3-double3 libfftw3-single3           # FFTW 3 for oar.fft in the CPU plugin (dlopened, see plugins/cpu/fft.cc)
   ocl-icd-opencl-dev opencl-c-headers         # Debian's oneDNN CMake config requires OpenCL
   libgloo-dev                                 # CPU collectives
   pybind11-dev                                # Python extension

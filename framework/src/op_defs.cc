@@ -368,6 +368,8 @@ void register_builtin_ops(OpRegistry& r) {
   register_scan_ops(r);
   register_scan_grads(r);
   register_random_ops(r);  // draws without gradients (ops_random.cc)
+  register_fft_ops(r);
+  register_fft_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
 }
 

@@ -20,6 +20,7 @@ void register_builtin_samples(OpRegistry& r) {
   register_nn_samples(r);
   register_linalg_samples(r);
   register_random_samples(r);
+  register_fft_samples(r);
   register_optim_samples(r);
   register_scan_samples(r);
 }

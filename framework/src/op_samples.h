@@ -19,6 +19,7 @@ void register_conv_samples(OpRegistry& r);        // ops_conv.cc
 void register_nn_samples(OpRegistry& r);          // ops_nn.cc
 void register_linalg_samples(OpRegistry& r);      // ops_linalg.cc
 void register_random_samples(OpRegistry& r);      // ops_random.cc
+void register_fft_samples(OpRegistry& r);         // ops_fft.cc
 void register_optim_samples(OpRegistry& r);       // ops_optim.cc
 void register_scan_samples(OpRegistry& r);        // ops_scan.cc
 

@@ -20,6 +20,7 @@ void register_conv_ops(OpRegistry& r);    // ops_conv.cc: convolution, pooling, 
 void register_nn_ops(OpRegistry& r);      // ops_nn.cc: normalisation, activations, losses
 void register_linalg_ops(OpRegistry& r);  // ops_linalg.cc: LAPACK-backed linear algebra
 void register_random_ops(OpRegistry& r);  // ops_random.cc: draws for oar.distribution (no gradients)
+void register_fft_ops(OpRegistry& r);     // ops_fft.cc: discrete Fourier transforms (FFTW on the CPU)
 void register_optim_ops(OpRegistry& r);   // ops_optim.cc: fused optimizer updates (no gradients)
 void register_scan_ops(OpRegistry& r);    // ops_scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
 
@@ -32,6 +33,7 @@ void register_conv_grads(OpRegistry& r);
 void register_nn_grads(OpRegistry& r);
 void register_linalg_grads(OpRegistry& r);
 void register_scan_grads(OpRegistry& r);
+void register_fft_grads(OpRegistry& r);
 // Sets `op`'s gradient rule (registration only).
 inline void set_grad(OpRegistry& r, const char* op, GradFn fn, uint32_t saved_inputs, bool saved_outputs) {
   r.get_mutable(op).grad = {fn, saved_inputs, saved_outputs};

@@ -266,6 +266,21 @@ Runtime::Runtime() : impl_(std::make_unique<Impl>()) {
 }
 
 namespace {
+// OpenMP threads that spin at a barrier keep the cores other processes need, and while another process
+// holds a core, the parallel region waits for its descheduled thread for a whole time slice: a training
+// step went from 0.36 ms to 20-48 ms while a compiler ran (issue 20). So, unless the user chose a policy
+// (OMP_WAIT_POLICY or GOMP_SPINCOUNT), oar sets libgomp's spin count to OAR_OMP_SPINCOUNT or
+// kDefaultOmpSpin (measured: tests/benchmarks/bench_contention.py, decision 84); OAR_OMP_SPINCOUNT=keep
+// leaves libgomp's default. libgomp reads it once, when the first plugin using OpenMP loads it: a process
+// that loaded libgomp before oar (another library) keeps what it had.
+constexpr const char* kDefaultOmpSpin = "10000";
+void default_omp_wait_policy() {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  const char* chosen = std::getenv("OAR_OMP_SPINCOUNT");
+  if (chosen && std::strcmp(chosen, "keep") == 0) return;
+  ::setenv("GOMP_SPINCOUNT", chosen && *chosen ? chosen : kDefaultOmpSpin, 0);
+}
+
 // The device type a skipped candidate would have provided: its query's; when its query was never reached,
 // gpu for liboar_plugin_cuda.so (the usual case: a gpu plugin whose vendor library is missing cannot even
 // be opened), else unknown.
@@ -327,6 +342,7 @@ const DeviceType* Runtime::find_device_type(const std::string& name) const {
 
 void Runtime::discover() {
   namespace fs = boost::filesystem;
+  default_omp_wait_policy();  // before any plugin loads libgomp
   std::vector<std::string> candidates;
   std::map<std::string, std::string> seen;  // file name -> first path
   for (const auto& dir : plugin_search_path()) {

@@ -23,6 +23,7 @@ namespace oar_cpu {
 void register_amp_kernels(Registry& r);         // amp.cc: loss scaling for GradScaler
 void register_random_ext_kernels(Registry& r);  // random_ext.cc: standard_gamma (framework/src/ops_random.cc)
 void register_scan_kernels(Registry& r);       // scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
+void register_fft_kernels(Registry& r);         // fft.cc: the FFT ops on FFTW (dlopened)
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -438,6 +439,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_conv_kernels(r);
     register_nn_kernels(r);
     register_linalg_kernels(r);
+    register_fft_kernels(r);
     register_optim_kernels(r);
     register_random_ext_kernels(r);
     register_scan_kernels(r);

@@ -24,6 +24,7 @@ from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, 
 from . import geometric, incubate  # noqa: F401,E402  (issue 19)
 from . import regularizer  # noqa: F401,E402
 from . import distribution  # noqa: F401,E402  (oar.distribution)
+from . import fft, signal, audio  # noqa: F401,E402  (oar.fft on the fft ops; signal and audio on it)
 from .device import (is_compiled_with_cinn, is_compiled_with_cuda, is_compiled_with_custom_device,  # noqa: F401,E402
                      is_compiled_with_distribute, is_compiled_with_ipu, is_compiled_with_rocm, is_compiled_with_xpu)
 

@@ -800,6 +800,35 @@ TEST(PaddleExport, LinearAlgebra) {
   }
 }
 
+// The FFT ops are Paddle's own ops with Paddle's attributes (LONGS axes, STRING normalization, BOOLEAN
+// forward/onesided, LONG last_dim_size). expect_same compares real parts of complex results.
+TEST(PaddleExport, Fft) {
+  using V = std::vector<int64_t>;
+  Tensor x = rand({3, 8}, -1, 1, 90);
+  Attrs r2c{{"axes", V{1}},
+            {"normalization", std::string("ortho")},
+            {"forward", int64_t{1}},
+            {"onesided", int64_t{1}}};
+  Program e = check(make_case("fft_r2c", {x}, r2c), {"fft_r2c"}, 1e-5);
+  expect_attr(first_op(e, "fft_r2c"), "axes", V{1});
+  expect_attr(first_op(e, "fft_r2c"), "normalization", std::string("ortho"));
+  expect_attr(first_op(e, "fft_r2c"), "onesided", true);
+  Tensor c = ops::cast(x, DType::kComplex64);
+  e = check(
+      make_case("fft_c2c", {c},
+                Attrs{{"axes", V{0, 1}}, {"normalization", std::string("forward")}, {"forward", int64_t{0}}}),
+      {"fft_c2c"}, 1e-5);
+  expect_attr(first_op(e, "fft_c2c"), "forward", false);
+  Tensor half = call_op("fft_r2c", {x}, r2c)[0];
+  e = check(make_case("fft_c2r", {half},
+                      Attrs{{"axes", V{1}},
+                            {"normalization", std::string("backward")},
+                            {"forward", int64_t{1}},
+                            {"last_dim_size", int64_t{8}}}),
+            {"fft_c2r"}, 1e-5);
+  expect_attr(first_op(e, "fft_c2r"), "last_dim_size", int64_t{8});
+}
+
 TEST(PaddleExport, UnfoldFoldGridSample) {
   Tensor x = rand({1, 2, 5, 5}, -1, 1, 41);
   Attrs u{{"kernel_sizes", std::vector<int64_t>{2, 3}},

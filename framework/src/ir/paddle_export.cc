@@ -387,6 +387,18 @@ bool rule_cumsum(Ctx& c, const char*) {
   return true;
 }
 
+// fft_c2c / fft_r2c / fft_c2r: the same op and attributes, in Paddle's attribute types.
+bool rule_fft(Ctx& c, const char*) {
+  const Attribute* norm = c.op->find_attr("normalization");
+  const std::string* s = norm ? std::get_if<std::string>(norm) : nullptr;
+  if (s == nullptr) c.malformed("attribute normalization must be a string");
+  AttrList attrs = {{"axes", c.ints("axes")}, {"normalization", *s}, {"forward", c.i("forward") != 0}};
+  if (c.name == "fft_r2c") attrs.push_back({"onesided", c.i("onesided") != 0});
+  if (c.name == "fft_c2r") attrs.push_back({"last_dim_size", c.i("last_dim_size")});
+  c.emit(c.name, {{"X", {c.in("x")}}}, {{"Out", {c.out("out")}}}, std::move(attrs));
+  return true;
+}
+
 // ---- linear algebra, indexing ----------------------------------------------------------------------
 
 bool rule_matmul(Ctx& c, const char*) {

@@ -787,6 +787,17 @@ OpKernelFn tr_cumsum(const OpDesc& op) {
   };
 }
 
+// fft_c2c / fft_r2c / fft_c2r: oar has Paddle's ops with Paddle's attributes (decision 85).
+OpKernelFn tr_fft(const OpDesc& op) {
+  Attrs a{{"axes", attr_ints(op, "axes")},
+          {"normalization", attr_str(op, "normalization", "backward")},
+          {"forward", int64_t{attr_bool(op, "forward", op.type != "fft_c2r")}}};
+  if (op.type == "fft_r2c") a.set("onesided", int64_t{attr_bool(op, "onesided", true)});
+  if (op.type == "fft_c2r") a.set("last_dim_size", attr_int(op, "last_dim_size", 0));
+  const OpDef& def = OpRegistry::get().at(op.type);
+  return [a, &def](OpRunContext& c) { c.set_out("Out", call_op(def, {c.in("X")}, a)[0]); };
+}
+
 OpKernelFn tr_tril_triu(const OpDesc& op) {
   int64_t diag = attr_int(op, "diagonal", 0);
   bool lower = attr_bool(op, "lower", true);

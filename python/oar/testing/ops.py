@@ -140,7 +140,16 @@ NUMPY_REFS = {
         np.swapaxes(y, -1, -2) if transpose_y and y.ndim > 1 else y),
     "tril": lambda x, diagonal=0, **a: np.tril(x, diagonal),
     "triu": lambda x, diagonal=0, **a: np.triu(x, diagonal),
+    "fft_r2c": lambda x, axes, normalization, forward, onesided=1, **a: _fft_r2c_ref(
+        x, list(axes), normalization, forward, onesided),
 }
+
+
+def _fft_r2c_ref(x, axes, norm, forward, onesided):
+    full = (np.fft.fftn if forward else np.fft.ifftn)(x, axes=axes, norm=norm)
+    if onesided:
+        full = np.take(full, np.arange(x.shape[axes[-1]] // 2 + 1), axis=axes[-1])
+    return full
 
 
 # ---- results ----------------------------------------------------------------------------------------

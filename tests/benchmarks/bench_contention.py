@@ -1,0 +1,125 @@
+"""MLP training steps while other processes take CPU time: how a step degrades under contention, for
+several OpenMP wait policies (issue 20: a step should degrade in proportion, not by 50x).
+
+    python3 tests/benchmarks/bench_contention.py [--steps 300] [--burners 0,1,2] [--policies default,oar,passive]
+        [--torch]
+
+Each (policy, burners) cell runs in a fresh process (libgomp reads its environment once, when it loads):
+  default  the environment as given (libgomp's own default spin before sleeping)
+  oar      what oar sets when the user set nothing (OAR_OMP_SPINCOUNT or its default; docs/python.md)
+  passive  OMP_WAIT_POLICY=PASSIVE (threads sleep at once at every barrier)
+A burner is a separate process spinning on one core for the whole run. Prints the median and 90th
+percentile step time per cell; compare the rows of one run only (the machine is shared).
+"""
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, sys, time
+import numpy as np
+import oar
+nn = oar.nn
+oar.seed(0)
+net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+opt = oar.optimizer.Adam(learning_rate=1e-3, parameters=net.parameters())
+x = oar.to_tensor(np.random.RandomState(0).rand(128, 784).astype("float32"))
+y = oar.to_tensor(np.random.RandomState(1).randint(0, 10, (128,)).astype("int64"))
+def step():
+    loss = nn.functional.cross_entropy(net(x), y)
+    loss.backward(); opt.step(); opt.clear_grad()
+    return float(loss)
+for _ in range(20): step()
+times = []
+for _ in range(int(sys.argv[1])):
+    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+print(json.dumps(times))
+"""
+
+TORCH_CHILD = r"""
+import json, sys, time
+import torch
+nn = torch.nn
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+x = torch.rand(128, 784); y = torch.randint(0, 10, (128,))
+def step():
+    loss = nn.functional.cross_entropy(net(x), y)
+    loss.backward(); opt.step(); opt.zero_grad()
+    return float(loss)
+for _ in range(20): step()
+times = []
+for _ in range(int(sys.argv[1])):
+    t = time.perf_counter(); step(); times.append(time.perf_counter() - t)
+print(json.dumps(times))
+"""
+
+
+def burn(stop):
+    while not stop.is_set():
+        for _ in range(100000):
+            pass
+
+
+def run_cell(code, env, steps, burners):
+    stop = mp.Event()
+    procs = [mp.Process(target=burn, args=(stop,), daemon=True) for _ in range(burners)]
+    for p in procs:
+        p.start()
+    try:
+        out = subprocess.run([sys.executable, "-c", code, str(steps)], env=env, capture_output=True, text=True,
+                             timeout=1800)
+    finally:
+        stop.set()
+        for p in procs:
+            p.join()
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    times = json.loads(out.stdout.strip().splitlines()[-1])
+    times.sort()
+    return statistics.median(times) * 1e3, times[int(0.9 * (len(times) - 1))] * 1e3
+
+
+def policy_env(policy):
+    env = dict(os.environ)
+    for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OAR_OMP_SPINCOUNT"):
+        if policy != "default":
+            env.pop(k, None)
+    if policy == "default":
+        env["OAR_OMP_SPINCOUNT"] = "keep"  # oar leaves libgomp's default alone
+    elif policy == "passive":
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    elif policy.startswith("spin="):
+        env["GOMP_SPINCOUNT"] = policy.split("=", 1)[1]
+    return env
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--burners", default="0,1,2")
+    ap.add_argument("--policies", default="default,oar,passive")
+    ap.add_argument("--torch", action="store_true", help="also PyTorch's MLP (its own OpenMP) in the same run")
+    args = ap.parse_args()
+    burners = [int(b) for b in args.burners.split(",")]
+    rows = [(p, CHILD, policy_env(p)) for p in args.policies.split(",")]
+    if args.torch:
+        rows.append(("torch", TORCH_CHILD, dict(os.environ)))
+    print(f"{os.cpu_count()} cpus; MLP 784-512-512-10, batch 128, Adam; step time ms (median / p90)")
+    print("policy".ljust(14) + "".join(f"{b} burner(s)".rjust(22) for b in burners))
+    for name, code, env in rows:
+        cells = []
+        for b in burners:
+            med, p90 = run_cell(code, env, args.steps, b)
+            cells.append(f"{med:8.2f} / {p90:8.2f}")
+        print(name.ljust(14) + "".join(c.rjust(22) for c in cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()
