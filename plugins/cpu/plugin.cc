@@ -27,6 +27,7 @@ void register_scan_kernels(Registry& r);         // scan.cc: logsumexp, p_norm, 
 void register_detection_kernels(Registry& r);   // detection.cc: RoI pooling, deformable im2col, nms
 void register_ctc_kernels(Registry& r);         // ctc.cc: CTC loss
 void register_hsigmoid_kernels(Registry& r);    // hsigmoid.cc: hierarchical sigmoid loss
+void register_rnn_kernels(Registry& r);         // rnn.cc: the fused recurrent op (oneDNN)
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -450,6 +451,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_detection_kernels(r);
     register_ctc_kernels(r);
     register_hsigmoid_kernels(r);
+    register_rnn_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";
