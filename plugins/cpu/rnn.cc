@@ -1,15 +1,12 @@
 // The fused recurrent op `rnn` and `rnn_grad` (framework/src/ops_rnn.cc has the contract).
 //
-// float32 without sequence lengths (or with every length equal to T) runs oneDNN's RNN primitives, one
-// per layer (both directions in one, bidirectional_concat): lstm, lbr_gru (linear-before-reset, the GRU
-// Paddle and cuDNN compute) and vanilla_rnn (tanh / relu). rnn runs forward_inference; rnn_grad runs
-// forward_training again for the workspace, then the backward primitive (no reserve buffer crosses the
-// op boundary; the forward costs a third of a training step).
-// Everything else (float64, and sequences of different lengths, which oneDNN cannot mask: its state
-// would run on through the padding and LSTM's cell state at a sequence's end is never an output) runs
-// the plain loop below, which is also the reference the tests compare with.
-#include <algorithm>
-#include <cstdlib>
+// float32 runs oneDNN's RNN primitives: lstm, lbr_gru (linear-before-reset, the GRU Paddle and cuDNN
+// compute) and vanilla_rnn (tanh / relu). With every sequence full, one primitive per layer (both
+// directions in one, bidirectional_concat); with sequences of different lengths, which oneDNN cannot mask,
+// onednn_masked cuts the batch and time into pieces around the primitive. rnn runs forward_inference;
+// rnn_grad runs forward_training again for the workspace, then the backward primitive (no reserve buffer
+// crosses the op boundary; the forward costs about a third of a training step).
+// float64 runs the plain loop below, which is also the reference the tests compare float32 with.
 #include <dnnl.hpp>
 #include <memory>
 #include <mutex>
@@ -505,85 +502,162 @@ memory as_layout(dnnl::stream& s, const memory& m, const memory::desc& want, std
   return r;
 }
 
-// The whole stack through oneDNN, layer by layer. Backward: the forward again (training), keeping each
-// layer's input and workspace, then the backward primitives from the top layer down.
-void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward) {
-  const int64_t T = g.T, B = g.B, H = g.H, D = g.D, SB = B * H;
+// One forward call of a primitive on plain buffers (weights in plain ldigo, reordered here when the
+// primitive wants another layout). ws: the workspace (training), or null.
+struct FwdIO {
+  const float *src, *h, *c;
+  float *dst, *h_out, *c_out, *ws;
+};
+memory mem(const memory::desc& d, const float* p) { return memory(d, engine(), const_cast<float*>(p)); }
+
+void exec_fwd(const LayerPrims& p, bool lstm, const float* wl, const float* wi, const float* bias,
+              const FwdIO& io) {
   dnnl::stream& s = thread_stream();
-  auto in_ptr = [&](int64_t i) {
-    return const_cast<float*>(ctx.input(static_cast<int32_t>(i)).data<float>());
-  };
-  float *x = in_ptr(0), *h0 = in_ptr(1), *c0 = in_ptr(2);
+  std::vector<Buffer> keep;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC_LAYER, mem(p.src, io.src)},
+      {DNNL_ARG_SRC_ITER, mem(p.iter, io.h)},
+      {DNNL_ARG_WEIGHTS_LAYER, as_layout(s, mem(p.wl_plain, wl), p.wl, keep)},
+      {DNNL_ARG_WEIGHTS_ITER, as_layout(s, mem(p.wi_plain, wi), p.wi, keep)},
+      {DNNL_ARG_BIAS, mem(p.bias, bias)},
+      {DNNL_ARG_DST_LAYER, mem(p.dst, io.dst)},
+      {DNNL_ARG_DST_ITER, mem(p.iter, io.h_out)}};
+  if (lstm) {
+    args.emplace(DNNL_ARG_SRC_ITER_C, mem(p.iter, io.c));
+    args.emplace(DNNL_ARG_DST_ITER_C, mem(p.iter, io.c_out));
+  }
+  if (io.ws) args.emplace(DNNL_ARG_WORKSPACE, mem(p.ws, io.ws));
+  Buffer scratch = buffer(p.scratch.get_size());
+  args.emplace(DNNL_ARG_SCRATCHPAD, mem(p.scratch, scratch.get()));
+  p.fwd.execute(s, args);
+  s.wait();
+}
+
+// The backward of exec_fwd's call `f` (its inputs, outputs and workspace). dwl, dwi, dbias: plain
+// (ldigo / ldgo) buffers that receive this call's weight gradients (overwritten).
+struct BwdIO {
+  const float *ddst, *dh, *dc;
+  float *dsrc, *dh_in, *dc_in, *dwl, *dwi, *dbias;
+};
+void exec_bwd(const LayerPrims& p, bool lstm, const float* wl, const float* wi, const float* bias,
+              const FwdIO& f, const BwdIO& io) {
+  dnnl::stream& s = thread_stream();
+  std::vector<Buffer> keep;
+  // oneDNN accumulates into the weight gradients: they start at zero.
+  Buffer dwl = buffer(p.b_dwl.get_size()), dwi = buffer(p.b_dwi.get_size());
+  std::memset(dwl.get(), 0, p.b_dwl.get_size());
+  std::memset(dwi.get(), 0, p.b_dwi.get_size());
+  std::memset(io.dbias, 0, p.bias.get_size());
+  memory dwl_m(p.b_dwl, engine(), dwl.get()), dwi_m(p.b_dwi, engine(), dwi.get());
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC_LAYER, mem(p.src, f.src)},
+      {DNNL_ARG_SRC_ITER, mem(p.iter, f.h)},
+      {DNNL_ARG_WEIGHTS_LAYER, as_layout(s, mem(p.wl_plain, wl), p.b_wl, keep)},
+      {DNNL_ARG_WEIGHTS_ITER, as_layout(s, mem(p.wi_plain, wi), p.b_wi, keep)},
+      {DNNL_ARG_BIAS, mem(p.bias, bias)},
+      {DNNL_ARG_DST_LAYER, mem(p.dst, f.dst)},
+      {DNNL_ARG_DST_ITER, mem(p.iter, f.h_out)},
+      {DNNL_ARG_DIFF_DST_LAYER, mem(p.dst, io.ddst)},
+      {DNNL_ARG_DIFF_DST_ITER, mem(p.iter, io.dh)},
+      {DNNL_ARG_DIFF_SRC_LAYER, mem(p.src, io.dsrc)},
+      {DNNL_ARG_DIFF_SRC_ITER, mem(p.iter, io.dh_in)},
+      {DNNL_ARG_DIFF_WEIGHTS_LAYER, dwl_m},
+      {DNNL_ARG_DIFF_WEIGHTS_ITER, dwi_m},
+      {DNNL_ARG_DIFF_BIAS, mem(p.bias, io.dbias)},
+      {DNNL_ARG_WORKSPACE, mem(p.ws, f.ws)}};
+  if (lstm) {
+    args.emplace(DNNL_ARG_SRC_ITER_C, mem(p.iter, f.c));
+    args.emplace(DNNL_ARG_DST_ITER_C, mem(p.iter, f.c_out));
+    args.emplace(DNNL_ARG_DIFF_DST_ITER_C, mem(p.iter, io.dc));
+    args.emplace(DNNL_ARG_DIFF_SRC_ITER_C, mem(p.iter, io.dc_in));
+  }
+  Buffer scratch = buffer(p.b_scratch.get_size());
+  args.emplace(DNNL_ARG_SCRATCHPAD, mem(p.b_scratch, scratch.get()));
+  p.bwd.execute(s, args);
+  memory pl = mem(p.wl_plain, io.dwl), pi = mem(p.wi_plain, io.dwi);
+  dnnl::reorder(dwl_m, pl).execute(s, dwl_m, pl);  // also a plain copy when the layouts agree
+  dnnl::reorder(dwi_m, pi).execute(s, dwi_m, pi);
+  s.wait();
+}
+
+// The weights of the (layer, direction) pairs [k0, k0 + D) packed for one primitive.
+struct Packed {
+  Buffer wl, wi, bias;
+};
+Packed pack(const Geom& g, const LayerPrims& p, KernelContext& ctx, int64_t In, int64_t k0, int64_t D) {
+  auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
+  Packed w{buffer(p.wl_plain.get_size()), buffer(p.wi_plain.get_size()), buffer(p.bias.get_size())};
+  for (int64_t d = 0; d < D; ++d) {
+    const int64_t k = k0 + d;
+    pack_weights(g, in_ptr(3 + 2 * k), In, d, w.wl.get());
+    pack_weights(g, in_ptr(4 + 2 * k), g.H, d, w.wi.get());
+    pack_bias(g, in_ptr(3 + 2 * g.cells + 2 * k), in_ptr(4 + 2 * g.cells + 2 * k), d, w.bias.get());
+  }
+  return w;
+}
+// Adds one call's plain weight gradients (directions [k0, k0 + D)) into dw (WeightList order, flat).
+void unpack_grads(const Geom& g, KernelContext& ctx, int64_t In, int64_t k0, int64_t D, const float* dwl,
+                  const float* dwi, const float* dbias, float* dw) {
+  std::vector<int64_t> off(static_cast<size_t>(g.n_w) + 1, 0);
+  for (int64_t i = 0; i < g.n_w; ++i) off[i + 1] = off[i] + ctx.input(static_cast<int32_t>(3 + i)).numel();
+  const int64_t G = dnnl_gates(g.mode), GB = dnnl_bias_gates(g.mode), H = g.H;
+  std::vector<float> t_ih(static_cast<size_t>(G * H * In)), t_hh(static_cast<size_t>(G * H * H)),
+      b_ih(static_cast<size_t>(G * H)), b_hh(static_cast<size_t>(G * H));
+  for (int64_t d = 0; d < D; ++d) {
+    const int64_t k = k0 + d;
+    unpack_weights(g, dwl + d * In * G * H, In, 0, t_ih.data());
+    unpack_weights(g, dwi + d * H * G * H, H, 0, t_hh.data());
+    unpack_bias(g, dbias + d * GB * H, 0, b_ih.data(), b_hh.data());
+    auto add = [](const std::vector<float>& v, float* o) {
+      for (size_t i = 0; i < v.size(); ++i) o[i] += v[i];
+    };
+    add(t_ih, dw + off[2 * k]);
+    add(t_hh, dw + off[2 * k + 1]);
+    add(b_ih, dw + off[2 * g.cells + 2 * k]);
+    add(b_hh, dw + off[2 * g.cells + 2 * k + 1]);
+  }
+}
+
+// The whole stack through oneDNN, layer by layer, every sequence full. Backward: the forward again
+// (training), keeping each layer's input and workspace, then the backward primitives from the top down.
+void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward) {
+  const int64_t H = g.H, D = g.D, SB = g.B * H;
   const bool lstm = g.mode == kLstm;
+  auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
+  const float *x = in_ptr(0), *h0 = in_ptr(1), *c0 = in_ptr(2);
   struct Layer {
     std::shared_ptr<LayerPrims> p;
-    Buffer wl, wi, bias, out, ws;
+    Packed w;
+    Buffer out, ws;
   };
   std::vector<Layer> layers(static_cast<size_t>(g.L));
-  float *hn_out = backward ? nullptr : ctx.output(1).data<float>(),
-        *cn_out = backward ? nullptr : ctx.output(2).data<float>();
-  std::vector<float> hn_tmp, cn_tmp;
-  if (backward) {
-    hn_tmp.resize(g.cells * SB);
-    cn_tmp.resize(g.cells * SB);
-    hn_out = hn_tmp.data();
-    cn_out = cn_tmp.data();
-  } else if (!lstm) {
-    std::fill(cn_out, cn_out + g.cells * SB, 0.f);
-  }
-  std::vector<Buffer> keep;
+  std::vector<float> hn(g.cells * SB), cn(g.cells * SB, 0.f);
   for (int64_t l = 0; l < g.L; ++l) {
     Layer& L = layers[l];
     const int64_t In = g.in_width(l);
     L.p = get_prims(g, In, backward);
     const LayerPrims& p = *L.p;
-    L.wl = buffer(p.wl_plain.get_size());
-    L.wi = buffer(p.wi_plain.get_size());
-    L.bias = buffer(p.bias.get_size());
-    for (int64_t d = 0; d < D; ++d) {
-      const int64_t k = l * D + d;
-      pack_weights(g, in_ptr(3 + 2 * k), In, d, L.wl.get());
-      pack_weights(g, in_ptr(4 + 2 * k), H, d, L.wi.get());
-      pack_bias(g, in_ptr(3 + 2 * g.cells + 2 * k), in_ptr(4 + 2 * g.cells + 2 * k), d, L.bias.get());
-    }
-    const bool last = l == g.L - 1;
-    float* out = last && !backward ? ctx.output(0).data<float>() : nullptr;
+    L.w = pack(g, p, ctx, In, l * D, D);
+    float* out = l == g.L - 1 && !backward ? ctx.output(0).data<float>() : nullptr;
     if (!out) {
       L.out = buffer(p.dst.get_size());
       out = L.out.get();
     }
+    if (backward) L.ws = buffer(p.ws.get_size());
     const float* in = l == 0 ? x : layers[l - 1].out.get();
-    memory wl_m(p.wl_plain, engine(), L.wl.get()), wi_m(p.wi_plain, engine(), L.wi.get());
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC_LAYER, memory(p.src, engine(), const_cast<float*>(in))},
-        {DNNL_ARG_SRC_ITER, memory(p.iter, engine(), h0 + l * D * SB)},
-        {DNNL_ARG_WEIGHTS_LAYER, as_layout(s, wl_m, p.wl, keep)},
-        {DNNL_ARG_WEIGHTS_ITER, as_layout(s, wi_m, p.wi, keep)},
-        {DNNL_ARG_BIAS, memory(p.bias, engine(), L.bias.get())},
-        {DNNL_ARG_DST_LAYER, memory(p.dst, engine(), out)},
-        {DNNL_ARG_DST_ITER, memory(p.iter, engine(), hn_out + l * D * SB)}};
-    if (lstm) {
-      args.emplace(DNNL_ARG_SRC_ITER_C, memory(p.iter, engine(), c0 + l * D * SB));
-      args.emplace(DNNL_ARG_DST_ITER_C, memory(p.iter, engine(), cn_out + l * D * SB));
-    }
-    if (backward) {
-      L.ws = buffer(p.ws.get_size());
-      args.emplace(DNNL_ARG_WORKSPACE, memory(p.ws, engine(), L.ws.get()));
-    }
-    Buffer scratch = buffer(p.scratch.get_size());
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratch, engine(), scratch.get()));
-    p.fwd.execute(s, args);
-    s.wait();
-    keep.clear();
+    exec_fwd(p, lstm, L.w.wl.get(), L.w.wi.get(), L.w.bias.get(),
+             {in, h0 + l * D * SB, c0 + l * D * SB, out, hn.data() + l * D * SB, cn.data() + l * D * SB,
+              L.ws.get()});
   }
-  if (!backward) return;
-
-  const int64_t n = ctx.num_inputs() - 3;
-  float *gout = in_ptr(n), *ghn = in_ptr(n + 1), *gcn = in_ptr(n + 2);
+  if (!backward) {
+    std::copy(hn.begin(), hn.end(), ctx.output(1).data<float>());
+    std::copy(cn.begin(), cn.end(), ctx.output(2).data<float>());
+    return;
+  }
+  const int64_t n = ctx.num_inputs() - 3;  // the output gradients follow rnn's inputs
+  const float *gout = in_ptr(n), *ghn = in_ptr(n + 1), *gcn = in_ptr(n + 2);
   float* dw = ctx.output(3).data<float>();
-  std::vector<int64_t> w_off(static_cast<size_t>(g.n_w) + 1, 0);
-  for (int64_t i = 0; i < g.n_w; ++i)
-    w_off[i + 1] = w_off[i] + ctx.input(static_cast<int32_t>(3 + i)).numel();
+  std::fill(dw, dw + ctx.output(3).numel(), 0.f);
   float *dh0 = ctx.output(1).data<float>(), *dc0 = ctx.output(2).data<float>();
   if (!lstm) std::fill(dc0, dc0 + g.cells * SB, 0.f);
   Buffer dlayer;  // the gradient of the current layer's output
@@ -592,81 +666,182 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward) {
     Layer& L = layers[l];
     const LayerPrims& p = *L.p;
     const int64_t In = g.in_width(l);
-    float* din = l == 0 ? ctx.output(0).data<float>() : nullptr;
     Buffer din_buf;
+    float* din = l == 0 ? ctx.output(0).data<float>() : nullptr;
     if (!din) {
       din_buf = buffer(p.src.get_size());
       din = din_buf.get();
     }
-    const float* in = l == 0 ? x : layers[l - 1].out.get();
-    memory wl_m(p.wl_plain, engine(), L.wl.get()), wi_m(p.wi_plain, engine(), L.wi.get());
-    // diff weights: oneDNN accumulates into them, so they start at zero.
-    Buffer dwl = buffer(p.b_dwl.get_size()), dwi = buffer(p.b_dwi.get_size()),
+    Buffer dwl = buffer(p.wl_plain.get_size()), dwi = buffer(p.wi_plain.get_size()),
            dbias = buffer(p.bias.get_size());
-    std::memset(dwl.get(), 0, p.b_dwl.get_size());
-    std::memset(dwi.get(), 0, p.b_dwi.get_size());
-    std::memset(dbias.get(), 0, p.bias.get_size());
-    memory dwl_m(p.b_dwl, engine(), dwl.get()), dwi_m(p.b_dwi, engine(), dwi.get());
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC_LAYER, memory(p.src, engine(), const_cast<float*>(in))},
-        {DNNL_ARG_SRC_ITER, memory(p.iter, engine(), h0 + l * D * SB)},
-        {DNNL_ARG_WEIGHTS_LAYER, as_layout(s, wl_m, p.b_wl, keep)},
-        {DNNL_ARG_WEIGHTS_ITER, as_layout(s, wi_m, p.b_wi, keep)},
-        {DNNL_ARG_BIAS, memory(p.bias, engine(), L.bias.get())},
-        {DNNL_ARG_DST_LAYER, memory(p.dst, engine(), L.out.get())},
-        {DNNL_ARG_DST_ITER, memory(p.iter, engine(), hn_out + l * D * SB)},
-        {DNNL_ARG_DIFF_DST_LAYER, memory(p.dst, engine(), const_cast<float*>(dtop))},
-        {DNNL_ARG_DIFF_DST_ITER, memory(p.iter, engine(), ghn + l * D * SB)},
-        {DNNL_ARG_DIFF_SRC_LAYER, memory(p.src, engine(), din)},
-        {DNNL_ARG_DIFF_SRC_ITER, memory(p.iter, engine(), dh0 + l * D * SB)},
-        {DNNL_ARG_DIFF_WEIGHTS_LAYER, dwl_m},
-        {DNNL_ARG_DIFF_WEIGHTS_ITER, dwi_m},
-        {DNNL_ARG_DIFF_BIAS, memory(p.bias, engine(), dbias.get())},
-        {DNNL_ARG_WORKSPACE, memory(p.ws, engine(), L.ws.get())}};
-    if (lstm) {
-      args.emplace(DNNL_ARG_SRC_ITER_C, memory(p.iter, engine(), c0 + l * D * SB));
-      args.emplace(DNNL_ARG_DST_ITER_C, memory(p.iter, engine(), cn_out + l * D * SB));
-      args.emplace(DNNL_ARG_DIFF_DST_ITER_C, memory(p.iter, engine(), gcn + l * D * SB));
-      args.emplace(DNNL_ARG_DIFF_SRC_ITER_C, memory(p.iter, engine(), dc0 + l * D * SB));
-    }
-    Buffer scratch = buffer(p.b_scratch.get_size());
-    args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.b_scratch, engine(), scratch.get()));
-    p.bwd.execute(s, args);
-    // The weight gradients back to plain ldigo, then to Paddle's layout.
-    Buffer pwl, pwi;
-    const float *wl_plain = dwl.get(), *wi_plain = dwi.get();
-    if (p.b_dwl != p.wl_plain) {
-      pwl = buffer(p.wl_plain.get_size());
-      memory m(p.wl_plain, engine(), pwl.get());
-      dnnl::reorder(dwl_m, m).execute(s, dwl_m, m);
-      wl_plain = pwl.get();
-    }
-    if (p.b_dwi != p.wi_plain) {
-      pwi = buffer(p.wi_plain.get_size());
-      memory m(p.wi_plain, engine(), pwi.get());
-      dnnl::reorder(dwi_m, m).execute(s, dwi_m, m);
-      wi_plain = pwi.get();
-    }
-    s.wait();
-    keep.clear();
-    for (int64_t d = 0; d < D; ++d) {
-      const int64_t k = l * D + d;
-      unpack_weights(g, wl_plain, In, d, dw + w_off[2 * k]);
-      unpack_weights(g, wi_plain, H, d, dw + w_off[2 * k + 1]);
-      unpack_bias(g, dbias.get(), d, dw + w_off[2 * g.cells + 2 * k], dw + w_off[2 * g.cells + 2 * k + 1]);
-    }
+    const float* in = l == 0 ? x : layers[l - 1].out.get();
+    std::vector<float> dc_dummy(lstm ? 0 : static_cast<size_t>(D * SB));
+    exec_bwd(p, lstm, L.w.wl.get(), L.w.wi.get(), L.w.bias.get(),
+             {in, h0 + l * D * SB, c0 + l * D * SB, L.out.get(), hn.data() + l * D * SB,
+              cn.data() + l * D * SB, L.ws.get()},
+             {dtop, ghn + l * D * SB, gcn + l * D * SB, din, dh0 + l * D * SB,
+              lstm ? dc0 + l * D * SB : dc_dummy.data(), dwl.get(), dwi.get(), dbias.get()});
+    unpack_grads(g, ctx, In, l * D, D, dwl.get(), dwi.get(), dbias.get(), dw);
     dlayer = std::move(din_buf);
     dtop = dlayer.get();
   }
+}
+
+// Sequences of different lengths through oneDNN, which has no masking. The batch is sorted by length,
+// longest first, so the sequences still running at any step are a prefix of it; time is cut where a
+// sequence ends, and each piece runs as one primitive call on that prefix, its initial state the state the
+// previous piece left (so a finished sequence's rows keep its final state). The reverse direction runs as
+// a forward pass over each sequence reversed within its length (it starts at the sequence's last step),
+// then its outputs are put back in place. Outputs past a length are zero. Backward walks the pieces in
+// reverse with the state gradients carried the same way; each piece's weight gradients are summed.
+void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
+  const int64_t T = g.T, B = g.B, H = g.H, D = g.D, SB = B * H;
+  const bool lstm = g.mode == kLstm;
+  auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
+  std::vector<int64_t> perm(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) perm[i] = i;
+  std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return g.len[a] > g.len[b]; });
+  std::vector<int64_t> ls(static_cast<size_t>(B));
+  for (int64_t i = 0; i < B; ++i) ls[i] = g.len[perm[i]];
+  struct Piece {
+    int64_t t0, t1, n;
+  };
+  std::vector<Piece> pieces;
+  for (int64_t i = B - 1, t0 = 0; i >= 0; --i)
+    if (ls[i] > t0) {
+      pieces.push_back({t0, ls[i], i + 1});
+      t0 = ls[i];
+    }
+  // The step of sorted sequence i that direction d processes at its s-th step.
+  auto step = [&](int64_t d, int64_t i, int64_t s) { return d == 0 ? s : ls[i] - 1 - s; };
+  // Rows in sorted order: [T, B, w] and [cells, B, H] tensors.
+  auto permute = [&](const float* src, int64_t rows, int64_t w) {
+    std::vector<float> r(static_cast<size_t>(rows * B * w));
+    for (int64_t t = 0; t < rows; ++t)
+      for (int64_t i = 0; i < B; ++i) std::copy_n(src + (t * B + perm[i]) * w, w, r.data() + (t * B + i) * w);
+    return r;
+  };
+  auto unpermute = [&](const float* src, int64_t rows, int64_t w, float* dst) {
+    for (int64_t t = 0; t < rows; ++t)
+      for (int64_t i = 0; i < B; ++i) std::copy_n(src + (t * B + i) * w, w, dst + (t * B + perm[i]) * w);
+  };
+  struct Saved {
+    std::shared_ptr<LayerPrims> p;
+    std::vector<float> src, h, c, dst, h_out, c_out;
+    Buffer ws;
+  };
+  std::vector<std::vector<Saved>> saved(static_cast<size_t>(backward ? g.cells : 0));
+  std::vector<Packed> packed(static_cast<size_t>(g.cells));
+  std::vector<std::vector<float>> layer_in(static_cast<size_t>(g.L + 1));
+  layer_in[0] = permute(in_ptr(0), T, g.I);
+  const std::vector<float> h0 = permute(in_ptr(1), g.cells, H), c0 = permute(in_ptr(2), g.cells, H);
+  std::vector<float> hn(h0), cn(lstm ? c0 : std::vector<float>(g.cells * SB, 0.f));
+  Geom sg = g;
+  sg.D = 1;
+  for (int64_t l = 0; l < g.L; ++l) {
+    const int64_t In = g.in_width(l);
+    const float* X = layer_in[l].data();
+    std::vector<float>& out = layer_in[l + 1];
+    out.assign(static_cast<size_t>(T * B * D * H), 0.f);
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t k = l * D + d;
+      float *h = hn.data() + k * SB, *c = cn.data() + k * SB;
+      for (const Piece& pc : pieces) {
+        sg.T = pc.t1 - pc.t0;
+        sg.B = pc.n;
+        Saved sv;
+        sv.p = get_prims(sg, In, backward);
+        const LayerPrims& p = *sv.p;
+        if (!packed[k].wl) packed[k] = pack(g, p, ctx, In, k, 1);
+        sv.src.resize(static_cast<size_t>(sg.T * pc.n * In));
+        for (int64_t s = pc.t0; s < pc.t1; ++s)
+          for (int64_t i = 0; i < pc.n; ++i)
+            std::copy_n(X + (step(d, i, s) * B + i) * In, In, sv.src.data() + ((s - pc.t0) * pc.n + i) * In);
+        sv.h.assign(h, h + pc.n * H);
+        sv.c.assign(c, c + pc.n * H);
+        sv.dst.resize(static_cast<size_t>(sg.T * pc.n * H));
+        sv.h_out.resize(static_cast<size_t>(pc.n * H));
+        sv.c_out.resize(static_cast<size_t>(pc.n * H));
+        if (backward) sv.ws = buffer(p.ws.get_size());
+        exec_fwd(p, lstm, packed[k].wl.get(), packed[k].wi.get(), packed[k].bias.get(),
+                 {sv.src.data(), sv.h.data(), sv.c.data(), sv.dst.data(), sv.h_out.data(), sv.c_out.data(),
+                  sv.ws.get()});
+        for (int64_t s = pc.t0; s < pc.t1; ++s)
+          for (int64_t i = 0; i < pc.n; ++i)
+            std::copy_n(sv.dst.data() + ((s - pc.t0) * pc.n + i) * H, H,
+                        out.data() + (step(d, i, s) * B + i) * D * H + d * H);
+        std::copy(sv.h_out.begin(), sv.h_out.end(), h);
+        if (lstm) std::copy(sv.c_out.begin(), sv.c_out.end(), c);
+        if (backward) saved[k].push_back(std::move(sv));
+      }
+    }
+  }
+  if (!backward) {
+    unpermute(layer_in[g.L].data(), T, D * H, ctx.output(0).data<float>());
+    unpermute(hn.data(), g.cells, H, ctx.output(1).data<float>());
+    unpermute(cn.data(), g.cells, H, ctx.output(2).data<float>());
+    return;
+  }
+  const int64_t n = ctx.num_inputs() - 3;
+  std::vector<float> dtop = permute(in_ptr(n), T, D * H);
+  std::vector<float> dh = permute(in_ptr(n + 1), g.cells, H), dc = permute(in_ptr(n + 2), g.cells, H);
+  if (!lstm) std::fill(dc.begin(), dc.end(), 0.f);
+  float* dw = ctx.output(3).data<float>();
+  std::fill(dw, dw + ctx.output(3).numel(), 0.f);
+  std::vector<float> din;
+  for (int64_t l = g.L - 1; l >= 0; --l) {
+    const int64_t In = g.in_width(l);
+    din.assign(static_cast<size_t>(T * B * In), 0.f);
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t k = l * D + d;
+      float *dhk = dh.data() + k * SB, *dck = dc.data() + k * SB;
+      for (size_t j = pieces.size(); j-- > 0;) {
+        const Piece& pc = pieces[j];
+        Saved& sv = saved[k][j];
+        const LayerPrims& p = *sv.p;
+        const int64_t Ts = pc.t1 - pc.t0, nH = pc.n * H;
+        std::vector<float> ddst(static_cast<size_t>(Ts * nH)), dsrc(static_cast<size_t>(Ts * pc.n * In));
+        for (int64_t s = pc.t0; s < pc.t1; ++s)
+          for (int64_t i = 0; i < pc.n; ++i)
+            std::copy_n(dtop.data() + (step(d, i, s) * B + i) * D * H + d * H, H,
+                        ddst.data() + ((s - pc.t0) * pc.n + i) * H);
+        std::vector<float> dh_out(dhk, dhk + nH), dc_out(dck, dck + nH);
+        Buffer dwl = buffer(p.wl_plain.get_size()), dwi = buffer(p.wi_plain.get_size()),
+               dbias = buffer(p.bias.get_size());
+        exec_bwd(p, lstm, packed[k].wl.get(), packed[k].wi.get(), packed[k].bias.get(),
+                 {sv.src.data(), sv.h.data(), sv.c.data(), sv.dst.data(), sv.h_out.data(), sv.c_out.data(),
+                  sv.ws.get()},
+                 {ddst.data(), dh_out.data(), dc_out.data(), dsrc.data(), dhk, dck, dwl.get(), dwi.get(),
+                  dbias.get()});
+        unpack_grads(g, ctx, In, k, 1, dwl.get(), dwi.get(), dbias.get(), dw);
+        for (int64_t s = pc.t0; s < pc.t1; ++s)
+          for (int64_t i = 0; i < pc.n; ++i) {
+            const float* src = dsrc.data() + ((s - pc.t0) * pc.n + i) * In;
+            float* o = din.data() + (step(d, i, s) * B + i) * In;
+            for (int64_t q = 0; q < In; ++q) o[q] += src[q];
+          }
+      }
+    }
+    dtop.swap(din);
+  }
+  unpermute(dtop.data(), T, g.I, ctx.output(0).data<float>());
+  unpermute(dh.data(), g.cells, H, ctx.output(1).data<float>());
+  if (lstm)
+    unpermute(dc.data(), g.cells, H, ctx.output(2).data<float>());
+  else
+    std::fill(ctx.output(2).data<float>(), ctx.output(2).data<float>() + g.cells * SB, 0.f);
 }
 
 void run(KernelContext& ctx, bool backward) {
   const int32_t n_in = backward ? ctx.num_inputs() - 3 : ctx.num_inputs();
   Geom g = make_geom(ctx, n_in);
   if (ctx.input(0).dtype() == OAR_DTYPE_FLOAT32) {
-    if (g.len.empty() && g.T > 0 && g.B > 0) {
+    if (g.T > 0 && g.B > 0) {
       try {
-        onednn_rnn(g, ctx, backward);
+        if (g.len.empty())
+          onednn_rnn(g, ctx, backward);
+        else
+          onednn_masked(g, ctx, backward);
         return;
       } catch (const dnnl::error& e) {
         throw oar::sdk::Error(OAR_ERR_EXTERNAL, std::string("rnn: oneDNN failed: ") + e.what(),
