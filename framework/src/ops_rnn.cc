@@ -6,15 +6,18 @@
 //   then Paddle's WeightList: W_ih [G * H, in], W_hh [G * H, H] for every (layer l, direction d) in the
 //   order l * D + d, then b_ih, b_hh [G * H] in the same order; optionally sequence_length [B] (int32
 //   or int64) last.
-// Outputs: out [T, B, D * H], h [L * D, B, H], c [L * D, B, H] (LSTM's cell state; zeros otherwise).
+// Outputs: out [T, B, D * H], h [L * D, B, H], c [L * D, B, H] (LSTM's cell state; zeros otherwise) and
+// reserve (uint8, 1-D): what a kernel keeps for the backward when is_test is 0 (Paddle's Reserve; its
+// size and contents are the kernel's, set with resize_output; empty when it keeps nothing).
 // Gate blocks: LSTM i, f, g, o; GRU r, z, c with the candidate tanh(x_c + r * (W_hc h + b_hc)).
 // Steps at or past a sequence's length keep its state and output zeros; the reverse direction starts at
 // each sequence's own last step. The op applies no dropout: the layer runs one op per layer with
 // dropout between them when it trains with dropout (is_test / dropout_prob are Paddle's, kept for
 // export).
 //
-// rnn_grad: rnn's inputs, then dout, dh, dc; outputs dx, dh0, dc0 and dw, every weight's gradient
-// flattened and concatenated in WeightList order (an op has at most kMaxOpOutputs outputs).
+// rnn_grad: rnn's inputs, then reserve, dout, dh, dc; outputs dx, dh0, dc0 and dw, every weight's
+// gradient flattened and concatenated in WeightList order (an op has at most kMaxOpOutputs outputs). A
+// kernel that finds no usable reserve recomputes the forward.
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
 
@@ -126,18 +129,21 @@ void infer_rnn(InferContext& c) {
   c.outputs[0] = {dt, Dims{x[0], x[1], g.dirs * g.hidden}};
   c.outputs[1] = c.inputs[1];
   c.outputs[2] = c.inputs[1];
+  c.outputs[3] = {DType::kUInt8, Dims{0}};
 }
 
 void infer_rnn_grad(InferContext& c) {
-  const int32_t n = c.num_inputs - 3;
+  const int32_t n = c.num_inputs - 4;
   RnnGeom g = check_rnn_inputs(c, n);
+  OAR_ENFORCE(c.inputs[n].dtype == DType::kUInt8 && c.inputs[n].dims.size() == 1, ErrorCode::kInvalidArgument,
+              op_name(c) << ": reserve must be a 1-D uint8 tensor (rnn's fourth output)");
   const Dims& x = c.inputs[0].dims;
   const Dims want[3] = {Dims{x[0], x[1], g.dirs * g.hidden}, c.inputs[1].dims, c.inputs[1].dims};
   for (int j = 0; j < 3; ++j)
-    OAR_ENFORCE(c.inputs[n + j].dims == want[j] && c.inputs[n + j].dtype == c.inputs[0].dtype,
+    OAR_ENFORCE(c.inputs[n + 1 + j].dims == want[j] && c.inputs[n + 1 + j].dtype == c.inputs[0].dtype,
                 ErrorCode::kInvalidArgument,
                 op_name(c) << ": gradient " << j << " must be " << want[j].to_string() << ", got "
-                           << c.inputs[n + j].dims.to_string());
+                           << c.inputs[n + 1 + j].dims.to_string());
   int64_t total = 0;
   for (int i = 3; i < 3 + g.n_weights; ++i) total += c.inputs[i].dims.numel();
   c.outputs[0] = c.inputs[0];
@@ -158,6 +164,7 @@ std::vector<AttrDef> rnn_attrs() {
 // One call of rnn_grad gives every input's gradient; missing output gradients are zeros.
 std::vector<Tensor> rnn_grad_rule(const GradContext& c) {
   std::vector<Tensor> ins(c.inputs.begin(), c.inputs.end());
+  ins.push_back(c.outputs[3]);
   for (size_t i = 0; i < 3; ++i) {
     const Tensor& g = c.grad_outputs[i];
     ins.push_back(
@@ -183,12 +190,12 @@ std::vector<Tensor> rnn_grad_rule(const GradContext& c) {
 }  // namespace
 
 void register_rnn_ops(OpRegistry& r) {
-  def(r, "rnn", {"x"}, rnn_attrs(), infer_rnn, 0, true).outputs = {"out", "h", "c"};
+  def(r, "rnn", {"x"}, rnn_attrs(), infer_rnn, 0, true).outputs = {"out", "h", "c", "reserve"};
   OpDef& g = def(r, "rnn_grad", {"x"}, rnn_attrs(), infer_rnn_grad, 0, true);
   g.outputs = {"dx", "dh0", "dc0", "dw"};
 }
 
-void register_rnn_grads(OpRegistry& r) { set_grad(r, "rnn", rnn_grad_rule, ~0u, false); }
+void register_rnn_grads(OpRegistry& r) { set_grad(r, "rnn", rnn_grad_rule, ~0u, true); }
 
 void register_rnn_samples(OpRegistry& r) {
   using namespace sample;
@@ -225,6 +232,7 @@ void register_rnn_samples(OpRegistry& r) {
   add(r, "rnn", s);
   // rnn_grad: its values against float64 (its own gradient is not defined).
   std::vector<SampleInput> gi = inputs(4, 1, 2, true);
+  gi.push_back(fixed(integer({0}, 0, 1), DType::kUInt8));  // no reserve: the kernel recomputes
   gi.push_back(real({3, 2, 4}, -1, 1));
   gi.push_back(real({2, 2, 2}, -1, 1));
   gi.push_back(real({2, 2, 2}, -1, 1));

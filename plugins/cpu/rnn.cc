@@ -618,43 +618,69 @@ void unpack_grads(const Geom& g, KernelContext& ctx, int64_t In, int64_t k0, int
   }
 }
 
-// The whole stack through oneDNN, layer by layer, every sequence full. Backward: the forward again
-// (training), keeping each layer's input and workspace, then the backward primitives from the top down.
-void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward) {
-  const int64_t H = g.H, D = g.D, SB = g.B * H;
-  const bool lstm = g.mode == kLstm;
+// The whole stack through oneDNN, layer by layer, every sequence full. `training` (is_test 0): the
+// forward runs forward_training and keeps, per layer, its workspace, output and final states in the
+// reserve output, which the backward then reads; without a reserve of the expected size the backward
+// runs the forward again first.
+void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training) {
+  const int64_t H = g.H, D = g.D, SB = g.B * H, n_in = backward ? ctx.num_inputs() - 4 : ctx.num_inputs();
+  const bool lstm = g.mode == kLstm, keep = backward || training;
   auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
   const float *x = in_ptr(0), *h0 = in_ptr(1), *c0 = in_ptr(2);
   struct Layer {
     std::shared_ptr<LayerPrims> p;
     Packed w;
-    Buffer out, ws;
+    size_t ws, out, hn, cn;  // byte offsets in the reserve
   };
   std::vector<Layer> layers(static_cast<size_t>(g.L));
-  std::vector<float> hn(g.cells * SB), cn(g.cells * SB, 0.f);
+  size_t total = 0;
+  auto take = [&](size_t bytes) {
+    const size_t at = total;
+    total += (bytes + 63) / 64 * 64;
+    return at;
+  };
   for (int64_t l = 0; l < g.L; ++l) {
     Layer& L = layers[l];
-    const int64_t In = g.in_width(l);
-    L.p = get_prims(g, In, backward);
-    const LayerPrims& p = *L.p;
-    L.w = pack(g, p, ctx, In, l * D, D);
-    float* out = l == g.L - 1 && !backward ? ctx.output(0).data<float>() : nullptr;
-    if (!out) {
-      L.out = buffer(p.dst.get_size());
-      out = L.out.get();
-    }
-    if (backward) L.ws = buffer(p.ws.get_size());
-    const float* in = l == 0 ? x : layers[l - 1].out.get();
-    exec_fwd(p, lstm, L.w.wl.get(), L.w.wi.get(), L.w.bias.get(),
-             {in, h0 + l * D * SB, c0 + l * D * SB, out, hn.data() + l * D * SB, cn.data() + l * D * SB,
-              L.ws.get()});
+    L.p = get_prims(g, g.in_width(l), keep);
+    L.w = pack(g, *L.p, ctx, g.in_width(l), l * D, D);
+    L.ws = take(keep ? L.p->ws.get_size() : 0);
+    L.out = take(L.p->dst.get_size());
+    L.hn = take(static_cast<size_t>(D * SB) * sizeof(float));
+    L.cn = take(static_cast<size_t>(D * SB) * sizeof(float));
   }
+  uint8_t* res = nullptr;
+  bool have = false;  // the backward found the forward's reserve
+  if (!backward && training) {
+    res = ctx.resize_output(3, {static_cast<int64_t>(total)}).data<uint8_t>();
+  } else if (backward && static_cast<size_t>(ctx.input(static_cast<int32_t>(n_in)).numel()) == total) {
+    res = const_cast<uint8_t*>(ctx.input(static_cast<int32_t>(n_in)).data<uint8_t>());
+    have = true;
+  }
+  Buffer local;
+  if (!res) {
+    local = buffer(total);
+    res = reinterpret_cast<uint8_t*>(local.get());
+  }
+  auto at = [&](size_t off) { return reinterpret_cast<float*>(res + off); };
+  if (!have)
+    for (int64_t l = 0; l < g.L; ++l) {
+      const Layer& L = layers[l];
+      const float* in = l == 0 ? x : at(layers[l - 1].out);
+      exec_fwd(
+          *L.p, lstm, L.w.wl.get(), L.w.wi.get(), L.w.bias.get(),
+          {in, h0 + l * D * SB, c0 + l * D * SB, at(L.out), at(L.hn), at(L.cn), keep ? at(L.ws) : nullptr});
+    }
   if (!backward) {
-    std::copy(hn.begin(), hn.end(), ctx.output(1).data<float>());
-    std::copy(cn.begin(), cn.end(), ctx.output(2).data<float>());
+    const Layer& top = layers.back();
+    std::copy_n(at(top.out), ctx.output(0).numel(), ctx.output(0).data<float>());
+    for (int64_t l = 0; l < g.L; ++l) {
+      std::copy_n(at(layers[l].hn), D * SB, ctx.output(1).data<float>() + l * D * SB);
+      if (lstm) std::copy_n(at(layers[l].cn), D * SB, ctx.output(2).data<float>() + l * D * SB);
+    }
+    if (!lstm) std::fill_n(ctx.output(2).data<float>(), ctx.output(2).numel(), 0.f);
     return;
   }
-  const int64_t n = ctx.num_inputs() - 3;  // the output gradients follow rnn's inputs
+  const int64_t n = ctx.num_inputs() - 3;  // the output gradients are the last three inputs
   const float *gout = in_ptr(n), *ghn = in_ptr(n + 1), *gcn = in_ptr(n + 2);
   float* dw = ctx.output(3).data<float>();
   std::fill(dw, dw + ctx.output(3).numel(), 0.f);
@@ -663,7 +689,7 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward) {
   Buffer dlayer;  // the gradient of the current layer's output
   const float* dtop = gout;
   for (int64_t l = g.L - 1; l >= 0; --l) {
-    Layer& L = layers[l];
+    const Layer& L = layers[l];
     const LayerPrims& p = *L.p;
     const int64_t In = g.in_width(l);
     Buffer din_buf;
@@ -674,13 +700,12 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward) {
     }
     Buffer dwl = buffer(p.wl_plain.get_size()), dwi = buffer(p.wi_plain.get_size()),
            dbias = buffer(p.bias.get_size());
-    const float* in = l == 0 ? x : layers[l - 1].out.get();
-    std::vector<float> dc_dummy(lstm ? 0 : static_cast<size_t>(D * SB));
+    const float* in = l == 0 ? x : at(layers[l - 1].out);
+    std::vector<float> dc_unused(lstm ? 0 : static_cast<size_t>(D * SB));
     exec_bwd(p, lstm, L.w.wl.get(), L.w.wi.get(), L.w.bias.get(),
-             {in, h0 + l * D * SB, c0 + l * D * SB, L.out.get(), hn.data() + l * D * SB,
-              cn.data() + l * D * SB, L.ws.get()},
+             {in, h0 + l * D * SB, c0 + l * D * SB, at(L.out), at(L.hn), at(L.cn), at(L.ws)},
              {dtop, ghn + l * D * SB, gcn + l * D * SB, din, dh0 + l * D * SB,
-              lstm ? dc0 + l * D * SB : dc_dummy.data(), dwl.get(), dwi.get(), dbias.get()});
+              lstm ? dc0 + l * D * SB : dc_unused.data(), dwl.get(), dwi.get(), dbias.get()});
     unpack_grads(g, ctx, In, l * D, D, dwl.get(), dwi.get(), dbias.get(), dw);
     dlayer = std::move(din_buf);
     dtop = dlayer.get();
@@ -833,13 +858,13 @@ void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
 }
 
 void run(KernelContext& ctx, bool backward) {
-  const int32_t n_in = backward ? ctx.num_inputs() - 3 : ctx.num_inputs();
+  const int32_t n_in = backward ? ctx.num_inputs() - 4 : ctx.num_inputs();
   Geom g = make_geom(ctx, n_in);
   if (ctx.input(0).dtype() == OAR_DTYPE_FLOAT32) {
     if (g.T > 0 && g.B > 0) {
       try {
         if (g.len.empty())
-          onednn_rnn(g, ctx, backward);
+          onednn_rnn(g, ctx, backward, ctx.attr_int("is_test") == 0);
         else
           onednn_masked(g, ctx, backward);
         return;

@@ -126,7 +126,7 @@ def test_op_float32_onednn_matches_float64_loop(mode, gates):
     res = {}
     for dt in ("float32", "float64"):
         ts = [oar.to_tensor(a.astype(dt), stop_gradient=False) for a in ins]
-        out, h, c = oar.nn.layer.rnn._rnn_op(ts, mode, 2, 2, 1, 0.0, 0)
+        out, h, c, _ = oar.nn.layer.rnn._rnn_op(ts, mode, 2, 2, 1, 0.0, 0)
         w = [np.random.default_rng(9).standard_normal(t.shape).astype(dt) for t in (out, h, c)]
         loss = sum(((t * oar.to_tensor(wi)).sum() for t, wi in zip((out, h, c)[:3 if mode == "LSTM" else 2], w)))
         loss.backward()

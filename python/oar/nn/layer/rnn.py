@@ -600,6 +600,8 @@ class RNNBase(LayerList):
         dropout = float(self.dropout) if self.training else 0.0
         per_layer = (dropout > 0 and self.num_layers > 1) or ld > _MAX_CELLS_PER_OP
         groups = [(i, i + 1) for i in range(self.num_layers)] if per_layer else [(0, self.num_layers)]
+        # is_test 0: the kernel keeps what the backward needs (the reserve output) instead of recomputing it.
+        is_test = int(not (self.training and _C.is_grad_enabled()))
         hs, cs = [], []
         for l0, l1 in groups:
             if l0 > 0 and dropout > 0:  # drawn in the caller's layout, so the masks equal the loop's
@@ -614,8 +616,8 @@ class RNNBase(LayerList):
             k0, k1 = l0 * dirs, l1 * dirs
             hi = h0 if (k0, k1) == (0, ld) else h0[k0:k1]
             ci = c0 if (k0, k1) == (0, ld) else c0[k0:k1]
-            x, h, c = _rnn_op([x, hi, ci] + weights + lengths, self.mode, self.hidden_size, l1 - l0,
-                              int(dirs == 2), float(self.dropout), int(not self.training))
+            x, h, c, _ = _rnn_op([x, hi, ci] + weights + lengths, self.mode, self.hidden_size, l1 - l0,
+                                 int(dirs == 2), float(self.dropout), is_test)
             hs.append(h)
             cs.append(c)
         h = hs[0] if len(hs) == 1 else T.concat(hs, 0)
