@@ -148,3 +148,13 @@ def test_op_errors_name_the_argument():
     with pytest.raises(ValueError, match="rnn: h0 must be"):
         oar.nn.layer.rnn._rnn_op([ins[0], ins[1][:, :2]] + ins[2:], "LSTM", 2, 1, 0, 0.0, 0)
 
+
+
+@pytest.mark.parametrize("mode,cls,kw", MODES, ids=[m[0] for m in MODES])
+def test_fused_gradients_in_eval_mode_recompute_the_forward(mode, cls, kw):
+    # eval(): is_test 1, so the forward keeps no reserve and rnn_grad runs the forward again.
+    oar.seed(6)
+    net = cls(4, 3, num_layers=2, direction="bidirect", **kw)
+    net.eval()
+    x = np.random.default_rng(4).standard_normal((2, 5, 4)).astype("float32")
+    _compare(net, x)
