@@ -311,14 +311,50 @@ dnnl::stream& thread_stream() {
   thread_local dnnl::stream s(engine());
   return s;
 }
+// Buffers come from a per-thread pool: a training step allocates workspaces and scratch of several MB,
+// and fresh ones from malloc are fresh mmaps whose page faults cost a tenth of the step.
+struct Pool {
+  std::vector<std::pair<size_t, void*>> free;  // (capacity, block)
+  size_t bytes = 0;
+  ~Pool() {
+    for (auto& b : free) std::free(b.second);
+  }
+};
+Pool& pool() {
+  thread_local Pool p;
+  return p;
+}
+constexpr size_t kPoolLimit = size_t{256} << 20;  // kept per thread at most
 struct Free {
-  void operator()(void* p) const { std::free(p); }
+  size_t cap = 0;
+  void operator()(float* p) const {
+    Pool& pl = pool();
+    if (pl.bytes + cap > kPoolLimit) {
+      std::free(p);
+      return;
+    }
+    pl.free.push_back({cap, p});
+    pl.bytes += cap;
+  }
 };
 using Buffer = std::unique_ptr<float, Free>;
 Buffer buffer(size_t bytes) {
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+  const size_t cap = (bytes + 63) / 64 * 64 + 64;
+  Pool& pl = pool();
+  size_t best = pl.free.size();
+  for (size_t i = 0; i < pl.free.size(); ++i)  // the smallest block that fits, at most twice the size
+    if (pl.free[i].first >= cap && pl.free[i].first <= 2 * cap &&
+        (best == pl.free.size() || pl.free[i].first < pl.free[best].first))
+      best = i;
+  if (best < pl.free.size()) {
+    auto b = pl.free[best];
+    pl.free.erase(pl.free.begin() + static_cast<std::ptrdiff_t>(best));
+    pl.bytes -= b.first;
+    return Buffer(static_cast<float*>(b.second), Free{b.first});
+  }
+  void* p = std::aligned_alloc(64, cap);
   if (!p) throw std::bad_alloc();
-  return Buffer(static_cast<float*>(p));
+  return Buffer(static_cast<float*>(p), Free{cap});
 }
 
 // One layer's primitives for one shape: the forward (inference or training) and the backward.
@@ -457,7 +493,7 @@ void pack_weights(const Geom& g, const float* w, int64_t In, int64_t d, float* d
       for (int64_t h = 0; h < H; ++h) o[h] = src[h * In];
     }
 }
-// The reverse: adds oneDNN's gradient (ldigo) into Paddle's layout.
+// The reverse for gradients: adds oneDNN's (ldigo) into Paddle's layout.
 void unpack_weights(const Geom& g, const float* src, int64_t In, int64_t d, float* w) {
   const int64_t G = dnnl_gates(g.mode), H = g.H;
   const float* base = src + d * In * G * H;
@@ -465,7 +501,7 @@ void unpack_weights(const Geom& g, const float* src, int64_t In, int64_t d, floa
     for (int64_t q = 0; q < G; ++q) {
       float* o = w + paddle_gate(g.mode, q) * H * In + i;
       const float* s = base + (i * G + q) * H;
-      for (int64_t h = 0; h < H; ++h) o[h * In] = s[h];
+      for (int64_t h = 0; h < H; ++h) o[h * In] += s[h];
     }
 }
 // Paddle's two biases of direction d into oneDNN's one (lbr_gru: the candidate's two kept apart).
@@ -487,8 +523,8 @@ void unpack_bias(const Geom& g, const float* src, int64_t d, float* db_ih, float
     const int64_t pq = paddle_gate(g.mode, q);
     const bool apart = g.mode == kGru && q == 2;
     for (int64_t h = 0; h < H; ++h) {
-      db_ih[pq * H + h] = base[q * H + h];
-      db_hh[pq * H + h] = apart ? base[3 * H + h] : base[q * H + h];
+      db_ih[pq * H + h] += base[q * H + h];
+      db_hh[pq * H + h] += apart ? base[3 * H + h] : base[q * H + h];
     }
   }
 }
@@ -600,21 +636,11 @@ void unpack_grads(const Geom& g, KernelContext& ctx, int64_t In, int64_t k0, int
                   const float* dwi, const float* dbias, float* dw) {
   std::vector<int64_t> off(static_cast<size_t>(g.n_w) + 1, 0);
   for (int64_t i = 0; i < g.n_w; ++i) off[i + 1] = off[i] + ctx.input(static_cast<int32_t>(3 + i)).numel();
-  const int64_t G = dnnl_gates(g.mode), GB = dnnl_bias_gates(g.mode), H = g.H;
-  std::vector<float> t_ih(static_cast<size_t>(G * H * In)), t_hh(static_cast<size_t>(G * H * H)),
-      b_ih(static_cast<size_t>(G * H)), b_hh(static_cast<size_t>(G * H));
   for (int64_t d = 0; d < D; ++d) {
     const int64_t k = k0 + d;
-    unpack_weights(g, dwl + d * In * G * H, In, 0, t_ih.data());
-    unpack_weights(g, dwi + d * H * G * H, H, 0, t_hh.data());
-    unpack_bias(g, dbias + d * GB * H, 0, b_ih.data(), b_hh.data());
-    auto add = [](const std::vector<float>& v, float* o) {
-      for (size_t i = 0; i < v.size(); ++i) o[i] += v[i];
-    };
-    add(t_ih, dw + off[2 * k]);
-    add(t_hh, dw + off[2 * k + 1]);
-    add(b_ih, dw + off[2 * g.cells + 2 * k]);
-    add(b_hh, dw + off[2 * g.cells + 2 * k + 1]);
+    unpack_weights(g, dwl, In, d, dw + off[2 * k]);
+    unpack_weights(g, dwi, g.H, d, dw + off[2 * k + 1]);
+    unpack_bias(g, dbias, d, dw + off[2 * g.cells + 2 * k], dw + off[2 * g.cells + 2 * k + 1]);
   }
 }
 
