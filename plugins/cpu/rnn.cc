@@ -398,8 +398,8 @@ std::shared_ptr<LayerPrims> build(const Geom& g, int64_t In, bool training) {
       D == 2 ? dnnl::rnn_direction::bidirectional_concat : dnnl::rnn_direction::unidirectional_left2right;
   p->src = memory::desc({g.T, g.B, In}, f32, tag::tnc);
   p->iter = memory::desc({1, D, g.B, H}, f32, tag::ldnc);
-  p->wl_plain = memory::desc({1, D, In, G, H}, f32, tag::ldigo);
-  p->wi_plain = memory::desc({1, D, H, G, H}, f32, tag::ldigo);
+  p->wl_plain = memory::desc({1, D, In, G, H}, f32, tag::ldgoi);  // Paddle's layout (pack_weights)
+  p->wi_plain = memory::desc({1, D, H, G, H}, f32, tag::ldgoi);
   p->bias = memory::desc({1, D, dnnl_bias_gates(g.mode), H}, f32, tag::ldgo);
   p->dst = memory::desc({g.T, g.B, D * H}, f32, tag::tnc);
   memory::desc wl_any({1, D, In, G, H}, f32, tag::any), wi_any({1, D, H, G, H}, f32, tag::any);
@@ -482,27 +482,20 @@ std::shared_ptr<LayerPrims> get_prims(const Geom& g, int64_t In, bool training) 
 // oneDNN's gate block q holds Paddle's block perm(q): GRU's update gate comes first in oneDNN.
 int64_t paddle_gate(Mode m, int64_t q) { return m == kGru && q < 2 ? 1 - q : q; }
 
-// Paddle's W [G * H, In] of direction d into oneDNN's plain ldigo [1, D, In, G, H].
+// Paddle's W [G * H, In] is oneDNN's ldgoi layout of [1, 1, In, G, H] up to the gate order: direction d's
+// gate blocks are copied into place, and oneDNN's reorders do the transposing.
 void pack_weights(const Geom& g, const float* w, int64_t In, int64_t d, float* dst) {
-  const int64_t G = dnnl_gates(g.mode), H = g.H;
-  float* base = dst + d * In * G * H;
-  for (int64_t i = 0; i < In; ++i)
-    for (int64_t q = 0; q < G; ++q) {
-      const float* src = w + paddle_gate(g.mode, q) * H * In + i;
-      float* o = base + (i * G + q) * H;
-      for (int64_t h = 0; h < H; ++h) o[h] = src[h * In];
-    }
+  const int64_t G = dnnl_gates(g.mode), HI = g.H * In;
+  for (int64_t q = 0; q < G; ++q) std::copy_n(w + paddle_gate(g.mode, q) * HI, HI, dst + (d * G + q) * HI);
 }
-// The reverse for gradients: adds oneDNN's (ldigo) into Paddle's layout.
+// The reverse for gradients: adds direction d's (ldgoi) into Paddle's layout.
 void unpack_weights(const Geom& g, const float* src, int64_t In, int64_t d, float* w) {
-  const int64_t G = dnnl_gates(g.mode), H = g.H;
-  const float* base = src + d * In * G * H;
-  for (int64_t i = 0; i < In; ++i)
-    for (int64_t q = 0; q < G; ++q) {
-      float* o = w + paddle_gate(g.mode, q) * H * In + i;
-      const float* s = base + (i * G + q) * H;
-      for (int64_t h = 0; h < H; ++h) o[h * In] += s[h];
-    }
+  const int64_t G = dnnl_gates(g.mode), HI = g.H * In;
+  for (int64_t q = 0; q < G; ++q) {
+    const float* s = src + (d * G + q) * HI;
+    float* o = w + paddle_gate(g.mode, q) * HI;
+    for (int64_t j = 0; j < HI; ++j) o[j] += s[j];
+  }
 }
 // Paddle's two biases of direction d into oneDNN's one (lbr_gru: the candidate's two kept apart).
 void pack_bias(const Geom& g, const float* b_ih, const float* b_hh, int64_t d, float* dst) {
@@ -538,8 +531,8 @@ memory as_layout(dnnl::stream& s, const memory& m, const memory::desc& want, std
   return r;
 }
 
-// One forward call of a primitive on plain buffers (weights in plain ldigo, reordered here when the
-// primitive wants another layout). ws: the workspace (training), or null.
+// One forward call of a primitive on plain buffers (weights in ldgoi, Paddle's layout, reordered here when
+// the primitive wants another layout). ws: the workspace (training), or null.
 struct FwdIO {
   const float *src, *h, *c;
   float *dst, *h_out, *c_out, *ws;
@@ -570,7 +563,7 @@ void exec_fwd(const LayerPrims& p, bool lstm, const float* wl, const float* wi, 
 }
 
 // The backward of exec_fwd's call `f` (its inputs, outputs and workspace). dwl, dwi, dbias: plain
-// (ldigo / ldgo) buffers that receive this call's weight gradients (overwritten).
+// (ldgoi / ldgo) buffers that receive this call's weight gradients (overwritten).
 struct BwdIO {
   const float *ddst, *dh, *dc;
   float *dsrc, *dh_in, *dc_in, *dwl, *dwi, *dbias;
