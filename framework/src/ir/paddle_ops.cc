@@ -636,7 +636,13 @@ OpKernelFn tr_rnn(const OpDesc& op) {
     if (cells <= 7 && (x.dtype() == DType::kFloat32 || x.dtype() == DType::kFloat64)) {
       std::vector<Tensor> ins{x, h0, mode == RnnMode::kLstm ? c0 : h0};
       ins.insert(ins.end(), w.begin(), w.end());
-      if (has_lengths) ins.push_back(c.in("SequenceLength"));
+      if (has_lengths) {
+        const Tensor& len = c.in("SequenceLength");
+        OAR_ENFORCE(
+            len.dims() == Dims({batch}), ErrorCode::kInvalidArgument,
+            "rnn: SequenceLength must be [batch] = [" << batch << "], got " << len.dims().to_string());
+        ins.push_back(len);
+      }
       Attrs a{{"mode", m},
               {"hidden_size", hs},
               {"num_layers", layers},
