@@ -59,27 +59,25 @@ Geom make_geom(KernelContext& ctx, int32_t n_in) {
 }
 
 // ---- the plain loop -----------------------------------------------------------------------------
-// C[M, N] (+)= A[M, K] * B[N, K]^T; A's rows lda apart.
+// W [N, K] transposed to [K, N], so products with it run along contiguous rows (mm_nn).
 template <class S>
-void mm_nt(int64_t M, int64_t N, int64_t K, const S* A, int64_t lda, const S* B, S* C) {
-  oar::sdk::parallel_for(0, M, 1, [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        S acc = 0;
-        for (int64_t k = 0; k < K; ++k) acc += A[m * lda + k] * B[n * K + k];
-        C[m * N + n] += acc;
-      }
-  });
+std::vector<S> transposed(const S* W, int64_t N, int64_t K) {
+  std::vector<S> t(static_cast<size_t>(N * K));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) t[k * N + n] = W[n * K + k];
+  return t;
 }
 // C[M, K] (ldc) += A[M, N] * B[N, K].
 template <class S>
 void mm_nn(int64_t M, int64_t N, int64_t K, const S* A, const S* B, S* C, int64_t ldc) {
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      const S a = A[m * N + n];
-      if (a == S(0)) continue;
-      for (int64_t k = 0; k < K; ++k) C[m * ldc + k] += a * B[n * K + k];
-    }
+  oar::sdk::parallel_for(0, M, 8, [&](int64_t m0, int64_t m1) {  // rows of C are independent
+    for (int64_t m = m0; m < m1; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        const S a = A[m * N + n];
+        if (a == S(0)) continue;
+        for (int64_t k = 0; k < K; ++k) C[m * ldc + k] += a * B[n * K + k];
+      }
+  });
 }
 // W[N, K] += A[M, N]^T * X[M, K] (X's rows ldx apart).
 template <class S>
@@ -113,6 +111,7 @@ void layer_fwd(const Geom& g, bool rev, const S* in, int64_t In, const S* w_ih, 
   const int64_t T = g.T, B = g.B, H = g.H, GH = g.G * H, OW = g.D * H;
   const int64_t GW = g.mode == kGru ? 4 * H : GH;
   std::vector<S> h(h0, h0 + B * H), c(B * H, S(0)), xa(B * GH), ha(B * GH);
+  const std::vector<S> wt_ih = transposed(w_ih, GH, In), wt_hh = transposed(w_hh, GH, H);
   if (g.mode == kLstm) std::copy(c0, c0 + B * H, c.begin());
   if (save) {
     save->h.assign(static_cast<size_t>((T + 1) * B * H), S(0));
@@ -130,8 +129,8 @@ void layer_fwd(const Geom& g, bool rev, const S* in, int64_t In, const S* w_ih, 
         xa[b * GH + j] = b_ih[j];
         ha[b * GH + j] = b_hh[j];
       }
-    mm_nt(B, GH, In, in + t * B * In, In, w_ih, xa.data());
-    mm_nt(B, GH, H, h.data(), H, w_hh, ha.data());
+    mm_nn(B, In, GH, in + t * B * In, wt_ih.data(), xa.data(), GH);
+    mm_nn(B, H, GH, h.data(), wt_hh.data(), ha.data(), GH);
     for (int64_t b = 0; b < B; ++b) {
       S* o = out + (t * B + b) * OW + off;
       if (!g.len.empty() && t >= g.len[static_cast<size_t>(b)]) {  // padding: state kept, output 0

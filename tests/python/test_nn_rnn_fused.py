@@ -13,7 +13,7 @@ MODES = [("LSTM", nn.LSTM, {}), ("GRU", nn.GRU, {}), ("RNN_TANH", nn.SimpleRNN, 
 
 
 def _run(net, x, states, lengths, fused):
-    net.use_fused_rnn = fused
+    net.use_fused_rnn = "always" if fused else False  # "always": float64 through the op too
     xs = oar.to_tensor(x, stop_gradient=False)
     st = None
     if states is not None:
@@ -99,11 +99,14 @@ def test_fused_dropout_between_layers_in_training():
     np.testing.assert_allclose(a, net(oar.to_tensor(x))[0].numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_hooks_and_projection_use_the_loop():
+def test_hooks_projection_and_float64_use_the_loop():
     net = nn.LSTM(3, 4, proj_size=2)
     assert not net._can_fuse(oar.zeros([2, 3, 3]))
     net = nn.LSTM(3, 4)
     assert net._can_fuse(oar.zeros([2, 3, 3]))
+    assert not net._can_fuse(oar.zeros([2, 3, 3], dtype="float64"))
+    net.use_fused_rnn = "always"
+    assert net._can_fuse(oar.zeros([2, 3, 3], dtype="float64"))
     net[0].cell.register_forward_pre_hook(lambda layer, inputs: None)
     assert not net._can_fuse(oar.zeros([2, 3, 3]))
 

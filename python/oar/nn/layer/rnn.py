@@ -2,8 +2,8 @@
 wrappers RNN and BiRNN that run a cell over a sequence, and the multi-layer networks SimpleRNN, LSTM, GRU.
 
 SimpleRNN, LSTM and GRU run the fused op `rnn` (oneDNN's RNN primitives on the CPU, Paddle's op name and
-weight layout) when their configuration allows: built-in cells without hooks, no proj_size, float32 or
-float64 input on the CPU. Otherwise, and for the RNN/BiRNN wrappers, everything is composed from tensor
+weight layout) when their configuration allows: built-in cells without hooks, no proj_size, float32
+input on the CPU. Otherwise, and for the RNN/BiRNN wrappers, everything is composed from tensor
 ops: the time loop is Python; for the built-in cells the input projection x @ W_ih^T (+ biases) is
 computed for the whole sequence in one matmul before the loop, which then only does the hidden
 projection and the gate arithmetic.
@@ -551,7 +551,8 @@ class RNNBase(LayerList):
         return x, final_states
 
     # Whether forward may run the fused op: nothing observes the per-step cell calls, and the op covers
-    # the configuration. `use_fused_rnn = False` on an instance forces the loop (the tests compare both).
+    # the configuration. True: float32 (oneDNN); "always": float64 too (the plugin's plain loop, slower
+    # than the Python loop's matmuls today, so only the tests ask for it); False: the Python loop.
     use_fused_rnn = True
 
     def _cells(self):
@@ -561,7 +562,8 @@ class RNNBase(LayerList):
         return cells
 
     def _can_fuse(self, inputs):
-        if not self.use_fused_rnn or self.proj_size or inputs.dtype not in (_C.float32, _C.float64):
+        dtypes = (_C.float32, _C.float64) if self.use_fused_rnn == "always" else (_C.float32,)
+        if not self.use_fused_rnn or self.proj_size or inputs.dtype not in dtypes:
             return False
         if not inputs.place.is_cpu_place():
             return False
