@@ -372,6 +372,9 @@ void infer_softmax(InferContext& c) {
 // ops_vision.cc: RoI pooling, deformable im2col, nms, ctc_loss (declared here, its only caller)
 void register_vision_ops(OpRegistry& r);
 void register_vision_grads(OpRegistry& r);
+// ops_rnn.cc: the fused recurrent op rnn and rnn_grad
+void register_rnn_ops(OpRegistry& r);
+void register_rnn_grads(OpRegistry& r);
 
 void register_builtin_ops(OpRegistry& r) {
   // Each family's ops, then their gradient rules (OpDef::grad), from the same file (op_util.h).
@@ -396,6 +399,8 @@ void register_builtin_ops(OpRegistry& r) {
   register_vision_grads(r);
   register_sparse_ops(r);
   register_sparse_grads(r);
+  register_rnn_ops(r);
+  register_rnn_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
   register_complex_ops(r);
   register_complex_grads(r);

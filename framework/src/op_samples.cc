@@ -15,6 +15,7 @@ static_assert(std::is_same_v<SampleAttrValue, AttrValue>,
               "SampleAttrValue must list AttrValue's alternatives");
 
 void register_vision_samples(OpRegistry& r);  // ops_vision.cc
+void register_rnn_samples(OpRegistry& r);     // ops_rnn.cc
 
 void register_builtin_samples(OpRegistry& r) {
   register_foundation_samples(r);
@@ -30,6 +31,7 @@ void register_builtin_samples(OpRegistry& r) {
   register_vision_samples(r);
   register_sparse_samples(r);
   register_complex_samples(r);
+  register_rnn_samples(r);
 }
 
 namespace sample {

@@ -30,6 +30,7 @@ void register_ctc_kernels(Registry& r);         // ctc.cc: CTC loss
 void register_hsigmoid_kernels(Registry& r);    // hsigmoid.cc: hierarchical sigmoid loss
 void register_sparse_kernels(Registry& r);      // sparse.cc: sparse x dense products (oar.sparse)
 void register_complex_kernels(Registry& r);     // complex.cc: real, imag, conj, ... and complex unary kernels
+void register_rnn_kernels(Registry& r);         // rnn.cc: the fused recurrent op (oneDNN)
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -456,6 +457,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_ctc_kernels(r);
     register_hsigmoid_kernels(r);
     register_complex_kernels(r);
+    register_rnn_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";
