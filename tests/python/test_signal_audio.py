@@ -282,14 +282,6 @@ def test_spectrogram_gradient():
     np.testing.assert_allclose(g.numpy(), num, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.skipif(hasattr(oar, "imag"), reason="the complex ops are present: the gradient is offered")
-def test_spectrogram_gradient_refused_without_complex_ops():
-    t = oar.to_tensor(RNG.uniform(-1, 1, size=(1, 40)))
-    t.stop_gradient = False
-    with pytest.raises(NotImplementedError, match="oar.real"):
-        features.Spectrogram(n_fft=8, hop_length=4, dtype="float64")(t)
-
-
 def test_stft_istft_in_a_saved_program(tmp_path):
     """stft -> istft under to_static with an unknown batch size, saved and loaded, run at another batch."""
 
