@@ -314,6 +314,7 @@ std::shared_ptr<Prim> build(const Geom& g, Kind kind, memory::data_type dt) {
 std::shared_ptr<Prim> get_prim(const Geom& g, Kind kind, memory::data_type dt) {
   std::vector<int64_t> key{kind, static_cast<int64_t>(dt), g.nd, g.N, g.Cin, g.Cout, g.G};
   for (const int64_t* a : {g.in, g.out, g.k, g.s, g.pb, g.pe, g.d}) key.insert(key.end(), a, a + 3);
+  key.push_back(oar::sdk::max_threads());  // the OpenMP count it is created for (adapt_threads)
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);

@@ -114,15 +114,16 @@ struct Key {
   int dt;
   int64_t bx, by, b, M, K, N;
   bool tx, ty;
+  int threads = oar::sdk::max_threads();  // the OpenMP count it is created for (adapt_threads)
   bool operator==(const Key& o) const {
     return dt == o.dt && bx == o.bx && by == o.by && b == o.b && M == o.M && K == o.K && N == o.N &&
-           tx == o.tx && ty == o.ty;
+           tx == o.tx && ty == o.ty && threads == o.threads;
   }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
     uint64_t h = static_cast<uint64_t>(k.dt) * 0x9e3779b97f4a7c15ull;
-    for (int64_t v : {k.bx, k.by, k.b, k.M, k.K, k.N, int64_t(k.tx) * 2 + int64_t(k.ty)})
+    for (int64_t v : {k.bx, k.by, k.b, k.M, k.K, k.N, int64_t(k.tx) * 2 + int64_t(k.ty), int64_t(k.threads)})
       h = (h ^ static_cast<uint64_t>(v)) * 0x100000001b3ull;
     return static_cast<size_t>(h);
   }

@@ -52,6 +52,7 @@ OarError* kernel_entry(OarKernelContext* ctx, void* user_data) {
   return oar::sdk::guard([&] {
     oar::sdk::KernelContext c(ctx);
     comm_drain(c.stream());
+    adapt_threads();
     oar::sdk::TaskProfiler& p = profiler();
     if (!p.on()) return k->body(c);
     const uint64_t t0 = oar::sdk::steady_ns();

@@ -369,12 +369,14 @@ struct LayerPrims {
 
 struct Key {
   int64_t v[7];
-  bool operator==(const Key& o) const { return std::equal(v, v + 7, o.v); }
+  int threads = oar::sdk::max_threads();  // the OpenMP count it is created for (adapt_threads)
+  bool operator==(const Key& o) const { return std::equal(v, v + 7, o.v) && threads == o.threads; }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
     uint64_t h = 0xcbf29ce484222325ull;
     for (int64_t x : k.v) h = (h ^ static_cast<uint64_t>(x)) * 0x100000001b3ull;
+    h = (h ^ static_cast<uint64_t>(k.threads)) * 0x100000001b3ull;
     return static_cast<size_t>(h);
   }
 };

@@ -1,15 +1,20 @@
 """MLP training steps while other processes take CPU time: how a step degrades under contention, for
-several OpenMP wait policies (issue 20: a step should degrade in proportion, not by 50x).
+several OpenMP thread policies (issue 20: a step should degrade in proportion, not by 50x).
 
-    python3 tests/benchmarks/bench_contention.py [--steps 300] [--burners 0,1,2] [--policies default,oar,passive]
-        [--torch]
+    python3 tests/benchmarks/bench_contention.py [--steps 300] [--runs 3] [--burners 0,1,2]
+        [--policies default,spin=10000,passive,threads=1,oar] [--torch]
 
 Each (policy, burners) cell runs in a fresh process (libgomp reads its environment once, when it loads):
-  default  the environment as given (libgomp's own default spin before sleeping)
-  oar      what oar sets when the user set nothing (OAR_OMP_SPINCOUNT or its default; docs/python.md)
-  passive  OMP_WAIT_POLICY=PASSIVE (threads sleep at once at every barrier)
-A burner is a separate process spinning on one core for the whole run. Prints the median and 90th
-percentile step time per cell; compare the rows of one run only (the machine is shared).
+  default    libgomp's own wait policy (its default spin before sleeping), all cores, no adaptation
+  spin=N     GOMP_SPINCOUNT=N, all cores, no adaptation (oar's default before decision 440 was 10000)
+  passive    OMP_WAIT_POLICY=PASSIVE (threads sleep at once at every barrier), no adaptation
+  threads=N  OMP_NUM_THREADS=N (a fixed count: oar then adapts nothing)
+  oar        what oar does when the user set nothing (docs/python.md: the spin count of decision 84 and
+             the thread count adapted to the load of decision 440)
+A burner is a separate process spinning on one core for the whole cell. Prints the median and 90th
+percentile step time per cell and run, the cells of one run interleaved (policies next to each other in
+time), then the median over the runs; and the 1-minute load average at the start of each run (the
+machine may be shared: compare the rows of one run only).
 """
 import argparse
 import json
@@ -88,23 +93,30 @@ def run_cell(code, env, steps, burners):
 
 def policy_env(policy):
     env = dict(os.environ)
-    for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OAR_OMP_SPINCOUNT"):
-        if policy != "default":
-            env.pop(k, None)
+    for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OAR_OMP_SPINCOUNT", "OAR_OMP_ADAPT"):
+        env.pop(k, None)
     if policy == "default":
         env["OAR_OMP_SPINCOUNT"] = "keep"  # oar leaves libgomp's default alone
+        env["OAR_OMP_ADAPT"] = "0"
     elif policy == "passive":
         env["OMP_WAIT_POLICY"] = "PASSIVE"
+        env["OAR_OMP_ADAPT"] = "0"
     elif policy.startswith("spin="):
         env["GOMP_SPINCOUNT"] = policy.split("=", 1)[1]
+        env["OAR_OMP_ADAPT"] = "0"
+    elif policy.startswith("threads="):
+        env["OMP_NUM_THREADS"] = policy.split("=", 1)[1]
+    elif policy != "oar":
+        raise SystemExit(f"unknown policy {policy!r}")
     return env
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--burners", default="0,1,2")
-    ap.add_argument("--policies", default="default,oar,passive")
+    ap.add_argument("--policies", default="default,spin=10000,passive,threads=1,oar")
     ap.add_argument("--torch", action="store_true", help="also PyTorch's MLP (its own OpenMP) in the same run")
     args = ap.parse_args()
     burners = [int(b) for b in args.burners.split(",")]
@@ -112,13 +124,28 @@ def main():
     if args.torch:
         rows.append(("torch", TORCH_CHILD, dict(os.environ)))
     print(f"{os.cpu_count()} cpus; MLP 784-512-512-10, batch 128, Adam; step time ms (median / p90)")
-    print("policy".ljust(14) + "".join(f"{b} burner(s)".rjust(22) for b in burners))
-    for name, code, env in rows:
-        cells = []
+    header = "policy".ljust(14) + "".join(f"{b} burner(s)".rjust(22) for b in burners)
+    results = {}  # (policy, burners) -> [(median, p90) per run]
+    for r in range(args.runs):
+        print(f"run {r + 1}/{args.runs}, load average {os.getloadavg()[0]:.2f}")
+        print(header)
+        cells = {}
+        for b in burners:  # interleaved: each burner count runs every policy back to back
+            for name, code, env in rows:
+                cells[name, b] = run_cell(code, env, args.steps, b)
+                results.setdefault((name, b), []).append(cells[name, b])
+        for name, _, _ in rows:
+            print(name.ljust(14) + "".join(f"{cells[name, b][0]:8.2f} / {cells[name, b][1]:8.2f}".rjust(22)
+                                           for b in burners), flush=True)
+    print(f"median over {args.runs} runs, load average now {os.getloadavg()[0]:.2f}")
+    print(header)
+    for name, _, _ in rows:
+        line = name.ljust(14)
         for b in burners:
-            med, p90 = run_cell(code, env, args.steps, b)
-            cells.append(f"{med:8.2f} / {p90:8.2f}")
-        print(name.ljust(14) + "".join(c.rjust(22) for c in cells), flush=True)
+            med = statistics.median(m for m, _ in results[name, b])
+            p90 = statistics.median(p for _, p in results[name, b])
+            line += f"{med:8.2f} / {p90:8.2f}".rjust(22)
+        print(line)
 
 
 if __name__ == "__main__":
