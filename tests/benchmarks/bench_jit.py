@@ -3,7 +3,8 @@ MLPs (tiny: width 16, batch 8, 32 layers; width 64, batch 32, 16 layers), a smal
 and a compute-bound LeNet; median step time over repeats.
 PaddlePaddle's eager and to_static run side by side when the `paddle` package imports.
 
-    python3 tests/benchmarks/bench_jit.py [--steps 50] [--threads 2]
+    python3 tests/benchmarks/bench_jit.py [--steps 50] [--threads 2]   (--threads 0: oar's own choice, which
+    adapts to the load, decision 440)
 """
 import argparse
 import os
@@ -65,7 +66,8 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    if args.threads > 0:
+        os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import oar
     fws = [("oar", oar)]
     try:

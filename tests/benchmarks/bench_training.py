@@ -10,7 +10,9 @@ Tasks (each framework and task in its own subprocess, so peak RSS is that run's 
   hapi    oar only: the lenet task through oar.Model.train_batch (the high-level API's overhead).
 Every framework trains from the same in-memory numpy batches (no data-loader cost) with a hand-written
 loop: forward, cross-entropy, backward, optimizer step, clear gradients. Initialisations differ (each
-framework's defaults). Threads: 2 for all (OMP_NUM_THREADS/MKL_NUM_THREADS=2, torch.set_num_threads(2)).
+framework's defaults). Threads: 2 for all (OMP_NUM_THREADS/MKL_NUM_THREADS=2, torch.set_num_threads(2)); another
+count with OAR_BENCH_THREADS=N, or OAR_BENCH_THREADS=default for each framework's own choice (oar's adapts to the
+load, decision 440).
 
 Run by hand (not a test, not in CI):
     PYTHONPATH=<installed oar> python3 tests/benchmarks/bench_training.py [--tasks lenet,mlp,to88,hapi]
@@ -114,7 +116,8 @@ class TorchRunner:
     def __init__(self):
         import torch
         self.torch = torch
-        torch.set_num_threads(int(THREADS))
+        if THREADS != "default":
+            torch.set_num_threads(int(THREADS))
         torch.manual_seed(0)
 
     def lenet(self):
@@ -291,7 +294,10 @@ def main():
 
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        env[var] = THREADS
+        if THREADS == "default":
+            env.pop(var, None)
+        else:
+            env[var] = THREADS
     frameworks = [f for f in args.frameworks.split(",") if importable(f)]
     print("threads: {}  load average: {}  frameworks: {}".format(THREADS, os.getloadavg(), frameworks))
     results = {}
