@@ -47,12 +47,6 @@ oar::sdk::WorkerStream* comm_queue(OarStream stream);
 void comm_drain(OarStream stream);
 void fill_collective_table(OarCollectiveTable& t);
 
-// ---- threads (threads.cc) -------------------------------------------------------------------------------
-// At every kernel entry: sets the calling thread's OpenMP count to the cores other processes leave free.
-// Some of oneDNN's kernels fix their thread count when the primitive is created, so each cached oneDNN
-// primitive is keyed on oar::sdk::max_threads() too.
-void adapt_threads();
-
 void register_binary_kernels(Registry& r);
 void register_compare_kernels(Registry& r);
 void register_unary_kernels(Registry& r);

@@ -32,6 +32,11 @@ void register_sparse_kernels(Registry& r);      // sparse.cc: sparse x dense pro
 void register_complex_kernels(Registry& r);     // complex.cc: real, imag, conj, ... and complex unary kernels
 void register_rnn_kernels(Registry& r);         // rnn.cc: the fused recurrent op (oneDNN)
 
+// threads.cc: sets the calling thread's OpenMP count to the cores other processes leave free. Some of
+// oneDNN's kernels fix their thread count when the primitive is created, so every cached oneDNN primitive
+// (matmul.cc, conv.cc, rnn.cc) is keyed on oar::sdk::max_threads() too.
+void adapt_threads();
+
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
 oar::sdk::TaskProfiler& profiler() {

@@ -135,18 +135,21 @@ Adapter& adapter() {
 }  // namespace
 
 void adapt_threads() {
-  thread_local uint32_t calls = 0;
-  if (++calls % kCallsPerLook != 1) return;  // the first call, then every kCallsPerLook-th
+  // One thread_local (in a dlopened library each costs a __tls_get_addr call).
+  thread_local struct {
+    uint32_t calls = 0;
+    int ours = 0;  // the count this thread had from us last; 0: the default
+  } tl;
+  if (++tl.calls % kCallsPerLook != 1) return;  // the first call, then every kCallsPerLook-th
   Adapter& a = adapter();
   if (!a.on() || omp_in_parallel()) return;
   a.maybe_sample(oar::sdk::steady_ns());
-  thread_local int ours = 0;  // the count this thread had from us last; 0: the default
-  if (ours == 0) ours = a.default_count();
+  if (tl.ours == 0) tl.ours = a.default_count();
   const int want = a.target();
-  if (want == ours) return;
-  if (omp_get_max_threads() != ours) return;  // someone else chose this thread's count: theirs wins
+  if (want == tl.ours) return;
+  if (omp_get_max_threads() != tl.ours) return;  // someone else chose this thread's count: theirs wins
   omp_set_num_threads(want);
-  ours = want;
+  tl.ours = want;
 }
 
 }  // namespace oar_cpu
