@@ -207,7 +207,7 @@ void register_fused_samples(OpRegistry& r) {
        only(S("gelu", {real({3, 4}), real({4, 5}), real({5})}, G(0, 0, "gelu")), f),
        only(S("trans_y", {real({3, 4}), real({5, 4}), real({5})}, G(0, 1, "none")), f),
        only(S("trans_x trans_y", {real({4, 3}), real({5, 4}), real({5})}, G(1, 1, "relu")), f),
-       only(S("views", {transposed(real({4, 3})), flipped(real({4, 5})), real({5})}, G(0, 0, "none")), f),
+       only(S("views", {transposed(real({3, 4})), flipped(real({4, 5})), real({5})}, G(0, 0, "none")), f),
        only(S("empty rows", {real({0, 4}), real({4, 5}), real({5})}, G(0, 0, "relu")), f),
        only(loose(S("large", {real({40, 70}), real({70, 33}), real({33})}, G(0, 0, "relu")), 4), f)});
   auto A = [](const char* act) { return AttrList{{"activation", std::string(act)}}; };
@@ -225,7 +225,7 @@ void register_fused_samples(OpRegistry& r) {
        only(S("3-d", {real({2, 3, 8}), real({2, 3, 8}), real({8}, 0.5, 1.5), real({8})},
               {{"begin_norm_axis", int64_t{2}}, {"epsilon", 1e-3}}),
             f),
-       only(S("views", {transposed(real({6, 4})), flipped(real({4, 6})), real({6}, 0.5, 1.5), real({6})},
+       only(S("views", {transposed(real({4, 6})), flipped(real({4, 6})), real({6}, 0.5, 1.5), real({6})},
               {{"begin_norm_axis", int64_t{1}}}),
             f)});
 }
