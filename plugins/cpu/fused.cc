@@ -1,7 +1,7 @@
 // CPU kernels of the fused ops the training passes introduce (framework/src/ops_fused.cc):
-// fused_gemm_epilogue (oneDNN matmul with the bias and the activation as post-ops, float32; a loop for
-// small problems and float64), fused_elemwise_add_activation, fused_add_layer_norm. Inputs arrive
-// contiguous.
+// fused_gemm_epilogue (float32: matmul's small-problem loop, or oneDNN with the bias and relu as
+// post-ops, so results equal the unfused ops' bit for bit; a loop for float64),
+// fused_elemwise_add_activation, fused_add_layer_norm. Inputs arrive contiguous.
 #include <cmath>
 #include <cstdlib>
 #include <dnnl.hpp>
@@ -14,6 +14,11 @@
 #include "vec_math.h"
 
 namespace oar_cpu {
+
+// matmul.cc: the small-problem float32 loop of matmul (false above its cutoff).
+bool small_gemm_f32(int64_t R, int64_t K, int64_t N, bool tx, bool ty, const float* x, const float* y,
+                    float* out);
+
 namespace {
 
 using oar::sdk::parallel_for;
@@ -202,9 +207,6 @@ bool onednn_gemm(const Gemm& g, const float* x, const float* y, const float* bia
   return true;
 }
 
-// Below this many multiply-adds the loop beats executing a oneDNN primitive (matmul.cc's cutoff).
-constexpr double kSmallGemm = 8192;
-
 void gemm_epilogue_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), y = ctx.input(1), b = ctx.input(2), out = ctx.output(0);
   const Act a = parse_act(ctx, "fused_gemm_epilogue");
@@ -228,9 +230,21 @@ void gemm_epilogue_kernel(KernelContext& ctx) {
       const T *px = x.data<T>(), *py = y.data<T>(), *pb = b.data<T>();
       T* po = out.data<T>();
       if constexpr (std::is_same_v<T, float>) {
-        if (double(g.R) * double(g.K) * double(g.N) > kSmallGemm && g.K > 0 &&
-            onednn_gemm(g, px, py, pb, po, a))
+        // matmul's own paths, so the product equals an unfused matmul's: its small-problem loop, then
+        // the bias and activation; above the cutoff, oneDNN with them as post-ops.
+        if (small_gemm_f32(g.R, g.K, g.N, g.tx, g.ty, px, py, po)) {
+          bias_act_rows(po, pb, g.N, 0, g.R, a);
           return;
+        }
+        // oneDNN's gelu post-op rounds differently from the gelu kernel: that one runs after it.
+        const Act post = a == Act::kGelu ? Act::kNone : a;
+        if (g.K > 0 && onednn_gemm(g, px, py, pb, po, post)) {
+          if (a == Act::kGelu)
+            parallel_for(0, g.R * g.N, oar::sdk::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+              for (int64_t i = lo; i < hi; ++i) po[i] = act<Act::kGelu>(po[i]);
+            });
+          return;
+        }
       }
       loop_gemm<T>(g, px, py, pb, po, a);
     } else {
