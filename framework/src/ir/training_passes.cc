@@ -4,7 +4,6 @@
 #include <oar/ir/training_passes.h>
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "pass_util.h"
 
@@ -13,72 +12,10 @@ namespace {
 
 using namespace passutil;
 
-// Who writes and reads each name in block 0, and what must keep its value.
-struct Uses {
-  NameSet pinned;
-  std::unordered_map<std::string, int> writes;
-  std::unordered_map<std::string, std::vector<size_t>> readers;  // ops of block 0 reading it (once per op)
-
-  Uses(const Program& p, const std::set<std::string>& pin) : pinned(pin.begin(), pin.end()) {
-    for (const VarDesc& v : p.global_block().vars())
-      if (v.persistable) pinned.insert(v.name);
-    for (int32_t bi = 1; bi < p.num_blocks(); ++bi)  // control-flow bodies: names keep their values
-      for (const OpDesc& op : p.block(bi).ops()) {
-        for_each_arg(op.inputs, [&](const std::string& n) { pinned.insert(n); });
-        for_each_arg(op.outputs, [&](const std::string& n) { pinned.insert(n); });
-      }
-    const auto& ops = p.global_block().ops();
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for_each_arg(ops[i].outputs, [&](const std::string& n) { ++writes[n]; });
-      NameSet seen;
-      for_each_arg(ops[i].inputs, [&](const std::string& n) {
-        if (seen.insert(n).second) readers[n].push_back(i);
-      });
-    }
-  }
-  int n_writes(const std::string& n) const {
-    auto it = writes.find(n);
-    return it == writes.end() ? 0 : it->second;
-  }
-  const std::vector<size_t>& readers_of(const std::string& n) const {
-    static const std::vector<size_t> none;
-    auto it = readers.find(n);
-    return it == readers.end() ? none : it->second;
-  }
-  // An intermediate a fusion may make disappear: one writer, not pinned, read by exactly one op.
-  bool single_use_temp(const std::string& n) const {
-    return !pinned.count(n) && n_writes(n) == 1 && readers_of(n).size() == 1;
-  }
-};
-
-const VarDesc* tensor_var(const Block& b, const std::string& n) {
-  const VarDesc* v = b.find_var(n);
-  return v != nullptr && v->has_tensor() ? v : nullptr;
-}
-
 // The dtypes the fused ops' CPU kernels implement.
 bool fusable_dtype(const Block& b, const std::string& n) {
   const VarDesc* v = tensor_var(b, n);
   return v != nullptr && (v->dtype == DType::kFloat32 || v->dtype == DType::kFloat64);
-}
-
-// A fused op replacing ops i and `fused` (all after i, the last one last) at position i: its inputs must
-// hold the same values at i as where the original ops read them, and its outputs are written earlier
-// than before: no other op in between may write an input, or read or write an output.
-bool can_hoist(const std::vector<OpDesc>& ops, size_t i, const std::vector<size_t>& fused,
-               const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
-  for (size_t k = i + 1; k <= fused.back(); ++k) {
-    if (std::find(fused.begin(), fused.end(), k) != fused.end()) continue;
-    for (auto& n : ins)
-      if (op_writes(ops[k], n)) return false;
-    for (auto& n : outs)
-      if (op_reads(ops[k], n) || op_writes(ops[k], n)) return false;
-  }
-  return true;
-}
-
-void copy_role(const OpDesc& from, OpDesc& to) {
-  if (const Attribute* a = from.find_attr("op_role")) to.set_attr("op_role", *a);
 }
 
 // add(x, y) with one of them the single-use `t`: the other operand, or "".
@@ -87,25 +24,6 @@ std::string other_operand(const OpDesc& add, const std::string& t) {
   if (x == t && y != t) return y;
   if (y == t && x != t) return x;
   return "";
-}
-
-template <typename F>
-PassStat repeat(const char* name, Program& p, const std::set<std::string>& pinned, F&& try_at) {
-  PassStat st{name};
-  for (bool again = true; again;) {
-    again = false;
-    Uses u(p, pinned);
-    for (size_t i = 0; i < p.global_block().ops().size() && !again; ++i) {
-      int64_t removed = try_at(p, u, i);
-      if (removed > 0) {
-        ++st.ops_fused;
-        st.ops_removed += removed;
-        again = true;
-      }
-    }
-  }
-  prune_vars(p, nullptr);
-  return st;
 }
 
 // ---- matmul + bias (+ act) -------------------------------------------------------------------------
