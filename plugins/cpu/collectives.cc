@@ -412,13 +412,16 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
         "cpu comm_init (rank " + std::to_string(rank) + " of " + std::to_string(nranks) + ")";
     try {
       c->ctx->connectFullMesh(store, dev);
-      // connectFullMesh can return on one rank while a peer's side of their connection is still being
-      // set up (the connecting side is done once it has written its hello, the listening side only once
-      // it has read it). A rank that then destroyed its communicator at once (a short program) would
-      // cut that handshake and fail the peer with "connection closed by peer". So init ends with an
-      // exchange over every connection: a rank returns only when each peer has finished connecting
-      // its whole mesh and has posted the receive for this rank's message, which then reaches it ahead
-      // of any close.
+    } catch (const gloo::Exception& e) {
+      throw sdk::Error(OAR_ERR_UNAVAILABLE, me + ": connecting to the peers failed: " + e.what());
+    }
+    // connectFullMesh can return on one rank while a peer's side of their connection is still being set
+    // up (the connecting side is done once it has written its hello, the listening side only once it has
+    // read it). A rank that then destroyed its communicator at once (a short program) would cut that
+    // handshake and fail the peer with "connection closed by peer", or leave it waiting. So init ends
+    // with an exchange over every connection: a rank returns only when each peer has finished its whole
+    // mesh and has posted the receive for this rank's message, which then reaches it ahead of any close.
+    try {
       check_peers(*c, Header{kInit, 0, 0, 0, static_cast<uint64_t>(nranks), 0}, kInitSlot);
     } catch (const gloo::Exception& e) {
       throw sdk::Error(OAR_ERR_UNAVAILABLE, me + ": connecting to the peers failed: " + e.what());
