@@ -3,9 +3,10 @@
 // float32 runs oneDNN's RNN primitives: lstm, lbr_gru (linear-before-reset, the GRU Paddle and cuDNN
 // compute) and vanilla_rnn (tanh / relu). With every sequence full, one primitive per layer (both
 // directions in one, bidirectional_concat); with sequences of different lengths, which oneDNN cannot mask,
-// onednn_masked cuts the batch and time into pieces around the primitive. rnn runs forward_inference;
-// rnn_grad runs forward_training again for the workspace, then the backward primitive (no reserve buffer
-// crosses the op boundary; the forward costs about a third of a training step).
+// onednn_masked cuts the batch and time into pieces around the primitive. rnn runs forward_inference, or
+// with is_test 0 forward_training, keeping the workspace in its `reserve` output for rnn_grad, which
+// otherwise runs forward_training again first (decision 108). Weights are reordered from Paddle's tensors
+// (packed first only for GRU's gate order or two directions) and their gradients back (decision 460).
 // float64 runs the plain loop below, which is also the reference the tests compare float32 with.
 #include <dnnl.hpp>
 #include <memory>
