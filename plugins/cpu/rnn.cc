@@ -6,7 +6,7 @@
 // onednn_masked cuts the batch and time into pieces around the primitive. rnn runs forward_inference, or
 // with is_test 0 forward_training, keeping the workspace in its `reserve` output for rnn_grad, which
 // otherwise runs forward_training again first (decision 108). Weights are reordered from Paddle's tensors
-// (packed first only for GRU's gate order or two directions) and their gradients back (decision 460).
+// (packed first only for GRU's gate order or two directions) and their gradients back (decision 112).
 // float64 runs the plain loop below, which is also the reference the tests compare float32 with.
 #include <dnnl.hpp>
 #include <memory>

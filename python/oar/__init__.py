@@ -34,7 +34,7 @@ from . import version  # noqa: F401,E402  (paddle.version)
 import sys as _sys  # noqa: E402
 from . import _lazy  # noqa: E402
 # audio, callbacks, distribution, fft, geometric, hapi (Model, flops, summary), incubate, profiler, signal,
-# sparse, text and vision load on first use (module __getattr__ below; decision 462).
+# sparse, text and vision load on first use (module __getattr__ below; decision 111).
 _lazy.install_tensor_stubs(_sys.modules[__name__], Tensor)
 from .distributed.parallel import DataParallel  # noqa: F401,E402
 

@@ -1,4 +1,4 @@
-"""Submodules of oar that `import oar` does not load: they load on first attribute access (decision 462).
+"""Submodules of oar that `import oar` does not load: they load on first attribute access (decision 111).
 
 `oar.<name>` for a lazy submodule, and the top-level names taken from one (`oar.Model` from oar.hapi),
 go through the package's module-level __getattr__. Tensor methods that a lazy module installs when it

@@ -1,4 +1,4 @@
-"""`import oar` leaves the lazy submodules unloaded (decision 462), and each of them, the names taken from
+"""`import oar` leaves the lazy submodules unloaded (decision 111), and each of them, the names taken from
 them and the Tensor methods they install still work on first use. Every check runs in a fresh interpreter,
 since this test process has long loaded them all."""
 import json

@@ -26,7 +26,7 @@ __all__ += ["DataParallel"]
 
 def __getattr__(name):
     # paddle.distributed.launch (also `python -m oar.distributed.launch`) loads on first use: argparse,
-    # subprocess and threading cost `import oar` several ms (decision 462).
+    # subprocess and threading cost `import oar` several ms (decision 111).
     if name == "launch":
         import importlib
         return importlib.import_module(__name__ + ".launch")

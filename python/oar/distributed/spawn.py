@@ -2,7 +2,7 @@
 import os
 import socket
 import traceback
-# multiprocessing is imported where it is used: it costs `import oar` several ms (decision 462).
+# multiprocessing is imported where it is used: it costs `import oar` several ms (decision 111).
 
 __all__ = ["spawn", "MultiprocessContext"]
 
