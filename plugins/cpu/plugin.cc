@@ -31,6 +31,7 @@ void register_hsigmoid_kernels(Registry& r);    // hsigmoid.cc: hierarchical sig
 void register_sparse_kernels(Registry& r);      // sparse.cc: sparse x dense products (oar.sparse)
 void register_complex_kernels(Registry& r);     // complex.cc: real, imag, conj, ... and complex unary kernels
 void register_rnn_kernels(Registry& r);         // rnn.cc: the fused recurrent op (oneDNN)
+void register_attention_kernels(Registry& r);   // attention.cc: softmax_grad, fused_attention (+ grad)
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -458,6 +459,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_hsigmoid_kernels(r);
     register_complex_kernels(r);
     register_rnn_kernels(r);
+    register_attention_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";
