@@ -12,6 +12,12 @@
 #include "vec_math.h"
 
 namespace oar_cpu {
+// matmul.cc: out = x * y in float32 through oneDNN for [batch..., rows, cols] operands of rank ndim with
+// any strides (a transposed operand: its last two dims and strides swapped); batch dims equal, or 1 to
+// broadcast. false when oneDNN has no primitive for it.
+bool strided_matmul_f32(int32_t ndim, const int64_t* xd, const int64_t* xs, const float* x, const int64_t* yd,
+                        const int64_t* ys, const float* y, const int64_t* od, const int64_t* os, float* out);
+
 namespace {
 
 using oar::sdk::compute_t;
@@ -199,61 +205,134 @@ MaskView<T> mask_of(const TensorView& t, const std::vector<int64_t>& lead) {
   return m;
 }
 
-template <class T>
-[[gnu::always_inline]] inline T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
-  return sum8<T>(n, [&](int64_t i) { return a[i] * b[i]; });
-}
-template <class T>
-[[gnu::always_inline]] inline void axpy(T* __restrict y, T a, const T* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+// The micro-kernel: for the R rows r of `out` (row stride ors) and c < cols,
+//   out[r][c] (+)= sum over j < n of a[r * ars + j * acs] * M[j * mrs + c],
+// W columns at a time (64 bytes) held in registers for R rows: R independent chains hide the FMA
+// latency, and `out` is touched once per block (an axpy per j into memory stalled on store-to-load
+// forwarding).
+template <int R, int VB, class T>
+[[gnu::always_inline]] inline void combine_block(T* __restrict out, int64_t ors, const T* __restrict a,
+                                                 int64_t ars, int64_t acs, const T* __restrict M, int64_t mrs,
+                                                 int64_t n, int64_t cols, bool accumulate) {
+  // Explicit VB-byte vectors (GCC vector extensions: 16 in the baseline build, 32 in the AVX2 one); the
+  // auto-vectoriser gathered `a` across r instead.
+  typedef T V __attribute__((vector_size(VB)));
+  constexpr int L = VB / sizeof(T), W = 2 * L;
+  int64_t c0 = 0;
+  for (; c0 + W <= cols; c0 += W) {
+    V acc[R][2];
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < 2; ++h) {
+        if (accumulate)
+          std::memcpy(&acc[r][h], out + r * ors + c0 + h * L, sizeof(V));
+        else
+          acc[r][h] = V{};
+      }
+    for (int64_t j = 0; j < n; ++j) {
+      V m0, m1;
+      std::memcpy(&m0, M + j * mrs + c0, sizeof(V));
+      std::memcpy(&m1, M + j * mrs + c0 + L, sizeof(V));
+      for (int r = 0; r < R; ++r) {
+        const V ar = V{} + a[r * ars + j * acs];
+        acc[r][0] += ar * m0;
+        acc[r][1] += ar * m1;
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < 2; ++h) std::memcpy(out + r * ors + c0 + h * L, &acc[r][h], sizeof(V));
+  }
+  for (; c0 < cols; ++c0)
+    for (int r = 0; r < R; ++r) {
+      T acc = accumulate ? out[r * ors + c0] : T(0);
+      for (int64_t j = 0; j < n; ++j) acc += a[r * ars + j * acs] * M[j * mrs + c0];
+      out[r * ors + c0] = acc;
+    }
 }
 
-// One batch entry of the forward: p (Lq x Lk) and out (Lq x dv), both contiguous. s: Lk scratch.
+// combine_block over `rows` rows: blocks of 4, then single rows.
+template <int VB, class T>
+[[gnu::always_inline]] inline void combine(T* out, int64_t ors, const T* a, int64_t ars, int64_t acs,
+                                           const T* M, int64_t mrs, int64_t rows, int64_t n, int64_t cols,
+                                           bool accumulate) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4)
+    combine_block<4, VB>(out + r * ors, ors, a + r * ars, ars, acs, M, mrs, n, cols, accumulate);
+  for (; r < rows; ++r)
+    combine_block<1, VB>(out + r * ors, ors, a + r * ars, ars, acs, M, mrs, n, cols, accumulate);
+}
+
+// The Lq score rows of one batch entry (p, Lq x Lk contiguous) scaled, masked (mask row i at
+// mask + i * mrs, element j at + j * mcs) and turned into softmax rows in place, as the softmax op
+// computes them: NaN and +inf rows, and rows of -inf only, give NaN.
 template <class T>
-[[gnu::always_inline]] inline void attention_fwd_one(const T* q, int64_t qrs, const T* k, int64_t krs,
-                                                     const T* v, int64_t vrs, const T* mask, int64_t mrs,
-                                                     int64_t mcs, int64_t Lq, int64_t Lk, int64_t d,
-                                                     int64_t dv, T scale, T* p, T* out) {
+[[gnu::always_inline]] inline void softmax_rows(T* p, int64_t Lq, int64_t Lk, T scale, const T* mask,
+                                                int64_t mrs, int64_t mcs) {
   for (int64_t i = 0; i < Lq; ++i) {
     T* pi = p + i * Lk;
-    const T* qi = q + i * qrs;
-    for (int64_t j = 0; j < Lk; ++j) pi[j] = scale * dot(qi, k + j * krs, d);
+    for (int64_t j = 0; j < Lk; ++j) pi[j] *= scale;
     if (mask != nullptr)
       for (int64_t j = 0; j < Lk; ++j) pi[j] += mask[i * mrs + j * mcs];
-    // softmax as the softmax op computes it: NaN and +inf rows, and rows of -inf only, give NaN.
     T m = -std::numeric_limits<T>::infinity();
     for (int64_t j = 0; j < Lk; ++j) m = m < pi[j] ? pi[j] : m;
     for (int64_t j = 0; j < Lk; ++j) pi[j] = exp_of(pi[j] - m);
     const T inv = T(1) / sum8<T>(Lk, [&](int64_t j) { return pi[j]; });
     for (int64_t j = 0; j < Lk; ++j) pi[j] *= inv;
-    T* oi = out + i * dv;
-    std::fill(oi, oi + dv, T(0));
-    for (int64_t j = 0; j < Lk; ++j) axpy(oi, pi[j], v + j * vrs, dv);
   }
 }
 
-// One batch entry of the backward. dq (Lq x d), dk (Lk x d), dv (Lk x dv) contiguous, zeroed here;
-// dp: Lk scratch.
+// dP's rows (ds, rows x Lk contiguous) into the scores' gradient times the scale, in place:
+// scale * p * (dp - sum(p dp)); p's rows at stride prs.
 template <class T>
+[[gnu::always_inline]] inline void score_grad_rows(T* ds, const T* p, int64_t prs, int64_t rows, int64_t Lk,
+                                                   T scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* dr = ds + r * Lk;
+    const T* pr = p + r * prs;
+    const T t = sum8<T>(Lk, [&](int64_t j) { return pr[j] * dr[j]; });
+    for (int64_t j = 0; j < Lk; ++j) dr[j] = scale * pr[j] * (dr[j] - t);
+  }
+}
+
+// mt (cols x rows, contiguous) = the transpose of the rows x cols matrix m (row stride rs).
+template <class T>
+[[gnu::always_inline]] inline void transpose_into(T* __restrict mt, const T* __restrict m, int64_t rs,
+                                                  int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < rows; ++j)
+    for (int64_t c = 0; c < cols; ++c) mt[c * rows + j] = m[j * rs + c];
+}
+
+// One batch entry of the forward: p (Lq x Lk) and out (Lq x dv), both contiguous. tmp: d * Lk scratch.
+template <int VB, class T>
+[[gnu::always_inline]] inline void attention_fwd_one(const T* q, int64_t qrs, const T* k, int64_t krs,
+                                                     const T* v, int64_t vrs, const T* mask, int64_t mrs,
+                                                     int64_t mcs, int64_t Lq, int64_t Lk, int64_t d,
+                                                     int64_t dv, T scale, T* p, T* out, T* tmp) {
+  transpose_into(tmp, k, krs, Lk, d);  // k^T, so that the scores' rows are combinations of its rows
+  combine<VB>(p, Lk, q, qrs, 1, tmp, Lk, Lq, d, Lk, false);  // q k^T
+  softmax_rows(p, Lq, Lk, scale, mask, mrs, mcs);
+  combine<VB>(out, dv, p, Lk, 1, v, vrs, Lq, Lk, dv, false);  // P v
+}
+
+// One batch entry of the backward. dq (Lq x d), dk (Lk x d), dv (Lk x dv) contiguous, all written;
+// tmp: (dv + 4) * Lk scratch.
+template <int VB, class T>
 [[gnu::always_inline]] inline void attention_bwd_one(const T* q, int64_t qrs, const T* k, int64_t krs,
                                                      const T* v, int64_t vrs, const T* p, int64_t prs,
                                                      const T* g, int64_t grs, int64_t Lq, int64_t Lk,
                                                      int64_t d, int64_t dvn, T scale, T* dq, T* dk, T* dv,
-                                                     T* dp) {
+                                                     T* tmp) {
   std::fill(dk, dk + Lk * d, T(0));
   std::fill(dv, dv + Lk * dvn, T(0));
-  for (int64_t i = 0; i < Lq; ++i) {
-    const T *gi = g + i * grs, *pi = p + i * prs, *qi = q + i * qrs;
-    for (int64_t j = 0; j < Lk; ++j) dp[j] = dot(gi, v + j * vrs, dvn);
-    const T t = sum8<T>(Lk, [&](int64_t j) { return pi[j] * dp[j]; });
-    T* dqi = dq + i * d;
-    std::fill(dqi, dqi + d, T(0));
-    for (int64_t j = 0; j < Lk; ++j) {
-      const T ds = scale * pi[j] * (dp[j] - t);  // the scores' gradient, times the scale
-      axpy(dqi, ds, k + j * krs, d);
-      axpy(dk + j * d, ds, qi, d);
-      axpy(dv + j * dvn, pi[j], gi, dvn);
-    }
+  T *vt = tmp, *ds = tmp + dvn * Lk;  // ds: 4 rows of the scores' gradient
+  transpose_into(vt, v, vrs, Lk, dvn);
+  for (int64_t i0 = 0; i0 < Lq; i0 += 4) {
+    const int64_t nr = std::min<int64_t>(4, Lq - i0);
+    const T *gi = g + i0 * grs, *pi = p + i0 * prs, *qi = q + i0 * qrs;
+    combine<VB>(ds, Lk, gi, grs, 1, vt, Lk, nr, dvn, Lk, false);  // dP's rows: g v^T
+    score_grad_rows(ds, pi, prs, nr, Lk, scale);
+    combine<VB>(dq + i0 * d, d, ds, Lk, 1, k, krs, nr, Lk, d, false);  // dq = ds k
+    combine<VB>(dk, d, ds, 1, Lk, qi, qrs, Lk, nr, d, true);           // dk += ds^T q
+    combine<VB>(dv, dvn, pi, 1, prs, gi, grs, Lk, nr, dvn, true);      // dv += P^T g
   }
 }
 
@@ -261,24 +340,38 @@ template <class T>
 #define OAR_ATTN_VARIANTS(T)                                                                                 \
   __attribute__((target("avx2,fma"))) void fwd_avx2(                                                         \
       const T* q, int64_t qrs, const T* k, int64_t krs, const T* v, int64_t vrs, const T* m, int64_t mrs,    \
-      int64_t mcs, int64_t Lq, int64_t Lk, int64_t d, int64_t dv, T scale, T* p, T* out) {                   \
-    attention_fwd_one(q, qrs, k, krs, v, vrs, m, mrs, mcs, Lq, Lk, d, dv, scale, p, out);                    \
+      int64_t mcs, int64_t Lq, int64_t Lk, int64_t d, int64_t dv, T scale, T* p, T* out, T* tmp) {           \
+    attention_fwd_one<32>(q, qrs, k, krs, v, vrs, m, mrs, mcs, Lq, Lk, d, dv, scale, p, out, tmp);           \
   }                                                                                                          \
   void fwd_base(const T* q, int64_t qrs, const T* k, int64_t krs, const T* v, int64_t vrs, const T* m,       \
                 int64_t mrs, int64_t mcs, int64_t Lq, int64_t Lk, int64_t d, int64_t dv, T scale, T* p,      \
-                T* out) {                                                                                    \
-    attention_fwd_one(q, qrs, k, krs, v, vrs, m, mrs, mcs, Lq, Lk, d, dv, scale, p, out);                    \
+                T* out, T* tmp) {                                                                            \
+    attention_fwd_one<16>(q, qrs, k, krs, v, vrs, m, mrs, mcs, Lq, Lk, d, dv, scale, p, out, tmp);           \
   }                                                                                                          \
   __attribute__((target("avx2,fma"))) void bwd_avx2(                                                         \
       const T* q, int64_t qrs, const T* k, int64_t krs, const T* v, int64_t vrs, const T* p, int64_t prs,    \
       const T* g, int64_t grs, int64_t Lq, int64_t Lk, int64_t d, int64_t dvn, T scale, T* dq, T* dk, T* dv, \
       T* dp) {                                                                                               \
-    attention_bwd_one(q, qrs, k, krs, v, vrs, p, prs, g, grs, Lq, Lk, d, dvn, scale, dq, dk, dv, dp);        \
+    attention_bwd_one<32>(q, qrs, k, krs, v, vrs, p, prs, g, grs, Lq, Lk, d, dvn, scale, dq, dk, dv, dp);    \
   }                                                                                                          \
   void bwd_base(const T* q, int64_t qrs, const T* k, int64_t krs, const T* v, int64_t vrs, const T* p,       \
                 int64_t prs, const T* g, int64_t grs, int64_t Lq, int64_t Lk, int64_t d, int64_t dvn,        \
                 T scale, T* dq, T* dk, T* dv, T* dp) {                                                       \
-    attention_bwd_one(q, qrs, k, krs, v, vrs, p, prs, g, grs, Lq, Lk, d, dvn, scale, dq, dk, dv, dp);        \
+    attention_bwd_one<16>(q, qrs, k, krs, v, vrs, p, prs, g, grs, Lq, Lk, d, dvn, scale, dq, dk, dv, dp);    \
+  }                                                                                                          \
+  __attribute__((target("avx2,fma"))) void rows_avx2(T* p, int64_t Lq, int64_t Lk, T scale, const T* m,      \
+                                                     int64_t mrs, int64_t mcs) {                             \
+    softmax_rows(p, Lq, Lk, scale, m, mrs, mcs);                                                             \
+  }                                                                                                          \
+  void rows_base(T* p, int64_t Lq, int64_t Lk, T scale, const T* m, int64_t mrs, int64_t mcs) {              \
+    softmax_rows(p, Lq, Lk, scale, m, mrs, mcs);                                                             \
+  }                                                                                                          \
+  __attribute__((target("avx2,fma"))) void grad_rows_avx2(T* ds, const T* p, int64_t rows, int64_t Lk,       \
+                                                          T scale) {                                         \
+    score_grad_rows(ds, p, Lk, rows, Lk, scale);                                                             \
+  }                                                                                                          \
+  void grad_rows_base(T* ds, const T* p, int64_t rows, int64_t Lk, T scale) {                                \
+    score_grad_rows(ds, p, Lk, rows, Lk, scale);                                                             \
   }
 OAR_ATTN_VARIANTS(float)
 OAR_ATTN_VARIANTS(double)
@@ -286,10 +379,18 @@ OAR_ATTN_VARIANTS(double)
 
 template <class T>
 using FwdFn = void (*)(const T*, int64_t, const T*, int64_t, const T*, int64_t, const T*, int64_t, int64_t,
-                       int64_t, int64_t, int64_t, int64_t, T, T*, T*);
+                       int64_t, int64_t, int64_t, int64_t, T, T*, T*, T*);
 template <class T>
 using BwdFn = void (*)(const T*, int64_t, const T*, int64_t, const T*, int64_t, const T*, int64_t, const T*,
                        int64_t, int64_t, int64_t, int64_t, int64_t, T, T*, T*, T*, T*);
+
+// The calling thread's scratch of at least n elements (kept between calls).
+template <class T>
+T* scratch(int64_t n) {
+  thread_local std::vector<T> buf;
+  if (buf.size() < static_cast<size_t>(n)) buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
 
 bool have_avx2() {
   static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -299,6 +400,100 @@ bool have_avx2() {
 // The leading dims of a [..., L, d] tensor.
 std::vector<int64_t> lead_of(const TensorView& t) {
   return std::vector<int64_t>(t.dims(), t.dims() + t.ndim() - 2);
+}
+
+// ---- float32 through oneDNN --------------------------------------------------------------------------
+// The products through oneDNN's batched matmul with the operands' own strides (matmul.cc), the softmax
+// rows (and their gradient) between them: at the small sizes of a Transformer's heads oneDNN's
+// AVX-512 kernels beat combine_block severalfold.
+struct DimsStrides {
+  std::vector<int64_t> d, s;
+};
+// A view's dims and strides; `swap`: its transpose (the last two exchanged).
+DimsStrides dims_strides(const TensorView& t, bool swap) {
+  DimsStrides r{t.shape(), std::vector<int64_t>(t.strides(), t.strides() + t.ndim())};
+  if (swap) {
+    std::swap(r.d[r.d.size() - 1], r.d[r.d.size() - 2]);
+    std::swap(r.s[r.s.size() - 1], r.s[r.s.size() - 2]);
+  }
+  return r;
+}
+// A contiguous tensor of `dims`, or its transpose.
+DimsStrides contiguous_dims_strides(const std::vector<int64_t>& dims, bool swap) {
+  DimsStrides r{dims, std::vector<int64_t>(dims.size())};
+  int64_t st = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    r.s[i] = st;
+    st *= dims[i];
+  }
+  if (swap) {
+    std::swap(r.d[r.d.size() - 1], r.d[r.d.size() - 2]);
+    std::swap(r.s[r.s.size() - 1], r.s[r.s.size() - 2]);
+  }
+  return r;
+}
+bool product(const DimsStrides& x, const float* px, const DimsStrides& y, const float* py,
+             const DimsStrides& o, float* po) {
+  return strided_matmul_f32(static_cast<int32_t>(x.d.size()), x.d.data(), x.s.data(), px, y.d.data(),
+                            y.s.data(), py, o.d.data(), o.s.data(), po);
+}
+bool all_positive(std::initializer_list<int64_t> v) {
+  for (int64_t x : v)
+    if (x <= 0) return false;
+  return true;
+}
+
+bool fused_attention_onednn(KernelContext& ctx) {
+  const TensorView q = ctx.input(0), k = ctx.input(1), v = ctx.input(2), out = ctx.output(0),
+                   p = ctx.output(1);
+  const std::vector<int64_t> lead = lead_of(q);
+  int64_t batch = 1;
+  for (int64_t x : lead) batch *= x;
+  const int64_t Lq = q.dim(-2), d = q.dim(-1), Lk = k.dim(-2), dv = v.dim(-1);
+  if (!all_positive({batch, Lq, d, Lk, dv})) return false;  // the loops handle empty extents
+  float *pp = p.data<float>(), *po = out.data<float>();
+  const DimsStrides P = contiguous_dims_strides(p.shape(), false);
+  if (!product(dims_strides(q, false), q.data<float>(), dims_strides(k, true), k.data<float>(), P, pp))
+    return false;
+  const bool has_mask = ctx.num_inputs() == 4;
+  MaskView<float> mm;
+  if (has_mask) mm = mask_of<float>(ctx.input(3), lead);
+  const float scale = static_cast<float>(attr_float_or(ctx, "scale", 1.0));
+  using RowsFn = void (*)(float*, int64_t, int64_t, float, const float*, int64_t, int64_t);
+  const RowsFn rows = have_avx2() ? RowsFn(rows_avx2) : RowsFn(rows_base);
+  parallel_for(0, batch, std::max<int64_t>(1, 16384 / (Lq * Lk)), [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b)
+      rows(pp + b * Lq * Lk, Lq, Lk, scale, has_mask ? mm.base + mm.off[static_cast<size_t>(b)] : nullptr,
+           mm.rs, mm.cs);
+  });
+  return product(P, pp, dims_strides(v, false), v.data<float>(), contiguous_dims_strides(out.shape(), false),
+                 po);
+}
+
+bool fused_attention_grad_onednn(KernelContext& ctx) {
+  const TensorView q = ctx.input(0), k = ctx.input(1), v = ctx.input(2), p = ctx.input(3), g = ctx.input(4);
+  int64_t batch = 1;
+  for (int64_t x : lead_of(q)) batch *= x;
+  const int64_t Lq = q.dim(-2), d = q.dim(-1), Lk = k.dim(-2), dvn = v.dim(-1);
+  if (!all_positive({batch, Lq, d, Lk, dvn}) || !p.is_contiguous()) return false;
+  const F32Buffer buf(0, batch * Lq * Lk);  // dP, then the scores' gradient
+  float* ds = buf.data();
+  const DimsStrides DS = contiguous_dims_strides(p.shape(), false),
+                    DST = contiguous_dims_strides(p.shape(), true);
+  const DimsStrides G = dims_strides(g, false);
+  if (!product(G, g.data<float>(), dims_strides(v, true), v.data<float>(), DS, ds)) return false;
+  const float scale = static_cast<float>(attr_float_or(ctx, "scale", 1.0));
+  using GradRowsFn = void (*)(float*, const float*, int64_t, int64_t, float);
+  const GradRowsFn grad_rows = have_avx2() ? GradRowsFn(grad_rows_avx2) : GradRowsFn(grad_rows_base);
+  const float* pp = p.data<float>();
+  parallel_for(0, batch * Lq, std::max<int64_t>(1, 16384 / Lk),
+               [&](int64_t lo, int64_t hi) { grad_rows(ds + lo * Lk, pp + lo * Lk, hi - lo, Lk, scale); });
+  return product(DS, ds, dims_strides(k, false), k.data<float>(), contiguous_dims_strides(q.shape(), false),
+                 ctx.output(0).data<float>()) &&
+         product(DST, ds, dims_strides(q, false), q.data<float>(), contiguous_dims_strides(k.shape(), false),
+                 ctx.output(1).data<float>()) &&
+         product(DST, pp, G, g.data<float>(), contiguous_dims_strides(v.shape(), false),
+                 ctx.output(2).data<float>());
 }
 
 template <class T>
@@ -317,10 +512,11 @@ void fused_attention_t(KernelContext& ctx) {
   const FwdFn<T> fwd = have_avx2() ? FwdFn<T>(fwd_avx2) : FwdFn<T>(fwd_base);
   const int64_t work = std::max<int64_t>(1, Lq * Lk * (d + dv));
   parallel_for(0, batch, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
+    T* tmp = scratch<T>(d * Lk);
     for (int64_t b = lo; b < hi; ++b) {
       const T* m = has_mask ? mm.base + mm.off[static_cast<size_t>(b)] : nullptr;
       fwd(mq.at(b), mq.rs, mk.at(b), mk.rs, mv.at(b), mv.rs, m, mm.rs, mm.cs, Lq, Lk, d, dv, scale,
-          pp + b * Lq * Lk, po + b * Lq * dv);
+          pp + b * Lq * Lk, po + b * Lq * dv, tmp);
     }
   });
 }
@@ -338,10 +534,10 @@ void fused_attention_grad_t(KernelContext& ctx) {
   const BwdFn<T> bwd = have_avx2() ? BwdFn<T>(bwd_avx2) : BwdFn<T>(bwd_base);
   const int64_t work = std::max<int64_t>(1, Lq * Lk * (2 * d + 2 * dvn));
   parallel_for(0, batch, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
-    std::vector<T> dp(static_cast<size_t>(std::max<int64_t>(Lk, 1)));
+    T* tmp = scratch<T>((dvn + 4) * Lk);
     for (int64_t b = lo; b < hi; ++b)
       bwd(mq.at(b), mq.rs, mk.at(b), mk.rs, mv.at(b), mv.rs, mp.at(b), mp.rs, mg.at(b), mg.rs, Lq, Lk, d, dvn,
-          scale, dq + b * Lq * d, dk + b * Lk * d, dv + b * Lk * dvn, dp.data());
+          scale, dq + b * Lq * d, dk + b * Lk * d, dv + b * Lk * dvn, tmp);
   });
 }
 
@@ -353,11 +549,13 @@ void fused_attention_kernel(KernelContext& ctx) {
   OAR_SDK_CHECK(ctx.num_inputs() == 3 || ctx.num_inputs() == 4, OAR_ERR_INVALID_ARGUMENT,
                 "fused_attention: takes q, k, v and an optional mask, got " << ctx.num_inputs() << " inputs");
   if (ctx.output(0).numel() == 0 && ctx.output(1).numel() == 0) return;
+  if (q.dtype() == OAR_DTYPE_FLOAT32 && fused_attention_onednn(ctx)) return;
   dispatch<F32F64>("fused_attention", q.dtype(), [&](auto tag) { fused_attention_t<decltype(tag)>(ctx); });
 }
 
 void fused_attention_grad_kernel(KernelContext& ctx) {
   const TensorView q = ctx.input(0);
+  if (q.dtype() == OAR_DTYPE_FLOAT32 && fused_attention_grad_onednn(ctx)) return;
   // Every output element is written per batch entry (zeros where a length is 0).
   dispatch<F32F64>("fused_attention_grad", q.dtype(),
                    [&](auto tag) { fused_attention_grad_t<decltype(tag)>(ctx); });
