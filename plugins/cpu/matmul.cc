@@ -672,13 +672,20 @@ bool strided_matmul_f32(int32_t ndim, const int64_t* xd, const int64_t* xs, cons
   k.v.push_back(static_cast<int64_t>(memory::data_type::f32));
   k.v.push_back(ndim);
   for (const int64_t* a : {xd, xs, yd, ys, od, os}) k.v.insert(k.v.end(), a, a + ndim);
+  for (const int64_t* st : {xs, ys, os})  // oneDNN's descriptors take no negative strides (flipped views)
+    for (int32_t i = 0; i < ndim; ++i)
+      if (st[i] < 0) return false;
   auto desc = [&](const int64_t* d, const int64_t* st) {
     return memory::desc(memory::dims(d, d + ndim), memory::data_type::f32, memory::dims(st, st + ndim));
   };
+  std::shared_ptr<Prim> p;
   try {
-    std::shared_ptr<Prim> p =
-        get_strided_prim(memory::data_type::f32, k, desc(xd, xs), desc(yd, ys), desc(od, os));
-    if (!p) return false;
+    p = get_strided_prim(memory::data_type::f32, k, desc(xd, xs), desc(yd, ys), desc(od, os));
+  } catch (const dnnl::error&) {
+    return false;  // a layout its descriptors cannot express
+  }
+  if (!p) return false;
+  try {
     execute(*p, x, y, out);
     return true;
   } catch (const dnnl::error& e) {
