@@ -375,6 +375,9 @@ void register_vision_grads(OpRegistry& r);
 // ops_rnn.cc: the fused recurrent op rnn and rnn_grad
 void register_rnn_ops(OpRegistry& r);
 void register_rnn_grads(OpRegistry& r);
+// ops_fused.cc: the fused ops of the training passes (fused_gemm_epilogue, ...)
+void register_fused_ops(OpRegistry& r);
+void register_fused_grads(OpRegistry& r);
 // ops_attention.cc: softmax_grad, log_softmax_grad (softmax's gradient rules), fused_attention
 void register_attention_ops(OpRegistry& r);
 void register_attention_grads(OpRegistry& r);
@@ -409,6 +412,8 @@ void register_builtin_ops(OpRegistry& r) {
   register_optim_ops(r);  // the fused optimizer updates have no gradients
   register_complex_ops(r);
   register_complex_grads(r);
+  register_fused_ops(r);
+  register_fused_grads(r);
 }
 
 // The first op set: arithmetic, unary math, reductions, matmul, creation, random, concat, indexing,

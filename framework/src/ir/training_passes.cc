@@ -1,0 +1,297 @@
+// Fusion passes on training programs in oar's native dialect (training_passes.h, docs/static.md).
+#include <oar/core/dispatch.h>
+#include <oar/core/op.h>
+#include <oar/ir/training_passes.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "pass_util.h"
+
+namespace oar::ir {
+namespace {
+
+using namespace passutil;
+
+// Who writes and reads each name in block 0, and what must keep its value.
+struct Uses {
+  NameSet pinned;
+  std::unordered_map<std::string, int> writes;
+  std::unordered_map<std::string, std::vector<size_t>> readers;  // ops of block 0 reading it (once per op)
+
+  Uses(const Program& p, const std::set<std::string>& pin) : pinned(pin.begin(), pin.end()) {
+    for (const VarDesc& v : p.global_block().vars())
+      if (v.persistable) pinned.insert(v.name);
+    for (int32_t bi = 1; bi < p.num_blocks(); ++bi)  // control-flow bodies: names keep their values
+      for (const OpDesc& op : p.block(bi).ops()) {
+        for_each_arg(op.inputs, [&](const std::string& n) { pinned.insert(n); });
+        for_each_arg(op.outputs, [&](const std::string& n) { pinned.insert(n); });
+      }
+    const auto& ops = p.global_block().ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for_each_arg(ops[i].outputs, [&](const std::string& n) { ++writes[n]; });
+      NameSet seen;
+      for_each_arg(ops[i].inputs, [&](const std::string& n) {
+        if (seen.insert(n).second) readers[n].push_back(i);
+      });
+    }
+  }
+  int n_writes(const std::string& n) const {
+    auto it = writes.find(n);
+    return it == writes.end() ? 0 : it->second;
+  }
+  const std::vector<size_t>& readers_of(const std::string& n) const {
+    static const std::vector<size_t> none;
+    auto it = readers.find(n);
+    return it == readers.end() ? none : it->second;
+  }
+  // An intermediate a fusion may make disappear: one writer, not pinned, read by exactly one op.
+  bool single_use_temp(const std::string& n) const {
+    return !pinned.count(n) && n_writes(n) == 1 && readers_of(n).size() == 1;
+  }
+};
+
+const VarDesc* tensor_var(const Block& b, const std::string& n) {
+  const VarDesc* v = b.find_var(n);
+  return v != nullptr && v->has_tensor() ? v : nullptr;
+}
+
+// The dtypes the fused ops' CPU kernels implement.
+bool fusable_dtype(const Block& b, const std::string& n) {
+  const VarDesc* v = tensor_var(b, n);
+  return v != nullptr && (v->dtype == DType::kFloat32 || v->dtype == DType::kFloat64);
+}
+
+// A fused op replacing ops i and `fused` (all after i, the last one last) at position i: its inputs must
+// hold the same values at i as where the original ops read them, and its outputs are written earlier
+// than before: no other op in between may write an input, or read or write an output.
+bool can_hoist(const std::vector<OpDesc>& ops, size_t i, const std::vector<size_t>& fused,
+               const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
+  for (size_t k = i + 1; k <= fused.back(); ++k) {
+    if (std::find(fused.begin(), fused.end(), k) != fused.end()) continue;
+    for (auto& n : ins)
+      if (op_writes(ops[k], n)) return false;
+    for (auto& n : outs)
+      if (op_reads(ops[k], n) || op_writes(ops[k], n)) return false;
+  }
+  return true;
+}
+
+void copy_role(const OpDesc& from, OpDesc& to) {
+  if (const Attribute* a = from.find_attr("op_role")) to.set_attr("op_role", *a);
+}
+
+// add(x, y) with one of them the single-use `t`: the other operand, or "".
+std::string other_operand(const OpDesc& add, const std::string& t) {
+  std::string x = one(add.input("x")), y = one(add.input("y"));
+  if (x == t && y != t) return y;
+  if (y == t && x != t) return x;
+  return "";
+}
+
+template <typename F>
+PassStat repeat(const char* name, Program& p, const std::set<std::string>& pinned, F&& try_at) {
+  PassStat st{name};
+  for (bool again = true; again;) {
+    again = false;
+    Uses u(p, pinned);
+    for (size_t i = 0; i < p.global_block().ops().size() && !again; ++i) {
+      int64_t removed = try_at(p, u, i);
+      if (removed > 0) {
+        ++st.ops_fused;
+        st.ops_removed += removed;
+        again = true;
+      }
+    }
+  }
+  prune_vars(p, nullptr);
+  return st;
+}
+
+// ---- matmul + bias (+ act) -------------------------------------------------------------------------
+
+int64_t try_gemm_epilogue(Program& p, const Uses& u, size_t i) {
+  Block& b = p.global_block();
+  auto& ops = b.mutable_ops();
+  const OpDesc& mm = ops[i];
+  if (mm.type != "oar.matmul") return 0;
+  std::string x = one(mm.input("x")), w = one(mm.input("y")), t = one(mm.output("out"));
+  if (x.empty() || w.empty() || t.empty() || !u.single_use_temp(t) || !fusable_dtype(b, t)) return 0;
+  bool tx = attr_int_or(mm, "transpose_x", 0) != 0, ty = attr_int_or(mm, "transpose_y", 0) != 0;
+  const VarDesc *xv = tensor_var(b, x), *wv = tensor_var(b, w);
+  if (xv == nullptr || wv == nullptr || wv->shape.size() != 2 || xv->shape.size() < 2) return 0;
+  if (tx && xv->shape.size() != 2) return 0;  // a transposed x only as one matrix
+  const int64_t n = ty ? wv->shape[0] : wv->shape[1];
+  size_t j = u.readers_of(t)[0];
+  const OpDesc& add = ops[j];
+  if (add.type != "oar.add") return 0;
+  std::string bias = other_operand(add, t), a = one(add.output("out"));
+  const VarDesc* bv = bias.empty() ? nullptr : tensor_var(b, bias);
+  if (bv == nullptr || bv->shape != std::vector<int64_t>{n} || n < 0 || bv->dtype != wv->dtype) return 0;
+  if (a.empty() || u.n_writes(a) != 1 || op_reads(add, a)) return 0;
+  std::string act = "none", out = a;
+  size_t last = j;
+  if (u.single_use_temp(a)) {
+    size_t k = u.readers_of(a)[0];
+    const OpDesc& ao = ops[k];
+    std::string o = one(ao.output("out"));
+    bool relu = ao.type == "oar.relu", gelu = ao.type == "oar.gelu" && attr_int_or(ao, "approximate", 0) == 0;
+    if ((relu || gelu) && one(ao.input("x")) == a && !o.empty() && u.n_writes(o) == 1 && !op_reads(ao, o)) {
+      act = relu ? "relu" : "gelu";
+      out = o;
+      last = k;
+    }
+  }
+  std::vector<size_t> gone{j};
+  if (last != j) gone.push_back(last);
+  if (!can_hoist(ops, i, gone, {x, w, bias}, {out})) return 0;
+  OpDesc f;
+  f.type = "oar.fused_gemm_epilogue";
+  f.inputs = {{"x", {x}}, {"y", {w}}, {"bias", {bias}}};
+  f.outputs = {{"out", {out}}};
+  f.attrs = {{"trans_x", int64_t{tx}}, {"trans_y", int64_t{ty}}, {"activation", act}};
+  copy_role(mm, f);
+  ops[i] = std::move(f);
+  erase_ops(b, gone);
+  return static_cast<int64_t>(gone.size());
+}
+
+// ---- add + act ---------------------------------------------------------------------------------------
+
+int64_t try_add_act(Program& p, const Uses& u, size_t i) {
+  Block& b = p.global_block();
+  auto& ops = b.mutable_ops();
+  const OpDesc& add = ops[i];
+  if (add.type != "oar.add") return 0;
+  std::string x = one(add.input("x")), y = one(add.input("y")), t = one(add.output("out"));
+  if (x.empty() || y.empty() || t.empty() || !u.single_use_temp(t) || op_reads(add, t) ||
+      !fusable_dtype(b, t))
+    return 0;
+  const VarDesc *xv = tensor_var(b, x), *yv = tensor_var(b, y), *tv = tensor_var(b, t);
+  if (xv == nullptr || yv == nullptr || xv->dtype != yv->dtype) return 0;
+  // y must be x's trailing shape (the kernel's broadcast); the operands of a sum may swap.
+  auto trailing = [](const std::vector<int64_t>& big, const std::vector<int64_t>& small) {
+    if (small.size() > big.size()) return false;
+    for (int64_t d : big)
+      if (d < 0) return false;
+    return std::equal(small.begin(), small.end(), big.end() - static_cast<std::ptrdiff_t>(small.size()));
+  };
+  if (!trailing(xv->shape, yv->shape)) {
+    if (!trailing(yv->shape, xv->shape)) return 0;
+    std::swap(x, y);
+    std::swap(xv, yv);
+  }
+  if (tv->shape != xv->shape) return 0;
+  size_t j = u.readers_of(t)[0];
+  const OpDesc& ao = ops[j];
+  std::string out = one(ao.output("out"));
+  std::string act;
+  if (ao.type == "oar.relu" || ao.type == "oar.sigmoid" || ao.type == "oar.tanh")
+    act = ao.type.substr(4);
+  else if (ao.type == "oar.gelu" && attr_int_or(ao, "approximate", 0) == 0)
+    act = "gelu";
+  if (act.empty() || one(ao.input("x")) != t || out.empty() || u.n_writes(out) != 1 || out == t) return 0;
+  if (!can_hoist(ops, i, {j}, {x, y}, {out})) return 0;
+  OpDesc f;
+  f.type = "oar.fused_elemwise_add_activation";
+  f.inputs = {{"x", {x}}, {"y", {y}}};
+  f.outputs = {{"out", {out}}};
+  f.attrs = {{"activation", act}};
+  copy_role(add, f);
+  ops[i] = std::move(f);
+  erase_ops(b, {j});
+  return 1;
+}
+
+// ---- residual add + layer_norm ---------------------------------------------------------------------
+
+int64_t try_residual_layer_norm(Program& p, const Uses& u, size_t i) {
+  Block& b = p.global_block();
+  auto& ops = b.mutable_ops();
+  const OpDesc& add = ops[i];
+  if (add.type != "oar.add") return 0;
+  std::string x = one(add.input("x")), r = one(add.input("y")), s = one(add.output("out"));
+  if (x.empty() || r.empty() || s.empty() || u.n_writes(s) != 1 || op_reads(add, s) || !fusable_dtype(b, s))
+    return 0;
+  const VarDesc *xv = tensor_var(b, x), *rv = tensor_var(b, r), *sv = tensor_var(b, s);
+  if (xv == nullptr || rv == nullptr || xv->shape != rv->shape || sv->shape != xv->shape ||
+      xv->dtype != rv->dtype)
+    return 0;
+  // The first layer_norm reading s as its x; the sum stays written (the backward usually reads it).
+  size_t j = 0;
+  bool found = false;
+  for (size_t k : u.readers_of(s))
+    if (ops[k].type == "oar.layer_norm" && one(ops[k].input("x")) == s) {
+      j = k;
+      found = true;
+      break;
+    }
+  if (!found) return 0;
+  const OpDesc& ln = ops[j];
+  std::string w = one(ln.input("weight")), bb = one(ln.input("bias"));
+  std::vector<std::string> outs = {one(ln.output("out")), one(ln.output("mean")), one(ln.output("rstd"))};
+  if (w.empty() || bb.empty()) return 0;
+  for (auto& o : outs)
+    if (o.empty() || u.n_writes(o) != 1 || op_reads(ln, o) || o == s) return 0;
+  if (!can_hoist(ops, i, {j}, {x, r, w, bb}, outs)) return 0;
+  OpDesc f;
+  f.type = "oar.fused_add_layer_norm";
+  f.inputs = {{"x", {x}}, {"residual", {r}}, {"weight", {w}}, {"bias", {bb}}};
+  f.outputs = {{"out", {outs[0]}}, {"sum", {s}}, {"mean", {outs[1]}}, {"rstd", {outs[2]}}};
+  f.attrs = {{"begin_norm_axis", int64_t{attr_int_or(ln, "begin_norm_axis", 1)}},
+             {"epsilon", attr_float_or(ln, "epsilon", 1e-5)}};
+  copy_role(add, f);
+  ops[i] = std::move(f);
+  erase_ops(b, {j});
+  return 1;
+}
+
+// Whether `place`'s device has a float32 kernel of native op `op` (an op this core does not define: no).
+bool runs_on(const std::string& op, Place place) {
+  return OpRegistry::get().find(op) != nullptr && has_kernel(op, place, DType::kFloat32);
+}
+
+}  // namespace
+
+PassStat fuse_gemm_epilogue(Program& p, const std::set<std::string>& pinned) {
+  return repeat("fuse_gemm_epilogue", p, pinned, try_gemm_epilogue);
+}
+PassStat fuse_elewise_add_act(Program& p, const std::set<std::string>& pinned) {
+  return repeat("fuse_elewise_add_act", p, pinned, try_add_act);
+}
+PassStat fuse_residual_layer_norm(Program& p, const std::set<std::string>& pinned) {
+  return repeat("fuse_residual_layer_norm", p, pinned, try_residual_layer_norm);
+}
+
+PassReport run_training_passes(Program& forward, Program* backward,
+                               const std::set<std::string>& pinned_forward,
+                               const std::set<std::string>& pinned_backward,
+                               const TrainingPassOptions& opts) {
+  PassReport r;
+  auto count = [&] {
+    return static_cast<int64_t>(forward.global_block().ops().size()) +
+           (backward ? static_cast<int64_t>(backward->global_block().ops().size()) : 0);
+  };
+  r.ops_before = count();
+  // Each pass on both programs; the backward's entries are suffixed.
+  auto run = [&](bool enabled, const char* op, PassStat (*pass)(Program&, const std::set<std::string>&)) {
+    if (!enabled || !runs_on(op, opts.place)) return;
+    r.passes.push_back(pass(forward, pinned_forward));
+    if (backward != nullptr) {
+      PassStat s = pass(*backward, pinned_backward);
+      s.pass += "[backward]";
+      r.passes.push_back(s);
+    }
+  };
+  // Order: matmul + bias (+ act) first, so add + act takes only the adds no matmul produced.
+  run(opts.fuse_gemm_epilogue, "fused_gemm_epilogue", fuse_gemm_epilogue);
+  run(opts.fuse_residual_layer_norm, "fused_add_layer_norm", fuse_residual_layer_norm);
+  run(opts.fuse_elewise_add_act, "fused_elemwise_add_activation", fuse_elewise_add_act);
+  // ---- attention passes (attention_passes.cc) go here, e.g.
+  //      run(opts.fuse_attention, "<its fused op>", fuse_attention);
+  //      run(opts.fuse_softmax_grad, "<its fused op>", fuse_softmax_grad);
+  r.ops_after = count();
+  return r;
+}
+
+}  // namespace oar::ir
