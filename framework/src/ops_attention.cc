@@ -75,6 +75,19 @@ Dims attention_scores_dims(const InferContext& c) {
   return s;
 }
 
+// An output written as its transpose over dims -3 and -2 ([..., heads, L, d] stored as [..., L, heads, d],
+// the head merge of attention) when the attribute is set.
+Dims maybe_heads_last(const InferContext& c, Dims d, const char* attr) {
+  const int64_t flag = c.attrs->get_int(attr);
+  OAR_ENFORCE(flag == 0 || flag == 1, ErrorCode::kInvalidArgument,
+              op_name(c) << ": " << attr << " must be 0 or 1, got " << flag);
+  if (flag == 0) return d;
+  OAR_ENFORCE(d.size() >= 3, ErrorCode::kInvalidArgument,
+              op_name(c) << ": " << attr << " needs outputs of rank >= 3, got shape " << d.to_string());
+  std::swap(d[d.size() - 3], d[d.size() - 2]);
+  return d;
+}
+
 void infer_fused_attention(InferContext& c) {
   OAR_ENFORCE(c.num_inputs == 3 || c.num_inputs == 4, ErrorCode::kInvalidArgument,
               "fused_attention: takes q, k, v and an optional mask, got " << c.num_inputs << " inputs");
@@ -92,7 +105,7 @@ void infer_fused_attention(InferContext& c) {
   }
   Dims o = c.inputs[0].dims;
   o[o.size() - 1] = back(c.inputs[2].dims, -1);
-  c.outputs[0] = {c.inputs[0].dtype, o};
+  c.outputs[0] = {c.inputs[0].dtype, maybe_heads_last(c, o, "transpose_out")};
   c.outputs[1] = {c.inputs[0].dtype, s};
 }
 
@@ -107,7 +120,9 @@ void infer_fused_attention_grad(InferContext& c) {
   OAR_ENFORCE(
       c.inputs[4].dims == o, ErrorCode::kInvalidArgument,
       "fused_attention_grad: dout.shape " << c.inputs[4].dims.to_string() << " must be " << o.to_string());
-  for (int i = 0; i < 3; ++i) c.outputs[i] = c.inputs[i];
+  const char* flags[] = {"transpose_dq", "transpose_dk", "transpose_dv"};
+  for (int i = 0; i < 3; ++i)
+    c.outputs[i] = {c.inputs[i].dtype, maybe_heads_last(c, c.inputs[i].dims, flags[i])};
 }
 
 // ---- gradient rules -------------------------------------------------------------------------------
@@ -149,8 +164,15 @@ Attrs scale_attrs(const GradContext& c) { return Attrs{{"scale", c.attrs.get_flo
 // fused_attention's outputs are (out, softmax). The block's gradient is fused_attention_grad; a
 // gradient reaching the softmax output directly, or a mask that needs one, adds composite terms.
 std::vector<Tensor> fused_attention_rule(const GradContext& c) {
-  const Tensor &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &p = c.outputs[1];
-  const Tensor &g = c.grad_outputs[0], &gp = c.grad_outputs[1];
+  const Tensor &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2], &p = c.outputs[1],
+               &gp = c.grad_outputs[1];
+  Tensor g = c.grad_outputs[0];
+  if (g.defined() && c.attrs.get_int("transpose_out") != 0) {  // back to [..., heads, Lq, dv] (a view)
+    std::vector<int64_t> perm(static_cast<size_t>(g.ndim()));
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+    std::swap(perm[perm.size() - 3], perm[perm.size() - 2]);
+    g = g.transpose(perm);
+  }
   const bool mask_grad = c.inputs.size() == 4 && c.needs_grad[3];
   const Attrs last{{"axis", static_cast<int64_t>(p.ndim()) - 1}};
   std::vector<Tensor> out(c.inputs.size());
@@ -185,11 +207,14 @@ std::vector<Tensor> fused_attention_rule(const GradContext& c) {
 void register_attention_ops(OpRegistry& r) {
   def(r, "softmax_grad", {"out", "grad"}, {int_attr("axis", -1)}, infer_softmax_grad);
   def(r, "log_softmax_grad", {"out", "grad"}, {int_attr("axis", -1)}, infer_softmax_grad);
-  def(r, "fused_attention", {"x"}, {float_attr("scale", 1.0)}, infer_fused_attention, 0, /*variadic=*/true)
+  def(r, "fused_attention", {"x"}, {float_attr("scale", 1.0), int_attr("transpose_out", 0)},
+      infer_fused_attention, 0, /*variadic=*/true)
       .outputs = {"out", "softmax"};
   // No gradient rule of its own: it only appears in backward programs (attention_passes.cc), which are
   // not differentiated again; differentiating it raises, naming the op.
-  def(r, "fused_attention_grad", {"q", "k", "v", "softmax", "dout"}, {float_attr("scale", 1.0)},
+  def(r, "fused_attention_grad", {"q", "k", "v", "softmax", "dout"},
+      {float_attr("scale", 1.0), int_attr("transpose_dq", 0), int_attr("transpose_dk", 0),
+       int_attr("transpose_dv", 0)},
       infer_fused_attention_grad)
       .outputs = {"dq", "dk", "dv"};
 }
@@ -223,14 +248,20 @@ void register_attention_samples(OpRegistry& r) {
        S("scaled, 3-d", {real({2, 3, 4}), real({2, 6, 4}), real({2, 6, 2})}, {{"scale", 0.5}}),
        S("mask", {real({2, 2, 3, 4}), real({2, 2, 5, 4}), real({2, 2, 5, 3}), real({2, 1, 3, 5}, -3, 0)}),
        S("views", {transposed(real({2, 4, 3})), real({2, 5, 3}), flipped(real({2, 5, 4}))}),
-       S("empty batch", {real({0, 3, 4}), real({0, 5, 4}), real({0, 5, 2})})});
+       S("empty batch", {real({0, 3, 4}), real({0, 5, 4}), real({0, 5, 2})}),
+       S("heads last out", {real({2, 2, 3, 4}), real({2, 2, 5, 4}), real({2, 2, 5, 3})},
+         {{"transpose_out", int64_t{1}}})});
   add(r, "fused_attention_grad",
       {S("4-d", {real({2, 2, 3, 4}), real({2, 2, 5, 4}), real({2, 2, 5, 3}), real({2, 2, 3, 5}, 0.05, 0.4),
                  real({2, 2, 3, 3})}),
        S("scaled, views",
          {transposed(real({2, 4, 3})), real({2, 5, 3}), real({2, 5, 2}), real({2, 4, 5}, 0.05, 0.4),
           flipped(real({2, 4, 2}))},
-         {{"scale", 0.25}})});
+         {{"scale", 0.25}}),
+       S("heads last outputs",
+         {real({2, 2, 3, 4}), real({2, 2, 5, 4}), real({2, 2, 5, 3}), real({2, 2, 3, 5}, 0.05, 0.4),
+          real({2, 2, 3, 3})},
+         {{"transpose_dk", int64_t{1}}, {"transpose_dv", int64_t{1}}})});
 }
 
 }  // namespace oar

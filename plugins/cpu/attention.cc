@@ -268,15 +268,27 @@ template <class T>
 [[gnu::always_inline]] inline void softmax_rows(T* p, int64_t Lq, int64_t Lk, T scale, const T* mask,
                                                 int64_t mrs, int64_t mcs) {
   for (int64_t i = 0; i < Lq; ++i) {
-    T* pi = p + i * Lk;
-    for (int64_t j = 0; j < Lk; ++j) pi[j] *= scale;
-    if (mask != nullptr)
-      for (int64_t j = 0; j < Lk; ++j) pi[j] += mask[i * mrs + j * mcs];
+    T* __restrict pi = p + i * Lk;
+    const T* mi = mask == nullptr ? nullptr : mask + i * mrs;
+    if (mi == nullptr) {
+      for (int64_t j = 0; j < Lk; ++j) pi[j] *= scale;
+    } else if (mcs == 1) {
+      for (int64_t j = 0; j < Lk; ++j) pi[j] = pi[j] * scale + mi[j];
+    } else {
+      for (int64_t j = 0; j < Lk; ++j) pi[j] = pi[j] * scale + mi[j * mcs];
+    }
+    // The row max in 8 lanes (NaN ignored, as the softmax op's; exp(NaN - m) still makes the row NaN).
+    T acc[8];
+    for (T& a : acc) a = -std::numeric_limits<T>::infinity();
+    int64_t j = 0;
+    for (; j + 8 <= Lk; j += 8)
+      for (int l = 0; l < 8; ++l) acc[l] = acc[l] < pi[j + l] ? pi[j + l] : acc[l];
     T m = -std::numeric_limits<T>::infinity();
-    for (int64_t j = 0; j < Lk; ++j) m = m < pi[j] ? pi[j] : m;
-    for (int64_t j = 0; j < Lk; ++j) pi[j] = exp_of(pi[j] - m);
-    const T inv = T(1) / sum8<T>(Lk, [&](int64_t j) { return pi[j]; });
-    for (int64_t j = 0; j < Lk; ++j) pi[j] *= inv;
+    for (; j < Lk; ++j) m = m < pi[j] ? pi[j] : m;
+    for (T a : acc) m = m < a ? a : m;
+    for (j = 0; j < Lk; ++j) pi[j] = exp_of(pi[j] - m);
+    const T inv = T(1) / sum8<T>(Lk, [&](int64_t c) { return pi[c]; });
+    for (j = 0; j < Lk; ++j) pi[j] *= inv;
   }
 }
 
@@ -432,6 +444,17 @@ DimsStrides contiguous_dims_strides(const std::vector<int64_t>& dims, bool swap)
   }
   return r;
 }
+// The logical [..., heads, L, d] view of an output stored heads-last ([..., L, heads, d]) when `flag`.
+DimsStrides output_layout(const TensorView& t, bool flag) {
+  DimsStrides r = contiguous_dims_strides(t.shape(), false);
+  if (flag) {
+    const size_t n = r.d.size();
+    std::swap(r.d[n - 3], r.d[n - 2]);
+    std::swap(r.s[n - 3], r.s[n - 2]);
+  }
+  return r;
+}
+
 bool product(const DimsStrides& x, const float* px, const DimsStrides& y, const float* py,
              const DimsStrides& o, float* po) {
   return strided_matmul_f32(static_cast<int32_t>(x.d.size()), x.d.data(), x.s.data(), px, y.d.data(),
@@ -488,12 +511,30 @@ bool fused_attention_grad_onednn(KernelContext& ctx) {
   const float* pp = p.data<float>();
   parallel_for(0, batch * Lq, std::max<int64_t>(1, 16384 / Lk),
                [&](int64_t lo, int64_t hi) { grad_rows(ds + lo * Lk, pp + lo * Lk, hi - lo, Lk, scale); });
-  return product(DS, ds, dims_strides(k, false), k.data<float>(), contiguous_dims_strides(q.shape(), false),
+  auto out_of = [&](int i, const char* flag) {
+    return output_layout(ctx.output(i), attr_int_or(ctx, flag, 0) != 0);
+  };
+  return product(DS, ds, dims_strides(k, false), k.data<float>(), out_of(0, "transpose_dq"),
                  ctx.output(0).data<float>()) &&
-         product(DST, ds, dims_strides(q, false), q.data<float>(), contiguous_dims_strides(k.shape(), false),
+         product(DST, ds, dims_strides(q, false), q.data<float>(), out_of(1, "transpose_dk"),
                  ctx.output(1).data<float>()) &&
-         product(DST, pp, G, g.data<float>(), contiguous_dims_strides(v.shape(), false),
-                 ctx.output(2).data<float>());
+         product(DST, pp, G, g.data<float>(), out_of(2, "transpose_dv"), ctx.output(2).data<float>());
+}
+
+// An output the loops computed as [A, H, L, D] (contiguous, `tmp`) stored into `t`: as it is, or
+// heads-last ([A, L, H, D], the transpose_* attributes).
+template <class T>
+void store_output(const std::vector<T>& tmp, const TensorView& t, bool heads_last) {
+  T* dst = t.data<T>();
+  if (!heads_last) {
+    std::copy(tmp.begin(), tmp.end(), dst);
+    return;
+  }
+  const int64_t L = t.dim(-3), H = t.dim(-2), D = t.dim(-1), A = t.numel() / std::max<int64_t>(1, L * H * D);
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t l = 0; l < L; ++l)
+        std::copy_n(tmp.data() + ((a * H + h) * L + l) * D, D, dst + ((a * L + l) * H + h) * D);
 }
 
 template <class T>
@@ -507,7 +548,9 @@ void fused_attention_t(KernelContext& ctx) {
   MaskView<T> mm;
   if (has_mask) mm = mask_of<T>(ctx.input(3), lead);
   const T scale = T(attr_float_or(ctx, "scale", 1.0));
-  T *po = out.data<T>(), *pp = p.data<T>();
+  const bool heads_last = attr_int_or(ctx, "transpose_out", 0) != 0;
+  std::vector<T> staged(heads_last ? static_cast<size_t>(out.numel()) : 0);  // the loops write [..., Lq, dv]
+  T *po = heads_last ? staged.data() : out.data<T>(), *pp = p.data<T>();
   const int64_t batch = static_cast<int64_t>(mq.off.size());
   const FwdFn<T> fwd = have_avx2() ? FwdFn<T>(fwd_avx2) : FwdFn<T>(fwd_base);
   const int64_t work = std::max<int64_t>(1, Lq * Lk * (d + dv));
@@ -519,6 +562,7 @@ void fused_attention_t(KernelContext& ctx) {
           pp + b * Lq * Lk, po + b * Lq * dv, tmp);
     }
   });
+  if (heads_last) store_output(staged, out, true);
 }
 
 template <class T>
@@ -529,7 +573,10 @@ void fused_attention_grad_t(KernelContext& ctx) {
   const Mats<T> mq = mats_of<T>(q, lead), mk = mats_of<T>(k, lead), mv = mats_of<T>(v, lead);
   const Mats<T> mp = mats_of<T>(p, lead), mg = mats_of<T>(g, lead);
   const T scale = T(attr_float_or(ctx, "scale", 1.0));
-  T *dq = ctx.output(0).data<T>(), *dk = ctx.output(1).data<T>(), *dv = ctx.output(2).data<T>();
+  // Staged as [..., L, d] per batch entry, then stored (heads-last where asked).
+  std::vector<T> sq(static_cast<size_t>(q.numel())), sk(static_cast<size_t>(k.numel())),
+      sv(static_cast<size_t>(v.numel()));
+  T *dq = sq.data(), *dk = sk.data(), *dv = sv.data();
   const int64_t batch = static_cast<int64_t>(mq.off.size());
   const BwdFn<T> bwd = have_avx2() ? BwdFn<T>(bwd_avx2) : BwdFn<T>(bwd_base);
   const int64_t work = std::max<int64_t>(1, Lq * Lk * (2 * d + 2 * dvn));
@@ -539,6 +586,9 @@ void fused_attention_grad_t(KernelContext& ctx) {
       bwd(mq.at(b), mq.rs, mk.at(b), mk.rs, mv.at(b), mv.rs, mp.at(b), mp.rs, mg.at(b), mg.rs, Lq, Lk, d, dvn,
           scale, dq + b * Lq * d, dk + b * Lk * d, dv + b * Lk * dvn, tmp);
   });
+  store_output(sq, ctx.output(0), attr_int_or(ctx, "transpose_dq", 0) != 0);
+  store_output(sk, ctx.output(1), attr_int_or(ctx, "transpose_dk", 0) != 0);
+  store_output(sv, ctx.output(2), attr_int_or(ctx, "transpose_dv", 0) != 0);
 }
 
 template <class T>

@@ -144,6 +144,15 @@ bool broadcasts_to(const VarDesc& mask, const VarDesc& scores) {
   return true;
 }
 
+// An int-list attribute (LONGS or INTS); empty when absent or of another type.
+std::vector<int64_t> int_list(const OpDesc& op, const std::string& name) {
+  const Attribute* a = op.find_attr(name);
+  if (a == nullptr) return {};
+  if (auto* v = std::get_if<std::vector<int64_t>>(a)) return *v;
+  if (auto* v = std::get_if<std::vector<int32_t>>(a)) return std::vector<int64_t>(v->begin(), v->end());
+  return {};
+}
+
 // ---- forward ----------------------------------------------------------------------------------------
 int64_t try_attention_forward(Program& p, const Graph& g, size_t i) {
   Block& b = p.global_block();
@@ -250,18 +259,45 @@ int64_t try_attention_backward(Program& p, const Graph& g, size_t i) {
   return 4;
 }
 
-int64_t try_attention(Program& p, const Graph& g, size_t i) {
-  if (int64_t n = try_attention_forward(p, g, i)) return n;
-  return try_attention_backward(p, g, i);
+// ---- the head merge ------------------------------------------------------------------------------------
+// An output of the fused ops read only by transpose(perm swapping dims -3 and -2) (the head merge before
+// the reshape to [batch, L, heads * d]): the op writes it heads-last itself (transpose_* = 1) and the
+// transpose goes; the reshape after it is then a view, not a copy.
+int64_t try_heads_last(Program& p, const Graph& g, size_t i) {
+  Block& b = p.global_block();
+  auto& ops = b.mutable_ops();
+  const bool fwd = ops[i].type == "oar.fused_attention";
+  if (!fwd && ops[i].type != "oar.fused_attention_grad") return 0;
+  const std::vector<std::pair<const char*, const char*>> outs =
+      fwd ? std::vector<std::pair<const char*, const char*>>{{"out", "transpose_out"}}
+          : std::vector<std::pair<const char*, const char*>>{
+                {"dq", "transpose_dq"}, {"dk", "transpose_dk"}, {"dv", "transpose_dv"}};
+  for (auto [slot, flag] : outs) {
+    const std::string o = one(ops[i].output(slot));
+    const int r = rank_of(b, o);
+    if (o.empty() || r < 3 || attr_int_or(ops[i], flag, 0) != 0 || g.pinned.count(o) || !g.one_writer(o) ||
+        g.readers_of(o).size() != 1)
+      continue;
+    const size_t j = g.readers_of(o)[0];
+    if (j <= i || ops[j].type != "oar.transpose" || one(ops[j].input("x")) != o) continue;
+    std::vector<int64_t> want(static_cast<size_t>(r));
+    for (int d = 0; d < r; ++d) want[static_cast<size_t>(d)] = d;
+    std::swap(want[static_cast<size_t>(r - 3)], want[static_cast<size_t>(r - 2)]);
+    const std::string t = one(ops[j].output("out"));
+    if (int_list(ops[j], "perm") != want || t.empty() || !g.one_writer(t) || t == o) continue;
+    if (!can_hoist(ops, {i, j}, {}, {t})) continue;
+    ops[i].set_attr(flag, int64_t{1});
+    rename_args(ops[i].outputs, o, t);
+    erase_ops(b, {j});
+    return 1;
+  }
+  return 0;
 }
 
-// An int-list attribute (LONGS or INTS); empty when absent or of another type.
-std::vector<int64_t> int_list(const OpDesc& op, const std::string& name) {
-  const Attribute* a = op.find_attr(name);
-  if (a == nullptr) return {};
-  if (auto* v = std::get_if<std::vector<int64_t>>(a)) return *v;
-  if (auto* v = std::get_if<std::vector<int32_t>>(a)) return std::vector<int64_t>(v->begin(), v->end());
-  return {};
+int64_t try_attention(Program& p, const Graph& g, size_t i) {
+  if (int64_t n = try_attention_forward(p, g, i)) return n;
+  if (int64_t n = try_attention_backward(p, g, i)) return n;
+  return try_heads_last(p, g, i);
 }
 
 // ---- the composite softmax gradient ------------------------------------------------------------------
