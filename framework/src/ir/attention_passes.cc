@@ -278,16 +278,46 @@ int64_t try_heads_last(Program& p, const Graph& g, size_t i) {
     if (o.empty() || r < 3 || attr_int_or(ops[i], flag, 0) != 0 || g.pinned.count(o) || !g.one_writer(o) ||
         g.readers_of(o).size() != 1)
       continue;
-    const size_t j = g.readers_of(o)[0];
-    if (j <= i || ops[j].type != "oar.transpose" || one(ops[j].input("x")) != o) continue;
+    size_t j = g.readers_of(o)[0];
+    // A multiply by a scalar in between (dQ's scale in the backward) commutes with the transpose: it
+    // then runs on the heads-last tensor, and the transpose still goes.
+    size_t ms = 0;
+    std::string m_out;
+    if (ops[j].type == "oar.multiply" && j > i) {
+      const std::string x = one(ops[j].input("x")), y = one(ops[j].input("y"));
+      const std::string c = x == o ? y : (y == o ? x : "");
+      const VarDesc* cv = tensor_var(b, c);
+      m_out = one(ops[j].output("out"));
+      const bool scalar = cv != nullptr && (cv->shape.empty() || cv->shape == std::vector<int64_t>{1});
+      if (c.empty() || c == o || !scalar || m_out.empty() || m_out == o || g.pinned.count(m_out) ||
+          !g.one_writer(m_out) || g.readers_of(m_out).size() != 1 || rank_of(b, m_out) != r)
+        continue;
+      ms = j;
+      j = g.readers_of(m_out)[0];
+    }
+    const std::string src = ms ? m_out : o;
+    if (j <= i || ops[j].type != "oar.transpose" || one(ops[j].input("x")) != src) continue;
     std::vector<int64_t> want(static_cast<size_t>(r));
     for (int d = 0; d < r; ++d) want[static_cast<size_t>(d)] = d;
     std::swap(want[static_cast<size_t>(r - 3)], want[static_cast<size_t>(r - 2)]);
     const std::string t = one(ops[j].output("out"));
     if (int_list(ops[j], "perm") != want || t.empty() || !g.one_writer(t) || t == o) continue;
-    if (!can_hoist(ops, {i, j}, {}, {t})) continue;
+    if (ms == 0) {
+      if (!can_hoist(ops, {i, j}, {}, {t})) continue;
+      ops[i].set_attr(flag, int64_t{1});
+      rename_args(ops[i].outputs, o, t);
+      erase_ops(b, {j});
+      return 1;
+    }
+    // fused -> o (heads-last now, same name, its shape swapped); multiply(o, c) -> t at the multiply's
+    // place; the transpose and m_out go.
+    if (!can_hoist(ops, {ms, j}, {o}, {t})) continue;
+    VarDesc* ov = b.find_var(o);
+    const VarDesc* tv = tensor_var(b, t);
+    if (ov == nullptr || tv == nullptr) continue;
     ops[i].set_attr(flag, int64_t{1});
-    rename_args(ops[i].outputs, o, t);
+    ov->shape = tv->shape;
+    rename_args(ops[ms].outputs, m_out, t);
     erase_ops(b, {j});
     return 1;
   }
