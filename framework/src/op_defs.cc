@@ -491,7 +491,10 @@ using ops::multiply;
 using ops::subtract;
 
 std::vector<Tensor> add_grad(const GradContext& c) {
-  return {unbroadcast(g0(c), in_dims(c, 0)), unbroadcast(g0(c), in_dims(c, 1))};
+  // Only where needed: an additive attention mask's broadcast sum was computed (and, in to_static's
+  // backward program, recorded) for nothing.
+  return {c.needs_grad[0] ? unbroadcast(g0(c), in_dims(c, 0)) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(g0(c), in_dims(c, 1)) : Tensor()};
 }
 std::vector<Tensor> subtract_grad(const GradContext& c) {
   return {unbroadcast(g0(c), in_dims(c, 0)),

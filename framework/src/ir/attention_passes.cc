@@ -109,13 +109,47 @@ bool can_hoist(const std::vector<OpDesc>& ops, const std::vector<size_t>& chain,
   return true;
 }
 
-// Puts `fused` where chain.front() was and removes the chain's other ops.
-void replace_chain(Block& b, std::vector<size_t> chain, OpDesc fused) {
+// Whether the fused op may take the place of the last op of `chain` instead: no other op between a chain
+// op that reads an input and the last one writes that input, and no other op after an output's
+// original writer (and before the last) reads or writes that output (it is now written later).
+bool can_sink(const std::vector<OpDesc>& ops, const std::vector<size_t>& chain,
+              const std::vector<std::string>& ins, const std::vector<std::string>& outs) {
+  auto in_chain = [&](size_t k) { return std::find(chain.begin(), chain.end(), k) != chain.end(); };
+  const size_t last = chain.back();
+  for (const std::string& n : ins) {
+    size_t first_read = last;
+    for (size_t c : chain)
+      if (op_reads(ops[c], n)) first_read = std::min(first_read, c);
+    for (size_t k = first_read + 1; k < last; ++k)
+      if (!in_chain(k) && op_writes(ops[k], n)) return false;
+  }
+  for (const std::string& n : outs) {
+    size_t writer = last;
+    for (size_t c : chain)
+      if (op_writes(ops[c], n)) writer = c;
+    for (size_t k = writer + 1; k < last; ++k)
+      if (!in_chain(k) && (op_reads(ops[k], n) || op_writes(ops[k], n))) return false;
+  }
+  return true;
+}
+
+// Replaces the ops of `chain` (sorted) by `fused`, at the first op's place when that keeps every value
+// right, else at the last op's; false (nothing changed) when neither does.
+bool replace_chain(Block& b, std::vector<size_t> chain, const std::vector<std::string>& ins,
+                   const std::vector<std::string>& outs, OpDesc fused) {
   auto& ops = b.mutable_ops();
+  size_t at;
+  if (can_hoist(ops, chain, ins, outs))
+    at = chain.front();
+  else if (can_sink(ops, chain, ins, outs))
+    at = chain.back();
+  else
+    return false;
   if (const Attribute* a = ops[chain.front()].find_attr("op_role")) fused.set_attr("op_role", *a);
-  ops[chain.front()] = std::move(fused);
-  chain.erase(chain.begin());
+  ops[at] = std::move(fused);
+  chain.erase(std::find(chain.begin(), chain.end(), at));
   erase_ops(b, chain);
+  return true;
 }
 
 // q [..., Lq, d], k [..., Lk, d], v [..., Lk, dv]: one rank, equal known leading dims, float32/float64.
@@ -195,15 +229,13 @@ int64_t try_attention_forward(Program& p, const Graph& g, size_t i) {
   chain.push_back(m2);
   std::vector<std::string> ins{q, k, v};
   if (!mask.empty()) ins.push_back(mask);
-  if (!can_hoist(ops, chain, ins, {P, out})) return 0;
   OpDesc f;
   f.type = "oar.fused_attention";
   f.inputs = {{"x", ins}};
   f.outputs = {{"out", {out}}, {"softmax", {P}}};
   f.attrs = {{"scale", 1.0}};
   const int64_t removed = static_cast<int64_t>(chain.size()) - 1;
-  replace_chain(b, chain, std::move(f));
-  return removed;
+  return replace_chain(b, chain, ins, {P, out}, std::move(f)) ? removed : 0;
 }
 
 // ---- backward ---------------------------------------------------------------------------------------
@@ -249,14 +281,12 @@ int64_t try_attention_backward(Program& p, const Graph& g, size_t i) {
   std::vector<size_t> chain{a, i, iq, ik, iv};
   std::sort(chain.begin(), chain.end());
   if (std::adjacent_find(chain.begin(), chain.end()) != chain.end()) return 0;
-  if (!can_hoist(ops, chain, {q, k, v, P, G}, {dQ, dK, dV})) return 0;
   OpDesc f;
   f.type = "oar.fused_attention_grad";
   f.inputs = {{"q", {q}}, {"k", {k}}, {"v", {v}}, {"softmax", {P}}, {"dout", {G}}};
   f.outputs = {{"dq", {dQ}}, {"dk", {dK}}, {"dv", {dV}}};
   f.attrs = {{"scale", 1.0}};
-  replace_chain(b, chain, std::move(f));
-  return 4;
+  return replace_chain(b, chain, {q, k, v, P, G}, {dQ, dK, dV}, std::move(f)) ? 4 : 0;
 }
 
 // ---- the head merge ------------------------------------------------------------------------------------
@@ -367,14 +397,13 @@ int64_t try_softmax_grad(Program& p, const Graph& gr, size_t i) {
   int64_t axis = axes[0] < 0 ? axes[0] + rank : axes[0];
   if (axis < 0 || axis >= rank) return 0;
   std::vector<size_t> chain{i, js, jd, jo};
-  if (!can_hoist(ops, chain, {y, g}, {out})) return 0;
+  std::sort(chain.begin(), chain.end());
   OpDesc f;
   f.type = "oar.softmax_grad";
   f.inputs = {{"out", {y}}, {"grad", {g}}};
   f.outputs = {{"out", {out}}};
   f.attrs = {{"axis", axis}};
-  replace_chain(b, chain, std::move(f));
-  return 3;
+  return replace_chain(b, chain, {y, g}, {out}, std::move(f)) ? 3 : 0;
 }
 
 template <typename F>
