@@ -69,7 +69,10 @@ def test_softmax_backward_uses_the_op_and_handles_masked_rows():
     np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-6, atol=1e-7)
     assert t.grad.numpy()[0, 1] == 0 and t.grad.numpy()[0, 3] == 0
     # The recorded backward of a softmax is one softmax_grad op.
-    model = oar.jit.to_static(lambda a: oar.nn.functional.softmax(a * 2.0, axis=1))
+    def fn(a):
+        return oar.nn.functional.softmax(a * 2.0, axis=1)
+
+    model = oar.jit.to_static(fn)
     a = _t(np.random.RandomState(2).randn(3, 4).astype(F32))
     a.stop_gradient = False
     model(a).sum().backward()
