@@ -489,8 +489,8 @@ bool fused_attention_onednn(KernelContext& ctx) {
       rows(pp + b * Lq * Lk, Lq, Lk, scale, has_mask ? mm.base + mm.off[static_cast<size_t>(b)] : nullptr,
            mm.rs, mm.cs);
   });
-  return product(P, pp, dims_strides(v, false), v.data<float>(), contiguous_dims_strides(out.shape(), false),
-                 po);
+  return product(P, pp, dims_strides(v, false), v.data<float>(),
+                 output_layout(out, attr_int_or(ctx, "transpose_out", 0) != 0), po);
 }
 
 bool fused_attention_grad_onednn(KernelContext& ctx) {
