@@ -10,6 +10,10 @@
 //                                          sum = x + residual, out = layer_norm(sum): the post-norm
 //                                          Transformer's norm(x + sublayer(x)); sum is an output
 //                                          because layer_norm's gradient reads it
+//   fused_linear_param_grad(x, dout) -> dweight, dbias
+//                                          a Linear's parameter gradients: x's rows^T @ dout's rows and
+//                                          dout's column sums (Paddle's fused_linear_param_grad_add
+//                                          without the accumulation inputs); no gradient of its own
 #include <oar/core/autograd.h>
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
@@ -108,6 +112,20 @@ void infer_add_layer_norm(InferContext& c) {
   c.outputs[3] = {sd, outer};
 }
 
+// fused_linear_param_grad: x [..., K] and dout [..., N] with the same leading extents.
+void infer_linear_param_grad(InferContext& c) {
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 1);
+  const Dims &x = c.inputs[0].dims, &g = c.inputs[1].dims;
+  bool ok = x.size() >= 1 && x.size() == g.size();
+  for (int32_t i = 0; ok && i + 1 < x.size(); ++i) ok = x[i] == g[i];
+  OAR_ENFORCE(ok, ErrorCode::kInvalidArgument,
+              op_name(c) << ": x.shape " << x.to_string() << " and dout.shape " << g.to_string()
+                         << " must have the same leading extents");
+  c.outputs[0] = {c.inputs[0].dtype, Dims{x[x.size() - 1], g[g.size() - 1]}};
+  c.outputs[1] = {c.inputs[0].dtype, Dims{g[g.size() - 1]}};
+}
+
 // ---- gradient rules -------------------------------------------------------------------------------
 
 // The gradient through act at the pre-activation, from the output (relu, sigmoid, tanh) or from the
@@ -186,6 +204,8 @@ void register_fused_ops(OpRegistry& r) {
   def(r, "fused_add_layer_norm", {"x", "residual", "weight", "bias"},
       {req_int("begin_norm_axis"), float_attr("epsilon", 1e-5)}, infer_add_layer_norm)
       .outputs = {"out", "sum", "mean", "rstd"};
+  def(r, "fused_linear_param_grad", {"x", "dout"}, {}, infer_linear_param_grad).outputs = {"dweight",
+                                                                                           "dbias"};
 }
 
 void register_fused_grads(OpRegistry& r) {
@@ -228,6 +248,11 @@ void register_fused_samples(OpRegistry& r) {
        only(S("views", {transposed(real({4, 6})), flipped(real({4, 6})), real({6}, 0.5, 1.5), real({6})},
               {{"begin_norm_axis", int64_t{1}}}),
             f)});
+  add(r, "fused_linear_param_grad",
+      {only(S("2-d", {real({5, 4}), real({5, 3})}), f), only(S("3-d", {real({2, 3, 4}), real({2, 3, 6})}), f),
+       only(S("views", {transposed(real({5, 4})), flipped(real({5, 3}))}), f),
+       only(S("no rows", {real({0, 4}), real({0, 3})}), f),
+       only(loose(S("large", {real({300, 40}), real({300, 50})}), 4), f)});
 }
 
 }  // namespace oar

@@ -1,7 +1,7 @@
 // CPU kernels of the fused ops the training passes introduce (framework/src/ops_fused.cc):
 // fused_gemm_epilogue (float32: matmul's small-problem loop, or oneDNN with the bias and relu as
 // post-ops, so results equal the unfused ops' bit for bit; a loop for float64),
-// fused_elemwise_add_activation, fused_add_layer_norm. Inputs arrive contiguous.
+// fused_elemwise_add_activation, fused_add_layer_norm, fused_linear_param_grad. Inputs arrive contiguous.
 #include <cmath>
 #include <cstdlib>
 #include <dnnl.hpp>
@@ -117,7 +117,7 @@ dnnl::stream& thread_stream() {
 
 struct Key {
   int64_t R, K, N;
-  int flags;  // tx | ty << 1 | act << 2
+  int flags;  // tx | ty << 1 | has_bias << 2 | act << 3
   bool operator==(const Key& o) const { return R == o.R && K == o.K && N == o.N && flags == o.flags; }
 };
 struct KeyHash {
@@ -142,7 +142,7 @@ Cache& cache() {
   return *c;
 }
 
-std::shared_ptr<Prim> make_prim(const Gemm& g, Act a) {
+std::shared_ptr<Prim> make_prim(const Gemm& g, bool has_bias, Act a) {
   const auto f32 = memory::data_type::f32;
   memory::desc src({g.R, g.K}, f32, g.tx ? memory::dims{1, g.R} : memory::dims{g.K, 1});
   memory::desc wei({g.K, g.N}, f32, g.ty ? memory::dims{1, g.K} : memory::dims{g.N, 1});
@@ -155,19 +155,20 @@ std::shared_ptr<Prim> make_prim(const Gemm& g, Act a) {
         1.f, a == Act::kRelu ? dnnl::algorithm::eltwise_relu : dnnl::algorithm::eltwise_gelu_erf, 0.f, 0.f);
     attr.set_post_ops(po);
   }
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, bias, dst), attr, engine());
+  dnnl::matmul::primitive_desc pd(
+      has_bias ? dnnl::matmul::desc(src, wei, bias, dst) : dnnl::matmul::desc(src, wei, dst), attr, engine());
   auto p = std::make_shared<Prim>();
   p->prim = dnnl::matmul(pd);
   dnnl::engine& e = engine();
   p->args = {{DNNL_ARG_SRC, memory(src, e, nullptr)},
              {DNNL_ARG_WEIGHTS, memory(wei, e, nullptr)},
-             {DNNL_ARG_BIAS, memory(bias, e, nullptr)},
              {DNNL_ARG_DST, memory(dst, e, nullptr)}};
+  if (has_bias) p->args.emplace(DNNL_ARG_BIAS, memory(bias, e, nullptr));
   return p;
 }
 
-std::shared_ptr<Prim> get_prim(const Gemm& g, Act a) {
-  Key k{g.R, g.K, g.N, int(g.tx) | int(g.ty) << 1 | int(a) << 2};
+std::shared_ptr<Prim> get_prim(const Gemm& g, bool has_bias, Act a) {
+  Key k{g.R, g.K, g.N, int(g.tx) | int(g.ty) << 1 | int(has_bias) << 2 | int(a) << 3};
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -176,7 +177,7 @@ std::shared_ptr<Prim> get_prim(const Gemm& g, Act a) {
   }
   std::shared_ptr<Prim> p;
   try {
-    p = make_prim(g, a);
+    p = make_prim(g, has_bias, a);
   } catch (const dnnl::error&) {
     p = nullptr;
   }
@@ -185,8 +186,9 @@ std::shared_ptr<Prim> get_prim(const Gemm& g, Act a) {
   return c.map.emplace(k, p).first->second;
 }
 
+// bias nullptr: none.
 bool onednn_gemm(const Gemm& g, const float* x, const float* y, const float* bias, float* out, Act a) {
-  std::shared_ptr<Prim> p = get_prim(g, a);
+  std::shared_ptr<Prim> p = get_prim(g, bias != nullptr, a);
   if (!p) return false;
   try {
     std::unique_lock<std::mutex> lock(p->mu, std::try_to_lock);
@@ -196,7 +198,7 @@ bool onednn_gemm(const Gemm& g, const float* x, const float* y, const float* bia
       for (auto& [k, m] : p->args) own.emplace(k, memory(m.get_desc(), engine(), nullptr));
     args.at(DNNL_ARG_SRC).set_data_handle(const_cast<float*>(x));
     args.at(DNNL_ARG_WEIGHTS).set_data_handle(const_cast<float*>(y));
-    args.at(DNNL_ARG_BIAS).set_data_handle(const_cast<float*>(bias));
+    if (bias) args.at(DNNL_ARG_BIAS).set_data_handle(const_cast<float*>(bias));
     args.at(DNNL_ARG_DST).set_data_handle(out);
     p->prim.execute(thread_stream(), args);
     thread_stream().wait();
@@ -308,6 +310,41 @@ void add_layer_norm_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- fused_linear_param_grad -------------------------------------------------------------------------
+// dweight = x's rows^T @ dout's rows through matmul's own paths (as matmul(x2, g2, transpose_x) runs it);
+// dbias = dout's column sums, rows in order into double accumulators (as sum over the leading axes).
+
+void linear_param_grad_kernel(KernelContext& ctx) {
+  TensorView x = ctx.input(0), dout = ctx.input(1), dw = ctx.output(0), db = ctx.output(1);
+  const int64_t K = dw.shape()[0], N = db.numel();
+  const int64_t rows = K == 0 ? (N == 0 ? 0 : dout.numel() / N) : x.numel() / K;
+  OAR_SDK_CHECK(x.numel() == rows * K && dout.numel() == rows * N && dw.numel() == K * N,
+                OAR_ERR_INVALID_ARGUMENT, "fused_linear_param_grad: operand sizes do not match");
+  dispatch<FloatType>("fused_linear_param_grad", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T *px = x.data<T>(), *pg = dout.data<T>();
+      T *pw = dw.data<T>(), *pb = db.data<T>();
+      std::vector<double> acc(static_cast<size_t>(N), 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* gr = pg + r * N;
+        for (int64_t j = 0; j < N; ++j) acc[j] += double(gr[j]);
+      }
+      for (int64_t j = 0; j < N; ++j) pb[j] = T(acc[j]);
+      if (dw.numel() == 0) return;
+      Gemm g{K, rows, N, true, false};  // x stored rows x K: transposed
+      if constexpr (std::is_same_v<T, float>) {
+        if (small_gemm_f32(g.R, g.K, g.N, true, false, px, pg, pw)) return;
+        if (rows > 0 && onednn_gemm(g, px, pg, nullptr, pw, Act::kNone)) return;
+      }
+      const std::vector<T> zero(static_cast<size_t>(N), T(0));
+      loop_gemm<T>(g, px, pg, zero.data(), pw, Act::kNone);
+    } else {
+      OAR_SDK_CHECK(false, OAR_ERR_TYPE, "fused_linear_param_grad: float32 and float64 only");
+    }
+  });
+}
+
 }  // namespace
 
 void register_fused_kernels(Registry& r) {
@@ -315,6 +352,7 @@ void register_fused_kernels(Registry& r) {
   r.add("fused_gemm_epilogue", f, &gemm_epilogue_kernel);
   r.add("fused_elemwise_add_activation", f, &add_act_kernel);
   r.add("fused_add_layer_norm", f, &add_layer_norm_kernel);
+  r.add("fused_linear_param_grad", f, &linear_param_grad_kernel);
 }
 
 void fused_shutdown() {

@@ -117,6 +117,29 @@ def test_gemm_epilogue_pins_what_the_backward_reads():
     _check_same(main, desc, names, outs, [[4, 8]])
 
 
+@pytest.mark.parametrize("shape", [[4, 8], [2, 3, 8]])
+def test_linear_parameter_gradients_fuse(shape):
+    oar.enable_static()
+    try:
+        lin = oar.nn.Linear(8, 6)
+
+        def fn(x):
+            x.stop_gradient = False
+            loss = (lin(x) * lin(x)).sum()
+            return oar.static.gradients([loss], [lin.weight, lin.bias, x])
+        main, names, outs = _record(fn, [shape])
+    finally:
+        oar.disable_static()
+    desc, report = _passes(main, names + outs)
+    types = _types(desc)
+    # Two calls of the Linear: two forward fusions and two parameter-gradient fusions, the second at the
+    # first sum's place (the bias gradients' accumulation reads it before the weight products run).
+    assert types.count("oar.fused_linear_param_grad") == 2, types
+    assert types.count("oar.sum") == 1, types  # the loss's; the bias gradients' sums are gone
+    assert report["fuse_gemm_epilogue"]["ops_fused"] == 4, report
+    _check_same(main, desc, names, outs, [shape])
+
+
 def test_elewise_add_act_and_its_pinned_sum():
     oar.enable_static()
     try:
@@ -264,6 +287,23 @@ def test_fused_add_layer_norm_matches_the_unfused_chain():
         np.testing.assert_allclose(t.grad.numpy(), u.grad.numpy(), rtol=1e-10, atol=1e-10)
 
 
+def test_fused_linear_param_grad_matches_numpy():
+    rs = np.random.RandomState(4)
+    for xs, gs in [((5, 4), (5, 3)), ((2, 3, 4), (2, 3, 6)), ((300, 40), (300, 50))]:
+        x, g = rs.randn(*xs).astype(F32), rs.randn(*gs).astype(F32)
+        dw, db = _op("fused_linear_param_grad", x, g)
+        x2, g2 = x.reshape(-1, xs[-1]).astype("float64"), g.reshape(-1, gs[-1]).astype("float64")
+        np.testing.assert_allclose(dw.numpy(), x2.T @ g2, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(db.numpy(), g2.sum(0), rtol=1e-5, atol=1e-5)
+        # bit for bit what the unfused backward computes
+        ref_w = oar.matmul(oar.to_tensor(x).reshape([-1, xs[-1]]), oar.to_tensor(g).reshape([-1, gs[-1]]),
+                           transpose_x=True).numpy()
+        ref_b = oar.to_tensor(g).sum(list(range(len(gs) - 1))).numpy()
+        assert (dw.numpy() == ref_w).all() and (db.numpy() == ref_b).all()
+    with pytest.raises(ValueError, match="fused_linear_param_grad: x.shape .* must have the same leading extents"):
+        _op("fused_linear_param_grad", np.ones((4, 3), F32), np.ones((5, 3), F32))
+
+
 def test_fused_ops_bad_input():
     x, y, b = np.ones((3, 4), F32), np.ones((4, 5), F32), np.ones(5, F32)
     with pytest.raises(ValueError, match="fused_gemm_epilogue: activation 'swish' is not supported"):
@@ -342,8 +382,10 @@ def test_to_static_training_with_passes_equals_eager(kind):
     cp = next(iter(b.forward._cache.values()))
     report = cp.pass_report
     assert report is not None and report["ops_after"] < report["ops_before"], report
-    fused = report["fuse_gemm_epilogue"]["ops_fused"]
-    assert fused == {"mlp": 4, "transformer": 13, "lenet": 3}[kind], report
+    # Every Linear: its forward (matmul + bias (+ relu)) and its parameter gradients in the backward.
+    linears = {"mlp": 4, "transformer": 13, "lenet": 3}[kind]
+    assert report["fuse_gemm_epilogue"]["ops_fused"] == linears, report
+    assert report["fuse_gemm_epilogue[backward]"]["ops_fused"] == linears, report
     if kind == "transformer":
         assert report["fuse_residual_layer_norm"]["ops_fused"] == 4, report
 
@@ -397,5 +439,5 @@ def test_static_training_with_build_strategy():
     np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
     assert plain[-1] < plain[0]
     report = prog.pass_report
-    assert report["fuse_gemm_epilogue"]["ops_fused"] == 3, report
+    assert report["fuse_gemm_epilogue"]["ops_fused"] == 6, report  # 3 forward, 3 parameter gradients
     assert report["fuse_residual_layer_norm"]["ops_fused"] == 1, report

@@ -156,6 +156,92 @@ int64_t try_gemm_epilogue(Program& p, const Uses& u, size_t i) {
   return static_cast<int64_t>(gone.size());
 }
 
+// ---- a Linear's parameter gradients (the backward of matmul + bias) ------------------------------
+// db = sum(g, all axes but the last) and dW = matmul(x, g, transpose_x) (2-D x), or
+// dW = matmul(reshape(x, [-1, K]), reshape(g, [-1, N]), transpose_x) (N-D x: matmul's gradient rule)
+// -> fused_linear_param_grad(x, g) at the first of these ops.
+
+// The reshape writing `n` when it is a single-use [-1, last] flattening of a variable; its source, else "".
+std::string flattened_from(const Block& b, const Uses& u, const std::string& n, size_t* at) {
+  if (!u.single_use_temp(n) || u.n_writes(n) != 1) return "";
+  const auto& ops = b.ops();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (!op_writes(ops[k], n)) continue;
+    if (ops[k].type != "oar.reshape") return "";
+    std::string src = one(ops[k].input("x"));
+    const VarDesc *sv = src.empty() ? nullptr : tensor_var(b, src), *nv = tensor_var(b, n);
+    if (sv == nullptr || nv == nullptr || sv->shape.size() < 2 || nv->shape.size() != 2 ||
+        nv->shape[1] != sv->shape.back() || sv->shape.back() < 0)
+      return "";
+    *at = k;
+    return src;
+  }
+  return "";
+}
+
+int64_t try_linear_param_grad(Program& p, const Uses& u, size_t i) {
+  Block& b = p.global_block();
+  auto& ops = b.mutable_ops();
+  const OpDesc& mm = ops[i];
+  if (mm.type != "oar.matmul" || attr_int_or(mm, "transpose_x", 0) == 0 ||
+      attr_int_or(mm, "transpose_y", 0) != 0)
+    return 0;
+  std::string a = one(mm.input("x")), c = one(mm.input("y")), dw = one(mm.output("out"));
+  if (a.empty() || c.empty() || dw.empty() || u.n_writes(dw) != 1 || !fusable_dtype(b, dw)) return 0;
+  const VarDesc *av = tensor_var(b, a), *cv = tensor_var(b, c);
+  if (av == nullptr || cv == nullptr || av->shape.size() != 2 || cv->shape.size() != 2) return 0;
+  std::vector<size_t> fused{i};
+  std::string x = a, g = c;
+  size_t ra = 0, rc = 0;
+  std::string xs = flattened_from(b, u, a, &ra), gs = flattened_from(b, u, c, &rc);
+  if (!xs.empty() && !gs.empty()) {  // N-D x: both operands flattened rows
+    x = xs, g = gs;
+    fused.push_back(ra);
+    fused.push_back(rc);
+  }
+  const VarDesc *xv = tensor_var(b, x), *gv = tensor_var(b, g);
+  if (xv == nullptr || gv == nullptr || xv->shape.size() != gv->shape.size()) return 0;
+  // The bias gradient: sum(g) over every axis but the last, not kept.
+  std::vector<int64_t> lead;
+  for (size_t d = 0; d + 1 < gv->shape.size(); ++d) lead.push_back(static_cast<int64_t>(d));
+  size_t s = 0;
+  bool found = false;
+  for (size_t k : u.readers_of(g)) {
+    const OpDesc& op = ops[k];
+    const Attribute* ax = op.find_attr("axis");
+    const auto* axes = ax ? std::get_if<std::vector<int64_t>>(ax) : nullptr;
+    if (op.type == "oar.sum" && one(op.input("x")) == g && attr_int_or(op, "keepdim", 0) == 0 && axes &&
+        *axes == lead) {
+      s = k;
+      found = true;
+      break;
+    }
+  }
+  if (!found) return 0;
+  std::string db = one(ops[s].output("out"));
+  if (db.empty() || u.n_writes(db) != 1 || op_reads(ops[s], db)) return 0;
+  fused.push_back(s);
+  std::sort(fused.begin(), fused.end());
+  const size_t first = fused.front(), last = fused.back();
+  // The fused op runs at `first` (readers of the bias gradient may follow the sum, e.g. the accumulation
+  // of a shared Linear's gradients): x and g must keep their values from there to the last fused op, and
+  // dW / db, each written once, are then written no later than before.
+  for (size_t k = first; k <= last; ++k) {
+    if (std::find(fused.begin(), fused.end(), k) != fused.end()) continue;
+    for (const std::string& n : {x, g, dw, db})
+      if (op_writes(ops[k], n)) return 0;
+  }
+  OpDesc f;
+  f.type = "oar.fused_linear_param_grad";
+  f.inputs = {{"x", {x}}, {"dout", {g}}};
+  f.outputs = {{"dweight", {dw}}, {"dbias", {db}}};
+  copy_role(mm, f);
+  ops[first] = std::move(f);
+  fused.erase(fused.begin());
+  erase_ops(b, fused);
+  return static_cast<int64_t>(fused.size());
+}
+
 // ---- add + act ---------------------------------------------------------------------------------------
 
 int64_t try_add_act(Program& p, const Uses& u, size_t i) {
@@ -254,7 +340,10 @@ bool runs_on(const std::string& op, Place place) {
 }  // namespace
 
 PassStat fuse_gemm_epilogue(Program& p, const std::set<std::string>& pinned) {
-  return repeat("fuse_gemm_epilogue", p, pinned, try_gemm_epilogue);
+  return repeat("fuse_gemm_epilogue", p, pinned, [](Program& q, const Uses& u, size_t i) {
+    int64_t n = try_gemm_epilogue(q, u, i);
+    return n > 0 ? n : try_linear_param_grad(q, u, i);
+  });
 }
 PassStat fuse_elewise_add_act(Program& p, const std::set<std::string>& pinned) {
   return repeat("fuse_elewise_add_act", p, pinned, try_add_act);
@@ -284,7 +373,8 @@ PassReport run_training_passes(Program& forward, Program* backward,
     }
   };
   // Order: matmul + bias (+ act) first, so add + act takes only the adds no matmul produced.
-  run(opts.fuse_gemm_epilogue, "fused_gemm_epilogue", fuse_gemm_epilogue);
+  run(opts.fuse_gemm_epilogue && runs_on("fused_linear_param_grad", opts.place), "fused_gemm_epilogue",
+      fuse_gemm_epilogue);
   run(opts.fuse_residual_layer_norm, "fused_add_layer_norm", fuse_residual_layer_norm);
   run(opts.fuse_elewise_add_act, "fused_elemwise_add_activation", fuse_elewise_add_act);
   // Attention passes (attention_passes.cc): the composite softmax gradient first, so that a program

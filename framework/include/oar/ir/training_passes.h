@@ -34,7 +34,8 @@ struct TrainingPassOptions {
 };
 
 // matmul(x, y) + bias (y 2-D, bias [N]) (+ relu / exact gelu, when the pre-activation is not needed)
-// -> fused_gemm_epilogue(x, y, bias).
+// -> fused_gemm_epilogue(x, y, bias); and the backward's parameter gradients of such a Linear,
+// sum(g) over the leading axes + x^T g (rows flattened) -> fused_linear_param_grad(x, g).
 PassStat fuse_gemm_epilogue(Program& p, const std::set<std::string>& pinned);
 // add(x, y) + act (the sum not needed elsewhere; y x's trailing shape) -> fused_elemwise_add_activation.
 PassStat fuse_elewise_add_act(Program& p, const std::set<std::string>& pinned);
