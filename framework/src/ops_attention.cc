@@ -128,11 +128,23 @@ void infer_fused_attention_grad(InferContext& c) {
 // ---- gradient rules -------------------------------------------------------------------------------
 Attrs axis_attrs(const GradContext& c) { return Attrs{{"axis", c.attrs.get_int("axis")}}; }
 
+// Whether y's device runs `op` itself. A device without the kernel (the GPU plugins today) keeps the
+// composite gradient, whose ops it has, rather than sending each call through the CPU fallback.
+bool device_has(const std::string& op, const Tensor& y) { return has_kernel(op, y.place(), y.dtype()); }
+
 std::vector<Tensor> softmax_rule(const GradContext& c) {
-  return {call_op(OAR_OP("softmax_grad"), {OUT(c), g0(c)}, axis_attrs(c))[0]};
+  static const std::string kOp = "softmax_grad";
+  const Tensor &y = OUT(c), &g = g0(c);
+  if (device_has(kOp, y)) return {call_op(OAR_OP("softmax_grad"), {y, g}, axis_attrs(c))[0]};
+  const int64_t axis = c.attrs.get_int("axis");
+  return {ops::multiply(y, ops::subtract(g, ops::sum(ops::multiply(g, y), {axis}, true)))};
 }
 std::vector<Tensor> log_softmax_rule(const GradContext& c) {
-  return {call_op(OAR_OP("log_softmax_grad"), {OUT(c), g0(c)}, axis_attrs(c))[0]};
+  static const std::string kOp = "log_softmax_grad";
+  const Tensor &y = OUT(c), &g = g0(c);
+  if (device_has(kOp, y)) return {call_op(OAR_OP("log_softmax_grad"), {y, g}, axis_attrs(c))[0]};
+  const int64_t axis = c.attrs.get_int("axis");
+  return {ops::subtract(g, ops::multiply(ops::exp(y), ops::sum(g, {axis}, true)))};
 }
 
 // softmax_grad(y, g) = y (g - s), s = sum(g y): with gg the incoming gradient and t = sum(gg y),
