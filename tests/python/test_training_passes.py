@@ -385,7 +385,8 @@ def test_to_static_training_with_passes_equals_eager(kind):
     # Every Linear: its forward (matmul + bias (+ relu)) and its parameter gradients in the backward.
     linears = {"mlp": 4, "transformer": 13, "lenet": 3}[kind]
     assert report["fuse_gemm_epilogue"]["ops_fused"] == linears, report
-    assert report["fuse_gemm_epilogue[backward]"]["ops_fused"] == linears, report
+    # (the transformer's two frozen key biases leave their Linears' weight gradients unfused)
+    assert report["fuse_gemm_epilogue[backward]"]["ops_fused"] == linears - (2 if kind == "transformer" else 0), report
     if kind == "transformer":
         assert report["fuse_residual_layer_norm"]["ops_fused"] == 4, report
 
