@@ -125,6 +125,25 @@ void infer_fused_attention_grad(InferContext& c) {
     c.outputs[i] = {c.inputs[i].dtype, maybe_heads_last(c, c.inputs[i].dims, flags[i])};
 }
 
+// fused_softmax_mask(x, mask): softmax(x + mask) over the last axis, mask broadcast to x (Paddle's
+// fused_softmax_mask, behind paddle.incubate.softmax_mask_fuse).
+void infer_fused_softmax_mask(InferContext& c) {
+  for (int i = 0; i < 2; ++i)
+    OAR_ENFORCE(
+        c.inputs[i].dtype == DType::kFloat32 || c.inputs[i].dtype == DType::kFloat64, ErrorCode::kType,
+        "fused_softmax_mask: " << (i == 0 ? "x" : "mask") << ".dtype " << dtype_name(c.inputs[i].dtype)
+                               << " is not supported; expected float32 or float64");
+  require_same_dtype(c, 0, 1);
+  const Dims& x = c.inputs[0].dims;
+  OAR_ENFORCE(x.size() >= 1, ErrorCode::kInvalidArgument,
+              "fused_softmax_mask: x must have at least 1 dimension");
+  Dims b = broadcast(c, x, c.inputs[1].dims, "x", "mask");
+  OAR_ENFORCE(b == x, ErrorCode::kInvalidArgument,
+              "fused_softmax_mask: mask.shape " << c.inputs[1].dims.to_string()
+                                                << " does not broadcast to x.shape " << x.to_string());
+  c.outputs[0] = c.inputs[0];
+}
+
 // ---- gradient rules -------------------------------------------------------------------------------
 Attrs axis_attrs(const GradContext& c) { return Attrs{{"axis", c.attrs.get_int("axis")}}; }
 
@@ -214,10 +233,19 @@ std::vector<Tensor> fused_attention_rule(const GradContext& c) {
   return out;
 }
 
+// fused_softmax_mask: d x = softmax_grad(out, g) over the last axis; d mask = the same, summed to its shape.
+std::vector<Tensor> fused_softmax_mask_rule(const GradContext& c) {
+  const Tensor& y = OUT(c);
+  Tensor dx =
+      call_op(OAR_OP("softmax_grad"), {y, g0(c)}, Attrs{{"axis", static_cast<int64_t>(y.ndim()) - 1}})[0];
+  return {c.needs_grad[0] ? dx : Tensor(), c.needs_grad[1] ? unbroadcast(dx, in_dims(c, 1)) : Tensor()};
+}
+
 }  // namespace
 
 void register_attention_ops(OpRegistry& r) {
   def(r, "softmax_grad", {"out", "grad"}, {int_attr("axis", -1)}, infer_softmax_grad);
+  def(r, "fused_softmax_mask", {"x", "mask"}, {}, infer_fused_softmax_mask);
   def(r, "log_softmax_grad", {"out", "grad"}, {int_attr("axis", -1)}, infer_softmax_grad);
   def(r, "fused_attention", {"x"}, {float_attr("scale", 1.0), int_attr("transpose_out", 0)},
       infer_fused_attention, 0, /*variadic=*/true)
@@ -238,6 +266,7 @@ void register_attention_grads(OpRegistry& r) {
   set_grad(r, "softmax_grad", softmax_grad_rule, kXY, false);
   set_grad(r, "log_softmax_grad", log_softmax_grad_rule, kXY, false);
   set_grad(r, "fused_attention", fused_attention_rule, kAll, true);
+  set_grad(r, "fused_softmax_mask", fused_softmax_mask_rule, kNone, true);
 }
 
 void register_attention_samples(OpRegistry& r) {
@@ -255,6 +284,11 @@ void register_attention_samples(OpRegistry& r) {
          S("long rows", {real({2, 300}, lo, hi), real({2, 300})}, A(-1)),
          S("views", {transposed(real({4, 6}, lo, hi)), flipped(real({4, 6}))}, A(1))});
   }
+  add(r, "fused_softmax_mask",
+      {S("4-d, mask [b, 1, q, k]", {real({2, 3, 4, 5}), real({2, 1, 4, 5}, -3, 0)}),
+       S("same shape", {real({3, 6}), real({3, 6}, -3, 0)}), S("0-d mask", {real({2, 5}), real({}, -1, 0)}),
+       S("views", {transposed(real({2, 4, 5})), flipped(real({4, 5}, -3, 0))}),
+       S("empty", {real({0, 5}), real({5})})});
   add(r, "fused_attention",
       {S("4-d", {real({2, 2, 3, 4}), real({2, 2, 5, 4}), real({2, 2, 5, 3})}),
        S("scaled, 3-d", {real({2, 3, 4}), real({2, 6, 4}), real({2, 6, 2})}, {{"scale", 0.5}}),

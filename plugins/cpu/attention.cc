@@ -613,6 +613,40 @@ void fused_attention_grad_kernel(KernelContext& ctx) {
 
 }  // namespace
 
+// fused_softmax_mask(x, mask): out = x, then the softmax rows with the (broadcast) mask added.
+void fused_softmax_mask_kernel(KernelContext& ctx) {
+  const TensorView x = ctx.input(0), mask = ctx.input(1), out = ctx.output(0);
+  if (x.numel() == 0) return;
+  const int32_t r = x.ndim();
+  const int64_t Lk = x.dim(-1), Lq = r >= 2 ? x.dim(-2) : 1;
+  const std::vector<int64_t> lead(x.dims(), x.dims() + std::max(0, r - 2));
+  dispatch<F32F64>("fused_softmax_mask", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();  // contiguous (the kernel is registered without strided inputs)
+    T* po = out.data<T>();
+    std::copy(px, px + x.numel(), po);
+    // The mask as [lead..., Lq, Lk] with broadcast strides (a rank < 2 mask repeats over the rows).
+    MaskView<T> mm;
+    mm.base = mask.data<T>();
+    if (mask.ndim() >= 1 && mask.dim(-1) != 1) mm.cs = mask.stride(-1);
+    if (mask.ndim() >= 2 && mask.dim(-2) != 1 && r >= 2) mm.rs = mask.stride(-2);
+    int64_t batch = 1;
+    for (int64_t d : lead) batch *= d;
+    if (mask.ndim() >= 2 && r >= 2) {
+      mm.off = batch_offsets(mask, lead);
+    } else {
+      mm.off.assign(static_cast<size_t>(batch), 0);
+    }
+    using RowsFn = void (*)(T*, int64_t, int64_t, T, const T*, int64_t, int64_t);
+    const RowsFn rows = have_avx2() ? RowsFn(rows_avx2) : RowsFn(rows_base);
+    parallel_for(
+        0, batch, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, Lq * Lk)), [&](int64_t lo, int64_t hi) {
+          for (int64_t b = lo; b < hi; ++b)
+            rows(po + b * Lq * Lk, Lq, Lk, T(1), mm.base + mm.off[static_cast<size_t>(b)], mm.rs, mm.cs);
+        });
+  });
+}
+
 void register_attention_kernels(Registry& r) {
   const std::vector<OarDType> floats = oar::sdk::float_dtypes();
   r.add("softmax_grad", floats, &softmax_grad_kernel<false>);
@@ -621,6 +655,7 @@ void register_attention_kernels(Registry& r) {
   const std::vector<OarDType> f32_f64 = {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64};
   r.add("fused_attention", f32_f64, &fused_attention_kernel, kStrided);
   r.add("fused_attention_grad", f32_f64, &fused_attention_grad_kernel, kStrided);
+  r.add("fused_softmax_mask", f32_f64, &fused_softmax_mask_kernel);
 }
 
 }  // namespace oar_cpu

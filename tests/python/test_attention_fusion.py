@@ -211,6 +211,32 @@ def test_fused_attention_bad_inputs():
         _smg(_t(np.zeros((4, 3), F32)), _t(np.zeros((4, 3), F32)), axis=2)
 
 
+# ---- fused_softmax_mask (incubate.softmax_mask_fuse) ----------------------------------------------------------
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_softmax_mask_fuse_runs_the_fused_op(dtype):
+    rs = np.random.RandomState(4)
+    x0, m0 = rs.randn(2, 3, 4, 5).astype(dtype), rs.randn(2, 1, 4, 5).astype(dtype)
+    m0[1, 0, 2, 3:] = -np.inf
+    x, m = _t(x0), _t(m0)
+    x.stop_gradient = m.stop_gradient = False
+    out = oar.incubate.softmax_mask_fuse(x, m)
+    tol = 1e-6 if dtype == F32 else 1e-12
+    want = _softmax(x0.astype(F64) + m0, -1)
+    np.testing.assert_allclose(out.numpy(), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(_C.Op("fused_softmax_mask")(x, m).numpy(), want, rtol=tol, atol=tol)
+    g = rs.randn(*x0.shape)
+    (out * _t(g.astype(dtype))).sum().backward()
+    dx = want * (g - (g * want).sum(-1, keepdims=True))
+    np.testing.assert_allclose(x.grad.numpy(), dx, rtol=tol * 10, atol=tol * 10)
+    np.testing.assert_allclose(m.grad.numpy(), dx.sum(1, keepdims=True), rtol=tol * 10, atol=tol * 10)
+    # Exported as Paddle's op of the same name.
+    assert _C._paddle_op_types()["fused_softmax_mask"] == "fused_softmax_mask"
+    with pytest.raises(ValueError, match=r"fused_softmax_mask: shapes x\[2, 3, 4, 5\] and mask\[2, 3, 5, 5\]"):
+        _C.Op("fused_softmax_mask")(x, _t(np.zeros((2, 3, 5, 5), dtype)))
+    with pytest.raises(TypeError, match="fused_softmax_mask: x.dtype int64 is not supported"):
+        _C.Op("fused_softmax_mask")(_t(np.zeros((2, 3), np.int64)), _t(np.zeros((2, 3), np.int64)))
+
+
 # ---- the passes ---------------------------------------------------------------------------------------------
 def _record(fn, shapes, grads=False):
     """fn(*vars) recorded in static mode (with its gradients w.r.t. the inputs when `grads`)."""

@@ -145,11 +145,17 @@ NUMPY_REFS = {
         x, list(axes), normalization, forward, onesided),
     "softmax_grad": lambda y, g, axis=-1, **a: y * (g - np.sum(g * y, axis=axis, keepdims=True)),
     "log_softmax_grad": lambda y, g, axis=-1, **a: g - np.exp(y) * np.sum(g, axis=axis, keepdims=True),
+    "fused_softmax_mask": lambda x, mask, **a: _softmax_ref(x + mask),
     "fused_attention": lambda q, k, v, *mask, scale=1.0, transpose_out=0, **a: _heads_last(
         _attention_ref(q, k, v, mask, scale)[0], transpose_out),
     "fused_attention_grad": lambda q, k, v, p, g, scale=1.0, transpose_dq=0, **a: _heads_last(
         _attention_grad_ref(q, k, v, p, g, scale)[0], transpose_dq),
 }
+
+
+def _softmax_ref(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _heads_last(x, flag):
