@@ -30,10 +30,11 @@ template <class S, class F>
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int k = 0; k < 8; ++k) acc[k] += f(i + k);
-  S s = 0;
-  for (; i < n; ++i) s += f(i);
-  for (int k = 0; k < 8; ++k) s += acc[k];
-  return s;
+  for (int k = 0; i < n; ++i, ++k) acc[k & 7] += f(i);
+  // A tree, not a chain of 8 dependent adds: short rows (16 keys) are dominated by this reduction.
+  for (int w = 4; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0];
 }
 
 template <class T>
@@ -271,7 +272,8 @@ template <class T>
     T* __restrict pi = p + i * Lk;
     const T* mi = mask == nullptr ? nullptr : mask + i * mrs;
     if (mi == nullptr) {
-      for (int64_t j = 0; j < Lk; ++j) pi[j] *= scale;
+      if (scale != T(1))
+        for (int64_t j = 0; j < Lk; ++j) pi[j] *= scale;
     } else if (mcs == 1) {
       for (int64_t j = 0; j < Lk; ++j) pi[j] = pi[j] * scale + mi[j];
     } else {
@@ -283,9 +285,10 @@ template <class T>
     int64_t j = 0;
     for (; j + 8 <= Lk; j += 8)
       for (int l = 0; l < 8; ++l) acc[l] = acc[l] < pi[j + l] ? pi[j + l] : acc[l];
-    T m = -std::numeric_limits<T>::infinity();
-    for (; j < Lk; ++j) m = m < pi[j] ? pi[j] : m;
-    for (T a : acc) m = m < a ? a : m;
+    for (int l = 0; j < Lk; ++j, ++l) acc[l & 7] = acc[l & 7] < pi[j] ? pi[j] : acc[l & 7];
+    for (int w = 4; w >= 1; w /= 2)  // a tree (see sum8)
+      for (int l = 0; l < w; ++l) acc[l] = acc[l] < acc[l + w] ? acc[l + w] : acc[l];
+    const T m = acc[0];
     for (j = 0; j < Lk; ++j) pi[j] = exp_of(pi[j] - m);
     const T inv = T(1) / sum8<T>(Lk, [&](int64_t c) { return pi[c]; });
     for (j = 0; j < Lk; ++j) pi[j] *= inv;
