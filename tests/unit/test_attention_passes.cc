@@ -138,3 +138,18 @@ TEST(AttentionPasses, BackwardLeavesAScoresGradientReadElsewhere) {
   EXPECT_EQ(fuse_attention(b.p, {"q", "k", "v", "p", "g", "dq", "dk", "dv", "dm"}).ops_fused, 0);
   EXPECT_EQ(b.p.global_block().ops().size(), 6u);
 }
+
+TEST(AttentionPasses, BackwardLeavesABroadcastOutputGradient) {
+  // g [3, 4] broadcast over the batch by the products: fused_attention_grad takes g of q's batch only.
+  Builder b = attention_vars();
+  b.var("g", {3, 4});
+  for (const char* n : {"dq", "dk", "dv"}) b.var(n, {2, 3, 4});
+  for (const char* n : {"dp", "ds"}) b.var(n, {2, 3, 3});
+  b.matmul("g", "v", "dp", 0, 1);
+  b.matmul("p", "g", "dv", 1, 0);
+  b.op("softmax_grad", {{"out", {"p"}}, {"grad", {"dp"}}}, {{"out", {"ds"}}}, {{"axis", int64_t{2}}});
+  b.matmul("ds", "k", "dq", 0, 0);
+  b.matmul("ds", "q", "dk", 1, 0);
+  EXPECT_EQ(fuse_attention(b.p, {"q", "k", "v", "p", "g", "dq", "dk", "dv"}).ops_fused, 0);
+  EXPECT_EQ(b.p.global_block().ops().size(), 5u);
+}

@@ -226,6 +226,8 @@ int64_t try_attention_forward(Program& p, const Graph& g, size_t i) {
   if (m2 == 0) return 0;
   const std::string v = one(ops[m2].input("y")), out = one(ops[m2].output("out"));
   if (out.empty() || !g.one_writer(out) || v == P || !attention_operands(b, q, k, v)) return 0;
+  for (const std::string& n : {q, k, v, mask, P})
+    if (n == out) return 0;
   chain.push_back(m2);
   std::vector<std::string> ins{q, k, v};
   if (!mask.empty()) ins.push_back(mask);
@@ -276,8 +278,15 @@ int64_t try_attention_backward(Program& p, const Graph& g, size_t i) {
   for (const std::string& o : {dQ, dK, dV})
     if (o.empty() || !g.one_writer(o) || o == q || o == k || o == v || o == P || o == G) return 0;
   if (dQ == dK || dQ == dV || dK == dV || !attention_operands(b, q, k, v)) return 0;
-  const VarDesc *gv = tensor_var(b, G), *pv = tensor_var(b, P), *qv = tensor_var(b, q);
+  // g and P exactly [..., Lq, dv] and [..., Lq, Lk] (the products may have broadcast them; the fused
+  // op does not).
+  const VarDesc *gv = tensor_var(b, G), *pv = tensor_var(b, P), *qv = tensor_var(b, q),
+                *kv = tensor_var(b, k), *vv = tensor_var(b, v);
   if (gv == nullptr || pv == nullptr || gv->dtype != qv->dtype || pv->dtype != qv->dtype) return 0;
+  std::vector<int64_t> want_g = qv->shape, want_p = qv->shape;
+  want_g.back() = vv->shape.back();
+  want_p.back() = kv->shape[kv->shape.size() - 2];
+  if (gv->shape != want_g || pv->shape != want_p) return 0;
   std::vector<size_t> chain{a, i, iq, ik, iv};
   std::sort(chain.begin(), chain.end());
   if (std::adjacent_find(chain.begin(), chain.end()) != chain.end()) return 0;
