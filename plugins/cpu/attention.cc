@@ -1,10 +1,12 @@
 // CPU kernels of the attention ops (framework/src/ops_attention.cc): softmax_grad, log_softmax_grad,
-// fused_attention and fused_attention_grad.
+// fused_softmax_mask, fused_attention and fused_attention_grad.
 //
-// The fused attention kernels work one [L, d] matrix pair at a time (one batch entry: batch x heads in a
-// Transformer), every inner loop running along the head dim, contiguous in q, k, v (their rows may have
-// any stride: the heads of a [batch, L, heads, d] projection are read in place, so the transposes of
-// the head split cost no copy). AVX2+FMA is chosen at run time, as for the small matmuls (matmul.cc).
+// The fused attention kernels read q, k, v (and dout) through their strides: the heads of a
+// [batch, L, heads, d] projection are read in place, so the transposes of the head split cost no copy,
+// and an output can be stored heads-last (the head merge). float32 runs the products through oneDNN
+// with those strides (strided_matmul_f32, matmul.cc) and the softmax rows between them here; float64,
+// and layouts oneDNN cannot describe, run register-blocked loops one [L, d] matrix pair (one batch x
+// head entry) at a time. AVX2+FMA is chosen at run time, as for the small matmuls (matmul.cc).
 #include <algorithm>
 #include <vector>
 
