@@ -17,6 +17,7 @@ static_assert(std::is_same_v<SampleAttrValue, AttrValue>,
 void register_vision_samples(OpRegistry& r);  // ops_vision.cc
 void register_rnn_samples(OpRegistry& r);     // ops_rnn.cc
 void register_fused_samples(OpRegistry& r);   // ops_fused.cc
+void register_attention_samples(OpRegistry& r);  // ops_attention.cc
 
 void register_builtin_samples(OpRegistry& r) {
   register_foundation_samples(r);
@@ -34,6 +35,7 @@ void register_builtin_samples(OpRegistry& r) {
   register_complex_samples(r);
   register_rnn_samples(r);
   register_fused_samples(r);
+  register_attention_samples(r);
 }
 
 namespace sample {

@@ -33,6 +33,7 @@ void register_complex_kernels(Registry& r);     // complex.cc: real, imag, conj,
 void register_rnn_kernels(Registry& r);         // rnn.cc: the fused recurrent op (oneDNN)
 void register_fused_kernels(Registry& r);       // fused.cc: the fused ops of the training passes
 void fused_shutdown();                          // fused.cc: drops its cached oneDNN primitives
+void register_attention_kernels(Registry& r);   // attention.cc: softmax_grad, fused_attention (+ grad)
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -462,6 +463,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_complex_kernels(r);
     register_rnn_kernels(r);
     register_fused_kernels(r);
+    register_attention_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

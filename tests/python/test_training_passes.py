@@ -339,6 +339,11 @@ def _model(kind):
     elif kind == "transformer":
         layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0)
         model = nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Flatten(), nn.Linear(6 * 16, 10))
+        # The key projection's bias has a zero gradient by construction (softmax ignores a shift of a
+        # row), so its computed gradient is rounding noise (~1e-8), which Adam turns into full-size
+        # steps: frozen, so that the comparison is about the parameters that learn.
+        for l in model[0].layers:
+            l.self_attn.k_proj.bias.stop_gradient = True
         x = rs.randn(4, 6, 16).astype(F32)
     else:
         model = oar.vision.models.LeNet()
@@ -364,8 +369,10 @@ def test_to_static_training_with_passes_equals_eager(kind):
         la.backward()
         lb.backward()
         for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
-            np.testing.assert_allclose(pb.grad.numpy(), pa.grad.numpy(), rtol=1e-5, atol=1e-5,
-                                       err_msg="{} {}".format(step, k))
+            assert (pa.grad is None) == (pb.grad is None), k
+            if pa.grad is not None:
+                np.testing.assert_allclose(pb.grad.numpy(), pa.grad.numpy(), rtol=1e-5, atol=1e-5,
+                                           err_msg="{} {}".format(step, k))
         oa.step()
         ob.step()
         oa.clear_grad()
@@ -378,7 +385,8 @@ def test_to_static_training_with_passes_equals_eager(kind):
     # Every Linear: its forward (matmul + bias (+ relu)) and its parameter gradients in the backward.
     linears = {"mlp": 4, "transformer": 13, "lenet": 3}[kind]
     assert report["fuse_gemm_epilogue"]["ops_fused"] == linears, report
-    assert report["fuse_gemm_epilogue[backward]"]["ops_fused"] == linears, report
+    # (the transformer's two frozen key biases leave their Linears' weight gradients unfused)
+    assert report["fuse_gemm_epilogue[backward]"]["ops_fused"] == linears - (2 if kind == "transformer" else 0), report
     if kind == "transformer":
         assert report["fuse_residual_layer_norm"]["ops_fused"] == 4, report
 

@@ -295,9 +295,10 @@ PassReport run_training_passes(Program& forward, Program* backward,
       fuse_gemm_epilogue);
   run(opts.fuse_residual_layer_norm, "fused_add_layer_norm", fuse_residual_layer_norm);
   run(opts.fuse_elewise_add_act, "fused_elemwise_add_activation", fuse_elewise_add_act);
-  // ---- attention passes (attention_passes.cc) go here, e.g.
-  //      run(opts.fuse_attention, "<its fused op>", fuse_attention);
-  //      run(opts.fuse_softmax_grad, "<its fused op>", fuse_softmax_grad);
+  // Attention passes (attention_passes.cc): the composite softmax gradient first, so that a program
+  // recorded with it still gets its attention backward fused.
+  run(opts.fuse_softmax_grad, "softmax_grad", fuse_softmax_grad);
+  run(opts.fuse_attention, "fused_attention", fuse_attention);
   r.ops_after = count();
   return r;
 }

@@ -43,6 +43,12 @@ PassStat fuse_elewise_add_act(Program& p, const std::set<std::string>& pinned);
 PassStat fuse_residual_layer_norm(Program& p, const std::set<std::string>& pinned);
 
 // ---- attention passes (attention_passes.cc): declared here by their author, same signature --------
+// matmul(q, k^T) [+ mask] -> softmax -> matmul(., v) -> fused_attention (writing the softmax too), and the
+// block's backward (two matmuls of dP and dV, softmax_grad, the matmuls of dQ and dK) ->
+// fused_attention_grad, when the scores and their gradients are read by nothing else.
+PassStat fuse_attention(Program& p, const std::set<std::string>& pinned);
+// The composite softmax gradient y * (g - sum(g * y, axis, keepdim)) -> softmax_grad(y, g, axis).
+PassStat fuse_softmax_grad(Program& p, const std::set<std::string>& pinned);
 
 // Runs the enabled passes on `forward` and, when given, on `backward` (entries for the backward
 // program are reported as "<pass>[backward]"). ops_before / ops_after count both programs.
