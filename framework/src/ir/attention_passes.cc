@@ -1,5 +1,5 @@
 // Attention fusions on training programs in oar's native dialect (training_passes.h; docs/static.md,
-// "Training passes"; decision 420).
+// "Training passes"; decision 119).
 //
 // fuse_attention, forward: matmul(q, k, transpose_y) [+ add(mask)] -> softmax(last axis) -> matmul(., v)
 //   becomes fused_attention(q, k, v[, mask]) writing the softmax too (the backward reads it); the

@@ -264,7 +264,7 @@ def training_pass_flags(build_strategy):
     """The training passes a BuildStrategy selects, as _C._run_training_passes keywords; None: none run.
     build_strategy None runs them all (they are exact: only which kernels run changes); an explicit
     BuildStrategy is obeyed flag by flag: fuse_gemm_epilogue, fuse_elewise_add_act_ops and oar's
-    fuse_residual_layer_norm, fuse_attention, fuse_softmax_grad (decision 400). OAR_TRAINING_PASSES=0
+    fuse_residual_layer_norm, fuse_attention, fuse_softmax_grad (decision 113). OAR_TRAINING_PASSES=0
     turns them all off."""
     if os.environ.get("OAR_TRAINING_PASSES", "1") == "0":
         return None

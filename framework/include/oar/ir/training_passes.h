@@ -1,4 +1,4 @@
-// Fusion passes on training programs (docs/static.md, "Training passes"; decision 400).
+// Fusion passes on training programs (docs/static.md, "Training passes"; decision 113).
 //
 // They run on oar's native op dialect ("oar.<op>", what to_static and static mode record): on the
 // forward and backward programs of a to_static training run, or on one static-mode program holding
