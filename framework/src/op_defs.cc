@@ -375,6 +375,12 @@ void register_vision_grads(OpRegistry& r);
 // ops_rnn.cc: the fused recurrent op rnn and rnn_grad
 void register_rnn_ops(OpRegistry& r);
 void register_rnn_grads(OpRegistry& r);
+// ops_fused.cc: the fused ops of the training passes (fused_gemm_epilogue, ...)
+void register_fused_ops(OpRegistry& r);
+void register_fused_grads(OpRegistry& r);
+// ops_attention.cc: softmax_grad, log_softmax_grad (softmax's gradient rules), fused_attention
+void register_attention_ops(OpRegistry& r);
+void register_attention_grads(OpRegistry& r);
 
 void register_builtin_ops(OpRegistry& r) {
   // Each family's ops, then their gradient rules (OpDef::grad), from the same file (op_util.h).
@@ -401,9 +407,13 @@ void register_builtin_ops(OpRegistry& r) {
   register_sparse_grads(r);
   register_rnn_ops(r);
   register_rnn_grads(r);
+  register_attention_ops(r);
+  register_attention_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
   register_complex_ops(r);
   register_complex_grads(r);
+  register_fused_ops(r);
+  register_fused_grads(r);
 }
 
 // The first op set: arithmetic, unary math, reductions, matmul, creation, random, concat, indexing,
@@ -481,7 +491,10 @@ using ops::multiply;
 using ops::subtract;
 
 std::vector<Tensor> add_grad(const GradContext& c) {
-  return {unbroadcast(g0(c), in_dims(c, 0)), unbroadcast(g0(c), in_dims(c, 1))};
+  // Only where needed: an additive attention mask's broadcast sum was computed (and, in to_static's
+  // backward program, recorded) for nothing.
+  return {c.needs_grad[0] ? unbroadcast(g0(c), in_dims(c, 0)) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(g0(c), in_dims(c, 1)) : Tensor()};
 }
 std::vector<Tensor> subtract_grad(const GradContext& c) {
   return {unbroadcast(g0(c), in_dims(c, 0)),
@@ -649,15 +662,6 @@ std::vector<Tensor> cast_grad(const GradContext& c) {
   return {autograd::differentiable_dtype(from) ? ops::cast(g0(c), from) : Tensor()};
 }
 std::vector<Tensor> copy_grad(const GradContext& c) { return {g0(c)}; }
-std::vector<Tensor> softmax_grad(const GradContext& c) {
-  int64_t axis = c.attrs.get_int("axis");
-  Tensor dot = ops::sum(multiply(g0(c), OUT(c)), {axis}, true);
-  return {multiply(OUT(c), subtract(g0(c), dot))};
-}
-std::vector<Tensor> log_softmax_grad(const GradContext& c) {
-  int64_t axis = c.attrs.get_int("axis");
-  return {subtract(g0(c), multiply(ops::exp(OUT(c)), ops::sum(g0(c), {axis}, true)))};
-}
 std::vector<Tensor> where_grad(const GradContext& c) {
   const Tensor& cond = c.inputs[0];
   Tensor zero = scalar_like(0, g0(c));
@@ -733,8 +737,7 @@ void register_foundation_grads(OpRegistry& r) {
   set("matmul", matmul_grad, kXY, kNoOut);
   set("cast", cast_grad, kNone, kNoOut);
   set("copy", copy_grad, kNone, kNoOut);
-  set("softmax", softmax_grad, kNone, kOut);
-  set("log_softmax", log_softmax_grad, kNone, kOut);
+  // softmax, log_softmax: ops_attention.cc (their gradients are ops of their own)
   set("where", where_grad, kX, kNoOut);  // the condition
   set("concat", concat_grad, kNone, kNoOut);
   set("index_select", index_select_grad, kY, kNoOut);  // the index

@@ -16,6 +16,8 @@ static_assert(std::is_same_v<SampleAttrValue, AttrValue>,
 
 void register_vision_samples(OpRegistry& r);  // ops_vision.cc
 void register_rnn_samples(OpRegistry& r);     // ops_rnn.cc
+void register_fused_samples(OpRegistry& r);   // ops_fused.cc
+void register_attention_samples(OpRegistry& r);  // ops_attention.cc
 
 void register_builtin_samples(OpRegistry& r) {
   register_foundation_samples(r);
@@ -32,6 +34,8 @@ void register_builtin_samples(OpRegistry& r) {
   register_sparse_samples(r);
   register_complex_samples(r);
   register_rnn_samples(r);
+  register_fused_samples(r);
+  register_attention_samples(r);
 }
 
 namespace sample {

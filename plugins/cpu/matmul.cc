@@ -606,7 +606,96 @@ void matmul_kernel(KernelContext& ctx) {
   });
 }
 
+// ---- strided batched products for other kernels (attention.cc) ----------------------------------------
+// Operands described by dims and strides as oneDNN memory descriptors: a transpose is a swap of the
+// last two dims and strides, a head split of [batch, L, heads, d] a batch dim with stride d. Cached
+// per (dims, strides) like the plain primitives, in a map of its own.
+struct StridedKey {
+  std::vector<int64_t> v;  // dtype, rank, then dims and strides of x, y and out
+  bool operator==(const StridedKey& o) const { return v == o.v; }
+};
+struct StridedKeyHash {
+  size_t operator()(const StridedKey& k) const {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t x : k.v) h = (h ^ static_cast<uint64_t>(x)) * 0x100000001b3ull;
+    return static_cast<size_t>(h);
+  }
+};
+struct StridedCache {
+  std::mutex mu;
+  std::unordered_map<StridedKey, std::shared_ptr<Prim>, StridedKeyHash> map;  // nullptr: oneDNN cannot
+};
+StridedCache& strided_cache() {
+  static StridedCache* c = new StridedCache;  // leaked on purpose, as cache()
+  return *c;
+}
+
+std::shared_ptr<Prim> get_strided_prim(memory::data_type dt, const StridedKey& k, const memory::desc& src,
+                                       const memory::desc& wei, const memory::desc& dst) {
+  StridedCache& c = strided_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.map.find(k);
+    if (it != c.map.end()) return it->second;
+  }
+  std::shared_ptr<Prim> p;
+  try {
+    p = std::make_shared<Prim>();
+    p->src = src, p->wei = wei, p->dst = dst;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), attr, engine());
+    if (dt != memory::data_type::f32 && !use_native_lowp(pd.impl_info_str())) p = nullptr;
+    if (p) {
+      p->scratch = pd.scratchpad_desc();
+      p->scratch_bytes = p->scratch.get_size();
+      p->prim = dnnl::matmul(pd);
+      p->args = make_args(*p, nullptr, nullptr, nullptr);
+    }
+  } catch (const dnnl::error&) {
+    p = nullptr;
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.map.size() >= kMaxCached) c.map.clear();
+  return c.map.emplace(k, p).first->second;
+}
+
 }  // namespace
+
+// Declared in attention.cc, its caller: out = x * y in float32 for [batch..., rows, cols] operands of
+// rank ndim with any strides (a transposed operand: its last two dims and strides swapped); batch dims
+// equal, or 1 to broadcast. false when oneDNN has no primitive for it.
+bool strided_matmul_f32(int32_t ndim, const int64_t* xd, const int64_t* xs, const float* x, const int64_t* yd,
+                        const int64_t* ys, const float* y, const int64_t* od, const int64_t* os, float* out) {
+  if (ndim < 2 || ndim > DNNL_MAX_NDIMS) return false;
+  StridedKey k;
+  k.v.reserve(2 + 6 * static_cast<size_t>(ndim));
+  k.v.push_back(static_cast<int64_t>(memory::data_type::f32));
+  k.v.push_back(ndim);
+  for (const int64_t* a : {xd, xs, yd, ys, od, os}) k.v.insert(k.v.end(), a, a + ndim);
+  for (const int64_t* st : {xs, ys, os})  // oneDNN's descriptors take no negative strides (flipped views)
+    for (int32_t i = 0; i < ndim; ++i)
+      if (st[i] < 0) return false;
+  auto desc = [&](const int64_t* d, const int64_t* st) {
+    return memory::desc(memory::dims(d, d + ndim), memory::data_type::f32, memory::dims(st, st + ndim));
+  };
+  std::shared_ptr<Prim> p;
+  try {
+    p = get_strided_prim(memory::data_type::f32, k, desc(xd, xs), desc(yd, ys), desc(od, os));
+  } catch (const dnnl::error&) {
+    return false;  // a layout its descriptors cannot express
+  }
+  if (!p) return false;
+  try {
+    execute(*p, x, y, out);
+    return true;
+  } catch (const dnnl::error& e) {
+    throw oar::sdk::Error(OAR_ERR_EXTERNAL, std::string("matmul: oneDNN failed: ") + e.what(),
+                          static_cast<int64_t>(e.status));
+  }
+}
+
+namespace {}  // namespace
 
 void register_matmul_kernels(Registry& r) {
   // Contiguous inputs only: transposes are expressed through oneDNN strides, not copies.
@@ -617,6 +706,20 @@ void matmul_shutdown() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.map.clear();
+  StridedCache& sc = strided_cache();
+  std::lock_guard<std::mutex> slock(sc.mu);
+  sc.map.clear();
+}
+
+// ---- for fused.cc (fused_gemm_epilogue) ----------------------------------------------------------
+// One R x K times K x N float32 product through the small-problem loop, exactly as matmul runs it (so
+// the fused op's rows equal matmul's bit for bit); false, doing nothing, above the cutoff or for K 0.
+bool small_gemm_f32(int64_t R, int64_t K, int64_t N, bool tx, bool ty, const float* x, const float* y, float* out) {
+  if (K == 0 || double(R) * double(K) * double(N) > double(small_gemm_cutoff())) return false;
+  Plan p;
+  p.M = R, p.K = K, p.N = N, p.tx = tx, p.ty = ty;
+  small_matmul(p, x, y, out);
+  return true;
 }
 
 }  // namespace oar_cpu

@@ -31,10 +31,13 @@ void register_hsigmoid_kernels(Registry& r);    // hsigmoid.cc: hierarchical sig
 void register_sparse_kernels(Registry& r);      // sparse.cc: sparse x dense products (oar.sparse)
 void register_complex_kernels(Registry& r);     // complex.cc: real, imag, conj, ... and complex unary kernels
 void register_rnn_kernels(Registry& r);         // rnn.cc: the fused recurrent op (oneDNN)
+void register_fused_kernels(Registry& r);       // fused.cc: the fused ops of the training passes
+void fused_shutdown();                          // fused.cc: drops its cached oneDNN primitives
+void register_attention_kernels(Registry& r);   // attention.cc: softmax_grad, fused_attention (+ grad)
 
 // threads.cc: sets the calling thread's OpenMP count to the cores other processes leave free. Some of
 // oneDNN's kernels fix their thread count when the primitive is created, so every cached oneDNN primitive
-// (matmul.cc, conv.cc, rnn.cc) is keyed on oar::sdk::max_threads() too.
+// (matmul.cc, fused.cc, conv.cc, rnn.cc) is keyed on oar::sdk::max_threads() too.
 void adapt_threads();
 
 namespace {
@@ -385,6 +388,7 @@ void shutdown() {
   }
   for (CpuStream* s : streams) s->comm->shutdown();
   matmul_shutdown();
+  fused_shutdown();
 }
 
 OarCollectiveTable make_collective_table() {
@@ -464,6 +468,8 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_hsigmoid_kernels(r);
     register_complex_kernels(r);
     register_rnn_kernels(r);
+    register_fused_kernels(r);
+    register_attention_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

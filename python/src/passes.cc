@@ -1,8 +1,10 @@
 // Private binding of the inference passes (framework/include/oar/ir/passes.h), for tests and for the
-// Python predictor to build on: oar._C._run_inference_passes and _Executor parameter injection.
+// Python predictor to build on: oar._C._run_inference_passes and _Executor parameter injection; and of
+// the training passes (training_passes.h): oar._C._run_training_passes, used by to_static and Executor.
 #include <oar/ir/executor.h>
 #include <oar/ir/passes.h>
 #include <oar/ir/program.h>
+#include <oar/ir/training_passes.h>
 
 #include "common.h"
 
@@ -52,6 +54,40 @@ void init_passes(py::module_& m) {
       py::arg("fuse_matmul_bias") = true, py::arg("fold_conv_bn") = true, py::arg("memory_reuse") = true,
       "Runs the inference passes on a copy of `program` with {name: Tensor} parameters; returns "
       "(optimised program, its parameters, {pass: stats, 'ops_before', 'ops_after'})");
+  m.def(
+      "_run_training_passes",
+      [](const Program& forward, const std::optional<Program>& backward,
+         const std::set<std::string>& pinned_forward, const std::set<std::string>& pinned_backward,
+         py::handle place, bool fuse_gemm_epilogue, bool fuse_elewise_add_act, bool fuse_residual_layer_norm,
+         bool fuse_attention, bool fuse_softmax_grad) {
+        TrainingPassOptions o;
+        o.fuse_gemm_epilogue = fuse_gemm_epilogue;
+        o.fuse_elewise_add_act = fuse_elewise_add_act;
+        o.fuse_residual_layer_norm = fuse_residual_layer_norm;
+        o.fuse_attention = fuse_attention;
+        o.fuse_softmax_grad = fuse_softmax_grad;
+        o.place = to_place(place);
+        Program f = forward;
+        std::optional<Program> b = backward;
+        PassReport r = run_training_passes(f, b ? &*b : nullptr, pinned_forward, pinned_backward, o);
+        py::dict report;
+        for (auto& s : r.passes) {
+          py::dict d;
+          d["ops_removed"] = s.ops_removed;
+          d["ops_fused"] = s.ops_fused;
+          report[py::str(s.pass)] = d;
+        }
+        report["ops_before"] = r.ops_before;
+        report["ops_after"] = r.ops_after;
+        py::object bo = b ? py::cast(std::move(*b)) : py::none();
+        return py::make_tuple(std::move(f), bo, report);
+      },
+      py::arg("forward"), py::arg("backward"), py::arg("pinned_forward"), py::arg("pinned_backward"),
+      py::arg("place") = py::none(), py::arg("fuse_gemm_epilogue") = true,
+      py::arg("fuse_elewise_add_act") = true, py::arg("fuse_residual_layer_norm") = true,
+      py::arg("fuse_attention") = true, py::arg("fuse_softmax_grad") = true,
+      "Runs the training fusion passes on copies of `forward` and `backward` (None: one program) with the "
+      "names each must keep; returns (forward, backward, {pass: stats, 'ops_before', 'ops_after'})");
   m.def(
       "_executor_set_params",
       [](Executor& e, const py::dict& params) {

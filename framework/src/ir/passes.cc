@@ -17,10 +17,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "pass_util.h"
+
 namespace oar::ir {
 namespace {
 
-using NameSet = std::unordered_set<std::string>;
+using namespace passutil;
 
 bool has_block_attr(const OpDesc& op) {
   for (auto& [name, a] : op.attrs) {
@@ -35,30 +37,6 @@ bool is_pure_known(const OpDesc& op) {
   if (op.type == "feed" || op.type == "fetch") return false;
   if (has_block_attr(op)) return false;
   return find_op_translation(op.type) != nullptr;
-}
-
-template <typename F>
-void for_each_arg(const Slots& slots, F&& f) {
-  for (auto& [slot, names] : slots)
-    for (auto& n : names)
-      if (n != kEmptyVarName) f(n);
-}
-
-bool op_reads(const OpDesc& op, const std::string& name) {
-  bool r = false;
-  for_each_arg(op.inputs, [&](const std::string& n) { r = r || n == name; });
-  return r;
-}
-bool op_writes(const OpDesc& op, const std::string& name) {
-  bool r = false;
-  for_each_arg(op.outputs, [&](const std::string& n) { r = r || n == name; });
-  return r;
-}
-
-void rename_args(Slots& slots, const std::string& from, const std::string& to) {
-  for (auto& [slot, names] : slots)
-    for (auto& n : names)
-      if (n == from) n = to;
 }
 
 // What the passes need to know about block 0, recomputed after each rewrite.
@@ -125,45 +103,6 @@ struct Analysis {
   }
 };
 
-// Removes the ops whose index is in `dead` (sorted or not).
-void erase_ops(Block& b, const std::vector<size_t>& dead) {
-  if (dead.empty()) return;
-  std::vector<char> drop(b.ops().size(), 0);
-  for (size_t i : dead) drop[i] = 1;
-  std::vector<OpDesc> kept;
-  for (size_t i = 0; i < b.ops().size(); ++i)
-    if (!drop[i]) kept.push_back(std::move(b.mutable_ops()[i]));
-  b.mutable_ops() = std::move(kept);
-}
-
-// Drops block-0 variable descriptions no op of any block names any more. Persistable ones are dropped
-// (and erased from `params`) only when `params` is given.
-int64_t prune_vars(Program& p, Scope* params, const NameSet* only = nullptr) {
-  NameSet used;
-  for (int32_t bi = 0; bi < p.num_blocks(); ++bi)
-    for (const OpDesc& op : p.block(bi).ops()) {
-      for_each_arg(op.inputs, [&](const std::string& n) { used.insert(n); });
-      for_each_arg(op.outputs, [&](const std::string& n) { used.insert(n); });
-    }
-  Block& b = p.global_block();
-  std::vector<VarDesc> kept;
-  int64_t removed = 0;
-  for (VarDesc& v : b.mutable_vars()) {
-    bool special = v.type == VarType::kFeedMinibatch || v.type == VarType::kFetchList;
-    bool drop = !used.count(v.name) && !special &&
-                (!v.persistable || (params != nullptr && (only == nullptr || only->count(v.name))));
-    if (drop) {
-      if (v.persistable) params->erase(v.name);
-      ++removed;
-    } else {
-      kept.push_back(std::move(v));
-    }
-  }
-  b.mutable_vars() = std::move(kept);
-  b.reindex();
-  return removed;
-}
-
 std::string unique_name(const Block& b, const std::string& base) {
   std::string n = base;
   for (int i = 1; b.has_var(n); ++i) n = base + "_" + std::to_string(i);
@@ -177,36 +116,6 @@ void declare_param(Block& b, const std::string& name, const Tensor& t) {
   v.shape = t.dims().to_vector();
   v.persistable = true;
   b.add_var(std::move(v));
-}
-
-int64_t attr_int_or(const OpDesc& op, const std::string& name, int64_t def) {
-  const Attribute* a = op.find_attr(name);
-  if (a == nullptr) return def;
-  if (auto* v = std::get_if<int32_t>(a)) return *v;
-  if (auto* v = std::get_if<int64_t>(a)) return *v;
-  if (auto* v = std::get_if<bool>(a)) return *v ? 1 : 0;
-  return def;
-}
-double attr_float_or(const OpDesc& op, const std::string& name, double def) {
-  const Attribute* a = op.find_attr(name);
-  if (a == nullptr) return def;
-  if (auto* v = std::get_if<float>(a)) return *v;
-  if (auto* v = std::get_if<double>(a)) return *v;
-  return def;
-}
-std::string attr_str_or(const OpDesc& op, const std::string& name, const std::string& def) {
-  const Attribute* a = op.find_attr(name);
-  if (a == nullptr) return def;
-  if (auto* v = std::get_if<std::string>(a)) return *v;
-  return def;
-}
-
-// The single argument of a slot, or "" when the slot is unbound or has several.
-std::string one(const std::vector<std::string>& args) { return args.size() == 1 ? args[0] : std::string(); }
-
-int rank_of(const Block& b, const std::string& n) {
-  const VarDesc* v = b.find_var(n);
-  return v == nullptr || !v->has_tensor() ? -1 : static_cast<int>(v->shape.size());
 }
 
 // Activations the fusions fold into fc / fused_elemwise_add_activation (their names there).
@@ -453,13 +362,6 @@ PassStat constant_folding(Program& p, Scope& params, Place place) {
 // ---- matmul + bias (+ act) -> fc --------------------------------------------------------------------
 
 namespace {
-
-// Whether an op strictly between lo and hi reads `name`.
-bool read_between(const std::vector<OpDesc>& ops, size_t lo, size_t hi, const std::string& name) {
-  for (size_t k = lo + 1; k < hi; ++k)
-    if (op_reads(ops[k], name)) return true;
-  return false;
-}
 
 // One fc rewrite starting at op i, or false when op i does not start the pattern.
 bool try_fuse_fc(Program& p, Scope& params, const Analysis& an, size_t i, int64_t* removed) {

@@ -1,11 +1,13 @@
 """paddle.incubate's softmax_mask_fuse pair: Paddle fuses the mask add (or the causal mask) into its
-softmax kernel; here it is the add (or a where) and oar's softmax op, so the gradient is softmax's."""
+softmax kernel. softmax_mask_fuse runs the fused_softmax_mask op (Paddle's op of that name; float32 and
+float64, other dtypes the add and softmax); the causal one is a where and oar's softmax op."""
 from .. import _C
 from ..nn import functional as F
 
 __all__ = ["softmax_mask_fuse", "softmax_mask_fuse_upper_triangle"]
 
 _FLOATS = (_C.float16, _C.bfloat16, _C.float32, _C.float64)
+_fused_softmax_mask = _C.Op("fused_softmax_mask")
 
 
 def _check(fn, name, t):
@@ -24,7 +26,10 @@ def softmax_mask_fuse(x, mask, name=None):
     fn = "softmax_mask_fuse"
     _check(fn, "x", x)
     _check(fn, "mask", mask)
-    return F.softmax(x + mask.astype(x.dtype), axis=-1)
+    mask = mask.astype(x.dtype)
+    if x.dtype in (_C.float32, _C.float64):
+        return _fused_softmax_mask(x, mask)
+    return F.softmax(x + mask, axis=-1)
 
 
 def softmax_mask_fuse_upper_triangle(x):

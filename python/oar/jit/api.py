@@ -153,6 +153,8 @@ class ConcreteProgram:
         self._sym_inputs, self._sym_outputs, self._params = sym_inputs, sym_outputs, params
         self._exe = None
         self._train = None  # a _Training once built; False when nothing is differentiable
+        self._build_strategy = None  # the to_static build_strategy: which training passes run
+        self.pass_report = None  # the training passes' report once the training form is built
 
     @property
     def _pending(self):
@@ -202,13 +204,16 @@ class ConcreteProgram:
         bwd = _C._filter_ops_by_role(desc, [1])
         persistable = {v["name"] for v in desc.block(0)["vars"] if v["persistable"]}
         seed_names = [_C._symbolic_name(g) for g in seeds]
-        read_by_bwd = set()
-        for op in bwd.block(0)["ops"]:
-            for names in op["inputs"].values():
-                read_by_bwd.update(names)
-        keep = sorted(read_by_bwd - persistable - set(seed_names))
         grad_names = [_C._symbolic_name(g) if g is not None and _C._is_symbolic(g) else None for g in grads]
         fetch = [n for n in grad_names if n is not None]
+        flags = training_pass_flags(self._build_strategy)
+        if flags is not None:
+            # Fusions on both programs (docs/static.md, "Training passes"): the forward keeps what the
+            # backward reads, its fetches, feeds and persistables; the backward its gradient fetches and feeds.
+            pin_f = _read_by(bwd) | set(self.fetch_names) | set(self.feed_names) | persistable
+            pin_b = set(fetch) | set(seed_names) | persistable
+            fwd, bwd, self.pass_report = _C._run_training_passes(fwd, bwd, pin_f, pin_b, place=self.place, **flags)
+        keep = sorted(_read_by(bwd) - persistable - set(seed_names))
         fexe = self._bind(_C._Executor(fwd, self.place, feed_names=list(self.feed_names),
                                        fetch_names=list(self.fetch_names), keep=keep))
         bexe = _C._Executor(bwd, self.place, scope=fexe.scope, feed_names=seed_names,
@@ -244,6 +249,34 @@ class ConcreteProgram:
                 return _unflatten(self.out_structure, t.run.run(tensors, node_inputs))
         outs = self._executor().run(dict(zip(self.feed_names, tensors)))  # autograd replays if on
         return _unflatten(self.out_structure, outs)
+
+
+def _read_by(program):
+    """The variable names block 0 of `program` reads."""
+    names = set()
+    for op in program.block(0)["ops"]:
+        for ns in op["inputs"].values():
+            names.update(ns)
+    return names
+
+
+def training_pass_flags(build_strategy):
+    """The training passes a BuildStrategy selects, as _C._run_training_passes keywords; None: none run.
+    build_strategy None runs them all (they are exact: only which kernels run changes); an explicit
+    BuildStrategy is obeyed flag by flag: fuse_gemm_epilogue, fuse_elewise_add_act_ops and oar's
+    fuse_residual_layer_norm, fuse_attention, fuse_softmax_grad (decision 113). OAR_TRAINING_PASSES=0
+    turns them all off."""
+    if os.environ.get("OAR_TRAINING_PASSES", "1") == "0":
+        return None
+    if build_strategy is None:
+        return {}
+    bs = build_strategy
+    flags = dict(fuse_gemm_epilogue=bool(getattr(bs, "fuse_gemm_epilogue", False)),
+                 fuse_elewise_add_act=bool(getattr(bs, "fuse_elewise_add_act_ops", False)),
+                 fuse_residual_layer_norm=bool(getattr(bs, "fuse_residual_layer_norm", False)),
+                 fuse_attention=bool(getattr(bs, "fuse_attention", False)),
+                 fuse_softmax_grad=bool(getattr(bs, "fuse_softmax_grad", False)))
+    return flags if any(flags.values()) else None
 
 
 def _trace(fn, args, kwargs, layer, specs=None, place=None):
@@ -467,6 +500,7 @@ class StaticFunction:
         prog, names, fetch_names, out_structure, syms, outs, params = _trace(
             self._dygraph_function, args, kwargs, self._instance, specs, place)
         cp = ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
+        cp._build_strategy = self._build_strategy
         cp._in_structure = _flatten((list(args), kwargs), [])  # jit.save retraces with the same constants
         cp._amp_args = _amp_args()  # ... and under the same auto_cast (the casts are in the program)
         return cp

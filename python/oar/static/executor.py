@@ -19,8 +19,10 @@ class BuildStrategy:
     clone(for_test=True), a loaded inference model) runs the inference passes (docs/program_ir.md) these
     flags select: fuse_elewise_add_act_ops (add + activation), fuse_gemm_epilogue (matmul + bias (+ act)
     -> fc), memory_optimize / enable_inplace (memory reuse); dead-code and common-subexpression
-    elimination always run. Training programs run as built (the flags are kept for compatibility and for
-    jit.to_static(build_strategy=...))."""
+    elimination always run. A CompiledProgram of a training program, and jit.to_static(build_strategy=...),
+    run the training fusion passes the flags select: fuse_gemm_epilogue, fuse_elewise_add_act_ops, and
+    oar's own fuse_residual_layer_norm, fuse_attention, fuse_softmax_grad (docs/static.md, "Training
+    passes"; all False here, so a BuildStrategy() asks for none)."""
 
     def __init__(self):
         self.fuse_elewise_add_act_ops = False
@@ -31,6 +33,9 @@ class BuildStrategy:
         self.memory_optimize = True
         self.enable_addto = False
         self.build_cinn_pass = False
+        self.fuse_residual_layer_norm = False  # oar: add + layer_norm (training programs)
+        self.fuse_attention = False  # oar: the attention block (training programs)
+        self.fuse_softmax_grad = False  # oar: the softmax gradient chain (training programs)
         self.debug_graphviz_path = ""
 
 
@@ -48,7 +53,9 @@ class CompiledProgram:
             raise TypeError("CompiledProgram: expected a Program, got {}".format(type(program_or_graph).__name__))
         self._program = program_or_graph
         self._build_strategy = build_strategy or BuildStrategy()
-        self.pass_report = None  # the inference passes' report, after the first run of an inference program
+        # The passes' report after the first run: the inference passes' for an inference program, the
+        # training passes' for a training program (docs/static.md, "Training passes").
+        self.pass_report = None
 
     def with_data_parallel(self, *args, **kwargs):
         return self
@@ -137,6 +144,19 @@ class Executor:
             scope._scope.set(name, t)
         return exe
 
+    def _with_training_passes(self, compiled, program, desc, feed_names, fetch_names):
+        """A training program (forward, backward and optimizer ops in one program) after the fusion
+        passes compiled's BuildStrategy selects (docs/static.md, "Training passes"): everything fed,
+        fetched or persistable keeps its value."""
+        from ..jit.api import training_pass_flags
+        flags = training_pass_flags(compiled._build_strategy)
+        if flags is None:
+            return desc
+        pinned = set(feed_names) | set(fetch_names) | set(program._all_captures())
+        pinned |= {v["name"] for v in desc.block(0)["vars"] if v["persistable"]}
+        desc, _, compiled.pass_report = _C._run_training_passes(desc, None, pinned, set(), place=self.place, **flags)
+        return desc
+
     def _lowered(self, program, feed_names, fetch_names, scope, compiled=None):
         desc = program.desc
         state = (desc.num_blocks, tuple(desc.num_ops(i) for i in range(desc.num_blocks)), desc.num_vars(0))
@@ -154,7 +174,10 @@ class Executor:
             exe = _C._Executor(desc, self.place, scope=scope._scope)
         else:
             # One variant of the train/test ops (dropout, batch_norm): the program's own mode.
-            exe = _C._Executor(_C._select_mode(desc, program._is_test), self.place, scope=scope._scope,
+            desc = _C._select_mode(desc, program._is_test)
+            if compiled is not None:
+                desc = self._with_training_passes(compiled, program, desc, feed_names, fetch_names)
+            exe = _C._Executor(desc, self.place, scope=scope._scope,
                                feed_names=list(feed_names), fetch_names=list(fetch_names))
         # The program's captured tensors (parameters, optimizer state, constants) are bound by reference.
         for name, t in program._all_captures().items():

@@ -143,7 +143,38 @@ NUMPY_REFS = {
     "triu": lambda x, diagonal=0, **a: np.triu(x, diagonal),
     "fft_r2c": lambda x, axes, normalization, forward, onesided=1, **a: _fft_r2c_ref(
         x, list(axes), normalization, forward, onesided),
+    "softmax_grad": lambda y, g, axis=-1, **a: y * (g - np.sum(g * y, axis=axis, keepdims=True)),
+    "log_softmax_grad": lambda y, g, axis=-1, **a: g - np.exp(y) * np.sum(g, axis=axis, keepdims=True),
+    "fused_softmax_mask": lambda x, mask, **a: _softmax_ref(x + mask),
+    "fused_attention": lambda q, k, v, *mask, scale=1.0, transpose_out=0, **a: _heads_last(
+        _attention_ref(q, k, v, mask, scale)[0], transpose_out),
+    "fused_attention_grad": lambda q, k, v, p, g, scale=1.0, transpose_dq=0, **a: _heads_last(
+        _attention_grad_ref(q, k, v, p, g, scale)[0], transpose_dq),
 }
+
+
+def _softmax_ref(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _heads_last(x, flag):
+    return np.swapaxes(x, -3, -2) if flag else x
+
+
+def _attention_ref(q, k, v, mask, scale):
+    s = scale * (q @ np.swapaxes(k, -1, -2))
+    if mask:
+        s = s + mask[0]
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    return p @ v, p
+
+
+def _attention_grad_ref(q, k, v, p, g, scale):
+    dp = g @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - np.sum(p * dp, axis=-1, keepdims=True)) * scale
+    return ds @ k, np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ g
 
 
 def _fft_r2c_ref(x, axes, norm, forward, onesided):
