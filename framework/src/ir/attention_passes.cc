@@ -29,49 +29,6 @@ namespace {
 
 using namespace passutil;
 
-// Writers and readers of each name in block 0, and what must keep its value (as training_passes.cc).
-struct Graph {
-  NameSet pinned;
-  std::unordered_map<std::string, std::vector<size_t>> writers, readers;
-
-  Graph(const Program& p, const std::set<std::string>& pin) : pinned(pin.begin(), pin.end()) {
-    for (const VarDesc& v : p.global_block().vars())
-      if (v.persistable) pinned.insert(v.name);
-    for (int32_t bi = 1; bi < p.num_blocks(); ++bi)
-      for (const OpDesc& op : p.block(bi).ops()) {
-        for_each_arg(op.inputs, [&](const std::string& n) { pinned.insert(n); });
-        for_each_arg(op.outputs, [&](const std::string& n) { pinned.insert(n); });
-      }
-    const auto& ops = p.global_block().ops();
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for_each_arg(ops[i].outputs, [&](const std::string& n) { writers[n].push_back(i); });
-      NameSet seen;
-      for_each_arg(ops[i].inputs, [&](const std::string& n) {
-        if (seen.insert(n).second) readers[n].push_back(i);
-      });
-    }
-  }
-  const std::vector<size_t>& of(const std::unordered_map<std::string, std::vector<size_t>>& m,
-                                const std::string& n) const {
-    static const std::vector<size_t> none;
-    auto it = m.find(n);
-    return it == m.end() ? none : it->second;
-  }
-  const std::vector<size_t>& readers_of(const std::string& n) const { return of(readers, n); }
-  bool one_writer(const std::string& n) const { return of(writers, n).size() == 1; }
-  // An intermediate the fusion removes: one writer, not pinned, read by the fused ops only.
-  bool temp_read_by(const std::string& n, std::initializer_list<size_t> ops) const {
-    if (pinned.count(n) || !one_writer(n)) return false;
-    for (size_t r : readers_of(n))
-      if (std::find(ops.begin(), ops.end(), r) == ops.end()) return false;
-    return true;
-  }
-};
-
-const VarDesc* tensor_var(const Block& b, const std::string& n) {
-  const VarDesc* v = n.empty() ? nullptr : b.find_var(n);
-  return v != nullptr && v->has_tensor() ? v : nullptr;
-}
 bool known(const std::vector<int64_t>& s) {
   return std::all_of(s.begin(), s.end(), [](int64_t d) { return d >= 0; });
 }
@@ -188,7 +145,7 @@ std::vector<int64_t> int_list(const OpDesc& op, const std::string& name) {
 }
 
 // ---- forward ----------------------------------------------------------------------------------------
-int64_t try_attention_forward(Program& p, const Graph& g, size_t i) {
+int64_t try_attention_forward(Program& p, const Uses& g, size_t i) {
   Block& b = p.global_block();
   const auto& ops = b.ops();
   if (!is_matmul(ops[i], 0, 1)) return 0;
@@ -241,7 +198,7 @@ int64_t try_attention_forward(Program& p, const Graph& g, size_t i) {
 }
 
 // ---- backward ---------------------------------------------------------------------------------------
-int64_t try_attention_backward(Program& p, const Graph& g, size_t i) {
+int64_t try_attention_backward(Program& p, const Uses& g, size_t i) {
   Block& b = p.global_block();
   const auto& ops = b.ops();
   const OpDesc& sg = ops[i];
@@ -250,7 +207,7 @@ int64_t try_attention_backward(Program& p, const Graph& g, size_t i) {
   const int r = rank_of(b, P);
   if (P.empty() || dP.empty() || dS.empty() || r < 2 || !last_axis(sg, static_cast<size_t>(r))) return 0;
   // dP = matmul(g, v, transpose_y), read by the softmax_grad only.
-  auto writer = [&](const std::string& n) { return g.one_writer(n) ? g.of(g.writers, n)[0] : ops.size(); };
+  auto writer = [&](const std::string& n) { return g.one_writer(n) ? g.writer_of(n) : ops.size(); };
   const size_t a = writer(dP);
   if (a >= ops.size() || !is_matmul(ops[a], 0, 1) || !g.temp_read_by(dP, {i})) return 0;
   const std::string G = one(ops[a].input("x")), v = one(ops[a].input("y"));
@@ -302,7 +259,7 @@ int64_t try_attention_backward(Program& p, const Graph& g, size_t i) {
 // An output of the fused ops read only by transpose(perm swapping dims -3 and -2) (the head merge before
 // the reshape to [batch, L, heads * d]): the op writes it heads-last itself (transpose_* = 1) and the
 // transpose goes; the reshape after it is then a view, not a copy.
-int64_t try_heads_last(Program& p, const Graph& g, size_t i) {
+int64_t try_heads_last(Program& p, const Uses& g, size_t i) {
   Block& b = p.global_block();
   auto& ops = b.mutable_ops();
   const bool fwd = ops[i].type == "oar.fused_attention";
@@ -363,7 +320,7 @@ int64_t try_heads_last(Program& p, const Graph& g, size_t i) {
   return 0;
 }
 
-int64_t try_attention(Program& p, const Graph& g, size_t i) {
+int64_t try_attention(Program& p, const Uses& g, size_t i) {
   if (int64_t n = try_attention_forward(p, g, i)) return n;
   if (int64_t n = try_attention_backward(p, g, i)) return n;
   return try_heads_last(p, g, i);
@@ -372,7 +329,7 @@ int64_t try_attention(Program& p, const Graph& g, size_t i) {
 // ---- the composite softmax gradient ------------------------------------------------------------------
 // t = multiply(g, y); s = sum(t, [axis], keepdim); d = subtract(g, s); out = multiply(y, d) (operands of
 // the multiplies in either order) -> softmax_grad(y, g, axis).
-int64_t try_softmax_grad(Program& p, const Graph& gr, size_t i) {
+int64_t try_softmax_grad(Program& p, const Uses& gr, size_t i) {
   Block& b = p.global_block();
   const auto& ops = b.ops();
   if (ops[i].type != "oar.multiply") return 0;
@@ -413,23 +370,6 @@ int64_t try_softmax_grad(Program& p, const Graph& gr, size_t i) {
   f.outputs = {{"out", {out}}};
   f.attrs = {{"axis", axis}};
   return replace_chain(b, chain, {y, g}, {out}, std::move(f)) ? 3 : 0;
-}
-
-template <typename F>
-PassStat repeat(const char* name, Program& p, const std::set<std::string>& pinned, F&& try_at) {
-  PassStat st{name};
-  for (bool again = true; again;) {
-    again = false;
-    Graph g(p, pinned);
-    for (size_t i = 0; i < p.global_block().ops().size() && !again; ++i)
-      if (int64_t removed = try_at(p, g, i)) {
-        ++st.ops_fused;
-        st.ops_removed += removed;
-        again = true;
-      }
-  }
-  prune_vars(p, nullptr);
-  return st;
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ inline int rank_of(const Block& b, const std::string& n) {
 // persistables, names used by sub-blocks).
 struct Uses {
   NameSet pinned;
-  std::unordered_map<std::string, int> writes;
+  std::unordered_map<std::string, std::vector<size_t>> writers;  // ops of block 0 writing it
   std::unordered_map<std::string, std::vector<size_t>> readers;  // ops of block 0 reading it (once per op)
 
   Uses(const Program& p, const std::set<std::string>& pin) : pinned(pin.begin(), pin.end()) {
@@ -140,25 +140,33 @@ struct Uses {
       }
     const auto& ops = p.global_block().ops();
     for (size_t i = 0; i < ops.size(); ++i) {
-      for_each_arg(ops[i].outputs, [&](const std::string& n) { ++writes[n]; });
+      for_each_arg(ops[i].outputs, [&](const std::string& n) { writers[n].push_back(i); });
       NameSet seen;
       for_each_arg(ops[i].inputs, [&](const std::string& n) {
         if (seen.insert(n).second) readers[n].push_back(i);
       });
     }
   }
-  int n_writes(const std::string& n) const {
-    auto it = writes.find(n);
-    return it == writes.end() ? 0 : it->second;
-  }
-  const std::vector<size_t>& readers_of(const std::string& n) const {
+  static const std::vector<size_t>& of(const std::unordered_map<std::string, std::vector<size_t>>& m,
+                                       const std::string& n) {
     static const std::vector<size_t> none;
-    auto it = readers.find(n);
-    return it == readers.end() ? none : it->second;
+    auto it = m.find(n);
+    return it == m.end() ? none : it->second;
   }
+  int n_writes(const std::string& n) const { return static_cast<int>(of(writers, n).size()); }
+  bool one_writer(const std::string& n) const { return n_writes(n) == 1; }
+  size_t writer_of(const std::string& n) const { return of(writers, n).front(); }  // one_writer(n) first
+  const std::vector<size_t>& readers_of(const std::string& n) const { return of(readers, n); }
   // An intermediate a fusion may make disappear: one writer, not pinned, read by exactly one op.
   bool single_use_temp(const std::string& n) const {
     return !pinned.count(n) && n_writes(n) == 1 && readers_of(n).size() == 1;
+  }
+  // An intermediate the fusion of `ops` removes: one writer, not pinned, read by those ops only.
+  bool temp_read_by(const std::string& n, std::initializer_list<size_t> ops) const {
+    if (pinned.count(n) || !one_writer(n)) return false;
+    for (size_t r : readers_of(n))
+      if (std::find(ops.begin(), ops.end(), r) == ops.end()) return false;
+    return true;
   }
 };
 
