@@ -6,6 +6,8 @@
 #include <oar/core/tensor.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "internal.h"
@@ -14,18 +16,66 @@ namespace oar {
 
 // ---- Storage ------------------------------------------------------------------------------------
 Storage::Storage(Device* device, size_t bytes)
-    : device_(device), data_(device->allocator().allocate(bytes, device->stream())), bytes_(bytes), owned_(true) {}
+    : device_(device), data_(nullptr), bytes_(bytes), stream_(device->stream()), owned_(true) {
+  data_ = device->allocator().allocate(bytes, stream_);
+}
 
 Storage::Storage(Device* device, void* data, size_t bytes, std::shared_ptr<void> keep_alive)
     : device_(device), data_(data), bytes_(bytes), owned_(false), keep_alive_(std::move(keep_alive)) {}
 
 Storage::~Storage() {
-  if (owned_) device_->allocator().free(data_);
+  if (owned_) device_->allocator().free(data_, bytes_, stream_);
 }
 
 Place Storage::place() const { return device_->place(); }
 
 // ---- Tensor -------------------------------------------------------------------------------------
+namespace {
+
+// A new tensor's TensorImpl and the Storage it owns share one heap block (one allocation on the eager
+// hot path instead of two). Each still lives as long as its own shared_ptrs: a view keeps only the
+// storage alive, and the TensorImpl (with its autograd state) dies with the last Tensor on it. The
+// block goes when both are gone.
+struct PairBlock {
+  // Room for each object with its shared_ptr control block (checked where it is placed).
+  static constexpr size_t kSlot[2] = {sizeof(TensorImpl) + 64, sizeof(Storage) + 64};
+  std::atomic<int> live{2};
+  alignas(std::max_align_t) unsigned char impl_slot[kSlot[0]];
+  alignas(std::max_align_t) unsigned char storage_slot[kSlot[1]];
+  void release() {
+    if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+
+// The allocator std::allocate_shared uses to place one of the two in its slot.
+template <typename T>
+struct PairAllocator {
+  using value_type = T;
+  PairBlock* block;
+  int slot;
+  PairAllocator(PairBlock* b, int s) : block(b), slot(s) {}
+  template <typename U>
+  PairAllocator(const PairAllocator<U>& o) : block(o.block), slot(o.slot) {}  // NOLINT: rebinding
+  T* allocate(size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t), "over-aligned");
+    OAR_ENFORCE(n == 1 && sizeof(T) <= PairBlock::kSlot[slot], ErrorCode::kInternal,
+                "PairAllocator: " << n << " objects of " << sizeof(T) << " bytes do not fit a slot of "
+                                  << PairBlock::kSlot[slot]);
+    return reinterpret_cast<T*>(slot == 0 ? block->impl_slot : block->storage_slot);
+  }
+  void deallocate(T*, size_t) { block->release(); }
+  template <typename U>
+  bool operator==(const PairAllocator<U>& o) const {
+    return block == o.block && slot == o.slot;
+  }
+  template <typename U>
+  bool operator!=(const PairAllocator<U>& o) const {
+    return !(*this == o);
+  }
+};
+
+}  // namespace
+
 Tensor Tensor::empty(const Dims& dims, DType dtype, Place place, const char* op) {
   return empty_tensor(Runtime::get().device(place), dims, dtype, op);
 }
@@ -34,11 +84,19 @@ Tensor empty_tensor(Device& dev, const Dims& dims, DType dtype, const char* op) 
   OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(dtype)), ErrorCode::kType,
               "invalid dtype value " << static_cast<int32_t>(dtype));
   const size_t bytes = checked_tensor_bytes(dims, dtype, dev, op);
-  auto impl = std::make_shared<TensorImpl>();
+  PairBlock* block = new PairBlock;
+  std::shared_ptr<Storage> storage;
+  try {
+    storage = std::allocate_shared<Storage>(PairAllocator<Storage>(block, 1), &dev, bytes);
+  } catch (...) {  // out of device memory: the storage's slot went back, the impl's never will
+    block->release();
+    throw;
+  }
+  auto impl = std::allocate_shared<TensorImpl>(PairAllocator<TensorImpl>(block, 0));
   impl->dtype = dtype;
   impl->dims = dims;
   impl->strides = contiguous_strides(dims);
-  impl->storage = std::make_shared<Storage>(&dev, bytes);
+  impl->storage = std::move(storage);
   return Tensor(std::move(impl));
 }
 
@@ -132,7 +190,8 @@ Tensor host_view(const Tensor& t, int64_t* first, int64_t* count) {
   const int64_t esize = dtype_size(t.dtype());
   Tensor buf = Tensor::empty(Dims{hi - lo + 1}, t.dtype());
   const char* src = static_cast<const char*>(t.storage()->data()) + lo * esize;
-  Runtime::get().copy_bytes(buf.data_ptr(), cpu_place(), src, t.place(), static_cast<size_t>((hi - lo + 1) * esize));
+  Runtime::get().copy_bytes(buf.data_ptr(), cpu_place(), src, t.place(),
+                            static_cast<size_t>((hi - lo + 1) * esize));
   if (first) *first = lo;
   if (count) *count = hi - lo + 1;
   return make_view(buf, t.dims(), t.strides(), t.offset() - lo);
@@ -164,8 +223,8 @@ Tensor Tensor::to(Place place) const {
 void Tensor::copy_to_host(void* dst, size_t bytes) const {
   if (impl_->symbol) throw_symbolic_access(*this);
   OAR_ENFORCE(bytes == static_cast<size_t>(numel() * dtype_size(dtype())), ErrorCode::kInvalidArgument,
-              "copy_to_host: buffer of " << bytes << " bytes for a " << dtype_name(dtype()) << " tensor of shape "
-                                         << dims().to_string());
+              "copy_to_host: buffer of " << bytes << " bytes for a " << dtype_name(dtype())
+                                         << " tensor of shape " << dims().to_string());
   Tensor src = is_contiguous() ? *this : host_view(*this).contiguous();
   if (bytes) Runtime::get().copy_bytes(dst, cpu_place(), src.data_ptr(), src.place(), bytes);
 }
@@ -238,12 +297,12 @@ Dims infer_reshape(const Dims& in, const Dims& shape) {
   if (infer_at >= 0) {
     OAR_ENFORCE(known != 0 && in.numel() % known == 0, ErrorCode::kInvalidArgument,
                 "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
-                                                              << " elements) into " << shape.to_string());
+                                                             << " elements) into " << shape.to_string());
     out[infer_at] = in.numel() / known;
   }
   OAR_ENFORCE(checked_numel(out, "reshape") == in.numel(), ErrorCode::kInvalidArgument,
               "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
-                                                            << " elements) into " << shape.to_string());
+                                                           << " elements) into " << shape.to_string());
   return out;
 }
 
@@ -254,7 +313,8 @@ Tensor Tensor::view(const Dims& shape) const {
   OAR_ENFORCE(view_strides(dims(), strides(), nd, ns), ErrorCode::kInvalidArgument,
               "view: shape " << nd.to_string() << " is not compatible with the strides of the input "
                              << strides().to_string() << "; use reshape (which copies)");
-  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
+  Tensor v =
+      recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -262,7 +322,8 @@ Tensor Tensor::view(const Dims& shape) const {
 Tensor Tensor::reshape(const Dims& shape) const {
   Dims nd = infer_reshape(dims(), shape), ns;
   if (!view_strides(dims(), strides(), nd, ns)) return contiguous().view(nd);
-  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
+  Tensor v =
+      recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -380,7 +441,8 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
 Tensor Tensor::expand(const Dims& shape) const {
   const int32_t n = ndim(), m = shape.size();
   OAR_ENFORCE(m >= n, ErrorCode::kInvalidArgument,
-              "expand: target shape " << shape.to_string() << " has fewer dims than the input " << dims().to_string());
+              "expand: target shape " << shape.to_string() << " has fewer dims than the input "
+                                      << dims().to_string());
   Dims nd, ns;
   nd.resize(m);
   ns.resize(m);
@@ -405,7 +467,8 @@ Tensor Tensor::expand(const Dims& shape) const {
     }
   }
   checked_numel(nd, "expand");  // a view is a tensor too: its element count must fit
-  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "expand", {{"shape", shape_vector(shape)}});
+  Tensor v =
+      recorded_view(*this, make_view(*this, nd, ns, offset()), "expand", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "expand", [d = dims()](const Tensor& g) { return autograd::sum_to(g, d); });
   return v;
 }

@@ -6,6 +6,7 @@
 #include <oar/core/dtype.h>
 #include <oar/core/place.h>
 #include <oar/core/shape.h>
+#include <oar/device_api.h>
 
 #include <atomic>
 #include <memory>
@@ -44,6 +45,7 @@ class Storage {
   Device* device_;
   void* data_;
   size_t bytes_;
+  OarStream stream_ = nullptr;  // the one data_ was allocated for (freeing needs it)
   bool owned_;
   std::shared_ptr<void> keep_alive_;
   std::atomic<uint32_t> version_{0};
@@ -73,7 +75,8 @@ class Tensor {
   // A CPU tensor holding a copy of `data` (numel * dtype_size bytes).
   static Tensor from_host(const void* data, const Dims& dims, DType dtype, Place place = cpu_place());
   template <typename T>
-  static Tensor from_vector(const std::vector<T>& v, const Dims& dims, DType dtype, Place place = cpu_place()) {
+  static Tensor from_vector(const std::vector<T>& v, const Dims& dims, DType dtype,
+                            Place place = cpu_place()) {
     return from_host(v.data(), dims, dtype, place);
   }
 
@@ -100,7 +103,8 @@ class Tensor {
   Tensor cpu() const { return to(cpu_place()); }
   Tensor contiguous() const;
   // Copies the elements to host memory as a contiguous vector of T (T must match dtype's size).
-  template <typename T> std::vector<T> to_vector() const {
+  template <typename T>
+  std::vector<T> to_vector() const {
     std::vector<T> out(static_cast<size_t>(numel()));
     copy_to_host(out.data(), out.size() * sizeof(T));
     return out;
