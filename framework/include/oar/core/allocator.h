@@ -113,7 +113,6 @@ class BestFitAllocator final : public Allocator {
   ThreadCache* thread_cache();  // this thread's cache for this allocator, created on first use
   void drain_thread_cache_locked(ThreadCache* tc);
   void drain_thread_caches_locked();
-  void free_locked(std::map<char*, Block>::iterator it);
   void count_alloc(size_t size) {
     const uint64_t now = allocated_.fetch_add(size, std::memory_order_relaxed) + size;
     num_allocs_.fetch_add(1, std::memory_order_relaxed);

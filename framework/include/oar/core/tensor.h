@@ -75,8 +75,7 @@ class Tensor {
   // A CPU tensor holding a copy of `data` (numel * dtype_size bytes).
   static Tensor from_host(const void* data, const Dims& dims, DType dtype, Place place = cpu_place());
   template <typename T>
-  static Tensor from_vector(const std::vector<T>& v, const Dims& dims, DType dtype,
-                            Place place = cpu_place()) {
+  static Tensor from_vector(const std::vector<T>& v, const Dims& dims, DType dtype, Place place = cpu_place()) {
     return from_host(v.data(), dims, dtype, place);
   }
 
@@ -103,8 +102,7 @@ class Tensor {
   Tensor cpu() const { return to(cpu_place()); }
   Tensor contiguous() const;
   // Copies the elements to host memory as a contiguous vector of T (T must match dtype's size).
-  template <typename T>
-  std::vector<T> to_vector() const {
+  template <typename T> std::vector<T> to_vector() const {
     std::vector<T> out(static_cast<size_t>(numel()));
     copy_to_host(out.data(), out.size() * sizeof(T));
     return out;
