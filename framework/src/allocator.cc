@@ -42,14 +42,33 @@ LiveAllocators& live_allocators() {
   return *live;
 }
 
-// This thread's caches, one per allocator it used; the last one used is looked at first.
+// This thread's caches, one per allocator it used (owned here, given back at thread exit).
 struct ThreadCaches {
-  uint64_t last_id = 0;
-  BestFitAllocator::ThreadCache* last = nullptr;
   std::vector<std::unique_ptr<BestFitAllocator::ThreadCache>> caches;
   ~ThreadCaches();
 };
 thread_local ThreadCaches t_caches;
+// The one used last, looked at first. Trivial and constant-initialised, so the hot path reads it
+// without the guard a thread_local with a destructor needs.
+struct LastCache {
+  uint64_t id;
+  BestFitAllocator::ThreadCache* cache;
+};
+thread_local LastCache t_last{0, nullptr};
+// Set once this thread's caches were given back (its thread_locals are being destroyed): tensors freed
+// after that, e.g. by static destructors at exit, take the locked path.
+thread_local bool t_caches_gone = false;
+
+// The bin of a rounded size: a shift when the alignment is a power of two (always, in practice), so
+// the hot path has no division.
+inline size_t bin_of(size_t size, size_t alignment) {
+  return ((alignment & (alignment - 1)) == 0 ? size >> __builtin_ctzll(alignment) : size / alignment) - 1;
+}
+inline size_t round_up(size_t bytes, size_t alignment) {
+  bytes = bytes ? bytes : 1;
+  return (alignment & (alignment - 1)) == 0 ? (bytes + alignment - 1) & ~(alignment - 1)
+                                            : (bytes + alignment - 1) / alignment * alignment;
+}
 
 }  // namespace
 
@@ -65,12 +84,18 @@ void give_back_thread_caches(std::vector<std::unique_ptr<BestFitAllocator::Threa
 }
 
 namespace {
-ThreadCaches::~ThreadCaches() { give_back_thread_caches(caches); }
+ThreadCaches::~ThreadCaches() {
+  t_caches_gone = true;
+  t_last = LastCache{0, nullptr};
+  give_back_thread_caches(caches);
+}
 }  // namespace
 
 BestFitAllocator::ThreadCache* BestFitAllocator::thread_cache() {
+  LastCache& last = t_last;
+  if (last.id == id_) return last.cache;
+  if (t_caches_gone) return nullptr;
   ThreadCaches& mine = t_caches;
-  if (mine.last_id == id_) return mine.last;
   ThreadCache* found = nullptr;
   for (auto& tc : mine.caches)
     if (tc->owner_id == id_) found = tc.get();
@@ -85,8 +110,8 @@ BestFitAllocator::ThreadCache* BestFitAllocator::thread_cache() {
     }
     mine.caches.push_back(std::move(tc));
   }
-  mine.last_id = id_;
-  mine.last = found;
+  last.id = id_;
+  last.cache = found;
   return found;
 }
 
@@ -149,11 +174,13 @@ BestFitAllocator::~BestFitAllocator() {
 }
 
 void* BestFitAllocator::allocate(size_t bytes, OarStream stream) {
-  const size_t size = round(bytes);
-  if (small_default(size, stream)) {  // the hot path: this thread's cache, no shared lock
-    ThreadCache* tc = thread_cache();
+  const size_t size = round_up(bytes, alignment_);
+  ThreadCache* tc;
+  // bytes is tested first: rounding a huge request could wrap to a small size.
+  if (bytes <= kSmallBytes && small_default(size, stream) &&
+      (tc = thread_cache())) {  // the hot path: no shared lock
     tc->lock();
-    auto& bin = tc->bins[size / alignment_ - 1];
+    auto& bin = tc->bins[bin_of(size, alignment_)];
     if (!bin.empty()) {
       char* ptr = bin.back();
       bin.pop_back();
@@ -248,11 +275,13 @@ void* BestFitAllocator::allocate_locked(size_t bytes, OarStream stream) {
 
 void BestFitAllocator::free(void* p, size_t bytes, OarStream stream) {
   if (!p) return;
-  const size_t size = round(bytes);
-  if (small_default(size, stream)) {  // the hot path: into this thread's cache, no lookup, no shared lock
-    ThreadCache* tc = thread_cache();
+  const size_t size = round_up(bytes, alignment_);
+  ThreadCache* tc;
+  // bytes is tested first: rounding a huge request could wrap to a small size.
+  if (bytes <= kSmallBytes && small_default(size, stream) &&
+      (tc = thread_cache())) {  // the hot path: no lookup, no shared lock
     tc->lock();
-    auto& bin = tc->bins[size / alignment_ - 1];
+    auto& bin = tc->bins[bin_of(size, alignment_)];
     if (bin.size() < kThreadBinCap) {
       bin.push_back(static_cast<char*>(p));
       tc->unlock();

@@ -631,3 +631,16 @@ TEST(BestFitAllocator, ThreadOutlivingItsAllocator) {
   th.join();
   EXPECT_EQ(raw.live_count(), 0u);
 }
+
+TEST(BestFitAllocator, HugeRequestIsNotTakenForASmallOne) {
+  // Rounding SIZE_MAX up would wrap to a small size: it must stay an out-of-memory error, also once
+  // the thread cache holds blocks.
+  Fixture f(1 * MiB);
+  void* a = f.a->allocate(10, nullptr);
+  f.a->free(a, 10, nullptr);
+  void* b = f.a->allocate(10, nullptr);
+  f.a->free(b, 10, nullptr);
+  EXPECT_THROW(f.a->allocate(SIZE_MAX, nullptr), oar::Error);
+  EXPECT_THROW(f.a->allocate(SIZE_MAX - 100, nullptr), oar::Error);
+  EXPECT_EQ(f.a->stats().allocated, 0u);
+}
