@@ -20,6 +20,9 @@ struct BestFitAllocator::ThreadCache {
   std::atomic<bool> busy{false};         // held by the owner thread on each use, or by a drain
   std::vector<std::vector<char*>> bins;  // [size / alignment - 1] -> free blocks of that size
   uint64_t owner_id;
+  // Allocations served from here (written by the owner only, so no atomic add; stats() sums them
+  // with num_allocs_ under the allocator's mutex, which also folds them in when the thread exits).
+  std::atomic<uint64_t> allocs{0};
 
   void lock() {
     while (busy.exchange(true, std::memory_order_acquire)) {
@@ -118,6 +121,7 @@ BestFitAllocator::ThreadCache* BestFitAllocator::thread_cache() {
 void BestFitAllocator::forget_thread_cache(ThreadCache* tc) {
   std::lock_guard<std::mutex> lock(mu_);
   drain_thread_cache_locked(tc);
+  num_allocs_.fetch_add(tc->allocs.load(std::memory_order_relaxed), std::memory_order_relaxed);
   thread_caches_.erase(std::find(thread_caches_.begin(), thread_caches_.end(), tc));
 }
 
@@ -184,8 +188,12 @@ void* BestFitAllocator::allocate(size_t bytes, OarStream stream) {
     if (!bin.empty()) {
       char* ptr = bin.back();
       bin.pop_back();
+      tc->allocs.store(tc->allocs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       tc->unlock();
-      count_alloc(size);
+      const uint64_t now = allocated_.fetch_add(size, std::memory_order_relaxed) + size;
+      uint64_t peak = peak_allocated_.load(std::memory_order_relaxed);
+      while (now > peak && !peak_allocated_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+      }
       return ptr;
     }
     tc->unlock();
@@ -369,6 +377,7 @@ AllocatorStats BestFitAllocator::stats() const {
   s.allocated = allocated_.load(std::memory_order_relaxed);
   s.peak_allocated = peak_allocated_.load(std::memory_order_relaxed);
   s.num_allocs = num_allocs_.load(std::memory_order_relaxed);
+  for (const ThreadCache* tc : thread_caches_) s.num_allocs += tc->allocs.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -43,7 +43,9 @@ struct PairBlock {
   alignas(std::max_align_t) unsigned char impl_slot[kSlot[0]];
   alignas(std::max_align_t) unsigned char storage_slot[kSlot[1]];
   void release() {
-    if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    // Whoever sees 1 is the last holder (nobody else can release any more): no atomic write needed.
+    if (live.load(std::memory_order_acquire) == 1 || live.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      delete this;
   }
 };
 
