@@ -94,28 +94,34 @@ ThreadCaches::~ThreadCaches() {
 }
 }  // namespace
 
-BestFitAllocator::ThreadCache* BestFitAllocator::thread_cache() {
+// Inline (only this file calls it): the hot path is the first test; the rest runs once per thread and
+// allocator, out of line.
+inline __attribute__((always_inline)) BestFitAllocator::ThreadCache* BestFitAllocator::thread_cache() {
   LastCache& last = t_last;
-  if (last.id == id_) return last.cache;
-  if (t_caches_gone) return nullptr;
-  ThreadCaches& mine = t_caches;
-  ThreadCache* found = nullptr;
-  for (auto& tc : mine.caches)
-    if (tc->owner_id == id_) found = tc.get();
-  if (!found) {
-    auto tc = std::make_unique<ThreadCache>();
-    tc->bins.resize(kSmallBytes / alignment_);
-    tc->owner_id = id_;
-    found = tc.get();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      thread_caches_.push_back(found);
+  if (__builtin_expect(last.id == id_, 1)) return last.cache;
+  return [this]() __attribute__((noinline))->ThreadCache* {
+    LastCache& last = t_last;
+    if (t_caches_gone) return nullptr;
+    ThreadCaches& mine = t_caches;
+    ThreadCache* found = nullptr;
+    for (auto& tc : mine.caches)
+      if (tc->owner_id == id_) found = tc.get();
+    if (!found) {
+      auto tc = std::make_unique<ThreadCache>();
+      tc->bins.resize(kSmallBytes / alignment_);
+      tc->owner_id = id_;
+      found = tc.get();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        thread_caches_.push_back(found);
+      }
+      mine.caches.push_back(std::move(tc));
     }
-    mine.caches.push_back(std::move(tc));
+    last.id = id_;
+    last.cache = found;
+    return found;
   }
-  last.id = id_;
-  last.cache = found;
-  return found;
+  ();
 }
 
 void BestFitAllocator::forget_thread_cache(ThreadCache* tc) {
