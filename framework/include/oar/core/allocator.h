@@ -70,8 +70,8 @@ struct RawMemory {
 // (the map still counts such blocks as handed out). A block freed on another thread simply joins that
 // thread's cache (same stream, so stream-ordered reuse holds). Each thread cache has its own flag,
 // taken by its owner on every use and by release_cached/growth when they drain every thread's cache
-// into the tree; a thread's cache goes back into the tree when the thread exits. allocated,
-// peak_allocated and num_allocs are atomics, exact at every moment.
+// into the tree; a thread's cache goes back into the tree when the thread exits. allocated and
+// peak_allocated are atomics and num_allocs is summed from per-cache counters: stats stay exact.
 class BestFitAllocator final : public Allocator {
  public:
   BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment);
