@@ -11,7 +11,10 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev                   # C++ tests
   libbenchmark-dev                            # C++ benchmarks
   libdnnl-dev                                 # oneDNN kernels in the CPU plugin
-  liblapack-dev                               # LAPACK decompositions/solvers in the CPU plugin (linalg)
+  liblapack-dev                               # reference LAPACK: the CPU plugin's fallback when OpenBLAS is missing
+  libopenblas0-openmp                         # OpenBLAS on OpenMP: float64/complex matmul and LAPACK in the CPU
+                                              # plugin (dlopened by path, see plugins/cpu/blas.cc); it also
+                                              # becomes the system's liblapack.so.3/libblas.so.3 alternative
   libfftw3-double3 libfftw3-single3           # FFTW 3 for oar.fft in the CPU plugin (dlopened, see plugins/cpu/fft.cc)
   ocl-icd-opencl-dev opencl-c-headers         # Debian's oneDNN CMake config requires OpenCL
   libgloo-dev                                 # CPU collectives

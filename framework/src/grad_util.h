@@ -15,6 +15,9 @@ inline const Dims& in_dims(const GradContext& c, int i) { return c.input_meta[i]
 inline Tensor scalar_like(double v, const Tensor& t) { return ops::full({}, v, t.dtype(), t.place()); }
 // A bool tensor as 0/1 in like's dtype.
 inline Tensor mask(const Tensor& b, const Tensor& like) { return ops::cast(b, like.dtype()); }
+// conj(t) for complex t, t itself otherwise: gradient rules of ops that take complex values pass
+// g * conj(f'(z)) back (Paddle's convention, docs/ops_complex.md).
+inline Tensor conj(const Tensor& t) { return is_complex(t.dtype()) ? ops::unary("conj", t) : t; }
 // Sums a broadcast gradient back to an input's shape.
 inline Tensor unbroadcast(const Tensor& g, const Dims& shape) { return autograd::sum_to(g, shape); }
 // A reduced output's gradient laid out against input 0 again (attribute "axis" holds the normalised
@@ -24,6 +27,11 @@ inline Tensor expand_reduced(const GradContext& c, const Tensor& g) {
   Dims kept = in;
   for (int64_t a : c.attrs.get_ints("axis")) kept[static_cast<int32_t>(a)] = 1;
   return g.reshape(kept).expand(in);
+}
+// The gradient of a piecewise-constant op (floor, ceil, round, trunc, sign; decision 97): zeros, as
+// Paddle gives, rather than no gradient.
+inline std::vector<Tensor> zero_grad(const GradContext& c) {
+  return {ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place())};
 }
 
 }  // namespace oar::gradutil

@@ -1,6 +1,7 @@
 // The built-in op set: every op's schema and shape/dtype inference, defined once. docs/ops.md is the
 // plugin author's view of the same contract.
 #include <oar/core/error.h>
+#include <oar/core/unknown_extent.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,10 @@
 #include "op_util.h"
 
 namespace oar {
+
+void register_sparse_ops(OpRegistry& r);    // ops_sparse.cc: sparse x dense products (oar.sparse)
+void register_sparse_grads(OpRegistry& r);  // ops_sparse.cc
+
 namespace opdef {
 
 const char* op_name(const InferContext& c) { return c.op->name; }
@@ -28,7 +33,10 @@ Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* 
   for (int32_t i = 0; i < n; ++i) {
     int32_t ia = i - (n - a.size()), ib = i - (n - b.size());
     int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-    OAR_ENFORCE(da == db || da == 1 || db == 1, ErrorCode::kInvalidArgument,
+    // Two extents known only when a program runs (-1 in Paddle) broadcast while it is built, as in
+    // Paddle; the kernels check the real sizes then.
+    OAR_ENFORCE(da == db || da == 1 || db == 1 || (is_unknown_extent(da) && is_unknown_extent(db)),
+                ErrorCode::kInvalidArgument,
                 op_name(c) << ": shapes " << an << a.to_string() << " and " << bn << b.to_string()
                            << " are not broadcastable (dimension " << i << ": " << da << " vs " << db << ")");
     out[i] = da == 1 ? db : da;
@@ -170,7 +178,9 @@ void infer_sum(InferContext& c) {
   c.outputs[0] = {widen ? DType::kInt64 : d, out};
 }
 void infer_mean(InferContext& c) {
-  require_floating(c, 0);
+  OAR_ENFORCE(is_floating(c.inputs[0].dtype) || is_complex(c.inputs[0].dtype), ErrorCode::kType,
+              "mean: x.dtype " << dtype_name(c.inputs[0].dtype)
+                               << " is not supported; expected a floating or complex dtype");
   c.outputs[0] = {c.inputs[0].dtype, reduce_dims(c)};
 }
 void infer_prod(InferContext& c) {
@@ -343,6 +353,14 @@ void infer_where(InferContext& c) {
   c.outputs[0] = {c.inputs[1].dtype, broadcast(c, c.inputs[0].dims, xy, "condition", "broadcast(x, y)")};
 }
 
+// exp, log, sqrt: floats and complex.
+void infer_unary_float_complex(InferContext& c) {
+  if (!is_complex(c.inputs[0].dtype)) require_floating(c, 0);
+  c.outputs[0] = c.inputs[0];
+}
+// abs: a complex input gives its modulus in the real dtype.
+void infer_abs(InferContext& c) { c.outputs[0] = {real_of(c.inputs[0].dtype), c.inputs[0].dims}; }
+
 void infer_softmax(InferContext& c) {
   require_floating(c, 0);
   c.attrs->set("axis", normalize_axis(c, c.attrs->get_int("axis"), c.inputs[0].dims.size()));
@@ -354,6 +372,9 @@ void infer_softmax(InferContext& c) {
 // ops_vision.cc: RoI pooling, deformable im2col, nms, ctc_loss (declared here, its only caller)
 void register_vision_ops(OpRegistry& r);
 void register_vision_grads(OpRegistry& r);
+// ops_rnn.cc: the fused recurrent op rnn and rnn_grad
+void register_rnn_ops(OpRegistry& r);
+void register_rnn_grads(OpRegistry& r);
 
 void register_builtin_ops(OpRegistry& r) {
   // Each family's ops, then their gradient rules (OpDef::grad), from the same file (op_util.h).
@@ -376,30 +397,39 @@ void register_builtin_ops(OpRegistry& r) {
   register_fft_grads(r);
   register_vision_ops(r);
   register_vision_grads(r);
+  register_sparse_ops(r);
+  register_sparse_grads(r);
+  register_rnn_ops(r);
+  register_rnn_grads(r);
   register_optim_ops(r);  // the fused optimizer updates have no gradients
+  register_complex_ops(r);
+  register_complex_grads(r);
 }
 
 // The first op set: arithmetic, unary math, reductions, matmul, creation, random, concat, indexing,
 // where, softmax (docs/ops.md).
 void register_foundation_ops(OpRegistry& r) {
   for (const char* n : {"add", "subtract", "multiply", "divide"}) def(r, n, {"x", "y"}, {}, infer_binary);
-  // differentiable = false: no gradient by nature (piecewise constant, or bool/integer results), so the
-  // outputs are constants (OpDef::differentiable).
-  for (const char* n : {"floor_divide", "remainder", "maximum", "minimum", "pow"})
+  // differentiable = false: no gradient by nature (bool/integer results, or floor_divide, which Paddle
+  // also leaves constant), so the outputs are constants (OpDef::differentiable).
+  for (const char* n : {"floor_divide", "remainder", "maximum", "minimum"})
     def(r, n, {"x", "y"}, {}, infer_binary_real).differentiable = std::string(n) != "floor_divide";
+  def(r, "pow", {"x", "y"}, {}, infer_binary);
   for (const char* n : {"equal", "not_equal"})
     def(r, n, {"x", "y"}, {}, infer_compare).differentiable = false;
   for (const char* n : {"less_than", "less_equal", "greater_than", "greater_equal", "logical_and",
                         "logical_or", "logical_xor"})
     def(r, n, {"x", "y"}, {}, infer_compare_real).differentiable = false;
 
-  for (const char* n : {"neg", "abs", "square", "sign", "relu"})
-    def(r, n, {"x"}, {}, infer_unary_real).differentiable = std::string(n) != "sign";
-  for (const char* n : {"exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid",
-                        "floor", "ceil", "round", "reciprocal", "erf"}) {
-    const std::string s = n;
-    def(r, n, {"x"}, {}, infer_unary_float).differentiable = s != "floor" && s != "ceil" && s != "round";
-  }
+  // sign and the rounding ops are piecewise constant: their gradient is zeros, as Paddle's (decision 97).
+  // neg, sign and abs take complex too (sign(z) = z / |z|, abs(z) = |z| in the real dtype).
+  for (const char* n : {"neg", "sign"}) def(r, n, {"x"}, {}, infer_unary);
+  def(r, "abs", {"x"}, {}, infer_abs);
+  for (const char* n : {"square", "relu"}) def(r, n, {"x"}, {}, infer_unary_real);
+  for (const char* n : {"exp", "log", "sqrt"}) def(r, n, {"x"}, {}, infer_unary_float_complex);
+  for (const char* n : {"log1p", "expm1", "rsqrt", "sin", "cos", "tanh", "sigmoid", "floor", "ceil", "round",
+                        "reciprocal", "erf"})
+    def(r, n, {"x"}, {}, infer_unary_float);
   def(r, "logical_not", {"x"}, {}, infer_unary_bool).differentiable = false;
   for (const char* n : {"isnan", "isinf", "isfinite"})
     def(r, n, {"x"}, {}, infer_float_predicate).differentiable = false;
@@ -457,21 +487,25 @@ std::vector<Tensor> subtract_grad(const GradContext& c) {
   return {unbroadcast(g0(c), in_dims(c, 0)),
           c.needs_grad[1] ? unbroadcast(ops::neg(g0(c)), in_dims(c, 1)) : Tensor()};
 }
+// Complex inputs: every rule passes g * conj(d out / d input) back (gradutil::conj, docs/ops_complex.md).
 std::vector<Tensor> multiply_grad(const GradContext& c) {
-  return {c.needs_grad[0] ? unbroadcast(multiply(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
-          c.needs_grad[1] ? unbroadcast(multiply(g0(c), X(c)), in_dims(c, 1)) : Tensor()};
+  return {c.needs_grad[0] ? unbroadcast(multiply(g0(c), conj(Y(c))), in_dims(c, 0)) : Tensor(),
+          c.needs_grad[1] ? unbroadcast(multiply(g0(c), conj(X(c))), in_dims(c, 1)) : Tensor()};
 }
 std::vector<Tensor> divide_grad(const GradContext& c) {
-  return {c.needs_grad[0] ? unbroadcast(divide(g0(c), Y(c)), in_dims(c, 0)) : Tensor(),
-          c.needs_grad[1] ? unbroadcast(ops::neg(divide(multiply(g0(c), OUT(c)), Y(c))), in_dims(c, 1))
-                          : Tensor()};
+  return {c.needs_grad[0] ? unbroadcast(divide(g0(c), conj(Y(c))), in_dims(c, 0)) : Tensor(),
+          c.needs_grad[1]
+              ? unbroadcast(ops::neg(divide(multiply(g0(c), conj(OUT(c))), conj(Y(c)))), in_dims(c, 1))
+              : Tensor()};
 }
 std::vector<Tensor> pow_grad(const GradContext& c) {
   Tensor gx, gy;
   if (c.needs_grad[0])
-    gx = unbroadcast(multiply(g0(c), multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c)))))),
-                     in_dims(c, 0));
-  if (c.needs_grad[1]) gy = unbroadcast(multiply(g0(c), multiply(OUT(c), ops::log(X(c)))), in_dims(c, 1));
+    gx = unbroadcast(
+        multiply(g0(c), conj(multiply(Y(c), ops::pow(X(c), subtract(Y(c), scalar_like(1, Y(c))))))),
+        in_dims(c, 0));
+  if (c.needs_grad[1])
+    gy = unbroadcast(multiply(g0(c), conj(multiply(OUT(c), ops::log(X(c))))), in_dims(c, 1));
   return {gx, gy};
 }
 // maximum/minimum: the gradient goes to the chosen operand; ties split it evenly.
@@ -481,6 +515,13 @@ std::vector<Tensor> select_grad(const GradContext& c, bool is_max) {
   Tensor wx = ops::add(mask(wins, g0(c)), ties);
   Tensor wy = subtract(scalar_like(1, g0(c)), wx);
   return {unbroadcast(multiply(g0(c), wx), in_dims(c, 0)), unbroadcast(multiply(g0(c), wy), in_dims(c, 1))};
+}
+// sign: zeros for real inputs (piecewise constant, decision 97). For complex z, sign(z) = z / |z| varies
+// with z and Paddle has no complex sign to follow: refused rather than a silently wrong zero.
+std::vector<Tensor> sign_grad(const GradContext& c) {
+  OAR_ENFORCE(!is_complex(c.input_meta[0].dtype), ErrorCode::kUnimplemented,
+              "sign: the gradient for complex inputs is not implemented");
+  return zero_grad(c);
 }
 std::vector<Tensor> maximum_grad(const GradContext& c) { return select_grad(c, true); }
 std::vector<Tensor> minimum_grad(const GradContext& c) { return select_grad(c, false); }
@@ -493,16 +534,16 @@ std::vector<Tensor> remainder_grad(const GradContext& c) {
                           : Tensor()};
 }
 std::vector<Tensor> neg_grad(const GradContext& c) { return {ops::neg(g0(c))}; }
-std::vector<Tensor> exp_grad(const GradContext& c) { return {multiply(g0(c), OUT(c))}; }
+std::vector<Tensor> exp_grad(const GradContext& c) { return {multiply(g0(c), conj(OUT(c)))}; }
 std::vector<Tensor> expm1_grad(const GradContext& c) {
   return {multiply(g0(c), ops::add(OUT(c), scalar_like(1, OUT(c))))};
 }
-std::vector<Tensor> log_grad(const GradContext& c) { return {divide(g0(c), X(c))}; }
+std::vector<Tensor> log_grad(const GradContext& c) { return {divide(g0(c), conj(X(c)))}; }
 std::vector<Tensor> log1p_grad(const GradContext& c) {
   return {divide(g0(c), ops::add(X(c), scalar_like(1, X(c))))};
 }
 std::vector<Tensor> sqrt_grad(const GradContext& c) {
-  return {divide(g0(c), multiply(OUT(c), scalar_like(2, OUT(c))))};
+  return {divide(g0(c), multiply(conj(OUT(c)), scalar_like(2, OUT(c))))};
 }
 std::vector<Tensor> rsqrt_grad(const GradContext& c) {  // d x^-1/2 = -1/2 x^-3/2 = -1/2 out^3
   return {multiply(g0(c), multiply(multiply(OUT(c), multiply(OUT(c), OUT(c))), scalar_like(-0.5, OUT(c))))};
@@ -523,7 +564,10 @@ std::vector<Tensor> relu_grad(const GradContext& c) {
     return {multiply(g0(c), mask(ops::greater_than(OUT(c), scalar_like(0, OUT(c))), g0(c)))};
   return {call_op(OAR_OP("leaky_relu_grad"), {OUT(c), g0(c)}, Attrs{{"negative_slope", 0.0}})[0]};
 }
+// A complex z: |z| moves along z / |z| = sign(z) (0 at 0, as Paddle), with the real g.
 std::vector<Tensor> abs_grad(const GradContext& c) {
+  if (is_complex(X(c).dtype()))
+    return {multiply(ops::cast(g0(c), X(c).dtype()), ops::unary(OAR_OP("sign"), X(c)))};
   return {multiply(g0(c), ops::unary(OAR_OP("sign"), X(c)))};
 }
 std::vector<Tensor> square_grad(const GradContext& c) {
@@ -557,7 +601,7 @@ std::vector<Tensor> prod_grad(const GradContext& c) {
   Tensor others = expand_reduced(c, ops::prod(ops::where(is_zero, one, x), axes, true));
   Tensor at_zero = ops::where(ops::equal(zeros_in_slice, one), others, zero);
   Tensor elsewhere = divide(expand_reduced(c, OUT(c)), ops::where(is_zero, one, x));
-  return {multiply(expand_reduced(c, g0(c)), ops::where(is_zero, at_zero, elsewhere))};
+  return {multiply(expand_reduced(c, g0(c)), conj(ops::where(is_zero, at_zero, elsewhere)))};
 }
 // max/min over axes: the gradient goes to the elements equal to the result, split among ties.
 std::vector<Tensor> extreme_grad(const GradContext& c) {
@@ -568,7 +612,7 @@ std::vector<Tensor> extreme_grad(const GradContext& c) {
 
 std::vector<Tensor> matmul_grad(const GradContext& c) {
   bool tx = c.attrs.get_int("transpose_x") != 0, ty = c.attrs.get_int("transpose_y") != 0;
-  Tensor x = X(c), y = Y(c), g = g0(c);
+  Tensor x = conj(X(c)), y = conj(Y(c)), g = g0(c);  // g @ conj(y)^T, conj(x)^T @ g for complex
   // 1-D operands behave as [1, k] and [k, 1]; put the dropped dims back into g.
   if (x.ndim() == 1) {
     x = x.unsqueeze(0);
@@ -678,6 +722,8 @@ void register_foundation_grads(OpRegistry& r) {
   set("sin", sin_grad, kX, kNoOut);
   set("cos", cos_grad, kX, kNoOut);
   set("erf", erf_grad, kX, kNoOut);
+  for (const char* n : {"floor", "ceil", "round"}) set(n, zero_grad, kNone, kNoOut);
+  set("sign", sign_grad, kNone, kNoOut);
   set("sum", sum_grad, kNone, kNoOut);
   set("mean", mean_grad, kNone, kNoOut);
   set("max", extreme_grad, kX, kOut);
@@ -713,6 +759,8 @@ void register_foundation_samples(OpRegistry& r) {
     for (OpSample& s : binary(0.5, 2, -2, 2)) v.push_back(only(s, floats()));  // a real base
     for (OpSample& s : binary(-3, 3, 0, 3, false, false))
       v.push_back(only(s, ints()));  // no negative exponent
+    for (OpSample& s : binary(0.5, 2, -2, 2, false, false))  // complex base and exponent, away from 0
+      v.push_back(only(s, {DType::kComplex64, DType::kComplex128}));
     add(r, "pow", v);
   }
   const OpSample ties = S("ties", {integer({4, 5}, -2, 2), integer({4, 5}, -2, 2)});

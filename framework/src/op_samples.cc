@@ -9,10 +9,13 @@
 
 namespace oar {
 
+void register_sparse_samples(OpRegistry& r);  // ops_sparse.cc
+
 static_assert(std::is_same_v<SampleAttrValue, AttrValue>,
               "SampleAttrValue must list AttrValue's alternatives");
 
 void register_vision_samples(OpRegistry& r);  // ops_vision.cc
+void register_rnn_samples(OpRegistry& r);     // ops_rnn.cc
 
 void register_builtin_samples(OpRegistry& r) {
   register_foundation_samples(r);
@@ -26,6 +29,9 @@ void register_builtin_samples(OpRegistry& r) {
   register_optim_samples(r);
   register_scan_samples(r);
   register_vision_samples(r);
+  register_sparse_samples(r);
+  register_complex_samples(r);
+  register_rnn_samples(r);
 }
 
 namespace sample {

@@ -22,6 +22,7 @@ void register_random_samples(OpRegistry& r);      // ops_random.cc
 void register_fft_samples(OpRegistry& r);         // ops_fft.cc
 void register_optim_samples(OpRegistry& r);       // ops_optim.cc
 void register_scan_samples(OpRegistry& r);        // ops_scan.cc
+void register_complex_samples(OpRegistry& r);     // ops_complex.cc
 
 namespace sample {
 

@@ -23,6 +23,7 @@ void register_random_ops(OpRegistry& r);  // ops_random.cc: draws for oar.distri
 void register_fft_ops(OpRegistry& r);     // ops_fft.cc: discrete Fourier transforms (FFTW on the CPU)
 void register_optim_ops(OpRegistry& r);   // ops_optim.cc: fused optimizer updates (no gradients)
 void register_scan_ops(OpRegistry& r);    // ops_scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
+void register_complex_ops(OpRegistry& r);  // ops_complex.cc: real, imag, conj, angle, complex, as_complex/as_real
 
 // Gradient rules: each family sets OpDef::grad of its ops right after defining them (GradRule:
 // `saved_inputs` bit i set when the rule reads input i's values; `saved_outputs`: it reads the outputs).
@@ -34,6 +35,7 @@ void register_nn_grads(OpRegistry& r);
 void register_linalg_grads(OpRegistry& r);
 void register_fft_grads(OpRegistry& r);
 void register_scan_grads(OpRegistry& r);
+void register_complex_grads(OpRegistry& r);
 // Sets `op`'s gradient rule (registration only).
 inline void set_grad(OpRegistry& r, const char* op, GradFn fn, uint32_t saved_inputs, bool saved_outputs) {
   r.get_mutable(op).grad = {fn, saved_inputs, saved_outputs};
@@ -50,6 +52,8 @@ Dims broadcast(const InferContext& c, const Dims& a, const Dims& b, const char* 
 void require_same_dtype(const InferContext& c, int a, int b);
 void require_floating(const InferContext& c, int i);
 void require_not_complex(const InferContext& c, int i);
+DType complex_of(DType d);  // float64 -> complex128, else complex64 (ops_complex.cc)
+DType real_of(DType d);     // complex64 -> float32, complex128 -> float64, others unchanged
 // axis in [-ndim, ndim) (a 0-d tensor accepts 0 and -1), made non-negative; kOutOfRange otherwise.
 int64_t normalize_axis(const InferContext& c, int64_t axis, int32_t ndim);
 // Normalises attribute "axis" (ints) to sorted unique non-negative axes (empty = all) and returns the

@@ -242,9 +242,9 @@ std::vector<Tensor> put_along_axis_grad(const GradContext& c) {
   } else if (reduce == 1) {
     gx = g;
     if (c.needs_grad[2]) gv = take_along(g, index, axis);
-  } else {  // multiply (exact for distinct indices): out = x * v at the hit positions
-    gx = put_along(g, index, c.inputs[2], axis, 2);
-    if (c.needs_grad[2]) gv = take_along(ops::multiply(g, c.inputs[0]), index, axis);
+  } else {  // multiply (exact for distinct indices): out = x * v at the hit positions (conj: complex)
+    gx = put_along(g, index, conj(c.inputs[2]), axis, 2);
+    if (c.needs_grad[2]) gv = take_along(ops::multiply(g, conj(c.inputs[0])), index, axis);
   }
   return {gx, Tensor(), gv};
 }

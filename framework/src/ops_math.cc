@@ -154,9 +154,6 @@ std::vector<Tensor> log2_grad(const GradContext& c) {
 std::vector<Tensor> log10_grad(const GradContext& c) {
   return {divide(g0(c), multiply(X(c), scalar_like(M_LN10, X(c))))};
 }
-std::vector<Tensor> zero_grad(const GradContext& c) {  // trunc: piecewise constant
-  return {ops::zeros(in_dims(c, 0), g0(c).dtype(), g0(c).place())};
-}
 std::vector<Tensor> lgamma_grad(const GradContext& c) { return {multiply(g0(c), op1("digamma", X(c)))}; }
 Tensor polygamma_call(const Tensor& x, int64_t n) {
   return call_op(OAR_OP("polygamma"), {x}, Attrs{{"n", n}})[0];

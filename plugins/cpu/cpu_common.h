@@ -174,6 +174,8 @@ struct RealNotBool : std::bool_constant<is_real_v<T> && !std::is_same_v<T, bool>
 template <class T>
 struct FloatType : std::bool_constant<is_float_v<T>> {};
 template <class T>
+struct FloatOrComplexType : std::bool_constant<is_float_v<T> || is_complex_v<T>> {};
+template <class T>
 struct IntOrFloat : std::bool_constant<is_int_v<T> || is_float_v<T>> {};
 
 // ---- value conversion (used by cast, fill, arange) ----------------------------------------------

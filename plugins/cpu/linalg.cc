@@ -4,103 +4,21 @@
 // Each matrix of a batch is independent; the batch runs in parallel, one LAPACK call per matrix.
 // Failures (singular, not positive definite) are collected and reported after the parallel loop, so
 // no exception crosses an OpenMP region.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
 #include <type_traits>
 
+#include "blas.h"
 #include "elementwise.h"
-
-extern "C" {
-void sgetrf_(int* m, int* n, float* a, int* lda, int* ipiv, int* info);
-void dgetrf_(int* m, int* n, double* a, int* lda, int* ipiv, int* info);
-void sgetri_(int* n, float* a, int* lda, int* ipiv, float* work, int* lwork, int* info);
-void dgetri_(int* n, double* a, int* lda, int* ipiv, double* work, int* lwork, int* info);
-void sgetrs_(char* trans, int* n, int* nrhs, float* a, int* lda, int* ipiv, float* b, int* ldb, int* info);
-void dgetrs_(char* trans, int* n, int* nrhs, double* a, int* lda, int* ipiv, double* b, int* ldb, int* info);
-void spotrf_(char* uplo, int* n, float* a, int* lda, int* info);
-void dpotrf_(char* uplo, int* n, double* a, int* lda, int* info);
-void strtrs_(char* uplo, char* trans, char* diag, int* n, int* nrhs, float* a, int* lda, float* b, int* ldb,
-             int* info);
-void dtrtrs_(char* uplo, char* trans, char* diag, int* n, int* nrhs, double* a, int* lda, double* b, int* ldb,
-             int* info);
-void sgeqrf_(int* m, int* n, float* a, int* lda, float* tau, float* work, int* lwork, int* info);
-void dgeqrf_(int* m, int* n, double* a, int* lda, double* tau, double* work, int* lwork, int* info);
-void sorgqr_(int* m, int* n, int* k, float* a, int* lda, float* tau, float* work, int* lwork, int* info);
-void dorgqr_(int* m, int* n, int* k, double* a, int* lda, double* tau, double* work, int* lwork, int* info);
-void sgesdd_(char* jobz, int* m, int* n, float* a, int* lda, float* s, float* u, int* ldu, float* vt,
-             int* ldvt, float* work, int* lwork, int* iwork, int* info);
-void dgesdd_(char* jobz, int* m, int* n, double* a, int* lda, double* s, double* u, int* ldu, double* vt,
-             int* ldvt, double* work, int* lwork, int* iwork, int* info);
-void ssyevd_(char* jobz, char* uplo, int* n, float* a, int* lda, float* w, float* work, int* lwork,
-             int* iwork, int* liwork, int* info);
-void dsyevd_(char* jobz, char* uplo, int* n, double* a, int* lda, double* w, double* work, int* lwork,
-             int* iwork, int* liwork, int* info);
-}
 
 namespace oar_cpu {
 namespace {
 
 using oar::sdk::parallel_for;
 
-// ---- loading LAPACK -----------------------------------------------------------------------------------
-// LAPACK is opened with RTLD_DEEPBIND instead of linked: a process that has already loaded another
-// LAPACK/BLAS into the global scope (torch's MKL, which exports the same Fortran names with other
-// integer widths) would otherwise capture our calls and LAPACK's internal ones. The declarations above
-// only give the function types.
-struct Lapack {
-#define OAR_LAPACK_FN(name) decltype(&::name) name = nullptr;
-  OAR_LAPACK_FN(sgetrf_)
-  OAR_LAPACK_FN(dgetrf_) OAR_LAPACK_FN(sgetri_) OAR_LAPACK_FN(dgetri_) OAR_LAPACK_FN(sgetrs_)
-      OAR_LAPACK_FN(dgetrs_) OAR_LAPACK_FN(spotrf_) OAR_LAPACK_FN(dpotrf_) OAR_LAPACK_FN(strtrs_)
-          OAR_LAPACK_FN(dtrtrs_) OAR_LAPACK_FN(sgeqrf_) OAR_LAPACK_FN(dgeqrf_) OAR_LAPACK_FN(sorgqr_)
-              OAR_LAPACK_FN(dorgqr_) OAR_LAPACK_FN(sgesdd_) OAR_LAPACK_FN(dgesdd_) OAR_LAPACK_FN(ssyevd_)
-                  OAR_LAPACK_FN(dsyevd_)
-#undef OAR_LAPACK_FN
-};
-
-// The sanitizers' runtimes refuse RTLD_DEEPBIND (it would bypass their interceptors) and end the
-// process; a sanitizer build (scripts/sanitize.sh) loads LAPACK without it.
-#if defined(__SANITIZE_ADDRESS__)
-#define OAR_LAPACK_DEEPBIND 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define OAR_LAPACK_DEEPBIND 0
-#endif
-#endif
-#ifndef OAR_LAPACK_DEEPBIND
-#define OAR_LAPACK_DEEPBIND RTLD_DEEPBIND
-#endif
-
-Lapack load_lapack() {
-  void* h = nullptr;
-  for (const char* name : {"liblapack.so.3", "liblapack.so"}) {
-    h = dlopen(name, RTLD_NOW | RTLD_LOCAL | OAR_LAPACK_DEEPBIND);
-    if (h) break;
-  }
-  OAR_SDK_CHECK(h, OAR_ERR_UNAVAILABLE, "linalg: cannot load LAPACK (liblapack.so.3): " << dlerror());
-  Lapack l;
-  auto get = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    OAR_SDK_CHECK(fn, OAR_ERR_UNAVAILABLE, "linalg: LAPACK has no symbol " << name);
-  };
-#define OAR_LAPACK_GET(name) get(l.name, #name);
-  OAR_LAPACK_GET(sgetrf_)
-  OAR_LAPACK_GET(dgetrf_) OAR_LAPACK_GET(sgetri_) OAR_LAPACK_GET(dgetri_) OAR_LAPACK_GET(sgetrs_)
-      OAR_LAPACK_GET(dgetrs_) OAR_LAPACK_GET(spotrf_) OAR_LAPACK_GET(dpotrf_) OAR_LAPACK_GET(strtrs_)
-          OAR_LAPACK_GET(dtrtrs_) OAR_LAPACK_GET(sgeqrf_) OAR_LAPACK_GET(dgeqrf_) OAR_LAPACK_GET(sorgqr_)
-              OAR_LAPACK_GET(dorgqr_) OAR_LAPACK_GET(sgesdd_) OAR_LAPACK_GET(dgesdd_) OAR_LAPACK_GET(ssyevd_)
-                  OAR_LAPACK_GET(dsyevd_)
-#undef OAR_LAPACK_GET
-                      return l;  // the handle stays open for the life of the process
-}
-
-// Loaded on first use (kernels call it before their parallel loop, so a failure throws there).
-const Lapack& lapack() {
-  static const Lapack l = load_lapack();
-  return l;
-}
+// LAPACK comes from blas.cc (OpenBLAS's optimized LAPACK when installed). Kernels call lapack() before
+// their parallel loop, so a missing library throws there.
+const Blas& lapack() { return blas("linalg"); }
 
 // ---- overloads by element type ----------------------------------------------------------------------
 void getrf(int m, int n, float* a, int lda, int* ipiv, int* info) {

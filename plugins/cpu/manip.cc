@@ -1,5 +1,6 @@
 // CPU kernels of the manip op family (framework/src/ops_manip.cc defines the ops): gather_nd,
-// scatter_nd_add, index_put (in place), take_along_axis, put_along_axis, sort and nonzero.
+// scatter_nd_add, index_put (in place), take_along_axis, put_along_axis and nonzero (sort and topk are
+// in sort.cc).
 #include <algorithm>
 #include <numeric>
 #include <utility>
@@ -207,199 +208,6 @@ void put_along_axis_kernel(KernelContext& ctx) {
   });
 }
 
-// An unsigned key whose integer order is the value order: NaN (any sign) after +inf, -0.0 equal to
-// +0.0, signed values
-// with the sign bit flipped, floats with the negative ones bit-inverted.
-template <class T>
-uint64_t sort_key(T v) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return v ? 1 : 0;
-  } else if constexpr (std::is_floating_point_v<T> || is_float_v<T>) {
-    if constexpr (sizeof(T) == 8) {
-      double d = static_cast<double>(v);
-      uint64_t u;
-      std::memcpy(&u, &d, 8);
-      if (std::isnan(d)) u = 0x7ff8000000000000ull;
-      if (d == 0) u = 0;  // -0.0 ties with +0.0
-      return (u >> 63) ? ~u : (u | (1ull << 63));
-    } else {
-      float f = static_cast<float>(v);  // float16 / bfloat16 widen exactly
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      if (std::isnan(f)) u = 0x7fc00000u;
-      if (f == 0) u = 0;
-      return (u >> 31) ? static_cast<uint32_t>(~u) : (u | 0x80000000u);
-    }
-  } else if constexpr (std::is_signed_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<U>(static_cast<U>(v) ^ (U(1) << (sizeof(T) * 8 - 1)));
-  } else {
-    return static_cast<uint64_t>(v);
-  }
-}
-
-// Stable sort of (key, position) pairs by key: LSD radix sort on bytes for long lines, a comparison
-// sort (ties by position) for short ones. `bytes`: how many low bytes of the keys can differ.
-void sort_pairs(std::vector<std::pair<uint64_t, int64_t>>& a, std::vector<std::pair<uint64_t, int64_t>>& tmp,
-                int bytes) {
-  const size_t n = a.size();
-  if (n < 512) {
-    std::sort(a.begin(), a.end());  // keys, then positions: stable
-    return;
-  }
-  tmp.resize(n);
-  for (int b = 0; b < bytes; ++b) {
-    const int shift = 8 * b;
-    size_t count[257] = {0};
-    for (const auto& p : a) ++count[((p.first >> shift) & 0xff) + 1];
-    bool trivial = false;
-    for (int k = 1; k <= 256; ++k) trivial = trivial || count[k] == n;
-    if (trivial) continue;  // every key has the same byte here
-    for (int k = 0; k < 256; ++k) count[k + 1] += count[k];
-    for (const auto& p : a) tmp[count[(p.first >> shift) & 0xff]++] = p;
-    a.swap(tmp);
-  }
-}
-
-// The same for keys of at most 32 bits packed above a 32-bit position: half the memory traffic.
-void sort_packed(std::vector<uint64_t>& a, std::vector<uint64_t>& tmp, int bytes) {
-  const size_t n = a.size();
-  if (n < 512) {
-    std::sort(a.begin(), a.end());
-    return;
-  }
-  tmp.resize(n);
-  for (int b = 0; b < bytes; ++b) {
-    const int shift = 32 + 8 * b;
-    size_t count[257] = {0};
-    for (uint64_t p : a) ++count[((p >> shift) & 0xff) + 1];
-    bool trivial = false;
-    for (int k = 1; k <= 256; ++k) trivial = trivial || count[k] == n;
-    if (trivial) continue;
-    for (int k = 0; k < 256; ++k) count[k + 1] += count[k];
-    for (uint64_t p : a) tmp[count[(p >> shift) & 0xff]++] = p;
-    a.swap(tmp);
-  }
-}
-
-// Sorts each line along axis. Ties keep their order, so the sort is always stable (numpy's stable
-// sort); NaN sorts last ascending and first descending (numpy's order reversed).
-void sort_kernel(KernelContext& ctx) {
-  TensorView x = ctx.input(0), vals = ctx.output(0), inds = ctx.output(1);
-  const int32_t nd = x.ndim();
-  const int64_t axis = nd == 0 ? 0 : normalize_axis("sort", attr_int_or(ctx, "axis", -1), nd);
-  const bool desc = attr_int_or(ctx, "descending", 0) != 0;
-  const int64_t n = nd == 0 ? 1 : x.dim(static_cast<int32_t>(axis));
-  const int64_t inner = nd == 0 ? 1 : product(x.dims(), axis + 1, nd);
-  const int64_t lines = n == 0 ? 0 : x.numel() / n;
-  dispatch<RealType>("sort", x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const int bytes = static_cast<int>(sizeof(T) == 2 && !std::is_integral_v<T> ? 4 : sizeof(T));
-    const T* px = x.data<T>();
-    T* pv = vals.data<T>();
-    int64_t* pi = inds.data<int64_t>();
-    // Descending: inverted keys (within the key width), so equal values still keep their order.
-    const uint64_t flip = desc ? (bytes == 8 ? ~0ull : ((1ull << (8 * bytes)) - 1)) : 0;
-    const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1));
-    if (bytes <= 4 && n < (int64_t{1} << 32) && lines == 1 && n >= (1 << 16) && oar::sdk::max_threads() > 1) {
-      // One long line: the chunks are radix-sorted in parallel, then merged (the packed values are
-      // distinct, so the merge gives exactly the stable order).
-      const int64_t chunks = oar::sdk::max_threads();
-      std::vector<uint64_t> buf(static_cast<size_t>(n));
-      std::vector<int64_t> bounds(static_cast<size_t>(chunks + 1));
-      for (int64_t c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
-      parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
-        for (int64_t c = lo; c < hi; ++c) {
-          std::vector<uint64_t> part, tmp;
-          part.reserve(static_cast<size_t>(bounds[c + 1] - bounds[c]));
-          for (int64_t j = bounds[c]; j < bounds[c + 1]; ++j)
-            part.push_back(((sort_key(px[j]) ^ flip) << 32) | static_cast<uint64_t>(j));
-          sort_packed(part, tmp, bytes);
-          std::copy(part.begin(), part.end(), buf.begin() + bounds[c]);
-        }
-      });
-      for (int64_t c = 1; c < chunks; ++c)
-        std::inplace_merge(buf.begin(), buf.begin() + bounds[c], buf.begin() + bounds[c + 1]);
-      parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-        for (int64_t j = lo; j < hi; ++j) {
-          const int64_t src = static_cast<int64_t>(buf[j] & 0xffffffffu);
-          pv[j] = px[src];
-          pi[j] = src;
-        }
-      });
-      return;
-    }
-    if (bytes <= 4 && n < (int64_t{1} << 32)) {
-      parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
-        std::vector<uint64_t> buf(static_cast<size_t>(n)), tmp;
-        for (int64_t l = lo; l < hi; ++l) {
-          const int64_t o = l / inner, i = l % inner, base = o * n * inner + i;
-          buf.resize(static_cast<size_t>(n));
-          for (int64_t j = 0; j < n; ++j)
-            buf[j] = ((sort_key(px[base + j * inner]) ^ flip) << 32) | static_cast<uint64_t>(j);
-          sort_packed(buf, tmp, bytes);
-          for (int64_t j = 0; j < n; ++j) {
-            const int64_t src = static_cast<int64_t>(buf[j] & 0xffffffffu);
-            pv[base + j * inner] = px[base + src * inner];
-            pi[base + j * inner] = src;
-          }
-        }
-      });
-      return;
-    }
-    parallel_for(0, lines, grain, [&](int64_t lo, int64_t hi) {
-      std::vector<std::pair<uint64_t, int64_t>> buf(static_cast<size_t>(n)), tmp;
-      for (int64_t l = lo; l < hi; ++l) {
-        const int64_t o = l / inner, i = l % inner, base = o * n * inner + i;
-        buf.resize(static_cast<size_t>(n));
-        for (int64_t j = 0; j < n; ++j) buf[j] = {sort_key(px[base + j * inner]) ^ flip, j};
-        sort_pairs(buf, tmp, bytes);
-        for (int64_t j = 0; j < n; ++j) {
-          pv[base + j * inner] = px[base + buf[j].second * inner];
-          pi[base + j * inner] = buf[j].second;
-        }
-      }
-    });
-  });
-}
-
-// topk along axis: the k smallest keys (largest: of the inverted keys) by nth_element, then sorted;
-// ties keep their order, as in sort.
-void topk_kernel(KernelContext& ctx) {
-  TensorView x = ctx.input(0), vals = ctx.output(0), inds = ctx.output(1);
-  const int32_t nd = x.ndim();
-  const int64_t axis = nd == 0 ? 0 : normalize_axis("topk", attr_int_or(ctx, "axis", -1), nd);
-  const bool largest = attr_int_or(ctx, "largest", 1) != 0;
-  const int64_t k = attr_int_or(ctx, "k", 1);
-  const int64_t n = nd == 0 ? 1 : x.dim(static_cast<int32_t>(axis));
-  const int64_t inner = nd == 0 ? 1 : product(x.dims(), axis + 1, nd);
-  const int64_t lines = n == 0 ? 0 : x.numel() / n;
-  OAR_SDK_CHECK(k >= 0 && k <= n, OAR_ERR_INVALID_ARGUMENT,
-                "topk: k (" << k << ") is out of range [0, " << n << "]");
-  if (k == 0) return;
-  dispatch<RealType>("topk", x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const int bytes = static_cast<int>(sizeof(T) == 2 && !std::is_integral_v<T> ? 4 : sizeof(T));
-    const uint64_t flip = largest ? (bytes == 8 ? ~0ull : ((1ull << (8 * bytes)) - 1)) : 0;
-    const T* px = x.data<T>();
-    T* pv = vals.data<T>();
-    int64_t* pi = inds.data<int64_t>();
-    parallel_for(0, lines, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
-      std::vector<std::pair<uint64_t, int64_t>> buf(static_cast<size_t>(n));
-      for (int64_t l = lo; l < hi; ++l) {
-        const int64_t o = l / inner, i = l % inner, base = o * n * inner + i, obase = o * k * inner + i;
-        for (int64_t j = 0; j < n; ++j) buf[j] = {sort_key(px[base + j * inner]) ^ flip, j};
-        if (k < n) std::nth_element(buf.begin(), buf.begin() + k, buf.end());
-        std::sort(buf.begin(), buf.begin() + k);
-        for (int64_t j = 0; j < k; ++j) {
-          pv[obase + j * inner] = px[base + buf[j].second * inner];
-          pi[obase + j * inner] = buf[j].second;
-        }
-      }
-    });
-  });
-}
-
 // tril / triu of the last two dims: keeps elements with col - row <= diagonal (tril) or >= (triu).
 template <bool kLower>
 void tri_kernel(KernelContext& ctx) {
@@ -543,9 +351,7 @@ void register_manip_kernels(Registry& r) {
   r.add("scatter_nd_add", numeric_dtypes(), &scatter_nd_add_kernel);
   r.add("index_put", all_dtypes(), &index_put_kernel, kStrided);
   r.add("take_along_axis", all_dtypes(), &take_along_axis_kernel);
-  r.add("put_along_axis", real_dtypes(), &put_along_axis_kernel);
-  r.add("sort", real_dtypes(), &sort_kernel);
-  r.add("topk", real_dtypes(), &topk_kernel);
+  r.add("put_along_axis", all_dtypes(), &put_along_axis_kernel);
   r.add("tril", all_dtypes(), &tri_kernel<true>);
   r.add("pad", all_dtypes(), &pad_kernel);
   r.add("triu", all_dtypes(), &tri_kernel<false>);

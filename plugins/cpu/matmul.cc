@@ -1,16 +1,18 @@
 // matmul with numpy semantics (1-D operands, broadcast batch dims, optional transposes of the last two
 // dims). float32, bfloat16 and float16 run through oneDNN (a 16-bit type whose primitive this CPU lacks
-// through oneDNN's float32 path, converted in and out a vector at a time); float64, ints and complex
-// through a row-parallel i-k-j loop. Inputs arrive contiguous.
+// through oneDNN's float32 path, converted in and out a vector at a time); float64 and complex through
+// BLAS gemm (OpenBLAS, blas.cc); integers through a blocked, vectorised kernel. Inputs arrive contiguous.
 //
 // oneDNN primitives are created once per problem shape and cached: creating one costs far more than
 // a small matmul, and the budget is "within 10% of oneDNN called directly".
 #include <cstdlib>
 #include <dnnl.hpp>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 
+#include "blas.h"
 #include "elementwise.h"
 
 namespace oar_cpu {
@@ -408,6 +410,143 @@ void loop_matmul(const Plan& p, const T* x, const T* y, T* out) {
   });
 }
 
+// ---- float64 and complex: BLAS gemm ----------------------------------------------------------------
+// Row-major C = X * Y is column-major C^T = Y^T * X^T, and a row-major matrix read column-major is its
+// transpose: so gemm gets Y's storage first, X's second, and a stored transpose becomes gemm's 'T'.
+void gemm(const Blas& b, char ta, char tb, int m, int n, int k, const double* a, int lda, const double* bm,
+          int ldb, double* c, int ldc) {
+  const double one = 1, zero = 0;
+  b.dgemm_(&ta, &tb, &m, &n, &k, &one, a, &lda, bm, &ldb, &zero, c, &ldc);
+}
+void gemm(const Blas& b, char ta, char tb, int m, int n, int k, const std::complex<float>* a, int lda,
+          const std::complex<float>* bm, int ldb, std::complex<float>* c, int ldc) {
+  const std::complex<float> one = 1, zero = 0;
+  b.cgemm_(&ta, &tb, &m, &n, &k, &one, a, &lda, bm, &ldb, &zero, c, &ldc);
+}
+void gemm(const Blas& b, char ta, char tb, int m, int n, int k, const std::complex<double>* a, int lda,
+          const std::complex<double>* bm, int ldb, std::complex<double>* c, int ldc) {
+  const std::complex<double> one = 1, zero = 0;
+  b.zgemm_(&ta, &tb, &m, &n, &k, &one, a, &lda, bm, &ldb, &zero, c, &ldc);
+}
+
+// Below this many multiply-adds per matrix, a batch runs one matrix per thread (each gemm on one
+// thread); above, the matrices run in turn and OpenBLAS threads each one.
+constexpr double kGemmPerThread = 64.0 * 64 * 64;
+
+// The whole plan through BLAS; false when no BLAS loads or an extent exceeds BLAS's 32-bit ints.
+template <class T>
+bool blas_matmul(const Plan& p, const T* x, const T* y, T* out) {
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  const bool fold = p.batch > 1 && p.y_batch == 1 && !p.tx && p.x_index.empty();  // batch into M
+  const int64_t M = fold ? p.batch * p.M : p.M;
+  if (M > kMax || p.N > kMax || p.K > kMax || !blas_available()) return false;
+  const Blas& b = blas("matmul");
+  const int m = static_cast<int>(M), n = static_cast<int>(p.N), k = static_cast<int>(p.K);
+  const char ty = p.ty ? 'T' : 'N', tx = p.tx ? 'T' : 'N';
+  const int ldy = p.ty ? k : n, ldx = p.tx ? static_cast<int>(p.M) : k;
+  if (fold || p.batch == 1) {
+    gemm(b, ty, tx, n, m, k, y, ldy, x, ldx, out, n);
+    return true;
+  }
+  const int64_t mk = p.M * p.K, kn = p.K * p.N, mn = p.M * p.N;
+  const int pm = static_cast<int>(p.M);
+  auto one = [&](int64_t i) {
+    gemm(b, ty, tx, n, pm, k, y + y_of(p, i) * kn, ldy, x + x_of(p, i) * mk, ldx, out + i * mn, n);
+  };
+  if (double(p.M) * double(p.N) * double(p.K) < kGemmPerThread) {
+    parallel_for(0, p.batch, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < p.batch; ++i) one(i);
+  }
+  return true;
+}
+
+// ---- integers: a blocked kernel ---------------------------------------------------------------------
+// Wrapping arithmetic in the unsigned type of the same width gives numpy's wrapped result. Four rows of
+// X share each load of a row of Y, and a block of columns of C stays in L1 across the whole K loop;
+// the inner loop runs along contiguous rows of Y and C and vectorises (AVX2 chosen at run time).
+constexpr int64_t kIntRows = 4;
+constexpr int64_t kIntCols = 512;
+
+// c rows [i0, i0 + rows) (rows <= kIntRows), columns [j0, j1) of A * b; A(i, k) = a[i * a_rs + k * a_cs],
+// b row-major K x N, c row-major M x N.
+template <class U>
+__attribute__((always_inline)) inline void int_gemm_block(int64_t rows, int64_t j0, int64_t j1, int64_t N,
+                                                          int64_t K, const U* __restrict a, int64_t a_rs,
+                                                          int64_t a_cs, const U* __restrict b,
+                                                          U* __restrict c) {
+  const int64_t w = j1 - j0;
+  U* __restrict c0 = c + j0;
+  U* __restrict c1 = c0 + (rows > 1 ? N : 0);  // missing rows alias row 0 with a zero multiplier
+  U* __restrict c2 = c0 + (rows > 2 ? 2 * N : 0);
+  U* __restrict c3 = c0 + (rows > 3 ? 3 * N : 0);
+  U acc[kIntRows][kIntCols] = {};
+  for (int64_t k = 0; k < K; ++k) {
+    const U a0 = a[k * a_cs], a1 = rows > 1 ? a[a_rs + k * a_cs] : 0;
+    const U a2 = rows > 2 ? a[2 * a_rs + k * a_cs] : 0, a3 = rows > 3 ? a[3 * a_rs + k * a_cs] : 0;
+    const U* __restrict bk = b + k * N + j0;
+    for (int64_t j = 0; j < w; ++j) {
+      const U v = bk[j];
+      acc[0][j] += a0 * v;
+      acc[1][j] += a1 * v;
+      acc[2][j] += a2 * v;
+      acc[3][j] += a3 * v;
+    }
+  }
+  // Row 0 last: missing rows alias it.
+  if (rows > 3) std::copy(acc[3], acc[3] + w, c3);
+  if (rows > 2) std::copy(acc[2], acc[2] + w, c2);
+  if (rows > 1) std::copy(acc[1], acc[1] + w, c1);
+  std::copy(acc[0], acc[0] + w, c0);
+}
+
+template <class U>
+__attribute__((target("avx2"))) void int_gemm_avx2(int64_t rows, int64_t j0, int64_t j1, int64_t N, int64_t K,
+                                                   const U* a, int64_t a_rs, int64_t a_cs, const U* b, U* c) {
+  int_gemm_block(rows, j0, j1, N, K, a, a_rs, a_cs, b, c);
+}
+template <class U>
+void int_gemm_base(int64_t rows, int64_t j0, int64_t j1, int64_t N, int64_t K, const U* a, int64_t a_rs,
+                   int64_t a_cs, const U* b, U* c) {
+  int_gemm_block(rows, j0, j1, N, K, a, a_rs, a_cs, b, c);
+}
+
+template <class T>
+void int_matmul(const Plan& p, const T* xs, const T* ys, T* outs) {
+  using U = std::make_unsigned_t<T>;
+  const U* x = reinterpret_cast<const U*>(xs);
+  const U* y = reinterpret_cast<const U*>(ys);
+  U* out = reinterpret_cast<U*>(outs);
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const int64_t M = p.M, K = p.K, N = p.N;
+  std::vector<U> yt;  // a transposed Y, made row-major once
+  if (p.ty) {
+    yt.resize(static_cast<size_t>(p.y_batch * K * N));
+    for (int64_t b = 0; b < p.y_batch; ++b)
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t k = 0; k < K; ++k) yt[b * K * N + k * N + j] = y[b * K * N + j * K + k];
+    y = yt.data();
+  }
+  const int64_t a_rs = p.tx ? 1 : K, a_cs = p.tx ? M : 1;
+  const int64_t row_blocks = (M + kIntRows - 1) / kIntRows, col_blocks = (N + kIntCols - 1) / kIntCols;
+  const int64_t tasks = p.batch * row_blocks * col_blocks;
+  const int64_t grain =
+      std::max<int64_t>(1, 65536 / std::max<int64_t>(1, kIntRows * std::min(N, kIntCols) * K));
+  parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t cb = t % col_blocks, rb = (t / col_blocks) % row_blocks,
+                    b = t / (col_blocks * row_blocks);
+      const int64_t i0 = rb * kIntRows, rows = std::min(kIntRows, M - i0);
+      const int64_t j0 = cb * kIntCols, j1 = std::min(N, j0 + kIntCols);
+      const U* a = x + x_of(p, b) * M * K + i0 * a_rs;
+      (avx2 ? int_gemm_avx2<U> : int_gemm_base<U>)(rows, j0, j1, N, K, a, a_rs, a_cs, y + y_of(p, b) * K * N,
+                                                   out + b * M * N + i0 * N);
+    }
+  });
+}
+
 // float32: the small-problem loop or oneDNN; false when oneDNN has no primitive for the plan.
 bool f32_matmul(const Plan& p, const float* x, const float* y, float* out) {
   // Total work, in double: the product of four extents can overflow int64.
@@ -455,6 +594,12 @@ void matmul_kernel(KernelContext& ctx) {
         store_f32(fo.data(), po, out.numel());
         return;
       }
+    }
+    if constexpr (std::is_same_v<T, double> || is_complex_v<T>) {
+      if (blas_matmul(p, px, py, po)) return;
+    } else if constexpr (std::is_integral_v<T>) {
+      int_matmul(p, px, py, po);
+      return;
     }
     loop_matmul<T>(p, px, py, po);
   });

@@ -23,10 +23,14 @@ namespace oar_cpu {
 void register_amp_kernels(Registry& r);         // amp.cc: loss scaling for GradScaler
 void register_random_ext_kernels(Registry& r);  // random_ext.cc: standard_gamma (framework/src/ops_random.cc)
 void register_fft_kernels(Registry& r);         // fft.cc: the FFT ops on FFTW (dlopened)
-void register_scan_kernels(Registry& r);         // scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
+void register_sort_kernels(Registry& r);        // sort.cc: sort (and argsort) and topk
+void register_scan_kernels(Registry& r);        // scan.cc: logsumexp, p_norm, cummax/cummin, segment_pool
 void register_detection_kernels(Registry& r);   // detection.cc: RoI pooling, deformable im2col, nms
 void register_ctc_kernels(Registry& r);         // ctc.cc: CTC loss
 void register_hsigmoid_kernels(Registry& r);    // hsigmoid.cc: hierarchical sigmoid loss
+void register_sparse_kernels(Registry& r);      // sparse.cc: sparse x dense products (oar.sparse)
+void register_complex_kernels(Registry& r);     // complex.cc: real, imag, conj, ... and complex unary kernels
+void register_rnn_kernels(Registry& r);         // rnn.cc: the fused recurrent op (oneDNN)
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -439,10 +443,12 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_misc_kernels(r);
     register_math_ext_kernels(r);
     register_manip_kernels(r);
+    register_sort_kernels(r);
     register_conv_kernels(r);
     register_nn_kernels(r);
     register_linalg_kernels(r);
     register_fft_kernels(r);
+    register_sparse_kernels(r);
     register_optim_kernels(r);
     register_random_ext_kernels(r);
     register_scan_kernels(r);
@@ -450,6 +456,8 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_detection_kernels(r);
     register_ctc_kernels(r);
     register_hsigmoid_kernels(r);
+    register_complex_kernels(r);
+    register_rnn_kernels(r);
     std::ostringstream os;
     os << "cpu: " << r.count() << " kernels, " << onednn_version() << ", " << oar::sdk::max_threads()
        << " threads";

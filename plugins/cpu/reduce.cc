@@ -281,6 +281,8 @@ struct SumF {
   Out finish(acc_t a) const {
     if constexpr (is_float_v<T>) {
       if (mean) return static_cast<Out>(a / count);
+    } else if constexpr (is_complex_v<T>) {
+      if (mean) return static_cast<Out>(a / count.real());
     }
     return static_cast<Out>(a);
   }
@@ -300,7 +302,7 @@ void mean_kernel(KernelContext& ctx) {
   auto axes = reduce_axes("mean", ctx, x);
   int64_t count = 1;
   for (int64_t a : axes) count *= x.dim(static_cast<int32_t>(a));
-  dispatch<FloatType>("mean", x.dtype(), [&](auto tag) {
+  dispatch<FloatOrComplexType>("mean", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     SumF<T, T> f;
     f.mean = true;
@@ -418,7 +420,8 @@ void arg_kernel(KernelContext& ctx) {
 
 void register_reduce_kernels(Registry& r) {
   r.add("sum", all_dtypes(), &sum_kernel, kStrided);
-  r.add("mean", oar::sdk::float_dtypes(), &mean_kernel, kStrided);
+  r.add("mean", oar::sdk::join({oar::sdk::float_dtypes(), oar::sdk::complex_dtypes()}), &mean_kernel,
+        kStrided);
   r.add("max", real_dtypes(), &maxmin_kernel<true>, kStrided);
   r.add("min", real_dtypes(), &maxmin_kernel<false>, kStrided);
   r.add("prod", numeric_dtypes(), &prod_kernel, kStrided);

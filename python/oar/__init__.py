@@ -38,6 +38,7 @@ from . import version  # noqa: F401,E402  (paddle.version)
 from . import hapi  # noqa: F401,E402
 from . import callbacks  # noqa: F401,E402
 from . import profiler  # noqa: F401,E402
+from . import sparse  # noqa: F401,E402  (paddle.sparse)
 from .hapi import Model, flops, summary  # noqa: F401,E402
 from .distributed.parallel import DataParallel  # noqa: F401,E402
 

@@ -21,6 +21,17 @@ PyObject* exception_for(oar::ErrorCode code) {
   }
 }
 
+// The error class word Paddle puts before its messages ("(InvalidArgument) ..."); scripts and Paddle's
+// own tests look for it in str(e), so the message starts with it (decision 98).
+const char* paddle_error_class(oar::ErrorCode code) {
+  switch (code) {
+    case oar::ErrorCode::kType: return "InvalidType";
+    case oar::ErrorCode::kOutOfMemory: return "ResourceExhausted";
+    case oar::ErrorCode::kInternal: return "Fatal";
+    default: return oar::error_code_name(code);
+  }
+}
+
 // ---- dtypes -------------------------------------------------------------------------------------
 // Leaked on purpose: Python objects must not be released by static destructors after the interpreter
 // has finalised.
@@ -32,6 +43,11 @@ PyTypeObject* g_dtype_type = nullptr;
 bool parse_dtype_name(std::string name, oar::DType* out) {
   for (const char* prefix : {"oar.", "paddle.", "torch.", "numpy.", "np."})
     if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
+  // Paddle's name for bfloat16 in its Python API (its bfloat16 arrays are numpy uint16), decision 98.
+  if (name == "uint16") {
+    *out = oar::DType::kBFloat16;
+    return true;
+  }
   try {
     *out = oar::parse_dtype(name);
     return true;
@@ -142,12 +158,14 @@ oar::Place to_place(py::handle h) {
 }
 
 void init_module_basics(py::module_& m) {
-  // Errors: oar::Error's code picks the Python exception; the message is the core's.
+  // Errors: oar::Error's code picks the Python exception; the message is the core's after Paddle's class
+  // word.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const oar::Error& e) {
-      PyErr_SetString(exception_for(e.code()), e.what());
+      const std::string msg = std::string("(") + paddle_error_class(e.code()) + ") " + e.what();
+      PyErr_SetString(exception_for(e.code()), msg.c_str());
     }
   });
 

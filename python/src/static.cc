@@ -5,6 +5,8 @@
 #include <oar/ir/paddle_export.h>
 #include <oar/ir/static_graph.h>
 
+#include <optional>
+
 #include "common.h"
 
 namespace oarpy {
@@ -190,6 +192,38 @@ void init_static(py::module_& m) {
       },
       "The _address of the builder whose program a symbolic tensor belongs to (0: none)");
   m.def("_unknown_dim", []() { return kUnknownDim; });
+
+  // Run-time attributes (static_graph.h): {attribute: variable} of the op that just recorded `out`.
+  auto var_list = [](const py::dict& vars) {
+    std::vector<std::pair<std::string, oar::Tensor>> out;
+    for (auto kv : vars) out.emplace_back(kv.first.cast<std::string>(), kv.second.cast<PyTensor>().t);
+    return out;
+  };
+  m.def(
+      "_bind_var_attrs",
+      [var_list](const PyTensor& out, const py::dict& vars, std::optional<std::vector<int64_t>> dims) {
+        oar::Dims d = dims ? oar::Dims(*dims) : oar::Dims();
+        bind_var_attrs(out.t, var_list(vars), dims ? &d : nullptr);
+      },
+      py::arg("out"), py::arg("vars"), py::arg("dims") = py::none());
+  m.def("_new_unknown_dim", []() { return new_unknown_extent(); });
+  m.def("_record_view_var_attrs",
+        [var_list](const PyTensor& base, const std::string& view, const py::dict& attrs,
+                   const std::vector<int64_t>& dims, const py::dict& vars) {
+          const oar::OpDef* def = find_view_op(view);
+          if (def == nullptr)
+            throw py::value_error("_record_view_var_attrs: '" + view + "' is not a view op");
+          oar::Attrs a;
+          for (const oar::AttrDef& d : def->attrs) {
+            if (!attrs.contains(d.name)) continue;
+            py::handle v = attrs[d.name];
+            if (d.type == oar::AttrType::kInts)
+              a.set(d.name, v.cast<std::vector<int64_t>>());
+            else
+              a.set(d.name, v.cast<int64_t>());
+          }
+          return PyTensor{record_view_var_attrs(base.t, view, a, oar::Dims(dims), var_list(vars))};
+        });
 }
 
 }  // namespace oarpy

@@ -1,7 +1,9 @@
-"""LSTM(128, 256) forward+backward on a [32 batch, 50 steps, 128] input: oar vs torch vs paddle (CPU).
+"""2-layer LSTM(128, 256) forward+backward on a [32 batch, 50 steps, 128] input: oar (fused rnn op and
+the Python loop) vs torch vs paddle (CPU).
 
 Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_rnn.py
-Not a test and not part of CI. Each framework runs in its own subprocess with BENCH_THREADS threads
+Each framework may run under its own interpreter: OAR_PYTHON, TORCH_PYTHON, PADDLE_PYTHON (default: this
+one). Not a test and not part of CI. Each framework runs in its own subprocess with BENCH_THREADS threads
 (default 1) and is timed in process CPU time: on a shared, loaded machine multi-threaded BLAS spin-waits
 (small matmuls get 50x slower) and wall time mostly measures the other jobs. torch and paddle are
 skipped when they cannot be imported. "oar ... per-step input matmul" forces the generic loop (a no-op
@@ -11,7 +13,7 @@ import os
 import subprocess
 import sys
 
-BATCH, STEPS, INPUT, HIDDEN = 32, 50, 128, 256
+BATCH, STEPS, INPUT, HIDDEN, LAYERS = 32, 50, 128, 256, 2
 THREADS = os.environ.get("BENCH_THREADS", "1")
 
 
@@ -28,7 +30,7 @@ def run_oar():
     import numpy as np
     import oar
     x = oar.to_tensor(np.random.default_rng(0).standard_normal((BATCH, STEPS, INPUT)).astype("float32"))
-    net = oar.nn.LSTM(INPUT, HIDDEN)
+    net = oar.nn.LSTM(INPUT, HIDDEN, num_layers=LAYERS)
 
     def fb():
         y, (h, c) = net(x)
@@ -39,8 +41,11 @@ def run_oar():
         with oar.no_grad():
             net(x)
 
-    print("oar fwd            %8.2f ms" % best_ms(fwd))
-    print("oar fwd+bwd        %8.2f ms" % best_ms(fb))
+    print("oar fwd (fused)    %8.2f ms" % best_ms(fwd))
+    print("oar fwd+bwd (fused) %7.2f ms" % best_ms(fb))
+    net.use_fused_rnn = False
+    print("oar fwd (loop)     %8.2f ms" % best_ms(fwd))
+    print("oar fwd+bwd (loop) %8.2f ms" % best_ms(fb))
     net[0].cell.register_forward_pre_hook(lambda layer, inputs: None)
     print("oar fwd, per-step input matmul     %8.2f ms" % best_ms(fwd))
     print("oar fwd+bwd, per-step input matmul %8.2f ms" % best_ms(fb))
@@ -50,7 +55,7 @@ def run_torch():
     import torch
     torch.set_num_threads(int(THREADS))
     x = torch.randn(BATCH, STEPS, INPUT)
-    net = torch.nn.LSTM(INPUT, HIDDEN, batch_first=True)
+    net = torch.nn.LSTM(INPUT, HIDDEN, num_layers=LAYERS, batch_first=True)
 
     def fb():
         y, (h, c) = net(x)
@@ -69,7 +74,7 @@ def run_paddle():
     import paddle
     paddle.set_device("cpu")
     x = paddle.randn([BATCH, STEPS, INPUT])
-    net = paddle.nn.LSTM(INPUT, HIDDEN)
+    net = paddle.nn.LSTM(INPUT, HIDDEN, num_layers=LAYERS)
 
     def fb():
         y, (h, c) = net(x)
@@ -88,13 +93,14 @@ def main():
     if len(sys.argv) > 1:
         {"oar": run_oar, "torch": run_torch, "paddle": run_paddle}[sys.argv[1]]()
         return
-    print("LSTM({}, {}), input [{}, {}, {}], float32, CPU, {} thread(s)".format(INPUT, HIDDEN, BATCH, STEPS, INPUT,
-                                                                             THREADS))
+    print("LSTM({}, {}, num_layers={}), input [{}, {}, {}], float32, CPU, {} thread(s)".format(
+        INPUT, HIDDEN, LAYERS, BATCH, STEPS, INPUT, THREADS))
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = THREADS
     for fw in ("oar", "torch", "paddle"):
-        r = subprocess.run([sys.executable, os.path.abspath(__file__), fw], env=env, capture_output=True, text=True)
+        python = os.environ.get(fw.upper() + "_PYTHON", sys.executable)
+        r = subprocess.run([python, os.path.abspath(__file__), fw], env=env, capture_output=True, text=True)
         lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
         if r.returncode != 0:
             last = (r.stderr.strip().splitlines() or ["failed"])[-1]

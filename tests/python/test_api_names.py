@@ -280,6 +280,13 @@ def test_inplace_functions():
     x = oar.zeros([1000])
     oar.normal_(x, 1.0, 2.0)
     assert abs(x.numpy().mean() - 1) < 0.3 and abs(x.numpy().std() - 2) < 0.3
+    x = oar.zeros([20000])
+    oar.cauchy_(x, loc=1.0, scale=2.0)
+    assert abs(np.median(x.numpy()) - 1) < 0.1 and abs(np.percentile(x.numpy(), 75) - 3) < 0.2  # quartiles loc ± scale
+    x = oar.zeros([20000], dtype="float64")
+    oar.geometric_(x, 0.3)
+    assert x.numpy().min() > 0
+    np.testing.assert_allclose(np.mean(x.numpy()), -1 / np.log1p(-0.3), rtol=0.05)  # E[log u] = -1
     leaf = T([1.0], stop_gradient=False)
     with pytest.raises(ValueError, match="tanh_: a leaf"):
         oar.tanh_(leaf)

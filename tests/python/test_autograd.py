@@ -230,13 +230,28 @@ def test_to_static_through_prod_matches_eager():
 
 
 def test_non_differentiable_ops_stay_constants(device):
-    """Rounding, sign, comparisons, argmax and random draws have no gradient by nature: their results are
+    """Comparisons, floor_divide, argmax and random draws have no gradient by nature: their results are
     constants (stop_gradient), and a loss using them differentiates through the rest as before."""
     a = np.array([0.4, -1.6, 2.5])
     x = leaf(a, device)
-    for out in [paddle.floor(x), paddle.ceil(x), paddle.round(x), paddle.sign(x), paddle.floor_divide(x, x),
-                x > 0, paddle.argmax(x), paddle.isnan(x), paddle.bernoulli(paddle.nn.functional.sigmoid(x))]:
+    for out in [paddle.floor_divide(x, x), x > 0, paddle.argmax(x), paddle.isnan(x),
+                paddle.bernoulli(paddle.nn.functional.sigmoid(x))]:
         assert out.stop_gradient, out
+    (paddle.floor_divide(x, x) * x + x).sum().backward()
+    check(x.grad, np.floor(a / a) + 1)
+
+
+def test_rounding_and_sign_have_zero_gradients(device):
+    """As Paddle 2.6.2: floor/ceil/round/trunc/sign results are differentiable (stop_gradient False) with
+    zero gradients (decision 97), so `paddle.floor(x).sum().backward()` works and leaves x.grad zeros."""
+    a = np.array([0.4, -1.6, 2.5])
+    for op in [paddle.floor, paddle.ceil, paddle.round, paddle.trunc, paddle.sign]:
+        x = leaf(a, device)
+        out = op(x)
+        assert not out.stop_gradient, op
+        out.sum().backward()
+        check(x.grad, np.zeros(3))
+    x = leaf(a, device)
     (paddle.floor(x) * x + paddle.sign(x) + paddle.round(x) * 2 + x).sum().backward()
     check(x.grad, np.floor(a) + 1)
 

@@ -389,7 +389,7 @@ print("still fine")
     import sys
     r = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert ("RuntimeError: plugin copy_error: memcpy host to device: DMA engine fault while copying 24 bytes "
+    assert ("RuntimeError: (External) plugin copy_error: memcpy host to device: DMA engine fault while copying 24 bytes "
             "(injected by the test)") in r.stdout, r.stdout
     assert "still fine" in r.stdout
 

@@ -490,17 +490,19 @@ print("AFTER", (x * x).numpy().tolist())
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/")
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert ("h2d RuntimeError | plugin custom_cpu: memcpy host to device: custom_cpu: injected copy failure "
-            "(4052 bytes)") in out, out
-    assert ("d2h RuntimeError | plugin custom_cpu: memcpy device to host: custom_cpu: injected copy failure "
-            "(4052 bytes)") in out, out
-    assert "kernel ValueError | plugin custom_cpu: relu: custom_cpu: relu: injected kernel failure" in out, out
+    # Each message starts with Paddle's error class word (decision 98), then the plugin's own text.
+    assert ("h2d RuntimeError | (External) plugin custom_cpu: memcpy host to device: custom_cpu: injected copy "
+            "failure (4052 bytes)") in out, out
+    assert ("d2h RuntimeError | (External) plugin custom_cpu: memcpy device to host: custom_cpu: injected copy "
+            "failure (4052 bytes)") in out, out
+    assert ("kernel ValueError | (InvalidArgument) plugin custom_cpu: relu: custom_cpu: relu: injected kernel "
+            "failure") in out, out
     m = re.search(r"^oom MemoryError \| (.*)$", out, re.M)
     assert m, out
     assert "plugin custom_cpu: OutOfMemory: custom_cpu: out of device memory on device 0" in m.group(1)
     assert "CUSTOM_CPU_MEMORY_MB sets the size" in m.group(1)
     # More than the device's total memory is refused by the core before the plugin is asked.
-    assert ("oom_total MemoryError | allocate: a float32 tensor of shape [3145728] needs 12582912 bytes, but "
+    assert ("oom_total MemoryError | (ResourceExhausted) allocate: a float32 tensor of shape [3145728] needs 12582912 bytes, but "
             "custom_cpu:0 has 8388608 bytes of memory") in out, out
     assert "AFTER [0.0, 1.0, 4.0, 9.0, 16.0, 25.0]" in out
 

@@ -261,7 +261,6 @@ def test_features_float32_default_and_errors():
         features.Spectrogram(power=0)
 
 
-@pytest.mark.skipif(not hasattr(oar, "imag"), reason="needs the complex ops (real/imag with conjugate gradients)")
 def test_spectrogram_gradient():
     x0 = RNG.uniform(-1, 1, size=(1, 40))
     layer = features.Spectrogram(n_fft=8, hop_length=4, power=1.0, dtype="float64")
@@ -280,14 +279,6 @@ def test_spectrogram_gradient():
         m.flat[i] -= 1e-6
         num.flat[i] = (loss(p) - loss(m)) / 2e-6
     np.testing.assert_allclose(g.numpy(), num, rtol=1e-5, atol=1e-6)
-
-
-@pytest.mark.skipif(hasattr(oar, "imag"), reason="the complex ops are present: the gradient is offered")
-def test_spectrogram_gradient_refused_without_complex_ops():
-    t = oar.to_tensor(RNG.uniform(-1, 1, size=(1, 40)))
-    t.stop_gradient = False
-    with pytest.raises(NotImplementedError, match="oar.real"):
-        features.Spectrogram(n_fft=8, hop_length=4, dtype="float64")(t)
 
 
 def test_stft_istft_in_a_saved_program(tmp_path):

@@ -232,8 +232,9 @@ TEST(Autograd, OpWithoutRuleRaisesWhenDifferentiated) {
               std::string::npos)
         << e.what();
   }
-  // Not differentiable by nature: constants, and the rest of the loss differentiates as before.
-  for (const char* op : {"floor", "round", "sign"}) EXPECT_FALSE(ag::requires_grad(ops::unary(op, x))) << op;
+  // Piecewise constant: floor, round and sign carry zero gradients, as in Paddle (decision 97);
+  // floor_divide stays a constant. The rest of the loss differentiates as before.
+  for (const char* op : {"floor", "round", "sign"}) EXPECT_TRUE(ag::requires_grad(ops::unary(op, x))) << op;
   EXPECT_FALSE(ag::requires_grad(ops::floor_divide(x, x)));
   ag::backward({ops::sum(ops::add(ops::multiply(ops::unary("floor", x), x), x))});
   EXPECT_EQ(ag::grad(x).to_vector<double>(), (std::vector<double>{2, -1, 1}));  // floor(x) + 1

@@ -170,6 +170,12 @@ void write_npy(const std::string& path, const Tensor& t) {
     case DType::kFloat64:
       descr = "<f8";
       break;
+    case DType::kComplex64:  // the fft programs' feeds
+      descr = "<c8";
+      break;
+    case DType::kComplex128:
+      descr = "<c16";
+      break;
     default:
       throw std::runtime_error(std::string("write_npy: dtype ") + dtype_name(t.dtype()));
   }

@@ -414,7 +414,9 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   if (!slots_resolved_) resolve_slots();
   stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = stats_.peak_garbage_bytes = 0;
   bool track = options_.collect_stats;
-  OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent};
+  int64_t extents[kNumUnknownDims] = {};
+  extents[0] = extent > 0 ? extent : 0;
+  OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent, extents};
   for (Instr& ins : instrs_) {
     ctx.op = ins.op;
     ctx.op_idx = ins.op_idx;

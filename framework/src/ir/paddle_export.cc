@@ -8,6 +8,7 @@
 #include <oar/core/op.h>
 #include <oar/ir/op_version.h>
 #include <oar/ir/paddle_export.h>
+#include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cmath>
@@ -312,6 +313,10 @@ bool rule_fill(Ctx& c, const char*) {
   DType d;
   native_dtype(c, &d);
   if (is_complex(d)) return c.decline("fill_constant cannot fill a complex dtype");
+  // An extent known only when the program runs (zeros_like of a batch, oar.shape's count): Paddle's
+  // fill_constant would read the recording sentinel as a size; the native op substitutes it per run.
+  for (int64_t e : c.ints("shape"))
+    if (is_unknown_extent(e)) return c.decline("the shape holds an extent known only when the program runs");
   double v = c.f("value");
   float fv =
       std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max() ? 0.0f : static_cast<float>(v);
@@ -573,6 +578,60 @@ bool rule_layer_norm(Ctx& c, const char*) {
   c.emit("layer_norm", {{"X", {x}}, {"Scale", {w}}, {"Bias", {b}}},
          {{"Y", {c.out("out")}}, {"Mean", {mean}}, {"Variance", {var}}},
          {{"begin_norm_axis", begin}, {"epsilon", eps}});
+  return true;
+}
+
+// oar's rnn (framework/src/ops_rnn.cc) is Paddle's op with the same weight layout: Input, PreState (h0, and
+// c0 for LSTM), WeightList, SequenceLength (int32 in Paddle); Reserve and DropoutState are Paddle's
+// training buffers, written as fresh temporaries.
+bool rule_rnn(Ctx& c, const char*) {
+  const std::vector<std::string>& ins = c.op->input("x");
+  const std::string mode = std::get<std::string>(*c.op->find_attr("mode"));
+  const bool lstm = mode == "LSTM";
+  const int64_t layers = c.i("num_layers"), dirs = c.i("is_bidirec") ? 2 : 1;
+  const size_t n_w = static_cast<size_t>(4 * layers * dirs);
+  if (ins.size() != 3 + n_w && ins.size() != 4 + n_w) c.malformed("rnn: unexpected number of inputs");
+  if (!lstm && !c.unused_output("c")) return c.decline("the cell state of a " + mode + " rnn is used");
+  int32_t hidden, nl;
+  float p;
+  if (!to_i32(c, "hidden_size", c.i("hidden_size"), &hidden) || !to_i32(c, "num_layers", layers, &nl) ||
+      !to_f32(c, "dropout_prob", c.f("dropout_prob"), &p))
+    return false;
+  const std::string& x = ins[0];
+  const VarDesc& xv = c.var(x);
+  if (xv.shape.size() != 3) c.malformed("rnn: x must be 3-D");
+  int32_t input_size;
+  if (!to_i32(c, "input_size", xv.shape[2], &input_size)) return false;
+  Slots in{{"Input", {x}},
+           {"PreState", lstm ? std::vector<std::string>{ins[1], ins[2]} : std::vector<std::string>{ins[1]}},
+           {"WeightList", std::vector<std::string>(ins.begin() + 3, ins.begin() + 3 + n_w)}};
+  if (ins.size() == 4 + n_w) {
+    std::string len = ins.back();
+    if (c.var(len).dtype != DType::kInt32) {
+      std::string t = c.temp(len + ".int32", DType::kInt32, c.shape(len));
+      c.emit("cast", {{"X", {len}}}, {{"Out", {t}}},
+             {{"in_dtype", dtype_to_paddle_code(c.var(len).dtype)},
+              {"out_dtype", dtype_to_paddle_code(DType::kInt32)}});
+      len = t;
+    }
+    in.push_back({"SequenceLength", {len}});
+  }
+  std::string reserve = c.temp(c.out("out") + ".reserve", xv.dtype, {-1});
+  std::string dstate = c.temp(c.out("out") + ".dropout_state", DType::kUInt8, {-1});
+  c.emit("rnn", std::move(in),
+         {{"Out", {c.out("out")}},
+          {"State",
+           lstm ? std::vector<std::string>{c.out("h"), c.out("c")} : std::vector<std::string>{c.out("h")}},
+          {"Reserve", {reserve}},
+          {"DropoutState", {dstate}}},
+         {{"dropout_prob", p},
+          {"hidden_size", hidden},
+          {"input_size", input_size},
+          {"is_bidirec", dirs == 2},
+          {"is_test", c.i("is_test") != 0},
+          {"mode", mode},
+          {"num_layers", nl},
+          {"seed", int32_t{0}}});
   return true;
 }
 
@@ -1243,7 +1302,11 @@ Program export_paddle_dialect(const Program& native, ExportReport* report) {
       c.def = OpRegistry::get().find(c.name);
       auto it = rules().find(c.name);
       bool ok = false;
-      if (it == rules().end()) {
+      bool var_attrs = false;  // run-time attributes (static_graph.h): the rules read attributes only
+      for (auto& [slot, args] : op.inputs) var_attrs |= !slot.empty() && slot[0] == kVarAttrPrefix;
+      if (var_attrs) {
+        c.why = "an attribute comes from a variable at run time";
+      } else if (it == rules().end()) {
         c.why = "no Paddle equivalent";
       } else {
         ok = it->second.fn(c, it->second.arg);

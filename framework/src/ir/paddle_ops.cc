@@ -631,6 +631,30 @@ OpKernelFn tr_rnn(const OpDesc& op) {
     OAR_ENFORCE(h0.dims() == state_dims && (mode != RnnMode::kLstm || c0.dims() == state_dims),
                 ErrorCode::kInvalidArgument,
                 "rnn: PreState must be " << state_dims.to_string() << ", got " << h0.dims().to_string());
+    // The native fused op where it applies (float32/float64, at most 7 (layer, direction) pairs); the
+    // composition below otherwise.
+    if (cells <= 7 && (x.dtype() == DType::kFloat32 || x.dtype() == DType::kFloat64)) {
+      std::vector<Tensor> ins{x, h0, mode == RnnMode::kLstm ? c0 : h0};
+      ins.insert(ins.end(), w.begin(), w.end());
+      if (has_lengths) {
+        const Tensor& len = c.in("SequenceLength");
+        OAR_ENFORCE(
+            len.dims() == Dims({batch}), ErrorCode::kInvalidArgument,
+            "rnn: SequenceLength must be [batch] = [" << batch << "], got " << len.dims().to_string());
+        ins.push_back(len);
+      }
+      Attrs a{{"mode", m},
+              {"hidden_size", hs},
+              {"num_layers", layers},
+              {"is_bidirec", int64_t{dirs == 2 ? 1 : 0}},
+              {"dropout_prob", 0.0},
+              {"is_test", int64_t{1}}};
+      std::vector<Tensor> r = call_op("rnn", ins, a);
+      c.set_out("Out", r[0]);
+      c.set_out("State", r[1], 0);
+      if (mode == RnnMode::kLstm) c.set_out("State", r[2], 1);
+      return;
+    }
     Dims hd{batch, hs};
     // SequenceLength [B]: step t of sequence b is valid when t < length[b]. Invalid steps keep the state
     // and output zeros, so the reverse direction starts at each sequence's own last step (Paddle's rule).

@@ -376,6 +376,70 @@ Tensor ProgramBuilder::record_view(const Tensor& base, const OpDef& view_def, co
   return make_symbolic(name, dims, base.dtype(), base.place(), /*is_view=*/true);
 }
 
+int64_t new_unknown_extent() {
+  thread_local int next = 0;
+  next = next % (kNumUnknownDims - 1) + 1;
+  return kUnknownDims[next];
+}
+
+void bind_var_attrs(const Tensor& out, const std::vector<std::pair<std::string, Tensor>>& vars,
+                    const Dims* dims) {
+  ProgramBuilder* b = current_builder();
+  OAR_ENFORCE(b != nullptr && is_symbolic(out), ErrorCode::kInvalidArgument,
+              "bind_var_attrs: needs a variable of the program being built");
+  const std::string& name = symbolic_name(out);
+  auto& ops = b->program().block(b->current_block()).mutable_ops();
+  for (auto op = ops.rbegin(); op != ops.rend(); ++op)
+    for (auto& [slot, args] : op->outputs)
+      if (std::find(args.begin(), args.end(), name) != args.end()) {
+        for (auto& [attr, t] : vars) {
+          OAR_ENFORCE(t.defined(), ErrorCode::kInvalidArgument,
+                      op->type << ": the variable for attribute '" << attr << "' is undefined");
+          op->set_input(kVarAttrPrefix + attr, {is_symbolic(t) ? symbolic_name(t) : b->capture(t)});
+        }
+        if (dims != nullptr) {
+          TensorImpl& impl = *out.impl();
+          impl.dims = *dims;
+          impl.strides = contiguous_strides(*dims);
+          for (int32_t bi = 0; bi < b->program().num_blocks(); ++bi)
+            for (VarDesc& v : b->program().block(bi).mutable_vars())
+              if (v.name == name) v.shape = visible_dims(*dims);
+        }
+        op->set_attr("@out_dims", to_ir_attr(out.dims().to_vector()));
+        return;
+      }
+  OAR_THROW(ErrorCode::kNotFound, "bind_var_attrs: no op of the current block writes '" << name << "'");
+}
+
+Tensor record_view_var_attrs(const Tensor& base, const std::string& view, const Attrs& attrs,
+                             const Dims& dims, const std::vector<std::pair<std::string, Tensor>>& vars) {
+  ProgramBuilder* b = current_builder();
+  const OpDef* def = find_view_op(view);
+  OAR_ENFORCE(b != nullptr && def != nullptr, ErrorCode::kInvalidArgument,
+              "record_view_var_attrs: '" << view << "' outside a program being built, or not a view op");
+  Dims d = dims;  // -1: the base's extent at that axis (right-aligned), sentinels included
+  for (int32_t i = 0, lead = d.size() - base.ndim(); i < d.size(); ++i)
+    if (d[i] == -1) {
+      OAR_ENFORCE(i >= lead, ErrorCode::kInvalidArgument, "record_view_var_attrs: -1 at a new leading axis");
+      d[i] = base.dims()[i - lead];
+    }
+  Tensor v = b->record_view(base, *def, attrs, d);
+  bind_var_attrs(v, vars);
+  // The gradient reads only the base's build-time dims, so it needs no run-time attribute.
+  if (view == "reshape")
+    autograd::record_view(base, v, "reshape", [d = base.dims()](const Tensor& g) {
+      // Recorded without Tensor::reshape's element-count check: g's extents may be sentinels other
+      // than the base's (the counts agree when the program runs).
+      ProgramBuilder* pb = current_builder();
+      if (pb == nullptr || !is_symbolic(g)) return g.reshape(d);
+      return pb->record_view(g, *find_view_op("reshape"), Attrs{{"shape", d.to_vector()}}, d);
+    });
+  else if (view == "expand")
+    autograd::record_view(base, v, "expand",
+                          [d = base.dims()](const Tensor& g) { return autograd::sum_to(g, d); });
+  return v;
+}
+
 void ProgramBuilder::rename(const Tensor& t, const std::string& new_name) {
   const std::string old = symbolic_name(t);
   if (old == new_name) return;
@@ -577,27 +641,78 @@ Tensor run_view_op(const OpDef& view, const Tensor& x, const Attrs& a) {
 namespace oar::ir {
 namespace {
 
-bool mentions_unknown(double v) {
-  if (v == 0 || !std::isfinite(v)) return false;
+// Whether x is k * p for an integer k >= 1, to the precision of values derived from the sentinels.
+bool near_multiple(double x, double p) {
+  if (x < p / 2.0 || x > 9.0e15) return false;
+  const double k = std::round(x / p);
+  // Values derived from the sentinel are exact to a few ulps. A looser window took round constants for
+  // extents: 1e-12 (normalize's epsilon) is 1 / (999997 * kUnknownDim + 9).
+  return k >= 1 && std::fabs(x - k * p) <= 1e-12 * x;
+}
+
+// A double derived from the sentinels: k * p or 1 / (k * p) (k may hold other sentinels); the index of
+// the first sentinel found, or -1.
+int sentinel_of(double v) {
+  if (v == 0 || !std::isfinite(v)) return -1;
   const double a = std::fabs(v), r = 1.0 / a;
-  auto near_multiple = [](double x) {
-    if (x < kUnknownDim / 2.0 || x > 9.0e15) return false;
-    const double k = std::round(x / kUnknownDim);
-    // Values derived from the sentinel are exact to a few ulps. A looser window took round constants for
-    // extents: 1e-12 (normalize's epsilon) is 1 / (999997 * kUnknownDim + 9).
-    return k >= 1 && std::fabs(x - k * kUnknownDim) <= 1e-12 * x;
-  };
-  return near_multiple(a) || near_multiple(r);
+  for (int i = 0; i < kNumUnknownDims; ++i) {
+    const auto p = static_cast<double>(kUnknownDims[i]);
+    if (near_multiple(a, p) || near_multiple(r, p)) return i;
+  }
+  return -1;
 }
 
-double substitute(double v, int64_t extent) {
-  if (!mentions_unknown(v)) return v;
-  const double a = std::fabs(v), s = v < 0 ? -1.0 : 1.0;
-  if (a >= kUnknownDim / 2.0) return s * std::round(a / kUnknownDim) * static_cast<double>(extent);
-  return s / (std::round((1.0 / a) / kUnknownDim) * static_cast<double>(extent));
+bool mentions_unknown(double v) { return sentinel_of(v) >= 0; }
+
+// The run's value of sentinel i; throws naming the op when it is not known.
+int64_t extent_of(const OpRunContext& c, int i) {
+  const int64_t e = c.extents != nullptr ? c.extents[i] : 0;
+  if (i == 0)
+    OAR_ENFORCE(
+        e > 0, ErrorCode::kInvalidArgument,
+        c.op->type << ": an attribute depends on the unknown (-1) extent of the inputs, but "
+                   << (c.unknown_extent < 0 ? "the fed variables' -1 extents have different sizes in this run"
+                                            : "no fed variable has one"));
+  else
+    OAR_ENFORCE(
+        e >= 0 && c.extents != nullptr && c.extents[i] != 0, ErrorCode::kInvalidArgument,
+        c.op->type << ": an attribute depends on an extent that an earlier op computes from a variable's "
+                      "value, and it has not run in this run (the same sentinel serves more than "
+                   << kNumUnknownDims - 1 << " such extents of one program?)");
+  return e;
 }
 
-int64_t substitute(int64_t v, int64_t extent) { return is_unknown_extent(v) ? v / kUnknownDim * extent : v; }
+// v = +-(k * product of sentinels) or its reciprocal (a mean's 1 / numel): each sentinel replaced by its
+// value in this run, k rounded to the integer it stands for.
+double substitute(double v, const OpRunContext& c) {
+  if (sentinel_of(v) < 0) return v;
+  const double s = v < 0 ? -1.0 : 1.0;
+  double a = std::fabs(v);
+  const bool reciprocal = a < 1.0;
+  if (reciprocal) a = 1.0 / a;
+  double values = 1.0;
+  for (int i = 0; i < kNumUnknownDims; ++i) {
+    const auto p = static_cast<double>(kUnknownDims[i]);
+    while (near_multiple(a, p)) {
+      a /= p;
+      values *= static_cast<double>(extent_of(c, i));
+    }
+  }
+  const double out = std::round(a) * values;
+  return s * (reciprocal ? 1.0 / out : out);
+}
+
+// v = rest * product of sentinels: each sentinel replaced by its value in this run.
+int64_t substitute(int64_t v, const OpRunContext& c) {
+  if (!is_unknown_extent(v)) return v;
+  int64_t rest = v, out = 1;
+  for (int i = 0; i < kNumUnknownDims; ++i)
+    while (rest % kUnknownDims[i] == 0) {
+      rest /= kUnknownDims[i];
+      out *= extent_of(c, i);
+    }
+  return rest * out;
+}
 
 bool mentions_unknown(const AttrValue& v) {
   switch (v.index()) {
@@ -618,20 +733,20 @@ bool mentions_unknown(const AttrValue& v) {
   }
 }
 
-AttrValue substitute(const AttrValue& v, int64_t extent) {
+AttrValue substitute(const AttrValue& v, const OpRunContext& c) {
   switch (v.index()) {
     case 0:
-      return substitute(std::get<int64_t>(v), extent);
+      return substitute(std::get<int64_t>(v), c);
     case 1:
-      return substitute(std::get<double>(v), extent);
+      return substitute(std::get<double>(v), c);
     case 2: {
       auto out = std::get<std::vector<int64_t>>(v);
-      for (auto& x : out) x = substitute(x, extent);
+      for (auto& x : out) x = substitute(x, c);
       return out;
     }
     case 3: {
       auto out = std::get<std::vector<double>>(v);
-      for (auto& x : out) x = substitute(x, extent);
+      for (auto& x : out) x = substitute(x, c);
       return out;
     }
     default:
@@ -645,6 +760,21 @@ struct NativeOp {
   bool is_view = false;
   Attrs attrs;
   bool needs_extent = false;  // an attribute captured the unknown-extent sentinel
+  // Run-time attributes ("@<attr>" input slots): the attribute, its type and the variable holding it.
+  struct VarAttr {
+    const char* attr;
+    oar::AttrType type;
+    std::string var;
+    int32_t slot = -1;
+  };
+  std::vector<VarAttr> var_attrs;
+  // (axis, sentinel index): extents of the first output measured when the op runs ("@out_dims").
+  std::vector<std::pair<int32_t, int32_t>> measures;
+  void measure(const OpRunContext& c, const Tensor& out) const {
+    if (c.extents == nullptr) return;
+    for (auto [axis, i] : measures)
+      if (axis < out.ndim()) c.extents[i] = out.dims()[axis];
+  }
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;  // empty names: outputs nobody reads
   // The variables' slots in `scope` (the last scope run in; -1 for unnamed outputs).
@@ -671,9 +801,66 @@ struct NativeOp {
     out_slots.clear();
     for (auto& name : inputs) in_slots.push_back(s->slot(name));
     for (auto& name : outputs) out_slots.push_back(name.empty() ? -1 : s->slot(name));
+    for (auto& v : var_attrs) v.slot = s->slot(v.var);
     scope = s;
   }
 };
+
+// The value of a run-time attribute: the variable's elements (any integer, bool or float dtype) as the
+// attribute's type. reshape's 0 keeps the input's extent, as in Paddle (expand keeps it for -1 itself).
+AttrValue read_var_attr(const OpRunContext& c, const NativeOp& n, const NativeOp::VarAttr& va,
+                        const Tensor& x) {
+  const Tensor* t = c.scope->find(va.slot);
+  OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
+              c.op->type << ": variable '" << va.var << "' (attribute " << va.attr << ") has no value");
+  const DType dt = t->dtype();
+  const int64_t count = t->numel();
+  const bool list = va.type == oar::AttrType::kInts || va.type == oar::AttrType::kFloats;
+  OAR_ENFORCE(list || count == 1, ErrorCode::kInvalidArgument,
+              c.op->type << ": attribute " << va.attr << " needs one value, but variable '" << va.var
+                         << "' has " << count << " (shape " << t->dims().to_string() << ")");
+  OAR_ENFORCE(count <= (int64_t{1} << 20), ErrorCode::kInvalidArgument,
+              c.op->type << ": variable '" << va.var << "' is too large for attribute " << va.attr);
+  std::vector<double> f(static_cast<size_t>(count));
+  std::vector<int64_t> i(static_cast<size_t>(count));
+  const bool is_float = dt == DType::kFloat32 || dt == DType::kFloat64;
+  OAR_ENFORCE(is_float || dt == DType::kInt64 || dt == DType::kInt32 || dt == DType::kBool, ErrorCode::kType,
+              c.op->type << ": attribute " << va.attr << " from variable '" << va.var << "' of dtype "
+                         << dtype_name(dt) << "; expected int32, int64, bool, float32 or float64");
+  const Tensor h = t->cpu();
+  if (dt == DType::kFloat32) {
+    auto v = h.to_vector<float>();
+    for (int64_t k = 0; k < count; ++k) f[k] = v[k];
+  } else if (dt == DType::kFloat64) {
+    f = h.to_vector<double>();
+  } else if (dt == DType::kInt64) {
+    i = h.to_vector<int64_t>();
+  } else if (dt == DType::kInt32) {
+    auto v = h.to_vector<int32_t>();
+    for (int64_t k = 0; k < count; ++k) i[k] = v[k];
+  } else {
+    auto v = h.to_vector<uint8_t>();
+    for (int64_t k = 0; k < count; ++k) i[k] = v[k] != 0;
+  }
+  if (va.type == oar::AttrType::kFloat || va.type == oar::AttrType::kFloats) {
+    if (!is_float)
+      for (int64_t k = 0; k < count; ++k) f[k] = static_cast<double>(i[k]);
+    if (va.type == oar::AttrType::kFloat) return f[0];
+    return f;
+  }
+  if (is_float)
+    for (int64_t k = 0; k < count; ++k) {
+      OAR_ENFORCE(std::isfinite(f[k]) && std::fabs(f[k]) < 9.0e18, ErrorCode::kInvalidArgument,
+                  c.op->type << ": attribute " << va.attr << " from variable '" << va.var << "': " << f[k]
+                             << " is not an integer in range");
+      i[k] = static_cast<int64_t>(f[k]);
+    }
+  if (va.type == oar::AttrType::kInt) return i[0];
+  if (n.is_view && std::strcmp(n.def->name, "reshape") == 0)  // Paddle's 0: the input's extent there
+    for (int64_t k = 0; k < count && k < x.ndim(); ++k)
+      if (i[k] == 0) i[k] = x.dims()[static_cast<int32_t>(k)];
+  return i;
+}
 
 }  // namespace
 
@@ -689,11 +876,31 @@ OpKernelFn translate_native_op(const OpDesc& od) {
       n->def != nullptr, ErrorCode::kUnimplemented,
       od.type << ": this build of oar has no op named '" << name << "' (a custom op library not loaded?)");
   const OpDef& def = *n->def;
+  for (auto& [slot, args] : od.inputs) {
+    if (slot.empty() || slot[0] != kVarAttrPrefix) continue;
+    const std::string attr = slot.substr(1);
+    const AttrDef* a = nullptr;
+    for (const AttrDef& d : def.attrs)
+      if (attr == d.name) a = &d;
+    OAR_ENFORCE(
+        a != nullptr && args.size() == 1 && a->type != oar::AttrType::kString, ErrorCode::kInvalidArgument,
+        od.type << ": input slot '" << slot << "' must name one variable for a numeric attribute of the op");
+    n->var_attrs.push_back({a->name, a->type, args[0]});
+  }
+  if (const Attribute* d = od.find_attr("@out_dims"); d != nullptr && !n->var_attrs.empty()) {
+    const auto dims =
+        std::get<std::vector<int64_t>>(from_ir_attr(*d, oar::AttrType::kInts, od.type, "@out_dims"));
+    for (size_t axis = 0; axis < dims.size(); ++axis)
+      for (int i = 0; i < kNumUnknownDims; ++i)
+        if (dims[axis] == kUnknownDims[i]) n->measures.emplace_back(static_cast<int32_t>(axis), i);
+  }
   for (const AttrDef& a : def.attrs) {
     const Attribute* v = od.find_attr(a.name);
     if (v == nullptr) continue;  // the schema's default
     AttrValue av = from_ir_attr(*v, a.type, od.type, a.name);
-    n->needs_extent |= mentions_unknown(av);
+    bool from_var = false;  // the placeholder of a run-time attribute may hold the sentinel
+    for (auto& va : n->var_attrs) from_var |= std::strcmp(va.attr, a.name) == 0;
+    if (!from_var) n->needs_extent |= mentions_unknown(av);
     n->attrs.set(a.name, std::move(av));
   }
   if (def.variadic) {
@@ -734,31 +941,34 @@ OpKernelFn translate_native_op(const OpDesc& od) {
     Attrs* attrs = &n->attrs;
     Attrs sub;
     if (n->needs_extent) {
-      OAR_ENFORCE(c.unknown_extent > 0, ErrorCode::kInvalidArgument,
-                  c.op->type << ": an attribute depends on the unknown (-1) extent of the inputs, but "
-                             << (c.unknown_extent < 0
-                                     ? "the fed variables' -1 extents have different sizes in this run"
-                                     : "no fed variable has one"));
       for (size_t i = 0; i < n->attrs.size(); ++i)
-        sub.set(n->attrs[i].first, substitute(n->attrs[i].second, c.unknown_extent));
+        sub.set(n->attrs[i].first, substitute(n->attrs[i].second, c));
+      attrs = &sub;
+    }
+    if (!n->var_attrs.empty()) {
+      if (attrs != &sub) sub = *attrs;
+      for (auto& va : n->var_attrs) sub.set(va.attr, read_var_attr(c, *n, va, in[0]));
       attrs = &sub;
     }
     if (n->is_view) {
       Tensor v = run_view_op(def, in[0], *attrs);
+      n->measure(c, v);
       if (n->out_slots[0] >= 0) c.scope->set(n->out_slots[0], std::move(v));
       return;
     }
     Tensor outs[kMaxOpOutputs];
-    if (!n->needs_extent && current_builder() == nullptr && n->same_inputs(in, n_in)) {
+    const bool fixed_attrs = !n->needs_extent && n->var_attrs.empty();
+    if (fixed_attrs && current_builder() == nullptr && n->same_inputs(in, n_in)) {
       run_op_inferred(def, in, n_in, *attrs, c.place, n->out_meta, outs);
     } else {
       run_op(def, in, n_in, *attrs, c.place, outs, n->out_meta);
       // Remembered only for a run that ran (not recorded into a program) with a fixed Attrs.
-      n->inferred = !n->needs_extent && current_builder() == nullptr;
+      n->inferred = fixed_attrs && current_builder() == nullptr;
       n->in_meta.resize(n_in);
       for (int32_t i = 0; i < n_in; ++i) n->in_meta[i] = TensorMeta{in[i].dtype(), in[i].dims()};
       n->place = n_in > 0 ? in[0].place() : c.place;
     }
+    if (!n->measures.empty()) n->measure(c, outs[0]);
     for (size_t i = 0; i < n->out_slots.size(); ++i)
       if (n->out_slots[i] >= 0) c.scope->set(n->out_slots[i], std::move(outs[i]));
   };

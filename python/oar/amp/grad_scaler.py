@@ -89,7 +89,8 @@ class AmpScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
         if st["state"] is OptimizerState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        grads = [p.grad for p in self._params(optimizer) if p.grad is not None]
+        from ..framework.selected_rows import grad_tensors
+        grads = [g for p in self._params(optimizer) for g in grad_tensors(p)]
         from ..autograd import no_grad
         with no_grad():
             if grads:

@@ -133,4 +133,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         n = len(outputs) if isinstance(outputs, (list, tuple)) else 1
         if len(grad_outputs) != n:
             raise ValueError("grad: got {} grad_outputs for {} outputs".format(len(grad_outputs), n))
-    return _C._grad(outputs, inputs, grad_outputs, bool(retain_graph), bool(create_graph), bool(allow_unused))
+    from ..framework import selected_rows
+    selected_rows._functional_grad[0] += 1  # row-sparse lookups hand back dense gradients meanwhile
+    try:
+        return _C._grad(outputs, inputs, grad_outputs, bool(retain_graph), bool(create_graph), bool(allow_unused))
+    finally:
+        selected_rows._functional_grad[0] -= 1

@@ -271,6 +271,12 @@ class DataParallel(Layer):
         self._reducer = None
         if g is None or g._pg is None or g.nranks == 1:
             return  # one process: nothing to synchronize
+        for name, sub in layers.named_sublayers(include_self=True):
+            if getattr(sub, "_sparse", False) is True and hasattr(sub, "_num_embeddings"):
+                # its weight gets a SelectedRows gradient, which the bucketed all-reduce cannot carry
+                raise NotImplementedError(
+                    "DataParallel: the Embedding '{}' has sparse=True, whose row-sparse gradients are not "
+                    "all-reduced across processes; build it with sparse=False".format(name or type(sub).__name__))
         self._sync_params_buffers()
         named = [(n, p) for n, p in layers.named_parameters() if not p.stop_gradient]
         if named:

@@ -3,6 +3,7 @@ import copy
 
 from .. import _C
 from .._C import Tensor
+from . import selected_rows as _selected_rows
 from . import unique_name
 from .param_attr import ParamAttr
 
@@ -68,6 +69,9 @@ def _tracked(name):
     return property(get, set)
 
 
+_tensor_grad = Tensor.grad.fget
+
+
 class Parameter(Tensor):
     """A leaf tensor with a unique name and training attributes.
 
@@ -107,6 +111,23 @@ class Parameter(Tensor):
             raise TypeError("Parameter.trainable must be a bool, got {!r}".format(value))
         self.stop_gradient = not value
 
+    @property
+    def grad(self):
+        """The gradient: a dense Tensor, or the SelectedRows an Embedding(sparse=True) gave (plus any dense
+        part, then as one dense Tensor), or None."""
+        dense = _tensor_grad(self)
+        sr = _selected_rows.sparse_grad(self)
+        if sr is None:
+            return dense
+        return sr if dense is None else dense + sr.to_dense()
+
+    def clear_gradient(self, set_to_zero=True):
+        _selected_rows.clear_sparse_grad(self)
+        Tensor.clear_gradient(self, set_to_zero)
+
+    def clear_grad(self):
+        self.clear_gradient(True)
+
     def __repr__(self):
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
@@ -117,7 +138,7 @@ class Parameter(Tensor):
         new = Parameter(self.detach().clone(), name=unique_name.generate(self.name + "_deepcopy"))
         memo[id(self)] = new
         for k, v in self.__dict__.items():
-            if k != "_name":
+            if k not in ("_name", "_sparse_grad"):
                 new.__dict__[k] = copy.deepcopy(v, memo)
         new.stop_gradient = self.stop_gradient
         return new

@@ -7,6 +7,7 @@ parameters' .grad are left as they are). Parameters with `need_clip == False` ke
 from .. import _C
 from ..autograd import no_grad
 from ..framework.errors import AssertionValueError
+from ..framework.selected_rows import SelectedRows
 
 __all__ = ["ClipGradBase", "GradientClipBase", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm"]
 
@@ -16,6 +17,11 @@ def _flat_sum_squares(grads):
     float64 gradients): one fused op over the whole list ("merged_sum_squares"), not a reduction per
     tensor."""
     return _C.Op("merged_sum_squares")(list(grads))
+
+
+def _dense_part(g):
+    """The tensor whose elements are g's nonzero part: a SelectedRows gradient's merged values."""
+    return g.merged().values() if isinstance(g, SelectedRows) else g
 
 
 def _check_number(owner, name, value):
@@ -91,7 +97,8 @@ class ClipGradByNorm(ClipGradBase):
         out = []
         for p, g in params_grads:
             if _to_clip(p, g):
-                norm = (g * g).sum().sqrt()
+                h = _dense_part(g)
+                norm = (h * h).sum().sqrt()
                 # Paddle's clip_by_norm: unchanged unless the norm exceeds clip_norm
                 scale = (norm.clip(min=self.clip_norm) / self.clip_norm).reciprocal().astype(g.dtype)
                 g = g * scale
@@ -117,7 +124,7 @@ class ClipGradByGlobalNorm(ClipGradBase):
 
     def global_norm(self, params_grads):
         """The global L2 norm (0-d float tensor) of the gradients this strategy clips, or None."""
-        grads = [g for p, g in params_grads if _to_clip(p, g)]
+        grads = [_dense_part(g) for p, g in params_grads if _to_clip(p, g)]
         return _flat_sum_squares(grads).sqrt() if grads else None
 
     def _scale(self, params_grads):

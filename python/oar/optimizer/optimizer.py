@@ -14,7 +14,9 @@ from collections import defaultdict
 from .. import _C
 from ..autograd import no_grad
 from ..regularizer import L2Decay, WeightDecayRegularizer
+from ..framework import selected_rows as _selected_rows
 from ..framework.parameter import Parameter, _attr_version
+from ..framework.selected_rows import SelectedRows
 from .lr import LambdaDecay, LRScheduler
 
 __all__ = ["Optimizer"]
@@ -223,6 +225,9 @@ class Optimizer:
         """Clears the gradients of the optimized parameters (zeros them, or sets them to None); one C++
         call for all of them (zeroing is deferred to the next read or accumulation, see docs/optimizer.md)."""
         _C._clear_grads(self._all_params(), bool(set_to_zero))
+        if _selected_rows._holders:
+            for p in self._all_params():
+                _selected_rows.clear_sparse_grad(p)
 
     def zero_grad(self, set_to_none=True):
         self.clear_grad(set_to_zero=not set_to_none)
@@ -245,6 +250,10 @@ class Optimizer:
         """One step over `params` (a group's, or all): through the cached plan of `slot` when it is
         still valid, else as _apply does (building a new plan when the parameters allow one)."""
         grads, key = _C._params_grads(params)
+        if _selected_rows._holders and any(_selected_rows.sparse_grad(p) is not None for p in params):
+            # row-sparse gradients (Embedding(sparse=True)): the general path, which knows SelectedRows
+            self._apply([(p, g) for p, g in self._params_grads(params)], group)
+            return
         if self._multi_precision and any(p.dtype in _LOW_FLOATS for p in params):  # master weights: general path
             self._apply([(p, g) for p, g in zip(params, grads) if g is not None], group)
             return
@@ -357,7 +366,7 @@ class Optimizer:
         grad_scale = None
         if clip is not None:
             from ..nn.clip import ClipGradByGlobalNorm
-            if type(clip) is ClipGradByGlobalNorm and any(_C._is_symbolic(g) for _, g in params_grads):
+            if type(clip) is ClipGradByGlobalNorm and any(not isinstance(g, SelectedRows) and _C._is_symbolic(g) for _, g in params_grads):
                 params_grads = clip._symbolic_clip(params_grads)  # a static program: the scale is a variable
             elif type(clip) is ClipGradByGlobalNorm:
                 # one norm op, then the scale goes into the fused update (no multiply per gradient)
@@ -369,7 +378,9 @@ class Optimizer:
         # Split by dtype and place: one fused op each.
         buckets = {}
         for p, g in params_grads:
-            if g is not None:
+            if isinstance(g, SelectedRows):
+                self._sparse_update(p, g, base_lr, hyper, grad_scale)
+            elif g is not None:
                 buckets.setdefault((p.dtype, p.place), []).append((p, g))
         for items in buckets.values():
             self._update(items, base_lr, hyper, grad_scale)
@@ -428,6 +439,18 @@ class Optimizer:
         _C.Op(self._op)(params + grads + state, **attrs)
 
     # Subclass hooks.
+    def _sparse_update(self, p, sr, base_lr, hyper, grad_scale):
+        """The update from a SelectedRows gradient. By default that of the dense gradient it stands for
+        (what Paddle's non-lazy optimizers do: rows absent from it still decay their moments)."""
+        self._update([(p, sr.to_dense())], base_lr, hyper, grad_scale)
+
+    def _sparse_lr_scale(self, p, base_lr, grad_scale):
+        """(learning rate, gradient scale) of p in a row-wise update, as _update computes them."""
+        sc = 1.0 if grad_scale is None or not getattr(p, "need_clip", True) else grad_scale
+        attr = getattr(p, "optimize_attr", None)
+        mult = 1.0 if attr is None else float(attr.get("learning_rate", 1.0))
+        return base_lr * mult * self._lr_scale(p), sc
+
     def _lr_scale(self, p):
         return 1.0
 

@@ -1,9 +1,24 @@
 """The optimizers (Paddle's names, arguments, defaults, accumulator names and update formulas). Each
 step is one fused op per parameter group (framework/src/ops_optim.cc; formulas in plugins/cpu/optim.cc
 and docs/optimizer.md)."""
+import math
+
+from .. import _C
+from ..regularizer import L2Decay
+from ..tensor.manipulation import _index_select
 from .optimizer import Optimizer, _float
 
 __all__ = ["SGD", "Momentum", "Adam", "AdamW", "Adamax", "Adagrad", "Adadelta", "RMSProp", "Lamb"]
+
+
+def _write_rows(t, rows, new_rows):
+    """t[rows] = new_rows, in place (rows unique): the in-place index_put touches only those rows."""
+    t[rows] = new_rows.astype(t.dtype) if new_rows.dtype != t.dtype else new_rows
+
+
+def _regularizer(opt, p):
+    reg = getattr(p, "regularizer", None)
+    return opt.regularization if reg is None else reg
 
 
 def _check_range(owner, name, v, lo, hi, hi_open=True):
@@ -28,6 +43,16 @@ class SGD(Optimizer):
                  name=None):
         self._multi_precision = bool(multi_precision)
         super().__init__(learning_rate, parameters, weight_decay, grad_clip, name)
+
+    def _sparse_update(self, p, sr, base_lr, hyper, grad_scale):
+        """Only the rows of a SelectedRows gradient change (the others have a zero gradient); with weight
+        decay every row changes, so the dense update runs."""
+        if _regularizer(self, p) is not None:
+            return super()._sparse_update(p, sr, base_lr, hyper, grad_scale)
+        sr = sr.merged()
+        lr, sc = self._sparse_lr_scale(p, base_lr, grad_scale)
+        rows = sr._rows
+        _write_rows(p, rows, _index_select(p, rows, 0) - sr.values().astype(p.dtype) * (lr * sc))
 
 
 class Momentum(Optimizer):
@@ -57,8 +82,8 @@ class Momentum(Optimizer):
 class Adam(Optimizer):
     """Paddle's Adam: m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g^2;
     param -= lr * sqrt(1-b2^t)/(1-b1^t) * m1 / (sqrt(m2) + epsilon * sqrt(1-b2^t)); amsgrad uses the
-    running max of m2. lazy_mode, multi_precision and use_multi_tensor are accepted (dense gradients
-    only; every step is multi-tensor)."""
+    running max of m2. lazy_mode: a row-sparse gradient (Embedding(sparse=True)) updates only its rows
+    (docs/sparse.md); dense gradients ignore it. use_multi_tensor is accepted (every step is multi-tensor)."""
     _op = "merged_adam"
     _acc_specs = (("moment1", "state", 0.0), ("moment2", "state", 0.0), ("beta1_pow_acc", "pow", "beta1"),
                   ("beta2_pow_acc", "pow", "beta2"))
@@ -83,6 +108,44 @@ class Adam(Optimizer):
     def _op_attrs(self, params, h):
         return {"beta1": float(h["beta1"]), "beta2": float(h["beta2"]), "epsilon": float(h["epsilon"]),
                 "amsgrad": int(self._amsgrad)}
+
+    def _decoupled_decay(self, p, hyper):
+        return 0.0
+
+    def _sparse_update(self, p, sr, base_lr, hyper, grad_scale):
+        """lazy_mode: only the rows of the SelectedRows gradient update their moments and values (Paddle's
+        lazy Adam); the beta powers advance once per step as in the dense update. Without lazy_mode the
+        dense update runs (every row's moments decay)."""
+        reg = _regularizer(self, p)
+        if not self._lazy_mode or (reg is not None and type(reg) is not L2Decay):
+            return super()._sparse_update(p, sr, base_lr, hyper, grad_scale)
+        sr = sr.merged()
+        rows = sr._rows
+        lr, sc = self._sparse_lr_scale(p, base_lr, grad_scale)
+        b1, b2, eps = float(hyper["beta1"]), float(hyper["beta2"]), float(hyper["epsilon"])
+        m1 = self._add_accumulator("moment1", p, 0.0, "state")
+        m2 = self._add_accumulator("moment2", p, 0.0, "state")
+        b1p = self._add_accumulator("beta1_pow_acc", p, b1, "pow")
+        b2p = self._add_accumulator("beta2_pow_acc", p, b2, "pow")
+        b1p_v, b2p_v = float(b1p.numpy().reshape(-1)[0]), float(b2p.numpy().reshape(-1)[0])
+        lr_t = lr * math.sqrt(1 - b2p_v) / (1 - b1p_v)
+        eps_t = eps * math.sqrt(1 - b2p_v)
+        pr = _index_select(p, rows, 0)
+        g = sr.values().astype(p.dtype) * sc
+        if reg is not None:  # L2Decay on the rows present
+            g = g + pr * reg.coeff
+        m1r = _index_select(m1, rows, 0) * b1 + g * (1 - b1)
+        m2r = _index_select(m2, rows, 0) * b2 + g * g * (1 - b2)
+        _write_rows(m1, rows, m1r)
+        _write_rows(m2, rows, m2r)
+        if self._amsgrad:
+            mx = self._add_accumulator("moment2_max", p, 0.0)
+            m2r = _index_select(mx, rows, 0).maximum(m2r)
+            _write_rows(mx, rows, m2r)
+        decay = 1.0 - lr * self._decoupled_decay(p, hyper)
+        _write_rows(p, rows, pr * decay - m1r / (m2r.sqrt() + eps_t) * lr_t)
+        _C._assign(b1p, b1p * b1)
+        _C._assign(b2p, b2p * b2)
 
     def _extra_inputs(self, params):
         if self._amsgrad:
@@ -115,6 +178,10 @@ class AdamW(Adam):
 
     def _lr_scale(self, p):
         return 1.0 if self._lr_ratio is None else float(self._lr_ratio(p))
+
+    def _decoupled_decay(self, p, hyper):
+        fn = self._apply_decay_param_fun
+        return float(hyper["weight_decay"]) if fn is None or fn(p.name) else 0.0
 
     def _lr_scale_is_fixed(self):
         return self._lr_ratio is None  # lr_ratio is called at every step, as in Paddle

@@ -136,10 +136,39 @@ def to_tensor(data, dtype=None, place=None, stop_gradient=True):
     return t
 
 
+def _may_hold_var(shape):
+    """Cheap test before the run-time attribute path: a Tensor, or a list/tuple holding one."""
+    return isinstance(shape, Tensor) or (isinstance(shape, (list, tuple)) and
+                                         builtins.any(isinstance(d, Tensor) for d in shape))
+
+
+def _fill_var_shape(op, built, var, value, dtype):
+    """A fill whose shape the program variable `var` holds when it runs (`built`: the build-time shape,
+    -1 where unknown); value may be a variable too (zeros + value, broadcast)."""
+    from ..static import var_attrs
+    if not (isinstance(value, Tensor) and _C._is_symbolic(value)):
+        return var_attrs.bind(_fill(var_attrs.sentinel(built), _fill_number(op, value), dtype), shape=var)
+    zeros = var_attrs.bind(_fill(var_attrs.sentinel(built), 0.0, dtype), shape=var)
+    if builtins.int(np.prod(value.shape)) != 1:
+        raise ValueError("{}: fill_value must have one element, got the variable '{}' of shape {}".format(
+            op, value.name, list(value.shape)))
+    value = _C._reshape(value, [1] * len(built)) if len(built) else _C._reshape(value, [])
+    if value.dtype != dtype:
+        value = _cast(value, dtype)
+    return _C.Op("add")(zeros, value)
+
+
 def full(shape, fill_value, dtype=None, name=None):
     """A tensor of `shape` filled with `fill_value` (dtype default: the default float dtype). fill_value may
-    be a one-element Tensor or array, also a program variable (whose value is known only when it runs)."""
-    shape, dtype = _shape_list(shape), _dtype_or_default(dtype)
+    be a one-element Tensor or array, also a program variable (whose value is known only when it runs);
+    so may `shape` or its elements (decision 96)."""
+    dtype = _dtype_or_default(dtype)
+    if _may_hold_var(shape) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            built, var = var_attrs.shape_var(shape, "full")
+            return _fill_var_shape("full", built, var, fill_value, dtype)
+    shape = _shape_list(shape)
     if isinstance(fill_value, Tensor) and _C._is_symbolic(fill_value):
         return _fill_with_variable("full", shape, fill_value, dtype)
     return _fill(shape, _fill_number("full", fill_value), dtype)
@@ -166,11 +195,11 @@ def _fill_with_variable(op, shape, v, dtype):
 
 
 def zeros(shape, dtype=None, name=None):
-    return _fill(_shape_list(shape), 0.0, _dtype_or_default(dtype))
+    return full(shape, 0.0, dtype)
 
 
 def ones(shape, dtype=None, name=None):
-    return _fill(_shape_list(shape), 1.0, _dtype_or_default(dtype))
+    return full(shape, 1.0, dtype)
 
 
 def _run_shape(shape, like):
@@ -202,6 +231,9 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     dtype default: int64 when start, end and step are all ints, else the default float dtype."""
     if end is None:
         start, end = 0, start
+    if _C._is_symbolic_building() and builtins.any(isinstance(v, Tensor) and _C._is_symbolic(v)
+                                                   for v in (start, end, step)):
+        return _arange_var(start, end, step, dtype)
     vals = []
     for arg, v in zip(("start", "end", "step"), (start, end, step)):
         if isinstance(v, (Tensor, np.ndarray, np.generic)):
@@ -216,6 +248,19 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
         dtype = _C.int64 if all_int else _default_dtype()
     return _arange(builtins.float(vals[0]), builtins.float(vals[1]), builtins.float(vals[2]), dtype)
 
+
+def _arange_var(start, end, step, dtype):
+    """arange with program variables among start/end/step: the length is known when the program runs."""
+    from ..static import var_attrs
+    if dtype is None:  # Paddle: int64 when every bound is an int or an integer tensor
+        ints = builtins.all(v.dtype in (_C.int32, _C.int64) if isinstance(v, Tensor) else
+                            isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = _C.int64 if ints else _default_dtype()
+    else:
+        dtype = _C.to_dtype(dtype)
+    bounds = {k: var_attrs.scalar_var(v, "arange", k) for k, v in (("start", start), ("end", end), ("step", step))}
+    # build-time placeholders giving the sentinel length
+    return var_attrs.bind(_arange(0.0, builtins.float(_C._new_unknown_dim()), 1.0, dtype), **bounds)
 
 
 # ---- the math family (docs/ops_math.md) -------------------------------------------------------------
@@ -232,7 +277,19 @@ def _number(v, what):
 
 
 def linspace(start, stop, num, dtype=None, name=None):
-    """`num` evenly spaced values from start to stop (both included); dtype default: the default float."""
+    """`num` evenly spaced values from start to stop (both included); dtype default: the default float.
+    Each may be a program variable (decision 96)."""
+    if _C._is_symbolic_building() and builtins.any(isinstance(v, Tensor) and _C._is_symbolic(v)
+                                                   for v in (start, stop, num)):
+        from ..static import var_attrs
+        if not isinstance(num, Tensor) and (not isinstance(num, numbers.Integral) or isinstance(num, builtins.bool)):
+            raise TypeError("linspace: num must be an int, got {!r}".format(num))
+        if isinstance(num, Tensor) and num.dtype not in (_C.int32, _C.int64):
+            raise TypeError("linspace: num must be an int32/int64 tensor, got {}".format(num.dtype))
+        bounds = {k: var_attrs.scalar_var(v, "linspace", k)
+                  for k, v in (("start", start), ("stop", stop), ("num", num))}
+        out = _linspace(0.0, 1.0, _C._new_unknown_dim(), _dtype_or_default(dtype))
+        return var_attrs.bind(out, **bounds)
     start, stop, num = _number(start, "linspace: start"), _number(stop, "linspace: stop"), _number(num, "linspace: num")
     if not isinstance(num, numbers.Integral) or isinstance(num, builtins.bool):
         raise TypeError("linspace: num must be an int, got {!r}".format(num))

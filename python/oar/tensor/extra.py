@@ -447,6 +447,26 @@ def uniform_(x, min=-1.0, max=1.0, seed=0, name=None):
     return _write_into("uniform_", x, random.uniform(list(x.shape), x.dtype, min, max, seed))
 
 
-_INPLACE_NAMES += ["nan_to_num_", "index_add_", "where_", "normal_", "uniform_"]
+def cauchy_(x, loc=0, scale=1, name=None):
+    """Fills x with Cauchy(loc, scale) samples, in place: loc + scale * tan(pi * (u - 0.5)), u ~ U(0, 1).
+    (Paddle 2.6.2 draws u from a normal distribution here, which is not Cauchy.)"""
+    u = random.uniform(list(x.shape), "float64", 0.0, 1.0)
+    c = math.add(math.scale(math.tan(math.scale(math.subtract(u, creation.full([], 0.5, _C.float64)),
+                                                 np.pi)), float(scale)), creation.full([], float(loc), _C.float64))
+    return _write_into("cauchy_", x, _cast(c, x.dtype.name))
+
+
+def geometric_(x, probs, name=None):
+    """Fills x with log(u) / log1p(-probs), u ~ U(tiny, 1), in place (Paddle 2.6.2's definition: the
+    continuous form of the number of trials; floor it + 1 for the integer count)."""
+    if isinstance(probs, Tensor):
+        p = _cast(probs, "float64") if probs.dtype != _C.float64 else probs
+    else:
+        p = creation.full([], float(probs), _C.float64)
+    u = random.uniform(list(x.shape), "float64", float(np.finfo(np.float64).tiny), 1.0)
+    return _write_into("geometric_", x, _cast(math.divide(math.log(u), math.log1p(math.neg(p))), x.dtype.name))
+
+
+_INPLACE_NAMES += ["nan_to_num_", "index_add_", "where_", "normal_", "uniform_", "cauchy_", "geometric_"]
 __all__ += _INPLACE_NAMES
 del _mod, _names, _n

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
+from ..framework.errors import invalid_argument
 from . import manipulation as _mp
 from . import math as _m
 
@@ -101,7 +102,7 @@ def mm(input, mat2, name=None):
 
 def mv(x, vec, name=None):
     if x.ndim != 2 or vec.ndim != 1:
-        raise ValueError("mv: x must be 2-D and vec 1-D, got shapes {} and {}".format(x.shape, vec.shape))
+        raise invalid_argument("mv: x must be 2-D and vec 1-D, got shapes {} and {}".format(x.shape, vec.shape))
     return _matmul(x, vec, False, False)
 
 
@@ -158,6 +159,11 @@ def t(input, name=None):
 def trace(x, offset=0, axis1=0, axis2=1, name=None):
     if x.ndim < 2:
         raise ValueError("trace: x must have at least 2 dims, got shape {}".format(x.shape))
+    # Paddle's trace takes the two axes in increasing order (the offset then counts from the lower one),
+    # unlike its own diagonal and numpy's trace.
+    a1, a2 = (a % x.ndim if isinstance(a, int) and -x.ndim <= a < x.ndim else a for a in (axis1, axis2))
+    if isinstance(a1, int) and isinstance(a2, int) and a1 > a2:
+        axis1, axis2 = a2, a1
     return _m.sum(_diagonal(x, offset, axis1, axis2), axis=-1)
 
 

@@ -9,13 +9,14 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from .creation import _shape_list, to_tensor
+from ..framework.errors import invalid_argument
+from .creation import _may_hold_var, _shape_list, to_tensor
 
 __all__ = ["cast", "concat", "reshape", "transpose", "squeeze", "unsqueeze", "flatten", "expand", "broadcast_to",
            "stack", "unstack", "unbind", "split", "chunk", "tile", "repeat_interleave", "flip", "roll", "rot90",
            "pad", "tril", "triu", "diag", "diagonal", "slice", "strided_slice", "moveaxis", "expand_as",
            "broadcast_tensors", "gather", "gather_nd", "scatter", "scatter_nd_add", "scatter_nd",
-           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put"]
+           "take_along_axis", "put_along_axis", "masked_fill", "diag_embed", "crop", "index_put", "tolist"]
 
 _cast = _C.Op("cast", "dtype")
 _concat = _C.Op("concat", "axis")
@@ -53,8 +54,34 @@ def _axes(axis, what):
 
 def reshape(x, shape, name=None):
     """x with a new shape: -1 infers one dimension, 0 keeps the input's dimension. A view when the
-    strides allow it, otherwise a copy."""
+    strides allow it, otherwise a copy. `shape` may be (or hold) a program variable (decision 96)."""
+    if _may_hold_var(shape):
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            built, var = var_attrs.shape_var(shape, "reshape")
+            built = [x.shape[i] if d == 0 and i < x.ndim else d for i, d in enumerate(built)]
+            dims = var_attrs.sentinel(built)
+            return var_attrs.view(x, "reshape", {"shape": dims}, dims, {"shape": var})
     return _C._reshape(x, _shape_list(shape))
+
+
+def _expand_var(x, shape, op):
+    """x broadcast to a shape that is (or holds) a program variable, read when the program runs."""
+    from ..static import var_attrs
+    built, var = var_attrs.shape_var(shape, op)
+    lead = len(built) - x.ndim
+    if lead < 0:
+        raise ValueError("{}: the target shape has {} dims, fewer than x's {}".format(op, len(built), x.ndim))
+    # build time: an extent of x other than 1 is kept (the only size it may have; -1 there: x's own
+    # unknown extent), and a 1 may grow to an extent known when the program runs
+    dims = []
+    for i, d in enumerate(built):
+        j = i - lead
+        if j >= 0 and d == -1 and x.shape[j] != 1:
+            dims.append(x.shape[j])
+        else:
+            dims.append(var_attrs.sentinel([d])[0])
+    return var_attrs.view(x, "expand", {"shape": dims}, dims, {"shape": var})
 
 
 def transpose(x, perm, name=None):
@@ -102,11 +129,20 @@ def flatten(x, start_axis=0, stop_axis=-1, name=None):
 
 
 def expand(x, shape, name=None):
-    """A broadcast view of x with `shape` (-1 keeps a dimension)."""
+    """A broadcast view of x with `shape` (-1 keeps a dimension); `shape` may be (or hold) a program
+    variable (decision 96)."""
+    if _may_hold_var(shape) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            return _expand_var(x, shape, "expand")
     return _C._expand(x, _shape_list(shape))
 
 
 def broadcast_to(x, shape, name=None):
+    if _may_hold_var(shape) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(shape):
+            return _expand_var(x, shape, "broadcast_to")
     return _C._expand(x, _shape_list(shape))
 
 
@@ -185,6 +221,8 @@ def unstack(x, axis=0, num=None):
 def split(x, num_or_sections, axis=0, name=None):
     """Splits x along axis into `num_or_sections` equal parts (an int) or parts of the listed sizes
     (one of them may be -1). The parts are views."""
+    if isinstance(axis, numbers.Real) and not isinstance(axis, numbers.Integral):
+        raise invalid_argument("split: axis must be an int, got {!r}".format(axis))  # as Paddle: not TypeError
     a = _axis(axis, x.ndim, "split")
     n = x.shape[a]
     if isinstance(num_or_sections, numbers.Integral):
@@ -200,7 +238,7 @@ def split(x, num_or_sections, axis=0, name=None):
         if unknown:
             sizes[unknown[0]] = n - (builtins.sum(sizes) + 1)
         if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
-            raise ValueError("split: sections {} do not add up to x.shape[{}] ({})".format(
+            raise invalid_argument("split: sections {} do not add up to x.shape[{}] ({})".format(
                 list(num_or_sections), a, n))
     out, start = [], 0
     for s in sizes:
@@ -240,6 +278,8 @@ def repeat_interleave(x, repeats, axis=None, name=None):
         axis = 0
     a = _axis(axis, x.ndim, "repeat_interleave")
     n = x.shape[a]
+    if isinstance(repeats, Tensor) and _C._is_symbolic(repeats):
+        return _repeat_interleave_var(x, repeats, a, n)
     if isinstance(repeats, (Tensor, np.ndarray)):
         repeats = repeats.tolist()
     reps = list(repeats) if isinstance(repeats, (list, tuple)) else [repeats] * n
@@ -260,10 +300,33 @@ def repeat_interleave(x, repeats, axis=None, name=None):
     return _index_select(x, _const(index, x.place), a)
 
 
+def _repeat_interleave_var(x, repeats, a, n):
+    """repeat_interleave with a program variable as repeats: the output length is read when the program
+    runs (decision 96). Element p of the output is element #{i : cumsum(repeats)[i] <= p} of x."""
+    from .creation import arange
+    if repeats.dtype not in (_C.int32, _C.int64) or repeats.ndim > 1:
+        raise TypeError("repeat_interleave: repeats must be an int32/int64 variable of at most 1 dimension, got "
+                        "'{}' ({}, shape {})".format(repeats.name, repeats.dtype, repeats.shape))
+    if n < 0:
+        raise ValueError("repeat_interleave: with a variable as repeats, x.shape[axis] must be known")
+    reps = _cast(_C._reshape(repeats, [-1]), _C.int64)
+    if repeats.size == 1:  # one count for every element
+        reps = reps + _fill([n], 0.0, _C.int64)
+    from .math import cumsum
+    ends = cumsum(reps, axis=0)
+    total = _C._reshape(_C._slice(ends, 0, n - 1, n, 1), []) if n else _fill([], 0.0, _C.int64)
+    pos = _C._reshape(arange(0, total, 1, dtype="int64"), [-1, 1])
+    from .math import sum as _sum
+    index = _sum(_cast(_C._reshape(ends, [1, n]) <= pos, _C.int64), axis=1)
+    return _index_select(x, index, a)
+
+
 def flip(x, axis, name=None):
     """x reversed along the given axes (a copy)."""
     t = x
     for a in _int_list(axis):
+        if not -builtins.max(x.ndim, 1) <= a < builtins.max(x.ndim, 1):  # Paddle: ValueError, not IndexError
+            raise invalid_argument("flip: axis {} is out of range for a tensor of rank {}".format(a, x.ndim))
         t = _C._slice(t, _axis(a, x.ndim, "flip"), sys.maxsize, -sys.maxsize - 1, -1)
     return _copy(t)
 
@@ -433,7 +496,13 @@ def _clamp_range(n, start, end):
 
 
 def slice(input, axes, starts, ends):
-    """paddle.slice: input[starts[i]:ends[i]] along each axes[i] (bounds clamped, negatives from the end)."""
+    """paddle.slice: input[starts[i]:ends[i]] along each axes[i] (bounds clamped, negatives from the end).
+    starts/ends may be (or hold) program variables, read when the program runs (decision 96; such a
+    slice has no gradient)."""
+    if (_may_hold_var(starts) or _may_hold_var(ends)) and _C._is_symbolic_building():
+        from ..static import var_attrs
+        if var_attrs.has_var(starts) or var_attrs.has_var(ends):
+            return _slice_var(input, _int_list(axes), starts, ends)
     axes, starts, ends = _int_list(axes), _int_list(starts), _int_list(ends)
     if not (len(axes) == len(starts) == len(ends)):
         raise ValueError("slice: axes, starts and ends must have the same length, got {}, {}, {}".format(axes, starts,
@@ -443,6 +512,32 @@ def slice(input, axes, starts, ends):
         a = _axis(a, input.ndim, "slice")
         s, e = _clamp_range(input.shape[a], s, e)
         t = _C._slice(t, a, s, builtins.max(s, e), 1)
+    return t
+
+
+def _slice_var(x, axes, starts, ends):
+    from ..static import var_attrs
+
+    def bounds(v, what):
+        if var_attrs.is_var(v):
+            if v.ndim != 1 or v.shape[0] != len(axes):
+                raise ValueError("slice: {} must have one value per axis ({}), got the variable '{}' of shape {}"
+                                 .format(what, len(axes), v.name, list(v.shape)))
+            return [_C._slice(v, 0, i, i + 1, 1) for i in range(len(axes))]
+        if not isinstance(v, (list, tuple)) or len(v) != len(axes):
+            raise ValueError("slice: {} must have one value per axis ({}), got {!r}".format(what, len(axes), v))
+        return [d if var_attrs.is_var(d) else builtins.int(d.item() if isinstance(d, Tensor) else d) for d in v]
+
+    t = x
+    for a, s, e in zip(axes, bounds(starts, "starts"), bounds(ends, "ends")):
+        a = _axis(a, x.ndim, "slice")
+        vars = {k: var_attrs.scalar_var(v, "slice", k, _C.int64) for k, v in (("start", s), ("end", e))
+                if var_attrs.is_var(v)}
+        fixed_s = 0 if var_attrs.is_var(s) else s
+        fixed_e = 0 if var_attrs.is_var(e) else e
+        shape = [-1] * t.ndim  # x's extents, but for a new one along a
+        shape[a] = _C._new_unknown_dim()
+        t = var_attrs.view(t, "slice", {"axis": a, "start": fixed_s, "end": fixed_e, "step": 1}, shape, vars)
     return t
 
 
@@ -661,3 +756,10 @@ def index_put(x, indices, value, accumulate=False, name=None):
                               _fill(target, 1.0, _C.int64, place=x.place))
         x = _where(hit > 0, _scalar(0, x.dtype, x.place), x)
     return _scatter_nd_add(x, index, value)
+
+
+def tolist(x):
+    """x's values as nested Python lists (paddle.tolist; the same as x.tolist())."""
+    if not isinstance(x, Tensor):
+        raise TypeError("tolist: x must be a Tensor, got {}".format(type(x).__name__))
+    return x.tolist()

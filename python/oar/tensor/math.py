@@ -158,6 +158,7 @@ import numbers as _numbers
 import numpy as np
 
 from .._C import Tensor as _Tensor
+from ..framework.errors import invalid_argument
 
 _where = _C.Op("where")
 _isnan = _C.Op("isnan")
@@ -185,7 +186,12 @@ acosh = _unary("acosh")
 atanh = _unary("atanh")
 log2 = _unary("log2", int_to_float32=True)
 log10 = _unary("log10", int_to_float32=True)
-trunc = _unary("trunc", "Rounds toward zero; integer inputs are returned unchanged.")
+_trunc = _unary("trunc")
+
+
+def trunc(input, name=None):
+    """Rounds toward zero; integer inputs are returned unchanged. Paddle names the argument `input`."""
+    return _trunc(input)
 lgamma = _unary("lgamma", "log|Gamma(x)|, elementwise.")
 digamma = _unary("digamma", "The logarithmic derivative of Gamma (its gradient is polygamma(x, 1)).")
 _polygamma = _C.Op("polygamma", "n")
@@ -240,7 +246,7 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
 
 
 def sgn(x, name=None):
-    """sign(x) for real x (complex inputs are not supported)."""
+    """sign(x): -1, 0 or 1 for real x; z / |z| (0 at 0) for complex z."""
     return sign(x)
 
 
@@ -374,10 +380,10 @@ def histogram(input, bins=100, min=0, max=0, name=None):
     max goes to the last bin. The bin is Paddle's: int((x - min) * bins / (max - min)) in input's dtype
     (integer division for integers). Built from ops, so it also runs inside a program."""
     if isinstance(bins, bool) or not isinstance(bins, _numbers.Integral) or bins < 1:
-        raise ValueError("histogram: bins must be an int >= 1, got {!r}".format(bins))
+        raise invalid_argument("histogram: bins must be an int >= 1, got {!r}".format(bins))
     lo_v, hi_v = _builtins.float(min), _builtins.float(max)
     if lo_v > hi_v:
-        raise ValueError("histogram: max must be >= min, got min {} and max {}".format(min, max))
+        raise invalid_argument("histogram: max must be >= min, got min {} and max {}".format(min, max))
     x = _C._reshape(input, [-1])
     if not _is_float(x):
         x = _cast(x, _C.int64)

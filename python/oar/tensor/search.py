@@ -99,9 +99,15 @@ def topk(x, k, axis=None, largest=True, sorted=True, name=None):
 
 def nonzero(x, as_tuple=False):
     """The coordinates of the nonzero elements: an int64 tensor [count, ndim], or (as_tuple) a tuple of
-    ndim [count, 1] tensors (Paddle's shape, not numpy's [count])."""
-    count = builtins.int(_sum(_C.Op("cast", "dtype")(x, "bool") if x.dtype != _C.bool else x).item())
-    out = _nonzero(x, count)
+    ndim [count, 1] tensors (Paddle's shape, not numpy's [count]). In a program being built the count is
+    read when the program runs (decision 96)."""
+    total = _sum(_C.Op("cast", "dtype")(x, "bool") if x.dtype != _C.bool else x)
+    if _C._is_symbolic(total):
+        from ..static import var_attrs
+        # count 0 passes the build-time check; the result's extent is a fresh sentinel
+        out = var_attrs.bind(_nonzero(x, 0), dims=[_C._new_unknown_dim(), x.ndim], count=total)
+    else:
+        out = _nonzero(x, builtins.int(total.item()))
     if not as_tuple:
         return out
     if x.ndim == 0:
@@ -114,10 +120,16 @@ def masked_select(x, mask, name=None):
     if mask.dtype != _C.bool:
         raise TypeError("masked_select: mask.dtype must be bool, got {}".format(mask.dtype))
     try:
-        shape = list(np.broadcast_shapes(tuple(x.shape), tuple(mask.shape)))
+        shape = list(np.broadcast_shapes(*(tuple(1 if d == -1 else d for d in t.shape) for t in (x, mask))))
     except ValueError:
         raise ValueError("masked_select: x.shape {} and mask.shape {} are not broadcastable".format(x.shape,
                                                                                                    mask.shape))
+    if _C._is_symbolic(x) or _C._is_symbolic(mask):  # the count is known when the program runs
+        if list(x.shape) != list(mask.shape):  # broadcast by ops, as -1 extents cannot be named here
+            x = _C.Op("where")(mask, x, x)
+            never = _C.Op("logical_and")(_C.Op("not_equal")(x, x), _fill([], 0.0, _C.bool))
+            mask = _C.Op("logical_or")(mask, never)
+        return _C.Op("gather_nd")(x, nonzero(mask))
     return _C._expand(x, shape)[_C._expand(mask, shape)]
 
 
@@ -231,6 +243,8 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     """The sorted unique elements (axis=None: of the flattened x; else unique slices along axis), with
     optionally the first indices, the inverse and the counts (numpy's unique). Computed on the host: the
     output shape depends on the data and the op is not differentiable."""
+    if _C._is_symbolic(x) and axis is None:
+        return _unique_var(x, return_index, return_inverse, return_counts, dtype)
     from .creation import to_tensor
     arr = x._numpy_view()
     if axis is not None:
@@ -241,6 +255,35 @@ def unique(x, return_index=False, return_inverse=False, return_counts=False, axi
     for flag, r in zip((return_index, return_inverse, return_counts), res[1:]):
         if flag:
             out.append(to_tensor(np.asarray(r).reshape(-1).astype(idt), place=x.place))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_var(x, return_index, return_inverse, return_counts, dtype):
+    """unique of a program variable (flattened), from ops: the number of unique values is known when the
+    program runs (decision 96). A stable sort puts each value's first occurrence first in its group."""
+    n = 1
+    for d in x.shape:
+        n *= d
+    if n < 0:
+        raise ValueError("unique: in a program, x must have known extents (got shape {})".format(x.shape))
+    cast = _C.Op("cast", "dtype")
+    flat = _C._reshape(x, [n])
+    s, perm = _sort(flat, 0, False, True)
+    if n == 0:
+        raise ValueError("unique: x has no elements")
+    prev = _C.Op("concat", "axis")([_C._slice(s, 0, 0, 1, 1), _C._slice(s, 0, 0, n - 1, 1)], 0)
+    at0 = _C.Op("equal")(_C.Op("cumsum", "axis")(_fill([n], 1.0, _C.int64), 0), _fill([], 1.0, _C.int64))
+    first = _C.Op("logical_or")(_C.Op("not_equal")(s, prev), at0)  # the first of each run of equal values
+    starts = nonzero(first)  # [groups, 1]
+    out = [_C.Op("gather_nd")(s, starts)]
+    idt = _C.to_dtype(dtype)
+    if return_index:
+        out.append(cast(_C.Op("gather_nd")(perm, starts), idt))
+    group = _C.Op("cumsum", "axis")(cast(first, "int64"), 0) - 1  # group of each sorted position
+    if return_inverse:
+        out.append(cast(_index_select(group, _sorted(perm, 0, False)[1], 0), idt))
+    if return_counts:
+        out.append(cast(bincount(group), idt))
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -268,6 +311,8 @@ def bincount(x, weights=None, minlength=0, name=None):
     if x.dtype not in (_C.int8, _C.uint8, _C.int16, _C.int32, _C.int64):
         raise TypeError("bincount: x must be an integer tensor, got {}".format(x.dtype))
     n = x.shape[0]
+    if _C._is_symbolic(x):
+        return _bincount_var(x, weights, minlength)
     lo = builtins.int(x.min().item()) if n else 0
     if lo < 0:
         raise ValueError("bincount: x must be non-negative, got a minimum of {}".format(lo))
@@ -278,6 +323,20 @@ def bincount(x, weights=None, minlength=0, name=None):
     else:
         w = weights
     return _scatter_nd_add(_fill([length], 0.0, w.dtype, place=x.place), idx, w)
+
+
+def _bincount_var(x, weights, minlength):
+    """bincount of a program variable: the length, max(x) + 1 (at least minlength), is read when the
+    program runs (decision 96). Negative values are an error of the scatter then."""
+    from ..static import var_attrs
+    n = x.shape[0]
+    x64 = _C.Op("cast", "dtype")(x, "int64")
+    top = _C.Op("maximum")(x64.max() + 1 if n != 0 else _fill([], 0.0, _C.int64),
+                           _fill([], builtins.float(builtins.int(minlength)), _C.int64))
+    w = x64 * 0 + 1 if weights is None else weights  # ones of x's (possibly unknown) length
+    length = _C._reshape(top, [1])  # recorded before the fill that reads it
+    zeros = var_attrs.bind(_fill(var_attrs.sentinel([-1]), 0.0, w.dtype), shape=length)
+    return _scatter_nd_add(zeros, _C._reshape(x64, [-1, 1]), w)
 
 
 def unique_consecutive(x, return_inverse=False, return_counts=False, axis=None, dtype="int64", name=None):

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _C
 from .._C import Tensor
-from . import attribute, extra, linalg, logic, manipulation, math, search
+from . import attribute, complex_ops, extra, linalg, logic, manipulation, math, search
 
 _copy = _C.Op("copy")
 _cast = _C.Op("cast", "dtype")
@@ -54,6 +54,54 @@ def _array_to_string(a):
     return np.array2string(a, separator=", ", prefix="       ", **opts)
 
 
+# Complex tensors print as Paddle prints them: each element as Python formats it ("(1+2j)"), padded to
+# the widest, with a leading space for the non-negative ones when some are negative (numpy's order on
+# complex numbers: by real part, then imaginary part), Paddle's defaults for unset options.
+def _complex_item(v, width=0, signed=False):
+    s = "{}".format(v)
+    if width > len(s):
+        return s.ljust(width) if not signed or v < 0 else " " + s.ljust(width - 1)
+    return s
+
+
+def _complex_summary(a, edge):
+    if a.ndim == 0 or a.shape[0] <= 2 * edge:
+        return a if a.ndim <= 1 else np.stack([_complex_summary(x, edge) for x in a])
+    if a.ndim == 1:
+        return np.concatenate([a[:edge], a[-edge:]])
+    return np.stack([_complex_summary(x, edge) for x in list(a[:edge]) + list(a[-edge:])])
+
+
+def _complex_format(a, summary, indent, width, signed, edge, linewidth):
+    if a.ndim == 0:
+        return _complex_item(a, width, signed)
+    cut = summary and a.shape[0] > 2 * edge
+    if a.ndim == 1:
+        if cut:
+            items = ([_complex_item(v, width, signed) for v in a[:edge]] + ["..."]
+                     + [_complex_item(v, width, signed) for v in a[-edge:]])
+        else:
+            items = [_complex_item(v, width, signed) for v in a]
+        per_line = max(1, (linewidth - indent) // (width + 2))
+        lines = [items[i:i + per_line] for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(", ".join(line) for line in lines) + "]"
+    parts = list(a[:edge]) + [None] + list(a[-edge:]) if cut else list(a)
+    subs = ["..." if x is None else _complex_format(x, summary, indent + 1, width, signed, edge, linewidth)
+            for x in parts]
+    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(subs) + "]"
+
+
+def _complex_to_string(a):
+    opt = {k: (v if v is not None else d) for (k, v), d in zip(
+        ((k, _print_options[k]) for k in ("threshold", "edgeitems", "linewidth")), (1000, 3, 80))}
+    summary = a.ndim > 0 and a.size > opt["threshold"]
+    small = _complex_summary(a, opt["edgeitems"]) if a.size else np.array([], a.dtype)
+    flat = list(small.reshape(-1))
+    width = max([len(_complex_item(v)) for v in flat], default=0)
+    signed = any(v < 0 for v in flat)
+    return _complex_format(a, summary, 7, width, signed, opt["edgeitems"], opt["linewidth"])
+
+
 def __repr__(self):
     if _C._is_symbolic(self):
         # Paddle prints the shape as a tuple's inside: "-1, 4", "3," for one dim, "" for none.
@@ -61,7 +109,8 @@ def __repr__(self):
             self.name, str(tuple(self.shape))[1:-1], self.dtype.name, self.stop_gradient)
     head = "Tensor(shape={}, dtype={}, place={}, stop_gradient={},\n       ".format(
         self.shape, self.dtype.name, self.place, self.stop_gradient)
-    return head + _array_to_string(_host_array(self)) + ")"
+    a = _host_array(self)
+    return head + (_complex_to_string(a) if a.dtype.kind == "c" else _array_to_string(a)) + ")"
 
 
 def __format__(self, spec):
@@ -338,9 +387,10 @@ Tensor.__array_ufunc__ = None
 
 # The op library as methods: x.sum(axis=0), x.reshape([2, 3]), x.matmul(y), ... Every public function of
 # these modules becomes a method (Paddle's Tensor has them all), except those listed in _NOT_METHODS.
-_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape", "assign", "where_"}
+# tolist: its own method above; complex: a function of two tensors (paddle.complex)
+_NOT_METHODS = {"is_tensor", "einsum", "shape", "broadcast_shape", "assign", "where_", "tolist", "complex"}
 _METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS]
-            for mod in (attribute, math, logic, manipulation, search, linalg, extra)}
+            for mod in (attribute, complex_ops, math, logic, manipulation, search, linalg, extra)}
 for _mod, _names in _METHODS.items():
     for _name in _names:
         setattr(Tensor, _name, getattr(_mod, _name))

@@ -84,7 +84,8 @@ def _recompose_qr(outs):
 
 # Ops whose outputs are defined only up to signs (or order within repeated values): the suite compares
 # what is unique instead (the values and the product the factors recompose).
-_CANONICAL = {"svd": _recompose_svd, "eigh": _recompose_eigh, "qr": _recompose_qr}
+# rnn's fourth output is the kernel's opaque reserve for the backward (framework/src/ops_rnn.cc).
+_CANONICAL = {"svd": _recompose_svd, "eigh": _recompose_eigh, "qr": _recompose_qr, "rnn": lambda a: a[:3]}
 
 # float64 references from numpy for ops where one is a line; they guard the CPU kernels in the dtypes
 # the upcast comparison cannot (float64, int64, bool). Arguments: the input arrays and the attributes.
@@ -441,9 +442,23 @@ def _grad_inputs(case):
 
 
 def _weights(case, outs, rng):
-    """Random weights w for sum(out * w) over the float results (None for the others)."""
-    return [rng.uniform(0.5, 1.5, size=tuple(o.shape)) if o.dtype in (oar.float32, oar.float64) and o.size
-            else None for o in outs]
+    """Random weights w for sum(out * w) over the float results, complex ones for complex results (the
+    loss is then the real part, Re(sum(out * w))); None for the others."""
+    ws = []
+    for o in outs:
+        if not o.size or o.dtype not in (oar.float32, oar.float64, oar.complex64, oar.complex128):
+            ws.append(None)
+            continue
+        w = rng.uniform(0.5, 1.5, size=tuple(o.shape))
+        if o.dtype in (oar.complex64, oar.complex128):
+            w = w + 1j * rng.uniform(-1, 1, size=tuple(o.shape))
+        ws.append(w)
+    return ws
+
+
+def _wide(dtype):
+    """The dtype finite differences run in: complex128 for complex dtypes, float64 otherwise."""
+    return "complex128" if dtype.startswith("complex") else "float64"
 
 
 def _analytic(case, place, dtype, ws):
@@ -457,38 +472,47 @@ def _analytic(case, place, dtype, ws):
         return None
     loss = None
     for o, w in parts:
-        term = (o * oar.to_tensor(w.astype(_np_dtype(dtype)), place=place)).sum()
+        term = (o * oar.to_tensor(w, place=place).astype(o.dtype)).sum()
+        if term.dtype in (oar.complex64, oar.complex128):
+            term = oar.real(term)  # a real loss: Paddle's convention gives dL/dx + i dL/dy for complex inputs
         loss = term if loss is None else loss + term
     try:
         grads = oar.grad([loss], [xs[k] for k in diff], allow_unused=True)
     except NotImplementedError:  # the rule says, with a clear error, that it does not cover this case
         return None
-    return [np.zeros(case.arrays[k].shape) if g is None else _host(g).astype(np.float64) for k, g in zip(diff, grads)]
+    wide = np.complex128 if dtype.startswith("complex") else np.float64
+    return [np.zeros(case.arrays[k].shape) if g is None else _host(g).astype(wide) for k, g in zip(diff, grads)]
 
 
 def _finite_difference(case, ws, rng, max_points=12, eps=1e-6):
-    """Central differences of sum(out * w) in float64 on the CPU, at up to max_points elements per
-    input; returns [(input index, flat positions, values)]."""
-    def f(arrays):
-        xs = [_tensor(a, "float64" if case.follows(k) or case.dtypes[k] in _FLOATS else case.dtypes[k], "cpu")
-              for k, a in enumerate(arrays)]
-        with oar.no_grad():
-            outs = case.run(xs, "cpu", "float64")
-        return sum(float(np.sum(_host(o) * w)) for o, w in zip(outs, ws) if w is not None)
+    """Central differences of Re(sum(out * w)) in float64 (complex128) on the CPU, at up to max_points
+    elements per input; returns [(input index, flat positions, values)]. A complex input is perturbed
+    along its real and its imaginary part, giving dL/dx + i dL/dy (Paddle's convention)."""
+    wide = _wide(case.dtype)
 
-    base = [a.astype(np.float64) if case.follows(k) else a for k, a in enumerate(case.arrays)]
+    def f(arrays):
+        xs = [_tensor(a, wide if case.follows(k) else "float64" if case.dtypes[k] in _FLOATS else case.dtypes[k],
+                      "cpu") for k, a in enumerate(arrays)]
+        with oar.no_grad():
+            outs = case.run(xs, "cpu", wide)
+        return sum(float(np.sum(_host(o) * w).real) for o, w in zip(outs, ws) if w is not None)
+
+    base = [a.astype(wide) if case.follows(k) else a for k, a in enumerate(case.arrays)]
     out = []
     for k in _grad_inputs(case):
         n = base[k].size
         pos = rng.choice(n, size=min(n, max_points), replace=False)
         vals = []
         for p in pos:
-            h = eps * max(1.0, abs(float(base[k].flat[p])))
-            plus = [a.copy() for a in base]
-            minus = [a.copy() for a in base]
-            plus[k].flat[p] += h
-            minus[k].flat[p] -= h
-            vals.append((f(plus) - f(minus)) / (2 * h))
+            h = eps * max(1.0, abs(base[k].flat[p]))
+            d = 0
+            for step in ((1, 1j) if wide == "complex128" else (1,)):
+                plus = [a.copy() for a in base]
+                minus = [a.copy() for a in base]
+                plus[k].flat[p] += step * h
+                minus[k].flat[p] -= step * h
+                d = d + step * (f(plus) - f(minus)) / (2 * h)
+            vals.append(d)
         out.append((k, pos, np.array(vals)))
     return out
 
@@ -606,16 +630,16 @@ def _check_case(case, device, on_cpu, fallback, rng):
 
 
 def _check_grad(case, device, on_cpu, dtype, rng):
-    if dtype not in ("float32", "float64") or not _grad_inputs(case):
+    if dtype not in ("float32", "float64", "complex64", "complex128") or not _grad_inputs(case):
         return 0
     if any(s["view"] for s in case.sample["inputs"]):
         return 0
     if on_cpu:
-        if dtype != "float64":
+        if dtype not in ("float64", "complex128"):
             return 0
         probe = case.run(case.inputs("cpu", views=False), "cpu")
         ws = _weights(case, probe, rng)
-        got = _analytic(case, "cpu", "float64", ws)
+        got = _analytic(case, "cpu", dtype, ws)
         if got is None:
             return 0  # no gradient rule
         for (k, pos, fd), g in zip(_finite_difference(case, ws, rng), got):

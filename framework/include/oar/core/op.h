@@ -106,7 +106,7 @@ struct OpDef {
   // A variadic op's last `inplace_tail` inputs stand outside the blocks and are never written
   // (check_finite_and_unscale: the gradients, then the scale).
   int32_t inplace_tail = 0;
-  // false: the op has no gradient by nature (comparisons, rounding, argmax, random draws), so its outputs
+  // false: the op has no gradient by nature (comparisons, argmax, random draws, floor_divide), so its outputs
   // are constants. An op left true without a gradient rule gets outputs whose backward raises, naming
   // the op (docs/decisions.md, "no silently wrong gradients"), e.g. a *_grad kernel differentiated twice.
   bool differentiable = true;

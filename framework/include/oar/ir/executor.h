@@ -63,6 +63,9 @@ struct OpRunContext {
   // The run's size of the program's unknown (-1) extents, taken from the feeds (0: none). Native ops
   // whose attributes captured the unknown-extent sentinel substitute it (static_graph.h).
   int64_t unknown_extent = 0;
+  // The run's value of each sentinel (kUnknownDims; 0: not known yet): [0] from the feeds, the others
+  // measured on the results of the ops with run-time attributes (decision 96). Null: none.
+  int64_t* extents = nullptr;
 
   // The tensor bound to input slot `slot` (argument i).
   const Tensor& in(const std::string& slot, size_t i = 0) const;

@@ -17,6 +17,12 @@
 // recognisable. Python sees -1 for them, VarDescs store -1, and the executor substitutes the run's
 // actual size into attributes that captured the sentinel (see executor.h).
 //
+// Run-time attributes (decision 96): an extent known only from a variable's value (paddle.ones(shape=
+// var), arange with variable bounds, nonzero's count) never enters an attribute. The native op gets an
+// input slot "@<attr>" naming the variable, and the executor reads the variable's value into that
+// attribute each time the op runs; shape inference then runs on the real attributes. While building,
+// the attribute holds a placeholder that gives the output the sentinel extent (shown as -1).
+//
 // Concrete tensors used by a recorded op (a Layer's parameters under to_static, constants) are
 // *captured*: they become persistable variables of the program and the builder keeps them, so an
 // executor can bind them by reference (updates in place are seen by both).
@@ -34,17 +40,26 @@
 #include <unordered_map>
 #include <vector>
 
+#include <oar/core/unknown_extent.h>
+
 namespace oar::ir {
 
-inline constexpr int64_t kUnknownDim = 1000003;  // prime; see above
-// Whether v is a nonzero multiple of the sentinel (an extent derived from an unknown one).
-inline bool is_unknown_extent(int64_t v) { return v != 0 && v % kUnknownDim == 0; }
+// The sentinels and is_unknown_extent live in the core (oar/core/unknown_extent.h): shape inference of
+// the core's ops lets two unknown extents broadcast while a program is built.
+using oar::is_unknown_extent;
+using oar::kNumUnknownDims;
+using oar::kUnknownDim;
+using oar::kUnknownDims;
+// The sentinel for the next value-dependent extent (cycles through kUnknownDims[1..]).
+int64_t new_unknown_extent();
 // Dims as the user sees them: extents derived from the sentinel become -1.
 std::vector<int64_t> visible_dims(const Dims& d);
 // The reverse, for shapes given by users: -1 / None becomes the sentinel.
 Dims internal_dims(const std::vector<int64_t>& shape);
 
 class ProgramBuilder;
+
+inline constexpr char kVarAttrPrefix = '@';  // "@shape": attribute `shape` comes from a variable
 
 // Reading the memory of a symbolic tensor: an error naming the variable (its value exists only when
 // an executor runs the program).
@@ -154,6 +169,19 @@ class ProgramBuilder {
   std::map<std::string, Tensor> captures_;
   std::unordered_map<const TensorImpl*, std::string> capture_names_;
 };
+
+// Binds attributes of the op that recorded `out` (the last op of the current block writing it) to the
+// variables of `vars` (symbolic, or concrete ones, which are captured): see "Run-time attributes".
+// `dims` (when not null) replaces out's build-time dims (a placeholder could not give the sentinels).
+// The op keeps out's dims (attribute "@out_dims"): when it runs, each extent that is a sentinel there
+// is measured on its result, for later ops whose attributes captured that sentinel.
+void bind_var_attrs(const Tensor& out, const std::vector<std::pair<std::string, Tensor>>& vars,
+                    const Dims* dims = nullptr);
+// Records view op `view` ("reshape", "expand", "slice") of symbolic `base` with placeholder `attrs`,
+// build-time `dims` (-1: base's extent at that axis, right-aligned) and attributes bound to `vars`;
+// reshape and expand also get their gradient.
+Tensor record_view_var_attrs(const Tensor& base, const std::string& view, const Attrs& attrs,
+                             const Dims& dims, const std::vector<std::pair<std::string, Tensor>>& vars);
 
 // Installs static mode's dispatch hook (dispatch_hooks.h): op calls and views are recorded into the
 // current builder. Called once at start-up (core_hooks.cc).

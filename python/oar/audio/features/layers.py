@@ -12,17 +12,7 @@ def _oar():
 def _power_of_magnitude(z, power):
     """|z| ** power of a complex tensor, from its real and imaginary parts."""
     oar = _oar()
-    if hasattr(oar, "imag"):  # the complex ops (real/imag, with Paddle's conjugate gradients)
-        re, im = oar.real(z), oar.imag(z)
-    else:
-        # Without them, the imaginary part comes from a multiplication by -1j, whose gradient rule does
-        # not conjugate: the forward value is right, a gradient would not be, so none is offered.
-        if not z.stop_gradient and oar.is_grad_enabled():
-            raise NotImplementedError("Spectrogram: a gradient through |stft| needs oar.real/oar.imag (the "
-                                      "complex ops); compute the features under oar.no_grad()")
-        real_dtype = oar.float32 if z.dtype == oar.complex64 else oar.float64
-        re = oar.cast(z, real_dtype)  # complex -> real keeps the real part
-        im = oar.cast(z * oar.to_tensor(-1j, dtype=z.dtype, place=z.place), real_dtype)
+    re, im = oar.real(z), oar.imag(z)  # with Paddle's conjugate gradients (decision 99)
     sq = re * re + im * im
     return sq if power == 2.0 else oar.pow(sq, power / 2.0)
 

@@ -253,6 +253,10 @@ def convert_to_static(fn):
         return fn
     if getattr(fn, _NOT_TO_STATIC, False) or getattr(fn, _CONVERTED, False):
         return fn
+    if (getattr(fn, "__module__", None) or "").split(".")[0] == "oar":
+        # oar's own layers and functions handle symbolic tensors themselves (x.shape keeps -1 for an
+        # unknown extent there); they are never converted when called from user code either.
+        return fn
     entry = _entry_for(fn)
     if entry is None:
         return fn

@@ -546,12 +546,12 @@ def convert_len(x):
 
 
 def convert_shape(x):
-    """`x.shape`; for a symbolic tensor with unknown (-1) dimensions, the shape as a tensor (oar.shape)."""
+    """`x.shape`; for a symbolic tensor with unknown (-1) dimensions, as Paddle 2.6: a list whose unknown
+    entries are 0-d int32 tensors measured when the program runs (oar.shape(x)[i]); known ones stay ints."""
     shape = x.shape
     if is_symbolic(x) and any(d is not None and d < 0 for d in shape):
-        shape_fn = getattr(_oar(), "shape", None)
-        if shape_fn is not None:
-            return shape_fn(x)
+        measured = _oar().shape(x)
+        return [measured[i] if d is not None and d < 0 else d for i, d in enumerate(shape)]
     return shape
 
 

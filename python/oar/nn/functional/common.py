@@ -3,6 +3,9 @@ pairwise_distance (composites of existing ops)."""
 import math
 
 from ... import _C
+from ...autograd.py_layer import PyLayer
+from ...framework.parameter import Parameter
+from ...framework import selected_rows as _selected_rows
 from ...static import program as _static
 from ...tensor.creation import _run_shape
 
@@ -146,9 +149,28 @@ def alpha_dropout(x, p=0.5, training=True, name=None):
     return (x * keep + (1.0 - keep) * alpha_p) * a + b
 
 
+class _RowSparseLookup(PyLayer):
+    """weight[ids] whose backward hands the weight a SelectedRows gradient (ids, output gradient)
+    instead of a dense one: the engine sees no gradient for weight (None)."""
+
+    @staticmethod
+    def forward(ctx, ids, weight):
+        ctx.ids, ctx.weight = ids, weight
+        return _index_select(weight, ids, 0)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if _selected_rows._functional_grad[0]:  # oar.grad: a dense gradient, accumulated nowhere
+            zeros = _C.Op("fill", "shape", "value", "dtype")(ctx.weight.shape, 0.0, grad.dtype, place=grad.place)
+            return None, _C.Op("index_add", "axis")(zeros, ctx.ids, grad, 0)
+        _selected_rows.add_sparse_grad(ctx.weight, ctx.ids, grad)
+        return None, None
+
+
 def embedding(x, weight, padding_idx=None, sparse=False, name=None):
     """weight[x] for integer ids x. The rows of ids equal to padding_idx are zero and give no gradient.
-    `sparse` is accepted and ignored (gradients are dense)."""
+    sparse=True: a Parameter weight gets a row-sparse gradient (SelectedRows: the looked-up rows and
+    their gradients) instead of a dense one (docs/sparse.md)."""
     if x.dtype not in (_C.to_dtype("int32"), _C.to_dtype("int64")):
         raise TypeError("embedding: x.dtype must be int32 or int64, got {}".format(x.dtype))
     if weight.ndim != 2:
@@ -164,7 +186,11 @@ def embedding(x, weight, padding_idx=None, sparse=False, name=None):
         lo, hi = int(_min(flat, [], False).item()), int(_max(flat, [], False).item())
         if lo < 0 or hi >= n:
             raise IndexError("embedding: ids must be in [0, {}), got values in [{}, {}]".format(n, lo, hi))
-    out = _index_select(weight, flat, 0)
+    if sparse and isinstance(weight, Parameter) and not weight.stop_gradient and _C.is_grad_enabled() \
+            and not _static.is_symbolic(flat):
+        out = _RowSparseLookup.apply(flat, weight)
+    else:
+        out = _index_select(weight, flat, 0)
     if padding_idx is not None:
         keep = _cast(flat != padding_idx, weight.dtype).reshape([-1, 1])
         out = out * keep

@@ -115,6 +115,13 @@ def _adaptive_nd(nd, op, x, output_size, data_format, is_max, return_mask=False)
     last = _channel_last(data_format, nd, op)
     if last:
         x = _to_first(x, nd)
+    if _C._is_symbolic_building():
+        from ...static import var_attrs
+        if var_attrs.has_var(output_size):  # read when the program runs (decision 96)
+            out, mask = _adaptive_var(nd, op, x, output_size, is_max)
+            if last:
+                out, mask = _to_last(out, nd), (_to_last(mask, nd) if is_max else None)
+            return (out, mask) if return_mask else out
     size = _adaptive_size(nd, op, x, output_size)
     if is_max:
         out, mask = _max_pool(x, kernel_size=size, adaptive=1)
@@ -123,6 +130,21 @@ def _adaptive_nd(nd, op, x, output_size, data_format, is_max, return_mask=False)
         return (out, mask) if return_mask else out
     out = _avg_pool(x, kernel_size=size, adaptive=1)
     return _to_last(out, nd) if last else out
+
+
+def _adaptive_var(nd, op, x, output_size, is_max):
+    """Adaptive pooling whose output_size is (or holds) a program variable: the pooling op's kernel_size
+    (the output size) is bound to it; the gradient's attributes, which capture the sentinels, get the
+    sizes measured when the op runs."""
+    from ...static import var_attrs
+    built, var = var_attrs.shape_var(output_size, op, "output_size")
+    if len(built) != nd:
+        raise ValueError("{}: output_size must have {} values, got {}".format(op, nd, len(built)))
+    dims = var_attrs.sentinel(built)
+    if is_max:
+        out, mask = _max_pool(x, kernel_size=dims, adaptive=1)
+        return var_attrs.bind(out, kernel_size=var), mask
+    return var_attrs.bind(_avg_pool(x, kernel_size=dims, adaptive=1), kernel_size=var), None
 
 
 def adaptive_avg_pool1d(x, output_size, name=None):

@@ -207,6 +207,10 @@ def affine_grid(theta, out_shape, align_corners=True, name=None):
     """The sampling grid [N, H, W, 2] of the affine maps theta [N, 2, 3] for an output of out_shape
     [N, C, H, W]: base (x, y, 1) coordinates times theta^T."""
     op = "affine_grid"
+    if _C._is_symbolic_building():
+        from ...static import var_attrs
+        if var_attrs.has_var(out_shape):
+            return _affine_grid_var(theta, out_shape, align_corners)
     if isinstance(out_shape, _C.Tensor):
         out_shape = out_shape.tolist()
     out_shape = [int(v) for v in out_shape]
@@ -227,6 +231,33 @@ def affine_grid(theta, out_shape, align_corners=True, name=None):
     b = to_tensor(base, dtype=theta.dtype, place=theta.place)
     grid = _matmul(b, theta, transpose_y=1)  # [N, H*W, 2]
     return reshape(grid, [n, h, w, 2])
+
+
+def _affine_grid_var(theta, out_shape, align_corners):
+    """affine_grid in a program whose out_shape is a variable: the grid is built from ops whose extents
+    are read when the program runs (decision 96)."""
+    from ...static import var_attrs
+    from ...tensor.creation import arange, linspace
+    op = "affine_grid"
+    if theta.ndim != 3 or theta.shape[1:] != [2, 3]:
+        raise ValueError("{}: theta must have shape [N, 2, 3], got {}".format(op, theta.shape))
+    built, shape = var_attrs.shape_var(out_shape, op, "out_shape")
+    if len(built) != 4:
+        raise ValueError("{}: out_shape must be [N, C, H, W], got {} values".format(op, len(built)))
+    h, w = (_C._reshape(_C._slice(shape, 0, i, i + 1, 1), []) for i in (2, 3))
+
+    def lin(k):
+        if align_corners:
+            return linspace(-1.0, 1.0, k, dtype=theta.dtype)
+        return (arange(0, k, 1, dtype=theta.dtype) * 2.0 + 1.0) / _C.Op("cast", "dtype")(k, theta.dtype) - 1.0
+
+    xs, ys = _C._reshape(lin(w), [1, -1]), _C._reshape(lin(h), [-1, 1])
+    xs, ys = xs + ys * 0.0, ys + xs * 0.0  # [H, W] each, by broadcasting
+    from ...tensor.manipulation import reshape, stack
+    base = _C._reshape(stack([xs, ys, xs * 0.0 + 1.0], axis=-1), [1, -1, 3])
+    grid = _matmul(base, theta, transpose_y=1)  # [N, H*W, 2]
+    n = theta.shape[0] if theta.shape[0] >= 0 else _C._slice(shape, 0, 0, 1, 1)  # N is theta's
+    return reshape(grid, [n, _C._reshape(h, [1]), _C._reshape(w, [1]), 2])
 
 
 def temporal_shift(x, seg_num, shift_ratio=0.25, name=None, data_format="NCHW"):

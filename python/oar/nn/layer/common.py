@@ -334,8 +334,8 @@ class CosineSimilarity(Layer):
 
 class Embedding(Layer):
     """A lookup table weight [num_embeddings, embedding_dim] (XavierUniform by default). The row
-    padding_idx is zeroed at creation, looks up as zeros and gets no gradient. `sparse` is accepted;
-    gradients are dense."""
+    padding_idx is zeroed at creation, looks up as zeros and gets no gradient. sparse=True gives the
+    weight a row-sparse gradient (SelectedRows) that the optimizers apply (docs/sparse.md)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, sparse=False, weight_attr=None, name=None):
         super().__init__()

@@ -15,6 +15,7 @@ import numpy as np
 from ... import _C
 from ..._C import Tensor
 from ...autograd import no_grad
+from ...framework import selected_rows as _selected_rows
 from ...framework import unique_name
 from ...framework.param_attr import ParamAttr
 from ...framework.parameter import Parameter, create_parameter as _create_parameter
@@ -352,6 +353,9 @@ class Layer:
     def clear_gradients(self, set_to_zero=True):
         """Clears the .grad of every trainable parameter (zeroed when set_to_zero, else dropped)."""
         _C._clear_grads(self.parameters(), bool(set_to_zero))  # one call; skips stop_gradient ones
+        if _selected_rows._holders:
+            for p in self.parameters():
+                _selected_rows.clear_sparse_grad(p)
 
     # ---- state ----
     def _state_items(self, include_sublayers, prefix):

@@ -1,12 +1,16 @@
 """Recurrent layers (Paddle's paddle.nn rnn family): the cells SimpleRNNCell, LSTMCell, GRUCell, the
 wrappers RNN and BiRNN that run a cell over a sequence, and the multi-layer networks SimpleRNN, LSTM, GRU.
 
-Everything is composed from tensor ops, so autograd comes for free. The time loop is Python; for the
-built-in cells the input projection x @ W_ih^T (+ biases) is computed for the whole sequence in one
-matmul before the loop, which then only does the hidden projection and the gate arithmetic.
+SimpleRNN, LSTM and GRU run the fused op `rnn` (oneDNN's RNN primitives on the CPU, Paddle's op name and
+weight layout) when their configuration allows: built-in cells without hooks, no proj_size, float32
+input on the CPU. Otherwise, and for the RNN/BiRNN wrappers, everything is composed from tensor
+ops: the time loop is Python; for the built-in cells the input projection x @ W_ih^T (+ biases) is
+computed for the whole sequence in one matmul before the loop, which then only does the hidden
+projection and the gate arithmetic.
 """
 import math
 
+from ... import _C
 from ..._C import Tensor
 from ... import tensor as T
 from ...autograd import PyLayer
@@ -288,6 +292,10 @@ class GRUCell(_BuiltinCell):
         return (self.hidden_size,)
 
 
+_rnn_op = _C.Op("rnn", "mode", "hidden_size", "num_layers", "is_bidirec", "dropout_prob", "is_test")
+_MAX_CELLS_PER_OP = 7  # the op's limit on (layer, direction) pairs (framework/src/ops_rnn.cc)
+
+
 def _uses_builtin_step(cell, kwargs):
     # The split input projection is only valid when the cell's forward is the built-in one and nothing
     # (hooks, extra arguments) would observe the per-step call.
@@ -521,6 +529,8 @@ class RNNBase(LayerList):
         batch = inputs.shape[1 if self.time_major else 0]
         if initial_states is None and batch < 0:
             initial_states = self._traced_zero_states(inputs)
+        if self._can_fuse(inputs):
+            return self._fused_forward(inputs, initial_states, sequence_length, batch)
         states = self._split_states(initial_states, batch, inputs.dtype)
         finals = []
         x = inputs
@@ -539,6 +549,83 @@ class RNNBase(LayerList):
         else:
             final_states = tuple(T.stack([f[k] for f in finals], axis=0) for k in range(self.state_components))
         return x, final_states
+
+    # Whether forward may run the fused op: nothing observes the per-step cell calls, and the op covers
+    # the configuration. True: float32 (oneDNN); "always": float64 too (the plugin's plain loop, slower
+    # than the Python loop's matmuls today, so only the tests ask for it); False: the Python loop.
+    use_fused_rnn = True
+
+    def _cells(self):
+        cells = []
+        for layer in self:
+            cells += [layer.cell_fw, layer.cell_bw] if isinstance(layer, BiRNN) else [layer.cell]
+        return cells
+
+    def _can_fuse(self, inputs):
+        dtypes = (_C.float32, _C.float64) if self.use_fused_rnn == "always" else (_C.float32,)
+        if not self.use_fused_rnn or self.proj_size or inputs.dtype not in dtypes:
+            return False
+        if not inputs.place.is_cpu_place():
+            return False
+        for cell in self._cells():
+            if not _uses_builtin_step(cell, {}):
+                return False
+            if any(p is None for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)):
+                return False
+        return True
+
+    def _fused_forward(self, inputs, initial_states, sequence_length, batch):
+        """The network through the fused op: one op for the whole stack, or one per layer when dropout
+        applies between layers in training or the stack exceeds the op's limit."""
+        ld = self.num_layers * self.num_directions
+        x = inputs if self.time_major else T.transpose(inputs, [1, 0, 2])
+        if initial_states is None:
+            h0 = T.zeros([ld, batch, self.hidden_size], dtype=inputs.dtype)
+            c0 = h0
+        else:
+            comps = [initial_states] if isinstance(initial_states, Tensor) else list(initial_states)
+            self._split_states(initial_states, batch, inputs.dtype)  # validates them
+            h0 = comps[0]
+            c0 = comps[1] if self.state_components == 2 else h0
+        lengths = []
+        if sequence_length is not None:
+            if not isinstance(sequence_length, Tensor):
+                sequence_length = T.to_tensor(sequence_length)
+            if sequence_length.ndim != 1:
+                raise ValueError("{}: sequence_length must be a 1-D tensor of lengths [batch], got shape {}"
+                                 .format(type(self).__name__, sequence_length.shape))
+            if sequence_length.dtype not in (_C.int32, _C.int64):
+                sequence_length = sequence_length.astype("int64")
+            lengths = [sequence_length]
+        cells = self._cells()
+        dirs = self.num_directions
+        dropout = float(self.dropout) if self.training else 0.0
+        per_layer = (dropout > 0 and self.num_layers > 1) or ld > _MAX_CELLS_PER_OP
+        groups = [(i, i + 1) for i in range(self.num_layers)] if per_layer else [(0, self.num_layers)]
+        # is_test 0: the kernel keeps what the backward needs (the reserve output) instead of recomputing it.
+        is_test = int(not (self.training and _C.is_grad_enabled()))
+        hs, cs = [], []
+        for l0, l1 in groups:
+            if l0 > 0 and dropout > 0:  # drawn in the caller's layout, so the masks equal the loop's
+                if self.time_major:
+                    x = F.dropout(x, dropout, training=True, mode="upscale_in_train")
+                else:
+                    x = T.transpose(F.dropout(T.transpose(x, [1, 0, 2]), dropout, training=True,
+                                              mode="upscale_in_train"), [1, 0, 2])
+            cs_ = cells[l0 * dirs:l1 * dirs]
+            weights = ([w for c in cs_ for w in (c.weight_ih, c.weight_hh)] +
+                       [b for c in cs_ for b in (c.bias_ih, c.bias_hh)])
+            k0, k1 = l0 * dirs, l1 * dirs
+            hi = h0 if (k0, k1) == (0, ld) else h0[k0:k1]
+            ci = c0 if (k0, k1) == (0, ld) else c0[k0:k1]
+            x, h, c, _ = _rnn_op([x, hi, ci] + weights + lengths, self.mode, self.hidden_size, l1 - l0,
+                                 int(dirs == 2), float(self.dropout), is_test)
+            hs.append(h)
+            cs.append(c)
+        h = hs[0] if len(hs) == 1 else T.concat(hs, 0)
+        c = cs[0] if len(cs) == 1 else T.concat(cs, 0)
+        out = x if self.time_major else T.transpose(x, [1, 0, 2])
+        return out, ((h, c) if self.state_components == 2 else h)
 
     def extra_repr(self):
         s = "{}, {}".format(self.input_size, self.hidden_size)

@@ -2,6 +2,7 @@
 import math
 
 from ...autograd import no_grad
+from ...framework.selected_rows import grad_tensors
 from ..clip import _flat_sum_squares
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
@@ -19,7 +20,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     from ... import to_tensor
     params = _params(parameters)
     max_norm, norm_type = float(max_norm), float(norm_type)
-    grads = [p.grad for p in params if p.grad is not None]
+    grads = [g for p in params for g in grad_tensors(p)]  # a row-sparse gradient: its merged values
     if not grads:
         return to_tensor(0.0)
     with no_grad():
@@ -50,5 +51,5 @@ def clip_grad_value_(parameters, clip_value):
     clip_value = float(clip_value)
     with no_grad():
         for p in _params(parameters):
-            if p.grad is not None:
-                p.grad.clip_(-clip_value, clip_value)
+            for g in grad_tensors(p):
+                g.clip_(-clip_value, clip_value)
