@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 namespace oar {
@@ -25,8 +26,8 @@ struct BestFitAllocator::ThreadCache {
   std::atomic<uint64_t> allocs{0};
 
   void lock() {
-    while (busy.exchange(true, std::memory_order_acquire)) {
-    }
+    // Contended only by a drain (or the owner during one): let the holder run on a busy machine.
+    while (busy.exchange(true, std::memory_order_acquire)) std::this_thread::yield();
   }
   void unlock() { busy.store(false, std::memory_order_release); }
 };
