@@ -433,6 +433,118 @@ py::object run_unary(const oar::OpDef& def, const oar::Tensor& x) {
   return wrap(std::move(out));
 }
 
+// ---- number slots ---------------------------------------------------------------------------------
+// Python runs `a + b` through the type's number slots (nb_add, ...). pybind11 leaves them to CPython's
+// generic slot functions, which look `__add__` up in the type's dict and go through pybind11's argument
+// dispatcher; these slots run the same code as the methods (run_binary / run_inplace) straight away.
+// CPython passes a binary slot the operands in source order, whichever of them is the Tensor (so one
+// function serves `a + b` and the reflected `2 + a`), and an in-place slot the Tensor first. Python
+// subclasses of Tensor keep CPython's generic slots (they may override the methods), and CPython's rules
+// for subclasses and NotImplemented are unchanged. The methods stay, for explicit calls such as
+// Tensor.__add__(a, b) and for subclasses.
+enum SlotOp {
+  kSlotAdd,
+  kSlotSub,
+  kSlotMul,
+  kSlotDiv,
+  kSlotFloorDiv,
+  kSlotMod,
+  kSlotPow,
+  kSlotMatMul,
+  kSlotAnd,
+  kSlotOr,
+  kSlotXor,
+  kNumSlotOps
+};
+struct SlotDef {
+  const char* op;
+  const char* symbol;  // of the in-place form (Paddle has none for @, &, |, ^: Python rebinds instead)
+};
+constexpr SlotDef kSlotDefs[kNumSlotOps] = {
+    {"add", "+="},           {"subtract", "-="},       {"multiply", "*="},
+    {"divide", "/="},        {"floor_divide", "//="},  {"remainder", "%="},
+    {"pow", "**="},          {"matmul", nullptr},      {"bitwise_and", nullptr},
+    {"bitwise_or", nullptr}, {"bitwise_xor", nullptr},
+};
+BinaryOp g_slot_ops[kNumSlotOps];
+
+// The C++ exception in flight, raised as the Python exception pybind11 would raise for it: a pybind11
+// function rethrows it, so the module's exception translators (oar::Error -> ValueError, ...) apply.
+thread_local std::exception_ptr t_slot_exception;
+PyObject* g_rethrow = nullptr;
+
+PyObject* slot_error() noexcept {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    t_slot_exception = std::current_exception();
+    Py_XDECREF(PyObject_CallNoArgs(g_rethrow));  // returns NULL with the error set
+  }
+  return nullptr;
+}
+
+template <int I>
+PyObject* nb_binary(PyObject* a, PyObject* b) noexcept {
+  try {
+    return run_binary(g_slot_ops[I], a, b).release().ptr();
+  } catch (...) {
+    return slot_error();
+  }
+}
+
+template <int I>
+PyObject* nb_inplace(PyObject* self, PyObject* other) noexcept {
+  try {
+    return run_inplace(g_slot_ops[I], kSlotDefs[I].symbol, self, other).release().ptr();
+  } catch (...) {
+    return slot_error();
+  }
+}
+
+// pow(a, b, mod) has no tensor form: NotImplemented, as from the generic slot, makes it a TypeError.
+PyObject* nb_power(PyObject* a, PyObject* b, PyObject* mod) noexcept {
+  if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return nb_binary<kSlotPow>(a, b);
+}
+PyObject* nb_inplace_power(PyObject* self, PyObject* other, PyObject* mod) noexcept {
+  if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return nb_inplace<kSlotPow>(self, other);
+}
+
+// Called after the operator methods are defined (defining a method resets its slot to the generic one).
+void install_number_slots() {
+  auto& reg = oar::OpRegistry::get();
+  for (int i = 0; i < kNumSlotOps; ++i) g_slot_ops[i] = BinaryOp{&reg.at(kSlotDefs[i].op), i == kSlotDiv};
+  g_rethrow = py::cpp_function([] {
+                std::exception_ptr e = std::move(t_slot_exception);
+                std::rethrow_exception(e);
+              })
+                  .release()
+                  .ptr();
+  PyNumberMethods* nb = g_tensor_type->tp_as_number;
+  nb->nb_add = nb_binary<kSlotAdd>;
+  nb->nb_subtract = nb_binary<kSlotSub>;
+  nb->nb_multiply = nb_binary<kSlotMul>;
+  nb->nb_true_divide = nb_binary<kSlotDiv>;
+  nb->nb_floor_divide = nb_binary<kSlotFloorDiv>;
+  nb->nb_remainder = nb_binary<kSlotMod>;
+  nb->nb_power = nb_power;
+  nb->nb_matrix_multiply = nb_binary<kSlotMatMul>;
+  nb->nb_and = nb_binary<kSlotAnd>;
+  nb->nb_or = nb_binary<kSlotOr>;
+  nb->nb_xor = nb_binary<kSlotXor>;
+  nb->nb_inplace_add = nb_inplace<kSlotAdd>;
+  nb->nb_inplace_subtract = nb_inplace<kSlotSub>;
+  nb->nb_inplace_multiply = nb_inplace<kSlotMul>;
+  nb->nb_inplace_true_divide = nb_inplace<kSlotDiv>;
+  nb->nb_inplace_floor_divide = nb_inplace<kSlotFloorDiv>;
+  nb->nb_inplace_remainder = nb_inplace<kSlotMod>;
+  nb->nb_inplace_power = nb_inplace_power;
+  PyType_Modified(g_tensor_type);
+}
+
 }  // namespace
 
 void init_ops(py::module_& m) {
@@ -553,6 +665,7 @@ void init_ops(py::module_& m) {
   cls.def("__abs__", [abs](py::handle self) { return run_unary(*abs, fast_tensor(self)); });
   cls.def("__invert__", [bnot](py::handle self) { return run_unary(*bnot, fast_tensor(self)); });
   // __hash__ (by identity, as Paddle's tensors) was defined before __eq__, so pybind11 keeps it.
+  install_number_slots();
 }
 
 }  // namespace oarpy
