@@ -513,10 +513,25 @@ PyObject* nb_inplace_power(PyObject* self, PyObject* other, PyObject* mod) noexc
   return nb_inplace<kSlotPow>(self, other);
 }
 
+// -x, abs(x), ~x: the Tensor is the only operand.
+enum UnarySlotOp { kSlotNeg, kSlotAbs, kSlotInvert, kNumUnarySlotOps };
+constexpr const char* kUnarySlotDefs[kNumUnarySlotOps] = {"neg", "abs", "bitwise_not"};
+const oar::OpDef* g_unary_slot_ops[kNumUnarySlotOps];
+
+template <int I>
+PyObject* nb_unary(PyObject* self) noexcept {
+  try {
+    return run_unary(*g_unary_slot_ops[I], fast_tensor(self)).release().ptr();
+  } catch (...) {
+    return slot_error();
+  }
+}
+
 // Called after the operator methods are defined (defining a method resets its slot to the generic one).
 void install_number_slots() {
   auto& reg = oar::OpRegistry::get();
   for (int i = 0; i < kNumSlotOps; ++i) g_slot_ops[i] = BinaryOp{&reg.at(kSlotDefs[i].op), i == kSlotDiv};
+  for (int i = 0; i < kNumUnarySlotOps; ++i) g_unary_slot_ops[i] = &reg.at(kUnarySlotDefs[i]);
   g_rethrow = py::cpp_function([] {
                 std::exception_ptr e = std::move(t_slot_exception);
                 std::rethrow_exception(e);
@@ -542,6 +557,9 @@ void install_number_slots() {
   nb->nb_inplace_floor_divide = nb_inplace<kSlotFloorDiv>;
   nb->nb_inplace_remainder = nb_inplace<kSlotMod>;
   nb->nb_inplace_power = nb_inplace_power;
+  nb->nb_negative = nb_unary<kSlotNeg>;
+  nb->nb_absolute = nb_unary<kSlotAbs>;
+  nb->nb_invert = nb_unary<kSlotInvert>;
   PyType_Modified(g_tensor_type);
 }
 
