@@ -192,8 +192,7 @@ Tensor host_view(const Tensor& t, int64_t* first, int64_t* count) {
   const int64_t esize = dtype_size(t.dtype());
   Tensor buf = Tensor::empty(Dims{hi - lo + 1}, t.dtype());
   const char* src = static_cast<const char*>(t.storage()->data()) + lo * esize;
-  Runtime::get().copy_bytes(buf.data_ptr(), cpu_place(), src, t.place(),
-                            static_cast<size_t>((hi - lo + 1) * esize));
+  Runtime::get().copy_bytes(buf.data_ptr(), cpu_place(), src, t.place(), static_cast<size_t>((hi - lo + 1) * esize));
   if (first) *first = lo;
   if (count) *count = hi - lo + 1;
   return make_view(buf, t.dims(), t.strides(), t.offset() - lo);
@@ -225,8 +224,8 @@ Tensor Tensor::to(Place place) const {
 void Tensor::copy_to_host(void* dst, size_t bytes) const {
   if (impl_->symbol) throw_symbolic_access(*this);
   OAR_ENFORCE(bytes == static_cast<size_t>(numel() * dtype_size(dtype())), ErrorCode::kInvalidArgument,
-              "copy_to_host: buffer of " << bytes << " bytes for a " << dtype_name(dtype())
-                                         << " tensor of shape " << dims().to_string());
+              "copy_to_host: buffer of " << bytes << " bytes for a " << dtype_name(dtype()) << " tensor of shape "
+                                         << dims().to_string());
   Tensor src = is_contiguous() ? *this : host_view(*this).contiguous();
   if (bytes) Runtime::get().copy_bytes(dst, cpu_place(), src.data_ptr(), src.place(), bytes);
 }
@@ -299,12 +298,12 @@ Dims infer_reshape(const Dims& in, const Dims& shape) {
   if (infer_at >= 0) {
     OAR_ENFORCE(known != 0 && in.numel() % known == 0, ErrorCode::kInvalidArgument,
                 "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
-                                                             << " elements) into " << shape.to_string());
+                                                              << " elements) into " << shape.to_string());
     out[infer_at] = in.numel() / known;
   }
   OAR_ENFORCE(checked_numel(out, "reshape") == in.numel(), ErrorCode::kInvalidArgument,
               "reshape: cannot reshape a tensor of shape " << in.to_string() << " (" << in.numel()
-                                                           << " elements) into " << shape.to_string());
+                                                            << " elements) into " << shape.to_string());
   return out;
 }
 
@@ -315,8 +314,7 @@ Tensor Tensor::view(const Dims& shape) const {
   OAR_ENFORCE(view_strides(dims(), strides(), nd, ns), ErrorCode::kInvalidArgument,
               "view: shape " << nd.to_string() << " is not compatible with the strides of the input "
                              << strides().to_string() << "; use reshape (which copies)");
-  Tensor v =
-      recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -324,8 +322,7 @@ Tensor Tensor::view(const Dims& shape) const {
 Tensor Tensor::reshape(const Dims& shape) const {
   Dims nd = infer_reshape(dims(), shape), ns;
   if (!view_strides(dims(), strides(), nd, ns)) return contiguous().view(nd);
-  Tensor v =
-      recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "reshape", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "reshape", [d = dims()](const Tensor& g) { return g.reshape(d); });
   return v;
 }
@@ -443,8 +440,7 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
 Tensor Tensor::expand(const Dims& shape) const {
   const int32_t n = ndim(), m = shape.size();
   OAR_ENFORCE(m >= n, ErrorCode::kInvalidArgument,
-              "expand: target shape " << shape.to_string() << " has fewer dims than the input "
-                                      << dims().to_string());
+              "expand: target shape " << shape.to_string() << " has fewer dims than the input " << dims().to_string());
   Dims nd, ns;
   nd.resize(m);
   ns.resize(m);
@@ -469,8 +465,7 @@ Tensor Tensor::expand(const Dims& shape) const {
     }
   }
   checked_numel(nd, "expand");  // a view is a tensor too: its element count must fit
-  Tensor v =
-      recorded_view(*this, make_view(*this, nd, ns, offset()), "expand", {{"shape", shape_vector(shape)}});
+  Tensor v = recorded_view(*this, make_view(*this, nd, ns, offset()), "expand", {{"shape", shape_vector(shape)}});
   autograd::record_view(*this, v, "expand", [d = dims()](const Tensor& g) { return autograd::sum_to(g, d); });
   return v;
 }
