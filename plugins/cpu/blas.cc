@@ -6,6 +6,9 @@
 // higher alternatives priority) does not change what we load. Fallbacks: any libopenblas.so.0, then
 // the reference liblapack.so.3 (which brings libblas.so.3): same results, slower.
 //
+// OAR_BLAS_LIBRARY=<path or soname> names the one library to load instead (another LAPACK, or the
+// reference one to check the fallback); its symbols must be the Fortran LAPACK/BLAS ones.
+//
 // Opened with RTLD_DEEPBIND instead of linked: a process that has already loaded another LAPACK/BLAS
 // into the global scope (torch's MKL, which exports the same Fortran names with other integer widths)
 // would otherwise capture our calls and the library's internal ones.
@@ -14,8 +17,10 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "cpu_common.h"
 
@@ -75,8 +80,11 @@ Loaded load() {
   Loaded r;
   void* h = nullptr;
   std::string tried;
-  for (const char* name : {"/usr/lib/" OAR_MULTIARCH "/openblas-openmp/libopenblas.so.0", "libopenblas.so.0",
-                           "liblapack.so.3"}) {
+  std::vector<const char*> names{"/usr/lib/" OAR_MULTIARCH "/openblas-openmp/libopenblas.so.0",
+                                 "libopenblas.so.0", "liblapack.so.3"};
+  const char* chosen = std::getenv("OAR_BLAS_LIBRARY");
+  if (chosen && *chosen) names = {strdup(chosen)};  // kept for the process: Blas::library points at it
+  for (const char* name : names) {
     h = open_library(name);
     if (h) {
       r.blas.library = name;
@@ -86,8 +94,10 @@ Loaded load() {
     tried += std::string("\n  ") + (e ? e : name);
   }
   if (!h) {
-    r.error = "cannot load BLAS/LAPACK (install Debian's libopenblas0-openmp, see scripts/install_deps.sh):" +
-              tried;
+    r.error = chosen && *chosen ? "cannot load the BLAS/LAPACK library OAR_BLAS_LIBRARY names:" + tried
+                                : "cannot load BLAS/LAPACK (install Debian's libopenblas0-openmp, see "
+                                  "scripts/install_deps.sh):" +
+                                      tried;
     return r;
   }
   auto get = [&](auto& fn, const char* name) {

@@ -56,6 +56,7 @@ constexpr char kMagic[8] = {'o', 'a', 'r', 'g', 'l', 'o', 'o', '1'};
 // Slot prefixes of our own messages; Gloo's algorithms use prefixes 0x01..0x08 (gloo/types.h).
 constexpr uint64_t kHeaderSlot = uint64_t{0x7e} << 56;
 constexpr uint64_t kP2pSlot = uint64_t{0x7d} << 56;
+constexpr uint64_t kInitSlot = uint64_t{0x7c} << 56;  // comm_init's closing exchange
 
 // ---- settings -------------------------------------------------------------------------------------------
 // OAR_COLLECTIVE_TIMEOUT (seconds): how long a rank waits for its peers in comm_init and in every
@@ -138,11 +139,21 @@ class CoreStore : public gloo::rendezvous::Store {
 };
 
 // ---- communicators --------------------------------------------------------------------------------------
-enum Kind : int32_t { kAllReduce = 1, kBroadcast, kReduce, kAllGather, kReduceScatter, kAllToAll, kSend };
+enum Kind : int32_t {
+  kAllReduce = 1,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kSend,
+  kInit
+};
 const char* kind_name(int32_t k) {
-  static const char* const names[] = {"?",          "all_reduce",     "broadcast",  "reduce",
-                                      "all_gather", "reduce_scatter", "all_to_all", "send/recv"};
-  return k >= 1 && k <= kSend ? names[k] : "?";
+  static const char* const names[] = {"?",          "all_reduce", "broadcast",
+                                      "reduce",     "all_gather", "reduce_scatter",
+                                      "all_to_all", "send/recv",  "comm_init"};
+  return k >= 1 && k <= kInit ? names[k] : "?";
 }
 const char* op_name(int32_t op) {
   static const char* const names[] = {"sum", "prod", "max", "min", "avg"};
@@ -158,6 +169,10 @@ static_assert(sizeof(Header) == 32, "the descriptor is 32 bytes on the wire");
 
 std::string describe(const Header& h) {
   std::ostringstream os;
+  if (h.kind == kInit) {
+    os << "comm_init with " << h.count << " ranks";
+    return os.str();
+  }
   os << kind_name(h.kind) << " of " << h.count << " " << sdk::dtype_name(h.dtype);
   if (h.kind == kAllReduce || h.kind == kReduce || h.kind == kReduceScatter)
     os << " (op " << op_name(h.op) << ")";
@@ -236,10 +251,10 @@ bool wait_op(Comm& c, gloo::transport::UnboundBuffer& b, bool recv,
 bool timed_out(const gloo::Exception& e) { return std::strstr(e.what(), "Timed out") != nullptr; }
 
 // Exchanges `mine` with every peer; throws, naming the rank, when one disagrees, died or never came.
-void check_peers(Comm& c, const Header& mine) {
+void check_peers(Comm& c, const Header& mine, uint64_t slot_prefix = kHeaderSlot) {
   if (c.nranks == 1) return;
   const auto end = std::chrono::steady_clock::now() + c.timeout;
-  const uint64_t slot = kHeaderSlot | (mine.seq & 0xffffffffffffULL);
+  const uint64_t slot = slot_prefix | (mine.seq & 0xffffffffffffULL);
   std::vector<Header> theirs(c.nranks);
   Header out = mine;
   auto sbuf = c.ctx->createUnboundBuffer(&out, sizeof(out));
@@ -393,12 +408,25 @@ OarError* comm_init(int32_t local_device, int32_t nranks, int32_t rank, const Oa
     c->ctx->setTimeout(c->timeout);
     CoreStore store(prefix.str(), c->timeout, nullptr);
     auto dev = tcp_device();
+    const std::string me =
+        "cpu comm_init (rank " + std::to_string(rank) + " of " + std::to_string(nranks) + ")";
     try {
       c->ctx->connectFullMesh(store, dev);
     } catch (const gloo::Exception& e) {
-      throw sdk::Error(OAR_ERR_UNAVAILABLE, "cpu comm_init (rank " + std::to_string(rank) + " of " +
-                                                std::to_string(nranks) +
-                                                "): connecting to the peers failed: " + e.what());
+      throw sdk::Error(OAR_ERR_UNAVAILABLE, me + ": connecting to the peers failed: " + e.what());
+    }
+    // connectFullMesh can return on one rank while a peer's side of their connection is still being set
+    // up (the connecting side is done once it has written its hello, the listening side only once it has
+    // read it). A rank that then destroyed its communicator at once (a short program) would cut that
+    // handshake and fail the peer with "connection closed by peer", or leave it waiting. So init ends
+    // with an exchange over every connection: a rank returns only when each peer has finished its whole
+    // mesh and has posted the receive for this rank's message, which then reaches it ahead of any close.
+    try {
+      check_peers(*c, Header{kInit, 0, 0, 0, static_cast<uint64_t>(nranks), 0}, kInitSlot);
+    } catch (const gloo::Exception& e) {
+      throw sdk::Error(OAR_ERR_UNAVAILABLE, me + ": connecting to the peers failed: " + e.what());
+    } catch (const sdk::Error& e) {
+      throw sdk::Error(e.code(), me + ": " + e.what());
     }
     std::lock_guard<std::mutex> lk(g_comms_mu);
     comms()[c.get()] = c;

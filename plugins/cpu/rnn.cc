@@ -3,9 +3,10 @@
 // float32 runs oneDNN's RNN primitives: lstm, lbr_gru (linear-before-reset, the GRU Paddle and cuDNN
 // compute) and vanilla_rnn (tanh / relu). With every sequence full, one primitive per layer (both
 // directions in one, bidirectional_concat); with sequences of different lengths, which oneDNN cannot mask,
-// onednn_masked cuts the batch and time into pieces around the primitive. rnn runs forward_inference;
-// rnn_grad runs forward_training again for the workspace, then the backward primitive (no reserve buffer
-// crosses the op boundary; the forward costs about a third of a training step).
+// onednn_masked cuts the batch and time into pieces around the primitive. rnn runs forward_inference, or
+// with is_test 0 forward_training, keeping the workspace in its `reserve` output for rnn_grad, which
+// otherwise runs forward_training again first (decision 108). Weights are reordered from Paddle's tensors
+// (packed first only for GRU's gate order or two directions) and their gradients back (decision 112).
 // float64 runs the plain loop below, which is also the reference the tests compare float32 with.
 #include <dnnl.hpp>
 #include <memory>
@@ -608,26 +609,46 @@ void exec_bwd(const LayerPrims& p, bool lstm, const float* wl, const float* wi, 
   s.wait();
 }
 
-// The weights of the (layer, direction) pairs [k0, k0 + D) packed for one primitive.
+// The weights of the (layer, direction) pairs [k0, k0 + D) in ldgoi for one primitive. One direction
+// without GRU's gate swap is Paddle's tensor itself: no copy (the primitive's reorder reads it).
 struct Packed {
-  Buffer wl, wi, bias;
+  Buffer wl_buf, wi_buf, bias;
+  const float *wl = nullptr, *wi = nullptr;
 };
+bool plain_is_paddle(const Geom& g, int64_t D) { return D == 1 && g.mode != kGru; }
 Packed pack(const Geom& g, const LayerPrims& p, KernelContext& ctx, int64_t In, int64_t k0, int64_t D) {
   auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
-  Packed w{buffer(p.wl_plain.get_size()), buffer(p.wi_plain.get_size()), buffer(p.bias.get_size())};
+  Packed w;
+  w.bias = buffer(p.bias.get_size());
+  if (plain_is_paddle(g, D)) {
+    w.wl = in_ptr(3 + 2 * k0);
+    w.wi = in_ptr(4 + 2 * k0);
+  } else {
+    w.wl_buf = buffer(p.wl_plain.get_size());
+    w.wi_buf = buffer(p.wi_plain.get_size());
+    w.wl = w.wl_buf.get();
+    w.wi = w.wi_buf.get();
+  }
   for (int64_t d = 0; d < D; ++d) {
     const int64_t k = k0 + d;
-    pack_weights(g, in_ptr(3 + 2 * k), In, d, w.wl.get());
-    pack_weights(g, in_ptr(4 + 2 * k), g.H, d, w.wi.get());
+    if (w.wl_buf) {
+      pack_weights(g, in_ptr(3 + 2 * k), In, d, w.wl_buf.get());
+      pack_weights(g, in_ptr(4 + 2 * k), g.H, d, w.wi_buf.get());
+    }
     pack_bias(g, in_ptr(3 + 2 * g.cells + 2 * k), in_ptr(4 + 2 * g.cells + 2 * k), d, w.bias.get());
   }
   return w;
 }
+// Offsets of the WeightList tensors in the flat weight gradient (and its total at the end).
+std::vector<int64_t> weight_offsets(const Geom& g, KernelContext& ctx) {
+  std::vector<int64_t> off(static_cast<size_t>(g.n_w) + 1, 0);
+  for (int64_t i = 0; i < g.n_w; ++i) off[i + 1] = off[i] + ctx.input(static_cast<int32_t>(3 + i)).numel();
+  return off;
+}
 // Adds one call's plain weight gradients (directions [k0, k0 + D)) into dw (WeightList order, flat).
 void unpack_grads(const Geom& g, KernelContext& ctx, int64_t In, int64_t k0, int64_t D, const float* dwl,
                   const float* dwi, const float* dbias, float* dw) {
-  std::vector<int64_t> off(static_cast<size_t>(g.n_w) + 1, 0);
-  for (int64_t i = 0; i < g.n_w; ++i) off[i + 1] = off[i] + ctx.input(static_cast<int32_t>(3 + i)).numel();
+  const std::vector<int64_t> off = weight_offsets(g, ctx);
   for (int64_t d = 0; d < D; ++d) {
     const int64_t k = k0 + d;
     unpack_weights(g, dwl, In, d, dw + off[2 * k]);
@@ -685,7 +706,7 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training)
       const Layer& L = layers[l];
       const float* in = l == 0 ? x : at(layers[l - 1].out);
       exec_fwd(
-          *L.p, lstm, L.w.wl.get(), L.w.wi.get(), L.w.bias.get(),
+          *L.p, lstm, L.w.wl, L.w.wi, L.w.bias.get(),
           {in, h0 + l * D * SB, c0 + l * D * SB, at(L.out), at(L.hn), at(L.cn), keep ? at(L.ws) : nullptr});
     }
   if (!backward) {
@@ -701,7 +722,11 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training)
   const int64_t n = ctx.num_inputs() - 3;  // the output gradients are the last three inputs
   const float *gout = in_ptr(n), *ghn = in_ptr(n + 1), *gcn = in_ptr(n + 2);
   float* dw = ctx.output(3).data<float>();
-  std::fill(dw, dw + ctx.output(3).numel(), 0.f);
+  // Weight gradients in Paddle's layout come straight out of the primitive's reorder (one call per
+  // layer writes each block once); otherwise they are unpacked and added. Biases are always added.
+  const bool direct = plain_is_paddle(g, D);
+  const std::vector<int64_t> off = weight_offsets(g, ctx);
+  std::fill(dw + (direct ? off[2 * g.cells] : 0), dw + off.back(), 0.f);
   float *dh0 = ctx.output(1).data<float>(), *dc0 = ctx.output(2).data<float>();
   if (!lstm) std::fill(dc0, dc0 + g.cells * SB, 0.f);
   Buffer dlayer;  // the gradient of the current layer's output
@@ -716,15 +741,19 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training)
       din_buf = buffer(p.src.get_size());
       din = din_buf.get();
     }
-    Buffer dwl = buffer(p.wl_plain.get_size()), dwi = buffer(p.wi_plain.get_size()),
-           dbias = buffer(p.bias.get_size());
+    Buffer dwl, dwi, dbias = buffer(p.bias.get_size());
+    if (!direct) dwl = buffer(p.wl_plain.get_size()), dwi = buffer(p.wi_plain.get_size());
     const float* in = l == 0 ? x : at(layers[l - 1].out);
     std::vector<float> dc_unused(lstm ? 0 : static_cast<size_t>(D * SB));
-    exec_bwd(p, lstm, L.w.wl.get(), L.w.wi.get(), L.w.bias.get(),
+    exec_bwd(p, lstm, L.w.wl, L.w.wi, L.w.bias.get(),
              {in, h0 + l * D * SB, c0 + l * D * SB, at(L.out), at(L.hn), at(L.cn), at(L.ws)},
              {dtop, ghn + l * D * SB, gcn + l * D * SB, din, dh0 + l * D * SB,
-              lstm ? dc0 + l * D * SB : dc_unused.data(), dwl.get(), dwi.get(), dbias.get()});
-    unpack_grads(g, ctx, In, l * D, D, dwl.get(), dwi.get(), dbias.get(), dw);
+              lstm ? dc0 + l * D * SB : dc_unused.data(), direct ? dw + off[2 * l] : dwl.get(),
+              direct ? dw + off[2 * l + 1] : dwi.get(), dbias.get()});
+    if (direct)
+      unpack_bias(g, dbias.get(), 0, dw + off[2 * g.cells + 2 * l], dw + off[2 * g.cells + 2 * l + 1]);
+    else
+      unpack_grads(g, ctx, In, l * D, D, dwl.get(), dwi.get(), dbias.get(), dw);
     dlayer = std::move(din_buf);
     dtop = dlayer.get();
   }
@@ -795,7 +824,7 @@ void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
         Saved sv;
         sv.p = get_prims(sg, In, backward);
         const LayerPrims& p = *sv.p;
-        if (!packed[k].wl) packed[k] = pack(g, p, ctx, In, k, 1);
+        if (!packed[k].bias) packed[k] = pack(g, p, ctx, In, k, 1);
         sv.src.resize(static_cast<size_t>(sg.T * pc.n * In));
         for (int64_t s = pc.t0; s < pc.t1; ++s)
           for (int64_t i = 0; i < pc.n; ++i)
@@ -806,7 +835,7 @@ void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
         sv.h_out.resize(static_cast<size_t>(pc.n * H));
         sv.c_out.resize(static_cast<size_t>(pc.n * H));
         if (backward) sv.ws = buffer(p.ws.get_size());
-        exec_fwd(p, lstm, packed[k].wl.get(), packed[k].wi.get(), packed[k].bias.get(),
+        exec_fwd(p, lstm, packed[k].wl, packed[k].wi, packed[k].bias.get(),
                  {sv.src.data(), sv.h.data(), sv.c.data(), sv.dst.data(), sv.h_out.data(), sv.c_out.data(),
                   sv.ws.get()});
         for (int64_t s = pc.t0; s < pc.t1; ++s)
@@ -851,7 +880,7 @@ void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
         std::vector<float> dh_out(dhk, dhk + nH), dc_out(dck, dck + nH);
         Buffer dwl = buffer(p.wl_plain.get_size()), dwi = buffer(p.wi_plain.get_size()),
                dbias = buffer(p.bias.get_size());
-        exec_bwd(p, lstm, packed[k].wl.get(), packed[k].wi.get(), packed[k].bias.get(),
+        exec_bwd(p, lstm, packed[k].wl, packed[k].wi, packed[k].bias.get(),
                  {sv.src.data(), sv.h.data(), sv.c.data(), sv.dst.data(), sv.h_out.data(), sv.c_out.data(),
                   sv.ws.get()},
                  {ddst.data(), dh_out.data(), dc_out.data(), dsrc.data(), dhk, dck, dwl.get(), dwi.get(),

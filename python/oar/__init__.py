@@ -20,12 +20,8 @@ from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enab
 
 from . import framework  # noqa: F401
 from .framework import ParamAttr, create_parameter  # noqa: F401
-from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, optimizer, static, utils, vision  # noqa: F401
-from . import geometric, incubate  # noqa: F401,E402  (issue 19)
-from . import text  # noqa: F401  (oar.text: viterbi_decode and the text data sets)
+from . import amp, device, distributed, inference, io, jit, linalg, metric, nn, optimizer, static, utils  # noqa: F401
 from . import regularizer  # noqa: F401,E402
-from . import distribution  # noqa: F401,E402  (oar.distribution)
-from . import fft, signal, audio  # noqa: F401,E402  (oar.fft on the fft ops; signal and audio on it)
 from .device import (is_compiled_with_cinn, is_compiled_with_cuda, is_compiled_with_custom_device,  # noqa: F401,E402
                      is_compiled_with_distribute, is_compiled_with_ipu, is_compiled_with_rocm, is_compiled_with_xpu)
 
@@ -35,11 +31,11 @@ from .framework.io import load, save  # noqa: F401,E402
 
 from .tensor.tensor_methods import set_printoptions  # noqa: F401,E402
 from . import version  # noqa: F401,E402  (paddle.version)
-from . import hapi  # noqa: F401,E402
-from . import callbacks  # noqa: F401,E402
-from . import profiler  # noqa: F401,E402
-from . import sparse  # noqa: F401,E402  (paddle.sparse)
-from .hapi import Model, flops, summary  # noqa: F401,E402
+import sys as _sys  # noqa: E402
+from . import _lazy  # noqa: E402
+# audio, callbacks, distribution, fft, geometric, hapi (Model, flops, summary), incubate, profiler, signal,
+# sparse, text and vision load on first use (module __getattr__ below; decision 111).
+_lazy.install_tensor_stubs(_sys.modules[__name__], Tensor)
 from .distributed.parallel import DataParallel  # noqa: F401,E402
 
 
@@ -66,3 +62,13 @@ def disable_static(place=None):
 
 
 in_dygraph_mode = in_dynamic_mode
+
+
+def __getattr__(name):
+    if name in _lazy.MODULES or name in _lazy.NAMES:
+        return _lazy.load(_sys.modules[__name__], name)
+    raise AttributeError("module 'oar' has no attribute '{}'".format(name))
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_lazy.MODULES) | set(_lazy.NAMES))

@@ -1,5 +1,5 @@
 """2-layer LSTM(128, 256) forward+backward on a [32 batch, 50 steps, 128] input: oar (fused rnn op and
-the Python loop) vs torch vs paddle (CPU).
+the Python loop) vs torch vs paddle (CPU). BENCH_CELL=GRU or SimpleRNN (tanh) runs that layer instead.
 
 Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_rnn.py
 Each framework may run under its own interpreter: OAR_PYTHON, TORCH_PYTHON, PADDLE_PYTHON (default: this
@@ -15,6 +15,13 @@ import sys
 
 BATCH, STEPS, INPUT, HIDDEN, LAYERS = 32, 50, 128, 256, 2
 THREADS = os.environ.get("BENCH_THREADS", "1")
+CELL = os.environ.get("BENCH_CELL", "LSTM")
+if CELL not in ("LSTM", "GRU", "SimpleRNN"):
+    raise SystemExit("BENCH_CELL must be LSTM, GRU or SimpleRNN, got {!r}".format(CELL))
+
+
+def first_state(states):
+    return states[0] if isinstance(states, tuple) else states
 
 
 def best_ms(fn, number=3, repeat=7):
@@ -30,11 +37,11 @@ def run_oar():
     import numpy as np
     import oar
     x = oar.to_tensor(np.random.default_rng(0).standard_normal((BATCH, STEPS, INPUT)).astype("float32"))
-    net = oar.nn.LSTM(INPUT, HIDDEN, num_layers=LAYERS)
+    net = getattr(oar.nn, CELL)(INPUT, HIDDEN, num_layers=LAYERS)
 
     def fb():
-        y, (h, c) = net(x)
-        (y.sum() + h.sum()).backward()
+        y, states = net(x)
+        (y.sum() + first_state(states).sum()).backward()
         net.clear_gradients()
 
     def fwd():
@@ -55,11 +62,12 @@ def run_torch():
     import torch
     torch.set_num_threads(int(THREADS))
     x = torch.randn(BATCH, STEPS, INPUT)
-    net = torch.nn.LSTM(INPUT, HIDDEN, num_layers=LAYERS, batch_first=True)
+    net = getattr(torch.nn, {"SimpleRNN": "RNN"}.get(CELL, CELL))(INPUT, HIDDEN, num_layers=LAYERS,
+                                                                  batch_first=True)
 
     def fb():
-        y, (h, c) = net(x)
-        (y.sum() + h.sum()).backward()
+        y, states = net(x)
+        (y.sum() + first_state(states).sum()).backward()
         net.zero_grad()
 
     def fwd():
@@ -74,11 +82,11 @@ def run_paddle():
     import paddle
     paddle.set_device("cpu")
     x = paddle.randn([BATCH, STEPS, INPUT])
-    net = paddle.nn.LSTM(INPUT, HIDDEN, num_layers=LAYERS)
+    net = getattr(paddle.nn, CELL)(INPUT, HIDDEN, num_layers=LAYERS)
 
     def fb():
-        y, (h, c) = net(x)
-        (y.sum() + h.sum()).backward()
+        y, states = net(x)
+        (y.sum() + first_state(states).sum()).backward()
         net.clear_gradients()
 
     def fwd():
@@ -93,8 +101,8 @@ def main():
     if len(sys.argv) > 1:
         {"oar": run_oar, "torch": run_torch, "paddle": run_paddle}[sys.argv[1]]()
         return
-    print("LSTM({}, {}, num_layers={}), input [{}, {}, {}], float32, CPU, {} thread(s)".format(
-        INPUT, HIDDEN, LAYERS, BATCH, STEPS, INPUT, THREADS))
+    print("{}({}, {}, num_layers={}), input [{}, {}, {}], float32, CPU, {} thread(s)".format(
+        CELL, INPUT, HIDDEN, LAYERS, BATCH, STEPS, INPUT, THREADS))
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = THREADS

@@ -138,6 +138,64 @@ def test_a_peer_that_never_calls_times_out_naming_it():
     assert "rank 1" in msg and "all_reduce" in msg and "did not reach" in msg, msg
 
 
+# Rank `rank` of `nranks`: `rounds` times, a fresh communicator (its unique id through the store) destroyed
+# as soon as comm_init returns. Prints "ERR <round> <message>" per failure, then "DONE <failures>".
+_SHORT_LIVED = textwrap.dedent("""
+    import sys, oar
+    from oar import _C
+    rank, port, nranks, rounds = (int(a) for a in sys.argv[1:5])
+    store = oar.distributed.TCPStore("127.0.0.1", port, rank == 0, nranks, timeout=60, wait_for_workers=False)
+    if rank == 0:
+        print("PORT", store.port, flush=True)
+    _C._store_set_global(store)
+    failures = 0
+    for i in range(rounds):
+        if rank == 0:
+            store.set("uid/%d" % i, _C._kit_get_unique_id("cpu"))
+        try:
+            _C._KitComm("cpu", 0, nranks, rank, store.get("uid/%d" % i)).destroy()
+        except Exception as e:
+            failures += 1
+            print("ERR", i, str(e).replace("\\n", " | "), flush=True)
+    store.set("done/%d" % rank, b"1")
+    if rank == 0:
+        store.wait(["done/%d" % r for r in range(1, nranks)])
+    print("DONE", failures, flush=True)
+""")
+
+
+def test_short_lived_communicators_across_processes_under_load():
+    # A rank that destroys its communicator right after comm_init must not fail or hang a peer whose side
+    # of the connection is still being set up (comm_init used to return before the whole mesh was up:
+    # about half the rounds failed with "connection closed by peer" here, and some hung). Two busy processes
+    # load the 2 cores so that the ranks' handshakes interleave unevenly.
+    nranks, rounds = 2, 50
+    env = dict(os.environ, OAR_COLLECTIVE_TIMEOUT="30")
+    for k in ("PADDLE_MASTER", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    ranks = []
+    try:
+        args = [sys.executable, "-c", _SHORT_LIVED]
+        ranks.append(subprocess.Popen(args + ["0", "0", str(nranks), str(rounds)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True, env=env))
+        line = ranks[0].stdout.readline()
+        assert line.startswith("PORT "), "rank 0 did not start the store: " + line + ranks[0].stdout.read()
+        for r in range(1, nranks):
+            ranks.append(subprocess.Popen(args + [str(r), line.split()[1], str(nranks), str(rounds)],
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+        for r, p in enumerate(ranks):
+            try:
+                out, _ = p.communicate(timeout=240)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("rank {} hung".format(r))
+            assert p.returncode == 0 and out.splitlines()[-1:] == ["DONE 0"], "rank {}:\n{}".format(r, out)
+    finally:
+        for p in burners + ranks:
+            p.kill()
+            p.wait()
+
+
 def test_in_process_ranks_and_disagreeing_kinds():
     xs = [np.arange(12, dtype="float32") * (r + 1) for r in range(3)]
     for r, got in enumerate(_C._kit_run_collective("cpu", "all_reduce", xs)):

@@ -142,6 +142,29 @@ def test_jit_save_load_roundtrip(tmp_path):
     np.testing.assert_allclose(state["fc1.weight"].numpy(), a.fc1.weight.numpy())
 
 
+def test_jit_save_multi_input_feed_order(tmp_path):
+    # Paddle writes one feed op per input, prepended, so the ops run in descending `col` order; its
+    # jit.load reverses the op order to get the inputs (and ignores col), so oar must write the same.
+    class Three(oar.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = oar.nn.Linear(3, 2)
+
+        def forward(self, a, b, c):
+            return self.fc(a) - 10 * b + c
+
+    m = Three()
+    path = str(tmp_path / "three")
+    oar.jit.save(m, path, input_spec=[InputSpec([None, 3], "float32", "a"), InputSpec([None, 2], "float32", "b"),
+                                      InputSpec([None, 2], "float32", "c")])
+    loaded = oar.jit.load(path)
+    feeds = [(op.output("Out")[0], op.attr("col")) for op in loaded.program().global_block().ops if op.type == "feed"]
+    assert feeds == [("c", 2), ("b", 1), ("a", 0)]
+    rs = np.random.RandomState(0)
+    a, b, c = (oar.to_tensor(rs.randn(4, n).astype("float32")) for n in (3, 2, 2))
+    np.testing.assert_allclose(loaded(a, b, c).numpy(), m(a, b, c).numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_translated_layer_fine_tunes(tmp_path):
     oar.seed(3)
     m = oar.nn.Sequential(oar.nn.Linear(4, 4), oar.nn.ReLU(), oar.nn.Linear(4, 1))

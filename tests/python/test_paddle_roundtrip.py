@@ -109,6 +109,44 @@ def test_paddle_runs_oar_saved_model(tmp_path, name):
     np.testing.assert_allclose(np.load(str(tmp_path / "out.npy")), want, rtol=1e-5, atol=1e-6, err_msg=out)
 
 
+def test_paddle_jit_load_feeds_oar_inputs_in_order(tmp_path):
+    # Paddle's jit.load takes a model's inputs in reversed feed-op order (its save prepends them).
+    class Three(oar.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.fc = oar.nn.Linear(3, 2)
+
+        def forward(self, a, b, c):
+            return self.fc(a) - 10 * b + 3 * c
+
+    oar.seed(5)
+    layer = Three()
+    spec = [oar.static.InputSpec([None, n], "float32", name) for n, name in ((3, "a"), (2, "b"), (2, "c"))]
+    prefix = str(tmp_path / "three")
+    oar.jit.save(layer, prefix, input_spec=spec)
+    rs = np.random.RandomState(1)
+    arrays = [rs.randn(4, n).astype("float32") for n in (3, 2, 2)]
+    np.savez(str(tmp_path / "in.npz"), *arrays)
+    paddle("jitrun", prefix, tmp_path / "in.npz", tmp_path / "out.npy")
+    want = layer(*[oar.to_tensor(a) for a in arrays]).numpy()
+    np.testing.assert_allclose(np.load(str(tmp_path / "out.npy")), want, rtol=1e-5, atol=1e-6)
+
+
+def test_paddle_runs_oar_batch_sized_fills(tmp_path):
+    # zeros([x.shape[0], 4]) and ones_like(x) are exported as fill_constant with ShapeTensor /
+    # ShapeTensorList from the feed's shape, so Paddle runs them at any batch size.
+    from test_static_runtime_shapes import _BatchFills
+    oar.seed(5)
+    layer = _BatchFills()
+    prefix = str(tmp_path / "fills")
+    oar.jit.save(layer, prefix, input_spec=[oar.static.InputSpec([None, 3], "float32", "x")])
+    for batch in (2, 7):
+        x = np.random.RandomState(batch).randn(batch, 3).astype("float32")
+        np.savez(str(tmp_path / "in.npz"), x)
+        paddle("jitrun", prefix, tmp_path / "in.npz", tmp_path / "out.npy")
+        np.testing.assert_allclose(np.load(str(tmp_path / "out.npy")), layer(oar.to_tensor(x)).numpy(), rtol=1e-5)
+
+
 def _test_binary(name):
     root = os.path.normpath(os.path.join(HERE, "..", ".."))
     exe = os.path.join(root, os.environ.get("OAR_BUILD_DIR", "build"), "bin", name)

@@ -304,3 +304,36 @@ def test_jit_save_load_with_runtime_shapes(tmp_path):
     x = rng.randn(4, 3).astype("float32")
     out, = pred.run([x])
     np.testing.assert_allclose(out, x[x > 0] * 3.0, rtol=1e-6)
+
+
+class _BatchFills(oar.nn.Layer):
+    """Fills whose shape holds the batch: from x.shape[0] (a run-time shape variable under to_static) and
+    from ones_like (the recording's unknown extent)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = oar.nn.Linear(3, 4)
+
+    def forward(self, x):
+        h = oar.zeros([x.shape[0], 4]) + 1.5
+        o = oar.full([2 * x.shape[0], 4], 2.0)
+        return self.fc(x) + h + o.sum() + oar.ones_like(x).sum()
+
+
+def test_jit_save_exports_batch_sized_fills_as_paddle_ops(tmp_path):
+    import warnings
+    net = _BatchFills()
+    prefix = str(tmp_path / "fills")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing kept native
+        oar.jit.save(net, prefix, input_spec=[static.InputSpec([None, 3], "float32", "x")])
+    loaded = oar.jit.load(prefix)
+    types = [op._recorded_type for op in loaded.program().global_block().ops]
+    assert not [t for t in types if t.startswith("oar.")], types
+    fills = [op for op in loaded.program().global_block().ops if op.type == "fill_constant"]
+    assert any("ShapeTensor" in op.input_names for op in fills)
+    assert any("ShapeTensorList" in op.input_names for op in fills)
+    rng = np.random.RandomState(6)
+    for batch in (2, 7):
+        x = rng.randn(batch, 3).astype("float32")
+        np.testing.assert_allclose(loaded(oar.to_tensor(x)).numpy(), net(oar.to_tensor(x)).numpy(), rtol=1e-6)

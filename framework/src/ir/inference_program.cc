@@ -146,7 +146,9 @@ Program prepare_inference_program(const Program& built, const std::vector<std::s
   ob.reindex();
 
   std::vector<OpDesc> final_ops;
-  for (size_t c = 0; c < feed_names.size(); ++c) {
+  // Feed ops in descending column order, as Paddle's save writes them (it prepends one per input):
+  // Paddle's jit.load (TranslatedLayer) takes its inputs in reversed op order and ignores `col`.
+  for (size_t c = feed_names.size(); c-- > 0;) {
     OpDesc f;
     f.type = "feed";
     f.set_input("X", {"feed"});

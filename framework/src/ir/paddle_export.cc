@@ -78,6 +78,12 @@ struct paddle_map::ExportCtx {
     return v != nullptr && v->persistable;
   }
   const std::vector<int64_t>& shape(const std::string& n) const { return var(n).shape; }
+  // The variable a run-time attribute comes from (static_graph.h, "@<attr>" input slots); "" when the
+  // attribute is the op's own.
+  std::string var_attr(const char* a) const {
+    const std::vector<std::string>& v = op->input(std::string(1, kVarAttrPrefix) + a);
+    return v.size() == 1 ? v[0] : std::string();
+  }
   int64_t rank(const std::string& n) const { return static_cast<int64_t>(var(n).shape.size()); }
 
   // ---- native attributes (LONG / FLOAT64 / LONGS / FLOAT64S / STRING; the OpDef's default when absent)
@@ -309,19 +315,100 @@ std::string exact_number(double v, DType d) {
   return buf;
 }
 
+// A fed variable and the axis where it has the fed variables' unknown (-1) extent, from block 0's feed
+// ops; false when there is none.
+bool fed_unknown_axis(const Ctx& c, std::string* var, int32_t* axis) {
+  for (const OpDesc& op : c.prog->block(0).ops()) {
+    if (op.type != "feed" || op.output("Out").size() != 1) continue;
+    const VarDesc* v = c.prog->block(0).find_var(op.output("Out")[0]);
+    if (v == nullptr) continue;
+    for (size_t k = 0; k < v->shape.size(); ++k)
+      if (v->shape[k] < 0 || v->shape[k] == kUnknownDim) {
+        *var = v->name;
+        *axis = static_cast<int32_t>(k);
+        return true;
+      }
+  }
+  return false;
+}
+
+// fill_constant's ShapeTensorList for a shape holding the fed variables' unknown extent (zeros of
+// [batch, n]), as Paddle records paddle.zeros([x.shape[0], n]): each unknown entry k * batch is the
+// feed's `shape` sliced at its -1 axis (times k), each known one a one-element fill_constant.
+bool shape_tensor_list(Ctx& c, const std::vector<int64_t>& shape, std::vector<std::string>* list) {
+  std::string fed;
+  int32_t axis = 0;
+  if (!fed_unknown_axis(c, &fed, &axis))
+    return c.decline(
+        "the shape holds an extent known only when the program runs, and no fed variable has it");
+  std::string fed_shape;
+  for (int64_t e : shape) {
+    const std::string entry = c.temp(c.out("out") + ".shape", DType::kInt32, {1});
+    if (!is_unknown_extent(e)) {
+      int32_t e32;
+      if (!to_i32(c, "extent", e, &e32)) return false;
+      c.emit("fill_constant", {}, {{"Out", {entry}}},
+             {{"shape", std::vector<int64_t>{1}},
+              {"dtype", dtype_to_paddle_code(DType::kInt32)},
+              {"value", static_cast<float>(e32)},
+              {"str_value", std::to_string(e32)}});
+    } else {
+      if (e % kUnknownDim != 0 || is_unknown_extent(e / kUnknownDim))
+        return c.decline(
+            "the shape holds an extent computed from a variable's value (or a product of unknown "
+            "extents), which Paddle's fill_constant cannot take from the feeds");
+      int32_t k;
+      if (!to_i32(c, "extent factor", e / kUnknownDim, &k)) return false;
+      if (fed_shape.empty()) {
+        fed_shape = c.temp(fed + ".shape", DType::kInt32, {static_cast<int64_t>(c.shape(fed).size())});
+        c.emit("shape", {{"Input", {fed}}}, {{"Out", {fed_shape}}});
+      }
+      const std::string extent = k == 1 ? entry : c.temp(fed + ".extent", DType::kInt32, {1});
+      c.emit("slice", {{"Input", {fed_shape}}}, {{"Out", {extent}}},
+             {{"axes", std::vector<int32_t>{0}},
+              {"starts", std::vector<int32_t>{axis}},
+              {"ends", std::vector<int32_t>{axis + 1}},
+              {"infer_flags", std::vector<int32_t>{1}},
+              {"decrease_axis", std::vector<int32_t>{}}});
+      if (k != 1)
+        c.emit("scale", {{"X", {extent}}}, {{"Out", {entry}}},
+               {{"scale", static_cast<float>(k)}, {"bias", 0.0f}, {"bias_after_scale", true}});
+    }
+    list->push_back(entry);
+  }
+  return true;
+}
+
 bool rule_fill(Ctx& c, const char*) {
   DType d;
   native_dtype(c, &d);
   if (is_complex(d)) return c.decline("fill_constant cannot fill a complex dtype");
-  // An extent known only when the program runs (zeros_like of a batch, oar.shape's count): Paddle's
-  // fill_constant would read the recording sentinel as a size; the native op substitutes it per run.
-  for (int64_t e : c.ints("shape"))
-    if (is_unknown_extent(e)) return c.decline("the shape holds an extent known only when the program runs");
+  for (const auto& [slot, args] : c.op->inputs)
+    if (!slot.empty() && slot[0] == kVarAttrPrefix && slot != "@shape")
+      return c.decline("an attribute other than the shape comes from a variable at run time");
+  std::vector<int64_t> shape = c.ints("shape");
+  Slots ins;
+  if (std::string from = c.var_attr("shape"); !from.empty()) {
+    // The shape is a 1-D integer variable (paddle.zeros([x.shape[0], 4]) under to_static): Paddle's
+    // ShapeTensor.
+    const std::vector<int64_t>& n = c.shape(from);
+    if (n.size() != 1) return c.decline("the run-time shape variable is not 1-D");
+    ins.push_back({"ShapeTensor", {from}});
+    shape.assign(n[0] > 0 && !is_unknown_extent(n[0]) ? n[0] : 0, -1);
+  } else if (std::any_of(shape.begin(), shape.end(), [](int64_t e) { return is_unknown_extent(e); })) {
+    // An extent known only when the program runs: Paddle's fill_constant would read the recording
+    // sentinel as a size, so the shape comes from the feeds at run time (-1 in the attribute).
+    std::vector<std::string> list;
+    if (!shape_tensor_list(c, shape, &list)) return false;
+    ins.push_back({"ShapeTensorList", list});
+    for (int64_t& e : shape)
+      if (is_unknown_extent(e)) e = -1;
+  }
   double v = c.f("value");
   float fv =
       std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max() ? 0.0f : static_cast<float>(v);
-  c.emit("fill_constant", {}, {{"Out", {c.out("out")}}},
-         {{"shape", c.ints("shape")},
+  c.emit("fill_constant", std::move(ins), {{"Out", {c.out("out")}}},
+         {{"shape", shape},
           {"dtype", dtype_to_paddle_code(d)},
           {"value", fv},
           {"str_value", exact_number(v, d)}});
@@ -1304,7 +1391,7 @@ Program export_paddle_dialect(const Program& native, ExportReport* report) {
       bool ok = false;
       bool var_attrs = false;  // run-time attributes (static_graph.h): the rules read attributes only
       for (auto& [slot, args] : op.inputs) var_attrs |= !slot.empty() && slot[0] == kVarAttrPrefix;
-      if (var_attrs) {
+      if (var_attrs && c.name != "fill") {  // fill's rule takes its run-time shape as ShapeTensor
         c.why = "an attribute comes from a variable at run time";
       } else if (it == rules().end()) {
         c.why = "no Paddle equivalent";

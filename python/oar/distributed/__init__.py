@@ -13,7 +13,6 @@ from .collective import (P2POp, all_gather_object, alltoall, alltoall_single, ba
                          scatter_object_list, send, wait)
 from .spawn import spawn
 from .parallel import DataParallel
-from . import launch  # noqa: E402,F401 - paddle.distributed.launch (python -m oar.distributed.launch)
 from . import fleet, sharding  # noqa: E402  (fleet mode, group sharding: docs/distributed.md)
 
 __all__ = ["TCPStore", "Group", "ParallelEnv", "ReduceOp", "init_parallel_env", "is_initialized", "get_rank",
@@ -23,3 +22,12 @@ __all__ += ["get_group", "reduce", "scatter", "gather", "alltoall", "alltoall_si
             "P2POp", "batch_isend_irecv", "all_gather_object", "broadcast_object_list", "scatter_object_list",
             "wait"]
 __all__ += ["DataParallel"]
+
+
+def __getattr__(name):
+    # paddle.distributed.launch (also `python -m oar.distributed.launch`) loads on first use: argparse,
+    # subprocess and threading cost `import oar` several ms (decision 111).
+    if name == "launch":
+        import importlib
+        return importlib.import_module(__name__ + ".launch")
+    raise AttributeError("module 'oar.distributed' has no attribute '{}'".format(name))

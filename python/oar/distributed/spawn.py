@@ -1,9 +1,8 @@
 """oar.distributed.spawn: runs a function in `nprocs` new processes, one rank each (Paddle's spawn)."""
-import multiprocessing
-import multiprocessing.connection
 import os
 import socket
 import traceback
+# multiprocessing is imported where it is used: it costs `import oar` several ms (decision 111).
 
 __all__ = ["spawn", "MultiprocessContext"]
 
@@ -41,6 +40,7 @@ class MultiprocessContext:
     def join(self, timeout=None):
         """Waits until every process has ended (True), or `timeout` seconds passed (False). A process that
         failed makes join stop the others and raise, naming its rank and carrying its traceback."""
+        import multiprocessing.connection
         pending = {p.sentinel: (r, p) for r, p in enumerate(self.processes) if p.exitcode is None}
         while pending:
             ready = multiprocessing.connection.wait(list(pending), timeout)
@@ -71,6 +71,7 @@ class MultiprocessContext:
 
 
 def _default_nprocs(device_type):
+    import multiprocessing
     import oar
     if device_type == "cpu":
         return multiprocessing.cpu_count()
@@ -97,6 +98,7 @@ def spawn(func, args=(), nprocs=-1, join=True, daemon=False, **options):
     port = _free_port(host)
     count = max(1, len([d for d in oar._C.get_available_device() if d.split(":")[0] == dtype]))
     endpoints = ",".join(f"{host}:{port + r}" for r in range(nprocs))
+    import multiprocessing
     ctx = multiprocessing.get_context("spawn")
     processes, conns = [], []
     for rank in range(nprocs):
