@@ -456,15 +456,28 @@ enum SlotOp {
   kSlotXor,
   kNumSlotOps
 };
-struct SlotDef {
+// The arithmetic operators, in SlotOp order: their methods, reflected methods, in-place methods (Paddle
+// has seven; for @, &, |, ^ Python rebinds instead) and number slots all come from this table.
+struct OperatorDef {
+  const char* method;
+  const char* rmethod;
+  const char* imethod;
+  const char* symbol;  // of the in-place form, for its errors
   const char* op;
-  const char* symbol;  // of the in-place form (Paddle has none for @, &, |, ^: Python rebinds instead)
 };
-constexpr SlotDef kSlotDefs[kNumSlotOps] = {
-    {"add", "+="},           {"subtract", "-="},       {"multiply", "*="},
-    {"divide", "/="},        {"floor_divide", "//="},  {"remainder", "%="},
-    {"pow", "**="},          {"matmul", nullptr},      {"bitwise_and", nullptr},
-    {"bitwise_or", nullptr}, {"bitwise_xor", nullptr},
+constexpr OperatorDef kOperators[kNumSlotOps] = {
+    {"__add__", "__radd__", "__iadd__", "+=", "add"},
+    {"__sub__", "__rsub__", "__isub__", "-=", "subtract"},
+    {"__mul__", "__rmul__", "__imul__", "*=", "multiply"},
+    {"__truediv__", "__rtruediv__", "__itruediv__", "/=", "divide"},
+    {"__floordiv__", "__rfloordiv__", "__ifloordiv__", "//=", "floor_divide"},
+    {"__mod__", "__rmod__", "__imod__", "%=", "remainder"},
+    {"__pow__", "__rpow__", "__ipow__", "**=", "pow"},
+    {"__matmul__", "__rmatmul__", nullptr, nullptr, "matmul"},
+    // Paddle's &, |, ^ and ~ are the bitwise ops (on bool tensors the same as the logical ones)
+    {"__and__", "__rand__", nullptr, nullptr, "bitwise_and"},
+    {"__or__", "__ror__", nullptr, nullptr, "bitwise_or"},
+    {"__xor__", "__rxor__", nullptr, nullptr, "bitwise_xor"},
 };
 BinaryOp g_slot_ops[kNumSlotOps];
 
@@ -497,7 +510,7 @@ PyObject* nb_binary(PyObject* a, PyObject* b) noexcept {
 template <int I>
 PyObject* nb_inplace(PyObject* self, PyObject* other) noexcept {
   try {
-    return run_inplace(g_slot_ops[I], kSlotDefs[I].symbol, self, other).release().ptr();
+    return run_inplace(g_slot_ops[I], kOperators[I].symbol, self, other).release().ptr();
   } catch (...) {
     return slot_error();
   }
@@ -515,7 +528,12 @@ PyObject* nb_inplace_power(PyObject* self, PyObject* other, PyObject* mod) noexc
 
 // -x, abs(x), ~x: the Tensor is the only operand.
 enum UnarySlotOp { kSlotNeg, kSlotAbs, kSlotInvert, kNumUnarySlotOps };
-constexpr const char* kUnarySlotDefs[kNumUnarySlotOps] = {"neg", "abs", "bitwise_not"};
+struct UnaryOperatorDef {
+  const char* method;
+  const char* op;
+};
+constexpr UnaryOperatorDef kUnaryOperators[kNumUnarySlotOps] = {
+    {"__neg__", "neg"}, {"__abs__", "abs"}, {"__invert__", "bitwise_not"}};
 const oar::OpDef* g_unary_slot_ops[kNumUnarySlotOps];
 
 template <int I>
@@ -529,9 +547,6 @@ PyObject* nb_unary(PyObject* self) noexcept {
 
 // Called after the operator methods are defined (defining a method resets its slot to the generic one).
 void install_number_slots() {
-  auto& reg = oar::OpRegistry::get();
-  for (int i = 0; i < kNumSlotOps; ++i) g_slot_ops[i] = BinaryOp{&reg.at(kSlotDefs[i].op), i == kSlotDiv};
-  for (int i = 0; i < kNumUnarySlotOps; ++i) g_unary_slot_ops[i] = &reg.at(kUnarySlotDefs[i]);
   g_rethrow = py::cpp_function([] {
                 std::exception_ptr e = std::move(t_slot_exception);
                 std::rethrow_exception(e);
@@ -629,46 +644,33 @@ void init_ops(py::module_& m) {
   // Tensor operators, straight to run_op with the op definitions looked up here, once.
   py::class_<PyTensor> cls = py::reinterpret_borrow<py::class_<PyTensor>>(m.attr("Tensor"));
   auto& reg = oar::OpRegistry::get();
-  struct Binary {
-    const char* method;
-    const char* rmethod;
-    const char* op;
-  };
-  static const Binary kBinary[] = {
-      {"__add__", "__radd__", "add"},           {"__sub__", "__rsub__", "subtract"},
-      {"__mul__", "__rmul__", "multiply"},      {"__truediv__", "__rtruediv__", "divide"},
-      {"__floordiv__", "__rfloordiv__", "floor_divide"}, {"__mod__", "__rmod__", "remainder"},
-      {"__pow__", "__rpow__", "pow"},           {"__matmul__", "__rmatmul__", "matmul"},
-      {"__eq__", nullptr, "equal"},             {"__ne__", nullptr, "not_equal"},
-      {"__lt__", nullptr, "less_than"},         {"__le__", nullptr, "less_equal"},
-      {"__gt__", nullptr, "greater_than"},      {"__ge__", nullptr, "greater_equal"},
-      // Paddle's &, |, ^ and ~ are the bitwise ops (on bool tensors the same as the logical ones)
-      {"__and__", "__rand__", "bitwise_and"},   {"__or__", "__ror__", "bitwise_or"},
-      {"__xor__", "__rxor__", "bitwise_xor"},
-  };
-  for (const Binary& b : kBinary) {
-    BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
-    cls.def(b.method, [op](py::handle self, py::handle other) { return run_binary(op, self, other); },
-            py::is_operator());
-    if (b.rmethod)
-      cls.def(b.rmethod, [op](py::handle self, py::handle other) { return run_binary(op, other, self); },
-              py::is_operator());
+  for (int i = 0; i < kNumSlotOps; ++i) {
+    const OperatorDef& d = kOperators[i];
+    const BinaryOp op{&reg.at(d.op), i == kSlotDiv};
+    g_slot_ops[i] = op;
+    cls.def(
+        d.method, [op](py::handle self, py::handle other) { return run_binary(op, self, other); },
+        py::is_operator());
+    cls.def(
+        d.rmethod, [op](py::handle self, py::handle other) { return run_binary(op, other, self); },
+        py::is_operator());
+    if (d.imethod) {
+      const char* symbol = d.symbol;
+      cls.def(
+          d.imethod,
+          [op, symbol](py::handle self, py::handle other) { return run_inplace(op, symbol, self, other); },
+          py::is_operator());
+    }
   }
-  struct InPlace {
-    const char* method;
-    const char* symbol;
-    const char* op;
+  static const char* const kComparisons[][2] = {
+      {"__eq__", "equal"},      {"__ne__", "not_equal"},    {"__lt__", "less_than"},
+      {"__le__", "less_equal"}, {"__gt__", "greater_than"}, {"__ge__", "greater_equal"},
   };
-  static const InPlace kInPlace[] = {
-      {"__iadd__", "+=", "add"},           {"__isub__", "-=", "subtract"}, {"__imul__", "*=", "multiply"},
-      {"__itruediv__", "/=", "divide"},    {"__ifloordiv__", "//=", "floor_divide"},
-      {"__imod__", "%=", "remainder"},     {"__ipow__", "**=", "pow"},
-  };
-  for (const InPlace& b : kInPlace) {
-    BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
-    const char* symbol = b.symbol;
-    cls.def(b.method, [op, symbol](py::handle self, py::handle other) { return run_inplace(op, symbol, self, other); },
-            py::is_operator());
+  for (const auto& c : kComparisons) {
+    const BinaryOp op{&reg.at(c[1]), false};
+    cls.def(
+        c[0], [op](py::handle self, py::handle other) { return run_binary(op, self, other); },
+        py::is_operator());
   }
   // Writes src into dst's memory (dst may be a view); with gradients involved dst takes the history.
   m.def("_assign", [](const PyTensor& dst, const PyTensor& src) { oar::ops::assign(dst.t, src.t); });
@@ -676,12 +678,11 @@ void init_ops(py::module_& m) {
   m.def("_assign_region", [](const PyTensor& base, const PyTensor& view, const PyTensor& value) {
     oar::autograd::assign_region(base.t, view.t, value.t);
   });
-  const oar::OpDef* neg = &reg.at("neg");
-  const oar::OpDef* abs = &reg.at("abs");
-  const oar::OpDef* bnot = &reg.at("bitwise_not");
-  cls.def("__neg__", [neg](py::handle self) { return run_unary(*neg, fast_tensor(self)); });
-  cls.def("__abs__", [abs](py::handle self) { return run_unary(*abs, fast_tensor(self)); });
-  cls.def("__invert__", [bnot](py::handle self) { return run_unary(*bnot, fast_tensor(self)); });
+  for (int i = 0; i < kNumUnarySlotOps; ++i) {
+    const oar::OpDef* op = &reg.at(kUnaryOperators[i].op);
+    g_unary_slot_ops[i] = op;
+    cls.def(kUnaryOperators[i].method, [op](py::handle self) { return run_unary(*op, fast_tensor(self)); });
+  }
   // __hash__ (by identity, as Paddle's tensors) was defined before __eq__, so pybind11 keeps it.
   install_number_slots();
 }
