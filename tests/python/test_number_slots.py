@@ -1,5 +1,5 @@
 """The Tensor's operators run through raw number slots (nb_add, ...), and operator results are Python
-objects built without pybind11's instance registry (decisions 312-313). These tests pin what that must
+objects built without pybind11's instance registry (decisions 126-127). These tests pin what that must
 keep: the same results and errors as the methods (Tensor.__add__ etc.), CPython's rules for reflected
 operands, NotImplemented and subclasses, in-place semantics, autograd, the dispatcher's hooks, and the
 lifetime of the objects (weak references, __dict__, garbage collection, device memory)."""
