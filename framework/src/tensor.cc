@@ -6,6 +6,8 @@
 #include <oar/core/tensor.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "internal.h"
@@ -14,18 +16,68 @@ namespace oar {
 
 // ---- Storage ------------------------------------------------------------------------------------
 Storage::Storage(Device* device, size_t bytes)
-    : device_(device), data_(device->allocator().allocate(bytes, device->stream())), bytes_(bytes), owned_(true) {}
+    : device_(device), data_(nullptr), bytes_(bytes), stream_(device->stream()), owned_(true) {
+  data_ = device->allocator().allocate(bytes, stream_);
+}
 
 Storage::Storage(Device* device, void* data, size_t bytes, std::shared_ptr<void> keep_alive)
     : device_(device), data_(data), bytes_(bytes), owned_(false), keep_alive_(std::move(keep_alive)) {}
 
 Storage::~Storage() {
-  if (owned_) device_->allocator().free(data_);
+  if (owned_) device_->allocator().free(data_, bytes_, stream_);
 }
 
 Place Storage::place() const { return device_->place(); }
 
 // ---- Tensor -------------------------------------------------------------------------------------
+namespace {
+
+// A new tensor's TensorImpl and the Storage it owns share one heap block (one allocation on the eager
+// hot path instead of two). Each still lives as long as its own shared_ptrs: a view keeps only the
+// storage alive, and the TensorImpl (with its autograd state) dies with the last Tensor on it. The
+// block goes when both are gone.
+struct PairBlock {
+  // Room for each object with its shared_ptr control block (checked where it is placed).
+  static constexpr size_t kSlot[2] = {sizeof(TensorImpl) + 64, sizeof(Storage) + 64};
+  std::atomic<int> live{2};
+  alignas(std::max_align_t) unsigned char impl_slot[kSlot[0]];
+  alignas(std::max_align_t) unsigned char storage_slot[kSlot[1]];
+  void release() {
+    // Whoever sees 1 is the last holder (nobody else can release any more): no atomic write needed.
+    if (live.load(std::memory_order_acquire) == 1 || live.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      delete this;
+  }
+};
+
+// The allocator std::allocate_shared uses to place one of the two in its slot.
+template <typename T>
+struct PairAllocator {
+  using value_type = T;
+  PairBlock* block;
+  int slot;
+  PairAllocator(PairBlock* b, int s) : block(b), slot(s) {}
+  template <typename U>
+  PairAllocator(const PairAllocator<U>& o) : block(o.block), slot(o.slot) {}  // NOLINT: rebinding
+  T* allocate(size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t), "over-aligned");
+    OAR_ENFORCE(n == 1 && sizeof(T) <= PairBlock::kSlot[slot], ErrorCode::kInternal,
+                "PairAllocator: " << n << " objects of " << sizeof(T) << " bytes do not fit a slot of "
+                                  << PairBlock::kSlot[slot]);
+    return reinterpret_cast<T*>(slot == 0 ? block->impl_slot : block->storage_slot);
+  }
+  void deallocate(T*, size_t) { block->release(); }
+  template <typename U>
+  bool operator==(const PairAllocator<U>& o) const {
+    return block == o.block && slot == o.slot;
+  }
+  template <typename U>
+  bool operator!=(const PairAllocator<U>& o) const {
+    return !(*this == o);
+  }
+};
+
+}  // namespace
+
 Tensor Tensor::empty(const Dims& dims, DType dtype, Place place, const char* op) {
   return empty_tensor(Runtime::get().device(place), dims, dtype, op);
 }
@@ -34,11 +86,19 @@ Tensor empty_tensor(Device& dev, const Dims& dims, DType dtype, const char* op) 
   OAR_ENFORCE(is_valid_dtype(static_cast<int32_t>(dtype)), ErrorCode::kType,
               "invalid dtype value " << static_cast<int32_t>(dtype));
   const size_t bytes = checked_tensor_bytes(dims, dtype, dev, op);
-  auto impl = std::make_shared<TensorImpl>();
+  PairBlock* block = new PairBlock;
+  std::shared_ptr<Storage> storage;
+  try {
+    storage = std::allocate_shared<Storage>(PairAllocator<Storage>(block, 1), &dev, bytes);
+  } catch (...) {  // out of device memory: the storage's slot went back, the impl's never will
+    block->release();
+    throw;
+  }
+  auto impl = std::allocate_shared<TensorImpl>(PairAllocator<TensorImpl>(block, 0));
   impl->dtype = dtype;
   impl->dims = dims;
   impl->strides = contiguous_strides(dims);
-  impl->storage = std::make_shared<Storage>(&dev, bytes);
+  impl->storage = std::move(storage);
   return Tensor(std::move(impl));
 }
 

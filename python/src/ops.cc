@@ -433,6 +433,151 @@ py::object run_unary(const oar::OpDef& def, const oar::Tensor& x) {
   return wrap(std::move(out));
 }
 
+// ---- number slots ---------------------------------------------------------------------------------
+// Python runs `a + b` through the type's number slots (nb_add, ...). pybind11 leaves them to CPython's
+// generic slot functions, which look `__add__` up in the type's dict and go through pybind11's argument
+// dispatcher; these slots run the same code as the methods (run_binary / run_inplace) straight away.
+// CPython passes a binary slot the operands in source order, whichever of them is the Tensor (so one
+// function serves `a + b` and the reflected `2 + a`), and an in-place slot the Tensor first. Python
+// subclasses of Tensor keep CPython's generic slots (they may override the methods), and CPython's rules
+// for subclasses and NotImplemented are unchanged. The methods stay, for explicit calls such as
+// Tensor.__add__(a, b) and for subclasses.
+enum SlotOp {
+  kSlotAdd,
+  kSlotSub,
+  kSlotMul,
+  kSlotDiv,
+  kSlotFloorDiv,
+  kSlotMod,
+  kSlotPow,
+  kSlotMatMul,
+  kSlotAnd,
+  kSlotOr,
+  kSlotXor,
+  kNumSlotOps
+};
+// The arithmetic operators, in SlotOp order: their methods, reflected methods, in-place methods (Paddle
+// has seven; for @, &, |, ^ Python rebinds instead) and number slots all come from this table.
+struct OperatorDef {
+  const char* method;
+  const char* rmethod;
+  const char* imethod;
+  const char* symbol;  // of the in-place form, for its errors
+  const char* op;
+};
+constexpr OperatorDef kOperators[kNumSlotOps] = {
+    {"__add__", "__radd__", "__iadd__", "+=", "add"},
+    {"__sub__", "__rsub__", "__isub__", "-=", "subtract"},
+    {"__mul__", "__rmul__", "__imul__", "*=", "multiply"},
+    {"__truediv__", "__rtruediv__", "__itruediv__", "/=", "divide"},
+    {"__floordiv__", "__rfloordiv__", "__ifloordiv__", "//=", "floor_divide"},
+    {"__mod__", "__rmod__", "__imod__", "%=", "remainder"},
+    {"__pow__", "__rpow__", "__ipow__", "**=", "pow"},
+    {"__matmul__", "__rmatmul__", nullptr, nullptr, "matmul"},
+    // Paddle's &, |, ^ and ~ are the bitwise ops (on bool tensors the same as the logical ones)
+    {"__and__", "__rand__", nullptr, nullptr, "bitwise_and"},
+    {"__or__", "__ror__", nullptr, nullptr, "bitwise_or"},
+    {"__xor__", "__rxor__", nullptr, nullptr, "bitwise_xor"},
+};
+BinaryOp g_slot_ops[kNumSlotOps];
+
+// The C++ exception in flight, raised as the Python exception pybind11 would raise for it: a pybind11
+// function rethrows it, so the module's exception translators (oar::Error -> ValueError, ...) apply.
+thread_local std::exception_ptr t_slot_exception;
+PyObject* g_rethrow = nullptr;
+
+PyObject* slot_error() noexcept {
+  try {
+    throw;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (...) {
+    t_slot_exception = std::current_exception();
+    Py_XDECREF(PyObject_CallNoArgs(g_rethrow));  // returns NULL with the error set
+  }
+  return nullptr;
+}
+
+template <int I>
+PyObject* nb_binary(PyObject* a, PyObject* b) noexcept {
+  try {
+    return run_binary(g_slot_ops[I], a, b).release().ptr();
+  } catch (...) {
+    return slot_error();
+  }
+}
+
+template <int I>
+PyObject* nb_inplace(PyObject* self, PyObject* other) noexcept {
+  try {
+    return run_inplace(g_slot_ops[I], kOperators[I].symbol, self, other).release().ptr();
+  } catch (...) {
+    return slot_error();
+  }
+}
+
+// pow(a, b, mod) has no tensor form: NotImplemented, as from the generic slot, makes it a TypeError.
+PyObject* nb_power(PyObject* a, PyObject* b, PyObject* mod) noexcept {
+  if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return nb_binary<kSlotPow>(a, b);
+}
+PyObject* nb_inplace_power(PyObject* self, PyObject* other, PyObject* mod) noexcept {
+  if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return nb_inplace<kSlotPow>(self, other);
+}
+
+// -x, abs(x), ~x: the Tensor is the only operand.
+enum UnarySlotOp { kSlotNeg, kSlotAbs, kSlotInvert, kNumUnarySlotOps };
+struct UnaryOperatorDef {
+  const char* method;
+  const char* op;
+};
+constexpr UnaryOperatorDef kUnaryOperators[kNumUnarySlotOps] = {
+    {"__neg__", "neg"}, {"__abs__", "abs"}, {"__invert__", "bitwise_not"}};
+const oar::OpDef* g_unary_slot_ops[kNumUnarySlotOps];
+
+template <int I>
+PyObject* nb_unary(PyObject* self) noexcept {
+  try {
+    return run_unary(*g_unary_slot_ops[I], fast_tensor(self)).release().ptr();
+  } catch (...) {
+    return slot_error();
+  }
+}
+
+// Called after the operator methods are defined (defining a method resets its slot to the generic one).
+void install_number_slots() {
+  g_rethrow = py::cpp_function([] {
+                std::exception_ptr e = std::move(t_slot_exception);
+                std::rethrow_exception(e);
+              })
+                  .release()
+                  .ptr();
+  PyNumberMethods* nb = g_tensor_type->tp_as_number;
+  nb->nb_add = nb_binary<kSlotAdd>;
+  nb->nb_subtract = nb_binary<kSlotSub>;
+  nb->nb_multiply = nb_binary<kSlotMul>;
+  nb->nb_true_divide = nb_binary<kSlotDiv>;
+  nb->nb_floor_divide = nb_binary<kSlotFloorDiv>;
+  nb->nb_remainder = nb_binary<kSlotMod>;
+  nb->nb_power = nb_power;
+  nb->nb_matrix_multiply = nb_binary<kSlotMatMul>;
+  nb->nb_and = nb_binary<kSlotAnd>;
+  nb->nb_or = nb_binary<kSlotOr>;
+  nb->nb_xor = nb_binary<kSlotXor>;
+  nb->nb_inplace_add = nb_inplace<kSlotAdd>;
+  nb->nb_inplace_subtract = nb_inplace<kSlotSub>;
+  nb->nb_inplace_multiply = nb_inplace<kSlotMul>;
+  nb->nb_inplace_true_divide = nb_inplace<kSlotDiv>;
+  nb->nb_inplace_floor_divide = nb_inplace<kSlotFloorDiv>;
+  nb->nb_inplace_remainder = nb_inplace<kSlotMod>;
+  nb->nb_inplace_power = nb_inplace_power;
+  nb->nb_negative = nb_unary<kSlotNeg>;
+  nb->nb_absolute = nb_unary<kSlotAbs>;
+  nb->nb_invert = nb_unary<kSlotInvert>;
+  PyType_Modified(g_tensor_type);
+}
+
 }  // namespace
 
 void init_ops(py::module_& m) {
@@ -499,46 +644,33 @@ void init_ops(py::module_& m) {
   // Tensor operators, straight to run_op with the op definitions looked up here, once.
   py::class_<PyTensor> cls = py::reinterpret_borrow<py::class_<PyTensor>>(m.attr("Tensor"));
   auto& reg = oar::OpRegistry::get();
-  struct Binary {
-    const char* method;
-    const char* rmethod;
-    const char* op;
-  };
-  static const Binary kBinary[] = {
-      {"__add__", "__radd__", "add"},           {"__sub__", "__rsub__", "subtract"},
-      {"__mul__", "__rmul__", "multiply"},      {"__truediv__", "__rtruediv__", "divide"},
-      {"__floordiv__", "__rfloordiv__", "floor_divide"}, {"__mod__", "__rmod__", "remainder"},
-      {"__pow__", "__rpow__", "pow"},           {"__matmul__", "__rmatmul__", "matmul"},
-      {"__eq__", nullptr, "equal"},             {"__ne__", nullptr, "not_equal"},
-      {"__lt__", nullptr, "less_than"},         {"__le__", nullptr, "less_equal"},
-      {"__gt__", nullptr, "greater_than"},      {"__ge__", nullptr, "greater_equal"},
-      // Paddle's &, |, ^ and ~ are the bitwise ops (on bool tensors the same as the logical ones)
-      {"__and__", "__rand__", "bitwise_and"},   {"__or__", "__ror__", "bitwise_or"},
-      {"__xor__", "__rxor__", "bitwise_xor"},
-  };
-  for (const Binary& b : kBinary) {
-    BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
-    cls.def(b.method, [op](py::handle self, py::handle other) { return run_binary(op, self, other); },
-            py::is_operator());
-    if (b.rmethod)
-      cls.def(b.rmethod, [op](py::handle self, py::handle other) { return run_binary(op, other, self); },
-              py::is_operator());
+  for (int i = 0; i < kNumSlotOps; ++i) {
+    const OperatorDef& d = kOperators[i];
+    const BinaryOp op{&reg.at(d.op), i == kSlotDiv};
+    g_slot_ops[i] = op;
+    cls.def(
+        d.method, [op](py::handle self, py::handle other) { return run_binary(op, self, other); },
+        py::is_operator());
+    cls.def(
+        d.rmethod, [op](py::handle self, py::handle other) { return run_binary(op, other, self); },
+        py::is_operator());
+    if (d.imethod) {
+      const char* symbol = d.symbol;
+      cls.def(
+          d.imethod,
+          [op, symbol](py::handle self, py::handle other) { return run_inplace(op, symbol, self, other); },
+          py::is_operator());
+    }
   }
-  struct InPlace {
-    const char* method;
-    const char* symbol;
-    const char* op;
+  static const char* const kComparisons[][2] = {
+      {"__eq__", "equal"},      {"__ne__", "not_equal"},    {"__lt__", "less_than"},
+      {"__le__", "less_equal"}, {"__gt__", "greater_than"}, {"__ge__", "greater_equal"},
   };
-  static const InPlace kInPlace[] = {
-      {"__iadd__", "+=", "add"},           {"__isub__", "-=", "subtract"}, {"__imul__", "*=", "multiply"},
-      {"__itruediv__", "/=", "divide"},    {"__ifloordiv__", "//=", "floor_divide"},
-      {"__imod__", "%=", "remainder"},     {"__ipow__", "**=", "pow"},
-  };
-  for (const InPlace& b : kInPlace) {
-    BinaryOp op{&reg.at(b.op), std::strcmp(b.op, "divide") == 0};
-    const char* symbol = b.symbol;
-    cls.def(b.method, [op, symbol](py::handle self, py::handle other) { return run_inplace(op, symbol, self, other); },
-            py::is_operator());
+  for (const auto& c : kComparisons) {
+    const BinaryOp op{&reg.at(c[1]), false};
+    cls.def(
+        c[0], [op](py::handle self, py::handle other) { return run_binary(op, self, other); },
+        py::is_operator());
   }
   // Writes src into dst's memory (dst may be a view); with gradients involved dst takes the history.
   m.def("_assign", [](const PyTensor& dst, const PyTensor& src) { oar::ops::assign(dst.t, src.t); });
@@ -546,13 +678,13 @@ void init_ops(py::module_& m) {
   m.def("_assign_region", [](const PyTensor& base, const PyTensor& view, const PyTensor& value) {
     oar::autograd::assign_region(base.t, view.t, value.t);
   });
-  const oar::OpDef* neg = &reg.at("neg");
-  const oar::OpDef* abs = &reg.at("abs");
-  const oar::OpDef* bnot = &reg.at("bitwise_not");
-  cls.def("__neg__", [neg](py::handle self) { return run_unary(*neg, fast_tensor(self)); });
-  cls.def("__abs__", [abs](py::handle self) { return run_unary(*abs, fast_tensor(self)); });
-  cls.def("__invert__", [bnot](py::handle self) { return run_unary(*bnot, fast_tensor(self)); });
+  for (int i = 0; i < kNumUnarySlotOps; ++i) {
+    const oar::OpDef* op = &reg.at(kUnaryOperators[i].op);
+    g_unary_slot_ops[i] = op;
+    cls.def(kUnaryOperators[i].method, [op](py::handle self) { return run_unary(*op, fast_tensor(self)); });
+  }
   // __hash__ (by identity, as Paddle's tensors) was defined before __eq__, so pybind11 keeps it.
+  install_number_slots();
 }
 
 }  // namespace oarpy

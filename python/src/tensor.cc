@@ -9,12 +9,83 @@
 #include <cmath>
 #include <complex>
 #include <cstring>
+#include <memory>
+#include <new>
 
 namespace oarpy {
 
 PyTypeObject* g_tensor_type = nullptr;
 
-py::object wrap(oar::Tensor t) { return py::cast(PyTensor{std::move(t)}); }
+// ---- the Python objects of new tensors ----------------------------------------------------------
+// pybind11's cast of a new value looks its type up by typeid, builds the instance and registers it in a
+// global map (so that a C++ pointer cast back to Python finds its object), and its dealloc looks the type
+// up and deregisters again: about a thousand instructions per eager op. A PyTensor is only ever
+// returned by value (never by pointer or reference), so wrap() builds the instance itself in the layout
+// pybind11 uses for a one-type class (value pointer, then the unique_ptr holder that owns the value),
+// left unregistered (pybind11 skips deregistration for such an instance), and tensor_dealloc frees such
+// instances directly. Every other instance (made through pybind11 casts or Tensor(...)) goes through
+// pybind11's own dealloc. init_tensor checks once that pybind11 lays a Tensor out that way; if not,
+// both fall back to pybind11's paths.
+namespace {
+using Holder = std::unique_ptr<PyTensor>;
+bool g_fast_instances = false;
+destructor g_pybind_dealloc = nullptr;
+
+Holder& holder_of(py::detail::instance* inst) {
+  return *reinterpret_cast<Holder*>(&inst->simple_value_holder[1]);
+}
+
+// Mirrors pybind11_object_dealloc for an instance wrap() made (same steps, in the same order).
+void tensor_dealloc(PyObject* self) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  if (!inst->simple_layout || inst->simple_instance_registered || !inst->simple_holder_constructed ||
+      inst->has_patients) {
+    g_pybind_dealloc(self);
+    return;
+  }
+  PyTypeObject* type = Py_TYPE(self);
+  if (PyType_HasFeature(type, Py_TPFLAGS_HAVE_GC)) PyObject_GC_UnTrack(self);
+#if PY_VERSION_HEX >= 0x030D0000
+  if (PyType_HasFeature(type, Py_TPFLAGS_MANAGED_DICT)) PyObject_ClearManagedDict(self);
+#endif
+  holder_of(inst).~Holder();  // deletes the PyTensor
+  inst->simple_holder_constructed = false;
+  inst->simple_value_holder[0] = nullptr;
+  if (inst->weakrefs) PyObject_ClearWeakRefs(self);
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_CLEAR(*dict);
+  type->tp_free(self);
+  Py_DECREF(type);  // a heap type's instances hold a reference to it
+}
+}  // namespace
+
+py::object wrap(oar::Tensor t) {
+  if (!g_fast_instances) return py::cast(PyTensor{std::move(t)});
+  PyObject* self = g_tensor_type->tp_alloc(g_tensor_type, 0);  // zeroed, GC-tracked, holds a type reference
+  if (!self) throw py::error_already_set();
+  auto* inst = reinterpret_cast<py::detail::instance*>(self);
+  auto* value = new PyTensor{std::move(t)};
+  inst->simple_layout = true;
+  inst->owned = true;
+  inst->simple_value_holder[0] = value;
+  new (&holder_of(inst)) Holder(value);
+  inst->simple_holder_constructed = true;
+  return py::reinterpret_steal<py::object>(self);
+}
+
+// Checks that pybind11 builds a Tensor in the simple layout wrap() copies, then takes over.
+void enable_fast_instances() {
+  py::object probe = py::cast(PyTensor{});
+  auto* inst = reinterpret_cast<py::detail::instance*>(probe.ptr());
+  const py::detail::type_info* ti = py::detail::get_type_info(typeid(PyTensor));
+  const bool simple = ti && ti->type == g_tensor_type && ti->simple_type && ti->simple_ancestors &&
+                      inst->simple_layout && inst->simple_holder_constructed &&
+                      inst->simple_value_holder[0] == holder_of(inst).get() &&
+                      sizeof(Holder) <= sizeof(void*) * py::detail::instance_simple_holder_in_ptrs();
+  if (!simple) return;
+  g_pybind_dealloc = g_tensor_type->tp_dealloc;
+  g_tensor_type->tp_dealloc = tensor_dealloc;
+  g_fast_instances = true;
+}
 
 // indexing.cc: numpy indexing (views for basic indexing, gather_nd / index_put for advanced).
 oar::Tensor getitem(const oar::Tensor& base, py::handle index);
@@ -246,6 +317,7 @@ void init_tensor(py::module_& m) {
     return PyTensor{x.t.slice(axis, start, end, step)};
   });
   m.def("_expand", [](const PyTensor& x, const std::vector<int64_t>& shape) { return PyTensor{x.t.expand(oar::Dims(shape))}; });
+  enable_fast_instances();
 }
 
 }  // namespace oarpy

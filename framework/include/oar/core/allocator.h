@@ -3,6 +3,8 @@
 
 #include <oar/device_api.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -16,8 +18,8 @@
 namespace oar {
 
 struct AllocatorStats {
-  uint64_t allocated = 0;       // bytes handed out and not yet freed
-  uint64_t reserved = 0;        // bytes obtained from the plugin
+  uint64_t allocated = 0;  // bytes handed out and not yet freed
+  uint64_t reserved = 0;   // bytes obtained from the plugin
   uint64_t peak_allocated = 0;
   uint64_t peak_reserved = 0;
   uint64_t num_allocs = 0;      // successful allocate() calls
@@ -31,6 +33,13 @@ class Allocator {
   // Memory usable in the order of work on `stream` (nullptr for the synchronous stream).
   virtual void* allocate(size_t bytes, OarStream stream) = 0;
   virtual void free(void* ptr) = 0;
+  // free() for a caller that knows what it asked for: `bytes` and `stream` exactly as given to the
+  // allocate() that returned `ptr`. Lets an allocator skip looking the block up.
+  virtual void free(void* ptr, size_t bytes, OarStream stream) {
+    (void)bytes;
+    (void)stream;
+    free(ptr);
+  }
   virtual AllocatorStats stats() const = 0;
   virtual void reset_peak() = 0;
   // Returns fully unused chunks to the plugin.
@@ -55,12 +64,21 @@ struct RawMemory {
 // than the tree's best into the tree, so it gets a best fit among single free blocks; all caches are
 // merged back into the tree before the pool grows (cached neighbours that would merge into a better
 // fit are not looked for on every miss: that full merge per miss made training loops thrash).
+// In front of that sits a per-thread cache of small default-stream blocks, the eager hot path: a
+// thread's allocate() of a small size first pops a block of exactly that size from its own cache,
+// and free(ptr, bytes, stream) pushes there, neither touching the shared mutex nor the block map
+// (the map still counts such blocks as handed out). A block freed on another thread simply joins that
+// thread's cache (same stream, so stream-ordered reuse holds). Each thread cache has its own flag,
+// taken by its owner on every use and by release_cached/growth when they drain every thread's cache
+// into the tree; a thread's cache goes back into the tree when the thread exits. allocated and
+// peak_allocated are atomics and num_allocs is summed from per-cache counters: stats stay exact.
 class BestFitAllocator final : public Allocator {
  public:
   BestFitAllocator(RawMemory raw, size_t chunk_bytes, size_t alignment);
   ~BestFitAllocator() override;
   void* allocate(size_t bytes, OarStream stream) override;
   void free(void* ptr) override;
+  void free(void* ptr, size_t bytes, OarStream stream) override;
   AllocatorStats stats() const override;
   void reset_peak() override;
   void reset_peak_allocated();  // one of the two peaks only (Paddle's reset_max_memory_allocated)
@@ -72,6 +90,11 @@ class BestFitAllocator final : public Allocator {
   size_t num_free_blocks();  // after merging the small-block cache into the tree
 
   static constexpr size_t kSmallBytes = 4096;
+  static constexpr size_t kThreadBinCap = 64;  // blocks per size a thread cache holds; more go to the pool
+
+  struct ThreadCache;  // allocator.cc
+  // A thread that exits hands its cache back: the blocks go into the tree, the cache is unregistered.
+  void forget_thread_cache(ThreadCache* tc);
 
  private:
   struct Block {
@@ -87,19 +110,39 @@ class BestFitAllocator final : public Allocator {
   void flush_small_locked();
   bool flush_small_bin_locked(size_t bin);  // one exact-size cache into the tree; false when empty
   void release_cached_locked();
+  ThreadCache* thread_cache();  // this thread's cache for this allocator, created on first use
+  void drain_thread_cache_locked(ThreadCache* tc);
+  void drain_thread_caches_locked();
+  void count_alloc(size_t size) {
+    const uint64_t now = allocated_.fetch_add(size, std::memory_order_relaxed) + size;
+    num_allocs_.fetch_add(1, std::memory_order_relaxed);
+    uint64_t peak = peak_allocated_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_allocated_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
+  bool small_default(size_t size, OarStream stream) const {
+    return size <= kSmallBytes && small_stream_known_.load(std::memory_order_acquire) &&
+           stream == small_stream_;
+  }
+  size_t round(size_t bytes) const {
+    return (std::max<size_t>(bytes, 1) + alignment_ - 1) / alignment_ * alignment_;
+  }
 
   RawMemory raw_;
   size_t chunk_bytes_;
   size_t alignment_;
   mutable std::mutex mu_;
-  std::map<char*, Block> blocks_;  // every block, by address
-  std::set<FreeKey> free_;         // free blocks by (stream, size, address): best fit per stream
-  std::map<char*, size_t> chunks_; // chunk start -> size
+  std::map<char*, Block> blocks_;          // every block, by address
+  std::set<FreeKey> free_;                 // free blocks by (stream, size, address): best fit per stream
+  std::map<char*, size_t> chunks_;         // chunk start -> size
   std::vector<std::vector<char*>> small_;  // [size / alignment - 1] -> cached blocks of that size
-  OarStream small_stream_ = nullptr;
-  bool small_stream_known_ = false;
+  OarStream small_stream_ = nullptr;       // written once, before small_stream_known_ turns true
+  std::atomic<bool> small_stream_known_{false};
   size_t num_small_ = 0;
-  AllocatorStats stats_;
+  AllocatorStats stats_;  // reserved, peak_reserved and the raw counts (under mu_); the rest below
+  std::atomic<uint64_t> allocated_{0}, peak_allocated_{0}, num_allocs_{0};
+  const uint64_t id_;                        // never reused: thread caches find their allocator by it
+  std::vector<ThreadCache*> thread_caches_;  // every thread's cache for this allocator (under mu_)
 };
 
 }  // namespace oar

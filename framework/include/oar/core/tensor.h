@@ -6,6 +6,7 @@
 #include <oar/core/dtype.h>
 #include <oar/core/place.h>
 #include <oar/core/shape.h>
+#include <oar/device_api.h>
 
 #include <atomic>
 #include <memory>
@@ -44,6 +45,7 @@ class Storage {
   Device* device_;
   void* data_;
   size_t bytes_;
+  OarStream stream_ = nullptr;  // the one data_ was allocated for (freeing needs it)
   bool owned_;
   std::shared_ptr<void> keep_alive_;
   std::atomic<uint32_t> version_{0};
