@@ -6,7 +6,8 @@
 // on 2 cores; the same step on one thread took what one free core gives. So the thread count follows the
 // cores the other processes leave: every kWindowNs, from /proc/stat (all CPU time spent on the cores we
 // may run on) minus this process's own CPU time (which includes its spinning threads), the cores others
-// used; the count is the free cores, rounded, between 1 and the default (the cores we may run on).
+// used; the count is the free cores (a core counts as taken from 70% on), between 1 and the default (the
+// cores we may run on).
 //
 // The count is applied with omp_set_num_threads on each calling thread, at kernel entry (oneDNN and
 // OpenBLAS read it per call; the oneDNN primitive caches key on it). The user stays in charge: off when
@@ -36,6 +37,10 @@ namespace {
 // /proc/stat counts CPU time in ticks (usually 10 ms): a window of 100 ms sees 10 per core, enough to
 // tell a busy core from a free one, and adapts within a few steps of a burst.
 constexpr uint64_t kWindowNs = 100'000'000;
+// A core counts as taken when the others used more than 70% of one: a process that wants a whole core
+// measured 0.75-1.0 beside our two threads (its share shrinks while ours spin), and a lighter one stalls
+// a region less often than losing a thread costs (measured: bench_contention.py, decision 440).
+constexpr double kTakenCore = 0.7;
 // Kernel entries between two looks at the clock (reading it costs 20-40 ns, a small kernel ~1 us).
 constexpr uint32_t kCallsPerLook = 8;
 
@@ -82,7 +87,7 @@ class Adapter {
     const double wall_s = static_cast<double>(cur.wall_ns - last_.wall_ns) * 1e-9;
     const double others = std::max(0.0, (cur.busy_s - last_.busy_s) - (cur.ours_s - last_.ours_s)) / wall_s;
     const double free_cores = static_cast<double>(cpus_.size()) - others;
-    const int n = std::clamp(static_cast<int>(std::floor(free_cores + 0.5)), 1, default_count());
+    const int n = std::clamp(static_cast<int>(std::floor(free_cores + kTakenCore)), 1, default_count());
     target_.store(n, std::memory_order_relaxed);
     last_ = cur;
     next_ns_.store(cur.wall_ns + kWindowNs, std::memory_order_relaxed);
