@@ -1,5 +1,5 @@
 // How many OpenMP threads the cpu kernels use (ours, oneDNN's and OpenBLAS's: all on libgomp's pool),
-// adapted to what other processes take (issue 20, decision 440).
+// adapted to what other processes take (issue 20, decision 128).
 //
 // A parallel region is only as fast as its slowest thread. When another process holds one of the cores,
 // a region's thread there waits for a time slice at every barrier, and a 2 ms training step took 6-30 ms
@@ -39,7 +39,7 @@ namespace {
 constexpr uint64_t kWindowNs = 100'000'000;
 // A core counts as taken when the others used more than 70% of one: a process that wants a whole core
 // measured 0.75-1.0 beside our two threads (its share shrinks while ours spin), and a lighter one stalls
-// a region less often than losing a thread costs (measured: bench_contention.py, decision 440).
+// a region less often than losing a thread costs (measured: bench_contention.py, decision 128).
 constexpr double kTakenCore = 0.7;
 // Kernel entries between two looks at the clock (reading it costs 20-40 ns, a small kernel ~1 us).
 constexpr uint32_t kCallsPerLook = 8;

@@ -6,11 +6,11 @@ several OpenMP thread policies (issue 20: a step should degrade in proportion, n
 
 Each (policy, burners) cell runs in a fresh process (libgomp reads its environment once, when it loads):
   default    libgomp's own wait policy (its default spin before sleeping), all cores, no adaptation
-  spin=N     GOMP_SPINCOUNT=N, all cores, no adaptation (oar's default before decision 440 was 10000)
+  spin=N     GOMP_SPINCOUNT=N, all cores, no adaptation (oar's default before decision 128 was 10000)
   passive    OMP_WAIT_POLICY=PASSIVE (threads sleep at once at every barrier), no adaptation
   threads=N  OMP_NUM_THREADS=N (a fixed count: oar then adapts nothing)
   oar        what oar does when the user set nothing (docs/python.md: the spin count of decision 84 and
-             the thread count adapted to the load of decision 440)
+             the thread count adapted to the load of decision 128)
 A burner is a separate process spinning on one core for the whole cell. Prints the median and 90th
 percentile step time per cell and run, the cells of one run interleaved (policies next to each other in
 time), then the median over the runs; and the 1-minute load average at the start of each run (the

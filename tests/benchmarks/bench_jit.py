@@ -4,7 +4,7 @@ and a compute-bound LeNet; median step time over repeats.
 PaddlePaddle's eager and to_static run side by side when the `paddle` package imports.
 
     python3 tests/benchmarks/bench_jit.py [--steps 50] [--threads 2]   (--threads 0: oar's own choice, which
-    adapts to the load, decision 440)
+    adapts to the load, decision 128)
 """
 import argparse
 import os

@@ -12,7 +12,7 @@ Every framework trains from the same in-memory numpy batches (no data-loader cos
 loop: forward, cross-entropy, backward, optimizer step, clear gradients. Initialisations differ (each
 framework's defaults). Threads: 2 for all (OMP_NUM_THREADS/MKL_NUM_THREADS=2, torch.set_num_threads(2)); another
 count with OAR_BENCH_THREADS=N, or OAR_BENCH_THREADS=default for each framework's own choice (oar's adapts to the
-load, decision 440).
+load, decision 128).
 
 Run by hand (not a test, not in CI):
     PYTHONPATH=<installed oar> python3 tests/benchmarks/bench_training.py [--tasks lenet,mlp,to88,hapi]

@@ -1,4 +1,4 @@
-"""The cpu plugin's OpenMP thread count follows the cores other processes leave (decision 440): with
+"""The cpu plugin's OpenMP thread count follows the cores other processes leave (decision 128): with
 every core taken by burner processes it drops to one, it comes back when they stop, the user's own
 settings win, and oneDNN's primitives run with the count chosen. Each case runs a fresh process (libgomp
 and the adaptation read the environment once) and reads the count from the same libgomp the plugin uses."""
