@@ -100,3 +100,28 @@ def clean_job(monkeypatch):
         if dist.is_initialized():
             dist.destroy_process_group()
         oar.set_device(prev)
+
+
+def train_side_by_side(eager, static, args, labels, steps=4, tol=1e-5):
+    """Trains `eager` and `static` (the same model with the same parameters, static a to_static copy)
+    with Adam and cross entropy on one batch for `steps` steps, and asserts that the losses, the
+    gradients and the updated parameters agree within `tol` at every step."""
+    oe = oar.optimizer.Adam(1e-2, parameters=eager.parameters())
+    os_ = oar.optimizer.Adam(1e-2, parameters=static.parameters())
+    loss_fn = oar.nn.CrossEntropyLoss()
+    for step in range(steps):
+        le, ls = loss_fn(eager(*args), labels), loss_fn(static(*args), labels)
+        np.testing.assert_allclose(ls.numpy(), le.numpy(), rtol=tol, atol=tol, err_msg=str(step))
+        le.backward()
+        ls.backward()
+        for (k, pe), ps in zip(eager.named_parameters(), static.parameters()):
+            assert (pe.grad is None) == (ps.grad is None), k
+            if pe.grad is not None:
+                np.testing.assert_allclose(ps.grad.numpy(), pe.grad.numpy(), rtol=tol, atol=tol,
+                                           err_msg="{} {}".format(step, k))
+        oe.step()
+        os_.step()
+        oe.clear_grad()
+        os_.clear_grad()
+        for (k, pe), ps in zip(eager.named_parameters(), static.parameters()):
+            np.testing.assert_allclose(ps.numpy(), pe.numpy(), rtol=tol, atol=tol, err_msg="{} {}".format(step, k))

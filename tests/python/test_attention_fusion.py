@@ -8,6 +8,7 @@ import pytest
 
 import oar
 from oar import _C
+from _util import train_side_by_side
 
 F32, F64 = np.float32, np.float64
 
@@ -380,24 +381,7 @@ def test_to_static_transformer_training_with_fused_attention_equals_eager(masked
     b = _Encoder(masked)
     b.set_state_dict({k: _t(v.numpy()) for k, v in a.state_dict().items()})
     b = oar.jit.to_static(b)
-    oa = oar.optimizer.Adam(1e-2, parameters=a.parameters())
-    ob = oar.optimizer.Adam(1e-2, parameters=b.parameters())
-    loss_fn = oar.nn.CrossEntropyLoss()
-    for step in range(4):
-        la, lb = loss_fn(a(x, mask), y), loss_fn(b(x, mask), y)
-        np.testing.assert_allclose(lb.numpy(), la.numpy(), rtol=1e-5, atol=1e-5, err_msg=str(step))
-        la.backward()
-        lb.backward()
-        for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
-            if pa.grad is not None:
-                np.testing.assert_allclose(pb.grad.numpy(), pa.grad.numpy(), rtol=1e-5, atol=1e-5,
-                                           err_msg="{} {}".format(step, k))
-        oa.step()
-        ob.step()
-        oa.clear_grad()
-        ob.clear_grad()
-        for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
-            np.testing.assert_allclose(pb.numpy(), pa.numpy(), rtol=1e-5, atol=1e-5, err_msg="{} {}".format(step, k))
+    train_side_by_side(a, b, (x, mask), y)
     report = next(iter(b.forward._cache.values())).pass_report
     assert report["fuse_attention"]["ops_fused"] == 4, report  # 2 blocks + their head merges
     assert report["fuse_attention[backward]"]["ops_fused"] == 8, report  # 2 blocks + dq, dk, dv merges

@@ -7,6 +7,7 @@ import pytest
 
 import oar
 from oar import _C
+from _util import train_side_by_side
 
 
 def _grads(fn, *arrays):
@@ -107,20 +108,7 @@ def test_to_static_training_equals_eager(kind):
     b, _, _ = _build(kind)
     b.set_state_dict({k: oar.to_tensor(v.numpy()) for k, v in a.state_dict().items()})
     b = oar.jit.to_static(b)
-    oa = oar.optimizer.Adam(1e-2, parameters=a.parameters())
-    ob = oar.optimizer.Adam(1e-2, parameters=b.parameters())
-    loss_fn = oar.nn.CrossEntropyLoss()
-    for step in range(4):
-        la, lb = loss_fn(a(x), y), loss_fn(b(x), y)
-        np.testing.assert_allclose(lb.numpy(), la.numpy(), rtol=1e-5, atol=1e-5, err_msg=str(step))
-        la.backward()
-        lb.backward()
-        oa.step()
-        ob.step()
-        oa.clear_grad()
-        ob.clear_grad()
-        for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
-            np.testing.assert_allclose(pb.numpy(), pa.numpy(), rtol=1e-5, atol=1e-5, err_msg="{} {}".format(step, k))
+    train_side_by_side(a, b, (x,), y)
 
 
 @pytest.mark.parametrize("n", [1, 7, 16, 33, 1000])

@@ -7,6 +7,7 @@ import pytest
 
 import oar
 from oar import _C
+from _util import train_side_by_side
 from oar.jit.api import training_pass_flags
 
 F32 = np.float32
@@ -360,25 +361,7 @@ def test_to_static_training_with_passes_equals_eager(kind):
     b, _, _ = _model(kind)
     b.set_state_dict({k: oar.to_tensor(v.numpy()) for k, v in a.state_dict().items()})
     b = oar.jit.to_static(b)
-    oa = oar.optimizer.Adam(1e-2, parameters=a.parameters())
-    ob = oar.optimizer.Adam(1e-2, parameters=b.parameters())
-    loss_fn = oar.nn.CrossEntropyLoss()
-    for step in range(4):
-        la, lb = loss_fn(a(x), y), loss_fn(b(x), y)
-        np.testing.assert_allclose(lb.numpy(), la.numpy(), rtol=1e-5, atol=1e-5, err_msg=str(step))
-        la.backward()
-        lb.backward()
-        for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
-            assert (pa.grad is None) == (pb.grad is None), k
-            if pa.grad is not None:
-                np.testing.assert_allclose(pb.grad.numpy(), pa.grad.numpy(), rtol=1e-5, atol=1e-5,
-                                           err_msg="{} {}".format(step, k))
-        oa.step()
-        ob.step()
-        oa.clear_grad()
-        ob.clear_grad()
-        for (k, pa), pb in zip(a.named_parameters(), b.parameters()):
-            np.testing.assert_allclose(pb.numpy(), pa.numpy(), rtol=1e-5, atol=1e-5, err_msg="{} {}".format(step, k))
+    train_side_by_side(a, b, (x,), y)
     cp = next(iter(b.forward._cache.values()))
     report = cp.pass_report
     assert report is not None and report["ops_after"] < report["ops_before"], report
