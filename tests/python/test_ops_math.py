@@ -627,3 +627,32 @@ def test_float32_exp_erf_and_the_activations_built_on_them_are_accurate():
     sig = 1 / (1 + np.exp(-xs))
     np.testing.assert_allclose(F.sigmoid(t).numpy(), sig, rtol=2e-6, atol=1e-30)
     np.testing.assert_allclose(F.silu(t).numpy(), xs * sig, rtol=2e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+def test_full_reductions_of_permuted_and_strided_views(device, dtype):
+    # A transposed / permuted view of a contiguous tensor is reduced in memory order (one dense block);
+    # flipped, sliced and broadcast views take the general strided loop. Both must match numpy.
+    rs = np.random.RandomState(3)
+    a = (rs.rand(6, 5, 7) * 10 - 5).astype(dtype)
+    t = oar.to_tensor(a, place=device)
+    views = {
+        "transpose": (t.transpose([2, 0, 1]), a.transpose(2, 0, 1)),
+        "swap": (t.transpose([0, 2, 1]), a.transpose(0, 2, 1)),
+        "flip": (oar.flip(t, [1]), a[:, ::-1, :]),
+        "slice": (t[:, 1:4, ::2], a[:, 1:4, ::2]),
+        "expand": (t[:1].expand([3, 5, 7]), np.broadcast_to(a[:1], (3, 5, 7))),
+    }
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for name, (v, ref) in views.items():
+        ref64 = ref.astype(np.float64)
+        check(v.sum(), ref64.sum() if dtype.startswith("float") else ref.sum(), rtol=tol, atol=tol)
+        check(v.max(), ref.max())
+        check(v.min(), ref.min())
+        if dtype.startswith("float"):
+            check(v.mean(), ref64.mean(), rtol=tol, atol=tol)
+            check((v / 5).prod(), np.prod(ref64 / 5), rtol=1e-4 if dtype == "float32" else 1e-10)
+        # keepdim over all axes and an explicit axis list: the same path
+        check(v.sum(axis=[0, 1, 2], keepdim=True), ref.sum(axis=(0, 1, 2), keepdims=True), rtol=tol, atol=tol)
+    # a partial reduction of a transposed view still gives the logical order
+    check(t.transpose([2, 0, 1]).sum(axis=[1, 2]), a.transpose(2, 0, 1).sum(axis=(1, 2)), rtol=tol, atol=tol)
