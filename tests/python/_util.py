@@ -125,3 +125,33 @@ def train_side_by_side(eager, static, args, labels, steps=4, tol=1e-5):
         os_.clear_grad()
         for (k, pe), ps in zip(eager.named_parameters(), static.parameters()):
             np.testing.assert_allclose(ps.numpy(), pe.numpy(), rtol=tol, atol=tol, err_msg="{} {}".format(step, k))
+
+
+def small_training_model(kind, mlp_layers=3):
+    """(model, x, labels) for the to_static training tests: an MLP of `mlp_layers` Linear(16, 16)+ReLU and
+    a classifier, a 2-layer Transformer encoder (d 16, 4 heads) on [4, 6, 16], or LeNet on [4, 1, 28, 28];
+    fixed inputs, 10 classes."""
+    nn = oar.nn
+    rs = np.random.RandomState(0)
+    if kind == "mlp":
+        layers = []
+        for _ in range(mlp_layers):
+            layers += [nn.Linear(16, 16), nn.ReLU()]
+        model = nn.Sequential(*layers, nn.Linear(16, 10))
+        x = rs.randn(8, 16).astype("float32")
+    elif kind == "transformer":
+        layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0)
+        model = nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Flatten(), nn.Linear(6 * 16, 10))
+        # The key projection's bias has a zero gradient by construction (softmax ignores a shift of a
+        # row), so its computed gradient is rounding noise (~1e-8), which Adam turns into full-size
+        # steps: frozen, so that the comparison is about the parameters that learn (decision 123).
+        for l in model[0].layers:
+            l.self_attn.k_proj.bias.stop_gradient = True
+        x = rs.randn(4, 6, 16).astype("float32")
+    elif kind == "lenet":
+        model = oar.vision.models.LeNet()
+        x = rs.randn(4, 1, 28, 28).astype("float32")
+    else:
+        raise ValueError("small_training_model: unknown kind {!r}".format(kind))
+    y = np.random.RandomState(1).randint(0, 10, (x.shape[0],)).astype("int64")
+    return model, oar.to_tensor(x), oar.to_tensor(y)

@@ -7,7 +7,7 @@ import pytest
 
 import oar
 from oar import _C
-from _util import train_side_by_side
+from _util import small_training_model, train_side_by_side
 
 
 def _grads(fn, *arrays):
@@ -80,24 +80,7 @@ def test_linear_backward_program_has_no_batch_sum():
 
 
 def _build(kind):
-    nn = oar.nn
-    rs = np.random.RandomState(0)
-    if kind == "mlp":
-        layers = []
-        for _ in range(4):
-            layers += [nn.Linear(16, 16), nn.ReLU()]
-        model = nn.Sequential(*layers, nn.Linear(16, 10))
-        x = rs.randn(8, 16).astype("float32")
-    else:
-        layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0)
-        model = nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Flatten(), nn.Linear(6 * 16, 10))
-        # The key projection's bias has a zero gradient by construction (softmax ignores a shift of a
-        # row): its computed gradient is rounding noise, which Adam turns into full steps. Frozen.
-        for l in model[0].layers:
-            l.self_attn.k_proj.bias.stop_gradient = True
-        x = rs.randn(4, 6, 16).astype("float32")
-    y = np.random.RandomState(1).randint(0, 10, (x.shape[0],)).astype("int64")
-    return model, oar.to_tensor(x), oar.to_tensor(y)
+    return small_training_model(kind, mlp_layers=4)
 
 
 @pytest.mark.parametrize("kind", ["mlp", "transformer"])

@@ -7,7 +7,7 @@ import pytest
 
 import oar
 from oar import _C
-from _util import train_side_by_side
+from _util import small_training_model, train_side_by_side
 from oar.jit.api import training_pass_flags
 
 F32 = np.float32
@@ -329,28 +329,7 @@ def test_fused_ops_bad_input():
 
 # ---- training with the passes ------------------------------------------------------------------------------
 def _model(kind):
-    nn = oar.nn
-    rs = np.random.RandomState(0)
-    if kind == "mlp":
-        layers = []
-        for _ in range(3):
-            layers += [nn.Linear(16, 16), nn.ReLU()]
-        model = nn.Sequential(*layers, nn.Linear(16, 10))
-        x = rs.randn(8, 16).astype(F32)
-    elif kind == "transformer":
-        layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0)
-        model = nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Flatten(), nn.Linear(6 * 16, 10))
-        # The key projection's bias has a zero gradient by construction (softmax ignores a shift of a
-        # row), so its computed gradient is rounding noise (~1e-8), which Adam turns into full-size
-        # steps: frozen, so that the comparison is about the parameters that learn.
-        for l in model[0].layers:
-            l.self_attn.k_proj.bias.stop_gradient = True
-        x = rs.randn(4, 6, 16).astype(F32)
-    else:
-        model = oar.vision.models.LeNet()
-        x = rs.randn(4, 1, 28, 28).astype(F32)
-    y = np.random.RandomState(1).randint(0, 10, (x.shape[0],)).astype("int64")
-    return model, oar.to_tensor(x), oar.to_tensor(y)
+    return small_training_model(kind)
 
 
 @pytest.mark.parametrize("kind", ["mlp", "transformer", "lenet"])
