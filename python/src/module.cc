@@ -360,6 +360,7 @@ PYBIND11_MODULE(_C, m) {
   oarpy::init_plugin_kit(m);
   oarpy::init_store(m);
   oarpy::init_distributed(m);
+  oarpy::init_fast_api(m);
   oarpy::init_op_samples(m);
   oarpy::init_amp(m);
   oarpy::init_profiler(m);

@@ -1,6 +1,7 @@
 """Python-level micro benchmarks: oar vs torch vs paddle (CPU).
 
-Run by hand: python3 tests/benchmarks/bench_python.py
+Run by hand: python3 tests/benchmarks/bench_python.py [--api]
+(--api: only the "Python API" section, oar vs torch side by side.)
 Not a test and not part of CI. A framework that cannot be imported is skipped.
 """
 import os
@@ -145,6 +146,68 @@ def torch_benches(torch):
     return [add_scalar, mlp16, fwd_bwd, big_add, matmul]
 
 
+# ---------------------------------------------------------------- the Python API's everyday calls
+# Calls that go through Python wrappers (creation, shape manipulation, in-place methods, losses) on
+# 2x2 float32 tensors: per-call overhead, oar and torch measured row by row, side by side.
+def api_rows(oar, torch):
+    F, TF = oar.nn.functional, torch.nn.functional
+    a, b = oar.to_tensor(X2), oar.to_tensor(C2)
+    ta, tb = torch.from_numpy(X2.copy()), torch.from_numpy(C2.copy())
+    lab, tlab = oar.to_tensor([0, 1]), torch.tensor([0, 1])
+    ia, ita = oar.to_tensor(X2), torch.from_numpy(X2.copy())  # targets of the in-place rows
+    one = oar.to_tensor(np.ones((2, 2), np.float32))
+    tone = torch.ones(2, 2)
+
+    def iadd():
+        nonlocal ia
+        ia += one
+
+    def tiadd():
+        nonlocal ita
+        ita += tone
+
+    return [
+        ("F.cross_entropy(a, lab)", lambda: F.cross_entropy(a, lab), lambda: TF.cross_entropy(ta, tlab)),
+        ("a.expand([3,2,2])", lambda: a.expand([3, 2, 2]), lambda: ta.expand(3, 2, 2)),
+        ("stack([a,b])", lambda: oar.stack([a, b]), lambda: torch.stack([ta, tb])),
+        ("a.flatten()", lambda: a.flatten(), lambda: ta.flatten()),
+        ("full([2,2], 3.0)", lambda: oar.full([2, 2], 3.0), lambda: torch.full([2, 2], 3.0)),
+        ("ones([2,2])", lambda: oar.ones([2, 2]), lambda: torch.ones([2, 2])),
+        ("zeros([4])", lambda: oar.zeros([4]), lambda: torch.zeros([4])),
+        ("arange(4)", lambda: oar.arange(4), lambda: torch.arange(4)),
+        ("a.add_(one)", lambda: ia.add_(one), lambda: ita.add_(tone)),
+        ("a.multiply_(one) / mul_", lambda: ia.multiply_(one), lambda: ita.mul_(tone)),
+        ("a.reshape([4])", lambda: a.reshape([4]), lambda: ta.reshape([4])),
+        ("concat([a,b])", lambda: oar.concat([a, b]), lambda: torch.cat([ta, tb])),
+        ("F.layer_norm(a, [2])", lambda: F.layer_norm(a, [2]), lambda: TF.layer_norm(ta, [2])),
+        ("randn([2,2])", lambda: oar.randn([2, 2]), lambda: torch.randn([2, 2])),
+        ("a.transpose([1,0])", lambda: a.transpose([1, 0]), lambda: ta.permute(1, 0)),
+        ("a.max()", lambda: a.max(), lambda: ta.max()),
+        ("a.unsqueeze(0)", lambda: a.unsqueeze(0), lambda: ta.unsqueeze(0)),
+        ("a.exp()", lambda: a.exp(), lambda: ta.exp()),
+        ("a + 1.0", lambda: a + 1.0, lambda: ta + 1.0),
+        ("a += one", iadd, tiadd),
+    ]
+
+
+def api_main():
+    import oar
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        print(f"the Python API section needs torch ({type(e).__name__}: {e})")
+        return
+    torch.set_num_threads(2)
+    rows = api_rows(oar, torch)
+    width = max(len(r[0]) for r in rows)
+    print(f"oar {oar.__version__} vs torch {torch.__version__}: us per call (best of short runs)\n")
+    print(f"{'call':<{width}}{'oar':>9}{'torch':>9}{'ratio':>8}")
+    for label, fo, ft in rows:
+        to, tt = micro_us(fo, number=5000), micro_us(ft, number=5000)
+        print(f"{label:<{width}}{to:>9.3f}{tt:>9.3f}{to / tt:>8.2f}", flush=True)
+    print(f"\nload: {os.getloadavg()}")
+
+
 # ---------------------------------------------------------------- driver
 ROWS = [
     "a + b, 1 elem (us/op)",
@@ -178,4 +241,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    if "--api" in sys.argv[1:]:
+        api_main()
+    else:
+        main()

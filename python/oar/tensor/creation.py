@@ -195,11 +195,11 @@ def _fill_with_variable(op, shape, v, dtype):
 
 
 def zeros(shape, dtype=None, name=None):
-    return full(shape, 0.0, dtype)
+    return _full(shape, 0.0, dtype)
 
 
 def ones(shape, dtype=None, name=None):
-    return full(shape, 1.0, dtype)
+    return _full(shape, 1.0, dtype)
 
 
 def _run_shape(shape, like):
@@ -376,3 +376,13 @@ def tril_indices(row, col, offset=0, dtype="int64"):
 def triu_indices(row, col=None, offset=0, dtype="int64"):
     """The [2, N] row/column indices of the upper triangle (diagonal `offset` included), row-major."""
     return _tri_indices("triu_indices", row, col, offset, dtype, upper=True)
+
+
+# C fast paths of the common calls (python/src/fast_api.cc, decision 520); the functions above run the rest.
+from .._fast import fast as _fast  # noqa: E402
+
+_full = full
+full = _fast("full", full, "fill", ["shape", "value", "dtype"])
+zeros = _fast("filled", zeros, "fill", ["shape", "value", "dtype"], value=0.0)
+ones = _fast("filled", ones, "fill", ["shape", "value", "dtype"], value=1.0)
+arange = _fast("arange", arange, "arange", ["start", "end", "step", "dtype"])

@@ -763,3 +763,17 @@ def tolist(x):
     if not isinstance(x, Tensor):
         raise TypeError("tolist: x must be a Tensor, got {}".format(type(x).__name__))
     return x.tolist()
+
+
+# C fast paths of the common calls (python/src/fast_api.cc, decision 520); the functions above run the rest.
+from .._fast import fast as _fast  # noqa: E402
+
+reshape = _fast("reshape", reshape)
+expand = _fast("expand", expand)
+broadcast_to = _fast("expand", broadcast_to)
+flatten = _fast("flatten", flatten)
+transpose = _fast("transpose", transpose)
+unsqueeze = _fast("unsqueeze", unsqueeze)
+squeeze = _fast("squeeze", squeeze)
+concat = _fast("concat", concat, "concat", ["axis"])
+stack = _fast("stack", stack, "concat", ["axis"])

@@ -1,5 +1,9 @@
 """Elementwise math and reductions, with Paddle 2.x names, arguments and defaults."""
 from .. import _C
+from .._fast import fast as _fast
+
+# name -> (op, int_to_float32) of the unary functions made by _unary (tensor_methods: their in-place forms)
+_UNARY_OPS = {}
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "mod", "floor_mod", "maximum", "minimum",
@@ -83,7 +87,8 @@ def _unary(op_name, doc=None, int_to_float32=False):
 
     fn.__name__ = fn.__qualname__ = op_name
     fn.__doc__ = doc or "Elementwise {}(x).".format(op_name)
-    return fn
+    _UNARY_OPS[op_name] = (op_name, int_to_float32)
+    return _fast("unary", fn, op_name, flag=int_to_float32)
 
 
 exp = _unary("exp", int_to_float32=True)
@@ -120,7 +125,7 @@ def _reduce(op_name, doc):
 
     fn.__name__ = fn.__qualname__ = op_name
     fn.__doc__ = doc
-    return fn
+    return _fast("reduce", fn, op_name, ["axis", "keepdim"])
 
 
 mean = _reduce("mean", "Mean over `axis` (int, list or None for all axes); floating dtypes only.")

@@ -24,6 +24,12 @@ def randn(shape, dtype=None, name=None):
     return _C._normal(_shape_list(shape), 0.0, 1.0, _dtype_or_default(dtype), 0, None)
 
 
+from .._fast import fast as _fast  # noqa: E402
+
+randn = _fast("randn", randn)
+rand = _fast("rand", rand)
+
+
 def normal(mean=0.0, std=1.0, shape=None, name=None):
     """N(mean, std^2). mean and std may be tensors, which then give the shape (broadcast)."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):

@@ -5,6 +5,7 @@ import builtins
 import numpy as np
 
 from .. import _C
+from .. import _fast
 from .._C import Tensor
 from . import attribute, complex_ops, extra, linalg, logic, manipulation, math, search
 
@@ -393,7 +394,7 @@ _METHODS = {mod: [n for n in mod.__all__ if n not in _NOT_METHODS]
             for mod in (attribute, complex_ops, math, logic, manipulation, search, linalg, extra)}
 for _mod, _names in _METHODS.items():
     for _name in _names:
-        setattr(Tensor, _name, getattr(_mod, _name))
+        setattr(Tensor, _name, _fast.method(getattr(_mod, _name)))  # a fast function's method descriptor
 Tensor.element_size = attribute.element_size
 
 
@@ -408,6 +409,17 @@ del _mod, _names, _name, _fn
 _INPLACE = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "exp", "log", "sqrt",
             "rsqrt", "square", "reciprocal", "abs", "neg", "floor", "ceil", "round", "tanh", "sigmoid", "sin", "cos",
             "erf", "scale", "clip", "lerp", "sign"]
+# The binary ones and the unary ones made by math._unary take the C fast path (decision 520), which runs
+# the op and writes back as _write_back does, and leaves everything else to the Python method.
+_INPLACE_BINARY = {"add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow"}
 for _name in _INPLACE:
     if hasattr(math, _name):
-        setattr(Tensor, _name + "_", _make_inplace(_name + "_", getattr(math, _name)))
+        _method = _make_inplace(_name + "_", getattr(math, _name))
+        if _name in _INPLACE_BINARY:
+            _method = _fast.method(_fast.fast("inplace_binary", _method, _name, flag=_name == "divide",
+                                              params=["self", "y", "name"]))
+        elif _name in math._UNARY_OPS:
+            _op, _int_to_float32 = math._UNARY_OPS[_name]
+            _method = _fast.method(_fast.fast("inplace_unary", _method, _op, flag=_int_to_float32,
+                                              params=["self", "name"]))
+        setattr(Tensor, _name + "_", _method)

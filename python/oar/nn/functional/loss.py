@@ -194,6 +194,13 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
     return _mean(loss, [], False)
 
 
+
+# the common call in C (python/src/fast_api.cc, decision 520); the function above runs the rest
+from ..._fast import fast as _fast  # noqa: E402
+
+cross_entropy = _fast("cross_entropy", cross_entropy, "softmax_cross_entropy", ["ignore_index"])
+
+
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100, numeric_stable_mode=True,
                                return_softmax=False, axis=-1):
     """Per-sample cross entropy with `axis` kept (size 1); optionally also the softmax."""
