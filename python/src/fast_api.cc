@@ -264,12 +264,11 @@ bool stack_impl(const Slot& s, PyObject* const* a, PyObject** out) {
   const int64_t rank = d0.size() + 1;
   if (axis < -rank || axis >= rank) return false;
   if (axis < 0) axis += rank;
+  for (Py_ssize_t i = 1; i < n; ++i)  // checked before any view is made (a program would record it)
+    if (fast_tensor(items[i]).dims() != d0) return false;
   py::list parts(n);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const oar::Tensor& t = fast_tensor(items[i]);
-    if (t.dims() != d0) return false;
-    parts[static_cast<size_t>(i)] = wrap(t.unsqueeze(axis));
-  }
+  for (Py_ssize_t i = 0; i < n; ++i)
+    parts[static_cast<size_t>(i)] = wrap(fast_tensor(items[i]).unsqueeze(axis));
   py::int_ ax(axis);
   return done(run(s, {parts.ptr(), ax.ptr()}), out);
 }
