@@ -193,11 +193,13 @@ bool expand_impl(const Slot&, PyObject* const* a, PyObject** out) {
   return done(fast_tensor(a[0]).expand(oar::Dims(shape)), out);
 }
 
-// flatten(x, start_axis=0, stop_axis=-1): the Python function's checks; an unknown extent (-1) declines.
+// flatten(x, start_axis=0, stop_axis=-1): the Python function's checks; program variables decline.
 bool flatten_impl(const Slot&, PyObject* const* a, PyObject** out) {
   int64_t s = 0, e = -1;
   if (!is_tensor(a[0]) || (a[1] && !plain_int(a[1], &s)) || (a[2] && !plain_int(a[2], &e))) return false;
   const oar::Tensor& x = fast_tensor(a[0]);
+  // a program variable's dims hold the recording sentinel for unknown extents (x.shape shows -1)
+  if (oar::ir::is_symbolic(x)) return false;
   const oar::Dims& d = x.dims();
   const int64_t nd = d.size();
   if (nd == 0) return done(x.reshape(oar::Dims{1}), out);

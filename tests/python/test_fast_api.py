@@ -296,7 +296,7 @@ def test_static_program_records_the_fast_calls():
         with oar.static.program_guard(main, startup):
             x = oar.static.data("x", [None, 2, 3], "float32")
             lab = oar.static.data("lab", [None], "int64")
-            h = oar.flatten(x, 1).reshape([-1, 6])
+            h = oar.flatten(x, 1).reshape([-1, 6]) + oar.flatten(x).reshape([-1, 6])  # flatten over the unknown dim
             h = oar.concat([h, oar.full([1, 6], 1.0).expand([1, 6])], 0)[:-1]
             h = F.layer_norm(h, [6]) + oar.zeros([6]) + oar.arange(6).astype("float32")
             loss = F.cross_entropy(h, lab) + oar.stack([h.max(), h.exp().mean()]).sum()
@@ -308,7 +308,7 @@ def test_static_program_records_the_fast_calls():
     finally:
         oar.disable_static()
     xt, lt = oar.to_tensor(xv), oar.to_tensor(lv)
-    h = F.layer_norm(xt.reshape([-1, 6]), [6]) + oar.arange(6).astype("float32")
+    h = F.layer_norm(2 * xt.reshape([-1, 6]), [6]) + oar.arange(6).astype("float32")
     want = F.cross_entropy(h, lt) + oar.stack([h.max(), h.exp().mean()]).sum()
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
 
@@ -322,3 +322,21 @@ def test_off_switch_runs_python(tmp_path):
                          capture_output=True, text=True, cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "function"
+
+
+def test_saved_program_with_unknown_batch(tmp_path):
+    """jit.save traces with an unknown batch extent: the fast paths must record what the Python functions
+    record (flatten keeps -1 for the unknown extent, not its recording sentinel)."""
+    class Net(oar.nn.Layer):
+        def forward(self, x):
+            h = x.flatten(1) + oar.flatten(x, 0, 1).reshape([-1, 2, 3]).flatten(1)
+            h = oar.concat([h, oar.stack([h, h], 1).reshape([-1, 12])[:, :6]], 0)
+            return F.layer_norm(h.unsqueeze(0).squeeze(0), [6]).exp().max(1)
+
+    net = Net()
+    path = str(tmp_path / "net")
+    oar.jit.save(net, path, input_spec=[oar.static.InputSpec([None, 2, 3], "float32", "x")])
+    loaded = oar.jit.load(path)
+    for batch in (1, 5):
+        x = oar.to_tensor(RNG.standard_normal((batch, 2, 3)).astype("float32"))
+        np.testing.assert_allclose(loaded(x).numpy(), net(x).numpy(), rtol=1e-5)
