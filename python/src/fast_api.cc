@@ -468,6 +468,21 @@ bool cross_entropy_impl(const Slot& s, PyObject* const* a, PyObject** out) {
   return done(call_op(reduction == 1 ? *g_sum : *g_mean, args, 3), out);
 }
 
+// linear(x, weight, bias=None): x @ weight (+ bias), as common.py: a 2-D weight whose rows match x's last
+// dim (else the fallback raises), the matmul op, then the + operator with the bias.
+bool linear_impl(const Slot& s, PyObject* const* a, PyObject** out) {
+  if (!is_tensor(a[0]) || !a[1] || !is_tensor(a[1]) || (given(a[2]) && !is_tensor(a[2]))) return false;
+  const oar::Tensor& x = fast_tensor(a[0]);
+  const oar::Tensor& w = fast_tensor(a[1]);
+  if (w.ndim() != 2 || x.ndim() < 1 || x.dims()[x.ndim() - 1] != w.dims()[0]) return false;
+  py::object r = run(s, {a[0], a[1], Py_False, Py_False});
+  if (!given(a[2])) return done(std::move(r), out);
+  PyObject* sum = PyNumber_Add(r.ptr(), a[2]);
+  if (!sum) throw py::error_already_set();
+  *out = sum;
+  return true;
+}
+
 // ---- the kinds -------------------------------------------------------------------------------------
 struct Kind {
   const char* name;
@@ -493,6 +508,7 @@ constexpr Kind kKinds[] = {
     {"inplace_unary", inplace_unary_impl},
     {"layer_norm", layer_norm_impl},
     {"cross_entropy", cross_entropy_impl},
+    {"linear", linear_impl},
 };
 
 }  // namespace

@@ -157,6 +157,7 @@ def api_rows(oar, torch):
     ia, ita = oar.to_tensor(X2), torch.from_numpy(X2.copy())  # targets of the in-place rows
     one = oar.to_tensor(np.ones((2, 2), np.float32))
     tone = torch.ones(2, 2)
+    lin, tlin = oar.nn.Linear(2, 2), torch.nn.Linear(2, 2)
 
     def iadd():
         nonlocal ia
@@ -187,6 +188,7 @@ def api_rows(oar, torch):
         ("a.exp()", lambda: a.exp(), lambda: ta.exp()),
         ("a + 1.0", lambda: a + 1.0, lambda: ta + 1.0),
         ("a += one", iadd, tiadd),
+        ("nn.Linear(2, 2)(a)", lambda: lin(a), lambda: tlin(ta)),
     ]
 
 

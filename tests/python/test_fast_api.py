@@ -340,3 +340,21 @@ def test_saved_program_with_unknown_batch(tmp_path):
     for batch in (1, 5):
         x = oar.to_tensor(RNG.standard_normal((batch, 2, 3)).astype("float32"))
         np.testing.assert_allclose(loaded(x).numpy(), net(x).numpy(), rtol=1e-5)
+
+
+def test_linear_matches_python():
+    w, b = t([3, 4]), t([4])
+    for x in (t([2, 3]), t([3]), t([2, 5, 3]), t([0, 3])):
+        both(F.linear, x, w, b)
+        both(F.linear, x, w)
+        both(F.linear, x, w, bias=None)
+    both(F.linear, t([2, 4]), w, b)        # x's last dim is not weight's rows
+    both(F.linear, t([2, 3]), t([3]), b)   # 1-D weight
+    both(F.linear, t([2, 3]), w, t([5]))   # a bias that does not broadcast
+    both(F.linear, t([2, 3], "float64"), w, b)  # promotion as the matmul op's
+    both(F.linear, [1.0, 2.0, 3.0], w, b)
+    x = t([2, 3], grad=True)
+    wg, bg = t([3, 4], grad=True), t([4], grad=True)
+    F.linear(x, wg, bg).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.tile(wg.numpy().sum(1), (2, 1)), rtol=1e-5)
+    np.testing.assert_allclose(bg.grad.numpy(), np.full(4, 2.0))

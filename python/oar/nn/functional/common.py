@@ -48,6 +48,12 @@ def linear(x, weight, bias=None, name=None):
     return out
 
 
+# the common call in C (python/src/fast_api.cc, decision 520); the function above runs the rest
+from ..._fast import fast as _fast  # noqa: E402
+
+linear = _fast("linear", linear, "matmul", ["transpose_x", "transpose_y"])
+
+
 def bilinear(x1, x2, weight, bias=None, name=None):
     """out[n, o] = x1[n] @ weight[o] @ x2[n] + bias[o]; weight is [out, in1, in2]."""
     if weight.ndim != 3 or x1.ndim != 2 or x2.ndim != 2:

@@ -49,10 +49,11 @@ class Linear(Layer):
         self.name = name
 
     def forward(self, input):
-        if input.ndim < 1 or input.shape[-1] != self.weight.shape[0]:
+        weight = self.weight  # (a parameter: looked up through Layer.__getattr__, once)
+        if input.ndim < 1 or input.shape[-1] != weight.shape[0]:
             raise ValueError("Linear: the last dimension of the input must be in_features={}, got input shape {}"
-                             .format(self.weight.shape[0], input.shape))
-        return F.linear(input, self.weight, self.bias, name=self.name)
+                             .format(weight.shape[0], input.shape))
+        return F.linear(input, weight, self.bias, name=self.name)
 
     def extra_repr(self):
         return "in_features={}, out_features={}, dtype={}{}".format(self.weight.shape[0], self.weight.shape[1],
