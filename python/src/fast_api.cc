@@ -483,6 +483,12 @@ bool linear_impl(const Slot& s, PyObject* const* a, PyObject** out) {
   return true;
 }
 
+// cast(x, dtype) / Tensor.astype(dtype): the cast op on the arguments as given (the functions' whole body)
+bool cast_impl(const Slot& s, PyObject* const* a, PyObject** out) {
+  if (!is_tensor(a[0]) || !a[1]) return false;
+  return done(run(s, {a[0], a[1]}), out);
+}
+
 // ---- the kinds -------------------------------------------------------------------------------------
 struct Kind {
   const char* name;
@@ -509,6 +515,7 @@ constexpr Kind kKinds[] = {
     {"layer_norm", layer_norm_impl},
     {"cross_entropy", cross_entropy_impl},
     {"linear", linear_impl},
+    {"cast", cast_impl},
 };
 
 }  // namespace

@@ -92,6 +92,9 @@ CALLS = [
     (oar.exp, (X,)), (oar.exp, (oar.to_tensor([1, 2]),)), (oar.sqrt, (X0,)), (oar.exp, ([1.0],)),
     (oar.tanh, (Z,)), (oar.max, (X,)), (oar.max, (X, 1)), (oar.max, (X, [0, 2], True)), (oar.mean, (X, -1)),
     (oar.min, (X, 5)), (oar.mean, (oar.to_tensor([1, 2]),)), (oar.max, (X, oar.to_tensor([1]))),
+    # cast: names, objects, numpy dtypes, the same dtype, bad names
+    (oar.cast, (X, "float64")), (oar.cast, (X, oar.int32)), (oar.cast, (X, np.float16)), (oar.cast, (X, "float32")),
+    (oar.cast, (X, "float99")), (oar.cast, (X, None)), (oar.cast, ([1.0], "float64")),
 ]
 
 
@@ -122,6 +125,8 @@ def test_methods_bind_self():
     same(x.transpose([1, 0]), oar.transpose(x, [1, 0]))
     same(x.unsqueeze(0), oar.unsqueeze(x, 0))
     same(x.exp(), oar.exp(x))
+    same(x.astype("float64"), oar.cast(x, "float64"))
+    same(x.cast(oar.int64), oar.cast(x, "int64"))
     same(x.max(axis=1, keepdim=True), oar.max(x, 1, True))
     with pytest.raises(ValueError, match="flatten: start_axis 5 is out of range"):
         x.flatten(5)

@@ -337,9 +337,10 @@ for _name, _fn in [("set_value", set_value), ("zero_", zero_), ("fill_", fill_),
     setattr(Tensor, _name, _fn)
 
 
+_astype = _fast.method(_fast.fast("cast", astype, "cast", ["dtype"]))  # (decision 520)
 for _name, _fn in [("__repr__", __repr__), ("__str__", __repr__), ("__format__", __format__),
-                   ("__array__", __array__), ("item", item), ("tolist", tolist), ("astype", astype),
-                   ("cast", astype), ("clone", clone), ("_copy_to", _copy_to), ("to", to)]:
+                   ("__array__", __array__), ("item", item), ("tolist", tolist), ("astype", _astype),
+                   ("cast", _astype), ("clone", clone), ("_copy_to", _copy_to), ("to", to)]:
     setattr(Tensor, _name, _fn)
 
 # Names and persistence (Paddle's Tensor.name / .persistable). Kept in the object's __dict__, so only
