@@ -24,7 +24,7 @@ namespace {
 using oar::DType;
 
 constexpr int kMaxParams = 12;
-constexpr int kMaxSlots = 96;
+constexpr int kMaxSlots = 160;  // 81 in use; a full table raises at import, naming this constant
 
 struct Slot;
 // Runs the call from its bound arguments (a[i]: parameter i, null when not passed) into *out (a new
