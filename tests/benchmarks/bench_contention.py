@@ -17,9 +17,13 @@ time), then the median over the runs; and the 1-minute load average at the start
 machine may be shared: compare the rows of one run only).
 
 --cgroup-cpus Q runs every cell inside a fresh cgroup (v1 cpu controller, made under its mount and removed
-at the end; needs root) with a CPU quota of Q CPUs, as `docker run --cpus=Q` does (decision 560). In a
-1-CPU cgroup on this 2-core machine, threads=2 is what oar did before it read the quota (the affinity
-mask's 2 cores; the load adaptation sees no other process), and oar is the quota-aware default:
+at the end; needs root) with a CPU quota of Q CPUs, as `docker run --cpus=Q` does (decision 560), and
+prints the mean step time too (the throughput: under a quota most steps run at full speed and one per
+period waits for the next). The cgroup gets the largest cpu.shares, so that other sessions' processes on
+this shared machine do not take its cores: the cell sees what a container on a host with free cores sees,
+the quota being its only limit (it still takes at most Q CPUs from the others). In a 1-CPU cgroup on this
+2-core machine, threads=2 is what oar did before it read the quota (the affinity mask's 2 cores; the load
+adaptation sees no other process), and oar is the quota-aware default:
 
     python3 tests/benchmarks/bench_contention.py --cgroup-cpus 1 --burners 0 --policies threads=2,oar
 """
@@ -97,7 +101,8 @@ def make_cgroup(cpus):
         raise SystemExit("--cgroup-cpus: no cgroup v1 hierarchy with the cpu controller is mounted")
     d = os.path.join(mount, f"oar_bench_{os.getpid()}")
     os.mkdir(d)
-    for name, value in (("cpu.cfs_period_us", 100000), ("cpu.cfs_quota_us", round(cpus * 100000))):
+    for name, value in (("cpu.cfs_period_us", 100000), ("cpu.cfs_quota_us", round(cpus * 100000)),
+                        ("cpu.shares", 262144)):
         with open(os.path.join(d, name), "w") as f:
             f.write(str(value))
     return d
@@ -121,7 +126,7 @@ def run_cell(code, env, steps, burners, cgroup=None):
         raise RuntimeError(out.stderr[-2000:])
     times = json.loads(out.stdout.strip().splitlines()[-1])
     times.sort()
-    return statistics.median(times) * 1e3, times[int(0.9 * (len(times) - 1))] * 1e3
+    return statistics.fmean(times) * 1e3, statistics.median(times) * 1e3, times[int(0.9 * (len(times) - 1))] * 1e3
 
 
 def policy_env(policy):
@@ -166,10 +171,15 @@ def measure(args, cgroup):
     rows = [(p, CHILD, policy_env(p)) for p in args.policies.split(",")]
     if args.torch:
         rows.append(("torch", TORCH_CHILD, dict(os.environ)))
-    print(f"{os.cpu_count()} cpus; MLP 784-512-512-10, batch 128, Adam; step time ms (median / p90)" +
+    # Under a quota most steps run at full speed and one in a period waits for the next: the mean is the
+    # throughput, which the median and p90 can hide.
+    stats = (0, 1, 2) if cgroup else (1, 2)
+    show = lambda cell: " / ".join(f"{cell[i]:7.2f}" for i in stats).rjust(28)  # noqa: E731
+    print(f"{os.cpu_count()} cpus; MLP 784-512-512-10, batch 128, Adam; step time ms (" +
+          ("mean / median / p90" if cgroup else "median / p90") + ")" +
           (f"; in a cgroup with a {args.cgroup_cpus:g}-CPU quota" if cgroup else ""))
-    header = "policy".ljust(14) + "".join(f"{b} burner(s)".rjust(22) for b in burners)
-    results = {}  # (policy, burners) -> [(median, p90) per run]
+    header = "policy".ljust(14) + "".join(f"{b} burner(s)".rjust(28) for b in burners)
+    results = {}  # (policy, burners) -> [(mean, median, p90) per run]
     for r in range(args.runs):
         print(f"run {r + 1}/{args.runs}, load average {os.getloadavg()[0]:.2f}")
         print(header)
@@ -179,16 +189,13 @@ def measure(args, cgroup):
                 cells[name, b] = run_cell(code, env, args.steps, b, cgroup)
                 results.setdefault((name, b), []).append(cells[name, b])
         for name, _, _ in rows:
-            print(name.ljust(14) + "".join(f"{cells[name, b][0]:8.2f} / {cells[name, b][1]:8.2f}".rjust(22)
-                                           for b in burners), flush=True)
+            print(name.ljust(14) + "".join(show(cells[name, b]) for b in burners), flush=True)
     print(f"median over {args.runs} runs, load average now {os.getloadavg()[0]:.2f}")
     print(header)
     for name, _, _ in rows:
         line = name.ljust(14)
         for b in burners:
-            med = statistics.median(m for m, _ in results[name, b])
-            p90 = statistics.median(p for _, p in results[name, b])
-            line += f"{med:8.2f} / {p90:8.2f}".rjust(22)
+            line += show([statistics.median(cell[i] for cell in results[name, b]) for i in range(3)])
         print(line)
 
 
