@@ -1,6 +1,6 @@
 // The CPU quota of the process's cgroups (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us, cgroup v2
 // cpu.max): `docker run --cpus=2` or a Kubernetes CPU limit. threads.cc caps the OpenMP thread count with
-// it (decision 560).
+// it (decision 129).
 #pragma once
 
 #include <cstdint>

@@ -129,7 +129,7 @@ OarError* device_properties(int32_t device, OarDeviceProperties* props) {
     check_device(device);
     OarDeviceProperties p{};
     p.struct_size = sizeof(p);
-    // The thread count and its source, for the doctor and users in containers (decision 560).
+    // The thread count and its source, for the doctor and users in containers (decision 129).
     std::snprintf(p.name, sizeof(p.name), "cpu, OpenMP threads: %d (%s)", default_threads(),
                   threads_source().c_str());
     host_memory(nullptr, &p.total_memory);

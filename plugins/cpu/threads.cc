@@ -1,6 +1,6 @@
 // How many OpenMP threads the cpu kernels use (ours, oneDNN's and OpenBLAS's: all on libgomp's pool),
 // adapted to what other processes take (issue 20, decision 128) and capped by the cgroup CPU quota
-// (decision 560).
+// (decision 129).
 //
 // The default count is the cores of the affinity mask (libgomp's own default), lowered to ceil(quota /
 // period) when the process's cgroup (or an ancestor) has a CPU quota (cgroup.h): in a container started

@@ -17,7 +17,7 @@ time), then the median over the runs; and the 1-minute load average at the start
 machine may be shared: compare the rows of one run only).
 
 --cgroup-cpus Q runs every cell inside a fresh cgroup (v1 cpu controller, made under its mount and removed
-at the end; needs root) with a CPU quota of Q CPUs, as `docker run --cpus=Q` does (decision 560), and
+at the end; needs root) with a CPU quota of Q CPUs, as `docker run --cpus=Q` does (decision 129), and
 prints the mean step time too (the throughput: under a quota most steps run at full speed and one per
 period waits for the next). The cgroup gets the largest cpu.shares, so that other sessions' processes on
 this shared machine do not take its cores: the cell sees what a container on a host with free cores sees,

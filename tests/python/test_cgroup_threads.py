@@ -1,4 +1,4 @@
-"""The cpu plugin's default OpenMP thread count respects the cgroup CPU quota (decision 560): a child
+"""The cpu plugin's default OpenMP thread count respects the cgroup CPU quota (decision 129): a child
 process runs inside a real cgroup (v1 cpu controller) with a quota, and reports the count the plugin set
 on its kernel-calling thread (from the same libgomp), the cpu device's compute_units and name, and the
 doctor's line. Needs root and a writable cgroup v1 cpu hierarchy; skipped elsewhere, with the reason."""
