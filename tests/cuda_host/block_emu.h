@@ -19,9 +19,9 @@
 // each thread to its next barrier in one go), warp or wavefront width, scheduling, device memory, and the
 // launch limits of real hardware (docs/rocm.md, "What is verified").
 //
-// Why fibers and not one std::thread per GPU thread: a 256-thread std::barrier costs about 1 ms per phase
-// on the 2-core CI machine, and the order the OS picks is not repeatable; a fiber switch costs well under
-// a microsecond and the order is ours to shuffle.
+// Why fibers and not one std::thread per GPU thread: a 256-thread std::barrier cost about 1 ms per phase on
+// the 2-core development machine, and the order the OS picks is not repeatable; the fibers cost about 2 us
+// per thread and phase, and the order is ours to shuffle (decision 500).
 #pragma once
 
 #define OAR_GPU_HOST_EMULATION 1

@@ -8,6 +8,7 @@ is listed in docs/rocm.md. Skipped where the CUDA headers are missing."""
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -36,16 +37,41 @@ FLOATS = ["float32", "float64", "float16", "bfloat16"]
 TOL = dict(float64=1e-13, float32=1e-5, float16=1.5e-3, bfloat16=8e-3)
 
 
+# The harness twice: plain, and with AddressSanitizer (and UBSan) for a few cases, so that a read or write
+# outside a tensor is an error even where it would land in other host memory (4x slower, hence few cases).
+SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+
+
 @pytest.fixture(scope="module")
-def exe(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("cuda_host") / "own_blas_host")
+def harnesses(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cuda_host")
     inc = ["sdk/include", "device_api/include", "plugins/cuda", "tests/cuda_host"]
-    cmd = [CXX, "-std=c++17", "-O1", "-x", "c++", os.path.join(ROOT, "tests", "cuda_host", "own_blas_host.cc"),
-           "-o", out, "-I" + CUDA_INC] + ["-I" + os.path.join(ROOT, i) for i in inc]
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out
+
+    def build(name, flags):
+        exe = str(out / name)
+        cmd = [CXX, "-std=c++17", "-O1"] + flags + [
+            "-x", "c++", os.path.join(ROOT, "tests", "cuda_host", "own_blas_host.cc"), "-o", exe, "-I" + CUDA_INC]
+        r = subprocess.run(cmd + ["-I" + os.path.join(ROOT, i) for i in inc], capture_output=True, text=True,
+                           timeout=600, env=env)
+        return exe, r
+
+    with ThreadPoolExecutor(2) as pool:
+        plain, checked = pool.map(lambda a: build(*a), [("own_blas_host", []), ("own_blas_host_asan", SANITIZE)])
+    assert plain[1].returncode == 0, plain[1].stdout + plain[1].stderr
+    return plain[0], (checked[0] if checked[1].returncode == 0 else None)
+
+
+@pytest.fixture(scope="module")
+def exe(harnesses):
+    return harnesses[0]
+
+
+@pytest.fixture(scope="module")
+def asan_exe(harnesses):
+    if harnesses[1] is None:
+        pytest.skip("the C++ compiler cannot build with -fsanitize=address")
+    return harnesses[1]
 
 
 def rounded(a, dtype):
@@ -66,7 +92,9 @@ def run(exe, op, dtype, a, b, out_shape, attrs, grid_cap=4):
         lines.append("{} {}".format(t.ndim, " ".join(map(str, t.shape))))
         lines.append(" ".join(repr(float(x)) for x in t.reshape(-1)))
     lines.append("{} {}".format(len(out_shape), " ".join(map(str, out_shape))))
-    r = subprocess.run([exe], input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    env.pop("LD_PRELOAD", None)
+    r = subprocess.run([exe], input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120, env=env)
     if r.returncode == 2:
         raise ValueError(r.stderr.strip())
     assert r.returncode == 0, r.stderr
@@ -145,6 +173,7 @@ CONV = [  # x shape, w shape, strides, paddings (before, after per dim), dilatio
     ((1, 2, 3, 4), (2, 2, 5, 3), [1, 2], [2, 2, 1, 0], [1, 1], 1),  # window larger than the input
     ((1, 2, 4, 5, 3), (2, 2, 2, 3, 2), [1, 2, 1], [0, 1, 1, 0, 1, 1], [2, 1, 1], 1),
     ((2, 4, 3, 4, 5), (4, 1, 3, 1, 2), [2, 1, 3], [1, 1, 0, 0, 2, 1], [1, 1, 2], 4),  # 3-D depthwise
+    ((3, 2, 150), (2, 2, 3), [1], [1, 0], [1], 1),  # 447 products per weight: conv_grad_filter's threads loop
 ]
 OPS = ["conv", "conv_grad_input", "conv_grad_filter"]
 
@@ -196,6 +225,19 @@ def test_conv_16bit(exe, op, dtype):
 def test_conv_one_pass_grid(exe, op):
     """A grid large enough that no thread loops (the other tests cap it at 4 blocks so that they do)."""
     conv_case(exe, op, "float32", CONV[2], np.random.default_rng(3), grid_cap=1 << 20)
+
+
+def test_no_access_outside_the_tensors(asan_exe):
+    """Edge-heavy cases under AddressSanitizer: every read and write stays inside its tensor."""
+    rng = np.random.default_rng(4)
+    for xs, ys, tx, ty in (MATMUL[1], MATMUL[5], MATMUL[9], MATMUL[16]):
+        x, y = rng.uniform(-2, 2, xs), rng.uniform(-2, 2, ys)
+        want = np_matmul(x, y, tx, ty)
+        got = run(asan_exe, "matmul", "float64", x, y, want.shape, dict(transpose_x=tx, transpose_y=ty))
+        close(got, want, np_matmul(np.abs(x), np.abs(y), tx, ty), "float64", "matmul {} {}".format(xs, ys))
+    for op in OPS:
+        for case in (CONV[2], CONV[5], CONV[7]):
+            conv_case(asan_exe, op, "float64", case, rng)
 
 
 def test_conv_grad_filter_of_an_empty_batch_is_zero(exe):
