@@ -61,9 +61,10 @@ void matmul_kernel(sdk::KernelContext& c) {
   dispatch_float(x.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     for (const Launch& run : launches(p)) {
-      OAR_LAUNCH(own::gemm_tiled<T>, grid, block, stream)
-      (q, static_cast<const T*>(y.raw()) + run.y, static_cast<const T*>(x.raw()) + run.x,
-       static_cast<T*>(out.raw()) + run.out);
+      const T* a = static_cast<const T*>(y.raw()) + run.y;  // A = Y, B = X (matmul_plan.h)
+      const T* b = static_cast<const T*>(x.raw()) + run.x;
+      T* d = static_cast<T*>(out.raw()) + run.out;
+      OAR_LAUNCH(own::gemm_tiled<T>, grid, block, stream)(q, a, b, d);
       check_launch("matmul");
     }
   });

@@ -48,18 +48,21 @@ def harnesses(tmp_path_factory):
     inc = ["sdk/include", "device_api/include", "plugins/cuda", "tests/cuda_host"]
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
-    def build(name, flags):
+    def build(name, source, flags):
         exe = str(out / name)
         cmd = [CXX, "-std=c++17", "-O1"] + flags + [
-            "-x", "c++", os.path.join(ROOT, "tests", "cuda_host", "own_blas_host.cc"), "-o", exe, "-I" + CUDA_INC]
+            "-x", "c++", os.path.join(ROOT, "tests", "cuda_host", source), "-o", exe, "-I" + CUDA_INC]
         r = subprocess.run(cmd + ["-I" + os.path.join(ROOT, i) for i in inc], capture_output=True, text=True,
                            timeout=600, env=env)
         return exe, r
 
     with ThreadPoolExecutor(2) as pool:
-        plain, checked = pool.map(lambda a: build(*a), [("own_blas_host", []), ("own_blas_host_asan", SANITIZE)])
-    assert plain[1].returncode == 0, plain[1].stdout + plain[1].stderr
-    return plain[0], (checked[0] if checked[1].returncode == 0 else None)
+        plain, checked, selftest = pool.map(lambda a: build(*a), [
+            ("own_blas_host", "own_blas_host.cc", []), ("own_blas_host_asan", "own_blas_host.cc", SANITIZE),
+            ("block_emu_selftest", "block_emu_selftest.cc", [])])
+    for exe, r in (plain, selftest):
+        assert r.returncode == 0, r.stdout + r.stderr
+    return plain[0], (checked[0] if checked[1].returncode == 0 else None), selftest[0]
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +75,22 @@ def asan_exe(harnesses):
     if harnesses[1] is None:
         pytest.skip("the C++ compiler cannot build with -fsanitize=address")
     return harnesses[1]
+
+
+# ---- the emulator itself ---------------------------------------------------------------------------------
+def test_emulator_barrier_is_needed_and_works(harnesses):
+    """A block reversing values through shared memory is right with its barrier and wrong without it."""
+    selftest = harnesses[2]
+    wrong = [int(subprocess.run([selftest, "reverse", s], capture_output=True, text=True, timeout=60,
+                                check=True).stdout) for s in ("1", "0")]
+    assert wrong[0] == 0
+    assert wrong[1] > 0
+
+
+def test_emulator_rejects_a_barrier_some_threads_skip(harnesses):
+    r = subprocess.run([harnesses[2], "diverge"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "128 of 256 threads wait at __syncthreads, the others exited" in r.stderr
 
 
 def rounded(a, dtype):
