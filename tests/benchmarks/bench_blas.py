@@ -1,8 +1,9 @@
 """BLAS/LAPACK/sort benchmark: oar vs numpy (numpy's own OpenBLAS), side by side in one run.
 
 float64 matmul 512/1024/2048, inverse and solve 512/1024, int64 matmul, sort/argsort of 1M float64,
-float32 and int64 values and of [10000, 16] rows, topk of [10000, 16] rows. numpy and oar run alternately
-and the best time of each is kept (the machine is shared and noisy).
+float32 and int64 values and of [10000, 16] rows, topk of [10000, 16] rows. numpy and oar run alternately,
+each after a pause that lets the other's BLAS threads sleep, and the best time of each is kept (the machine is
+shared and noisy).
 Run by hand: PYTHONPATH=<installed oar> python3 tests/benchmarks/bench_blas.py [--quick]
 Not a test and not part of CI. Both get the same thread count (OAR_BENCH_THREADS, default 2).
 """
@@ -13,6 +14,7 @@ for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, _THREADS)
 
 import sys  # noqa: E402
+import time  # noqa: E402
 import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -20,12 +22,20 @@ import numpy as np  # noqa: E402
 import oar  # noqa: E402
 
 
+# numpy's OpenBLAS (pthreads) keeps its worker threads spinning for ~0.1 s after a call; run at once, the next
+# oar call shared the cores with them and float64 matmul measured 0.5x numpy (16 ms alone, 30 ms right after
+# numpy). Each call therefore starts after the other's threads have gone to sleep.
+SETTLE_S = 0.25
+
+
 def best_ms_pair(f, g, repeat):
     """Best times of f and g, run alternately (so both see the same load on a shared machine)."""
     f(), g()
     tf, tg = [], []
     for _ in range(repeat):
+        time.sleep(SETTLE_S)
         tf.append(timeit.timeit(f, number=1))
+        time.sleep(SETTLE_S)
         tg.append(timeit.timeit(g, number=1))
     return min(tf) * 1e3, min(tg) * 1e3
 
