@@ -21,7 +21,7 @@
 //
 // Why fibers and not one std::thread per GPU thread: a 256-thread std::barrier cost about 1 ms per phase on
 // the 2-core development machine, and the order the OS picks is not repeatable; the fibers cost about 0.6 us
-// of CPU per thread and phase, and the order is ours to shuffle (decision 500).
+// of CPU per thread and phase, and the order is ours to shuffle (decision 130).
 #pragma once
 
 #define OAR_GPU_HOST_EMULATION 1
