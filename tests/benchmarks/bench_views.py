@@ -3,7 +3,8 @@ reductions of transposed / permuted views, matmul with a transposed operand.
 
 Run by hand: PYTHONPATH=<installed oar> python3 tests/benchmarks/bench_views.py [reduce|matmul]
 Not a test and not part of CI. torch is skipped when it cannot be imported. Each row gives the view's time
-and the time of the same op on a contiguous tensor laid out as the view reads (the target).
+and the time of the same op on contiguous tensors (the target), in process CPU time (one thread by
+default: OMP_NUM_THREADS).
 """
 import os
 import sys
@@ -11,6 +12,7 @@ import sys
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import time  # noqa: E402
 import timeit  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -25,8 +27,10 @@ except ImportError:
 
 
 def best_us(fn, number=5, repeat=7):
+    # CPU time of the process, best of `repeat`: with one thread it is the op's own time, while wall time
+    # on the shared machine mostly measures the other jobs.
     fn()  # warm up
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+    return min(timeit.repeat(fn, timer=time.process_time, number=number, repeat=repeat)) / number * 1e6
 
 
 def row(name, f_view, f_contig, f_np, f_torch):
@@ -73,11 +77,11 @@ def matmuls():
         x = rng.standard_normal((n, n)).astype(np.float32)
         w = rng.standard_normal((n, n)).astype(np.float32)
         tx, tw = oar.to_tensor(x), oar.to_tensor(w)
-        txc = tx.T.contiguous()
+        txc, twc = tx.T.contiguous(), tw.T.contiguous()
         px, pw = (torch.from_numpy(x), torch.from_numpy(w)) if torch else (None, None)
         row("x.T @ w  [{0}x{0}]".format(n), lambda: tx.T @ tw, lambda: txc @ tw, lambda: x.T @ w,
             (lambda: px.T @ pw) if torch else None)
-        row("x @ w.T  [{0}x{0}]".format(n), lambda: tx @ tw.T, lambda: tx @ tw.T.contiguous(), lambda: x @ w.T,
+        row("x @ w.T  [{0}x{0}]".format(n), lambda: tx @ tw.T, lambda: tx @ twc, lambda: x @ w.T,
             (lambda: px @ pw.T) if torch else None)
     q = rng.standard_normal((8, 128, 8, 64)).astype(np.float32)  # [batch, L, heads, d]
     tq = oar.to_tensor(q)
