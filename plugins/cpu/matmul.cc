@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "blas.h"
+#include "contiguous.h"
 #include "elementwise.h"
 
 namespace oar_cpu {
@@ -570,7 +571,7 @@ struct Operand {
   std::vector<int64_t> dims;
   bool flip = false;
   const void* data = nullptr;
-  std::unique_ptr<char, AlignedFree> own;
+  ContiguousCopy own;
 };
 
 bool swapped_contiguous(const TensorView& t) {
@@ -599,21 +600,8 @@ bool read_operand(const TensorView& t, bool copy, Operand& o) {
     return true;
   }
   if (!copy) return false;
-  const std::vector<int64_t> st = contiguous_strides(o.dims);
-  const size_t bytes = static_cast<size_t>(t.numel()) * oar::sdk::dtype_size(t.dtype());
-  o.own.reset(static_cast<char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-  if (!o.own) throw std::bad_alloc();
-  const int32_t bits = bits_dtype(t.dtype());
-  OarTensorDesc d = *t.desc();
-  d.struct_size = sizeof(d);
-  d.data = o.own.get();
-  d.dtype = bits;
-  d.dims = o.dims.data();
-  d.strides = st.data();
-  d.offset = 0;
-  const Retyped in(t, bits);
-  visit_bits(t.dtype(), [&](auto tag) { oar::sdk::strided_copy<decltype(tag)>(TensorView(&d), in.view()); });
-  o.data = o.own.get();
+  o.own = ContiguousCopy(t);
+  o.data = o.own.data();
   return true;
 }
 
