@@ -222,7 +222,8 @@ def _views(dtype, m, k, n, batch):
         ("strided columns", tw[:, :, ::2][:, :, :k], tb, wide[:, :, ::2][:, :, :k], b),
         ("flipped", oar.flip(ta, [1]), tb, a[:, ::-1], b),
         ("expanded batch", ta, tb[:1].expand([batch, k, n]), a, np.broadcast_to(b[:1], (batch, k, n))),
-        ("vector view", ta, tw[0, 0, :k], a, wide[0, 0, :k]),
+        ("strided vector", ta, tw[0, 0, ::2][:k], a, wide[0, 0, ::2][:k]),
+        ("strided vector @ y", tw[0, 1, ::2][:k], tb, wide[0, 1, ::2][:k], b),
     ]
 
 
