@@ -199,7 +199,9 @@ def api_main():
     except Exception as e:  # noqa: BLE001
         print(f"the Python API section needs torch ({type(e).__name__}: {e})")
         return
-    torch.set_num_threads(2)
+    # one torch thread: these are per-call overheads, and torch's 2-thread log_softmax now and then spins
+    # against other work on this machine (cross_entropy measured 4 us or 325 us from run to run)
+    torch.set_num_threads(1)
     rows = api_rows(oar, torch)
     width = max(len(r[0]) for r in rows)
     print(f"oar {oar.__version__} vs torch {torch.__version__}: us per call (best of short runs)\n")
@@ -207,7 +209,7 @@ def api_main():
     for label, fo, ft in rows:
         to, tt = micro_us(fo, number=5000), micro_us(ft, number=5000)
         print(f"{label:<{width}}{to:>9.3f}{tt:>9.3f}{to / tt:>8.2f}", flush=True)
-    print(f"\nload: {os.getloadavg()}")
+    print(f"\ntorch threads: 1; load: {os.getloadavg()}")
 
 
 # ---------------------------------------------------------------- driver
