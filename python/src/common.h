@@ -7,6 +7,7 @@
 #include <oar/core/op.h>
 #include <oar/core/place.h>
 #include <oar/core/tensor.h>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -82,16 +83,16 @@ void init_module_basics(py::module_& m);  // errors, dtypes, places, devices
 void init_tensor(py::module_& m);
 void init_ops(py::module_& m);
 void init_runtime(py::module_& m);
-void init_dlpack(py::module_& m);       // dlpack.cc: Tensor.__dlpack__, oar.utils.dlpack
-void init_autograd(py::module_& m);     // autograd.cc: Tensor.backward/grad/..., grad mode, oar._C.grad
-void init_program(py::module_& m);      // program.cc: the program IR and model files (private helpers)
-void init_static(py::module_& m);       // static.cc: program building (static mode, to_static)
-void init_passes(py::module_& m);       // passes.cc: the inference passes (private helpers)
-void init_inference(py::module_& m);    // inference.cc: the inference API (oar.inference)
-void init_custom_op(py::module_& m);    // custom_op.cc: custom op libraries (oar.utils.load_op_library)
-void init_plugin_kit(py::module_& m);   // plugin_kit.cc: helpers of oar.testing.plugin_conformance
-void init_store(py::module_& m);        // store.cc: oar.distributed.TCPStore
+void init_dlpack(py::module_& m);    // dlpack.cc: Tensor.__dlpack__, oar.utils.dlpack
+void init_autograd(py::module_& m);  // autograd.cc: Tensor.backward/grad/..., grad mode, oar._C.grad
+void init_program(py::module_& m);    // program.cc: the program IR and model files (private helpers)
+void init_static(py::module_& m);     // static.cc: program building (static mode, to_static)
+void init_passes(py::module_& m);     // passes.cc: the inference passes (private helpers)
+void init_inference(py::module_& m);  // inference.cc: the inference API (oar.inference)
+void init_custom_op(py::module_& m);  // custom_op.cc: custom op libraries (oar.utils.load_op_library)
+void init_plugin_kit(py::module_& m);  // plugin_kit.cc: helpers of oar.testing.plugin_conformance
+void init_store(py::module_& m);       // store.cc: oar.distributed.TCPStore
 void init_distributed(py::module_& m);  // distributed.cc: oar.distributed's process group
-void init_fast_api(py::module_& m);     // fast_api.cc: C fast paths of everyday Python API calls
+void init_fast_api(py::module_& m);  // fast_api.cc: C fast paths of everyday Python API calls
 
 }  // namespace oarpy

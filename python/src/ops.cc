@@ -8,15 +8,16 @@
 // no names takes attributes by keyword only. `place=` picks the device of ops without inputs (creation
 // ops).
 #include <oar/core/amp.h>
-#include <oar/core/autograd.h>
 #include <oar/core/dispatch_hooks.h>
+
+#include "common.h"
+
+#include <oar/core/autograd.h>
 #include <oar/core/ops.h>
 #include <oar/ir/static_graph.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include "common.h"
 
 namespace oarpy {
 namespace {
@@ -46,30 +47,18 @@ ScalarKind scalar_kind(py::handle& h, py::object& holder) {
 
 int rank_of(DType d) {  // for same-category promotion
   switch (d) {
-    case DType::kBool:
-      return 0;
-    case DType::kUInt8:
-      return 1;
-    case DType::kInt8:
-      return 1;
-    case DType::kInt16:
-      return 2;
-    case DType::kInt32:
-      return 3;
-    case DType::kInt64:
-      return 4;
-    case DType::kFloat16:
-      return 1;
-    case DType::kBFloat16:
-      return 1;
-    case DType::kFloat32:
-      return 2;
-    case DType::kFloat64:
-      return 3;
-    case DType::kComplex64:
-      return 2;
-    case DType::kComplex128:
-      return 3;
+    case DType::kBool: return 0;
+    case DType::kUInt8: return 1;
+    case DType::kInt8: return 1;
+    case DType::kInt16: return 2;
+    case DType::kInt32: return 3;
+    case DType::kInt64: return 4;
+    case DType::kFloat16: return 1;
+    case DType::kBFloat16: return 1;
+    case DType::kFloat32: return 2;
+    case DType::kFloat64: return 3;
+    case DType::kComplex64: return 2;
+    case DType::kComplex128: return 3;
   }
   return 0;
 }
@@ -95,8 +84,7 @@ DType promote_types(DType a, DType b) {
   if (fa) return a;
   if (fb) return b;
   // two integer types
-  if ((a == DType::kUInt8 && b == DType::kInt8) || (a == DType::kInt8 && b == DType::kUInt8))
-    return DType::kInt16;
+  if ((a == DType::kUInt8 && b == DType::kInt8) || (a == DType::kInt8 && b == DType::kUInt8)) return DType::kInt16;
   return rank_of(a) >= rank_of(b) ? a : b;
 }
 
@@ -104,30 +92,22 @@ DType promote_types(DType a, DType b) {
 // tensor's dtype and turns an integer tensor into the default float dtype.
 DType promote_with_scalar(DType t, ScalarKind k) {
   switch (k) {
-    case kBoolScalar:
-      return t;
-    case kIntScalar:
-      return t == DType::kBool ? DType::kInt64 : t;
-    case kFloatScalar:
-      return (oar::is_floating(t) || oar::is_complex(t)) ? t : default_dtype();
+    case kBoolScalar: return t;
+    case kIntScalar: return t == DType::kBool ? DType::kInt64 : t;
+    case kFloatScalar: return (oar::is_floating(t) || oar::is_complex(t)) ? t : default_dtype();
     case kComplexScalar:
       if (oar::is_complex(t)) return t;
       return t == DType::kFloat64 ? DType::kComplex128 : DType::kComplex64;
-    default:
-      return t;
+    default: return t;
   }
 }
 
-inline oar::Tensor cast_to(const oar::Tensor& t, DType d) {
-  return t.dtype() == d ? t : oar::ops::cast(t, d);
-}
+inline oar::Tensor cast_to(const oar::Tensor& t, DType d) { return t.dtype() == d ? t : oar::ops::cast(t, d); }
 
 // Two float dtypes that auto_cast's dispatcher hook brings to one dtype itself (by the op's list) when an
 // auto_cast block runs the low dtype on their device: promoting here first would cast twice.
 inline bool amp_mixes(const oar::Tensor& a, const oar::Tensor& b) {
-  auto low_or_f32 = [](DType d) {
-    return d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat32;
-  };
+  auto low_or_f32 = [](DType d) { return d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat32; };
   return low_or_f32(a.dtype()) && low_or_f32(b.dtype()) && oar::dispatch_hook_engaged(oar::HookSlot::kAmp) &&
          a.place() == b.place() && oar::amp::casts_on(a.place().type);
 }
@@ -181,8 +161,8 @@ struct OpHandle {
   const oar::OpDef* def = nullptr;
   std::vector<AttrSlot> attrs;       // every attribute of the schema, for keywords
   std::vector<uint32_t> positional;  // the declared names, as indices into attrs, in declared order
-  bool promote = false;              // elementwise binary: inputs may be scalars; dtypes are promoted
-  bool true_divide = false;          // divide: integer results become the default float dtype
+  bool promote = false;      // elementwise binary: inputs may be scalars; dtypes are promoted
+  bool true_divide = false;  // divide: integer results become the default float dtype
 };
 
 namespace {
@@ -190,8 +170,8 @@ namespace {
 const char* type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
 [[noreturn]] void attr_type_error(const OpHandle& h, const AttrSlot& s, const char* expected, py::handle v) {
-  throw py::type_error(std::string(h.def->name) + ": argument '" + s.name + "' expects " + expected +
-                       ", got " + type_name(v) + " " + std::string(py::repr(v)));
+  throw py::type_error(std::string(h.def->name) + ": argument '" + s.name + "' expects " + expected + ", got " +
+                       type_name(v) + " " + std::string(py::repr(v)));
 }
 
 int64_t to_int(const OpHandle& h, const AttrSlot& s, py::handle v) {
@@ -199,8 +179,7 @@ int64_t to_int(const OpHandle& h, const AttrSlot& s, py::handle v) {
   if (PyLong_Check(o)) {  // bool included
     int overflow = 0;
     long long r = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow)
-      throw py::value_error(std::string(h.def->name) + ": argument '" + s.name + "' is out of range");
+    if (overflow) throw py::value_error(std::string(h.def->name) + ": argument '" + s.name + "' is out of range");
     return r;
   }
   if (PyIndex_Check(o) && !PyFloat_Check(o)) {  // numpy ints, one-element integer tensors
@@ -231,9 +210,7 @@ void set_attr(oar::Attrs& attrs, const OpHandle& h, const AttrSlot& s, py::handl
     case oar::AttrType::kInt:
       attrs.set(s.def->name, s.is_dtype ? static_cast<int64_t>(to_dtype(v)) : to_int(h, s, v));
       return;
-    case oar::AttrType::kFloat:
-      attrs.set(s.def->name, to_float(h, s, v));
-      return;
+    case oar::AttrType::kFloat: attrs.set(s.def->name, to_float(h, s, v)); return;
     case oar::AttrType::kInts: {
       std::vector<int64_t> out;
       if (is_tensor(v)) {
@@ -291,8 +268,7 @@ py::object wrap_outputs(const oar::OpDef& def, oar::Tensor* outs) {
 // Paddle's eager argument parser takes a tuple whose first item is a Tensor as that Tensor (so
 // paddle.mean((out, mask)) is the mean of out). While a program is built Paddle refuses it, and so does oar.
 py::handle paddle_tuple_head(py::handle a) {
-  if (!PyTuple_Check(a.ptr()) || PyTuple_GET_SIZE(a.ptr()) == 0 || oar::ir::current_builder() != nullptr)
-    return a;
+  if (!PyTuple_Check(a.ptr()) || PyTuple_GET_SIZE(a.ptr()) == 0 || oar::ir::current_builder() != nullptr) return a;
   py::handle first = PyTuple_GET_ITEM(a.ptr(), 0);
   return is_tensor(first) ? first : a;
 }
@@ -311,12 +287,12 @@ py::object call_op(const OpHandle& h, PyObject* const* args, size_t nargs, PyObj
     if (nargs < 1) throw py::type_error(std::string(def.name) + ": missing the list of input tensors");
     py::handle seq = args[0];
     if (is_tensor(seq) || !PySequence_Check(seq.ptr()))
-      throw py::type_error(std::string(def.name) + ": '" + def.inputs[0] +
-                           "' must be a list or tuple of tensors, got " + type_name(seq));
+      throw py::type_error(std::string(def.name) + ": '" + def.inputs[0] + "' must be a list or tuple of tensors, got " +
+                           type_name(seq));
     for (auto e : py::reinterpret_borrow<py::sequence>(seq)) {
       if (!is_tensor(e))
-        throw py::type_error(std::string(def.name) + ": '" + def.inputs[0] + "[" +
-                             std::to_string(large.size()) + "]' must be a Tensor, got " + type_name(e));
+        throw py::type_error(std::string(def.name) + ": '" + def.inputs[0] + "[" + std::to_string(large.size()) +
+                             "]' must be a Tensor, got " + type_name(e));
       large.push_back(fast_tensor(e));
     }
     inputs = large.data();
@@ -338,8 +314,8 @@ py::object call_op(const OpHandle& h, PyObject* const* args, size_t nargs, PyObj
       for (size_t i = 0; i < want; ++i) {
         py::handle a = is_tensor(args[i]) ? py::handle(args[i]) : paddle_tuple_head(args[i]);
         if (!is_tensor(a))
-          throw py::type_error(std::string(def.name) + ": input '" + def.inputs[i] +
-                               "' must be a Tensor, got " + type_name(a));
+          throw py::type_error(std::string(def.name) + ": input '" + def.inputs[i] + "' must be a Tensor, got " +
+                               type_name(a));
         inputs[i] = fast_tensor(a);
       }
     }
@@ -348,8 +324,7 @@ py::object call_op(const OpHandle& h, PyObject* const* args, size_t nargs, PyObj
   }
   if (nargs - pos > h.positional.size()) positional_error(h, nargs - pos);
   oar::Attrs attrs;
-  for (size_t j = 0; pos + j < nargs; ++j)
-    set_attr(attrs, h, h.attrs[h.positional[j]], py::handle(args[pos + j]));
+  for (size_t j = 0; pos + j < nargs; ++j) set_attr(attrs, h, h.attrs[h.positional[j]], py::handle(args[pos + j]));
   oar::Place place = current_place();
   if (kwargs && PyDict_GET_SIZE(kwargs)) {
     for (auto kv : py::reinterpret_borrow<py::dict>(kwargs)) {
@@ -361,8 +336,7 @@ py::object call_op(const OpHandle& h, PyObject* const* args, size_t nargs, PyObj
       const AttrSlot* slot = nullptr;
       for (const auto& s : h.attrs)
         if (s.name == key) slot = &s;
-      if (!slot)
-        throw py::type_error(std::string(def.name) + ": got an unexpected keyword argument '" + key + "'");
+      if (!slot) throw py::type_error(std::string(def.name) + ": got an unexpected keyword argument '" + key + "'");
       if (attrs.find(slot->def->name))
         throw py::type_error(std::string(def.name) + ": got multiple values for argument '" + key + "'");
       set_attr(attrs, h, *slot, kv.second);
@@ -420,11 +394,10 @@ OpHandle make_handle(const std::string& name, const py::args& attr_names) {
         throw py::value_error(
             "Op('" + name + "'): the required attribute '" + h.attrs[i].name +
             "' is not among the declared positional attributes; declare it so every call passes it");
-  static const char* kPromoting[] = {"add",          "subtract",     "multiply",      "divide",
-                                     "floor_divide", "remainder",    "maximum",       "minimum",
-                                     "pow",          "equal",        "not_equal",     "less_than",
-                                     "less_equal",   "greater_than", "greater_equal", "logical_and",
-                                     "logical_or",   "logical_xor",  "matmul"};
+  static const char* kPromoting[] = {"add",         "subtract",    "multiply",     "divide",        "floor_divide",
+                                     "remainder",   "maximum",     "minimum",      "pow",           "equal",
+                                     "not_equal",   "less_than",   "less_equal",   "greater_than",  "greater_equal",
+                                     "logical_and", "logical_or",  "logical_xor",  "matmul"};
   for (const char* p : kPromoting)
     if (name == p) h.promote = true;
   h.true_divide = name == "divide";
@@ -645,32 +618,26 @@ void init_ops(py::module_& m) {
     PyErr_Clear();
   }
 
-  py::class_<OpHandle> op_class(
-      m, "Op",
-      "Op(name, *attr_names): a handle on one op definition; calling it runs the op: "
-      "op(*inputs, *attrs, place=None, **attrs), where the positional attrs are the ones "
-      "named in attr_names, in that order; any attribute may be passed by keyword.");
-  op_class
-      .def(py::init(&make_handle), py::arg("name"))  // then *attr_names
+  py::class_<OpHandle> op_class(m, "Op",
+                       "Op(name, *attr_names): a handle on one op definition; calling it runs the op: "
+                       "op(*inputs, *attrs, place=None, **attrs), where the positional attrs are the ones "
+                       "named in attr_names, in that order; any attribute may be passed by keyword.");
+  op_class.def(py::init(&make_handle), py::arg("name"))  // then *attr_names
       .def_property_readonly("name", [](const OpHandle& h) { return h.def->name; })
-      .def_property_readonly("inputs",
-                             [](const OpHandle& h) {
-                               std::vector<std::string> v(h.def->inputs.begin(), h.def->inputs.end());
-                               return v;
-                             })
-      .def_property_readonly("attrs",
-                             [](const OpHandle& h) {
-                               std::vector<std::string> v;
-                               for (const auto& s : h.attrs) v.push_back(s.name);
-                               return v;
-                             })
-      .def_property_readonly(
-          "positional",
-          [](const OpHandle& h) {
-            std::vector<std::string> v;  // the names taken positionally after the inputs, in order
-            for (uint32_t i : h.positional) v.push_back(h.attrs[i].name);
-            return v;
-          })
+      .def_property_readonly("inputs", [](const OpHandle& h) {
+        std::vector<std::string> v(h.def->inputs.begin(), h.def->inputs.end());
+        return v;
+      })
+      .def_property_readonly("attrs", [](const OpHandle& h) {
+        std::vector<std::string> v;
+        for (const auto& s : h.attrs) v.push_back(s.name);
+        return v;
+      })
+      .def_property_readonly("positional", [](const OpHandle& h) {
+        std::vector<std::string> v;  // the names taken positionally after the inputs, in order
+        for (uint32_t i : h.positional) v.push_back(h.attrs[i].name);
+        return v;
+      })
       .def("__call__",
            [](const OpHandle& h, const py::args& args, const py::kwargs& kwargs) {
              return call_op(h, &PyTuple_GET_ITEM(args.ptr(), 0), args.size(), kwargs.ptr());
@@ -691,24 +658,21 @@ void init_ops(py::module_& m) {
   m.def("_promote", [](py::handle a, py::handle b) {
     oar::Tensor x, y;
     if (!promote_pair(a, b, false, x, y))
-      throw py::type_error(std::string("expected tensors or Python scalars, got ") + type_name(a) + " and " +
-                           type_name(b));
+      throw py::type_error(std::string("expected tensors or Python scalars, got ") + type_name(a) + " and " + type_name(b));
     return py::make_tuple(PyTensor{std::move(x)}, PyTensor{std::move(y)});
   });
-  m.def("promote_types",
-        [](py::handle a, py::handle b) { return dtype_object(promote_types(to_dtype(a), to_dtype(b))); });
+  m.def("promote_types", [](py::handle a, py::handle b) { return dtype_object(promote_types(to_dtype(a), to_dtype(b))); });
 
   // Random numbers through the C++ API, which owns the global generator (seed and counter offset).
-  m.def("_uniform", [](const std::vector<int64_t>& shape, double min, double max, py::handle dtype,
-                       uint64_t seed, py::handle place) {
+  m.def("_uniform", [](const std::vector<int64_t>& shape, double min, double max, py::handle dtype, uint64_t seed,
+                       py::handle place) {
     return PyTensor{oar::ops::uniform(oar::Dims(shape), min, max, to_dtype(dtype), seed, to_place(place))};
   });
-  m.def("_normal", [](const std::vector<int64_t>& shape, double mean, double std, py::handle dtype,
-                      uint64_t seed, py::handle place) {
+  m.def("_normal", [](const std::vector<int64_t>& shape, double mean, double std, py::handle dtype, uint64_t seed,
+                      py::handle place) {
     return PyTensor{oar::ops::normal(oar::Dims(shape), mean, std, to_dtype(dtype), seed, to_place(place))};
   });
-  m.def(
-      "seed", [](uint64_t s) { oar::ops::manual_seed(s); }, py::arg("seed"));
+  m.def("seed", [](uint64_t s) { oar::ops::manual_seed(s); }, py::arg("seed"));
   m.def("_reserve_random", [](uint64_t count) {
     uint64_t seed = 0, offset = 0;
     oar::ops::reserve_random(count, &seed, &offset);
