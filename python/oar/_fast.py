@@ -1,4 +1,4 @@
-"""C fast paths of everyday API functions (python/src/fast_api.cc, decision 520).
+"""C fast paths of everyday API functions (python/src/fast_api.cc, decision 134).
 
 fast(kind, fn) returns a builtin function that runs the common case of `fn` in C and hands every other
 call to `fn` itself (so unusual arguments, static-graph variables and every error stay fn's). Builtin

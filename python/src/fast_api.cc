@@ -1,4 +1,4 @@
-// C fast paths of everyday Python API calls (decision 520): x.reshape([..]), oar.full(..), x.add_(y),
+// C fast paths of everyday Python API calls (decision 134): x.reshape([..]), oar.full(..), x.add_(y),
 // F.cross_entropy(..), ...
 //
 // Each fast path wraps one Python function of the API, its fallback, and takes its signature (the
@@ -563,7 +563,7 @@ void init_fast_api(py::module_& m) {
       py::arg("kind"), py::arg("fallback"), py::arg("params"), py::arg("op") = py::none(),
       py::arg("op_attrs") = std::vector<std::string>(), py::arg("value") = 0.0, py::arg("flag") = false,
       "(function, Tensor method): fast paths of the Python function `fallback` (whose parameter names are "
-      "`params`), which runs every call the kind's C path declines (decision 520).");
+      "`params`), which runs every call the kind's C path declines (decision 134).");
 }
 
 }  // namespace oarpy

@@ -1,4 +1,4 @@
-"""The C fast paths of everyday API calls (python/src/fast_api.cc, decision 520): each fast function
+"""The C fast paths of everyday API calls (python/src/fast_api.cc, decision 134): each fast function
 against the Python function it wraps (oar._fast.fallback): the same values, dtype, shape and gradients
 on the common calls, and the same exception type and message on bad ones, which the fast path hands to
 the Python function; in-place forms keep autograd's rules (a leaf that requires grad is refused, the

@@ -378,7 +378,7 @@ def triu_indices(row, col=None, offset=0, dtype="int64"):
     return _tri_indices("triu_indices", row, col, offset, dtype, upper=True)
 
 
-# C fast paths of the common calls (python/src/fast_api.cc, decision 520); the functions above run the rest.
+# C fast paths of the common calls (python/src/fast_api.cc, decision 134); the functions above run the rest.
 from .._fast import fast as _fast  # noqa: E402
 
 _full = full

@@ -765,7 +765,7 @@ def tolist(x):
     return x.tolist()
 
 
-# C fast paths of the common calls (python/src/fast_api.cc, decision 520); the functions above run the rest.
+# C fast paths of the common calls (python/src/fast_api.cc, decision 134); the functions above run the rest.
 from .._fast import fast as _fast  # noqa: E402
 
 reshape = _fast("reshape", reshape)

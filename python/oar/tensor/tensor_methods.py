@@ -337,7 +337,7 @@ for _name, _fn in [("set_value", set_value), ("zero_", zero_), ("fill_", fill_),
     setattr(Tensor, _name, _fn)
 
 
-_astype = _fast.method(_fast.fast("cast", astype, "cast", ["dtype"]))  # (decision 520)
+_astype = _fast.method(_fast.fast("cast", astype, "cast", ["dtype"]))  # (decision 134)
 for _name, _fn in [("__repr__", __repr__), ("__str__", __repr__), ("__format__", __format__),
                    ("__array__", __array__), ("item", item), ("tolist", tolist), ("astype", _astype),
                    ("cast", _astype), ("clone", clone), ("_copy_to", _copy_to), ("to", to)]:
@@ -410,7 +410,7 @@ del _mod, _names, _name, _fn
 _INPLACE = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow", "exp", "log", "sqrt",
             "rsqrt", "square", "reciprocal", "abs", "neg", "floor", "ceil", "round", "tanh", "sigmoid", "sin", "cos",
             "erf", "scale", "clip", "lerp", "sign"]
-# The binary ones and the unary ones made by math._unary take the C fast path (decision 520), which runs
+# The binary ones and the unary ones made by math._unary take the C fast path (decision 134), which runs
 # the op and writes back as _write_back does, and leaves everything else to the Python method.
 _INPLACE_BINARY = {"add", "subtract", "multiply", "divide", "floor_divide", "remainder", "pow"}
 for _name in _INPLACE:

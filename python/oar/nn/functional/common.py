@@ -48,7 +48,7 @@ def linear(x, weight, bias=None, name=None):
     return out
 
 
-# the common call in C (python/src/fast_api.cc, decision 520); the function above runs the rest
+# the common call in C (python/src/fast_api.cc, decision 134); the function above runs the rest
 from ..._fast import fast as _fast  # noqa: E402
 
 linear = _fast("linear", linear, "matmul", ["transpose_x", "transpose_y"])

@@ -49,7 +49,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=
     return _layer_norm(x, weight, bias, x.ndim - k, float(epsilon))[0]
 
 
-# the common call in C (python/src/fast_api.cc, decision 520); the function above runs the rest
+# the common call in C (python/src/fast_api.cc, decision 134); the function above runs the rest
 from ..._fast import fast as _fast  # noqa: E402
 
 layer_norm = _fast("layer_norm", layer_norm, "layer_norm", ["begin_norm_axis", "epsilon"])
