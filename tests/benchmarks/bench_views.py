@@ -92,6 +92,16 @@ def matmuls():
         lambda: oar.matmul(qhc, qhc, transpose_y=True), lambda: np.matmul(q.transpose(0, 2, 1, 3),
                                                                         q.transpose(0, 2, 3, 1)),
         (lambda: pq @ pq.transpose(-1, -2)) if torch else None)
+    # A sum's gradient (stride-0 rows) into matmul's weight gradient: oneDNN's reference kernel took
+    # seconds here until such layouts were copied (decision 132).
+    a = rng.standard_normal((256, 512)).astype(np.float32)
+    ta = oar.to_tensor(a)
+    ones = oar.to_tensor(np.float32(1)).expand([256, 2048])
+    onesc = ones.contiguous()
+    pa = torch.from_numpy(a) if torch else None
+    row("a.T @ ones.expand [512x256x2048]", lambda: ta.T @ ones, lambda: ta.T @ onesc,
+        lambda: a.T @ np.broadcast_to(np.float32(1), (256, 2048)),
+        (lambda: pa.T @ torch.ones(()).expand(256, 2048)) if torch else None)
     x64 = rng.standard_normal((512, 512))
     t64 = oar.to_tensor(x64)
     t64c = t64.T.contiguous()
