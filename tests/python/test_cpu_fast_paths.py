@@ -1,0 +1,94 @@
+"""Edge cases of the CPU kernels' fast paths (issue 20: take_along_axis, pad, logsumexp/p_norm rows, atan2,
+cross_entropy, layer_norm backward, sort): each against numpy or a float64 reference."""
+import numpy as np
+import pytest
+
+import oar
+
+
+def T(a):
+    return oar.to_tensor(a)
+
+
+@pytest.mark.parametrize("idx_dtype", ["int32", "int64"])
+def test_take_along_axis_negative_and_out_of_range(idx_dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 7, 3)).astype(np.float32)
+    for axis in (0, 1, 2):
+        n = x.shape[axis]
+        shp = list(x.shape)
+        shp[axis] = 4
+        ix = rng.integers(-n, n, shp).astype(idx_dtype)
+        np.testing.assert_array_equal(oar.take_along_axis(T(x), T(ix), axis).numpy(),
+                                      np.take_along_axis(x, ix.astype(np.int64) % n, axis))
+    # a bad index anywhere (last element, first element) raises and names the op and the value
+    ix = np.zeros((5, 2, 3), idx_dtype)
+    ix[-1, -1, -1] = 7
+    with pytest.raises(IndexError, match=r"take_along_axis: index 7 .*axis of size 7"):
+        oar.take_along_axis(T(x), T(ix), 1)
+    ix[-1, -1, -1] = 0
+    ix[0, 0, 0] = -8
+    with pytest.raises(IndexError, match=r"take_along_axis: index -8"):
+        oar.take_along_axis(T(x), T(ix), 1)
+
+
+def test_take_along_axis_broadcast_and_dtypes():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 9)).astype(np.float64)
+    ix = rng.integers(0, 9, (1, 4))  # broadcast over the rows
+    np.testing.assert_array_equal(oar.take_along_axis(T(x), T(ix), 1).numpy(),
+                                  np.take_along_axis(x, np.broadcast_to(ix, (6, 4)), 1))
+    for dt in ("int8", "int16", "bool", "float16"):
+        xd = (x * 10).astype(dt)
+        ix2 = rng.integers(0, 9, (6, 12))
+        np.testing.assert_array_equal(oar.take_along_axis(T(xd), T(ix2), 1).numpy(), np.take_along_axis(xd, ix2, 1))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular", "constant"])
+def test_pad_last_axis_widths_near_the_size(mode):
+    rng = np.random.default_rng(2)
+    np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    for w in (1, 2, 5, 6):
+        a = rng.standard_normal((2, 3, 4, w)).astype(np.float32)
+        pmax = w - 1 if mode == "reflect" else w
+        for left, right in ((pmax, 0), (0, pmax), (pmax, pmax), (1 if pmax else 0, pmax)):
+            got = oar.pad(T(a), [left, right, 1 if mode != "reflect" or a.shape[2] > 1 else 0, 0], mode=mode,
+                          value=2.5).numpy()
+            top = 1 if mode != "reflect" or a.shape[2] > 1 else 0
+            kw = {"constant_values": 2.5} if mode == "constant" else {}
+            np.testing.assert_array_equal(got, np.pad(a, [(0, 0), (0, 0), (top, 0), (left, right)], np_mode, **kw))
+
+
+def test_logsumexp_and_norm_rows_against_float64():
+    rng = np.random.default_rng(3)
+    for n in (1, 7, 8, 9, 255, 256, 257, 2048, 3000):
+        x = (rng.standard_normal((5, n)) * 10).astype(np.float32)
+        x64 = x.astype(np.float64)
+        m = x64.max(-1, keepdims=True)
+        ref = (np.log(np.exp(x64 - m).sum(-1, keepdims=True)) + m)[:, 0]
+        np.testing.assert_allclose(oar.logsumexp(T(x), -1).numpy(), ref, rtol=2e-6, atol=1e-6)
+        np.testing.assert_allclose(oar.linalg.norm(T(x), 2, axis=-1).numpy(), np.sqrt((x64 * x64).sum(-1)),
+                                   rtol=2e-6)
+    x = np.array([[1.0, np.nan, 2.0], [-np.inf, -np.inf, -np.inf], [np.inf, 1.0, 2.0], [0.0, 0.0, 0.0]], np.float32)
+    np.testing.assert_array_equal(oar.logsumexp(T(x), -1).numpy(), np.array([np.nan, -np.inf, np.inf, np.log(3.0)], np.float32))
+    np.testing.assert_array_equal(oar.linalg.norm(T(x), 2, axis=-1).numpy(), [np.nan, np.inf, np.inf, 0.0])
+
+
+def test_atan2_float32_quadrants_and_reduction_boundary():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(1 << 16).astype(np.float32)
+    b = rng.standard_normal(1 << 16).astype(np.float32)
+    # ratios at tan(pi/8), where the reduction switches on, and at 1 (both branches meet)
+    t = np.float32(np.tan(np.pi / 8))
+    a[:4], b[:4] = [t, -t, 1, -1], [1, 1, -1, 1]
+    b[4:8] = np.nextafter(np.float32(1), np.float32(2)) * np.array([1, -1, 1, -1], np.float32)
+    a[4:8] = 1
+    got = oar.atan2(T(a), T(b)).numpy()
+    ref = np.arctan2(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(got, ref, rtol=4e-7, atol=0)
+    s = np.array([0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, np.nan], np.float32)
+    A, B = np.meshgrid(s, s)
+    got = oar.atan2(T(A.ravel()), T(B.ravel())).numpy()
+    ref = np.arctan2(A.ravel(), B.ravel())
+    np.testing.assert_allclose(got, ref, rtol=3e-7, atol=0, equal_nan=True)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
