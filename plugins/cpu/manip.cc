@@ -156,6 +156,26 @@ template <class T, class I>
 void take_along(const T* px, const I* pi, T* po, const AlongShape& s, ErrorFlag& bad) {
   const int64_t n = s.n, inner = s.inner;
   const int64_t rows = s.outer * s.ni;
+  if (inner == 1) {  // the last axis: rows of ni gathered elements
+    parallel_for(0, s.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.ni, 1)),
+                 [&](int64_t lo, int64_t hi) {
+                   bool fail = false;
+                   for (int64_t o = lo; o < hi; ++o) {
+                     const T* src = px + o * n;
+                     const I* ir = pi + o * s.ni;
+                     T* dst = po + o * s.ni;
+                     for (int64_t j = 0; j < s.ni; ++j) {
+                       int64_t k = static_cast<int64_t>(ir[j]);
+                       k += k < 0 ? n : 0;
+                       const bool out_of_range = static_cast<uint64_t>(k) >= static_cast<uint64_t>(n);
+                       fail |= out_of_range;
+                       dst[j] = src[out_of_range ? 0 : k];  // never read outside x
+                     }
+                   }
+                   if (fail) bad.set();
+                 });
+    return;
+  }
   parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(inner, 1)),
                [&](int64_t lo, int64_t hi) {
                  bool fail = false;

@@ -92,3 +92,71 @@ def test_atan2_float32_quadrants_and_reduction_boundary():
     ref = np.arctan2(A.ravel(), B.ravel())
     np.testing.assert_allclose(got, ref, rtol=3e-7, atol=0, equal_nan=True)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+
+
+def _layer_norm_ref(x, w, b, g, eps=1e-5):
+    x, w, b, g = (a.astype(np.float64) for a in (x, w, b, g))
+    m = x.mean(-1, keepdims=True)
+    rs = 1 / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + eps)
+    xh = (x - m) * rs
+    wg = g * w
+    dx = rs * (wg - wg.mean(-1, keepdims=True) - xh * (wg * xh).mean(-1, keepdims=True))
+    return xh * w + b, dx, (g * xh).sum(0), g.sum(0)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 130, 768])
+def test_layer_norm_float32_rows_forward_and_backward(n):
+    import oar.nn.functional as F
+    rng = np.random.default_rng(5)
+    rows = 67
+    x = (rng.standard_normal((rows, n)) * 3 + 1).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    g = rng.standard_normal((rows, n)).astype(np.float32)
+    tx, tw, tb = (oar.to_tensor(a, stop_gradient=False) for a in (x, w, b))
+    y = F.layer_norm(tx, n, tw, tb)
+    dx, dw, db = oar.grad([y], [tx, tw, tb], [T(g)])
+    ry, rdx, rdw, rdb = _layer_norm_ref(x, w, b, g)
+    np.testing.assert_allclose(y.numpy(), ry, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dx.numpy(), rdx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw.numpy(), rdw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(db.numpy(), rdb, rtol=1e-5, atol=1e-4)
+
+
+def _log_softmax64(x):
+    x = x.astype(np.float64)
+    m = x.max(-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("c", [1, 5, 8, 17, 1000])
+def test_cross_entropy_float32_rows(c):
+    import oar.nn.functional as F
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((33, c)) * 4).astype(np.float32)
+    x[0, 0] = 80.0  # a large logit: the shift by the row max keeps exp finite
+    lab = rng.integers(0, c, 33)
+    lab[3] = -100  # ignored (the default ignore_index)
+    tx = oar.to_tensor(x, stop_gradient=False)
+    loss = F.cross_entropy(tx, T(lab), reduction="none")
+    lp = _log_softmax64(x)
+    ref = np.where(lab == -100, 0.0, -lp[np.arange(33), np.where(lab == -100, 0, lab)])
+    np.testing.assert_allclose(loss.numpy().ravel(), ref, rtol=1e-5, atol=1e-5)
+    (dx,) = oar.grad([F.cross_entropy(tx, T(lab))], [tx])
+    onehot = np.eye(c)[np.where(lab == -100, 0, lab)] * (lab != -100)[:, None]
+    rdx = (np.exp(lp) - onehot) * (lab != -100)[:, None] / 33  # negative ignore_index: mean over all rows
+    np.testing.assert_allclose(dx.numpy(), rdx, rtol=1e-4, atol=1e-7)
+    # ignore_index >= 0 leaves those rows out of the mean
+    lab2 = rng.integers(0, c, 33)
+    lab2[:5] = 0
+    got = F.cross_entropy(T(x), T(lab2), ignore_index=0).numpy()
+    keep = lab2 != 0
+    np.testing.assert_allclose(got, -lp[np.arange(33), lab2][keep].mean() if keep.any() else 0.0, rtol=1e-5)
+    # soft labels
+    soft = rng.random((33, c)).astype(np.float32)
+    soft /= soft.sum(-1, keepdims=True)
+    got = F.cross_entropy(T(x), T(soft), soft_label=True).numpy()
+    np.testing.assert_allclose(got, -(soft * lp).sum(-1).mean(), rtol=1e-5)
+    bad = lab.copy()
+    bad[7] = c
+    with pytest.raises(Exception, match="cross_entropy"):
+        F.cross_entropy(T(x), T(bad))
