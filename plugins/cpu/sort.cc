@@ -58,6 +58,40 @@ constexpr int key_bits() {
   return 8 * static_cast<int>(sizeof(T) == 2 && !std::is_integral_v<T> ? 4 : sizeof(T));
 }
 
+// The value of T whose sort_key is k, and whether that value is exact: every key of an integer or bool
+// decodes exactly; a float key does unless it is the key of zero (-0.0 shares it with +0.0) or of NaN
+// (one key for every NaN), where the caller reads the input instead. Lets the sorted values be written
+// in order from the keys rather than gathered from the input at random positions.
+template <class T>
+inline T key_value(uint64_t k, bool* exact) {
+  if constexpr (std::is_same_v<T, bool>) {
+    *exact = true;
+    return k != 0;
+  } else if constexpr (std::is_floating_point_v<T> || is_float_v<T>) {
+    if constexpr (sizeof(T) == 8) {
+      const uint64_t u = (k >> 63) ? (k & ~(1ull << 63)) : ~k;
+      double d;
+      std::memcpy(&d, &u, 8);
+      *exact = k != (1ull << 63) && !(d != d);
+      return static_cast<T>(d);
+    } else {
+      const uint32_t k32 = static_cast<uint32_t>(k);
+      const uint32_t u = (k32 >> 31) ? (k32 & 0x7fffffffu) : ~k32;
+      float f;
+      std::memcpy(&f, &u, 4);
+      *exact = k32 != 0x80000000u && !(f != f);
+      return static_cast<T>(f);  // float16 / bfloat16 keys are their exact float32 widenings
+    }
+  } else if constexpr (std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    *exact = true;
+    return static_cast<T>(static_cast<U>(static_cast<U>(k) ^ (U(1) << (sizeof(T) * 8 - 1))));
+  } else {
+    *exact = true;
+    return static_cast<T>(k);
+  }
+}
+
 // Keys of up to 32 bits above a 32-bit position.
 struct Packed {
   using Item = uint64_t;
@@ -140,11 +174,18 @@ typename Tr::Item* sort_items(typename Tr::Item* a, typename Tr::Item* tmp, size
     return a;
   }
   const uint64_t diff = varying_bits<Tr>(a, n, bits);
-  if (diff == 0) return a;                           // all keys equal: already in position order
+  if (diff == 0) return a;  // all keys equal: already in position order
+  const int low = __builtin_ctzll(diff), high = 64 - __builtin_clzll(diff), width = high - low;
+  // LSD when the varying bits fit in three digits: 8- or 11-bit digits, whichever moves the items
+  // fewer times counting a histogram bin as one item (the buckets of a long line's first split carry
+  // about 21 varying bits: two passes of 11 bits instead of three of 8 from about 4K items).
+  const auto lsd_cost = [&](int d) { return ((width + d - 1) / d) * (n + (size_t{1} << d)); };
+  if (width <= 24 || (width <= 33 && n >= (size_t{1} << 12))) {
+    const int d = width > 24 || lsd_cost(11) < lsd_cost(8) ? 11 : 8;
+    return lsd_items<Tr>(a, tmp, n, low, (width + d - 1) / d, d);
+  }
   const int dbits = n < (size_t{1} << 16) ? 8 : 11;  // wider digits once n pays for their histogram
   const size_t radix = size_t{1} << dbits, mask = radix - 1;
-  const int low = __builtin_ctzll(diff), high = 64 - __builtin_clzll(diff);
-  if (high - low <= 3 * dbits) return lsd_items<Tr>(a, tmp, n, low, (high - low + dbits - 1) / dbits, dbits);
   const int shift = high - dbits;
   std::vector<uint32_t> start(radix + 1, 0);
   for (size_t i = 0; i < n; ++i) ++start[((Tr::key(a[i]) >> shift) & mask) + 1];
@@ -196,7 +237,9 @@ void sort_line(const T* x, S stride, T* v, int64_t* ind, const int64_t n, const 
   const typename Tr::Item* s = sort_items<Tr>(a, tmp, static_cast<size_t>(n), bits);
   for (int64_t j = 0; j < n; ++j) {
     const int64_t src = Tr::pos(s[j]);
-    v[j * stride] = x[src * stride];
+    bool exact;
+    const T val = key_value<T>(Tr::key(s[j]) ^ flip, &exact);
+    v[j * stride] = exact ? val : x[src * stride];  // x is read only for zeros and NaN
     ind[j * stride] = src;
   }
 }
@@ -352,7 +395,9 @@ void sort_long_line(const T* x, T* pv, int64_t* pi, int64_t n, uint64_t flip) {
   parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; ++j) {
       const int64_t src = Tr::pos(sorted[j]);
-      pv[j] = x[src];
+      bool exact;
+      const T v = key_value<T>(Tr::key(sorted[j]) ^ flip, &exact);
+      pv[j] = exact ? v : x[src];  // x is read only for zeros and NaN
       pi[j] = src;
     }
   });

@@ -160,3 +160,55 @@ def test_cross_entropy_float32_rows(c):
     bad[7] = c
     with pytest.raises(Exception, match="cross_entropy"):
         F.cross_entropy(T(x), T(bad))
+
+
+def _stable_sort_ref(a, descending):
+    """numpy's stable order with -0.0 == 0.0 and every NaN after +inf (before -inf descending), ties in
+    input order (descending: the flipped keys, so ties still in input order)."""
+    key = np.where(np.isnan(a), np.inf, a).astype(np.float64)
+    nan = np.isnan(a)
+    if descending:
+        order = np.lexsort((np.arange(a.size), -key, ~nan))
+    else:
+        order = np.lexsort((np.arange(a.size), key, nan))
+    return a[order], order
+
+
+@pytest.mark.parametrize("n", [300, 5000, 70000, 300000])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_values_written_from_keys_keep_zero_signs_and_nans(n, dtype, descending):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(n).astype(dtype)
+    k = n // 10
+    pos = rng.permutation(n)[:3 * k]
+    a[pos[:k]] = 0.0
+    a[pos[k:2 * k]] = -0.0
+    a[pos[2 * k:2 * k + 5]] = np.inf
+    a[pos[2 * k + 5:2 * k + 10]] = -np.inf
+    bits = a.view(np.uint16 if dtype == "float16" else np.uint32 if dtype == "float32" else np.uint64)
+    nan_bits = {"float16": [0x7e01, 0xfe00], "float32": [0x7fc00001, 0xffc00000],
+                "float64": [0x7ff8000000000001, 0xfff8000000000000]}[dtype]
+    bits[pos[2 * k + 10:2 * k + 20]] = nan_bits[0]  # payload NaN
+    bits[pos[2 * k + 20:2 * k + 30]] = nan_bits[1]  # negative NaN
+    v, i = oar.sort(T(a), descending=descending), oar.argsort(T(a), descending=descending)
+    rv, ri = _stable_sort_ref(a, descending)
+    np.testing.assert_array_equal(i.numpy(), ri)
+    # the same bits: zeros keep their sign, NaNs their payload and sign
+    np.testing.assert_array_equal(v.numpy().view(bits.dtype), rv.view(bits.dtype))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "bool"])
+def test_sort_integer_values_from_keys(dtype):
+    rng = np.random.default_rng(8)
+    for n in (300, 70000):
+        if dtype == "bool":
+            a = rng.random(n) < 0.5
+        else:
+            info = np.iinfo(dtype)
+            a = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+            a[:2] = [info.min, info.max]
+        np.testing.assert_array_equal(oar.sort(T(a)).numpy(), np.sort(a, kind="stable"))
+        np.testing.assert_array_equal(oar.sort(T(a), descending=True).numpy(), np.sort(a, kind="stable")[::-1])
+        m = a.reshape(-1, 10) if n % 10 == 0 else a
+        np.testing.assert_array_equal(oar.sort(T(m), axis=0).numpy(), np.sort(m, 0, kind="stable"))
