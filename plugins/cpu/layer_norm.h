@@ -25,8 +25,8 @@ inline S row_sum(int64_t n, F f) {
 
 // One float32 row with GCC vector types, 8 lanes (two SSE registers on baseline x86-64, one AVX register
 // in the AVX2 build): the same operations in the same order as the generic row below (lane k sums the
-// elements i + k, the tail the scalar sum, then the lanes in order; no FMA contraction under -std=c++17),
-// so the same bits in either build. Returns nothing; writes the row, its mean and rstd.
+// elements i + k, the tail the scalar sum, then the lanes in order; target "avx2" does not enable FMA, so
+// nothing is contracted), so the same bits in either build. Writes the row, its mean and rstd.
 typedef float ln_v8f __attribute__((vector_size(32)));
 __attribute__((always_inline)) inline void layer_norm_fwd_row_v8(const float* r, const float* pw,
                                                                  const float* pb, float* wr, float* pm,

@@ -217,8 +217,8 @@ __attribute__((always_inline)) inline void layer_norm_bwd_row(const T* xr, const
 // The float32 row with GCC vector types, 8 lanes (two SSE registers on baseline x86-64, one AVX register
 // in the AVX2 build): the auto-vectorised form of the loop above shuffled its 8 accumulators between
 // registers. Lane k sums the elements j + k, the tail goes to the scalar sum, then the lanes in order:
-// the same operations in the same order as layer_norm_bwd_row, so the same bits (no FMA contraction under
-// -std=c++17), and the same bits in either build.
+// the same operations in the same order as layer_norm_bwd_row, so the same bits, and the same bits in
+// either build (target "avx2" does not enable FMA, so nothing is contracted).
 typedef float v8f __attribute__((vector_size(32)));
 __attribute__((always_inline)) inline void layer_norm_bwd_row_v8(const float* xr, const float* gr,
                                                                  const float* pw, float* dr, float* aw,
@@ -378,7 +378,8 @@ OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float row_max(cons
 
 // One float32 row of softmax_cross_entropy: w = softmax(r), returns log of the normaliser (m + log s).
 // The exp pass also sums (8 lanes in row_sum's order); built for AVX2 and for baseline x86-64 (the .so's
-// target), chosen once by the CPU: the same operations in the same order, so the same bits either way.
+// target), chosen once by the CPU: the same operations in the same order (target "avx2" does not enable
+// FMA, so nothing is contracted), so the same bits either way.
 OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float softmax_row_body(const float* r, float* w,
                                                                                      int64_t K) {
   const float m = row_max(r, K);

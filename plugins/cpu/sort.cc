@@ -113,6 +113,23 @@ struct Wide {
   static bool less(const Item& a, const Item& b) { return a.key != b.key ? a.key < b.key : a.pos < b.pos; }
 };
 
+// Keys alone (sort's values_only: no positions wanted), 4 or 8 bytes an item: half or two thirds of the
+// memory the radix passes move with positions. Equal keys are then equal values (the caller checks for
+// -0.0 and NaN, whose keys are shared), so stability does not matter.
+template <class U>
+struct KeyOnly {
+  using Item = U;
+  static constexpr bool kKeysOnly = true;
+  static Item make(uint64_t key, uint32_t) { return static_cast<U>(key); }
+  static uint64_t key(Item v) { return v; }
+  static uint32_t pos(Item) { return 0; }
+  static bool less(Item a, Item b) { return a < b; }
+};
+template <class Tr, class = void>
+struct keys_only : std::false_type {};
+template <class Tr>
+struct keys_only<Tr, std::void_t<decltype(Tr::kKeysOnly)>> : std::true_type {};
+
 // Below this many items a comparison sort beats a radix pass (its histogram costs a fixed amount).
 constexpr size_t kRadixMin = 256;
 
@@ -236,11 +253,15 @@ void sort_line(const T* x, S stride, T* v, int64_t* ind, const int64_t n, const 
   for (int64_t j = 0; j < n; ++j) a[j] = Tr::make(sort_key(x[j * stride]) ^ flip, static_cast<uint32_t>(j));
   const typename Tr::Item* s = sort_items<Tr>(a, tmp, static_cast<size_t>(n), bits);
   for (int64_t j = 0; j < n; ++j) {
-    const int64_t src = Tr::pos(s[j]);
     bool exact;
     const T val = key_value<T>(Tr::key(s[j]) ^ flip, &exact);
-    v[j * stride] = exact ? val : x[src * stride];  // x is read only for zeros and NaN
-    ind[j * stride] = src;
+    if constexpr (keys_only<Tr>::value) {
+      v[j * stride] = val;  // exact: no -0.0 or NaN in x (checked by the caller)
+    } else {
+      const int64_t src = Tr::pos(s[j]);
+      v[j * stride] = exact ? val : x[src * stride];  // x is read only for zeros and NaN
+      ind[j * stride] = src;
+    }
   }
 }
 
@@ -394,11 +415,15 @@ void sort_long_line(const T* x, T* pv, int64_t* pi, int64_t n, uint64_t flip) {
   }
   parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; ++j) {
-      const int64_t src = Tr::pos(sorted[j]);
       bool exact;
       const T v = key_value<T>(Tr::key(sorted[j]) ^ flip, &exact);
-      pv[j] = exact ? v : x[src];  // x is read only for zeros and NaN
-      pi[j] = src;
+      if constexpr (keys_only<Tr>::value) {
+        pv[j] = v;  // exact: no -0.0 or NaN in x (checked by the caller)
+      } else {
+        const int64_t src = Tr::pos(sorted[j]);
+        pv[j] = exact ? v : x[src];  // x is read only for zeros and NaN
+        pi[j] = src;
+      }
     }
   });
 }
@@ -406,11 +431,33 @@ void sort_long_line(const T* x, T* pv, int64_t* pi, int64_t n, uint64_t flip) {
 // Lines longer than this (and too few lines to share out) sort over all threads.
 constexpr int64_t kLongLine = int64_t{1} << 16;
 
+// Whether x holds -0.0 or NaN: values whose sort keys other values share (+0.0, other NaNs), so keys
+// alone cannot give them back. Integers never do.
+template <class T>
+bool shared_keys(const T* x, int64_t n) {
+  if constexpr (std::is_floating_point_v<T> || is_float_v<T>) {
+    ErrorFlag hit;
+    parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      bool h = false;
+      for (int64_t i = lo; i < hi; ++i) {
+        const auto v = static_cast<std::conditional_t<sizeof(T) == 8, double, float>>(x[i]);
+        h |= (v != v) | ((v == 0) & std::signbit(v));
+      }
+      if (h) hit.set();
+    });
+    return hit.get();
+  } else {
+    (void)x, (void)n;
+    return false;
+  }
+}
+
 void sort_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), vals = ctx.output(0), inds = ctx.output(1);
   const int32_t nd = x.ndim();
   const int64_t axis = nd == 0 ? 0 : normalize_axis("sort", attr_int_or(ctx, "axis", -1), nd);
   const bool desc = attr_int_or(ctx, "descending", 0) != 0;
+  const bool values_only = attr_int_or(ctx, "values_only", 0) != 0;
   const int64_t n = nd == 0 ? 1 : x.dim(static_cast<int32_t>(axis));
   const int64_t inner = nd == 0 ? 1 : product(x.dims(), axis + 1, nd);
   const int64_t lines = n == 0 ? 0 : x.numel() / n;
@@ -425,10 +472,20 @@ void sort_kernel(KernelContext& ctx) {
     const T* px = x.data<T>();
     T* pv = vals.data<T>();
     int64_t* pi = inds.data<int64_t>();
-    if (inner == 1 && n >= kLongLine && lines < oar::sdk::max_threads()) {
-      for (int64_t l = 0; l < lines; ++l) sort_long_line<Tr>(px + l * n, pv + l * n, pi + l * n, n, flip);
+    const auto run = [&](auto tr) {
+      using R = decltype(tr);
+      if (inner == 1 && n >= kLongLine && lines < oar::sdk::max_threads()) {
+        for (int64_t l = 0; l < lines; ++l) sort_long_line<R>(px + l * n, pv + l * n, pi + l * n, n, flip);
+      } else {
+        sort_lines<R>(px, pv, pi, lines, n, inner, flip);
+      }
+    };
+    // values_only (the caller drops the indices, which are then not written): keys alone, when no two
+    // different values share a key. Short lines keep the positions path (its rank sort writes both).
+    if (values_only && n > kRankMax && !shared_keys(px, x.numel())) {
+      run(KeyOnly<std::conditional_t<bits <= 32, uint32_t, uint64_t>>{});
     } else {
-      sort_lines<Tr>(px, pv, pi, lines, n, inner, flip);
+      run(Tr{});
     }
   });
 }

@@ -212,3 +212,34 @@ def test_sort_integer_values_from_keys(dtype):
         np.testing.assert_array_equal(oar.sort(T(a), descending=True).numpy(), np.sort(a, kind="stable")[::-1])
         m = a.reshape(-1, 10) if n % 10 == 0 else a
         np.testing.assert_array_equal(oar.sort(T(m), axis=0).numpy(), np.sort(m, 0, kind="stable"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8"])
+def test_sort_values_only_path(dtype):
+    """oar.sort of a tensor that needs no gradient sorts keys alone (values_only); a line holding -0.0 or
+    NaN goes the positions way; a tensor that needs a gradient gets it through the positions."""
+    rng = np.random.default_rng(9)
+    for shape, axis in (((300,), -1), ((70000,), -1), ((3, 5000), 1), ((5000, 3), 0), ((2, 40), 1)):
+        if dtype.startswith("float") or dtype == "bfloat16":
+            a = rng.standard_normal(shape).astype(np.float32)
+            t = oar.to_tensor(a).astype(dtype)
+            a = t.astype("float32").numpy()  # the values t holds
+        else:
+            a = rng.integers(0, 200 if dtype == "uint8" else 1 << 30, shape).astype(dtype)
+            a[..., :3] = 7  # ties
+            t = T(a)
+        for desc in (False, True):
+            exp = np.sort(a, axis, kind="stable")
+            exp = np.flip(exp, axis) if desc else exp
+            got = oar.sort(t, axis, descending=desc)
+            np.testing.assert_array_equal(got.astype("float32").numpy() if dtype == "bfloat16" else got.numpy(), exp)
+    x = rng.standard_normal((4, 300)).astype(np.float32)
+    tx = oar.to_tensor(x, stop_gradient=False)
+    g = rng.standard_normal((4, 300)).astype(np.float32)
+    (dx,) = oar.grad([oar.sort(tx, 1)], [tx], [T(g)])
+    order = np.argsort(x, 1, kind="stable")
+    ref = np.zeros_like(x)
+    np.put_along_axis(ref, order, g, 1)
+    np.testing.assert_array_equal(dx.numpy(), ref)
+    with oar.no_grad():
+        np.testing.assert_array_equal(oar.sort(tx, 1).numpy(), np.sort(x, 1))
