@@ -380,32 +380,38 @@ OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float row_max(cons
 // The exp pass also sums (8 lanes in row_sum's order); built for AVX2 and for baseline x86-64 (the .so's
 // target), chosen once by the CPU: the same operations in the same order (target "avx2" does not enable
 // FMA, so nothing is contracted), so the same bits either way.
-OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float softmax_row_body(const float* r, float* w,
-                                                                                     int64_t K) {
+// w == nullptr (loss_only): the log of the normaliser alone, the same sum in the same order.
+template <bool kStore>
+OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float lse_row_body(const float* r, float* w,
+                                                                                 int64_t K) {
   const float m = row_max(r, K);
   float acc[8] = {};
   int64_t i = 0;
   for (; i + 8 <= K; i += 8)
     for (int k = 0; k < 8; ++k) {
       const float e = exp_nonpos(r[i + k] - m);
-      w[i + k] = e;
+      if constexpr (kStore) w[i + k] = e;
       acc[k] += e;
     }
   float s = 0;
   for (; i < K; ++i) {
     const float e = exp_nonpos(r[i] - m);
-    w[i] = e;
+    if constexpr (kStore) w[i] = e;
     s += e;
   }
   for (int k = 0; k < 8; ++k) s += acc[k];
-  const float inv = 1.0f / s;
-  for (int64_t j = 0; j < K; ++j) w[j] *= inv;
+  if constexpr (kStore) {
+    const float inv = 1.0f / s;
+    for (int64_t j = 0; j < K; ++j) w[j] *= inv;
+  }
   return m + std::log(s);
 }
 __attribute__((target("avx2"))) float softmax_row_avx2(const float* r, float* w, int64_t K) {
-  return softmax_row_body(r, w, K);
+  return w ? lse_row_body<true>(r, w, K) : lse_row_body<false>(r, w, K);
 }
-float softmax_row_base(const float* r, float* w, int64_t K) { return softmax_row_body(r, w, K); }
+float softmax_row_base(const float* r, float* w, int64_t K) {
+  return w ? lse_row_body<true>(r, w, K) : lse_row_body<false>(r, w, K);
+}
 using SoftmaxRow = float (*)(const float*, float*, int64_t);
 SoftmaxRow softmax_row() {
   static const bool avx2 = __builtin_cpu_supports("avx2");
@@ -415,7 +421,7 @@ SoftmaxRow softmax_row() {
 
 template <class T, class L>
 void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorView& loss,
-                    const TensorView& sm, int64_t ignore_index, ErrorFlag& bad) {
+                    const TensorView& sm, int64_t ignore_index, bool loss_only, ErrorFlag& bad) {
   using C = compute_t<T>;
   using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t N = x.dim(0), K = x.dim(1);
@@ -426,7 +432,7 @@ void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorVi
     const SoftmaxRow row = softmax_row();
     parallel_for(0, N, std::max<int64_t>(1, 8192 / std::max<int64_t>(K, 1)), [&](int64_t lo, int64_t hi) {
       for (int64_t o = lo; o < hi; ++o) {
-        const float lse = row(px + o * K, ps + o * K, K);
+        const float lse = row(px + o * K, loss_only ? nullptr : ps + o * K, K);
         const int64_t l = static_cast<int64_t>(pl[o]);
         if (l == ignore_index) {
           ploss[o] = 0;
@@ -476,13 +482,14 @@ void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorVi
 void softmax_ce_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), label = ctx.input(1);
   const int64_t ignore = attr_int_or(ctx, "ignore_index", -100);
+  const bool loss_only = attr_int_or(ctx, "loss_only", 0) != 0;  // float32 leaves the softmax unwritten
   ErrorFlag bad;
   dispatch<FloatType>("softmax_cross_entropy", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (label.dtype() == OAR_DTYPE_INT64)
-      softmax_ce_fwd<T, int64_t>(x, label, ctx.output(0), ctx.output(1), ignore, bad);
+      softmax_ce_fwd<T, int64_t>(x, label, ctx.output(0), ctx.output(1), ignore, loss_only, bad);
     else
-      softmax_ce_fwd<T, int32_t>(x, label, ctx.output(0), ctx.output(1), ignore, bad);
+      softmax_ce_fwd<T, int32_t>(x, label, ctx.output(0), ctx.output(1), ignore, loss_only, bad);
   });
   OAR_SDK_CHECK(!bad.get(), OAR_ERR_OUT_OF_RANGE,
                 "softmax_cross_entropy: label value out of range [0, " << x.dim(1) << ") (ignore_index is "

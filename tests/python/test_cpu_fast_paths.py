@@ -243,3 +243,41 @@ def test_sort_values_only_path(dtype):
     np.testing.assert_array_equal(dx.numpy(), ref)
     with oar.no_grad():
         np.testing.assert_array_equal(oar.sort(tx, 1).numpy(), np.sort(x, 1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_cross_entropy_without_gradient_equals_the_training_loss(dtype):
+    """Without a gradient cross_entropy asks for the loss alone (loss_only, no softmax written): the same bits
+    as the loss computed with the softmax for the backward."""
+    import oar.nn.functional as F
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((37, 1000)) * 3).astype(np.float32)
+    lab = rng.integers(0, 1000, 37)
+    lab[4] = -100
+    tx = oar.to_tensor(x).astype(dtype)
+    tx.stop_gradient = False
+    for red in ("none", "mean", "sum"):
+        with_grad = F.cross_entropy(tx, T(lab), reduction=red).numpy()
+        with oar.no_grad():
+            no_grad = F.cross_entropy(tx, T(lab), reduction=red).numpy()
+        np.testing.assert_array_equal(no_grad, with_grad)
+    stopped = F.cross_entropy(oar.to_tensor(x).astype(dtype), T(lab), reduction="none").numpy()
+    np.testing.assert_array_equal(stopped, F.cross_entropy(tx, T(lab), reduction="none").numpy())
+    bad = lab.copy()
+    bad[0] = 1000
+    with oar.no_grad(), pytest.raises(Exception, match="cross_entropy"):
+        F.cross_entropy(tx, T(bad))
+
+
+def test_norm2_float32_rows_extreme_magnitudes():
+    """The float32 2-norm rows sum squares in double: no overflow near the float maximum, no loss to
+    underflow among denormals, NaN and inf as before."""
+    x = np.array([[2e38, 2e38, 1.0] + [0.0] * 9,  # the norm, 2.8e38, is a float; the squares are not
+                  [1e-40, -2e-40, 3e-42] + [0.0] * 9,
+                  [np.inf, np.nan] + [1.0] * 10,
+                  [-np.inf] + [1.0] * 11], np.float32)
+    got = oar.linalg.norm(T(x), 2, axis=-1).numpy()
+    ref = np.sqrt((x.astype(np.float64) ** 2).sum(-1))
+    np.testing.assert_allclose(got[:2], ref[:2].astype(np.float32), rtol=1e-6)
+    assert np.isnan(got[2]) and got[3] == np.inf
+    assert np.isfinite(got[0])
