@@ -439,9 +439,22 @@ bool shared_keys(const T* x, int64_t n) {
     ErrorFlag hit;
     parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
       bool h = false;
-      for (int64_t i = lo; i < hi; ++i) {
-        const auto v = static_cast<std::conditional_t<sizeof(T) == 8, double, float>>(x[i]);
-        h |= (v != v) | ((v == 0) & std::signbit(v));
+      if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {  // on the bits: an integer loop that vectorises
+        using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+        constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+        constexpr U inf = sizeof(T) == 8 ? U(0x7ff0000000000000ull) : U(0x7f800000u);
+        U any = 0;
+        for (int64_t i = lo; i < hi; ++i) {
+          U u;
+          std::memcpy(&u, x + i, sizeof u);
+          any |= U((u == sign) | ((u & ~sign) > inf));  // -0.0, NaN
+        }
+        h = any != 0;
+      } else {
+        for (int64_t i = lo; i < hi; ++i) {
+          const float v = static_cast<float>(x[i]);
+          h |= (v != v) | ((v == 0) & std::signbit(v));
+        }
       }
       if (h) hit.set();
     });
