@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the GPU plugin wheels into ${OAR_DIST_DIR:-dist}, each where its compiler is found: oar-cuda
 # (scripts/build_cuda_wheel.sh: nvcc) and oar-rocm (plugins/rocm/pyproject.toml: hipcc; OAR_ROCM_ARCHS
-# overrides the offload targets, default gfx90a). Both come from the same sources (plugins/cuda), and each
+# overrides the offload targets; default: those of gfx90a, gfx942, gfx1100 that hipcc supports). Both come from the same sources (plugins/cuda), and each
 # is checked: the two exported entry points only, no liboar_core. docs/packaging.md.
 #
 # Needs oar installed in the Python that runs it (OAR_PYTHON, default python3) and scikit-build-core.

@@ -1,7 +1,9 @@
 // matmul with numpy semantics (1-D operands, broadcast batch dims, optional transposes of the last two
 // dims). float32, bfloat16 and float16 run through oneDNN (a 16-bit type whose primitive this CPU lacks
 // through oneDNN's float32 path, converted in and out a vector at a time); float64 and complex through
-// BLAS gemm (OpenBLAS, blas.cc); integers through a blocked, vectorised kernel. Inputs arrive contiguous.
+// BLAS gemm (OpenBLAS, blas.cc); integers through a blocked, vectorised kernel. Inputs arrive strided
+// (views): a transposed view of a contiguous tensor is read in place by every path (the transpose flag
+// flipped), any other layout by oneDNN's strided descriptors in float32, else copied here (read_operand).
 //
 // oneDNN primitives are created once per problem shape and cached: creating one costs far more than
 // a small matmul, and the budget is "within 10% of oneDNN called directly".
@@ -10,9 +12,11 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 
 #include "blas.h"
+#include "contiguous.h"
 #include "elementwise.h"
 
 namespace oar_cpu {
@@ -29,9 +33,8 @@ struct Plan {
   std::vector<int64_t> x_index, y_index;  // per output matrix, which X / Y matrix (general broadcast)
 };
 
-Plan make_plan(const TensorView& x, const TensorView& y, bool tx, bool ty) {
+Plan make_plan(const std::vector<int64_t>& xd, const std::vector<int64_t>& yd, bool tx, bool ty) {
   Plan p;
-  std::vector<int64_t> xd = x.shape(), yd = y.shape();
   OAR_SDK_CHECK(!xd.empty() && !yd.empty(), OAR_ERR_INVALID_ARGUMENT,
                 "matmul: operands must have at least 1 dimension");
   int64_t ky;
@@ -561,19 +564,75 @@ bool f32_matmul(const Plan& p, const float* x, const float* y, float* out) {
 template <class T>
 struct MatmulType : std::bool_constant<!std::is_same_v<T, bool>> {};
 
+// An operand as the paths above read it: a contiguous block of `dims`, read transposed when `flip` (a
+// view with its last two dims swapped, x.T or a transpose([0, 2, 1]), is its contiguous base read
+// transposed: no copy); any other layout is copied into `own`.
+struct Operand {
+  std::vector<int64_t> dims;
+  bool flip = false;
+  const void* data = nullptr;
+  ContiguousCopy own;
+};
+
+bool swapped_contiguous(const TensorView& t) {
+  const int32_t r = t.ndim();
+  if (r < 2) return false;
+  std::vector<int64_t> d = t.shape(), st(t.strides(), t.strides() + r);
+  std::swap(d[r - 1], d[r - 2]);
+  std::swap(st[r - 1], st[r - 2]);
+  const std::vector<int64_t> want = contiguous_strides(d);
+  for (int32_t i = 0; i < r; ++i)
+    if (d[i] != 1 && st[i] != want[i]) return false;
+  return true;
+}
+
+// in place when contiguous or transposed-contiguous (`copy` false: nothing else is accepted).
+bool read_operand(const TensorView& t, bool copy, Operand& o) {
+  o.dims = t.shape();
+  if (t.is_contiguous() || t.numel() == 0) {
+    o.data = t.raw();
+    return true;
+  }
+  if (swapped_contiguous(t)) {
+    std::swap(o.dims[o.dims.size() - 1], o.dims[o.dims.size() - 2]);
+    o.flip = true;
+    o.data = t.raw();
+    return true;
+  }
+  if (!copy) return false;
+  o.own = ContiguousCopy(t);
+  o.data = o.own.data();
+  return true;
+}
+
+bool strided_f32(const TensorView& x, const TensorView& y, bool tx, bool ty, const Plan& p, float* out);
+
 void matmul_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), y = ctx.input(1), out = ctx.output(0);
   OAR_SDK_CHECK(
       x.dtype() == y.dtype(), OAR_ERR_TYPE,
       "matmul: x is " << oar::sdk::dtype_name(x.dtype()) << " but y is " << oar::sdk::dtype_name(y.dtype()));
-  Plan p = make_plan(x, y, attr_int_or(ctx, "transpose_x", 0) != 0, attr_int_or(ctx, "transpose_y", 0) != 0);
+  const bool tx = attr_int_or(ctx, "transpose_x", 0) != 0, ty = attr_int_or(ctx, "transpose_y", 0) != 0;
+  Plan p = make_plan(x.shape(), y.shape(), tx, ty);  // checks the shapes whatever the layouts
   OAR_SDK_CHECK(out.numel() == p.batch * p.M * p.N, OAR_ERR_INVALID_ARGUMENT,
                 "matmul: output has " << out.numel() << " elements, expected " << p.batch * p.M * p.N);
   if (out.numel() == 0) return;
+  Operand ox, oy;
+  if (!read_operand(x, false, ox) || !read_operand(y, false, oy)) {
+    // Another layout (a head split's [b, heads, L, d] view of [b, L, heads, d], a column slice, a stride-0
+    // batch): float32 above the small-problem cutoff goes to oneDNN with the strides as they are.
+    if (x.dtype() == OAR_DTYPE_FLOAT32 && p.K > 0 &&
+        double(p.batch) * double(p.M) * double(p.N) * double(p.K) > double(small_gemm_cutoff()) &&
+        strided_f32(x, y, tx, ty, p, out.data<float>()))
+      return;
+    read_operand(x, true, ox);
+    read_operand(y, true, oy);
+  }
+  if (ox.flip || oy.flip) p = make_plan(ox.dims, oy.dims, tx != ox.flip, ty != oy.flip);
   dispatch<MatmulType>("matmul", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* px = x.data<T>();
-    const T* py = y.data<T>();
+    const T* px = static_cast<const T*>(ox.data);
+    const T* py = static_cast<const T*>(oy.data);
     T* po = out.data<T>();
     if (p.K == 0) {  // empty contraction: zeros
       std::fill(po, po + out.numel(), T(0));
@@ -630,8 +689,9 @@ StridedCache& strided_cache() {
   return *c;
 }
 
-std::shared_ptr<Prim> get_strided_prim(memory::data_type dt, const StridedKey& k, const memory::desc& src,
-                                       const memory::desc& wei, const memory::desc& dst) {
+// descs() gives (src, wei, dst), made only on a cache miss (three descriptors cost ~0.6 us per call).
+template <class Descs>
+std::shared_ptr<Prim> get_strided_prim(memory::data_type dt, const StridedKey& k, const Descs& descs) {
   StridedCache& c = strided_cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -641,10 +701,10 @@ std::shared_ptr<Prim> get_strided_prim(memory::data_type dt, const StridedKey& k
   std::shared_ptr<Prim> p;
   try {
     p = std::make_shared<Prim>();
-    p->src = src, p->wei = wei, p->dst = dst;
+    std::tie(p->src, p->wei, p->dst) = descs();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), attr, engine());
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->src, p->wei, p->dst), attr, engine());
     if (dt != memory::data_type::f32 && !use_native_lowp(pd.impl_info_str())) p = nullptr;
     if (p) {
       p->scratch = pd.scratchpad_desc();
@@ -681,7 +741,8 @@ bool strided_matmul_f32(int32_t ndim, const int64_t* xd, const int64_t* xs, cons
   };
   std::shared_ptr<Prim> p;
   try {
-    p = get_strided_prim(memory::data_type::f32, k, desc(xd, xs), desc(yd, ys), desc(od, os));
+    p = get_strided_prim(memory::data_type::f32, k,
+                         [&] { return std::make_tuple(desc(xd, xs), desc(yd, ys), desc(od, os)); });
   } catch (const dnnl::error&) {
     return false;  // a layout its descriptors cannot express
   }
@@ -695,11 +756,51 @@ bool strided_matmul_f32(int32_t ndim, const int64_t* xd, const int64_t* xs, cons
   }
 }
 
-namespace {}  // namespace
+namespace {
+// The plan's operands in float32 through strided_matmul_f32: both padded to the output's rank ([k] as
+// [1, k] / [k, 1]), a requested transpose a swap of the last two dims and strides, a stride-0 (expanded)
+// batch dim a broadcast one of size 1. false when oneDNN takes no such layout (negative strides).
+bool strided_f32(const TensorView& x, const TensorView& y, bool tx, bool ty, const Plan& p, float* out) {
+  int32_t nb = std::max(x.ndim(), y.ndim()) - 2;
+  if (nb < 0) nb = 0;
+  const int32_t r = nb + 2;
+  auto full = [&](const TensorView& t, bool vec_is_row, bool tr, std::vector<int64_t>& d,
+                  std::vector<int64_t>& st) {
+    std::vector<int64_t> td = t.shape(), ts(t.strides(), t.strides() + t.ndim());
+    if (td.size() == 1) {  // [k] as [1, k] (x) or [k, 1] (y)
+      td.insert(vec_is_row ? td.begin() : td.end(), 1);
+      ts.insert(vec_is_row ? ts.begin() : ts.end(), td[vec_is_row ? 1 : 0] * ts[0]);
+      tr = false;
+    }
+    if (tr) {
+      std::swap(td[td.size() - 1], td[td.size() - 2]);
+      std::swap(ts[ts.size() - 1], ts[ts.size() - 2]);
+    }
+    d.assign(static_cast<size_t>(r) - td.size(), 1);
+    st.assign(d.size(), 0);
+    d.insert(d.end(), td.begin(), td.end());
+    st.insert(st.end(), ts.begin(), ts.end());
+    for (int32_t i = 0; i < r; ++i) {
+      if (i < nb && st[i] == 0) d[i] = 1;                           // expanded: broadcast
+      if (d[i] == 1) st[i] = i + 1 < r ? d[i + 1] * st[i + 1] : 1;  // any stride is right for size 1
+    }
+  };
+  std::vector<int64_t> xd, xs, yd, ys;
+  full(x, true, tx, xd, xs);
+  full(y, false, ty, yd, ys);
+  std::vector<int64_t> od(static_cast<size_t>(r));
+  for (int32_t i = 0; i < nb; ++i) od[i] = std::max(xd[i], yd[i]);
+  od[nb] = p.M, od[nb + 1] = p.N;
+  const std::vector<int64_t> os = contiguous_strides(od);
+  return strided_matmul_f32(r, xd.data(), xs.data(), x.data<float>(), yd.data(), ys.data(), y.data<float>(),
+                            od.data(), os.data(), out);
+}
+}  // namespace
 
 void register_matmul_kernels(Registry& r) {
-  // Contiguous inputs only: transposes are expressed through oneDNN strides, not copies.
-  r.add("matmul", numeric_dtypes(), &matmul_kernel);
+  // Strided inputs: a transposed view is read in place (the transpose flag flipped), other layouts through
+  // oneDNN's strided descriptors (float32) or copied in the kernel.
+  r.add("matmul", numeric_dtypes(), &matmul_kernel, kStrided);
 }
 
 void matmul_shutdown() {
@@ -714,7 +815,8 @@ void matmul_shutdown() {
 // ---- for fused.cc (fused_gemm_epilogue) ----------------------------------------------------------
 // One R x K times K x N float32 product through the small-problem loop, exactly as matmul runs it (so
 // the fused op's rows equal matmul's bit for bit); false, doing nothing, above the cutoff or for K 0.
-bool small_gemm_f32(int64_t R, int64_t K, int64_t N, bool tx, bool ty, const float* x, const float* y, float* out) {
+bool small_gemm_f32(int64_t R, int64_t K, int64_t N, bool tx, bool ty, const float* x, const float* y,
+                    float* out) {
   if (K == 0 || double(R) * double(K) * double(N) > double(small_gemm_cutoff())) return false;
   Plan p;
   p.M = R, p.K = K, p.N = N, p.tx = tx, p.ty = ty;

@@ -39,6 +39,8 @@ void register_attention_kernels(Registry& r);   // attention.cc: softmax_grad, f
 // oneDNN's kernels fix their thread count when the primitive is created, so every cached oneDNN primitive
 // (matmul.cc, fused.cc, conv.cc, rnn.cc) is keyed on oar::sdk::max_threads() too.
 void adapt_threads();
+int default_threads();                // the count without other processes' load (cgroup quota applied)
+const std::string& threads_source();  // where it comes from: the affinity mask, the cgroup quota, ...
 
 namespace {
 // The plugin's profiler (its table: start, stop, flush): kernels and collectives as trace events.
@@ -127,14 +129,16 @@ OarError* device_properties(int32_t device, OarDeviceProperties* props) {
     check_device(device);
     OarDeviceProperties p{};
     p.struct_size = sizeof(p);
-    std::snprintf(p.name, sizeof(p.name), "cpu");
+    // The thread count and its source, for the doctor and users in containers (decision 129).
+    std::snprintf(p.name, sizeof(p.name), "cpu, OpenMP threads: %d (%s)", default_threads(),
+                  threads_source().c_str());
     host_memory(nullptr, &p.total_memory);
     // Several ranks may share the one cpu device (Gloo ranks are processes or threads; decision 51).
     p.capabilities =
         OAR_CAP_HOST_ACCESSIBLE | OAR_CAP_FP16 | OAR_CAP_BF16 | OAR_CAP_FP64 | OAR_CAP_SHARED_DEVICE_RANKS;
     p.alloc_alignment = kAlignment;
     p.alloc_chunk_bytes = 0;
-    p.compute_units = oar::sdk::max_threads();
+    p.compute_units = default_threads();
     p.max_streams = 0;
     oar::sdk::fill_sized(props, p);
   });

@@ -92,27 +92,83 @@ bool as_outer_red_inner(const TensorView& x, const std::vector<int64_t>& axes, i
   return true;
 }
 
-// Whether a reduction over `axes` covers every element of x (each axis longer than 1 is reduced) and x's
-// elements are one dense block in some axis order (a transposed or permuted view of a contiguous tensor):
-// then the whole block can be summed in memory order, as one contiguous row, instead of walking the
-// logical order across strides (8x slower for a transposed view).
-bool whole_dense_block(const TensorView& x, const std::vector<int64_t>& axes) {
+// A view whose elements are one dense block in some axis order (a transposed or permuted view of a
+// contiguous tensor), reduced over axes that are one adjacent run in memory order: the block is then
+// [outer, red, inner] in memory order and takes the contiguous path instead of walking the view's
+// logical order across strides (8x slower for a transposed view). Flipped, sliced and broadcast views
+// are not one dense block of positive strides. The kept axes' memory order may differ from their order
+// in `out` (a permutation that moves them): `out_order` is then false and the caller writes the result
+// in memory order to a buffer and scatters it.
+struct DenseRun {
+  int64_t outer = 1, red = 1, inner = 1;
+  std::vector<int64_t> kept_dims, kept_out_strides;  // kept axes longer than 1, memory order
+  bool out_order = true;
+};
+
+bool dense_block_run(const TensorView& x, const std::vector<int64_t>& axes, DenseRun& r) {
   bool reduced[oar::sdk::kMaxDims] = {};
   for (int64_t a : axes) reduced[a] = true;
-  std::vector<std::pair<int64_t, int64_t>> by_stride;  // (stride, extent) of the axes longer than 1
+  std::vector<int32_t> mem;  // axes longer than 1, by decreasing stride: memory order, outermost first
   for (int32_t i = 0; i < x.ndim(); ++i) {
-    const int64_t d = x.dim(i);
-    if (d == 1) continue;
-    if (!reduced[i] || x.strides()[i] <= 0) return false;
-    by_stride.emplace_back(x.strides()[i], d);
+    if (x.dim(i) == 1) continue;
+    if (x.strides()[i] <= 0) return false;
+    mem.push_back(i);
   }
-  std::sort(by_stride.begin(), by_stride.end());
+  std::sort(mem.begin(), mem.end(), [&](int32_t a, int32_t b) { return x.strides()[a] > x.strides()[b]; });
   int64_t expected = 1;
-  for (const auto& [stride, d] : by_stride) {
-    if (stride != expected) return false;
-    expected *= d;
+  for (size_t k = mem.size(); k-- > 0;) {
+    if (x.strides()[mem[k]] != expected) return false;
+    expected *= x.dim(mem[k]);
+  }
+  // out is contiguous in the view's order of the kept axes: a kept axis' stride there is the product
+  // of the kept dims after it.
+  int64_t out_stride[oar::sdk::kMaxDims] = {};
+  int64_t s = 1;
+  for (int32_t i = x.ndim(); i-- > 0;)
+    if (!reduced[i]) out_stride[i] = s, s *= x.dim(i);
+  int phase = 0;  // 0: before the reduced run, 1: inside it, 2: after it
+  int32_t last_kept = -1;
+  for (int32_t i : mem) {
+    if (reduced[i]) {
+      if (phase == 2) return false;
+      phase = 1;
+      r.red *= x.dim(i);
+    } else {
+      if (phase == 1) phase = 2;
+      (phase == 0 ? r.outer : r.inner) *= x.dim(i);
+      r.kept_dims.push_back(x.dim(i));
+      r.kept_out_strides.push_back(out_stride[i]);
+      if (i < last_kept) r.out_order = false;
+      last_kept = i;
+    }
   }
   return true;
+}
+
+// dst[strides . index] = src[row-major index] over `dims` (the kept axes in memory order): an odometer
+// over the outer dims, a plain strided loop along the last.
+template <class Out>
+void scatter_to(const Out* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                Out* dst) {
+  const size_t nd = dims.size();
+  if (nd == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const int64_t last = dims[nd - 1], ls = strides[nd - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < nd; ++d) rows *= dims[d];
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = 0;
+  for (int64_t r = 0; r < rows; ++r, src += last) {
+    for (int64_t j = 0; j < last; ++j) dst[off + j * ls] = src[j];
+    for (size_t d = nd - 1; d-- > 0;) {  // next row, row-major
+      off += strides[d];
+      if (++idx[d] < dims[d]) break;
+      off -= strides[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
 }
 
 // A plain array of accumulators (std::vector<bool> packs bits, which threads cannot write apart).
@@ -205,12 +261,9 @@ typename F::acc_t reduce_row(const F& f, const T* p, int64_t n) {
 }
 
 template <class T, class F>
-void reduce_contiguous(const TensorView& out, const TensorView& x, int64_t outer, int64_t red, int64_t inner,
+void reduce_contiguous(typename F::out_t* po, const T* px, int64_t outer, int64_t red, int64_t inner,
                        const F& f) {
   using Acc = typename F::acc_t;
-  using Out = typename F::out_t;
-  const T* px = x.data<T>();
-  Out* po = out.data<Out>();
   const int nt = max_threads();
   const int64_t grain = oar::sdk::kElementwiseGrain;
   if (inner == 1) {
@@ -285,13 +338,22 @@ struct LoopOp {
 
 template <class T, class F>
 void reduce_any(const TensorView& out, const TensorView& x, const std::vector<int64_t>& axes, const F& f) {
+  using Out = typename F::out_t;
   int64_t outer, red, inner;
-  if (as_outer_red_inner(x, axes, outer, red, inner))
-    reduce_contiguous<T>(out, x, outer, red, inner, f);
-  else if (whole_dense_block(x, axes))
-    reduce_contiguous<T>(out, x, 1, x.numel(), 1, f);
-  else
-    reduce_loop<typename F::out_t, T>(out, x, axes, LoopOp<T, F>{f});
+  DenseRun run;
+  if (as_outer_red_inner(x, axes, outer, red, inner)) {
+    reduce_contiguous<T>(out.data<Out>(), x.data<T>(), outer, red, inner, f);
+  } else if (x.numel() > 0 && dense_block_run(x, axes, run)) {
+    if (run.out_order) {
+      reduce_contiguous<T>(out.data<Out>(), x.data<T>(), run.outer, run.red, run.inner, f);
+    } else {
+      std::unique_ptr<Out[]> tmp(new Out[static_cast<size_t>(run.outer * run.inner)]);
+      reduce_contiguous<T>(tmp.get(), x.data<T>(), run.outer, run.red, run.inner, f);
+      scatter_to(tmp.get(), run.kept_dims, run.kept_out_strides, out.data<Out>());
+    }
+  } else {
+    reduce_loop<Out, T>(out, x, axes, LoopOp<T, F>{f});
+  }
 }
 
 // ---- sum, mean, prod, max, min ----------------------------------------------------------------------

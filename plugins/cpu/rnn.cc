@@ -8,11 +8,14 @@
 // otherwise runs forward_training again first (decision 108). Weights are reordered from Paddle's tensors
 // (packed first only for GRU's gate order or two directions) and their gradients back (decision 112).
 // float64 runs the plain loop below, which is also the reference the tests compare float32 with.
+// Inputs may be strided: a batch-major layer's x and output gradient are transposed views, which oneDNN
+// reads with their strides where it can (Ins); any other strided input is copied in the kernel.
 #include <dnnl.hpp>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 
+#include "contiguous.h"
 #include "cpu_common.h"
 
 namespace oar_cpu {
@@ -30,7 +33,65 @@ struct Geom {
   int64_t in_width(int64_t l) const { return l == 0 ? I : D * H; }
 };
 
-Geom make_geom(KernelContext& ctx, int32_t n_in) {
+// The inputs as the kernel reads them. The op takes strided inputs so that x and the output gradient,
+// which a batch-major layer passes as transposed views ([B, T, W] read as [T, B, W]), reach oneDNN with
+// their strides (`x_st` / `dout_st`: time and batch strides; {0, 0} for contiguous). Every other
+// non-contiguous input, and these two where oneDNN is not used or cannot take the layout, is copied here.
+struct Ins {
+  std::vector<const void*> p;
+  std::vector<ContiguousCopy> own;
+  int64_t x_st[2] = {0, 0}, dout_st[2] = {0, 0};
+  int32_t dout = -1;  // the output gradient's index (rnn_grad)
+  template <class S>
+  const S* get(int64_t i) const {
+    return static_cast<const S*>(p[static_cast<size_t>(i)]);
+  }
+};
+
+// [T, B, W] with unit stride along W and positive time and batch strides: a oneDNN RNN layer descriptor.
+bool rnn_layout(const TensorView& t) {
+  return t.ndim() == 3 && (t.dim(2) == 1 || t.stride(2) == 1) && t.stride(0) > 0 && t.stride(1) > 0;
+}
+
+// Reads every input, leaving x and the output gradient for settle_strided.
+Ins read_inputs(KernelContext& ctx, bool backward) {
+  Ins in;
+  const int32_t n = ctx.num_inputs();
+  in.p.resize(static_cast<size_t>(n));
+  in.own.reserve(static_cast<size_t>(n));
+  in.dout = backward ? n - 3 : -1;
+  for (int32_t i = 0; i < n; ++i) {
+    TensorView t = ctx.input(i);
+    if (t.is_contiguous() || t.numel() == 0 || i == 0 || i == in.dout) {
+      in.p[i] = t.raw();
+    } else {
+      in.own.emplace_back(t);
+      in.p[i] = in.own.back().data();
+    }
+  }
+  return in;
+}
+
+// x and the output gradient: kept strided when `onednn` (the full-sequence oneDNN path) and the layout
+// fits, else copied when not contiguous. x only in the forward: oneDNN 2.6's backward computes the input
+// weights' gradient from a strided source as if it were tnc (found by test_op_takes_strided_inputs: wrong
+// dW_ih, everything else right), so rnn_grad copies x as before.
+void settle_strided(KernelContext& ctx, Ins& in, bool onednn) {
+  for (int32_t i : {int32_t{0}, in.dout}) {
+    if (i < 0) continue;
+    TensorView t = ctx.input(i);
+    if (t.is_contiguous() || t.numel() == 0) continue;
+    int64_t* st = i == 0 ? in.x_st : in.dout_st;
+    if (onednn && rnn_layout(t) && (i != 0 || in.dout < 0)) {
+      st[0] = t.stride(0), st[1] = t.stride(1);
+    } else {
+      in.own.emplace_back(t);
+      in.p[i] = in.own.back().data();
+    }
+  }
+}
+
+Geom make_geom(KernelContext& ctx, const Ins& in, int32_t n_in) {
   Geom g;
   const std::string m = ctx.attr_string("mode");
   g.mode = m == "LSTM" ? kLstm : m == "GRU" ? kGru : m == "RNN_TANH" ? kTanh : kRelu;
@@ -48,7 +109,8 @@ Geom make_geom(KernelContext& ctx, int32_t n_in) {
     TensorView l = ctx.input(static_cast<int32_t>(3 + g.n_w));
     g.len.resize(static_cast<size_t>(g.B));
     for (int64_t b = 0; b < g.B; ++b) {
-      const int64_t v = l.dtype() == OAR_DTYPE_INT32 ? l.data<int32_t>()[b] : l.data<int64_t>()[b];
+      const int64_t v =
+          l.dtype() == OAR_DTYPE_INT32 ? in.get<int32_t>(3 + g.n_w)[b] : in.get<int64_t>(3 + g.n_w)[b];
       OAR_SDK_CHECK(v >= 0 && v <= g.T, OAR_ERR_OUT_OF_RANGE,
                     "rnn: sequence_length[" << b << "] = " << v << " is outside [0, " << g.T << "]");
       g.len[static_cast<size_t>(b)] = v;
@@ -243,9 +305,9 @@ void layer_bwd(const Geom& g, bool rev, const S* in, int64_t In, const S* w_ih, 
 // The whole stack through the loop. Forward: out, hn, cn. Backward (dout != nullptr): recomputes the
 // forward with its saves, then fills dx, dh0, dc0 and dw (flat, WeightList order).
 template <class S>
-void loop_rnn(const Geom& g, KernelContext& ctx, bool backward) {
+void loop_rnn(const Geom& g, KernelContext& ctx, const Ins& ins, bool backward) {
   const int64_t T = g.T, B = g.B, H = g.H, SB = B * H;
-  auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<S>(); };
+  auto in_ptr = [&](int64_t i) { return ins.get<S>(i); };
   const S *x = in_ptr(0), *h0 = in_ptr(1), *c0 = in_ptr(2);
   auto w = [&](int64_t k, int j) {  // j: 0 W_ih, 1 W_hh, 2 b_ih, 3 b_hh of cell k
     return in_ptr(j < 2 ? 3 + 2 * k + j : 3 + 2 * g.cells + 2 * k + (j - 2));
@@ -360,7 +422,8 @@ Buffer buffer(size_t bytes) {
 // One layer's primitives for one shape: the forward (inference or training) and the backward.
 struct LayerPrims {
   memory::desc src, iter, wl_plain, wi_plain, bias, dst;  // user layouts
-  memory::desc wl, wi;                                    // the forward's weights layouts
+  memory::desc dsrc, ddst;  // the gradients of src (contiguous) and dst (the output gradient's strides)
+  memory::desc wl, wi;      // the forward's weights layouts
   dnnl::primitive fwd;
   memory::desc ws, scratch;
   // backward
@@ -369,9 +432,9 @@ struct LayerPrims {
 };
 
 struct Key {
-  int64_t v[7];
+  int64_t v[11];  // mode, T, B, In, H, D, training, src's and diff dst's (time, batch) strides
   int threads = oar::sdk::max_threads();  // the OpenMP count it is created for (adapt_threads)
-  bool operator==(const Key& o) const { return std::equal(v, v + 7, o.v) && threads == o.threads; }
+  bool operator==(const Key& o) const { return std::equal(v, v + 11, o.v) && threads == o.threads; }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
@@ -393,17 +456,26 @@ Cache& cache() {
 int64_t dnnl_gates(Mode m) { return m == kLstm ? 4 : m == kGru ? 3 : 1; }
 int64_t dnnl_bias_gates(Mode m) { return m == kGru ? 4 : dnnl_gates(m); }  // lbr_gru: one more
 
-std::shared_ptr<LayerPrims> build(const Geom& g, int64_t In, bool training) {
+// [T, B, W] in tnc, or with the given (time, batch) strides ({0, 0}: tnc).
+memory::desc layer_desc(int64_t T, int64_t B, int64_t W, const int64_t* st) {
+  if (!st || (st[0] == 0 && st[1] == 0)) return memory::desc({T, B, W}, f32, tag::tnc);
+  return memory::desc({T, B, W}, f32, memory::dims{st[0], st[1], 1});
+}
+
+std::shared_ptr<LayerPrims> build(const Geom& g, int64_t In, bool training, const int64_t* src_st,
+                                  const int64_t* ddst_st) {
   auto p = std::make_shared<LayerPrims>();
   const int64_t G = dnnl_gates(g.mode), H = g.H, D = g.D;
   const auto dir =
       D == 2 ? dnnl::rnn_direction::bidirectional_concat : dnnl::rnn_direction::unidirectional_left2right;
-  p->src = memory::desc({g.T, g.B, In}, f32, tag::tnc);
+  p->src = layer_desc(g.T, g.B, In, src_st);
+  p->dsrc = layer_desc(g.T, g.B, In, nullptr);
   p->iter = memory::desc({1, D, g.B, H}, f32, tag::ldnc);
   p->wl_plain = memory::desc({1, D, In, G, H}, f32, tag::ldgoi);  // Paddle's layout (pack_weights)
   p->wi_plain = memory::desc({1, D, H, G, H}, f32, tag::ldgoi);
   p->bias = memory::desc({1, D, dnnl_bias_gates(g.mode), H}, f32, tag::ldgo);
-  p->dst = memory::desc({g.T, g.B, D * H}, f32, tag::tnc);
+  p->dst = layer_desc(g.T, g.B, D * H, nullptr);
+  p->ddst = layer_desc(g.T, g.B, D * H, ddst_st);
   memory::desc wl_any({1, D, In, G, H}, f32, tag::any), wi_any({1, D, H, G, H}, f32, tag::any);
   const memory::desc none;
   const auto prop = training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
@@ -431,8 +503,8 @@ std::shared_ptr<LayerPrims> build(const Geom& g, int64_t In, bool training) {
     p->fwd = dnnl::lstm_forward(fpd);
     if (training) {
       dnnl::lstm_backward::desc bd(bprop, dir, p->src, p->iter, p->iter, wl_any, wi_any, p->bias, p->dst,
-                                   p->iter, p->iter, p->src, p->iter, p->iter, wl_any, wi_any, p->bias,
-                                   p->dst, p->iter, p->iter);
+                                   p->iter, p->iter, p->dsrc, p->iter, p->iter, wl_any, wi_any, p->bias,
+                                   p->ddst, p->iter, p->iter);
       dnnl::lstm_backward::primitive_desc bpd(bd, attr, engine(), fpd);
       fin_bwd(bpd);
       p->bwd = dnnl::lstm_backward(bpd);
@@ -444,7 +516,7 @@ std::shared_ptr<LayerPrims> build(const Geom& g, int64_t In, bool training) {
     p->fwd = dnnl::lbr_gru_forward(fpd);
     if (training) {
       dnnl::lbr_gru_backward::desc bd(bprop, dir, p->src, p->iter, wl_any, wi_any, p->bias, p->dst, p->iter,
-                                      p->src, p->iter, wl_any, wi_any, p->bias, p->dst, p->iter);
+                                      p->dsrc, p->iter, wl_any, wi_any, p->bias, p->ddst, p->iter);
       dnnl::lbr_gru_backward::primitive_desc bpd(bd, attr, engine(), fpd);
       fin_bwd(bpd);
       p->bwd = dnnl::lbr_gru_backward(bpd);
@@ -458,7 +530,8 @@ std::shared_ptr<LayerPrims> build(const Geom& g, int64_t In, bool training) {
     p->fwd = dnnl::vanilla_rnn_forward(fpd);
     if (training) {
       dnnl::vanilla_rnn_backward::desc bd(bprop, act, dir, p->src, p->iter, wl_any, wi_any, p->bias, p->dst,
-                                          p->iter, p->src, p->iter, wl_any, wi_any, p->bias, p->dst, p->iter);
+                                          p->iter, p->dsrc, p->iter, wl_any, wi_any, p->bias, p->ddst,
+                                          p->iter);
       dnnl::vanilla_rnn_backward::primitive_desc bpd(bd, attr, engine(), fpd);
       fin_bwd(bpd);
       p->bwd = dnnl::vanilla_rnn_backward(bpd);
@@ -467,15 +540,18 @@ std::shared_ptr<LayerPrims> build(const Geom& g, int64_t In, bool training) {
   return p;
 }
 
-std::shared_ptr<LayerPrims> get_prims(const Geom& g, int64_t In, bool training) {
-  Key key{{g.mode, g.T, g.B, In, g.H, g.D, training}};
+std::shared_ptr<LayerPrims> get_prims(const Geom& g, int64_t In, bool training, const int64_t* src_st,
+                                      const int64_t* ddst_st) {
+  Key key{{g.mode, g.T, g.B, In, g.H, g.D, training, src_st ? src_st[0] : 0, src_st ? src_st[1] : 0,
+           ddst_st ? ddst_st[0] : 0, ddst_st ? ddst_st[1] : 0}};
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
     auto it = c.map.find(key);
     if (it != c.map.end()) return it->second;
   }
-  std::shared_ptr<LayerPrims> p = build(g, In, training);  // outside the lock: creation takes a while
+  std::shared_ptr<LayerPrims> p =
+      build(g, In, training, src_st, ddst_st);  // outside the lock: creation takes a while
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.map.size() >= 256) c.map.clear();  // bounded; calls in flight keep theirs alive
   return c.map.emplace(key, p).first->second;
@@ -588,9 +664,9 @@ void exec_bwd(const LayerPrims& p, bool lstm, const float* wl, const float* wi, 
       {DNNL_ARG_BIAS, mem(p.bias, bias)},
       {DNNL_ARG_DST_LAYER, mem(p.dst, f.dst)},
       {DNNL_ARG_DST_ITER, mem(p.iter, f.h_out)},
-      {DNNL_ARG_DIFF_DST_LAYER, mem(p.dst, io.ddst)},
+      {DNNL_ARG_DIFF_DST_LAYER, mem(p.ddst, io.ddst)},
       {DNNL_ARG_DIFF_DST_ITER, mem(p.iter, io.dh)},
-      {DNNL_ARG_DIFF_SRC_LAYER, mem(p.src, io.dsrc)},
+      {DNNL_ARG_DIFF_SRC_LAYER, mem(p.dsrc, io.dsrc)},
       {DNNL_ARG_DIFF_SRC_ITER, mem(p.iter, io.dh_in)},
       {DNNL_ARG_DIFF_WEIGHTS_LAYER, dwl_m},
       {DNNL_ARG_DIFF_WEIGHTS_ITER, dwi_m},
@@ -618,8 +694,8 @@ struct Packed {
   const float *wl = nullptr, *wi = nullptr;
 };
 bool plain_is_paddle(const Geom& g, int64_t D) { return D == 1 && g.mode != kGru; }
-Packed pack(const Geom& g, const LayerPrims& p, KernelContext& ctx, int64_t In, int64_t k0, int64_t D) {
-  auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
+Packed pack(const Geom& g, const LayerPrims& p, const Ins& ins, int64_t In, int64_t k0, int64_t D) {
+  auto in_ptr = [&](int64_t i) { return ins.get<float>(i); };
   Packed w;
   w.bias = buffer(p.bias.get_size());
   if (plain_is_paddle(g, D)) {
@@ -663,10 +739,10 @@ void unpack_grads(const Geom& g, KernelContext& ctx, int64_t In, int64_t k0, int
 // forward runs forward_training and keeps, per layer, its workspace, output and final states in the
 // reserve output, which the backward then reads; without a reserve of the expected size the backward
 // runs the forward again first.
-void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training) {
+void onednn_rnn(const Geom& g, KernelContext& ctx, const Ins& ins, bool backward, bool training) {
   const int64_t H = g.H, D = g.D, SB = g.B * H, n_in = backward ? ctx.num_inputs() - 4 : ctx.num_inputs();
   const bool lstm = g.mode == kLstm, keep = backward || training;
-  auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
+  auto in_ptr = [&](int64_t i) { return ins.get<float>(i); };
   const float *x = in_ptr(0), *h0 = in_ptr(1), *c0 = in_ptr(2);
   struct Layer {
     std::shared_ptr<LayerPrims> p;
@@ -682,8 +758,10 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training)
   };
   for (int64_t l = 0; l < g.L; ++l) {
     Layer& L = layers[l];
-    L.p = get_prims(g, g.in_width(l), keep);
-    L.w = pack(g, *L.p, ctx, g.in_width(l), l * D, D);
+    // x's strides reach the first layer's source, the output gradient's the last layer's.
+    L.p = get_prims(g, g.in_width(l), keep, l == 0 ? ins.x_st : nullptr,
+                    backward && l == g.L - 1 ? ins.dout_st : nullptr);
+    L.w = pack(g, *L.p, ins, g.in_width(l), l * D, D);
     L.ws = take(keep ? L.p->ws.get_size() : 0);
     L.out = take(L.p->dst.get_size());
     L.hn = take(static_cast<size_t>(D * SB) * sizeof(float));
@@ -694,7 +772,7 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training)
   if (!backward && training) {
     res = ctx.resize_output(3, {static_cast<int64_t>(total)}).data<uint8_t>();
   } else if (backward && static_cast<size_t>(ctx.input(static_cast<int32_t>(n_in)).numel()) == total) {
-    res = const_cast<uint8_t*>(ctx.input(static_cast<int32_t>(n_in)).data<uint8_t>());
+    res = const_cast<uint8_t*>(ins.get<uint8_t>(n_in));
     have = true;
   }
   Buffer local;
@@ -740,7 +818,7 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training)
     Buffer din_buf;
     float* din = l == 0 ? ctx.output(0).data<float>() : nullptr;
     if (!din) {
-      din_buf = buffer(p.src.get_size());
+      din_buf = buffer(p.dsrc.get_size());
       din = din_buf.get();
     }
     Buffer dwl, dwi, dbias = buffer(p.bias.get_size());
@@ -768,10 +846,10 @@ void onednn_rnn(const Geom& g, KernelContext& ctx, bool backward, bool training)
 // a forward pass over each sequence reversed within its length (it starts at the sequence's last step),
 // then its outputs are put back in place. Outputs past a length are zero. Backward walks the pieces in
 // reverse with the state gradients carried the same way; each piece's weight gradients are summed.
-void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
+void onednn_masked(const Geom& g, KernelContext& ctx, const Ins& ins, bool backward) {
   const int64_t T = g.T, B = g.B, H = g.H, D = g.D, SB = B * H;
   const bool lstm = g.mode == kLstm;
-  auto in_ptr = [&](int64_t i) { return ctx.input(static_cast<int32_t>(i)).data<float>(); };
+  auto in_ptr = [&](int64_t i) { return ins.get<float>(i); };
   std::vector<int64_t> perm(static_cast<size_t>(B));
   for (int64_t i = 0; i < B; ++i) perm[i] = i;
   std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return g.len[a] > g.len[b]; });
@@ -824,9 +902,9 @@ void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
         sg.T = pc.t1 - pc.t0;
         sg.B = pc.n;
         Saved sv;
-        sv.p = get_prims(sg, In, backward);
+        sv.p = get_prims(sg, In, backward, nullptr, nullptr);
         const LayerPrims& p = *sv.p;
-        if (!packed[k].bias) packed[k] = pack(g, p, ctx, In, k, 1);
+        if (!packed[k].bias) packed[k] = pack(g, p, ins, In, k, 1);
         sv.src.resize(static_cast<size_t>(sg.T * pc.n * In));
         for (int64_t s = pc.t0; s < pc.t1; ++s)
           for (int64_t i = 0; i < pc.n; ++i)
@@ -908,23 +986,26 @@ void onednn_masked(const Geom& g, KernelContext& ctx, bool backward) {
 
 void run(KernelContext& ctx, bool backward) {
   const int32_t n_in = backward ? ctx.num_inputs() - 4 : ctx.num_inputs();
-  Geom g = make_geom(ctx, n_in);
-  if (ctx.input(0).dtype() == OAR_DTYPE_FLOAT32) {
-    if (g.T > 0 && g.B > 0) {
+  Ins ins = read_inputs(ctx, backward);
+  Geom g = make_geom(ctx, ins, n_in);
+  const bool f32 = ctx.input(0).dtype() == OAR_DTYPE_FLOAT32, onednn = f32 && g.T > 0 && g.B > 0;
+  settle_strided(ctx, ins, onednn && g.len.empty());
+  if (f32) {
+    if (onednn) {
       try {
         if (g.len.empty())
-          onednn_rnn(g, ctx, backward, ctx.attr_int("is_test") == 0);
+          onednn_rnn(g, ctx, ins, backward, ctx.attr_int("is_test") == 0);
         else
-          onednn_masked(g, ctx, backward);
+          onednn_masked(g, ctx, ins, backward);
         return;
       } catch (const dnnl::error& e) {
         throw oar::sdk::Error(OAR_ERR_EXTERNAL, std::string("rnn: oneDNN failed: ") + e.what(),
                               static_cast<int64_t>(e.status));
       }
     }
-    loop_rnn<float>(g, ctx, backward);
+    loop_rnn<float>(g, ctx, ins, backward);
   } else {
-    loop_rnn<double>(g, ctx, backward);
+    loop_rnn<double>(g, ctx, ins, backward);
   }
 }
 
@@ -934,8 +1015,9 @@ void rnn_grad_kernel(KernelContext& ctx) { run(ctx, true); }
 }  // namespace
 
 void register_rnn_kernels(Registry& r) {
-  r.add("rnn", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, &rnn_kernel);
-  r.add("rnn_grad", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, &rnn_grad_kernel);
+  // Strided inputs: x and the output gradient of a batch-major layer are transposed views (Ins).
+  r.add("rnn", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, &rnn_kernel, OAR_KERNEL_STRIDED_INPUTS);
+  r.add("rnn_grad", {OAR_DTYPE_FLOAT32, OAR_DTYPE_FLOAT64}, &rnn_grad_kernel, OAR_KERNEL_STRIDED_INPUTS);
 }
 
 }  // namespace oar_cpu

@@ -1,19 +1,24 @@
 // How many OpenMP threads the cpu kernels use (ours, oneDNN's and OpenBLAS's: all on libgomp's pool),
-// adapted to what other processes take (issue 20, decision 128).
+// adapted to what other processes take (issue 20, decision 128) and capped by the cgroup CPU quota
+// (decision 129).
+//
+// The default count is the cores of the affinity mask (libgomp's own default), lowered to ceil(quota /
+// period) when the process's cgroup (or an ancestor) has a CPU quota (cgroup.h): in a container started
+// with `--cpus=2` on a 64-core host the mask shows 64 cores, and 64 threads would be throttled every CFS
+// period.
 //
 // A parallel region is only as fast as its slowest thread. When another process holds one of the cores,
 // a region's thread there waits for a time slice at every barrier, and a 2 ms training step took 6-30 ms
 // on 2 cores; the same step on one thread took what one free core gives. So the thread count follows the
 // cores the other processes leave: every kWindowNs, from /proc/stat (all CPU time spent on the cores we
 // may run on) minus this process's own CPU time (which includes its spinning threads), the cores others
-// used; the count is the free cores (a core counts as taken from 70% on), between 1 and the default (the
-// cores we may run on).
+// used; the count is the free cores (a core counts as taken from 70% on), between 1 and the default.
 //
 // The count is applied with omp_set_num_threads on each calling thread, at kernel entry (oneDNN and
-// OpenBLAS read it per call; the oneDNN primitive caches key on it). The user stays in charge: off when
-// OMP_NUM_THREADS is set or OAR_OMP_ADAPT=0, and a thread whose count someone else changed (a predictor
-// with set_cpu_math_library_num_threads, the user's own omp_set_num_threads) is left alone until its
-// count is back to the one set here.
+// OpenBLAS read it per call; the oneDNN primitive caches key on it). The user stays in charge: nothing is
+// set when OMP_NUM_THREADS is set, OAR_OMP_ADAPT=0 keeps the default (the quota still applies), and a
+// thread whose count someone else changed (a predictor with set_cpu_math_library_num_threads, the user's
+// own omp_set_num_threads) is left alone until its count is back to the one set here.
 #include <omp.h>
 #include <sched.h>
 #include <time.h>
@@ -27,8 +32,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "cgroup.h"
 #include "cpu_common.h"
 
 namespace oar_cpu {
@@ -54,23 +61,49 @@ class Adapter {
  public:
   Adapter() {
     const char* user_count = std::getenv("OMP_NUM_THREADS");
-    const char* adapt = std::getenv("OAR_OMP_ADAPT");
-    if ((user_count && *user_count) || (adapt && std::strcmp(adapt, "0") == 0)) return;
+    if (user_count && *user_count) {  // libgomp's count is the user's: nothing to set
+      default_ = omp_get_max_threads();
+      source_ = std::string("OMP_NUM_THREADS=") + user_count;
+      return;
+    }
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus_.push_back(c);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) cpus_.push_back(c);
+    }
+    // libgomp's default count is the cores of the affinity mask: the count a thread starts with.
+    start_ = cpus_.empty() ? omp_get_max_threads() : static_cast<int>(cpus_.size());
+    default_ = start_;
+    source_ = "affinity mask";
+    const CpuQuota q = process_cpu_quota();
+    if (q.limited()) {
+      char text[64];
+      std::snprintf(text, sizeof text, "%.2f", q.cpus());
+      const std::string quota = "cgroup CPU quota " + std::string(text) + " CPUs at " + q.dir;
+      if (q.threads() < default_) {
+        default_ = q.threads();
+        source_ = quota;
+      } else {
+        source_ += "; " + quota;
+      }
+    }
+    target_.store(default_, std::memory_order_relaxed);
+    on_ = default_ != start_;  // the quota alone: every calling thread gets the default
+    const char* adapt = std::getenv("OAR_OMP_ADAPT");
     tick_s_ = 1.0 / static_cast<double>(sysconf(_SC_CLK_TCK));
-    // libgomp's default count is the cores of the affinity mask, as here; one core leaves nothing to adapt.
+    // One thread leaves nothing to adapt.
     Load first;
-    if (cpus_.size() < 2 || tick_s_ <= 0 || !read(first)) return;
+    if ((adapt && std::strcmp(adapt, "0") == 0) || default_ < 2 || tick_s_ <= 0 || !read(first)) return;
     last_ = first;
     next_ns_.store(first.wall_ns + kWindowNs, std::memory_order_relaxed);
-    target_.store(static_cast<int>(cpus_.size()), std::memory_order_relaxed);
-    on_ = true;
+    on_ = adapting_ = true;
   }
+  // Whether calling threads get counts from here (else libgomp's default or the user's count stands).
   bool on() const { return on_; }
-  int default_count() const { return static_cast<int>(cpus_.size()); }
+  bool adapting() const { return adapting_; }
+  int start_count() const { return start_; }
+  int default_count() const { return default_; }
+  const std::string& source() const { return source_; }
   int target() const { return target_.load(std::memory_order_relaxed); }
 
   // Takes a new sample when the window is over (one thread at a time; the others go on with the count
@@ -124,6 +157,10 @@ class Adapter {
   }
 
   bool on_ = false;
+  bool adapting_ = false;
+  int start_ = 0;          // the count a thread starts with (libgomp's default)
+  int default_ = 0;        // start_ capped by the cgroup quota; the user's count under OMP_NUM_THREADS
+  std::string source_;     // where default_ comes from
   std::vector<int> cpus_;  // the cores this process may run on, ascending
   double tick_s_ = 0;
   std::mutex mu_;  // one sampler at a time
@@ -148,13 +185,17 @@ void adapt_threads() {
   if (++tl.calls % kCallsPerLook != 1) return;  // the first call, then every kCallsPerLook-th
   Adapter& a = adapter();
   if (!a.on() || omp_in_parallel()) return;
-  a.maybe_sample(oar::sdk::steady_ns());
-  if (tl.ours == 0) tl.ours = a.default_count();
+  if (a.adapting()) a.maybe_sample(oar::sdk::steady_ns());
+  if (tl.ours == 0) tl.ours = a.start_count();
   const int want = a.target();
   if (want == tl.ours) return;
   if (omp_get_max_threads() != tl.ours) return;  // someone else chose this thread's count: theirs wins
   omp_set_num_threads(want);
   tl.ours = want;
 }
+
+int default_threads() { return adapter().default_count(); }
+
+const std::string& threads_source() { return adapter().source(); }
 
 }  // namespace oar_cpu

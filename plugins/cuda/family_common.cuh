@@ -66,7 +66,9 @@ OAR_D int64_t wrap_index(int64_t i, int64_t size) {
   if (i < 0) i += size;
   return (i >= 0 && i < size) ? i : -1;
 }
+#endif
 
+#if defined(OAR_GPU_KERNEL_CODE)
 // Tree reduction of one value per thread within groups of `group` consecutive threads (a power of two
 // dividing blockDim.x); `sh` holds blockDim.x values. Every thread of the block must call it (it
 // synchronises). The group's result ends in sh[first thread of the group]. Deterministic: the

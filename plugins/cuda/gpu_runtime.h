@@ -30,6 +30,17 @@
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define OAR_GPU_DEVICE_PASS 1
 #endif
+// OAR_GPU_KERNEL_CODE: kernel bodies compile here (__global__, __shared__, threadIdx, __syncthreads): a GPU
+// compiler, or a plain C++ compiler under the host block emulator of tests/cuda_host/block_emu.h, which
+// defines OAR_GPU_HOST_EMULATION and gives those names host meanings.
+#if defined(OAR_GPU_DEVICE_CODE) || defined(OAR_GPU_HOST_EMULATION)
+#define OAR_GPU_KERNEL_CODE 1
+#endif
+// OAR_LAUNCH(kernel, grid, block, stream)(args...): kernel<<<grid, block, 0, stream>>>(args...). The
+// kernels the host emulator runs (own_blas.cu's) are launched through it; block_emu.h defines it there.
+#if defined(OAR_GPU_DEVICE_CODE)
+#define OAR_LAUNCH(kernel, grid, block, stream) kernel<<<grid, block, 0, stream>>>
+#endif
 
 #define OAR_GPU_STR2(x) #x
 #define OAR_GPU_STR(x) OAR_GPU_STR2(x)

@@ -155,3 +155,17 @@ def small_training_model(kind, mlp_layers=3):
         raise ValueError("small_training_model: unknown kind {!r}".format(kind))
     y = np.random.RandomState(1).randint(0, 10, (x.shape[0],)).astype("int64")
     return model, oar.to_tensor(x), oar.to_tensor(y)
+
+
+class BatchFills(oar.nn.Layer):
+    """Fills whose shape holds the batch: from x.shape[0] (a run-time shape variable under to_static) and
+    from ones_like (the recording's unknown extent). Used by the jit.save tests of oar and of Paddle."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = oar.nn.Linear(3, 4)
+
+    def forward(self, x):
+        h = oar.zeros([x.shape[0], 4]) + 1.5
+        o = oar.full([2 * x.shape[0], 4], 2.0)
+        return self.fc(x) + h + o.sum() + oar.ones_like(x).sum()

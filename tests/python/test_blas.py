@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import oar
-from _util import check
+from _util import check, check_grad
 
 RNG = np.random.default_rng(20)
 
@@ -196,3 +196,89 @@ def test_topk_short_rows_other_axis(dtype):
         e = np.argsort(a, 0, kind="stable")[:k]
         check(i, e)
         check(v, np.take_along_axis(a, e, 0))
+
+
+def _views(dtype, m, k, n, batch):
+    """(name, x view, y view, numpy x, numpy y) over layouts a matmul kernel gets without a copy by the
+    core: transposed views (read in place), head-split permutations and column slices (oneDNN strides in
+    float32, a copy otherwise), flipped and expanded views."""
+    a = rand(dtype, batch, m, k)
+    b = rand(dtype, batch, k, n)
+    aT = rand(dtype, batch, k, m)  # stored transposed
+    bT = rand(dtype, n, k)
+    h = rand(dtype, 2, m, batch, k)  # [b, L, heads, d]: heads split by a permutation
+    wide = rand(dtype, batch, m, 2 * k + 1)
+    ta, tb, taT, tbT, th, tw = (T(v) for v in (a, b, aT, bT, h, wide))
+    return [
+        ("x.T @ y", taT[0].T, tb[0], aT[0].T, b[0]),
+        ("x @ y.T", ta[0], tbT.T, a[0], bT.T),
+        ("x.T @ y.T", taT[0].T, tbT.T, aT[0].T, bT.T),
+        ("batched transpose", taT.transpose([0, 2, 1]), tb, aT.transpose(0, 2, 1), b),
+        ("batched x @ broadcast y.T", ta, tbT.T, a, bT.T),
+        ("head split", th.transpose([0, 2, 1, 3]), tb.unsqueeze(0), h.transpose(0, 2, 1, 3), b[None]),
+        ("head split q @ q^T", th.transpose([0, 2, 1, 3]), th.transpose([0, 2, 3, 1]),
+         h.transpose(0, 2, 1, 3), h.transpose(0, 2, 3, 1)),
+        ("column slice", tw[:, :, 1:k + 1], tb, wide[:, :, 1:k + 1], b),
+        ("strided columns", tw[:, :, ::2][:, :, :k], tb, wide[:, :, ::2][:, :, :k], b),
+        ("flipped", oar.flip(ta, [1]), tb, a[:, ::-1], b),
+        ("expanded batch", ta, tb[:1].expand([batch, k, n]), a, np.broadcast_to(b[:1], (batch, k, n))),
+        ("strided vector", ta, tw[0, 0, ::2][:k], a, wide[0, 0, ::2][:k]),
+        ("strided vector @ y", tw[0, 1, ::2][:k], tb, wide[0, 1, ::2][:k], b),
+    ]
+
+
+def swap_last(t):
+    perm = list(range(t.ndim))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return t.transpose(perm)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int32"])
+@pytest.mark.parametrize("size", [(3, 4, 5, 2), (40, 48, 56, 3)], ids=["small", "large"])
+def test_matmul_of_strided_views(dtype, size):
+    # Every layout against numpy, with and without the transpose attributes (a transposed view read
+    # transposed again is its base read plainly).
+    tol = 1e-4 if dtype in ("float32", "complex64") else 1e-10
+
+    def ok(got, exp):
+        if dtype == "int32":
+            check(got, exp.astype(dtype))
+        else:
+            check(got, exp.astype(dtype), rtol=tol, atol=tol * size[1])
+
+    for name, x, y, a, b in _views(dtype, *size):
+        exp = ref_matmul(a, b, False, False)
+        ok(oar.matmul(x, y), exp)
+        if x.ndim >= 2 and y.ndim >= 2:
+            xt, yt = swap_last(x), swap_last(y)
+            ok(oar.matmul(xt, yt, transpose_x=True, transpose_y=True), exp)
+            ok(oar.matmul(xt, y, transpose_x=True), exp)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_of_strided_views_gradients(dtype):
+    # The gradient rule's matmuls read the saved views (and the output gradient) in place; the gradients
+    # must equal those of contiguous copies, and float64's the finite differences.
+    cases = [  # x base, y base, views taken of the leaves
+        ((30, 20), (30, 25), lambda p: p.T, lambda q: q),
+        ((20, 30), (25, 30), lambda p: p, lambda q: q.T),
+        ((2, 30, 20), (2, 25, 30), swap_last, swap_last),
+        ((2, 20, 3, 30), (2, 25, 3, 30), lambda p: p.transpose([0, 2, 1, 3]), lambda q: q.transpose([0, 2, 3, 1])),
+        ((2, 20, 61), (30, 25), lambda p: p[:, :, 1:31], lambda q: q),
+    ]
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    for xs, ys, fx, fy in cases:
+        a, b = rand(dtype, *xs), rand(dtype, *ys)
+        x, y = T(a, stop_gradient=False), T(b, stop_gradient=False)
+        out = oar.matmul(fx(x), fy(y))
+        g = rand(dtype, *out.shape)
+        out.backward(T(g))
+        # The same product of contiguous copies, and its gradients taken back through the views.
+        xc, yc = T(a, stop_gradient=False), T(b, stop_gradient=False)
+        ref = oar.matmul(fx(xc).contiguous(), fy(yc).contiguous())
+        ref.backward(T(g))
+        check(out, ref.numpy(), rtol=tol, atol=tol)
+        check(x.grad, xc.grad.numpy(), rtol=tol, atol=tol)
+        check(y.grad, yc.grad.numpy(), rtol=tol, atol=tol)
+        if dtype == "float64" and len(xs) > 2:
+            check_grad(lambda p, q: oar.matmul(fx(p), fy(q)), [a[:1], b[:1] if len(ys) > 2 else b])

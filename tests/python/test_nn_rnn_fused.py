@@ -191,3 +191,58 @@ def test_jit_save_writes_paddles_rnn_op(tmp_path, cls):
     want = head(oar.to_tensor(x), oar.to_tensor(lengths)).numpy()
     got = loaded(oar.to_tensor(x), oar.to_tensor(lengths)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode,gates", [("LSTM", 4), ("GRU", 3), ("RNN_TANH", 1)])
+@pytest.mark.parametrize("layers,dirs,lengths", [(1, 1, None), (2, 2, None), (3, 1, None), (2, 2, [4, 1, 3])],
+                         ids=["1x1", "2x2", "3x1", "2x2-lengths"])
+@pytest.mark.parametrize("is_test", [0, 1])
+def test_op_takes_strided_inputs(mode, gates, layers, dirs, lengths, is_test):
+    # The op reads x and the output gradient as views (a batch-major layer passes [B, T, W] transposed; oneDNN
+    # takes their strides) and copies any other strided input itself: results and gradients equal those of
+    # contiguous inputs. Layouts: transposed, time-strided and column-sliced x; transposed, broadcast and
+    # flipped output gradients; a transposed h0 and a transposed weight (copied).
+    rng = np.random.default_rng(13)
+    T_, B, I, H = 4, 3, 3, 2
+    base = _op_inputs(mode, gates, layers, dirs, rng, T=T_, B=B, I=I, H=H)
+    lens = [] if lengths is None else [oar.to_tensor(np.array(lengths, np.int64))]
+    xb = rng.uniform(-1, 1, (B, 2 * T_, I + 2)).astype("float32")  # batch-major, wider and longer
+    x_views = [
+        lambda t: t[:, :T_, :I].transpose([1, 0, 2]),  # transposed and sliced: strides (I + 2, 2T(I + 2), 1)
+        lambda t: t[:, ::2, 1:I + 1].transpose([1, 0, 2]),  # every other step
+    ]
+    x_ref = [np.ascontiguousarray(xb[:, :T_, :I].transpose(1, 0, 2)),
+             np.ascontiguousarray(xb[:, ::2, 1:I + 1].transpose(1, 0, 2))]
+    gb = rng.standard_normal((B, T_, dirs * H)).astype("float32")
+    g_views = [  # (the output gradient as the op sees it, its contiguous value)
+        (lambda: oar.to_tensor(gb).transpose([1, 0, 2]), gb.transpose(1, 0, 2)),
+        (lambda: oar.to_tensor(gb[:1, :1, :1]).expand([B, T_, dirs * H]).transpose([1, 0, 2]),
+         np.broadcast_to(gb[:1, :1, :1], (B, T_, dirs * H)).transpose(1, 0, 2)),
+        (lambda: oar.flip(oar.to_tensor(gb), [1]).transpose([1, 0, 2]), gb[:, ::-1].transpose(1, 0, 2)),
+    ]
+    for xv, xr in zip(x_views, x_ref):
+        for gv, gr in g_views:
+            res = []
+            for strided in (True, False):
+                xs = oar.to_tensor(xb, stop_gradient=False)
+                x = xv(xs) if strided else oar.to_tensor(xr, stop_gradient=False)
+                h0 = oar.to_tensor(np.ascontiguousarray(base[1].astype("float32").transpose(1, 0, 2)),
+                                   stop_gradient=False)
+                h0v = h0.transpose([1, 0, 2]) if strided else oar.to_tensor(base[1].astype("float32"))
+                c0 = oar.to_tensor(base[2].astype("float32"))
+                w0 = oar.to_tensor(np.ascontiguousarray(base[3].astype("float32").T), stop_gradient=False)
+                ws = [w0.T if strided else oar.to_tensor(base[3].astype("float32"), stop_gradient=False)]
+                ws += [oar.to_tensor(a.astype("float32"), stop_gradient=False) for a in base[4:]]
+                out, h, c, _ = oar.nn.layer.rnn._rnn_op([x, h0v, c0] + ws + lens, mode, H, layers, int(dirs == 2),
+                                                        0.0, is_test)
+                g = gv() if strided else oar.to_tensor(np.ascontiguousarray(gr))
+                grads = oar.grad([out, h], [xs if strided else x, ws[1], ws[-1]] +
+                                 ([w0] if strided else [ws[0]]),
+                                 [g, oar.ones_like(h)])
+                gx = grads[0].numpy()
+                if strided:  # back to the contiguous x's layout
+                    gx = (gx[:, :T_, :I] if xv is x_views[0] else gx[:, ::2, 1:I + 1]).transpose(1, 0, 2)
+                gw0 = grads[3].numpy().T if strided else grads[3].numpy()
+                res.append([out.numpy(), h.numpy(), c.numpy(), gx, grads[1].numpy(), grads[2].numpy(), gw0])
+            for a, b in zip(*res):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -656,3 +656,42 @@ def test_full_reductions_of_permuted_and_strided_views(device, dtype):
         check(v.sum(axis=[0, 1, 2], keepdim=True), ref.sum(axis=(0, 1, 2), keepdims=True), rtol=tol, atol=tol)
     # a partial reduction of a transposed view still gives the logical order
     check(t.transpose([2, 0, 1]).sum(axis=[1, 2]), a.transpose(2, 0, 1).sum(axis=(1, 2)), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+def test_partial_reductions_of_permuted_views(device, dtype):
+    # A permuted view reduced over axes that are one run in memory order is reduced as the dense block
+    # (also when the kept axes come out in another order than in memory: the result is scattered back);
+    # axes that are no run in memory, and flipped / sliced views, take the strided loop. All against numpy.
+    rs = np.random.RandomState(5)
+    a2 = (rs.rand(9, 13) * 10 - 5).astype(dtype)
+    a3 = (rs.rand(4, 6, 5) * 10 - 5).astype(dtype)
+    a4 = (rs.rand(3, 4, 5, 6) * 10 - 5).astype(dtype)
+    t2, t3, t4 = (oar.to_tensor(a, place=device) for a in (a2, a3, a4))
+    cases = [(t2.T, a2.T, ax) for ax in (0, 1, [0, 1])]
+    for perm in ([2, 0, 1], [1, 2, 0], [0, 2, 1], [2, 1, 0]):
+        v, r = t3.transpose(perm), a3.transpose(perm)
+        cases += [(v, r, ax) for ax in (0, 1, 2, [0, 1], [1, 2], [0, 2])]
+    for perm in ([3, 1, 0, 2], [0, 3, 1, 2], [2, 3, 0, 1]):
+        v, r = t4.transpose(perm), a4.transpose(perm)
+        cases += [(v, r, ax) for ax in (0, 3, [1, 2], [0, 1], [2, 3], [0, 3], [1, 3])]
+    cases += [(oar.flip(t3, [1]).transpose([2, 0, 1]), a3[:, ::-1].transpose(2, 0, 1), 1),
+              (t3[:, 1:5].transpose([2, 0, 1]), a3[:, 1:5].transpose(2, 0, 1), [0, 2]),
+              (t3.unsqueeze(1).transpose([3, 1, 0, 2]), a3[:, None].transpose(3, 1, 0, 2), [1, 2])]
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for v, ref, ax in cases:
+        npax = tuple(ax) if isinstance(ax, list) else ax
+        for keep in (False, True):
+            ref_sum = ref.astype(np.float64).sum(axis=npax, keepdims=keep) if dtype.startswith("float") \
+                else ref.sum(axis=npax, keepdims=keep)
+            check(v.sum(axis=ax, keepdim=keep), ref_sum, rtol=tol, atol=tol)
+            check(v.max(axis=ax, keepdim=keep), ref.max(axis=npax, keepdims=keep))
+            check(v.min(axis=ax, keepdim=keep), ref.min(axis=npax, keepdims=keep))
+            if dtype.startswith("float"):
+                check(v.mean(axis=ax, keepdim=keep), ref.astype(np.float64).mean(axis=npax, keepdims=keep),
+                      rtol=tol, atol=tol)
+                check((v / 5).prod(axis=ax, keepdim=keep), np.prod(ref.astype(np.float64) / 5, axis=npax,
+                                                                   keepdims=keep), rtol=1e-4 if dtype == "float32" else 1e-10)
+        if not isinstance(ax, list):
+            check(oar.argmax(v, axis=ax), ref.argmax(axis=ax))
+            check(oar.argmin(v, axis=ax, keepdim=True), np.expand_dims(ref.argmin(axis=ax), ax))

@@ -20,6 +20,8 @@ import pytest
 import oar
 from oar import inference
 
+from _util import BatchFills
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "fixtures", "paddle", "roundtrip_models.py")
 PADDLE_PATH = os.environ.get("OAR_PADDLE_PATH", "")
@@ -135,9 +137,8 @@ def test_paddle_jit_load_feeds_oar_inputs_in_order(tmp_path):
 def test_paddle_runs_oar_batch_sized_fills(tmp_path):
     # zeros([x.shape[0], 4]) and ones_like(x) are exported as fill_constant with ShapeTensor /
     # ShapeTensorList from the feed's shape, so Paddle runs them at any batch size.
-    from test_static_runtime_shapes import _BatchFills
     oar.seed(5)
-    layer = _BatchFills()
+    layer = BatchFills()
     prefix = str(tmp_path / "fills")
     oar.jit.save(layer, prefix, input_spec=[oar.static.InputSpec([None, 3], "float32", "x")])
     for batch in (2, 7):

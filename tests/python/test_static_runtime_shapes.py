@@ -8,6 +8,8 @@ import oar
 import oar.nn.functional as F
 from oar import static
 
+from _util import BatchFills
+
 
 @pytest.fixture
 def static_mode():
@@ -306,23 +308,9 @@ def test_jit_save_load_with_runtime_shapes(tmp_path):
     np.testing.assert_allclose(out, x[x > 0] * 3.0, rtol=1e-6)
 
 
-class _BatchFills(oar.nn.Layer):
-    """Fills whose shape holds the batch: from x.shape[0] (a run-time shape variable under to_static) and
-    from ones_like (the recording's unknown extent)."""
-
-    def __init__(self):
-        super().__init__()
-        self.fc = oar.nn.Linear(3, 4)
-
-    def forward(self, x):
-        h = oar.zeros([x.shape[0], 4]) + 1.5
-        o = oar.full([2 * x.shape[0], 4], 2.0)
-        return self.fc(x) + h + o.sum() + oar.ones_like(x).sum()
-
-
 def test_jit_save_exports_batch_sized_fills_as_paddle_ops(tmp_path):
     import warnings
-    net = _BatchFills()
+    net = BatchFills()
     prefix = str(tmp_path / "fills")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing kept native

@@ -1312,7 +1312,8 @@ paddle_map::ExportFn form_rule(Form f) {
 
 struct Rule {
   paddle_map::ExportFn fn;
-  const char* arg;  // the Paddle op type, for the forms; the declined reason for rule_differs
+  const char* arg;              // the Paddle op type, for the forms; the declined reason for rule_differs
+  bool run_time_attrs = false;  // the rule handles run-time attribute inputs (paddle_map::Export)
 };
 
 // Native op name -> its rule, from the map: each native op is exported by the one entry that lists it.
@@ -1325,7 +1326,7 @@ const std::map<std::string, Rule>& rules() {
         paddle_map::ExportFn fn = x.fn != nullptr ? x.fn : form_rule(e.form);
         OAR_ENFORCE(fn != nullptr, ErrorCode::kInternal,
                     "Paddle op map: " << e.paddle << " exports " << x.native << " without a rule");
-        m[x.native] = {fn, x.arg != nullptr ? x.arg : e.paddle};
+        m[x.native] = {fn, x.arg != nullptr ? x.arg : e.paddle, x.run_time_attrs};
       }
     }
     return m;
@@ -1389,9 +1390,9 @@ Program export_paddle_dialect(const Program& native, ExportReport* report) {
       c.def = OpRegistry::get().find(c.name);
       auto it = rules().find(c.name);
       bool ok = false;
-      bool var_attrs = false;  // run-time attributes (static_graph.h): the rules read attributes only
+      bool var_attrs = false;  // run-time attributes (static_graph.h): most rules read attributes only
       for (auto& [slot, args] : op.inputs) var_attrs |= !slot.empty() && slot[0] == kVarAttrPrefix;
-      if (var_attrs && c.name != "fill") {  // fill's rule takes its run-time shape as ShapeTensor
+      if (var_attrs && (it == rules().end() || !it->second.run_time_attrs)) {
         c.why = "an attribute comes from a variable at run time";
       } else if (it == rules().end()) {
         c.why = "no Paddle equivalent";

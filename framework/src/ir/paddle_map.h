@@ -54,6 +54,7 @@ struct Export {
   ExportFn fn = nullptr;      // nullptr: the rule of the entry's form
   const char* arg = nullptr;  // passed to fn; nullptr: the Paddle type
   bool view = false;
+  bool run_time_attrs = false;  // fn reads the op's run-time attribute inputs (@shape, ...) itself
 };
 
 constexpr int32_t kNoVersion = -1;  // oar records no version for the type (accepted on load unchecked)
