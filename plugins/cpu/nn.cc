@@ -380,19 +380,42 @@ OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float row_max(cons
 // The exp pass also sums (8 lanes in row_sum's order); built for AVX2 and for baseline x86-64 (the .so's
 // target), chosen once by the CPU: the same operations in the same order (target "avx2" does not enable
 // FMA, so nothing is contracted), so the same bits either way.
+// exp_nonpos on 8 lanes, the same operations lane by lane (the array form of the loop kept its
+// polynomial constants on the stack in the AVX2 build).
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
+__attribute__((always_inline)) inline v8f exp_nonpos_v8(v8f x) {
+  x = x < -87.0f ? v8f{} - 87.0f : x;
+  const v8i n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, v8i);  // truncates, as the cast
+  const v8f fn = __builtin_convertvector(n, v8f);
+  const v8f r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
+  v8f p = v8f{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const v8u bits = reinterpret_cast<v8u>(n + 127) << 23;  // n >= -126 (NaN: any bits, NaN result)
+  v8f scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return (p * r * r + r + 1.0f) * scale;
+}
+
 // w == nullptr (loss_only): the log of the normaliser alone, the same sum in the same order.
 template <bool kStore>
 OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float lse_row_body(const float* r, float* w,
                                                                                  int64_t K) {
   const float m = row_max(r, K);
-  float acc[8] = {};
+  const v8f vm = v8f{} + m;
+  v8f acc = {};
   int64_t i = 0;
-  for (; i + 8 <= K; i += 8)
-    for (int k = 0; k < 8; ++k) {
-      const float e = exp_nonpos(r[i + k] - m);
-      if constexpr (kStore) w[i + k] = e;
-      acc[k] += e;
-    }
+  for (; i + 8 <= K; i += 8) {
+    v8f v;
+    std::memcpy(&v, r + i, sizeof v);
+    const v8f e = exp_nonpos_v8(v - vm);
+    if constexpr (kStore) std::memcpy(w + i, &e, sizeof e);
+    acc += e;
+  }
   float s = 0;
   for (; i < K; ++i) {
     const float e = exp_nonpos(r[i] - m);
