@@ -70,7 +70,8 @@ def test_logsumexp_and_norm_rows_against_float64():
         np.testing.assert_allclose(oar.linalg.norm(T(x), 2, axis=-1).numpy(), np.sqrt((x64 * x64).sum(-1)),
                                    rtol=2e-6)
     x = np.array([[1.0, np.nan, 2.0], [-np.inf, -np.inf, -np.inf], [np.inf, 1.0, 2.0], [0.0, 0.0, 0.0]], np.float32)
-    np.testing.assert_array_equal(oar.logsumexp(T(x), -1).numpy(), np.array([np.nan, -np.inf, np.inf, np.log(3.0)], np.float32))
+    np.testing.assert_array_equal(oar.logsumexp(T(x), -1).numpy(),
+                                  np.array([np.nan, -np.inf, np.inf, np.log(3.0)], np.float32))
     np.testing.assert_array_equal(oar.linalg.norm(T(x), 2, axis=-1).numpy(), [np.nan, np.inf, np.inf, 0.0])
 
 
