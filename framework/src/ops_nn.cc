@@ -237,7 +237,11 @@ void register_nn_ops(OpRegistry& r) {
   def(r, "layer_norm_grad", {"x", "weight", "mean", "rstd", "dy"}, {req_int("begin_norm_axis")},
       infer_layer_norm_grad)
       .outputs = {"dx", "dweight", "dbias"};
-  def(r, "softmax_cross_entropy", {"logits", "label"}, {int_attr("ignore_index", -100)}, infer_softmax_ce)
+  // loss_only = 1: the caller needs no gradient and drops the softmax (eager cross_entropy without
+  // gradient), so a kernel may leave it unwritten (decision 582); 0 (the default, and in every program):
+  // both written.
+  def(r, "softmax_cross_entropy", {"logits", "label"},
+      {int_attr("ignore_index", -100), int_attr("loss_only", 0)}, infer_softmax_ce)
       .outputs = {"loss", "softmax"};
   def(r, "softmax_cross_entropy_grad", {"softmax", "label", "dloss"}, {int_attr("ignore_index", -100)},
       infer_softmax_ce_grad);

@@ -150,27 +150,74 @@ AlongShape along_shape(const TensorView& x, const TensorView& index, int64_t axi
           index.dim(static_cast<int32_t>(axis)), product(x.dims(), axis + 1, x.ndim())};
 }
 
+// The indices are read in place (int32 or int64) inside the parallel loop: copying and checking them
+// into a vector first took most of the time. A bad index sets a flag; read_indices then names it.
+template <class T, class I>
+void take_along(const T* px, const I* pi, T* po, const AlongShape& s, ErrorFlag& bad) {
+  const int64_t n = s.n, inner = s.inner;
+  const int64_t rows = s.outer * s.ni;
+  if (inner == 1) {  // the last axis: rows of ni gathered elements
+    parallel_for(0, s.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.ni, 1)),
+                 [&](int64_t lo, int64_t hi) {
+                   bool fail = false;
+                   for (int64_t o = lo; o < hi; ++o) {
+                     const T* src = px + o * n;
+                     const I* ir = pi + o * s.ni;
+                     T* dst = po + o * s.ni;
+                     for (int64_t j = 0; j < s.ni; ++j) {
+                       int64_t k = static_cast<int64_t>(ir[j]);
+                       k += k < 0 ? n : 0;
+                       const bool out_of_range = static_cast<uint64_t>(k) >= static_cast<uint64_t>(n);
+                       fail |= out_of_range;
+                       dst[j] = src[out_of_range ? 0 : k];  // never read outside x
+                     }
+                   }
+                   if (fail) bad.set();
+                 });
+    return;
+  }
+  parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(inner, 1)),
+               [&](int64_t lo, int64_t hi) {
+                 bool fail = false;
+                 int64_t o = lo / s.ni, j = lo % s.ni;  // row r = (o, j): no division per row
+                 for (int64_t r = lo; r < hi; ++r) {
+                   const T* src = px + o * n * inner;
+                   const I* ir = pi + r * inner;
+                   T* dst = po + r * inner;
+                   for (int64_t i = 0; i < inner; ++i) {
+                     int64_t k = static_cast<int64_t>(ir[i]);
+                     k += k < 0 ? n : 0;
+                     const bool out_of_range = static_cast<uint64_t>(k) >= static_cast<uint64_t>(n);
+                     fail |= out_of_range;
+                     dst[i] = src[(out_of_range ? 0 : k) * inner + i];  // never read outside x
+                   }
+                   if (++j == s.ni) j = 0, ++o;
+                 }
+                 if (fail) bad.set();
+               });
+}
+
 void take_along_axis_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), index = ctx.input(1), out = ctx.output(0);
   const int64_t axis = normalize_axis("take_along_axis", attr_int_or(ctx, "axis", 0), x.ndim());
   const AlongShape s = along_shape(x, index, axis);
-  std::vector<int64_t> idx = read_indices("take_along_axis", index, [&](int64_t) { return s.n; });
+  OAR_SDK_CHECK(index.dtype() == OAR_DTYPE_INT32 || index.dtype() == OAR_DTYPE_INT64, OAR_ERR_TYPE,
+                "take_along_axis: index must be int32 or int64, got " << oar::sdk::dtype_name(index.dtype()));
+  if (out.numel() == 0) return;
+  if (s.n == 0)
+    read_indices("take_along_axis", index, [&](int64_t) { return s.n; });  // throws: no valid index
   Retyped xs(x, bits_dtype(x.dtype())), os(out, bits_dtype(out.dtype()));
+  ErrorFlag bad;
   visit_bits(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = xs.view().data<T>();
     T* po = os.view().data<T>();
-    // One row (o, j) of inner elements at a time: no division per element.
-    parallel_for(0, s.outer * s.ni, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(s.inner, 1)),
-                 [&](int64_t lo, int64_t hi) {
-                   for (int64_t r = lo; r < hi; ++r) {
-                     const T* src = px + (r / s.ni) * s.n * s.inner;
-                     const int64_t* ir = idx.data() + r * s.inner;
-                     T* dst = po + r * s.inner;
-                     for (int64_t i = 0; i < s.inner; ++i) dst[i] = src[ir[i] * s.inner + i];
-                   }
-                 });
+    if (index.dtype() == OAR_DTYPE_INT32)
+      take_along(px, index.data<int32_t>(), po, s, bad);
+    else
+      take_along(px, index.data<int64_t>(), po, s, bad);
   });
+  if (bad.get()) read_indices("take_along_axis", index, [&](int64_t) { return s.n; });  // throws, naming it
 }
 
 // out = x, then out[o, index[o, j, i], i] (op)= values[o, j, i]; op: 0 assign, 1 add, 2 multiply.
@@ -284,6 +331,10 @@ void pad_kernel(KernelContext& ctx) {
   const int64_t on = out.dim(-1);
   const int64_t rows = out.numel() / on;
   const std::vector<int64_t>& last = maps[static_cast<size_t>(nd - 1)];
+  // Output columns [lb, le) of the last axis copy x's columns [lb - b_last, le - b_last) (a negative pad
+  // crops: then lb is 0 and the copy starts at column -b_last).
+  const int64_t b_last = p[2 * (nd - 1)], n_last = x.dim(-1);
+  const int64_t lb = std::clamp<int64_t>(b_last, 0, on), le = std::clamp<int64_t>(b_last + n_last, lb, on);
   dispatch<AnyType>("pad", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T fill = from_double<T>(value);
@@ -306,8 +357,11 @@ void pad_kernel(KernelContext& ctx) {
                        std::fill(dst, dst + on, fill);
                        continue;
                      }
+                     // The last axis: the edges through its map, the inside as one copy.
                      const T* src = px + off;
-                     for (int64_t j = 0; j < on; ++j) dst[j] = last[j] < 0 ? fill : src[last[j]];
+                     for (int64_t j = 0; j < lb; ++j) dst[j] = last[j] < 0 ? fill : src[last[j]];
+                     std::copy(src + (lb - b_last), src + (lb - b_last) + (le - lb), dst + lb);
+                     for (int64_t j = le; j < on; ++j) dst[j] = last[j] < 0 ? fill : src[last[j]];
                    }
                  });
   });

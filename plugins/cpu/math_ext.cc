@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "elementwise.h"
+#include "vec_math.h"
 
 namespace oar_cpu {
 namespace {
@@ -101,19 +102,20 @@ struct IntOnly : std::bool_constant<is_int_v<T>> {};
   };
 // atan2 in float (float32 and 16-bit floats): libm's atan2f is scalar and slow, so the quotient
 // min/max in [0, 1] goes through cephes' atanf polynomial (about 2 ulp), then the quadrant is restored.
-// Branch-free (selects only) so the compiler vectorises the loop (math_ext.cc is built with
-// -fno-trapping-math, plugins/cpu/CMakeLists.txt, which GCC needs to if-convert the selects); zeros,
-// infinities and NaN come out as atan2's special values through the selects.
-inline float fast_atan2f(float a, float b) {
+// Above tan(pi/8) the quotient is reduced to (num - den) / (num + den) (atan(t) = pi/4 + atan((t-1)/(t+1)))
+// with the operands chosen before the one division. Branch-free (selects only) so the compiler
+// vectorises the loop (math_ext.cc is built with -fno-trapping-math, plugins/cpu/CMakeLists.txt, which
+// GCC needs to if-convert the selects); zeros, infinities and NaN come out as atan2's special values
+// through the selects.
+OAR_VEC_INLINE float fast_atan2f(float a, float b) {
   const float ax = std::fabs(a), bx = std::fabs(b);
   const bool swap = ax > bx;
-  const float num = swap ? bx : ax, den = swap ? ax : bx;
-  float t = num / den;                  // in [0, 1]; NaN when an input is NaN
-  t = den == 0 ? 0.0f : t;              // atan2(+-0, +-0)
-  t = num == INFINITY ? 1.0f : t;       // both infinite: pi/4 per quadrant
-  const bool reduce = t > 0.41421356f;  // tan(pi/8): reduce to |t| <= tan(pi/8)
-  const float tr = (t - 1) / (t + 1);   // computed unconditionally so the select needs no branch
-  t = reduce ? tr : t;
+  const float num = swap ? bx : ax, den = swap ? ax : bx;             // num <= den
+  const bool both_inf = num == INFINITY;                              // pi/4 per quadrant
+  const bool reduce = (num > 0.41421356f * den) | both_inf;           // t > tan(pi/8)
+  float t = (reduce ? num - den : num) / (reduce ? num + den : den);  // NaN when an input is NaN
+  t = den == 0 ? 0.0f : t;                                            // atan2(+-0, +-0)
+  t = both_inf ? 0.0f : t;
   const float z = t * t;
   float r = ((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) *
              z * t) +
@@ -124,8 +126,17 @@ inline float fast_atan2f(float a, float b) {
   // A NaN operand gives NaN (the selects above would turn atan2(inf, NaN) into pi/4, atan2(NaN, 0) into 0).
   return (a != a || b != b) ? a + b : std::copysign(r, a);
 }
-void atan2_block(float* o, const float* a, const float* b, int64_t n) {
+// The contiguous float32 loop, built twice: for AVX2 (8 lanes; the .so itself targets baseline x86-64,
+// 4 lanes) and the baseline, chosen once by the CPU.
+__attribute__((target("avx2"))) void atan2_block_avx2(float* o, const float* a, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) o[i] = fast_atan2f(a[i], b[i]);
+}
+void atan2_block_base(float* o, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = fast_atan2f(a[i], b[i]);
+}
+void atan2_block(float* o, const float* a, const float* b, int64_t n) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  (avx2 ? atan2_block_avx2 : atan2_block_base)(o, a, b, n);
 }
 
 struct Atan2 {

@@ -187,6 +187,85 @@ void layer_norm_kernel(KernelContext& ctx) {
 }
 
 // dx = rstd * (w*dy - mean(w*dy) - xhat * mean(w*dy*xhat)); dweight = sum(dy*xhat); dbias = sum(dy).
+// One row: adds its dweight/dbias terms to aw/ab and writes dx.
+template <class T, class S>
+__attribute__((always_inline)) inline void layer_norm_bwd_row(const T* xr, const T* gr, const T* pw, T* dr,
+                                                              S* aw, S* ab, S m, S rs, int64_t n) {
+  using C = compute_t<T>;
+  // One pass: the dweight/dbias partials and the two row sums (8 lanes each, so it vectorises).
+  S lg[8] = {}, lgx[8] = {};
+  auto step = [&](int64_t i, S & sg_acc, S & sgx_acc) __attribute__((always_inline)) {
+    const S xh = (S(C(xr[i])) - m) * rs, g = S(C(gr[i]));
+    const S wg = g * S(C(pw[i]));
+    sg_acc += wg;
+    sgx_acc += wg * xh;
+    aw[i] += g * xh;
+    ab[i] += g;
+  };
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) step(j + k, lg[k], lgx[k]);
+  S sg = 0, sgx = 0;
+  for (; j < n; ++j) step(j, sg, sgx);
+  for (int k = 0; k < 8; ++k) sg += lg[k], sgx += lgx[k];
+  const S mg = sg / S(n), mgx = sgx / S(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const S xh = (S(C(xr[i])) - m) * rs;
+    dr[i] = T(C(rs * (S(C(gr[i])) * S(C(pw[i])) - mg - xh * mgx)));
+  }
+}
+// The float32 row with GCC vector types, 8 lanes (two SSE registers on baseline x86-64, one AVX register
+// in the AVX2 build): the auto-vectorised form of the loop above shuffled its 8 accumulators between
+// registers. Lane k sums the elements j + k, the tail goes to the scalar sum, then the lanes in order:
+// the same operations in the same order as layer_norm_bwd_row, so the same bits, and the same bits in
+// either build (target "avx2" does not enable FMA, so nothing is contracted).
+typedef float v8f __attribute__((vector_size(32)));
+__attribute__((always_inline)) inline void layer_norm_bwd_row_v8(const float* xr, const float* gr,
+                                                                 const float* pw, float* dr, float* aw,
+                                                                 float* ab, float m, float rs, int64_t n) {
+  const auto load = [](const float* p) __attribute__((always_inline)) {
+    v8f v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  const auto store = [](float* p, v8f v) __attribute__((always_inline)) { std::memcpy(p, &v, sizeof v); };
+  const v8f vm = v8f{} + m, vrs = v8f{} + rs;
+  v8f lg = {}, lgx = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const v8f xh = (load(xr + j) - vm) * vrs, g = load(gr + j);
+    const v8f wg = g * load(pw + j);
+    lg += wg;
+    lgx += wg * xh;
+    store(aw + j, load(aw + j) + g * xh);
+    store(ab + j, load(ab + j) + g);
+  }
+  float sg = 0, sgx = 0;
+  for (; j < n; ++j) {
+    const float xh = (xr[j] - m) * rs, g = gr[j];
+    const float wg = g * pw[j];
+    sg += wg;
+    sgx += wg * xh;
+    aw[j] += g * xh;
+    ab[j] += g;
+  }
+  for (int k = 0; k < 8; ++k) sg += lg[k], sgx += lgx[k];
+  const float mg = sg / float(n), mgx = sgx / float(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float xh = (xr[i] - m) * rs;
+    dr[i] = rs * (gr[i] * pw[i] - mg - xh * mgx);
+  }
+}
+__attribute__((target("avx2"))) void layer_norm_bwd_row_avx2(const float* xr, const float* gr,
+                                                             const float* pw, float* dr, float* aw, float* ab,
+                                                             float m, float rs, int64_t n) {
+  layer_norm_bwd_row_v8(xr, gr, pw, dr, aw, ab, m, rs, n);
+}
+void layer_norm_bwd_row_base(const float* xr, const float* gr, const float* pw, float* dr, float* aw,
+                             float* ab, float m, float rs, int64_t n) {
+  layer_norm_bwd_row_v8(xr, gr, pw, dr, aw, ab, m, rs, n);
+}
+
 template <class T, class S = std::conditional_t<std::is_same_v<T, double>, double, float>>
 void layer_norm_bwd(const T* px, const T* pw, const S* pm, const S* pr, const T* pg, T* pdx, T* pw_out,
                     T* pb_out, int64_t n, int64_t outer) {
@@ -194,36 +273,18 @@ void layer_norm_bwd(const T* px, const T* pw, const S* pm, const S* pr, const T*
   // Rows are split into chunks; each chunk accumulates its own dweight/dbias partial sums.
   const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(outer, 64));
   std::vector<S> pdw(static_cast<size_t>(chunks * n), S(0)), pdb(static_cast<size_t>(chunks * n), S(0));
+  static const bool avx2 = __builtin_cpu_supports("avx2");
   parallel_for(0, chunks, 1, [&](int64_t clo, int64_t chi) {
     for (int64_t ch = clo; ch < chi; ++ch) {
       const int64_t r0 = outer * ch / chunks, r1 = outer * (ch + 1) / chunks;
       S* aw = pdw.data() + ch * n;
       S* ab = pdb.data() + ch * n;
       for (int64_t o = r0; o < r1; ++o) {
-        const T* xr = px + o * n;
-        const T* gr = pg + o * n;
-        T* dr = pdx + o * n;
-        const S m = pm[o], rs = pr[o];
-        // One pass: the dweight/dbias partials and the two row sums (8 lanes each, so it vectorises).
-        S lg[8] = {}, lgx[8] = {};
-        auto step = [&](int64_t i, S& sg_acc, S& sgx_acc) {
-          const S xh = (S(C(xr[i])) - m) * rs, g = S(C(gr[i]));
-          const S wg = g * S(C(pw[i]));
-          sg_acc += wg;
-          sgx_acc += wg * xh;
-          aw[i] += g * xh;
-          ab[i] += g;
-        };
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8)
-          for (int k = 0; k < 8; ++k) step(j + k, lg[k], lgx[k]);
-        S sg = 0, sgx = 0;
-        for (; j < n; ++j) step(j, sg, sgx);
-        for (int k = 0; k < 8; ++k) sg += lg[k], sgx += lgx[k];
-        const S mg = sg / S(n), mgx = sgx / S(n);
-        for (int64_t i = 0; i < n; ++i) {
-          const S xh = (S(C(xr[i])) - m) * rs;
-          dr[i] = T(C(rs * (S(C(gr[i])) * S(C(pw[i])) - mg - xh * mgx)));
+        if constexpr (std::is_same_v<T, float>) {
+          (avx2 ? layer_norm_bwd_row_avx2 : layer_norm_bwd_row_base)(px + o * n, pg + o * n, pw, pdx + o * n,
+                                                                     aw, ab, pm[o], pr[o], n);
+        } else {
+          layer_norm_bwd_row<T, S>(px + o * n, pg + o * n, pw, pdx + o * n, aw, ab, pm[o], pr[o], n);
         }
       }
     }
@@ -300,28 +361,114 @@ OAR_NN_NO_TRAPPING_MATH void exp_shifted(float* w, const float* x, int64_t n, fl
   for (int64_t i = 0; i < n; ++i) w[i] = exp_nonpos(x[i] - m);
 }
 // max of x[i] (NaN ignored, as std::max; exp(NaN - m) still makes the row NaN), 8 lanes.
-OAR_NN_NO_TRAPPING_MATH float row_max(const float* x, int64_t n) {
-  float acc[8];
-  for (float& a : acc) a = -std::numeric_limits<float>::infinity();
+OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float row_max(const float* x, int64_t n) {
+  // 8 lanes in a GCC vector type (the array form compiled to scalar maxss in the AVX2 build)
+  v8f acc = v8f{} - std::numeric_limits<float>::infinity();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] = acc[k] < x[i + k] ? x[i + k] : acc[k];
+  for (; i + 8 <= n; i += 8) {
+    v8f v;
+    std::memcpy(&v, x + i, sizeof v);
+    acc = acc < v ? v : acc;
+  }
   float m = -std::numeric_limits<float>::infinity();
   for (; i < n; ++i) m = m < x[i] ? x[i] : m;
-  for (float a : acc) m = m < a ? a : m;
+  for (int k = 0; k < 8; ++k) m = m < acc[k] ? acc[k] : m;
   return m;
+}
+
+// One float32 row of softmax_cross_entropy: w = softmax(r), returns log of the normaliser (m + log s).
+// The exp pass also sums (8 lanes in row_sum's order); built for AVX2 and for baseline x86-64 (the .so's
+// target), chosen once by the CPU: the same operations in the same order (target "avx2" does not enable
+// FMA, so nothing is contracted), so the same bits either way.
+// exp_nonpos on 8 lanes, the same operations lane by lane (the array form of the loop kept its
+// polynomial constants on the stack in the AVX2 build).
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
+__attribute__((always_inline)) inline v8f exp_nonpos_v8(v8f x) {
+  x = x < -87.0f ? v8f{} - 87.0f : x;
+  const v8i n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, v8i);  // truncates, as the cast
+  const v8f fn = __builtin_convertvector(n, v8f);
+  const v8f r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
+  v8f p = v8f{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const v8u bits = reinterpret_cast<v8u>(n + 127) << 23;  // n >= -126 (NaN: any bits, NaN result)
+  v8f scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return (p * r * r + r + 1.0f) * scale;
+}
+
+// w == nullptr (loss_only): the log of the normaliser alone, the same sum in the same order.
+template <bool kStore>
+OAR_NN_NO_TRAPPING_MATH __attribute__((always_inline)) inline float lse_row_body(const float* r, float* w,
+                                                                                 int64_t K) {
+  const float m = row_max(r, K);
+  const v8f vm = v8f{} + m;
+  v8f acc = {};
+  int64_t i = 0;
+  for (; i + 8 <= K; i += 8) {
+    v8f v;
+    std::memcpy(&v, r + i, sizeof v);
+    const v8f e = exp_nonpos_v8(v - vm);
+    if constexpr (kStore) std::memcpy(w + i, &e, sizeof e);
+    acc += e;
+  }
+  float s = 0;
+  for (; i < K; ++i) {
+    const float e = exp_nonpos(r[i] - m);
+    if constexpr (kStore) w[i] = e;
+    s += e;
+  }
+  for (int k = 0; k < 8; ++k) s += acc[k];
+  if constexpr (kStore) {
+    const float inv = 1.0f / s;
+    for (int64_t j = 0; j < K; ++j) w[j] *= inv;
+  }
+  return m + std::log(s);
+}
+__attribute__((target("avx2"))) float softmax_row_avx2(const float* r, float* w, int64_t K) {
+  return w ? lse_row_body<true>(r, w, K) : lse_row_body<false>(r, w, K);
+}
+float softmax_row_base(const float* r, float* w, int64_t K) {
+  return w ? lse_row_body<true>(r, w, K) : lse_row_body<false>(r, w, K);
+}
+using SoftmaxRow = float (*)(const float*, float*, int64_t);
+SoftmaxRow softmax_row() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 ? softmax_row_avx2 : softmax_row_base;
 }
 #undef OAR_NN_NO_TRAPPING_MATH
 
 template <class T, class L>
 void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorView& loss,
-                    const TensorView& sm, int64_t ignore_index, ErrorFlag& bad) {
+                    const TensorView& sm, int64_t ignore_index, bool loss_only, ErrorFlag& bad) {
   using C = compute_t<T>;
   using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t N = x.dim(0), K = x.dim(1);
   const T* px = x.data<T>();
   const L* pl = label.data<L>();
   T *ploss = loss.data<T>(), *ps = sm.data<T>();
+  if constexpr (std::is_same_v<T, float>) {
+    const SoftmaxRow row = softmax_row();
+    parallel_for(0, N, std::max<int64_t>(1, 8192 / std::max<int64_t>(K, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o) {
+        const float lse = row(px + o * K, loss_only ? nullptr : ps + o * K, K);
+        const int64_t l = static_cast<int64_t>(pl[o]);
+        if (l == ignore_index) {
+          ploss[o] = 0;
+        } else if (l < 0 || l >= K) {
+          bad.set();
+          ploss[o] = 0;
+        } else {
+          ploss[o] = lse - px[o * K + l];
+        }
+      }
+    });
+    return;
+  }
   parallel_for(0, N, std::max<int64_t>(1, 8192 / std::max<int64_t>(K, 1)), [&](int64_t lo, int64_t hi) {
     for (int64_t o = lo; o < hi; ++o) {
       const T* r = px + o * K;
@@ -358,13 +505,14 @@ void softmax_ce_fwd(const TensorView& x, const TensorView& label, const TensorVi
 void softmax_ce_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), label = ctx.input(1);
   const int64_t ignore = attr_int_or(ctx, "ignore_index", -100);
+  const bool loss_only = attr_int_or(ctx, "loss_only", 0) != 0;  // float32 leaves the softmax unwritten
   ErrorFlag bad;
   dispatch<FloatType>("softmax_cross_entropy", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if (label.dtype() == OAR_DTYPE_INT64)
-      softmax_ce_fwd<T, int64_t>(x, label, ctx.output(0), ctx.output(1), ignore, bad);
+      softmax_ce_fwd<T, int64_t>(x, label, ctx.output(0), ctx.output(1), ignore, loss_only, bad);
     else
-      softmax_ce_fwd<T, int32_t>(x, label, ctx.output(0), ctx.output(1), ignore, bad);
+      softmax_ce_fwd<T, int32_t>(x, label, ctx.output(0), ctx.output(1), ignore, loss_only, bad);
   });
   OAR_SDK_CHECK(!bad.get(), OAR_ERR_OUT_OF_RANGE,
                 "softmax_cross_entropy: label value out of range [0, " << x.dim(1) << ") (ignore_index is "

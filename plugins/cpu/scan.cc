@@ -1,6 +1,7 @@
 // CPU kernels of framework/src/ops_scan.cc: logsumexp (one pass, a running max and a rescaled sum),
 // cummax/cummin (running extremum and its index) and segment_pool (segment sum/mean/max/min).
 #include <algorithm>
+#include <cstring>
 
 #include "elementwise.h"
 #include "vec_math.h"
@@ -67,7 +68,7 @@ inline double two_pass_result(double m, double s, bool nan) {
   return kNorm ? m * std::sqrt(s) : m + std::log(s);
 }
 template <class C, bool kNorm>
-inline C two_pass_term(C v, C m) {
+__attribute__((always_inline)) inline C two_pass_term(C v, C m) {
   if constexpr (kNorm) {
     const C r = std::fabs(v) / m;  // m = 0: NaN terms, but the result is 0 (two_pass_result)
     return r * r;
@@ -78,10 +79,102 @@ inline C two_pass_term(C v, C m) {
   }
 }
 
+// A float32 row with GCC vector types, 8 lanes (the array form of the max pass below compiled to scalar
+// compares, a NaN test per element): the same maxima, NaN test and lane sums as the generic row, so the
+// same result. Built for AVX2 and for baseline x86-64, chosen once by the CPU (decision 581).
+typedef float scan_v8f __attribute__((vector_size(32)));
+typedef int32_t scan_v8i __attribute__((vector_size(32)));
+typedef float scan_v4f __attribute__((vector_size(16)));
+typedef double scan_v4d __attribute__((vector_size(32)));  // two of them: a 64-byte vector spilled to memory
+template <bool kNorm>
+__attribute__((always_inline)) inline float two_pass_row_v8(const float* r, int64_t n) {
+  if constexpr (kNorm) {
+    // The 2-norm of float32 needs no scaling pass: a float's square is exact in double and cannot
+    // overflow or underflow there (3.4e38^2 and 1.4e-45^2 are inside double's range), so one pass sums
+    // the squares in double (NaN and inf propagate through the sum as before).
+    scan_v4d q0 = {}, q1 = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      scan_v4f v0, v1;
+      std::memcpy(&v0, r + i, sizeof v0);
+      std::memcpy(&v1, r + i + 4, sizeof v1);
+      const scan_v4d d0 = __builtin_convertvector(v0, scan_v4d), d1 = __builtin_convertvector(v1, scan_v4d);
+      q0 += d0 * d0;
+      q1 += d1 * d1;
+    }
+    double q = 0;
+    for (; i < n; ++i) q += static_cast<double>(r[i]) * static_cast<double>(r[i]);
+    for (int k = 0; k < 4; ++k) q += q0[k];
+    for (int k = 0; k < 4; ++k) q += q1[k];
+    return static_cast<float>(std::sqrt(q));
+  }
+  const auto load = [&](int64_t i) __attribute__((always_inline)) {
+    scan_v8f v;
+    std::memcpy(&v, r + i, sizeof v);
+    if constexpr (kNorm) v = reinterpret_cast<scan_v8f>(reinterpret_cast<scan_v8i>(v) & 0x7fffffff);  // |v|
+    return v;
+  };
+  scan_v8f mk = scan_v8f{} + (kNorm ? 0.0f : -INFINITY);
+  scan_v8i nk = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const scan_v8f v = load(i);
+    nk |= v != v;
+    mk = v > mk ? v : mk;
+  }
+  float m = kNorm ? 0.0f : -INFINITY;
+  bool nan = false;
+  for (; i < n; ++i) {
+    const float v = kNorm ? std::fabs(r[i]) : r[i];
+    nan |= v != v;
+    m = v > m ? v : m;
+  }
+  for (int k = 0; k < 8; ++k) m = mk[k] > m ? mk[k] : m, nan |= nk[k] != 0;
+  // Terms a chunk at a time (a plain loop, vectorised), then summed in double over the 8 lanes.
+  constexpr int64_t kChunk = 256;
+  float t[kChunk];
+  scan_v4d sk0 = {}, sk1 = {};  // lanes 0-3 and 4-7
+  double s = 0;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t len = std::min(kChunk, n - c);
+    for (int64_t k = 0; k < len; ++k) t[k] = two_pass_term<float, kNorm>(r[c + k], m);
+    int64_t k = 0;
+    for (; k + 8 <= len; k += 8) {
+      scan_v4f v0, v1;
+      std::memcpy(&v0, t + k, sizeof v0);
+      std::memcpy(&v1, t + k + 4, sizeof v1);
+      sk0 += __builtin_convertvector(v0, scan_v4d);
+      sk1 += __builtin_convertvector(v1, scan_v4d);
+    }
+    for (; k < len; ++k) s += static_cast<double>(t[k]);
+  }
+  for (int k = 0; k < 4; ++k) s += sk0[k];
+  for (int k = 0; k < 4; ++k) s += sk1[k];
+  return static_cast<float>(two_pass_result<kNorm>(static_cast<double>(m), s, nan));
+}
+template <bool kNorm>
+__attribute__((target("avx2"))) float two_pass_row_avx2(const float* r, int64_t n) {
+  return two_pass_row_v8<kNorm>(r, n);
+}
+template <bool kNorm>
+float two_pass_row_base(const float* r, int64_t n) {
+  return two_pass_row_v8<kNorm>(r, n);
+}
+
 // Rows (inner == 1): eight partial maxima and chunks of terms, so both loops vectorise along the row.
 template <class T, bool kNorm>
 void two_pass_rows(const TensorView& out, const TensorView& x, int64_t rows, int64_t n) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    const auto row = avx2 ? two_pass_row_avx2<kNorm> : two_pass_row_base<kNorm>;
+    const float* px = x.data<float>();
+    float* po = out.data<float>();
+    parallel_for(0, rows, std::max<int64_t>(1, kElementwiseGrain / n), [&](int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o) po[o] = row(px + o * n, n);
+    });
+    return;
+  }
   constexpr int64_t kLanes = 8, kChunk = 256;
   const T* px = x.data<T>();
   T* po = out.data<T>();
@@ -109,12 +202,19 @@ void two_pass_rows(const TensorView& out, const TensorView& x, int64_t rows, int
       C m = mk[0];
       bool nan = nk[0];
       for (int64_t k = 1; k < kLanes; ++k) m = mk[k] > m ? mk[k] : m, nan |= nk[k];
+      // Terms in double over kLanes partial sums: one serial chain of double adds (4 cycles each) was
+      // most of the row's time.
+      double sk[kLanes] = {};
       double s = 0;
       for (int64_t c = 0; c < n; c += kChunk) {
         const int64_t len = std::min(kChunk, n - c);
         for (int64_t k = 0; k < len; ++k) t[k] = two_pass_term<C, kNorm>(C(r[c + k]), m);
-        for (int64_t k = 0; k < len; ++k) s += static_cast<double>(t[k]);
+        int64_t k = 0;
+        for (; k + kLanes <= len; k += kLanes)
+          for (int64_t l = 0; l < kLanes; ++l) sk[l] += static_cast<double>(t[k + l]);
+        for (; k < len; ++k) s += static_cast<double>(t[k]);
       }
+      for (int64_t l = 0; l < kLanes; ++l) s += sk[l];
       po[row] = T(static_cast<C>(two_pass_result<kNorm>(static_cast<double>(m), s, nan)));
     }
   });

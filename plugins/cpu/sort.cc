@@ -58,6 +58,40 @@ constexpr int key_bits() {
   return 8 * static_cast<int>(sizeof(T) == 2 && !std::is_integral_v<T> ? 4 : sizeof(T));
 }
 
+// The value of T whose sort_key is k, and whether that value is exact: every key of an integer or bool
+// decodes exactly; a float key does unless it is the key of zero (-0.0 shares it with +0.0) or of NaN
+// (one key for every NaN), where the caller reads the input instead. Lets the sorted values be written
+// in order from the keys rather than gathered from the input at random positions.
+template <class T>
+inline T key_value(uint64_t k, bool* exact) {
+  if constexpr (std::is_same_v<T, bool>) {
+    *exact = true;
+    return k != 0;
+  } else if constexpr (std::is_floating_point_v<T> || is_float_v<T>) {
+    if constexpr (sizeof(T) == 8) {
+      const uint64_t u = (k >> 63) ? (k & ~(1ull << 63)) : ~k;
+      double d;
+      std::memcpy(&d, &u, 8);
+      *exact = k != (1ull << 63) && !(d != d);
+      return static_cast<T>(d);
+    } else {
+      const uint32_t k32 = static_cast<uint32_t>(k);
+      const uint32_t u = (k32 >> 31) ? (k32 & 0x7fffffffu) : ~k32;
+      float f;
+      std::memcpy(&f, &u, 4);
+      *exact = k32 != 0x80000000u && !(f != f);
+      return static_cast<T>(f);  // float16 / bfloat16 keys are their exact float32 widenings
+    }
+  } else if constexpr (std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    *exact = true;
+    return static_cast<T>(static_cast<U>(static_cast<U>(k) ^ (U(1) << (sizeof(T) * 8 - 1))));
+  } else {
+    *exact = true;
+    return static_cast<T>(k);
+  }
+}
+
 // Keys of up to 32 bits above a 32-bit position.
 struct Packed {
   using Item = uint64_t;
@@ -78,6 +112,23 @@ struct Wide {
   static uint32_t pos(const Item& v) { return v.pos; }
   static bool less(const Item& a, const Item& b) { return a.key != b.key ? a.key < b.key : a.pos < b.pos; }
 };
+
+// Keys alone (sort's values_only: no positions wanted), 4 or 8 bytes an item: half or two thirds of the
+// memory the radix passes move with positions. Equal keys are then equal values (the caller checks for
+// -0.0 and NaN, whose keys are shared), so stability does not matter.
+template <class U>
+struct KeyOnly {
+  using Item = U;
+  static constexpr bool kKeysOnly = true;
+  static Item make(uint64_t key, uint32_t) { return static_cast<U>(key); }
+  static uint64_t key(Item v) { return v; }
+  static uint32_t pos(Item) { return 0; }
+  static bool less(Item a, Item b) { return a < b; }
+};
+template <class Tr, class = void>
+struct keys_only : std::false_type {};
+template <class Tr>
+struct keys_only<Tr, std::void_t<decltype(Tr::kKeysOnly)>> : std::true_type {};
 
 // Below this many items a comparison sort beats a radix pass (its histogram costs a fixed amount).
 constexpr size_t kRadixMin = 256;
@@ -140,11 +191,18 @@ typename Tr::Item* sort_items(typename Tr::Item* a, typename Tr::Item* tmp, size
     return a;
   }
   const uint64_t diff = varying_bits<Tr>(a, n, bits);
-  if (diff == 0) return a;                           // all keys equal: already in position order
+  if (diff == 0) return a;  // all keys equal: already in position order
+  const int low = __builtin_ctzll(diff), high = 64 - __builtin_clzll(diff), width = high - low;
+  // LSD when the varying bits fit in three digits: 8- or 11-bit digits, whichever moves the items
+  // fewer times counting a histogram bin as one item (the buckets of a long line's first split carry
+  // about 21 varying bits: two passes of 11 bits instead of three of 8 from about 4K items).
+  const auto lsd_cost = [&](int d) { return ((width + d - 1) / d) * (n + (size_t{1} << d)); };
+  if (width <= 24 || (width <= 33 && n >= (size_t{1} << 12))) {
+    const int d = width > 24 || lsd_cost(11) < lsd_cost(8) ? 11 : 8;
+    return lsd_items<Tr>(a, tmp, n, low, (width + d - 1) / d, d);
+  }
   const int dbits = n < (size_t{1} << 16) ? 8 : 11;  // wider digits once n pays for their histogram
   const size_t radix = size_t{1} << dbits, mask = radix - 1;
-  const int low = __builtin_ctzll(diff), high = 64 - __builtin_clzll(diff);
-  if (high - low <= 3 * dbits) return lsd_items<Tr>(a, tmp, n, low, (high - low + dbits - 1) / dbits, dbits);
   const int shift = high - dbits;
   std::vector<uint32_t> start(radix + 1, 0);
   for (size_t i = 0; i < n; ++i) ++start[((Tr::key(a[i]) >> shift) & mask) + 1];
@@ -195,9 +253,15 @@ void sort_line(const T* x, S stride, T* v, int64_t* ind, const int64_t n, const 
   for (int64_t j = 0; j < n; ++j) a[j] = Tr::make(sort_key(x[j * stride]) ^ flip, static_cast<uint32_t>(j));
   const typename Tr::Item* s = sort_items<Tr>(a, tmp, static_cast<size_t>(n), bits);
   for (int64_t j = 0; j < n; ++j) {
-    const int64_t src = Tr::pos(s[j]);
-    v[j * stride] = x[src * stride];
-    ind[j * stride] = src;
+    bool exact;
+    const T val = key_value<T>(Tr::key(s[j]) ^ flip, &exact);
+    if constexpr (keys_only<Tr>::value) {
+      v[j * stride] = val;  // exact: no -0.0 or NaN in x (checked by the caller)
+    } else {
+      const int64_t src = Tr::pos(s[j]);
+      v[j * stride] = exact ? val : x[src * stride];  // x is read only for zeros and NaN
+      ind[j * stride] = src;
+    }
   }
 }
 
@@ -351,9 +415,15 @@ void sort_long_line(const T* x, T* pv, int64_t* pi, int64_t n, uint64_t flip) {
   }
   parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; ++j) {
-      const int64_t src = Tr::pos(sorted[j]);
-      pv[j] = x[src];
-      pi[j] = src;
+      bool exact;
+      const T v = key_value<T>(Tr::key(sorted[j]) ^ flip, &exact);
+      if constexpr (keys_only<Tr>::value) {
+        pv[j] = v;  // exact: no -0.0 or NaN in x (checked by the caller)
+      } else {
+        const int64_t src = Tr::pos(sorted[j]);
+        pv[j] = exact ? v : x[src];  // x is read only for zeros and NaN
+        pi[j] = src;
+      }
     }
   });
 }
@@ -361,11 +431,46 @@ void sort_long_line(const T* x, T* pv, int64_t* pi, int64_t n, uint64_t flip) {
 // Lines longer than this (and too few lines to share out) sort over all threads.
 constexpr int64_t kLongLine = int64_t{1} << 16;
 
+// Whether x holds -0.0 or NaN: values whose sort keys other values share (+0.0, other NaNs), so keys
+// alone cannot give them back. Integers never do.
+template <class T>
+bool shared_keys(const T* x, int64_t n) {
+  if constexpr (std::is_floating_point_v<T> || is_float_v<T>) {
+    ErrorFlag hit;
+    parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      bool h = false;
+      if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {  // on the bits: an integer loop that vectorises
+        using U = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+        constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+        constexpr U inf = sizeof(T) == 8 ? U(0x7ff0000000000000ull) : U(0x7f800000u);
+        U any = 0;
+        for (int64_t i = lo; i < hi; ++i) {
+          U u;
+          std::memcpy(&u, x + i, sizeof u);
+          any |= U((u == sign) | ((u & ~sign) > inf));  // -0.0, NaN
+        }
+        h = any != 0;
+      } else {
+        for (int64_t i = lo; i < hi; ++i) {
+          const float v = static_cast<float>(x[i]);
+          h |= (v != v) | ((v == 0) & std::signbit(v));
+        }
+      }
+      if (h) hit.set();
+    });
+    return hit.get();
+  } else {
+    (void)x, (void)n;
+    return false;
+  }
+}
+
 void sort_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), vals = ctx.output(0), inds = ctx.output(1);
   const int32_t nd = x.ndim();
   const int64_t axis = nd == 0 ? 0 : normalize_axis("sort", attr_int_or(ctx, "axis", -1), nd);
   const bool desc = attr_int_or(ctx, "descending", 0) != 0;
+  const bool values_only = attr_int_or(ctx, "values_only", 0) != 0;
   const int64_t n = nd == 0 ? 1 : x.dim(static_cast<int32_t>(axis));
   const int64_t inner = nd == 0 ? 1 : product(x.dims(), axis + 1, nd);
   const int64_t lines = n == 0 ? 0 : x.numel() / n;
@@ -380,10 +485,20 @@ void sort_kernel(KernelContext& ctx) {
     const T* px = x.data<T>();
     T* pv = vals.data<T>();
     int64_t* pi = inds.data<int64_t>();
-    if (inner == 1 && n >= kLongLine && lines < oar::sdk::max_threads()) {
-      for (int64_t l = 0; l < lines; ++l) sort_long_line<Tr>(px + l * n, pv + l * n, pi + l * n, n, flip);
+    const auto run = [&](auto tr) {
+      using R = decltype(tr);
+      if (inner == 1 && n >= kLongLine && lines < oar::sdk::max_threads()) {
+        for (int64_t l = 0; l < lines; ++l) sort_long_line<R>(px + l * n, pv + l * n, pi + l * n, n, flip);
+      } else {
+        sort_lines<R>(px, pv, pi, lines, n, inner, flip);
+      }
+    };
+    // values_only (the caller drops the indices, which are then not written): keys alone, when no two
+    // different values share a key. Short lines keep the positions path (its rank sort writes both).
+    if (values_only && n > kRankMax && !shared_keys(px, x.numel())) {
+      run(KeyOnly<std::conditional_t<bits <= 32, uint32_t, uint64_t>>{});
     } else {
-      sort_lines<Tr>(px, pv, pi, lines, n, inner, flip);
+      run(Tr{});
     }
   });
 }

@@ -16,6 +16,7 @@ __all__ = [
 ]
 
 _softmax_ce = _C.Op("softmax_cross_entropy", "ignore_index")
+_softmax_ce_loss = _C.Op("softmax_cross_entropy", "ignore_index", "loss_only")
 _log_softmax = _C.Op("log_softmax", "axis")
 _ctc = _C.Op("ctc_loss")
 _hsigmoid = _C.Op("hsigmoid_loss")
@@ -136,7 +137,9 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
         # 1 where the label is not ignored (not needed on the common path: softmax, no weight, mean)
         need_valid = not use_softmax or weight is not None or (reduction == "mean" and ignore_index >= 0)
         valid = _cast(lab != int(ignore_index), input.dtype) if need_valid else None
-        if use_softmax:
+        if use_softmax and not _C._is_symbolic(x2) and (x2.stop_gradient or not _C.is_grad_enabled()):
+            loss = _softmax_ce_loss(x2, lab, int(ignore_index), True)[0]  # no softmax written (decision 582)
+        elif use_softmax:
             loss = _softmax_ce(x2, lab, int(ignore_index))[0]
         else:  # -log p[label]; ignored rows take log 1 = 0 (their label may be a valid class: ignore_index >= 0)
             loss = -_log(_select(x2, lab, c) * valid + (1.0 - valid))
