@@ -270,7 +270,7 @@ void register_manip_ops(OpRegistry& r) {
   def(r, "put_along_axis", {"x", "index", "values"}, {req_int("axis"), int_attr("reduce", 0)},
       infer_put_along_axis);
   // values_only = 1: the caller drops the indices (eager sort() of a tensor that needs no gradient), so a
-  // kernel may leave them unwritten (decision 580); 0 (the default, and in every program): both written.
+  // kernel may leave them unwritten (decision 135); 0 (the default, and in every program): both written.
   def(r, "sort", {"x"},
       {int_attr("axis", -1), int_attr("descending", 0), int_attr("stable", 0), int_attr("values_only", 0)},
       infer_sort)

@@ -238,7 +238,7 @@ void register_nn_ops(OpRegistry& r) {
       infer_layer_norm_grad)
       .outputs = {"dx", "dweight", "dbias"};
   // loss_only = 1: the caller needs no gradient and drops the softmax (eager cross_entropy without
-  // gradient), so a kernel may leave it unwritten (decision 582); 0 (the default, and in every program):
+  // gradient), so a kernel may leave it unwritten (decision 137); 0 (the default, and in every program):
   // both written.
   def(r, "softmax_cross_entropy", {"logits", "label"},
       {int_attr("ignore_index", -100), int_attr("loss_only", 0)}, infer_softmax_ce)

@@ -81,7 +81,7 @@ __attribute__((always_inline)) inline C two_pass_term(C v, C m) {
 
 // A float32 row with GCC vector types, 8 lanes (the array form of the max pass below compiled to scalar
 // compares, a NaN test per element): the same maxima, NaN test and lane sums as the generic row, so the
-// same result. Built for AVX2 and for baseline x86-64, chosen once by the CPU (decision 581).
+// same result. Built for AVX2 and for baseline x86-64, chosen once by the CPU (decision 136).
 typedef float scan_v8f __attribute__((vector_size(32)));
 typedef int32_t scan_v8i __attribute__((vector_size(32)));
 typedef float scan_v4f __attribute__((vector_size(16)));

@@ -79,7 +79,7 @@ def _sorted(x, axis, descending, stable=False):
 def sort(x, axis=-1, descending=False, stable=False, name=None):
     """x sorted along axis (ties keep their order; NaN last ascending, first descending)."""
     if not _C._is_symbolic(x) and (x.stop_gradient or not _C.is_grad_enabled()):
-        # eager, no gradient: the kernel may skip the positions (decision 580)
+        # eager, no gradient: the kernel may skip the positions (decision 135)
         return _sort_values(x, _axis(axis, x.ndim, "sort"), builtins.bool(descending), builtins.bool(stable),
                             True)[0]
     return _sorted(x, axis, descending)[0]

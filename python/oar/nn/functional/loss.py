@@ -138,7 +138,7 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
         need_valid = not use_softmax or weight is not None or (reduction == "mean" and ignore_index >= 0)
         valid = _cast(lab != int(ignore_index), input.dtype) if need_valid else None
         if use_softmax and not _C._is_symbolic(x2) and (x2.stop_gradient or not _C.is_grad_enabled()):
-            loss = _softmax_ce_loss(x2, lab, int(ignore_index), True)[0]  # no softmax written (decision 582)
+            loss = _softmax_ce_loss(x2, lab, int(ignore_index), True)[0]  # no softmax written (decision 137)
         elif use_softmax:
             loss = _softmax_ce(x2, lab, int(ignore_index))[0]
         else:  # -log p[label]; ignored rows take log 1 = 0 (their label may be a valid class: ignore_index >= 0)
