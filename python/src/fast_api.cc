@@ -10,6 +10,7 @@
 // an impl raises only what the same core call raises on the Python path. The functions are builtin
 // functions (for methods: method descriptors on Tensor), called through vectorcall: no pybind11
 // dispatcher, no Python frame.
+#include <oar/core/autograd.h>
 #include <oar/core/ops.h>
 #include <oar/ir/static_graph.h>
 
@@ -460,7 +461,9 @@ bool cross_entropy_impl(const Slot& s, PyObject* const* a, PyObject** out) {
   py::object lab1 = wrap(lab.reshape(oar::Dims{-1}));  // in loss.py's order
   py::object x2 = wrap(x.reshape(oar::Dims{-1, c}));
   py::int_ ig(ignore);
-  py::object r = run(s, {x2.ptr(), lab1.ptr(), ig.ptr()});
+  // No gradient to come: the kernel skips writing the softmax (loss_only, decision 137), as loss.py does.
+  PyObject* loss_only = oar::autograd::stop_gradient(x) || !oar::grad_enabled() ? Py_True : Py_False;
+  py::object r = run(s, {x2.ptr(), lab1.ptr(), ig.ptr(), loss_only});
   py::object loss = py::reinterpret_borrow<py::object>(PyTuple_GET_ITEM(r.ptr(), 0));
   if (reduction == 2) return done(fast_tensor(loss).reshape(ld), out);
   py::list all;

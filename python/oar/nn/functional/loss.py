@@ -201,7 +201,7 @@ def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean"
 # the common call in C (python/src/fast_api.cc, decision 134); the function above runs the rest
 from ..._fast import fast as _fast  # noqa: E402
 
-cross_entropy = _fast("cross_entropy", cross_entropy, "softmax_cross_entropy", ["ignore_index"])
+cross_entropy = _fast("cross_entropy", cross_entropy, "softmax_cross_entropy", ["ignore_index", "loss_only"])
 
 
 def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100, numeric_stable_mode=True,
