@@ -327,19 +327,16 @@ bool arange_impl(const Slot& s, PyObject* const* a, PyObject** out) {
 }
 
 // randn(shape, dtype=None) / rand(..): the global generator, as _C._normal / _C._uniform with seed 0
-bool randn_impl(const Slot&, PyObject* const* a, PyObject** out) {
+template <bool kNormal>
+bool random_impl(const Slot&, PyObject* const* a, PyObject** out) {
   std::vector<int64_t> shape;
   if (!a[0]) return false;
   const DType dt = dtype_arg(a[1]);
   if (!plain_ints(a[0], &shape)) return false;
-  return done(oar::ops::normal(oar::Dims(shape), 0.0, 1.0, dt, 0, current_place()), out);
-}
-bool rand_impl(const Slot&, PyObject* const* a, PyObject** out) {
-  std::vector<int64_t> shape;
-  if (!a[0]) return false;
-  const DType dt = dtype_arg(a[1]);
-  if (!plain_ints(a[0], &shape)) return false;
-  return done(oar::ops::uniform(oar::Dims(shape), 0.0, 1.0, dt, 0, current_place()), out);
+  const oar::Dims dims(shape);
+  return done(kNormal ? oar::ops::normal(dims, 0.0, 1.0, dt, 0, current_place())
+                      : oar::ops::uniform(dims, 0.0, 1.0, dt, 0, current_place()),
+              out);
 }
 
 // ---- math (python/oar/tensor/math.py) -----------------------------------------------------------------
@@ -509,8 +506,8 @@ constexpr Kind kKinds[] = {
     {"full", full_impl},
     {"filled", filled_impl},
     {"arange", arange_impl},
-    {"randn", randn_impl},
-    {"rand", rand_impl},
+    {"randn", random_impl<true>},
+    {"rand", random_impl<false>},
     {"unary", unary_impl},
     {"reduce", reduce_impl},
     {"inplace_binary", inplace_binary_impl},
