@@ -5,7 +5,8 @@
 #   plugins/liboar_plugin_*.so    cpu, sim and, when nvcc was found, cuda (never rocm)
 #   deps/                         every non-system shared library those need (oneDNN, protobuf, glog, ...),
 #                                 under its soname; gpu_check.sh uses only those the machine lacks
-#   bin/                          oar-doctor and the C++ tests that take a place (gtest is linked statically)
+#   bin/                          oar-doctor, the C++ tests that take a place (gtest is linked statically) and
+#                                 oar_bench_lowp (oneDNN bf16 called directly, for bench_amp_ops.py on that CPU)
 #   include/, src/                the headers and python/src that compile oar._C there, for ITS Python
 #                                 (the extension depends on the Python version; everything above does not)
 #   MANIFEST                      commit, date, compiler, and a hash of the C++ sources the binaries came from
@@ -28,7 +29,7 @@ fi
 # Only what goes into the bundle (a configured tree may be behind the sources).
 targets=(oar_core oar_plugin_cpu oar_plugin_sim oar-doctor test_ops test_inplace)
 have_target() { cmake --build "$BUILD" --target help 2>/dev/null | grep -q "^$1:"; }
-for t in oar_plugin_cuda test_cuda_plugin; do
+for t in oar_plugin_cuda test_cuda_plugin oar_bench_lowp; do
   if have_target "$t"; then targets+=("$t"); fi
 done
 cmake --build "$BUILD" -j "${OAR_JOBS:-$(nproc)}" --target "${targets[@]}"
@@ -43,7 +44,7 @@ cp -L "$BUILD/lib/liboar_core.so.0" "$STAGE/lib/"
 for p in "$BUILD"/lib/oar/plugins/liboar_plugin_*.so; do
   [ "$(basename "$p")" = liboar_plugin_rocm.so ] || cp "$p" "$STAGE/plugins/"
 done
-for b in oar-doctor test_ops test_inplace test_cuda_plugin; do
+for b in oar-doctor test_ops test_inplace test_cuda_plugin oar_bench_lowp; do
   if [ -x "$BUILD/bin/$b" ]; then cp "$BUILD/bin/$b" "$STAGE/bin/"; fi
 done
 for d in sdk/include framework/include device_api/include; do cp -r "$d/." "$STAGE/include/"; done

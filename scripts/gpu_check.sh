@@ -25,7 +25,7 @@
 # Knobs: OAR_GPU_CHECK_DEVICE (gpu:0), OAR_GPU_CHECK_PYTHON (python3), OAR_GPU_CHECK_BUDGET (450),
 #        OAR_GPU_CHECK_QUICK=1 (small sizes in train/bench, for CPU dry runs), CXX (c++),
 #        OAR_GPU_CHECK_STEPS=env,ops,... (only those steps; the build always runs),
-#        OAR_GPU_CHECK_EXTRA=script.sh (run after the probes with OAR_ROOT and OAR_DEVICE set; extra.txt),
+#        OAR_GPU_CHECK_EXTRA=script.sh (run last with OAR_ROOT, OAR_DEVICE and OAR_GPU_CHECK_DIR set; extra.txt),
 #        OAR_GPU_CHECK_BUNDLED_LIBS=1 (use every bundled library, even where the machine has its own).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -273,12 +273,6 @@ if [ "$LAST_RC" != 0 ] && [ "$LAST_RC" != 125 ]; then
   fi
 fi
 
-# ---- extra: a diagnostic script of the caller's, in the same environment (OAR_GPU_CHECK_EXTRA) --------------
-if [ -n "$EXTRA" ]; then
-  run_step extra 240 "$OUT/extra.txt" env OAR_ROOT="$ROOT" OAR_DEVICE="$DEV" bash "$EXTRA"
-  finish_step extra "$EXTRA: output in extra.txt"
-fi
-
 # ---- ops: the op suite on the device ------------------------------------------------------------------------
 OPSLOG=$OUT/ops.txt
 : >"$OPSLOG"
@@ -348,6 +342,13 @@ run_step pytest 150 "$PYTESTLOG" "$PY" -m pytest -p no:cacheprovider -rfE --tb=s
   -k "$DEVTYPE or test_cuda_plugin" "${PYFILES[@]}"
 [ "$LAST_RC" = 5 ] && STEP_STATUS=FAIL STEP_NOTE="no test selected for $DEVTYPE"
 finish_step pytest "$(grep -E '(passed|failed|error|skipped)' "$PYTESTLOG" | tail -1)"
+
+# ---- extra: a diagnostic script of the caller's, in the same environment (OAR_GPU_CHECK_EXTRA),
+# last, so it takes what the budget has left and cannot disturb the checks --------------
+if [ -n "$EXTRA" ]; then
+  run_step extra 400 "$OUT/extra.txt" env OAR_ROOT="$ROOT" OAR_DEVICE="$DEV" OAR_GPU_CHECK_DIR="$W" bash "$EXTRA"
+  finish_step extra "$EXTRA: output in extra.txt"
+fi
 
 # ---- summary.md ---------------------------------------------------------------------------------------------
 SUM=$OUT/summary.md
