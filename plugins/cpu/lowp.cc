@@ -7,6 +7,7 @@
 // numpy/ml_dtypes) on values below 1.2e-38, and it measured no faster, since the loop is memory-bound
 // (tests/benchmarks/bench_lowp.cc; docs/decisions.md).
 #include "lowp.h"
+#include "vec_loop.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -221,6 +222,19 @@ bool use_native_lowp(const char* impl) {
   const std::string s(impl);
   if (s.rfind("ref", 0) == 0) return false;  // oneDNN's reference loops: always slower than float32
   return forced >= 0 ? forced == 1 : s.find("amx") != std::string::npos;
+}
+
+int vec_isa() {
+  static const int isa = [] {
+    const char* env = std::getenv("OAR_CPU_VEC_ISA");
+    const std::string cap = env ? env : "";
+#if defined(__x86_64__)
+    if (cap.empty() && __builtin_cpu_supports("avx512f")) return 2;
+    if ((cap.empty() || cap == "avx2") && __builtin_cpu_supports("avx2")) return 1;
+#endif
+    return 0;
+  }();
+  return isa;
 }
 
 }  // namespace oar_cpu

@@ -4,7 +4,7 @@
 
 #include "elementwise.h"
 #include "layer_norm.h"
-#include "vec_math.h"
+#include "vec_loop.h"
 
 namespace oar_cpu {
 namespace {
@@ -17,30 +17,52 @@ using oar::sdk::parallel_for;
 // Each functor: f(x) the activation, df(x) its derivative, in the compute type C.
 // gelu's two forms are two functors, picked once per call (Gelu_fwd/_bwd below): with the `approximate`
 // attribute tested inside f(), GCC kept the loop scalar (it does not unswitch it).
+// The three with transcendentals (kVec) are written for V = C and, for float, vf8: their float32 and
+// 16-bit kernels run the 8-lane loops of vec_loop.h (decision 160).
 template <class C>
 struct GeluErf {
+  static constexpr bool kVec = true;
+  GeluErf() = default;
   explicit GeluErf(const KernelContext&) {}
   static constexpr C kInvSqrt2 = C(0.7071067811865476), kInvSqrt2Pi = C(0.3989422804014327);
-  C f(C x) const { return C(0.5) * x * (C(1) + verf(x * kInvSqrt2)); }
-  C df(C x) const { return C(0.5) * (C(1) + verf(x * kInvSqrt2)) + x * kInvSqrt2Pi * vexp(C(-0.5) * x * x); }
+  template <class V>
+  OAR_VEC_INLINE V f(V x) const {
+    return C(0.5) * x * (C(1) + verf(x * kInvSqrt2));
+  }
+  template <class V>
+  OAR_VEC_INLINE V df(V x) const {
+    return C(0.5) * (C(1) + verf(x * kInvSqrt2)) + x * kInvSqrt2Pi * vexp(C(-0.5) * x * x);
+  }
 };
 template <class C>
 struct GeluTanh {
+  static constexpr bool kVec = true;
+  GeluTanh() = default;
   explicit GeluTanh(const KernelContext&) {}
   static constexpr C kSqrt2OverPi = C(0.7978845608028654), kA = C(0.044715);
-  C f(C x) const { return C(0.5) * x * (C(1) + vtanh(kSqrt2OverPi * (x + kA * x * x * x))); }
-  C df(C x) const {
-    const C u = kSqrt2OverPi * (x + kA * x * x * x), t = vtanh(u);
-    const C du = kSqrt2OverPi * (C(1) + C(3) * kA * x * x);
+  template <class V>
+  OAR_VEC_INLINE V f(V x) const {
+    return C(0.5) * x * (C(1) + vtanh(kSqrt2OverPi * (x + kA * x * x * x)));
+  }
+  template <class V>
+  OAR_VEC_INLINE V df(V x) const {
+    const V u = kSqrt2OverPi * (x + kA * x * x * x), t = vtanh(u);
+    const V du = kSqrt2OverPi * (C(1) + C(3) * kA * x * x);
     return C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du;
   }
 };
 template <class C>
 struct Silu {
+  static constexpr bool kVec = true;
+  Silu() = default;
   explicit Silu(const KernelContext&) {}
-  C f(C x) const { return x / (C(1) + vexp(-x)); }
-  C df(C x) const {
-    const C s = C(1) / (C(1) + vexp(-x));
+  template <class V>
+  OAR_VEC_INLINE V f(V x) const {
+    return x / (C(1) + vexp(-x));
+  }
+  template <class V>
+  OAR_VEC_INLINE V df(V x) const {
+    const V s = C(1) / (C(1) + vexp(-x));
     return s * (C(1) + x * (C(1) - s));
   }
 };
@@ -97,12 +119,36 @@ struct Hardsigmoid {
   }
 };
 
+// Whether Act has 8-lane forms (kVec), and those as vec_loop.h ops: f(x), and g * df(x) for the gradient.
+template <template <class> class Act, class = void>
+struct HasVec : std::false_type {};
+template <template <class> class Act>
+struct HasVec<Act, std::void_t<decltype(Act<float>::kVec)>> : std::true_type {};
+template <template <class> class Act>
+struct ActFn {
+  template <class V>
+  OAR_VEC_INLINE V operator()(V x) const {
+    return Act<float>{}.f(x);
+  }
+};
+template <template <class> class Act>
+struct ActGradFn {
+  template <class V>
+  OAR_VEC_INLINE V operator()(V x, V g) const {
+    return g * Act<float>{}.df(x);
+  }
+};
+
 template <template <class> class Act>
 void act_kernel(KernelContext& ctx, const char* name) {
   TensorView x = ctx.input(0), out = ctx.output(0);
   dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
+    if constexpr (HasVec<Act>::value && (std::is_same_v<T, float> || is_lowp_v<T>)) {
+      vec_unary<T>(VecKernels<ActFn<Act>>::map1(), out.data<T>(), x.data<T>(), x.numel());
+      return;
+    }
     const Act<C> act(ctx);
     if constexpr (is_lowp_v<T>) {  // blocks converted to float32 and back (lowp.h)
       lowp_unary_loop<T>(out, x, [act](float v) { return act.f(v); });
@@ -125,6 +171,10 @@ void act_grad_kernel(KernelContext& ctx, const char* name) {
   dispatch<FloatType>(name, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
+    if constexpr (HasVec<Act>::value && (std::is_same_v<T, float> || is_lowp_v<T>)) {
+      vec_binary<T>(VecKernels<ActGradFn<Act>>::map2(), out.data<T>(), x.data<T>(), g.data<T>(), x.numel());
+      return;
+    }
     const Act<C> act(ctx);
     if constexpr (is_lowp_v<T>) {
       lowp_binary_loop<T>(out, x, g, [act](float v, float gv) { return gv * act.df(v); });

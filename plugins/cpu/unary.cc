@@ -1,13 +1,43 @@
 // Elementwise unary ops. 16-bit floats are computed in float (compute_t) and rounded once.
 #include "elementwise.h"
-#include "vec_math.h"
+#include "vec_loop.h"
 
 namespace oar_cpu {
 namespace {
 
 using oar::sdk::compute_t;
 
-OAR_CPU_FLOAT_OP(Exp, "exp", vexp(v))
+// The transcendental ops through vec_loop.h: float32 and 16-bit contiguous inputs run the 8-lane loops,
+// strided ones the scalar loop (the same bits); float64 stays on libm. EXPR is written for V = float, vf8
+// and double.
+#define OAR_CPU_VEC_OP(NAME, STR, EXPR)                                                                 \
+  struct NAME##Fn {                                                                                    \
+    template <class V>                                                                                 \
+    OAR_VEC_INLINE V operator()(V v) const {                                                           \
+      return EXPR;                                                                                     \
+    }                                                                                                  \
+  };                                                                                                   \
+  struct NAME {                                                                                        \
+    static constexpr const char* name = STR;                                                           \
+    template <class T>                                                                                 \
+    using allowed = FloatType<T>;                                                                      \
+    template <class T>                                                                                 \
+    static void run(const TensorView& o, const TensorView& x) {                                        \
+      if constexpr (std::is_same_v<T, float> || is_lowp_v<T>) {                                        \
+        if (x.is_contiguous()) {                                                                       \
+          vec_unary<T>(VecKernels<NAME##Fn>::map1(), o.data<T>(), x.data<T>(), o.numel());             \
+          return;                                                                                      \
+        }                                                                                              \
+      }                                                                                                \
+      using C = compute_t<T>;                                                                          \
+      cpu_unary_loop<T, T>(o, x, [](C v) -> C { return NAME##Fn{}(v); });                              \
+    }                                                                                                  \
+  };
+OAR_CPU_VEC_OP(Exp, "exp", vexp(v))
+OAR_CPU_VEC_OP(Tanh, "tanh", vtanh(v))
+OAR_CPU_VEC_OP(Sigmoid, "sigmoid", 1.0f / (1.0f + vexp(-v)))
+OAR_CPU_VEC_OP(Erf, "erf", verf(v))
+#undef OAR_CPU_VEC_OP
 OAR_CPU_FLOAT_OP(Log, "log", std::log(v))
 OAR_CPU_FLOAT_OP(Log1p, "log1p", std::log1p(v))
 OAR_CPU_FLOAT_OP(Expm1, "expm1", std::expm1(v))
@@ -15,13 +45,10 @@ OAR_CPU_FLOAT_OP(Sqrt, "sqrt", std::sqrt(v))
 OAR_CPU_FLOAT_OP(Rsqrt, "rsqrt", C(1) / std::sqrt(v))
 OAR_CPU_FLOAT_OP(Sin, "sin", std::sin(v))
 OAR_CPU_FLOAT_OP(Cos, "cos", std::cos(v))
-OAR_CPU_FLOAT_OP(Tanh, "tanh", vtanh(v))  // compute_t is float for 16-bit types too
-OAR_CPU_FLOAT_OP(Sigmoid, "sigmoid", C(1) / (C(1) + vexp(-v)))
 OAR_CPU_FLOAT_OP(Floor, "floor", std::floor(v))
 OAR_CPU_FLOAT_OP(Ceil, "ceil", std::ceil(v))
 OAR_CPU_FLOAT_OP(Round, "round", std::round(v))  // std::round: half away from zero
 OAR_CPU_FLOAT_OP(Reciprocal, "reciprocal", C(1) / v)
-OAR_CPU_FLOAT_OP(Erf, "erf", verf(v))
 
 // Ints and floats (not bool): ints wrap through unsigned arithmetic (neg/abs of MIN is MIN, as numpy).
 struct Neg {
