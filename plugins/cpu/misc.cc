@@ -5,8 +5,8 @@
 #include "elementwise.h"
 
 namespace oar_cpu {
-// softmax of float32 rows over the last axis, vectorised (nn.cc: compiled for vectorised selects).
-void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n);
+// softmax (log: log_softmax) of float32 rows over the last axis, vectorised (nn.cc).
+void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n, bool log);
 
 namespace {
 
@@ -273,9 +273,9 @@ void softmax_impl(T* po, const T* px, int64_t outer, int64_t n, int64_t inner) {
   using C = compute_t<T>;                                  // float for float32, double for float64
   using S = double;                                        // the sum of exponentials
   auto bigger = [](C v, C m) { return v > m || v != v; };  // NaN wins and then sticks
-  if constexpr (std::is_same_v<T, float> && !kLog) {
+  if constexpr (std::is_same_v<T, float>) {
     if (inner == 1) {
-      softmax_rows_f32(po, px, outer, n);
+      softmax_rows_f32(po, px, outer, n, kLog);
       return;
     }
   }

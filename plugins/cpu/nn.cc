@@ -607,20 +607,57 @@ void softmax_ce_grad_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-// softmax over the last (contiguous) axis of float32 rows, for misc.cc's softmax kernel: glibc's expf
-// is a scalar call (~4 ns per element, most of a small Transformer's softmax time); vec_math.h's
-// fast_exp (< 1 ulp, expf's range: denormals, 0 below -103.97) vectorises in this file. NaN or +inf in
-// a row makes the row NaN as before (row_max ignores NaN, exp(NaN - m) is NaN, so is the sum).
-void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n) {
+// softmax / log_softmax over the last (contiguous) axis of float32 rows, for misc.cc's kernels: glibc's
+// expf is a scalar call (~4 ns per element, most of a small Transformer's softmax time). One row: the max
+// (8 lanes, NaN ignored), w = fast_exp(r - max) on V lanes (vec_math.h: < 1 ulp, expf's range), the sum
+// (8 lanes, row_sum's order), then w scaled (in double) or, for log_softmax, w = (r - max) - log(sum).
+// Built for AVX-512, AVX2 and baseline as vec_loop.h's loops, with the same bits in each (decision 160).
+// NaN or +inf in a row makes the row NaN (exp(NaN - m) is NaN, so is the sum).
+template <class V, bool kLog>
+__attribute__((always_inline)) inline void softmax_row_v(const float* r, float* w, int64_t n) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const float m = row_max(r, n);
+  const V vm = vsplat<V>(m);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V v;
+    std::memcpy(&v, r + i, sizeof v);
+    v = fast_exp(v - vm);
+    std::memcpy(w + i, &v, sizeof v);
+  }
+  for (; i < n; ++i) w[i] = fast_exp(r[i] - m);
+  const float s = row_sum<float>(n, [&](int64_t j) { return w[j]; });
+  if constexpr (kLog) {
+    const float ls = std::log(s);
+    for (int64_t j = 0; j < n; ++j) w[j] = (r[j] - m) - ls;
+  } else {
+    const double inv = 1.0 / static_cast<double>(s);
+    for (int64_t j = 0; j < n; ++j) w[j] = static_cast<float>(static_cast<double>(w[j]) * inv);
+  }
+}
+template <bool kLog>
+void softmax_row_base(const float* r, float* w, int64_t n) {
+  softmax_row_v<float, kLog>(r, w, n);
+}
+template <bool kLog>
+OAR_VEC_AVX2 void softmax_row_v8(const float* r, float* w, int64_t n) {
+  softmax_row_v<vf8, kLog>(r, w, n);
+}
+template <bool kLog>
+OAR_VEC_AVX512 void softmax_row_v16(const float* r, float* w, int64_t n) {
+  softmax_row_v<vf16, kLog>(r, w, n);
+}
+
+void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n, bool log) {
+  using Row = void (*)(const float*, float*, int64_t);
+  const int isa = vec_isa();
+  const Row row = log ? (isa == 2 ? Row(softmax_row_v16<true>) : isa == 1 ? Row(softmax_row_v8<true>)
+                                                                       : Row(softmax_row_base<true>))
+                      : (isa == 2 ? Row(softmax_row_v16<false>) : isa == 1 ? Row(softmax_row_v8<false>)
+                                                                          : Row(softmax_row_base<false>));
+  // Whole rows per thread: a row's bits do not depend on the thread count.
   parallel_for(0, rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
-    for (int64_t o = lo; o < hi; ++o) {
-      const float* r = x + o * n;
-      float* w = out + o * n;
-      const float m = row_max(r, n);
-      for (int64_t i = 0; i < n; ++i) w[i] = fast_exp(r[i] - m);
-      const double inv = 1.0 / static_cast<double>(row_sum<float>(n, [&](int64_t i) { return w[i]; }));
-      for (int64_t i = 0; i < n; ++i) w[i] = static_cast<float>(static_cast<double>(w[i]) * inv);
-    }
+    for (int64_t o = lo; o < hi; ++o) row(x + o * n, out + o * n, n);
   });
 }
 
