@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "elementwise.h"
-#include "vec_math.h"
+#include "vec_loop.h"
 
 namespace oar_cpu {
 // matmul.cc: out = x * y in float32 through oneDNN for [batch..., rows, cols] operands of rank ndim with
@@ -48,19 +48,56 @@ template <class T>
 }
 
 // ---- softmax_grad / log_softmax_grad ----------------------------------------------------------------
+// log_softmax_grad's float32 row w = g - exp(y) * s on V lanes, built for AVX-512, AVX2 and baseline as
+// vec_loop.h's loops (the same bits in each, equal to exp_of's scalar loop; decision 160).
+template <class V>
+[[gnu::always_inline]] inline void log_softmax_grad_row(const float* y, const float* g, float* w, int64_t n,
+                                                        float s) {
+  constexpr int64_t L = sizeof(V) / sizeof(float);
+  const V vs = vsplat<V>(s);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V vy, vg;
+    std::memcpy(&vy, y + i, sizeof vy);
+    std::memcpy(&vg, g + i, sizeof vg);
+    vg = vg - fast_exp(vy) * vs;
+    std::memcpy(w + i, &vg, sizeof vg);
+  }
+  for (; i < n; ++i) w[i] = g[i] - fast_exp(y[i]) * s;
+}
+using LogSoftmaxGradRow = void (*)(const float*, const float*, float*, int64_t, float);
+void log_softmax_grad_row_base(const float* y, const float* g, float* w, int64_t n, float s) {
+  log_softmax_grad_row<float>(y, g, w, n, s);
+}
+OAR_VEC_AVX2 void log_softmax_grad_row_v8(const float* y, const float* g, float* w, int64_t n, float s) {
+  log_softmax_grad_row<vf8>(y, g, w, n, s);
+}
+OAR_VEC_AVX512 void log_softmax_grad_row_v16(const float* y, const float* g, float* w, int64_t n, float s) {
+  log_softmax_grad_row<vf16>(y, g, w, n, s);
+}
+LogSoftmaxGradRow log_softmax_grad_row_fn() {
+  const int isa = vec_isa();
+  return isa == 2 ? log_softmax_grad_row_v16 : isa == 1 ? log_softmax_grad_row_v8 : log_softmax_grad_row_base;
+}
+
 // y, g, dx are [outer, n, inner] (contiguous), reduced along n. softmax: dx = y (g - sum(g y));
 // log_softmax: dx = g - exp(y) sum(g). Sums in the compute type (float for float32: the same as the
 // composite's sum op), 8 lanes.
 template <class T, bool kLog>
 void softmax_grad_impl(const T* y, const T* g, T* dx, int64_t outer, int64_t n, int64_t inner) {
   if (inner == 1) {
+    [[maybe_unused]] LogSoftmaxGradRow row_f32 = nullptr;
+    if constexpr (kLog && std::is_same_v<T, float>) row_f32 = log_softmax_grad_row_fn();
     parallel_for(0, outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
       for (int64_t o = lo; o < hi; ++o) {
         const T *yr = y + o * n, *gr = g + o * n;
         T* w = dx + o * n;
         if constexpr (kLog) {
           const T s = sum8<T>(n, [&](int64_t i) { return gr[i]; });
-          for (int64_t i = 0; i < n; ++i) w[i] = gr[i] - exp_of(yr[i]) * s;
+          if constexpr (std::is_same_v<T, float>)
+            row_f32(yr, gr, w, n, s);
+          else
+            for (int64_t i = 0; i < n; ++i) w[i] = gr[i] - exp_of(yr[i]) * s;
         } else {
           const T s = sum8<T>(n, [&](int64_t i) { return gr[i] * yr[i]; });
           for (int64_t i = 0; i < n; ++i) w[i] = yr[i] * (gr[i] - s);
