@@ -63,11 +63,12 @@ template <class V>
     vg = vg - fast_exp(vy) * vs;
     std::memcpy(w + i, &vg, sizeof vg);
   }
-  for (; i < n; ++i) w[i] = g[i] - fast_exp(y[i]) * s;
+  if (i < n)
+    vec_store_part(w + i, vec_load_part<V>(g + i, n - i) - fast_exp(vec_load_part<V>(y + i, n - i)) * vs, n - i);
 }
 using LogSoftmaxGradRow = void (*)(const float*, const float*, float*, int64_t, float);
 void log_softmax_grad_row_base(const float* y, const float* g, float* w, int64_t n, float s) {
-  log_softmax_grad_row<float>(y, g, w, n, s);
+  log_softmax_grad_row<vf4>(y, g, w, n, s);
 }
 OAR_VEC_AVX2 void log_softmax_grad_row_v8(const float* y, const float* g, float* w, int64_t n, float s) {
   log_softmax_grad_row<vf8>(y, g, w, n, s);

@@ -625,7 +625,7 @@ __attribute__((always_inline)) inline void softmax_row_v(const float* r, float* 
     v = fast_exp(v - vm);
     std::memcpy(w + i, &v, sizeof v);
   }
-  for (; i < n; ++i) w[i] = fast_exp(r[i] - m);
+  if (i < n) vec_store_part(w + i, fast_exp(vec_load_part<V>(r + i, n - i) - vm), n - i);
   const float s = row_sum<float>(n, [&](int64_t j) { return w[j]; });
   if constexpr (kLog) {
     const float ls = std::log(s);
@@ -637,7 +637,7 @@ __attribute__((always_inline)) inline void softmax_row_v(const float* r, float* 
 }
 template <bool kLog>
 void softmax_row_base(const float* r, float* w, int64_t n) {
-  softmax_row_v<float, kLog>(r, w, n);
+  softmax_row_v<vf4, kLog>(r, w, n);
 }
 template <bool kLog>
 OAR_VEC_AVX2 void softmax_row_v8(const float* r, float* w, int64_t n) {

@@ -1,13 +1,15 @@
 // Internal: float32 elementwise loops over vec_math.h's functions, each built three times and chosen once
-// by the CPU (decision 160): 16 lanes for AVX-512, 8 for AVX2, and the scalar loop for baseline x86-64 (the
-// .so's target; GCC vectorises it for SSE where it can: 8 lanes emulated on SSE2 ran 4x slower than it).
-// Nothing is contracted into FMAs (target "avx2" does not enable FMA; the AVX-512 build, where it would,
-// is compiled with fp-contract=off), so every build does the same IEEE operations in the same order and
-// gives the same bits, equal to the scalar loop's (strided inputs, tails). FMA measured 25% faster on
+// by the CPU (decision 160): 16 lanes for AVX-512, 8 for AVX2, 4 (SSE) for the baseline x86-64 the .so
+// targets (8 lanes emulated on SSE ran 4x slower). Nothing is contracted into FMAs (target "avx2" does not
+// enable FMA; the AVX-512 build, where it would, is compiled with fp-contract=off), so every build does the
+// same IEEE operations in the same order and gives the same bits, equal to the scalar loop's (strided
+// inputs) but for the sign of a NaN: GCC rewrites a + -b as a - b in scalar code, not in vector code. The
+// last partial vector of a block is computed as a zero-padded full one, so every element of a contiguous
+// input goes through the vector code whatever the block and thread boundaries. FMA measured 25% faster on
 // AVX-512 but would make the answer depend on the CPU and on the layout of the input.
 //
 // An op is a stateless functor with `template <class V> V operator()(V x) const` (unary) or
-// `V operator()(V x, V y) const` (binary), V being float, vf8 or vf16. Kernels get a plain function
+// `V operator()(V x, V y) const` (binary), V being float, vf4, vf8 or vf16. Kernels get a plain function
 // pointer for float32 blocks, which the 16-bit paths call between conversions (lowp.h).
 #pragma once
 
@@ -27,6 +29,18 @@ int vec_isa();
 #define OAR_VEC_AVX512 __attribute__((target("avx512f"), optimize("fp-contract=off")))
 #define OAR_VEC_AVX2 __attribute__((target("avx2")))
 
+// The first n (< lanes) floats at p as a vector, the other lanes 0; and back.
+template <class V>
+OAR_VEC_INLINE V vec_load_part(const float* p, int64_t n) {
+  V v{};
+  std::memcpy(&v, p, static_cast<size_t>(n) * sizeof(float));
+  return v;
+}
+template <class V>
+OAR_VEC_INLINE void vec_store_part(float* p, V v, int64_t n) {
+  std::memcpy(p, &v, static_cast<size_t>(n) * sizeof(float));
+}
+
 template <class V, class Op>
 OAR_VEC_INLINE void vec_map1(float* o, const float* x, int64_t n) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
@@ -38,7 +52,7 @@ OAR_VEC_INLINE void vec_map1(float* o, const float* x, int64_t n) {
     v = op(v);
     std::memcpy(o + i, &v, sizeof v);
   }
-  for (; i < n; ++i) o[i] = op(x[i]);
+  if (i < n) vec_store_part(o + i, op(vec_load_part<V>(x + i, n - i)), n - i);
 }
 template <class V, class Op>
 OAR_VEC_INLINE void vec_map2(float* o, const float* x, const float* y, int64_t n) {
@@ -52,15 +66,15 @@ OAR_VEC_INLINE void vec_map2(float* o, const float* x, const float* y, int64_t n
     a = op(a, b);
     std::memcpy(o + i, &a, sizeof a);
   }
-  for (; i < n; ++i) o[i] = op(x[i], y[i]);
+  if (i < n) vec_store_part(o + i, op(vec_load_part<V>(x + i, n - i), vec_load_part<V>(y + i, n - i)), n - i);
 }
 
 template <class Op>
 struct VecKernels {
-  static void map1_base(float* o, const float* x, int64_t n) { vec_map1<float, Op>(o, x, n); }
+  static void map1_base(float* o, const float* x, int64_t n) { vec_map1<vf4, Op>(o, x, n); }
   OAR_VEC_AVX2 static void map1_avx2(float* o, const float* x, int64_t n) { vec_map1<vf8, Op>(o, x, n); }
   OAR_VEC_AVX512 static void map1_avx512(float* o, const float* x, int64_t n) { vec_map1<vf16, Op>(o, x, n); }
-  static void map2_base(float* o, const float* x, const float* y, int64_t n) { vec_map2<float, Op>(o, x, y, n); }
+  static void map2_base(float* o, const float* x, const float* y, int64_t n) { vec_map2<vf4, Op>(o, x, y, n); }
   OAR_VEC_AVX2 static void map2_avx2(float* o, const float* x, const float* y, int64_t n) {
     vec_map2<vf8, Op>(o, x, y, n);
   }

@@ -17,10 +17,13 @@ namespace oar_cpu {
 // by the heuristics).
 #define OAR_VEC_INLINE [[gnu::always_inline]] inline
 
-// Every function below is a template over V: float (one lane), vf8 or vf16 (8 or 16 lanes in GCC vector
-// types, for the AVX2 and AVX-512 builds of vec_loop.h's loops). The vector forms do the same IEEE
+// Every function below is a template over V: float (one lane), vf4, vf8 or vf16 (GCC vector types: SSE,
+// AVX2 and AVX-512 registers, for the builds of vec_loop.h's loops). The vector forms do the same IEEE
 // operations in the same order lane by lane, so their results are bit for bit the scalar ones: a contiguous
 // tensor (vector loop) and a strided one (scalar loop) give the same answer, on any of these CPUs.
+typedef float vf4 __attribute__((vector_size(16)));
+typedef int32_t vi4 __attribute__((vector_size(16)));
+typedef uint32_t vu4 __attribute__((vector_size(16)));
 typedef float vf8 __attribute__((vector_size(32)));
 typedef int32_t vi8 __attribute__((vector_size(32)));
 typedef uint32_t vu8 __attribute__((vector_size(32)));
@@ -36,6 +39,13 @@ struct VecLanes<float> {
   using U = uint32_t;
   OAR_VEC_INLINE static float splat(float c) { return c; }
   OAR_VEC_INLINE static I to_int(float v) { return static_cast<int32_t>(v); }  // truncates
+};
+template <>
+struct VecLanes<vf4> {
+  using I = vi4;
+  using U = vu4;
+  OAR_VEC_INLINE static vf4 splat(float c) { return vf4{c, c, c, c}; }
+  OAR_VEC_INLINE static I to_int(vf4 v) { return __builtin_convertvector(v, vi4); }  // truncates
 };
 template <>
 struct VecLanes<vf8> {
@@ -155,14 +165,17 @@ OAR_VEC_INLINE V fast_erf(V x) {
 
 // Overloads used by the kernels: float takes the fast path, double libm.
 OAR_VEC_INLINE float vtanh(float x) { return fast_tanh(x); }
+OAR_VEC_INLINE vf4 vtanh(vf4 x) { return fast_tanh(x); }
 OAR_VEC_INLINE vf8 vtanh(vf8 x) { return fast_tanh(x); }
 OAR_VEC_INLINE vf16 vtanh(vf16 x) { return fast_tanh(x); }
 inline double vtanh(double x) { return std::tanh(x); }
 OAR_VEC_INLINE float verf(float x) { return fast_erf(x); }
+OAR_VEC_INLINE vf4 verf(vf4 x) { return fast_erf(x); }
 OAR_VEC_INLINE vf8 verf(vf8 x) { return fast_erf(x); }
 OAR_VEC_INLINE vf16 verf(vf16 x) { return fast_erf(x); }
 inline double verf(double x) { return std::erf(x); }
 OAR_VEC_INLINE float vexp(float x) { return fast_exp(x); }
+OAR_VEC_INLINE vf4 vexp(vf4 x) { return fast_exp(x); }
 OAR_VEC_INLINE vf8 vexp(vf8 x) { return fast_exp(x); }
 OAR_VEC_INLINE vf16 vexp(vf16 x) { return fast_exp(x); }
 inline double vexp(double x) { return std::exp(x); }
