@@ -64,7 +64,8 @@ template <class V>
     std::memcpy(w + i, &vg, sizeof vg);
   }
   if (i < n)
-    vec_store_part(w + i, vec_load_part<V>(g + i, n - i) - fast_exp(vec_load_part<V>(y + i, n - i)) * vs, n - i);
+    vec_store_part(w + i, vec_load_part<V>(g + i, n - i) - fast_exp(vec_load_part<V>(y + i, n - i)) * vs,
+                   n - i);
 }
 using LogSoftmaxGradRow = void (*)(const float*, const float*, float*, int64_t, float);
 void log_softmax_grad_row_base(const float* y, const float* g, float* w, int64_t n, float s) {

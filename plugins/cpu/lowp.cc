@@ -7,13 +7,14 @@
 // numpy/ml_dtypes) on values below 1.2e-38, and it measured no faster, since the loop is memory-bound
 // (tests/benchmarks/bench_lowp.cc; docs/decisions.md).
 #include "lowp.h"
-#include "vec_loop.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
+
+#include "vec_loop.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

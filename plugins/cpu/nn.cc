@@ -17,8 +17,8 @@ using oar::sdk::parallel_for;
 // Each functor: f(x) the activation, df(x) its derivative, in the compute type C.
 // gelu's two forms are two functors, picked once per call (Gelu_fwd/_bwd below): with the `approximate`
 // attribute tested inside f(), GCC kept the loop scalar (it does not unswitch it).
-// The three with transcendentals (kVec) are written for V = C and, for float, vf8: their float32 and
-// 16-bit kernels run the 8-lane loops of vec_loop.h (decision 160).
+// The three with transcendentals (kVec) are written for V = C and, for float, the vector types: their
+// float32 and 16-bit kernels run the vector loops of vec_loop.h (decision 160).
 template <class C>
 struct GeluErf {
   static constexpr bool kVec = true;
@@ -119,7 +119,7 @@ struct Hardsigmoid {
   }
 };
 
-// Whether Act has 8-lane forms (kVec), and those as vec_loop.h ops: f(x), and g * df(x) for the gradient.
+// Whether Act has vector forms (kVec), and those as vec_loop.h ops: f(x), and g * df(x) for the gradient.
 template <template <class> class Act, class = void>
 struct HasVec : std::false_type {};
 template <template <class> class Act>
@@ -651,10 +651,12 @@ OAR_VEC_AVX512 void softmax_row_v16(const float* r, float* w, int64_t n) {
 void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n, bool log) {
   using Row = void (*)(const float*, float*, int64_t);
   const int isa = vec_isa();
-  const Row row = log ? (isa == 2 ? Row(softmax_row_v16<true>) : isa == 1 ? Row(softmax_row_v8<true>)
-                                                                       : Row(softmax_row_base<true>))
-                      : (isa == 2 ? Row(softmax_row_v16<false>) : isa == 1 ? Row(softmax_row_v8<false>)
-                                                                          : Row(softmax_row_base<false>));
+  const Row row = log ? (isa == 2   ? Row(softmax_row_v16<true>)
+                         : isa == 1 ? Row(softmax_row_v8<true>)
+                                    : Row(softmax_row_base<true>))
+                      : (isa == 2   ? Row(softmax_row_v16<false>)
+                         : isa == 1 ? Row(softmax_row_v8<false>)
+                                    : Row(softmax_row_base<false>));
   // Whole rows per thread: a row's bits do not depend on the thread count.
   parallel_for(0, rows, std::max<int64_t>(1, 4096 / n), [&](int64_t lo, int64_t hi) {
     for (int64_t o = lo; o < hi; ++o) row(x + o * n, out + o * n, n);

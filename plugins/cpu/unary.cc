@@ -7,31 +7,31 @@ namespace {
 
 using oar::sdk::compute_t;
 
-// The transcendental ops through vec_loop.h: float32 and 16-bit contiguous inputs run the 8-lane loops,
-// strided ones the scalar loop (the same bits); float64 stays on libm. EXPR is written for V = float, vf8
-// and double.
-#define OAR_CPU_VEC_OP(NAME, STR, EXPR)                                                                 \
-  struct NAME##Fn {                                                                                    \
-    template <class V>                                                                                 \
-    OAR_VEC_INLINE V operator()(V v) const {                                                           \
-      return EXPR;                                                                                     \
-    }                                                                                                  \
-  };                                                                                                   \
-  struct NAME {                                                                                        \
-    static constexpr const char* name = STR;                                                           \
-    template <class T>                                                                                 \
-    using allowed = FloatType<T>;                                                                      \
-    template <class T>                                                                                 \
-    static void run(const TensorView& o, const TensorView& x) {                                        \
-      if constexpr (std::is_same_v<T, float> || is_lowp_v<T>) {                                        \
-        if (x.is_contiguous()) {                                                                       \
-          vec_unary<T>(VecKernels<NAME##Fn>::map1(), o.data<T>(), x.data<T>(), o.numel());             \
-          return;                                                                                      \
-        }                                                                                              \
-      }                                                                                                \
-      using C = compute_t<T>;                                                                          \
-      cpu_unary_loop<T, T>(o, x, [](C v) -> C { return NAME##Fn{}(v); });                              \
-    }                                                                                                  \
+// The transcendental ops through vec_loop.h: float32 and 16-bit contiguous inputs run its vector loops,
+// strided ones the scalar loop (the same bits, a NaN's sign aside); float64 stays on libm. EXPR is written
+// for V = float, double and the vector types.
+#define OAR_CPU_VEC_OP(NAME, STR, EXPR)                                                    \
+  struct NAME##Fn {                                                                        \
+    template <class V>                                                                     \
+    OAR_VEC_INLINE V operator()(V v) const {                                               \
+      return EXPR;                                                                         \
+    }                                                                                      \
+  };                                                                                       \
+  struct NAME {                                                                            \
+    static constexpr const char* name = STR;                                               \
+    template <class T>                                                                     \
+    using allowed = FloatType<T>;                                                          \
+    template <class T>                                                                     \
+    static void run(const TensorView& o, const TensorView& x) {                            \
+      if constexpr (std::is_same_v<T, float> || is_lowp_v<T>) {                            \
+        if (x.is_contiguous()) {                                                           \
+          vec_unary<T>(VecKernels<NAME##Fn>::map1(), o.data<T>(), x.data<T>(), o.numel()); \
+          return;                                                                          \
+        }                                                                                  \
+      }                                                                                    \
+      using C = compute_t<T>;                                                              \
+      cpu_unary_loop<T, T>(o, x, [](C v) -> C { return NAME##Fn{}(v); });                  \
+    }                                                                                      \
   };
 OAR_CPU_VEC_OP(Exp, "exp", vexp(v))
 OAR_CPU_VEC_OP(Tanh, "tanh", vtanh(v))

@@ -74,7 +74,9 @@ struct VecKernels {
   static void map1_base(float* o, const float* x, int64_t n) { vec_map1<vf4, Op>(o, x, n); }
   OAR_VEC_AVX2 static void map1_avx2(float* o, const float* x, int64_t n) { vec_map1<vf8, Op>(o, x, n); }
   OAR_VEC_AVX512 static void map1_avx512(float* o, const float* x, int64_t n) { vec_map1<vf16, Op>(o, x, n); }
-  static void map2_base(float* o, const float* x, const float* y, int64_t n) { vec_map2<vf4, Op>(o, x, y, n); }
+  static void map2_base(float* o, const float* x, const float* y, int64_t n) {
+    vec_map2<vf4, Op>(o, x, y, n);
+  }
   OAR_VEC_AVX2 static void map2_avx2(float* o, const float* x, const float* y, int64_t n) {
     vec_map2<vf8, Op>(o, x, y, n);
   }
@@ -119,7 +121,8 @@ void vec_binary(VecMap2 fn, T* o, const T* x, const T* y, int64_t n) {
   using oar::sdk::kElementwiseGrain;
   if constexpr (std::is_same_v<T, float>) {
     oar::sdk::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-      oar::sdk::write_range(o, lo, hi, n, [&](float* w, int64_t b, int64_t e) { fn(w, x + b, y + b, e - b); });
+      oar::sdk::write_range(o, lo, hi, n,
+                            [&](float* w, int64_t b, int64_t e) { fn(w, x + b, y + b, e - b); });
     });
   } else {
     oar::sdk::parallel_for(0, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {

@@ -125,8 +125,8 @@ OAR_VEC_INLINE V fast_tanh(V x) {
   p = p * z + -5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z + -3.33332819422e-1f;
-  const V small = ax + ax * z * p;                         // tanh(|x|); the sign is applied below (keeps -0.0)
-  const V axc = ax > 10.0f ? vsplat<V>(10.0f) : ax;        // tanh(x >= 8.7) rounds to 1 in float
+  const V small = ax + ax * z * p;                   // tanh(|x|); the sign is applied below (keeps -0.0)
+  const V axc = ax > 10.0f ? vsplat<V>(10.0f) : ax;  // tanh(x >= 8.7) rounds to 1 in float
   const V big = 1.0f - 2.0f / (fast_exp(2.0f * axc) + 1.0f);
   const V y = vcopysign(ax < 0.625f ? small : big, x);
   return x != x ? x : y;

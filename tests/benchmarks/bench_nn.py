@@ -1,6 +1,8 @@
-"""layer_norm and cross_entropy forward+backward: oar vs torch (CPU, two threads).
+"""layer_norm and cross_entropy forward+backward, and the transcendental elementwise and softmax kernels
+(exp, tanh, sigmoid, erf, gelu, silu, softmax, log_softmax; float32 and bfloat16, forward and forward+backward):
+oar vs numpy and torch (CPU, OMP_NUM_THREADS threads, two by default).
 
-Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_nn.py
+Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_nn.py [--only activations]
 Not a test and not part of CI. torch is skipped when it cannot be imported.
 """
 import os
@@ -17,7 +19,7 @@ import oar.nn.functional as F  # noqa: E402
 
 try:
     import torch
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 except ImportError:  # pragma: no cover
     torch = None
 
@@ -105,7 +107,65 @@ def bench_cross_entropy(n, classes):
     return res
 
 
+# op: (oar, torch, numpy or None, input kind); "vec": 4M elements, "rows": [4096, 1024] along the last axis.
+ACTIVATIONS = {
+    "exp": (lambda t: oar.exp(t), lambda t: torch.exp(t), np.exp, "vec"),
+    "tanh": (lambda t: oar.tanh(t), lambda t: torch.tanh(t), np.tanh, "vec"),
+    "sigmoid": (lambda t: F.sigmoid(t), lambda t: torch.sigmoid(t), None, "vec"),
+    "erf": (lambda t: oar.erf(t), lambda t: torch.erf(t), None, "vec"),
+    "gelu": (lambda t: F.gelu(t), lambda t: torch.nn.functional.gelu(t), None, "vec"),
+    "gelu tanh": (lambda t: F.gelu(t, approximate=True), lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+                  None, "vec"),
+    "silu": (lambda t: F.silu(t), lambda t: torch.nn.functional.silu(t), None, "vec"),
+    "softmax": (lambda t: F.softmax(t, axis=-1), lambda t: torch.softmax(t, -1), None, "rows"),
+    "log_softmax": (lambda t: F.log_softmax(t, axis=-1), lambda t: torch.log_softmax(t, -1), None, "rows"),
+}
+
+
+def bench_activations():
+    """{(op, dtype): {column: ms}}; fwd+bwd is the op and its gradient for a given output gradient."""
+    rng = np.random.default_rng(0)
+    data = {"vec": rng.standard_normal(1 << 22).astype("float32"),
+            "rows": rng.standard_normal((4096, 1024)).astype("float32")}
+    out = {}
+    for name, (fo, ft, fn, kind) in ACTIVATIONS.items():
+        a = data[kind]
+        for dt in ("float32", "bfloat16"):
+            r = {}
+            x = oar.to_tensor(a).astype(dt)
+            with oar.no_grad():
+                r["oar fwd"] = best_ms(lambda: fo(x))
+            xg = oar.to_tensor(a).astype(dt)
+            xg.stop_gradient = False
+            g = oar.ones_like(xg)
+            r["oar fwd+bwd"] = best_ms(lambda: oar.grad([fo(xg)], [xg], [g]))
+            if fn is not None and dt == "float32":
+                r["numpy fwd"] = best_ms(lambda: fn(a))
+            if torch is not None:
+                tdt = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dt]
+                tx = torch.from_numpy(a).to(tdt)
+                with torch.no_grad():
+                    r["torch fwd"] = best_ms(lambda: ft(tx))
+                txg = tx.clone().requires_grad_()
+                tg = torch.ones_like(txg)
+                r["torch fwd+bwd"] = best_ms(lambda: torch.autograd.grad([ft(txg)], [txg], [tg]))
+            out[(name, dt)] = r
+    return out
+
+
 def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", choices=["activations"], default=None)
+    args = ap.parse_args()
+    print("threads: {} (OMP_NUM_THREADS)".format(os.environ["OMP_NUM_THREADS"]))
+    cols = ["oar fwd", "numpy fwd", "torch fwd", "oar fwd+bwd", "torch fwd+bwd"]
+    print("{:<24}".format("op (4M / [4096, 1024]) ms") + "".join("{:>15}".format(c) for c in cols))
+    for (name, dt), r in bench_activations().items():
+        print("{:<24}".format(name + " " + dt) + "".join(
+            "{:>15.2f}".format(r[c]) if c in r else "{:>15}".format("-") for c in cols), flush=True)
+    if args.only:
+        return
     for rows, hidden in [(4096, 768), (2048, 4096), (16384, 128)]:
         r = bench_layer_norm(rows, hidden)
         print("layer_norm [{}, {}]: ".format(rows, hidden) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))
