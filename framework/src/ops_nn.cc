@@ -2,7 +2,7 @@
 // Each op's schema, shape/dtype inference and gradient rule, in one place (op_util.h).
 //
 // Kernels here are the hot paths only: fused activations (each with a fused "<op>_grad" op),
-// layer_norm (+ layer_norm_grad) and softmax_cross_entropy (+ its grad). Everything else in
+// layer_norm, batch_norm (+ their _grad ops) and softmax_cross_entropy (+ its grad). Everything else in
 // oar.nn.functional is a Python composite of existing ops (docs/ops_nn.md).
 #include <oar/core/dispatch.h>
 #include <oar/core/error.h>
@@ -91,6 +91,68 @@ void infer_layer_norm_grad(InferContext& c) {
   c.outputs[0] = c.inputs[0];
   c.outputs[1] = c.inputs[1];
   c.outputs[2] = c.inputs[1];
+}
+
+// batch_norm(x, weight, bias, running_mean, running_var) -> out, mean_out, var_out, saved_mean,
+// saved_rstd. Normalises every channel (axis channel_axis of x) over all the other axes. Training
+// (use_global_stats 0): with the batch's mean and biased variance, and mean_out / var_out are the
+// running statistics moved towards them (running * momentum + batch * (1 - momentum), as Paddle does);
+// the caller assigns them back. use_global_stats 1: with running_mean / running_var, which mean_out /
+// var_out then repeat. saved_mean / saved_rstd are the statistics used and 1 / sqrt(var + epsilon), for
+// batch_norm_grad. The four [C] inputs and outputs are in x's statistics dtype (float32 for 16-bit x).
+void infer_batch_norm(InferContext& c) {
+  require_floating(c, 0);
+  const Dims& x = c.inputs[0].dims;
+  OAR_ENFORCE(x.size() >= 2, ErrorCode::kInvalidArgument,
+              "batch_norm: x must have at least 2 dimensions, got shape " << x.to_string());
+  const int64_t axis = normalize_axis(c, c.attrs->get_int("channel_axis"), x.size());
+  c.attrs->set("channel_axis", axis);
+  const int64_t ch = x[static_cast<int32_t>(axis)];
+  const DType sd = stat_dtype(c.inputs[0].dtype);
+  for (int i = 1; i <= 4; ++i) {
+    OAR_ENFORCE(c.inputs[i].dims.size() == 1 && c.inputs[i].dims[0] == ch, ErrorCode::kInvalidArgument,
+                "batch_norm: " << c.op->inputs[i] << ".shape " << c.inputs[i].dims.to_string() << " must be ["
+                               << ch << "] (the channels of x, axis " << axis << ")");
+    OAR_ENFORCE(c.inputs[i].dtype == sd, ErrorCode::kType,
+                "batch_norm: " << c.op->inputs[i] << ".dtype " << dtype_name(c.inputs[i].dtype) << " must be "
+                               << dtype_name(sd) << " for x.dtype " << dtype_name(c.inputs[0].dtype));
+  }
+  OAR_ENFORCE(c.attrs->get_float("epsilon") >= 0, ErrorCode::kInvalidArgument,
+              "batch_norm: epsilon " << c.attrs->get_float("epsilon") << " must be >= 0");
+  if (!c.attrs->get_int("use_global_stats"))
+    OAR_ENFORCE(x.numel() > 0, ErrorCode::kInvalidArgument,
+                "batch_norm: training statistics need a non-empty x, got shape " << x.to_string());
+  c.outputs[0] = c.inputs[0];
+  for (int i = 1; i <= 4; ++i) c.outputs[i] = {sd, Dims{ch}};
+}
+
+// batch_norm_grad(x, weight, saved_mean, saved_rstd, dy) -> dx, dweight, dbias, with batch_norm's
+// channel_axis and use_global_stats (1: the statistics were constants, so dx = dy * weight * rstd).
+void infer_batch_norm_grad(InferContext& c) {
+  require_floating(c, 0);
+  require_same_dtype(c, 0, 4);
+  const Dims& x = c.inputs[0].dims;
+  OAR_ENFORCE(x.size() >= 2, ErrorCode::kInvalidArgument,
+              "batch_norm_grad: x must have at least 2 dimensions, got shape " << x.to_string());
+  const int64_t axis = normalize_axis(c, c.attrs->get_int("channel_axis"), x.size());
+  c.attrs->set("channel_axis", axis);
+  const int64_t ch = x[static_cast<int32_t>(axis)];
+  const DType sd = stat_dtype(c.inputs[0].dtype);
+  for (int i = 1; i <= 3; ++i) {
+    OAR_ENFORCE(c.inputs[i].dims.size() == 1 && c.inputs[i].dims[0] == ch, ErrorCode::kInvalidArgument,
+                "batch_norm_grad: " << c.op->inputs[i] << ".shape " << c.inputs[i].dims.to_string()
+                                    << " must be [" << ch << "]");
+    OAR_ENFORCE(c.inputs[i].dtype == sd, ErrorCode::kType,
+                "batch_norm_grad: " << c.op->inputs[i] << ".dtype " << dtype_name(c.inputs[i].dtype)
+                                    << " must be " << dtype_name(sd) << " for x.dtype "
+                                    << dtype_name(c.inputs[0].dtype));
+  }
+  OAR_ENFORCE(
+      c.inputs[4].dims == x, ErrorCode::kInvalidArgument,
+      "batch_norm_grad: dy.shape " << c.inputs[4].dims.to_string() << " != x.shape " << x.to_string());
+  c.outputs[0] = c.inputs[0];
+  c.outputs[1] = {sd, Dims{ch}};
+  c.outputs[2] = {sd, Dims{ch}};
 }
 
 void require_label(const InferContext& c, int i) {
@@ -208,6 +270,27 @@ std::vector<Tensor> layer_norm_grad_rule(const GradContext& c) {
   return {c.needs_grad[0] ? dx : Tensor(), dw, db};
 }
 
+// batch_norm: out's gradient through batch_norm_grad. The running statistics (mean_out, var_out) and
+// the saved statistics are not differentiated, nor are running_mean / running_var (buffers): a gradient
+// asked of them is refused rather than silently left out.
+std::vector<Tensor> batch_norm_grad_rule(const GradContext& c) {
+  for (int i = 1; i <= 4; ++i)
+    OAR_ENFORCE(
+        !c.grad_outputs[i].defined(), ErrorCode::kUnimplemented,
+        "batch_norm: the gradient through its statistics output " << c.op->outputs[i] << " is not supported");
+  for (int i = 3; i <= 4; ++i)
+    OAR_ENFORCE(!c.needs_grad[i], ErrorCode::kUnimplemented,
+                "batch_norm: no gradient for " << c.op->inputs[i] << " (the running statistics are buffers)");
+  const Tensor& g = c.grad_outputs[0];
+  if (!g.defined()) return {Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+  std::vector<Tensor> r =
+      call_op(OAR_OP("batch_norm_grad"), {c.inputs[0], c.inputs[1], c.outputs[3], c.outputs[4], g},
+              Attrs{{"channel_axis", c.attrs.get_int("channel_axis")},
+                    {"use_global_stats", c.attrs.get_int("use_global_stats")}});
+  return {c.needs_grad[0] ? r[0] : Tensor(), c.needs_grad[1] ? r[1] : Tensor(),
+          c.needs_grad[2] ? r[2] : Tensor(), Tensor(), Tensor()};
+}
+
 // softmax_cross_entropy's outputs are (loss, softmax): the softmax's own gradient adds its Jacobian
 // product, softmax * (g - sum(g * softmax)) over the class axis.
 std::vector<Tensor> softmax_ce_grad_rule(const GradContext& c) {
@@ -236,6 +319,14 @@ void register_nn_ops(OpRegistry& r) {
       .outputs = {"out", "mean", "rstd"};
   def(r, "layer_norm_grad", {"x", "weight", "mean", "rstd", "dy"}, {req_int("begin_norm_axis")},
       infer_layer_norm_grad)
+      .outputs = {"dx", "dweight", "dbias"};
+  def(r, "batch_norm", {"x", "weight", "bias", "running_mean", "running_var"},
+      {int_attr("channel_axis", 1), float_attr("epsilon", 1e-5), float_attr("momentum", 0.9),
+       int_attr("use_global_stats", 0)},
+      infer_batch_norm)
+      .outputs = {"out", "mean_out", "var_out", "saved_mean", "saved_rstd"};
+  def(r, "batch_norm_grad", {"x", "weight", "saved_mean", "saved_rstd", "dy"},
+      {int_attr("channel_axis", 1), int_attr("use_global_stats", 0)}, infer_batch_norm_grad)
       .outputs = {"dx", "dweight", "dbias"};
   // loss_only = 1: the caller needs no gradient and drops the softmax (eager cross_entropy without
   // gradient), so a kernel may leave it unwritten (decision 137); 0 (the default, and in every program):
@@ -297,6 +388,7 @@ void register_nn_grads(OpRegistry& r) {
     set_grad(r, a.grad_name, act_grad_grad, kXW, false);  // x and grad
   }
   set_grad(r, "layer_norm", layer_norm_grad_rule, kXW, true);
+  set_grad(r, "batch_norm", batch_norm_grad_rule, kXW, true);
   set_grad(r, "softmax_cross_entropy", softmax_ce_grad_rule, kLabel, true);
 }
 
