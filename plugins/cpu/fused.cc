@@ -11,7 +11,7 @@
 
 #include "elementwise.h"
 #include "layer_norm.h"
-#include "vec_math.h"
+#include "vec_loop.h"
 
 namespace oar_cpu {
 
@@ -40,11 +40,29 @@ Act parse_act(const KernelContext& ctx, const char* op) {
 template <Act A, class T>
 inline T act(T v) {
   if constexpr (A == Act::kRelu) return v > T(0) ? v : T(0);
-  if constexpr (A == Act::kGelu) return T(0.5) * v * (T(1) + verf(v * T(0.7071067811865476)));
-  if constexpr (A == Act::kSigmoid) return T(1) / (T(1) + vexp(-v));
+  if constexpr (A == Act::kGelu) return gelu_erf<T>(v);
+  if constexpr (A == Act::kSigmoid) return sigmoid_of<T>(v);
   if constexpr (A == Act::kTanh) return vtanh(v);
   return v;
 }
+
+// act(x + y) for gelu, sigmoid and tanh on vec_loop.h's vector loops (float32; the same bits as act).
+template <Act A>
+struct AddActFn {
+  template <class V>
+  OAR_VEC_INLINE V operator()(V x, V y) const {
+    const V s = x + y;
+    if constexpr (A == Act::kGelu) return gelu_erf<float>(s);
+    if constexpr (A == Act::kSigmoid) return sigmoid_of<float>(s);
+    return vtanh(s);
+  }
+};
+struct GeluFn {
+  template <class V>
+  OAR_VEC_INLINE V operator()(V x) const {
+    return gelu_erf<float>(x);
+  }
+};
 
 // f(act) with the activation a compile-time constant, so each loop vectorises.
 template <class F>
@@ -245,10 +263,7 @@ void gemm_epilogue_kernel(KernelContext& ctx) {
         // oneDNN's gelu post-op rounds differently from the gelu kernel: that one runs after it.
         const Act post = a == Act::kGelu ? Act::kNone : a;
         if (g.K > 0 && onednn_gemm(g, px, py, pb, po, post)) {
-          if (a == Act::kGelu)
-            parallel_for(0, g.R * g.N, oar::sdk::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-              for (int64_t i = lo; i < hi; ++i) po[i] = act<Act::kGelu>(po[i]);
-            });
+          if (a == Act::kGelu) vec_unary<float>(VecKernels<GeluFn>::map1(), po, po, g.R * g.N);
           return;
         }
       }
@@ -275,11 +290,20 @@ void add_act_kernel(KernelContext& ctx) {
       T* po = out.data<T>();
       const int64_t rows = total / n;
       with_act(a, [&](auto A) {
+        constexpr Act kA = decltype(A)::value;
+        [[maybe_unused]] VecMap2 vec = nullptr;  // float32 gelu/sigmoid/tanh rows: the vector loops
+        if constexpr (std::is_same_v<T, float> &&
+                      (kA == Act::kGelu || kA == Act::kSigmoid || kA == Act::kTanh))
+          vec = VecKernels<AddActFn<kA>>::map2();
         parallel_for(0, rows, std::max<int64_t>(1, 16384 / n), [&](int64_t lo, int64_t hi) {
           for (int64_t r = lo; r < hi; ++r) {
             const T* xr = px + r * n;
             T* o = po + r * n;
-            for (int64_t j = 0; j < n; ++j) o[j] = act<decltype(A)::value>(xr[j] + py[j]);
+            if constexpr (std::is_same_v<T, float> &&
+                          (kA == Act::kGelu || kA == Act::kSigmoid || kA == Act::kTanh))
+              vec(o, xr, py, n);
+            else
+              for (int64_t j = 0; j < n; ++j) o[j] = act<kA>(xr[j] + py[j]);
           }
         });
       });

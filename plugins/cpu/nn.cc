@@ -27,7 +27,7 @@ struct GeluErf {
   static constexpr C kInvSqrt2 = C(0.7071067811865476), kInvSqrt2Pi = C(0.3989422804014327);
   template <class V>
   OAR_VEC_INLINE V f(V x) const {
-    return C(0.5) * x * (C(1) + verf(x * kInvSqrt2));
+    return gelu_erf<C>(x);
   }
   template <class V>
   OAR_VEC_INLINE V df(V x) const {

@@ -35,7 +35,7 @@ using oar::sdk::compute_t;
   };
 OAR_CPU_VEC_OP(Exp, "exp", vexp(v))
 OAR_CPU_VEC_OP(Tanh, "tanh", vtanh(v))
-OAR_CPU_VEC_OP(Sigmoid, "sigmoid", 1.0f / (1.0f + vexp(-v)))
+OAR_CPU_VEC_OP(Sigmoid, "sigmoid", sigmoid_of<float>(v))
 OAR_CPU_VEC_OP(Erf, "erf", verf(v))
 #undef OAR_CPU_VEC_OP
 OAR_CPU_FLOAT_OP(Log, "log", std::log(v))

@@ -180,4 +180,15 @@ OAR_VEC_INLINE vf8 vexp(vf8 x) { return fast_exp(x); }
 OAR_VEC_INLINE vf16 vexp(vf16 x) { return fast_exp(x); }
 inline double vexp(double x) { return std::exp(x); }
 
+// gelu's exact form and sigmoid in the compute type C, the one formula of the eager kernels (nn.cc,
+// unary.cc) and of the fused epilogues (fused.cc), which must give the same bits.
+template <class C, class V>
+OAR_VEC_INLINE V gelu_erf(V x) {
+  return C(0.5) * x * (C(1) + verf(x * C(0.7071067811865476)));
+}
+template <class C, class V>
+OAR_VEC_INLINE V sigmoid_of(V x) {
+  return C(1) / (C(1) + vexp(-x));
+}
+
 }  // namespace oar_cpu

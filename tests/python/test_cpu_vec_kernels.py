@@ -1,6 +1,7 @@
 """The cpu plugin's vectorised transcendental kernels (vec_loop.h, decision 160): exp, tanh, sigmoid, erf,
 gelu (erf and tanh forms), silu and their gradients, softmax/log_softmax and log_softmax_grad, in float32,
-bfloat16 and float16.
+bfloat16 and float16, and the fused epilogues that share them (fused_elemwise_add_activation,
+fused_gemm_epilogue's gelu).
 
 - Their bits do not depend on the thread count: tensors big enough to be split between threads give the
   same bytes with OMP_NUM_THREADS=1 and 2 (each in a fresh process: libgomp reads it once).
@@ -187,6 +188,29 @@ def test_small_tensors_stay_exact():
         full = fn(oar.to_tensor(x)).numpy()
         for n in range(1, 18):
             assert fn(oar.to_tensor(x[:n])).numpy().tobytes() == full[:n].tobytes(), (name, n)
+
+
+@pytest.mark.parametrize("act", ["gelu", "sigmoid", "tanh"])
+def test_fused_add_activation_float32_equals_the_unfused_ops(act):
+    # The fused epilogue runs the same vector code as the eager activation: the same bits.
+    from oar import _C
+    x, g = _inputs()[:2]
+    tx, ty = oar.to_tensor(x[:64 * 1000].reshape(64, 1000)), oar.to_tensor(g[:1000])
+    fused = _C.Op("fused_elemwise_add_activation")(tx, ty, activation=act).numpy()
+    unfused = {"gelu": F.gelu, "sigmoid": F.sigmoid, "tanh": oar.tanh}[act](tx + ty).numpy()
+    assert fused.tobytes() == unfused.tobytes()
+
+
+def test_fused_gemm_epilogue_gelu_float32_equals_gelu_after_it():
+    # Above the small-product cutoff oneDNN computes x @ y + b and the gelu kernel's code runs after it.
+    from oar import _C
+    rng = np.random.default_rng(3)
+    x, y, b = (rng.standard_normal(s).astype(np.float32) for s in ((256, 128), (128, 192), (192,)))
+    op = _C.Op("fused_gemm_epilogue")
+    t = [oar.to_tensor(a) for a in (x, y, b)]
+    fused = op(*t, activation="gelu").numpy()
+    after = F.gelu(op(*t, activation="none")).numpy()
+    assert fused.tobytes() == after.tobytes()
 
 
 if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--child":
