@@ -48,38 +48,80 @@ template <class T>
 }
 
 // ---- softmax_grad / log_softmax_grad ----------------------------------------------------------------
-// log_softmax_grad's float32 row w = g - exp(y) * s on V lanes, built for AVX-512, AVX2 and baseline as
-// vec_loop.h's loops (the same bits in each, equal to exp_of's scalar loop; decision 160).
-template <class V>
-[[gnu::always_inline]] inline void log_softmax_grad_row(const float* y, const float* g, float* w, int64_t n,
-                                                        float s) {
+// One float32 row of softmax_grad (w = y (g - s), s = sum(g y)) or log_softmax_grad (w = g - exp(y) s,
+// s = sum(g)) on V lanes, built for AVX-512, AVX2 and baseline as vec_loop.h's loops: the same bits in
+// each, equal to the generic loop's with sum8 (decision 160).
+template <class V, bool kLog>
+[[gnu::always_inline]] inline void softmax_grad_row(const float* y, const float* g, float* w, int64_t n) {
   constexpr int64_t L = sizeof(V) / sizeof(float);
+  // sum8's sum. In the AVX builds in a GCC vector of 8 (sum8's array form compiled to shuffles there and ran
+  // slower than baseline; the vector form ran 2x slower on SSE): lane k adds the elements j + k, then the
+  // tail and the tree as sum8's, so the same bits.
+  float s;
+  if constexpr (std::is_same_v<V, vf4>) {
+    if constexpr (kLog)
+      s = sum8<float>(n, [&](int64_t i) { return g[i]; });
+    else
+      s = sum8<float>(n, [&](int64_t i) { return g[i] * y[i]; });
+  } else {
+    vf8 acc = {};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      vf8 a;
+      std::memcpy(&a, g + j, sizeof a);
+      if constexpr (!kLog) {
+        vf8 b;
+        std::memcpy(&b, y + j, sizeof b);
+        a = a * b;
+      }
+      acc += a;
+    }
+    float t[8];
+    std::memcpy(t, &acc, sizeof t);
+    for (int k = 0; j < n; ++j, ++k) t[k & 7] += kLog ? g[j] : g[j] * y[j];
+    for (int h = 4; h >= 1; h /= 2)
+      for (int k = 0; k < h; ++k) t[k] += t[k + h];
+    s = t[0];
+  }
   const V vs = vsplat<V>(s);
   int64_t i = 0;
   for (; i + L <= n; i += L) {
     V vy, vg;
     std::memcpy(&vy, y + i, sizeof vy);
     std::memcpy(&vg, g + i, sizeof vg);
-    vg = vg - fast_exp(vy) * vs;
+    if constexpr (kLog)
+      vg = vg - fast_exp(vy) * vs;
+    else
+      vg = vy * (vg - vs);
     std::memcpy(w + i, &vg, sizeof vg);
   }
-  if (i < n)
-    vec_store_part(w + i, vec_load_part<V>(g + i, n - i) - fast_exp(vec_load_part<V>(y + i, n - i)) * vs,
-                   n - i);
+  if (i < n) {
+    const V vy = vec_load_part<V>(y + i, n - i), vg = vec_load_part<V>(g + i, n - i);
+    if constexpr (kLog)
+      vec_store_part(w + i, vg - fast_exp(vy) * vs, n - i);
+    else
+      vec_store_part(w + i, vy * (vg - vs), n - i);
+  }
 }
-using LogSoftmaxGradRow = void (*)(const float*, const float*, float*, int64_t, float);
-void log_softmax_grad_row_base(const float* y, const float* g, float* w, int64_t n, float s) {
-  log_softmax_grad_row<vf4>(y, g, w, n, s);
+using SoftmaxGradRow = void (*)(const float*, const float*, float*, int64_t);
+template <bool kLog>
+void softmax_grad_row_base(const float* y, const float* g, float* w, int64_t n) {
+  softmax_grad_row<vf4, kLog>(y, g, w, n);
 }
-OAR_VEC_AVX2 void log_softmax_grad_row_v8(const float* y, const float* g, float* w, int64_t n, float s) {
-  log_softmax_grad_row<vf8>(y, g, w, n, s);
+template <bool kLog>
+OAR_VEC_AVX2 void softmax_grad_row_v8(const float* y, const float* g, float* w, int64_t n) {
+  softmax_grad_row<vf8, kLog>(y, g, w, n);
 }
-OAR_VEC_AVX512 void log_softmax_grad_row_v16(const float* y, const float* g, float* w, int64_t n, float s) {
-  log_softmax_grad_row<vf16>(y, g, w, n, s);
+template <bool kLog>
+OAR_VEC_AVX512 void softmax_grad_row_v16(const float* y, const float* g, float* w, int64_t n) {
+  softmax_grad_row<vf16, kLog>(y, g, w, n);
 }
-LogSoftmaxGradRow log_softmax_grad_row_fn() {
+template <bool kLog>
+SoftmaxGradRow softmax_grad_row_fn() {
   const int isa = vec_isa();
-  return isa == 2 ? log_softmax_grad_row_v16 : isa == 1 ? log_softmax_grad_row_v8 : log_softmax_grad_row_base;
+  return isa == 2   ? softmax_grad_row_v16<kLog>
+         : isa == 1 ? softmax_grad_row_v8<kLog>
+                    : softmax_grad_row_base<kLog>;
 }
 
 // y, g, dx are [outer, n, inner] (contiguous), reduced along n. softmax: dx = y (g - sum(g y));
@@ -88,18 +130,17 @@ LogSoftmaxGradRow log_softmax_grad_row_fn() {
 template <class T, bool kLog>
 void softmax_grad_impl(const T* y, const T* g, T* dx, int64_t outer, int64_t n, int64_t inner) {
   if (inner == 1) {
-    [[maybe_unused]] LogSoftmaxGradRow row_f32 = nullptr;
-    if constexpr (kLog && std::is_same_v<T, float>) row_f32 = log_softmax_grad_row_fn();
+    [[maybe_unused]] SoftmaxGradRow row_f32 = nullptr;
+    if constexpr (std::is_same_v<T, float>) row_f32 = softmax_grad_row_fn<kLog>();
     parallel_for(0, outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
       for (int64_t o = lo; o < hi; ++o) {
         const T *yr = y + o * n, *gr = g + o * n;
         T* w = dx + o * n;
-        if constexpr (kLog) {
+        if constexpr (std::is_same_v<T, float>) {
+          row_f32(yr, gr, w, n);
+        } else if constexpr (kLog) {
           const T s = sum8<T>(n, [&](int64_t i) { return gr[i]; });
-          if constexpr (std::is_same_v<T, float>)
-            row_f32(yr, gr, w, n, s);
-          else
-            for (int64_t i = 0; i < n; ++i) w[i] = gr[i] - exp_of(yr[i]) * s;
+          for (int64_t i = 0; i < n; ++i) w[i] = gr[i] - exp_of(yr[i]) * s;
         } else {
           const T s = sum8<T>(n, [&](int64_t i) { return gr[i] * yr[i]; });
           for (int64_t i = 0; i < n; ++i) w[i] = yr[i] * (gr[i] - s);
