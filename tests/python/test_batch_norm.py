@@ -321,3 +321,24 @@ def test_jit_save_channel_last_and_2d(fmt, shape, tmp_path):
     assert len(bn) == 1 and bn[0]["attrs"]["data_layout"] == ("NHWC" if fmt == "NHWC" else "NCHW")
     x = rng.normal(0, 1, (2,) + shape[1:]).astype("float32")
     np.testing.assert_allclose(_predict(path, x), layer(oar.to_tensor(x)).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_auto_cast_keeps_16bit_x_and_float32_statistics():
+    # bfloat16 auto_cast on the CPU: the conv runs in bfloat16 and its output goes into batch_norm as it is
+    # (no cast to float32 for BN), the parameters and running statistics stay float32.
+    oar.seed(5)
+    # no conv bias: its add would promote the bfloat16 conv output to float32 (the promote rule)
+    m = oar.nn.Sequential(oar.nn.Conv2D(2, 3, 3, bias_attr=False), oar.nn.BatchNorm2D(3))
+    x = oar.to_tensor(rng.normal(0, 1, (2, 2, 5, 5)).astype("float32"))
+    _C._amp_collect_stats(True)
+    try:
+        with oar.amp.auto_cast(dtype="bfloat16", level="O1"):
+            y = m(x)
+        stats = {op: list(c) for op, c in _C._amp_op_stats().items()}
+    finally:
+        _C._amp_collect_stats(False)
+    assert y.dtype == oar.bfloat16
+    assert m[1]._mean.dtype == oar.float32 and m[1].weight.dtype == oar.float32
+    ref = m(x).numpy()  # float32 throughout
+    np.testing.assert_allclose(y.astype("float32").numpy(), ref, rtol=0.05, atol=0.05)
+    assert stats["batch_norm"] == [0, 1, 0, 0], stats  # called once, with bfloat16 x (no float32 call)
