@@ -438,7 +438,7 @@ OpKernelFn tr_max_pool2d_with_index(const OpDesc& op) {
 // batch_norm onto oar's op: data_layout NCHW (channel axis 1) or NHWC (the last). Inference (is_test
 // without trainable_statistics, or use_global_stats) normalises with Mean / Variance; training with the
 // batch's statistics, MeanOut / VarianceOut (Paddle names them as Mean / Variance) getting the moved
-// running statistics. SavedVariance is the inverse std in both.
+// running statistics, and SavedMean / SavedVariance (the inverse std, as Paddle's) the batch's.
 OpKernelFn tr_batch_norm(const OpDesc& op) {
   const std::string layout = attr_str(op, "data_layout", "NCHW");
   OAR_ENFORCE(layout == "NCHW" || layout == "NHWC" || layout == "AnyLayout", ErrorCode::kUnimplemented,
@@ -462,6 +462,11 @@ OpKernelFn tr_batch_norm(const OpDesc& op) {
                       {"momentum", mom},
                       {"use_global_stats", int64_t{global ? 1 : 0}}});
     c.set_out("Y", r[0]);
+    if (global) {  // the statistics stay the same tensors; SavedMean / SavedVariance are not produced
+      c.set_out("MeanOut", mean);
+      c.set_out("VarianceOut", c.in("Variance"));
+      return;
+    }
     c.set_out("MeanOut", r[1]);
     c.set_out("VarianceOut", r[2]);
     c.set_out("SavedMean", r[3]);
