@@ -213,7 +213,7 @@ def test_static_program_train_and_test_clone():
         exe.run(startup)
         (yt,) = exe.run(main, feed={"x": x}, fetch_list=[y])
         (ye,) = exe.run(test, feed={"x": x}, fetch_list=[y])
-        mean = np.array(static.global_scope().find_var(bn._mean.name).get_tensor())
+        mean = np.asarray(static.global_scope().find_var(bn._mean.name).get_tensor())
     finally:
         oar.disable_static()
     ref, m, v = ref_bn(x.astype(np.float64), 1, np.ones(3), np.zeros(3))
@@ -342,3 +342,17 @@ def test_auto_cast_keeps_16bit_x_and_float32_statistics():
     ref = m(x).numpy()  # float32 throughout
     np.testing.assert_allclose(y.astype("float32").numpy(), ref, rtol=0.05, atol=0.05)
     assert stats["batch_norm"] == [0, 1, 0, 0], stats  # called once, with bfloat16 x (no float32 call)
+
+
+def test_jit_save_in_training_mode_writes_batch_statistics(tmp_path):
+    # As Paddle's jit.save of a model in training mode: batch_norm with is_test false (batch statistics).
+    from oar.static import InputSpec
+    layer = oar.nn.BatchNorm2D(3)
+    path = str(tmp_path / "bn_train")
+    oar.jit.save(layer, path, input_spec=[InputSpec([None, 3, 2, 2], "float32", "x")])
+    _, ops = _saved_ops(path)
+    bn = [op for op in ops if op["type"] == "batch_norm"]
+    assert len(bn) == 1 and not bn[0]["attrs"]["is_test"], [op["type"] for op in ops]
+    x = rng.normal(3, 2, (4, 3, 2, 2)).astype("float32")
+    want = ref_bn(x.astype(np.float64), 1, np.ones(3), np.zeros(3))[0]
+    np.testing.assert_allclose(_predict(path, x), want, rtol=1e-5, atol=1e-5)

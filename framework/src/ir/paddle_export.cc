@@ -668,14 +668,15 @@ bool rule_layer_norm(Ctx& c, const char*) {
   return true;
 }
 
-// An inference batch_norm (use_global_stats 1: what an eval model records) is Paddle's as
-// save_inference_model writes it: is_test true, MeanOut / VarianceOut the Mean / Variance variables
-// themselves (unchanged), SavedMean / SavedVariance fresh temporaries (Paddle's SavedVariance is the
-// inverse std, as oar's saved_rstd). A training one (batch statistics, running statistics returned for an
-// assign) is declined.
+// oar's batch_norm is Paddle's, MeanOut / VarianceOut naming the Mean / Variance variables (Paddle's
+// in-place convention) and SavedMean / SavedVariance fresh temporaries (Paddle's SavedVariance is the
+// inverse std, as oar's saved_rstd). use_global_stats 1 (what an eval model records) is written as
+// save_inference_model writes it: is_test true, so fold_conv_bn folds it. use_global_stats 0 (a model
+// saved in training mode) is is_test false, as Paddle's jit.save writes it: batch statistics, and Paddle
+// moves the running statistics in place on every run where oar's pruned program does not (the output is
+// the same). Either way only when the op's statistics outputs are not read by anything.
 bool rule_batch_norm(Ctx& c, const char*) {
-  if (c.i("use_global_stats") == 0)
-    return c.decline("a training batch_norm (batch statistics) has no inference equivalent");
+  const bool global = c.i("use_global_stats") != 0;
   if (!c.unused_output("mean_out") || !c.unused_output("var_out") || !c.unused_output("saved_mean") ||
       !c.unused_output("saved_rstd"))
     return c.decline("its statistics outputs are used");
@@ -701,7 +702,7 @@ bool rule_batch_norm(Ctx& c, const char*) {
        {"SavedVariance", {sv}}},
       {{"data_layout", std::string(axis == 1 ? "NCHW" : "NHWC")},
        {"epsilon", eps},
-       {"is_test", true},
+       {"is_test", global},
        {"momentum", mom},
        {"trainable_statistics", false},
        {"use_global_stats", false}});
