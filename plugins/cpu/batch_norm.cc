@@ -81,30 +81,58 @@ __attribute__((always_inline)) inline void run_sums(const T* x, const T* g, int6
 }
 
 // The same sums for rows r0..r1 of a [M, C] array (channel last), added to the per-channel s1, s2.
+// Channels 16 (then 4) at a time down the rows, the accumulators in registers; each channel still sums
+// its rows in order, so the bits do not depend on the grouping.
+template <bool kGrad, class T>
+__attribute__((always_inline)) inline void strip_sums(const T* x, const T* g, int64_t r0, int64_t r1,
+                                                      int64_t ch, const double* k, double* s1, double* s2) {
+  const auto ld = [](const double* p) __attribute__((always_inline)) {
+    v4d v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  const auto st = [](double* p, v4d v) __attribute__((always_inline)) { std::memcpy(p, &v, sizeof v); };
+  // 16 channels (a 64-byte line of float32) per sweep: 8 independent accumulator chains
+  int64_t c = 0;
+  for (; c + 16 <= ch; c += 16) {
+    v4d kk[4], a[4], b[4];
+    for (int q = 0; q < 4; ++q)
+      kk[q] = ld(k + c + 4 * q), a[q] = ld(s1 + c + 4 * q), b[q] = ld(s2 + c + 4 * q);
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * ch + c;
+      for (int q = 0; q < 4; ++q) {
+        const v4d d = load4(xr + 4 * q) - kk[q], u = kGrad ? load4(g + r * ch + c + 4 * q) : d;
+        a[q] += u;
+        b[q] += u * d;
+      }
+    }
+    for (int q = 0; q < 4; ++q) st(s1 + c + 4 * q, a[q]), st(s2 + c + 4 * q, b[q]);
+  }
+  for (; c + 4 <= ch; c += 4) {
+    const v4d kk = ld(k + c);
+    v4d a = ld(s1 + c), b = ld(s2 + c);
+    for (int64_t r = r0; r < r1; ++r) {
+      const v4d d = load4(x + r * ch + c) - kk, u = kGrad ? load4(g + r * ch + c) : d;
+      a += u;
+      b += u * d;
+    }
+    st(s1 + c, a), st(s2 + c, b);
+  }
+  for (; c < ch; ++c) {
+    double a = s1[c], b = s2[c];
+    for (int64_t r = r0; r < r1; ++r) {
+      const double d = double(x[r * ch + c]) - k[c], u = kGrad ? double(g[r * ch + c]) : d;
+      a += u;
+      b += u * d;
+    }
+    s1[c] = a, s2[c] = b;
+  }
+}
+// A block in strips of 16 rows, so a strip (a few KiB for C = 64) stays in L1 across its channel sweeps.
 template <bool kGrad, class T>
 __attribute__((always_inline)) inline void block_sums(const T* x, const T* g, int64_t r0, int64_t r1,
                                                       int64_t ch, const double* k, double* s1, double* s2) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const T* xr = x + r * ch;
-    const T* gr = kGrad ? g + r * ch : nullptr;
-    int64_t c = 0;
-    for (; c + 4 <= ch; c += 4) {
-      v4d vk, a, b;
-      std::memcpy(&vk, k + c, sizeof vk);
-      std::memcpy(&a, s1 + c, sizeof a);
-      std::memcpy(&b, s2 + c, sizeof b);
-      const v4d d = load4(xr + c) - vk, u = kGrad ? load4(gr + c) : d;
-      a += u;
-      b += u * d;
-      std::memcpy(s1 + c, &a, sizeof a);
-      std::memcpy(s2 + c, &b, sizeof b);
-    }
-    for (; c < ch; ++c) {
-      const double d = double(xr[c]) - k[c], u = kGrad ? double(gr[c]) : d;
-      s1[c] += u;
-      s2[c] += u * d;
-    }
-  }
+  for (int64_t q = r0; q < r1; q += 16) strip_sums<kGrad, T>(x, g, q, std::min(r1, q + 16), ch, k, s1, s2);
 }
 
 // Each compiled twice: for AVX2 (one register per v4d) and for baseline x86-64 (two SSE registers).
