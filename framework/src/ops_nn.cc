@@ -398,6 +398,8 @@ void register_nn_samples(OpRegistry& r) {
                     {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
                   S("momentum 0.5, epsilon 0.01", bn_in(real({4, 3, 2}, 1, 3), 3),
                     {{"channel_axis", int64_t{1}}, {"momentum", 0.5}, {"epsilon", 0.01}}),
+                  S("empty x, use_global_stats", bn_in(real({2, 3, 0}), 3),
+                    {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
                   S("long rows", bn_in(real({2, 2, 4100}), 2), axis(1)),  // rows cut into pieces
                   S("many rows", bn_in(real({2100, 3}), 3), axis(1)),     // row blocks
                   S("transposed x", bn_in(transposed(real({5, 4})), 4), axis(1)),
@@ -414,6 +416,8 @@ void register_nn_samples(OpRegistry& r) {
                   S("use_global_stats", bng_in(real({2, 3, 4, 5}), 3),
                     {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
                   S("global, channel last", bng_in(real({5, 4}), 4),
+                    {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
+                  S("empty x, use_global_stats", bng_in(real({0, 3}), 3),
                     {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
                   S("long rows", bng_in(real({2, 2, 4100}), 2), axis(1)),
                   S("many rows", bng_in(real({2100, 3}), 3), axis(1)),

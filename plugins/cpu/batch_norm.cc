@@ -223,6 +223,7 @@ void channel_sums(const T* x, const T* g, const Layout& l, const double* k, doub
 // step 1 (inner == 1), a row of n = C elements, channel i at offset + i.
 template <class F>
 void per_channel_map(const Layout& l, F f) {
+  if (l.outer == 0 || l.ch == 0 || l.inner == 0) return;  // an empty x (use_global_stats)
   if (l.inner > 1) {
     parallel_for(0, l.outer * l.ch, std::max<int64_t>(1, 32768 / l.inner), [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r) f(r % l.ch, r * l.inner, l.inner, 0);

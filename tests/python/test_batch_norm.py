@@ -356,3 +356,17 @@ def test_jit_save_in_training_mode_writes_batch_statistics(tmp_path):
     x = rng.normal(3, 2, (4, 3, 2, 2)).astype("float32")
     want = ref_bn(x.astype(np.float64), 1, np.ones(3), np.zeros(3))[0]
     np.testing.assert_allclose(_predict(path, x), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (2, 3, 0), (0, 3, 2, 2)])
+def test_empty_x_with_global_stats(shape, device):
+    # no elements to normalise: an empty result and zero gradients for weight and bias
+    xt = T(np.zeros(shape), device)
+    xt.stop_gradient = False
+    w = T(np.ones(3), device)
+    w.stop_gradient = False
+    y = F.batch_norm(xt, T(np.zeros(3), device), T(np.ones(3), device), weight=w, training=False)
+    assert y.shape == list(shape)
+    y.sum().backward()
+    assert xt.grad.shape == list(shape)
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros(3))
