@@ -72,9 +72,10 @@ def _per_channel(t, x, axis):
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9,
                epsilon=1e-05, data_format="NCHW", use_global_stats=None, name=None):
-    """Batch normalisation over every axis but the channel one. In training (unless use_global_stats),
-    batch statistics normalise x and the running statistics are updated in place as Paddle does:
-    running = momentum * running + (1 - momentum) * batch (with the biased batch variance)."""
+    """Batch normalisation over every axis but the channel one (the batch_norm op). In training (unless
+    use_global_stats), batch statistics normalise x and the running statistics are updated in place as
+    Paddle does: running = momentum * running + (1 - momentum) * batch (with the biased batch variance).
+    For float16/bfloat16 x the parameters and statistics are float32 (others are cast)."""
     if x.ndim < 2:
         raise ValueError("batch_norm: x must have at least 2 dimensions, got shape {}".format(x.shape))
     c_axis = _channel_axis("batch_norm", x, data_format)
