@@ -71,7 +71,7 @@ struct InferContext {
   const OpDef* op;
   const TensorMeta* inputs;  // num_inputs entries
   int32_t num_inputs;
-  Attrs* attrs;  // inference may normalise attributes (axes) in place
+  Attrs* attrs;              // inference may normalise attributes (axes) in place
   TensorMeta outputs[kMaxOpOutputs];
 };
 using InferFn = void (*)(InferContext& ctx);
@@ -86,8 +86,8 @@ struct AttrDef {
 struct OpDef {
   int32_t id = -1;
   const char* name = "";
-  int32_t version = 1;              // schema version; kernels built for a newer one are refused
-  std::vector<const char*> inputs;  // names; for a variadic op, one name repeated
+  int32_t version = 1;             // schema version; kernels built for a newer one are refused
+  std::vector<const char*> inputs; // names; for a variadic op, one name repeated
   bool variadic = false;
   std::vector<const char*> outputs;
   std::vector<AttrDef> attrs;
