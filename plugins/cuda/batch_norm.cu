@@ -150,8 +150,8 @@ void batch_norm_kernel(sdk::KernelContext& c) {
         check_launch("batch_norm");
       }
       OAR_LAUNCH(bn::bn_stats_finish<S>, static_cast<unsigned>(grid_for(l.C, c.device())), kThreads, s)
-      (l.C, splits, w.part, in(3), in(4), in(1), in(2), S(eps), S(momentum), outp(1), outp(2), outp(3),
-       outp(4), w.coef);
+      (l.C, splits, w.part, in(3), in(4), in(1), in(2), S(eps), S(momentum), S(1.0 - momentum), outp(1),
+       outp(2), outp(3), outp(4), w.coef);
       check_launch("batch_norm");
       const int64_t nv = x.numel() / V;
       if (nv == 0) return;  // an empty x (use_global_stats): only the [C] outputs

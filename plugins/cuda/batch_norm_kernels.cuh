@@ -186,11 +186,12 @@ __global__ void bn_stats(Geom q, int64_t C, const T* __restrict__ x, stat_t<T>* 
 }
 
 // Per channel: the batch statistics from the partials (splits > 0), or the running ones (use_global_stats:
-// splits = 0); the [C] outputs, and the coefficients of the elementwise pass.
+// splits = 0); the [C] outputs (keep = 1 - momentum, rounded once from double), and the coefficients of
+// the elementwise pass.
 template <typename S>
 __global__ void bn_stats_finish(int64_t C, int64_t splits, const S* __restrict__ part,
                                 const S* __restrict__ rmean, const S* __restrict__ rvar,
-                                const S* __restrict__ w, const S* __restrict__ b, S eps, S momentum,
+                                const S* __restrict__ w, const S* __restrict__ b, S eps, S momentum, S keep,
                                 S* __restrict__ mean_out, S* __restrict__ var_out, S* __restrict__ saved_mean,
                                 S* __restrict__ saved_rstd, Coef<S>* __restrict__ coef) {
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < C;
@@ -205,8 +206,8 @@ __global__ void bn_stats_finish(int64_t C, int64_t splits, const S* __restrict__
         chan_merge(n, mean, m2, part[2 * splits * C + at], part[at], part[splits * C + at]);
       }
       var = m2 / n;  // biased
-      mean_out[c] = rm * momentum + mean * (S(1) - momentum);
-      var_out[c] = rv * momentum + var * (S(1) - momentum);
+      mean_out[c] = rm * momentum + mean * keep;
+      var_out[c] = rv * momentum + var * keep;
     } else {
       mean_out[c] = rm;
       var_out[c] = rv;
