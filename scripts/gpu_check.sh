@@ -16,8 +16,9 @@
 #   conform    the plugin conformance suite (its kernels.* are the op suite: not repeated), the C++
 #              conformance tests on the device, the CUDA plugin's own C++ test
 #   pytest     the Python suites that take a device, on the device only
-# Results go to $OUT (at most 8 files): summary.md, env.txt, build.txt, ops.txt, train.txt, conformance.txt,
-# pytest.txt, bench.json. The whole run keeps within OAR_GPU_CHECK_BUDGET seconds (default 450); a step
+#   extra      with OAR_GPU_CHECK_EXTRA=script.sh: the caller's script, last (benchmarks, diagnostics)
+# Results go to $OUT (at most 8 files, what the device tool brings back): summary.md, env.txt (the build's log
+# first), ops.txt, train.txt, conformance.txt, pytest.txt, bench.json, and extra.txt with OAR_GPU_CHECK_EXTRA. The whole run keeps within OAR_GPU_CHECK_BUDGET seconds (default 450); a step
 # gets what is left when its own limit would overrun it. Exit status: 0 when every step passed.
 #
 # A dry run here, without a GPU (the GPU-only parts skip or report what is missing):
@@ -92,7 +93,8 @@ finish_step() {  # name [extra note]: records the last run_step's result
 }
 
 # ---- unpack, choose libraries, compile oar._C --------------------------------------------------------------
-BUILDLOG=$OUT/build.txt
+# The build's log opens env.txt (the device tool brings back at most 8 files).
+BUILDLOG=$OUT/env.txt
 : >"$BUILDLOG"
 build() {
   set -e
@@ -160,7 +162,7 @@ t=$(date +%s)
 rc=$?
 BUILD_SECONDS=$(sed -n 's/^oar._C compiled and linked in \([0-9]*\)s$/\1/p' "$BUILDLOG")
 if [ $rc -ne 0 ]; then
-  record build FAIL $(($(date +%s) - t)) "unpack or compile failed (build.txt)"
+  record build FAIL $(($(date +%s) - t)) "unpack or compile failed (env.txt)"
 else
   record build PASS $(($(date +%s) - t)) "oar._C compiled in ${BUILD_SECONDS}s on $(nproc) cores"
 fi
@@ -181,6 +183,7 @@ cd /tmp  # never import the tree's python/oar by accident
 # ---- env: the machine, versions, the doctor ----------------------------------------------------------------
 ENVLOG=$OUT/env.txt
 {
+  echo "### environment"
   echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "device under test: $DEV"
   uname -a
@@ -189,7 +192,7 @@ ENVLOG=$OUT/env.txt
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   # Where every library of the package resolves with that path (the CUDA ones included).
   ldd "$W/pkg/oar/"_C*.so "$W/pkg/oar/lib/liboar_core.so.0" "$W/pkg/oar/plugins/"*.so
-} >"$ENVLOG" 2>&1
+} >>"$ENVLOG" 2>&1
 run_step env 60 "$ENVLOG" "$PY" -c "
 import sys, numpy
 print('python', sys.version.split()[0], 'numpy', numpy.__version__)

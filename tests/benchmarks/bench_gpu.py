@@ -10,8 +10,8 @@ of several repeats; oar syncs with oar.device.synchronize, torch with torch.cuda
              oar's policy, exact float32 unless OAR_ALLOW_TF32=1 (docs/decisions.md, 44).
   conv       ResNet's 3x3, 64 -> 64 channels at 56x56, batch 64, float32, forward + backward: ms and TFLOP/s
              (3 x the forward's 2*N*H*W*Cout*Cin*9), TF32 as for matmul.
-  resnet50   a ResNet-50 training step (batch 64, 224x224, SGD with momentum) in images/s: oar in float32
-             (oar has no AMP yet), torch in float32, and torch with AMP bfloat16 (autocast) for reference.
+  resnet50   a ResNet-50 training step (batch 64, 224x224, SGD with momentum) in images/s: float32 on both
+             sides, then oar's auto_cast bfloat16 at O1 and at O2 (decorate) beside torch's autocast bfloat16.
   overhead   eager small-op overhead: microseconds per `a + b` on 1-element device tensors, 2000 ops, one
              synchronize at the end.
   batchnorm  BatchNorm forward + backward (training statistics) on [64, 256, 56, 56] and [64, 64, 112, 112],
@@ -207,15 +207,19 @@ class Bench:
         x_np = rng.standard_normal((b, 3, img, img)).astype(np.float32)
         y_np = rng.integers(0, 1000, (b,)).astype(np.int64)
 
-        def o():
+        def o(amp=None):
             from oar.vision.models import resnet50
             net = resnet50()
             net.train()
             opt = oar.optimizer.Momentum(learning_rate=0.01, momentum=0.9, parameters=net.parameters())
+            if amp == "O2":
+                net, opt = oar.amp.decorate(net, opt, level="O2", dtype="bfloat16")
             x, y = oar.to_tensor(x_np), oar.to_tensor(y_np.reshape(-1, 1))
 
             def step():
-                loss = oar.nn.functional.cross_entropy(net(x), y)
+                with oar.amp.auto_cast(enable=amp is not None, level=amp or "O1", dtype="bfloat16"):
+                    logits = net(x)
+                loss = oar.nn.functional.cross_entropy(logits.astype("float32"), y)
                 loss.backward()
                 opt.step()
                 opt.clear_grad()
@@ -235,13 +239,16 @@ class Bench:
                 opt.step()
                 opt.zero_grad(set_to_none=True)
             return b / _time(step, self.tsync, 2, 3, steps)
+        tf32 = "TF32 {} for both".format("on" if self.tf32 else "off")
         self._both("resnet50 train b{} {}px float32".format(b, img), "images/s", o,
-                   (lambda: t(False)) if self.torch else None,
-                   "oar has no AMP yet; TF32 {} for both".format("on" if self.tf32 else "off"))
+                   (lambda: t(False)) if self.torch else None, tf32)
         self._free()
-        self._both("resnet50 train b{} {}px torch AMP bf16".format(b, img), "images/s", None,
-                   (lambda: t(True)) if self.torch else None, "reference: torch autocast bf16 (oar: n/a)")
-        self._free()
+        # bfloat16 needs no loss scaling, so neither side uses a scaler.
+        for level in ("O1", "O2"):
+            self._both("resnet50 train b{} {}px AMP bf16 {}".format(b, img, level), "images/s",
+                       lambda: o(level), (lambda: t(True)) if self.torch else None,
+                       "oar auto_cast {} vs torch autocast bf16".format(level))
+            self._free()
 
     def batchnorm(self):
         oar = self.oar

@@ -1,12 +1,12 @@
 """Where a GPU training step spends its time, oar beside PyTorch on the same card (issue 20, item 6).
 
     python tests/benchmarks/profile_gpu.py [--device gpu:0] [--models resnet50,transformer] [--steps 6]
-        [--top 15] [--quick]
+        [--top 15] [--quick] [--no-amp] [--profile fp32,O1]
 
 For each model, one training step (forward, cross-entropy, backward, optimizer step):
   - ms/step of oar and of torch (same architecture, same batch, float32, TF32 as oar's policy), and of oar's
     AMP (O1 bfloat16, and O2 bfloat16 with master weights) beside torch's autocast bfloat16;
-  - oar's profile of `steps` steps: the wall time, the time the device was busy (the sum of the kernel
+  - oar's profile of `steps` steps (float32, or the AMP levels named by --profile): the wall time, the time the device was busy (the sum of the kernel
     events the plugin timed), and the kernels and operators that took longest;
   - torch's profile of the same steps: its kernels by device time.
 A step whose wall time is far above its device time is bound by the host (launches, allocation,
@@ -182,7 +182,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--no-amp", action="store_true")
+    ap.add_argument("--no-amp", action="store_true", help="time float32 only")
+    ap.add_argument("--profile", default="fp32", help="comma-separated: fp32, O1, O2 (the AMP levels, bfloat16)")
     args = ap.parse_args(argv)
     import oar
     try:
@@ -218,16 +219,23 @@ def main(argv=None):
                 print(f"  torch {'autocast bf16' if amp else 'fp32':<16} {ms:9.2f} ms/step", flush=True)
                 del step
                 torch.cuda.empty_cache()
-        print(f"---- oar profile, fp32, {steps} steps", flush=True)
-        try:
-            print(_trim(oar_profile(oar_step(name, args.device, x_np, y_np, classes), args.device, steps,
-                                    args.top), args.top), flush=True)
-        except Exception as e:  # noqa: BLE001
-            print("oar profile failed:", type(e).__name__, e)
-        if torch is not None:
-            print(f"---- torch profile, fp32, {steps} steps", flush=True)
-            print(torch_profile(torch, torch_step(torch, name, x_np, y_np, classes), steps, args.top), flush=True)
-            torch.cuda.empty_cache()
+        for amp in args.profile.split(","):
+            level = None if amp == "fp32" else amp
+            print(f"---- oar profile, {amp}, {steps} steps", flush=True)
+            try:
+                step = oar_step(name, args.device, x_np, y_np, classes, level)
+                print(_trim(oar_profile(step, args.device, steps, args.top), args.top), flush=True)
+            except Exception as e:  # noqa: BLE001
+                print("oar profile failed:", type(e).__name__, e)
+            step = None
+            gc.collect()
+            oar.device.empty_cache()
+            if torch is not None:
+                print(f"---- torch profile, {'autocast bf16' if level else 'fp32'}, {steps} steps", flush=True)
+                step = torch_step(torch, name, x_np, y_np, classes, level is not None)
+                print(torch_profile(torch, step, steps, args.top), flush=True)
+                step = None
+                torch.cuda.empty_cache()
         oar.device.empty_cache()
     return 0
 
