@@ -149,7 +149,7 @@ void batch_norm_kernel(sdk::KernelContext& c) {
         OAR_LAUNCH((bn::bn_stats<T, V, kCL>), p.grid, p.block, s)(p.q, l.C, px, w.part);
         check_launch("batch_norm");
       }
-      OAR_LAUNCH(bn::bn_stats_finish<S>, static_cast<unsigned>(grid_for(l.C, c.device())), kThreads, s)
+      OAR_LAUNCH(bn::bn_stats_finish<S>, fam::blocks_for(l.C), dim3(1, bn::kFinishThreads), s)
       (l.C, splits, w.part, in(3), in(4), in(1), in(2), S(eps), S(momentum), S(1.0 - momentum), outp(1),
        outp(2), outp(3), outp(4), w.coef);
       check_launch("batch_norm");
@@ -195,7 +195,7 @@ void batch_norm_grad_kernel(sdk::KernelContext& c) {
       constexpr bool kCL = decltype(channel_last)::value;
       OAR_LAUNCH((bn::bn_grad_sums<T, V, kCL>), p.grid, p.block, s)(p.q, l.C, px, pg, mean, w.part);
       check_launch("batch_norm_grad");
-      OAR_LAUNCH(bn::bn_grad_finish<S>, static_cast<unsigned>(grid_for(l.C, c.device())), kThreads, s)
+      OAR_LAUNCH(bn::bn_grad_finish<S>, fam::blocks_for(l.C), dim3(1, bn::kFinishThreads), s)
       (l.C, p.q.splits, w.part, static_cast<const S*>(c.input(1).raw()), mean,
        static_cast<const S*>(c.input(3).raw()), S(l.count()), global ? 0 : 1, dweight, dbias, w.coef);
       check_launch("batch_norm_grad");

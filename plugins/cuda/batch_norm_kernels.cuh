@@ -41,7 +41,8 @@ struct Geom {
   int64_t outer, G, P, splits;
 };
 
-constexpr int kUnroll = 4;  // vectors a thread loads before it uses them (loads in flight)
+constexpr int kUnroll = 4;          // vectors a thread loads before it uses them (loads in flight)
+constexpr int kFinishThreads = 64;  // threads per channel combining the splits
 
 // The vectors of group g a thread visits in a reduction: j = j_first, j_first + step, ... below j_end, where
 // vector j of the group sits at (j / P) * G * P + g * P + j % P. The division happens once; each step adds.
@@ -114,12 +115,12 @@ OAR_D void chan_merge(S& na, S& ma, S& qa, S nb, S mb, S qb) {
   na = n;
 }
 
-// ---- forward
-// ------------------------------------------------------------------------------------------------ Partial
-// statistics of (group tile blockIdx.x, split blockIdx.y): part holds [3][splits][C] (mean, sum of squared
-// deviations, count). A thread sums x - shift and its square, shift being the first value it reads (near its
-// values' mean, so the squares do not cancel), then turns them into its own (count, mean, M2); the block and
-// the splits combine those with chan_merge.
+// ---- forward -------------------------------------------------------------------------------------------
+
+// Partial statistics of (group tile blockIdx.x, split blockIdx.y): part holds [3][splits][C] (mean, sum of
+// squared deviations, count). A thread sums x - shift and its square, shift being the first value it reads
+// (near its values' mean, so the squares do not cancel), then turns them into its own (count, mean, M2);
+// the block and the splits combine those with chan_merge.
 template <typename T, int V, bool kChannelLast>
 __global__ void bn_stats(Geom q, int64_t C, const T* __restrict__ x, stat_t<T>* __restrict__ part) {
   using S = stat_t<T>;
@@ -185,27 +186,37 @@ __global__ void bn_stats(Geom q, int64_t C, const T* __restrict__ x, stat_t<T>* 
   }
 }
 
-// Per channel: the batch statistics from the partials (splits > 0), or the running ones (use_global_stats:
-// splits = 0); the [C] outputs (keep = 1 - momentum, rounded once from double), and the coefficients of
-// the elementwise pass.
+// Per channel (a block of kFinishThreads each): the batch statistics from the partials (splits > 0), or the
+// running ones (use_global_stats: splits = 0); the [C] outputs (keep = 1 - momentum, rounded once from
+// double), and the coefficients of the elementwise pass. The block's threads read the splits in parallel
+// (they are independent loads) and merge them in a fixed tree.
 template <typename S>
 __global__ void bn_stats_finish(int64_t C, int64_t splits, const S* __restrict__ part,
                                 const S* __restrict__ rmean, const S* __restrict__ rvar,
                                 const S* __restrict__ w, const S* __restrict__ b, S eps, S momentum, S keep,
                                 S* __restrict__ mean_out, S* __restrict__ var_out, S* __restrict__ saved_mean,
                                 S* __restrict__ saved_rstd, Coef<S>* __restrict__ coef) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < C;
-       c += int64_t(gridDim.x) * blockDim.x) {
+  __shared__ S sh_n[kFinishThreads];
+  __shared__ S sh_m[kFinishThreads];
+  __shared__ S sh_q[kFinishThreads];
+  const int y = threadIdx.y;
+  for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {  // thread 0 reads only its own slots: no barrier
+    S n = S(0), mean = S(0), m2 = S(0);
+    for (int64_t k = y; k < splits; k += blockDim.y) {
+      const int64_t at = k * C + c;
+      chan_merge(n, mean, m2, part[2 * splits * C + at], part[at], part[splits * C + at]);
+    }
+    sh_n[y] = n;
+    sh_m[y] = mean;
+    sh_q[y] = m2;
+    tree_over_y([&](int a, int b) { chan_merge(sh_n[a], sh_m[a], sh_q[a], sh_n[b], sh_m[b], sh_q[b]); });
+    if (y != 0) continue;
     const S rm = rmean[c], rv = rvar[c];
-    S mean = rm, var = rv;
+    mean = rm;
+    S var = rv;
     if (splits > 0) {
-      S n = S(0), m2 = S(0);
-      mean = S(0);
-      for (int64_t k = 0; k < splits; ++k) {
-        const int64_t at = k * C + c;
-        chan_merge(n, mean, m2, part[2 * splits * C + at], part[at], part[splits * C + at]);
-      }
-      var = m2 / n;  // biased
+      mean = sh_m[0];
+      var = sh_q[0] / sh_n[0];  // biased
       mean_out[c] = rm * momentum + mean * keep;
       var_out[c] = rv * momentum + var * keep;
     } else {
@@ -219,6 +230,25 @@ __global__ void bn_stats_finish(int64_t C, int64_t splits, const S* __restrict__
   }
 }
 
+// The vectors a thread of an elementwise pass takes, kUnroll at a time (their loads in flight together):
+// v, v + step, ... below nv, each with its channel group.
+struct Batch {
+  int64_t at[kUnroll], g[kUnroll];
+  int n;
+  OAR_D void take(int64_t& v, int64_t nv, int64_t step, GroupWalk& w) {
+    n = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (v < nv) {
+        at[u] = v;
+        g[u] = w.g;
+        ++n;
+        v += step;
+        w.next();
+      }
+  }
+};
+
 // out = (x - mean) * a + b over nv vectors.
 template <typename T, int V, bool kChannelLast>
 __global__ void bn_apply(int64_t nv, int64_t P, int64_t G, const T* __restrict__ x,
@@ -229,27 +259,32 @@ __global__ void bn_apply(int64_t nv, int64_t P, int64_t G, const T* __restrict__
   if (v >= nv) return;
   const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x);
   Vec<T, V>* ov = reinterpret_cast<Vec<T, V>*>(out);
-  for (GroupWalk w(v, step, P, G); v < nv; v += step, w.next()) {
-    const Vec<T, V> a = xv[v];
-    Vec<T, V> r;
-    if constexpr (kChannelLast) {
+  GroupWalk w(v, step, P, G);
+  Batch q;
+  while (v < nv) {
+    q.take(v, nv, step, w);
+    Vec<T, V> a[kUnroll];
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const Coef<S> k = coef[w.g * V + e];
-        r.v[e] = from_acc<T>((S(to_acc(a.v[e])) - k.mean) * k.a + k.b);
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < q.n) a[u] = xv[q.at[u]];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < q.n) {
+        Vec<T, V> r;
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const Coef<S> k = coef[kChannelLast ? q.g[u] * V + e : q.g[u]];
+          r.v[e] = from_acc<T>((S(to_acc(a[u].v[e])) - k.mean) * k.a + k.b);
+        }
+        ov[q.at[u]] = r;
       }
-    } else {
-      const Coef<S> k = coef[w.g];
-#pragma unroll
-      for (int e = 0; e < V; ++e) r.v[e] = from_acc<T>((S(to_acc(a.v[e])) - k.mean) * k.a + k.b);
-    }
-    ov[v] = r;
   }
 }
 
-// ---- backward
-// ----------------------------------------------------------------------------------------------- Partial
-// sums of dy and dy * (x - mean) of (group tile blockIdx.x, split blockIdx.y): part holds [2][splits][C].
+// ---- backward ------------------------------------------------------------------------------------------
+
+// Partial sums of dy and dy * (x - mean) of (group tile blockIdx.x, split blockIdx.y): part holds
+// [2][splits][C].
 template <typename T, int V, bool kChannelLast>
 __global__ void bn_grad_sums(Geom q, int64_t C, const T* __restrict__ x, const T* __restrict__ dy,
                              const stat_t<T>* __restrict__ mean, stat_t<T>* __restrict__ part) {
@@ -307,25 +342,34 @@ __global__ void bn_grad_sums(Geom q, int64_t C, const T* __restrict__ x, const T
   }
 }
 
-// Per channel: dbias = sum dy, dweight = rstd * sum dy (x - mean), summed over the splits in order, and the
-// coefficients of dx = w rstd (dy - dbias / M - xhat dweight / M) (training) or dx = w rstd dy
-// (use_global_stats).
+// Per channel (a block of kFinishThreads each): dbias = sum dy, dweight = rstd * sum dy (x - mean), the
+// splits summed in a fixed tree, and the coefficients of dx = w rstd (dy - dbias / M - xhat dweight / M)
+// (training) or dx = w rstd dy (use_global_stats).
 template <typename S>
 __global__ void bn_grad_finish(int64_t C, int64_t splits, const S* __restrict__ part, const S* __restrict__ w,
                                const S* __restrict__ mean, const S* __restrict__ rstd, S count, int training,
                                S* __restrict__ dweight, S* __restrict__ dbias, Coef<S>* __restrict__ coef) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < C;
-       c += int64_t(gridDim.x) * blockDim.x) {
+  __shared__ S sh_g[kFinishThreads];
+  __shared__ S sh_gx[kFinishThreads];
+  const int y = threadIdx.y;
+  for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {  // thread 0 reads only its own slots: no barrier
     S sg = S(0), sgx = S(0);
-    for (int64_t k = 0; k < splits; ++k) {
+    for (int64_t k = y; k < splits; k += blockDim.y) {
       sg += part[k * C + c];
       sgx += part[splits * C + k * C + c];
     }
-    const S r = rstd[c], dw = sgx * r, a = w[c] * r;
+    sh_g[y] = sg;
+    sh_gx[y] = sgx;
+    tree_over_y([&](int a, int b) {
+      sh_g[a] += sh_g[b];
+      sh_gx[a] += sh_gx[b];
+    });
+    if (y != 0) continue;
+    const S r = rstd[c], dw = sh_gx[0] * r, db = sh_g[0], a = w[c] * r;
     dweight[c] = dw;
-    dbias[c] = sg;
+    dbias[c] = db;
     coef[c] =
-        training ? Coef<S>{mean[c], a, a * r * dw / count, a * sg / count} : Coef<S>{mean[c], a, S(0), S(0)};
+        training ? Coef<S>{mean[c], a, a * r * dw / count, a * db / count} : Coef<S>{mean[c], a, S(0), S(0)};
   }
 }
 
@@ -341,22 +385,30 @@ __global__ void bn_apply_grad(int64_t nv, int64_t P, int64_t G, int training, co
   const Vec<T, V>* xv = reinterpret_cast<const Vec<T, V>*>(x);
   const Vec<T, V>* gv = reinterpret_cast<const Vec<T, V>*>(dy);
   Vec<T, V>* ov = reinterpret_cast<Vec<T, V>*>(dx);
-  for (GroupWalk w(v, step, P, G); v < nv; v += step, w.next()) {
-    const Vec<T, V> gd = gv[v];
-    Vec<T, V> r;
-    if (training) {
-      const Vec<T, V> a = xv[v];
+  GroupWalk w(v, step, P, G);
+  Batch q;
+  while (v < nv) {
+    q.take(v, nv, step, w);
+    Vec<T, V> gd[kUnroll], a[kUnroll];
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        const Coef<S> k = coef[kChannelLast ? w.g * V + e : w.g];
-        r.v[e] = from_acc<T>(k.a * S(to_acc(gd.v[e])) - (k.b * (S(to_acc(a.v[e])) - k.mean) + k.c));
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < q.n) {
+        gd[u] = gv[q.at[u]];
+        if (training) a[u] = xv[q.at[u]];
       }
-    } else {
 #pragma unroll
-      for (int e = 0; e < V; ++e)
-        r.v[e] = from_acc<T>(coef[kChannelLast ? w.g * V + e : w.g].a * S(to_acc(gd.v[e])));
-    }
-    ov[v] = r;
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < q.n) {
+        Vec<T, V> r;
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const Coef<S> k = coef[kChannelLast ? q.g[u] * V + e : q.g[u]];
+          S d = k.a * S(to_acc(gd[u].v[e]));
+          if (training) d -= k.b * (S(to_acc(a[u].v[e])) - k.mean) + k.c;
+          r.v[e] = from_acc<T>(d);
+        }
+        ov[q.at[u]] = r;
+      }
   }
 }
 

@@ -201,6 +201,13 @@ def test_splits_are_deterministic_and_agree(exe):
         np.testing.assert_array_equal(u, v)
 
 
+def test_more_splits_than_finish_threads(exe):
+    """65 splits of one channel (single elements: 133121 is odd): the finishing block's 64 threads take two
+    splits each in turn before their tree."""
+    check_forward(exe, (1, 1, 133121), "float32", grid_cap=100)
+    check_backward(exe, (1, 1, 133121), "float32", grid_cap=100)
+
+
 def test_forward_empty_x_with_global_stats(exe):
     """No elements: only the [C] outputs, from the running statistics."""
     got = check_forward(exe, (0, 3, 4), "float32", glob=1)
