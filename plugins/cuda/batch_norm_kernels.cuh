@@ -44,17 +44,34 @@ struct Geom {
 constexpr int kUnroll = 4;          // vectors a thread loads before it uses them (loads in flight)
 constexpr int kFinishThreads = 64;  // threads per channel combining the splits
 
+// q = a / b, r = a % b for a >= 0, b > 0; in 32 bits when both fit (a 64-bit division is a long subroutine
+// on a GPU, and every thread of the walks below starts with a few).
+OAR_D void divmod(int64_t a, int64_t b, int64_t& q, int64_t& r) {
+  if (((a | b) >> 32) == 0) {
+    const uint32_t q32 = static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+    q = q32;
+    r = static_cast<uint32_t>(a) - q32 * static_cast<uint32_t>(b);
+  } else {
+    q = a / b;
+    r = a - q * b;
+  }
+}
+
 // The vectors of group g a thread visits in a reduction: j = j_first, j_first + step, ... below j_end, where
 // vector j of the group sits at (j / P) * G * P + g * P + j % P. The division happens once; each step adds.
 struct SplitWalk {
   int64_t off, i, left;         // the current vector's offset and position in its segment; vectors left
   int64_t d_off, d_i, wrap, P;  // per step; `wrap` is added when a step crosses into the next segment
   OAR_D SplitWalk(const Geom& q, int64_t g, int64_t j, int64_t j_end, int step) : P(q.P) {
-    i = j % P;
-    off = (j / P) * q.G * P + g * P + i;
-    left = j < j_end ? (j_end - j + step - 1) / step : 0;
-    d_i = step % P;
-    d_off = (step / P) * q.G * P + d_i;
+    int64_t o, so, r;
+    divmod(j, P, o, i);
+    off = o * q.G * P + g * P + i;
+    if (j < j_end)
+      divmod(j_end - j + step - 1, step, left, r);
+    else
+      left = 0;
+    divmod(step, P, so, d_i);
+    d_off = so * q.G * P + d_i;
     wrap = (q.G - 1) * P;
   }
   OAR_D void next() {
@@ -71,10 +88,11 @@ struct SplitWalk {
 struct GroupWalk {
   int64_t i, g, d_i, d_g, P, G;
   OAR_D GroupWalk(int64_t v, int64_t step, int64_t P_, int64_t G_) : P(P_), G(G_) {
-    i = v % P;
-    g = (v / P) % G;
-    d_i = step % P;
-    d_g = (step / P) % G;
+    int64_t s, t;
+    divmod(v, P, s, i);
+    divmod(s, G, t, g);
+    divmod(step, P, s, d_i);
+    divmod(s, G, t, d_g);
   }
   OAR_D void next() {
     i += d_i;
