@@ -414,6 +414,12 @@ void register_builtin_ops(OpRegistry& r) {
   register_complex_grads(r);
   register_fused_ops(r);
   register_fused_grads(r);
+  // Inference and dispatch keep an op's outputs in fixed arrays of kMaxOpOutputs: a definition with more
+  // would write past them (custom ops are refused the same way when loaded, custom_op.cc).
+  for (int32_t id = 0; id < r.size(); ++id)
+    OAR_ENFORCE(r.at(id).outputs.size() <= static_cast<size_t>(kMaxOpOutputs), ErrorCode::kInternal,
+                "op " << r.at(id).name << " declares " << r.at(id).outputs.size() << " outputs; at most "
+                      << kMaxOpOutputs << " are supported");
 }
 
 // The first op set: arithmetic, unary math, reductions, matmul, creation, random, concat, indexing,

@@ -370,6 +370,58 @@ void register_nn_samples(OpRegistry& r) {
                fixed(stats[1], DType::kFloat32), real({4, 6})},
               {{"begin_norm_axis", int64_t{1}}}),
             {DType::kFloat16, DType::kBFloat16})});
+  // batch_norm's [C] inputs are in the statistics dtype: each sample twice, with them following the dtype
+  // under test (float32, float64) and fixed at float32 (float16, bfloat16).
+  const auto bn_samples = [](std::vector<OpSample> in) {
+    std::vector<OpSample> out;
+    for (const OpSample& s : in) {
+      out.push_back(only(s, {DType::kFloat32, DType::kFloat64}));
+      OpSample low = s;
+      low.name += ", float32 statistics";
+      for (size_t i = 1; i < low.inputs.size(); ++i)
+        if (low.inputs[i].shape.size() == 1) low.inputs[i] = fixed(low.inputs[i], DType::kFloat32);
+      out.push_back(only(low, {DType::kFloat16, DType::kBFloat16}));
+    }
+    return out;
+  };
+  const auto bn_in = [](SampleInput x, int64_t c) {
+    return std::vector<SampleInput>{x, real({c}, 0.5, 1.5), real({c}, -1, 1), real({c}, -0.5, 0.5),
+                                    real({c}, 0.5, 2)};
+  };
+  const auto axis = [](int64_t a) { return AttrList{{"channel_axis", a}}; };
+  add(r, "batch_norm",
+      bn_samples({S("2-d [N, C]", bn_in(real({6, 4}), 4), axis(1)),
+                  S("NCHW", bn_in(real({2, 3, 4, 5}), 3), axis(1)),
+                  S("channel last", bn_in(real({2, 4, 5, 3}), 3), axis(-1)),
+                  S("5-d", bn_in(real({2, 3, 2, 3, 2}), 3), axis(1)),
+                  S("use_global_stats", bn_in(real({2, 3, 4, 5}), 3),
+                    {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
+                  S("momentum 0.5, epsilon 0.01", bn_in(real({4, 3, 2}, 1, 3), 3),
+                    {{"channel_axis", int64_t{1}}, {"momentum", 0.5}, {"epsilon", 0.01}}),
+                  S("empty x, use_global_stats", bn_in(real({2, 3, 0}), 3),
+                    {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
+                  S("long rows", bn_in(real({2, 2, 4100}), 2), axis(1)),  // rows cut into pieces
+                  S("many rows", bn_in(real({2100, 3}), 3), axis(1)),     // row blocks
+                  S("transposed x", bn_in(transposed(real({5, 4})), 4), axis(1)),
+                  S("flipped x, channel last", bn_in(flipped(real({3, 2, 4})), 4), axis(2))}));
+  const auto bng_in = [](SampleInput x, int64_t c) {
+    SampleInput dy = x;
+    return std::vector<SampleInput>{x, real({c}, 0.5, 1.5), real({c}, -0.5, 0.5), real({c}, 0.5, 2), dy};
+  };
+  add(r, "batch_norm_grad",
+      bn_samples({S("2-d [N, C]", bng_in(real({6, 4}), 4), axis(1)),
+                  S("NCHW", bng_in(real({2, 3, 4, 5}), 3), axis(1)),
+                  S("channel last", bng_in(real({2, 4, 5, 3}), 3), axis(3)),
+                  S("5-d", bng_in(real({2, 3, 2, 3, 2}), 3), axis(1)),
+                  S("use_global_stats", bng_in(real({2, 3, 4, 5}), 3),
+                    {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
+                  S("global, channel last", bng_in(real({5, 4}), 4),
+                    {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
+                  S("empty x, use_global_stats", bng_in(real({0, 3}), 3),
+                    {{"channel_axis", int64_t{1}}, {"use_global_stats", int64_t{1}}}),
+                  S("long rows", bng_in(real({2, 2, 4100}), 2), axis(1)),
+                  S("many rows", bng_in(real({2100, 3}), 3), axis(1)),
+                  S("transposed x", bng_in(transposed(real({5, 4})), 4), axis(1))}));
   add(r, "softmax_cross_entropy",
       {S("int64 labels", {real({4, 5}), index({4}, 0, 4)}),
        S("int32 labels", {real({3, 7}), index({3}, 0, 6, DType::kInt32)}),

@@ -58,6 +58,7 @@ void register_math_ext_kernels(Registry& r);  // the op families of framework/sr
 void register_manip_kernels(Registry& r);
 void register_conv_kernels(Registry& r);
 void register_nn_kernels(Registry& r);
+void register_batch_norm_kernels(Registry& r);  // batch_norm.cc
 void register_linalg_kernels(Registry& r);
 void register_optim_kernels(Registry& r);  // fused optimizer updates
 void matmul_shutdown();

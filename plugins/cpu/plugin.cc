@@ -460,6 +460,7 @@ extern "C" OAR_PLUGIN_EXPORT OarError* oar_plugin_init(const OarCoreServices* se
     register_sort_kernels(r);
     register_conv_kernels(r);
     register_nn_kernels(r);
+    register_batch_norm_kernels(r);
     register_linalg_kernels(r);
     register_fft_kernels(r);
     register_sparse_kernels(r);

@@ -93,5 +93,6 @@ __device__ void group_reduce(A* sh, A v, int group, Merge merge) {
 void register_reduce(Registry& r);
 void register_scan_sort(Registry& r);
 void register_softmax_norm(Registry& r);
+void register_batch_norm(Registry& r);  // batch_norm.cu
 void register_index(Registry& r);
 }  // namespace oar_cuda

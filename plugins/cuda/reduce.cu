@@ -397,6 +397,7 @@ void register_reduction_family(Registry& r) {
   register_reduce(r);
   register_scan_sort(r);
   register_softmax_norm(r);
+  register_batch_norm(r);
   register_index(r);
 }
 }  // namespace oar_cuda

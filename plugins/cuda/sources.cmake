@@ -5,7 +5,7 @@ set(OAR_GPU_COMMON_SOURCES
   plugin.cc runtime.cc vendor.cc
   elementwise.cu unary.cu activation.cu creation.cu cast.cu
   dnn_pool.cu optim.cu amp.cu own_blas.cu
-  reduce.cu scan_sort.cu softmax_norm.cu index.cu)
+  reduce.cu scan_sort.cu softmax_norm.cu batch_norm.cu index.cu)
 # Through CUDA's libraries (cuBLASLt, cuDNN, NCCL):
 set(OAR_GPU_CUDA_LIBRARY_SOURCES blas.cc dnn.cc collectives.cc)
 # Where no vendor library was found (ROCm without rocBLAS/MIOpen/RCCL): own matmul/conv, no collectives.

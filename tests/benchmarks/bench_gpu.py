@@ -1,6 +1,6 @@
 """GPU benchmark: oar beside PyTorch, in the same process, on the same card.
 
-    python tests/benchmarks/bench_gpu.py [--device gpu:0] [--only matmul,conv,resnet50,overhead] [--quick]
+    python tests/benchmarks/bench_gpu.py [--device gpu:0] [--only matmul,conv,resnet50,overhead,batchnorm] [--quick]
         [--json out.json]
 
 What it measures (each case after warm-ups; every timing is bracketed by a device synchronize, the median
@@ -14,6 +14,13 @@ of several repeats; oar syncs with oar.device.synchronize, torch with torch.cuda
              sides, then oar's auto_cast bfloat16 at O1 and at O2 (decorate) beside torch's autocast bfloat16.
   overhead   eager small-op overhead: microseconds per `a + b` on 1-element device tensors, 2000 ops, one
              synchronize at the end.
+  batchnorm  BatchNorm forward + backward (training statistics) on [64, 256, 56, 56] and [64, 64, 112, 112],
+             float32 and bfloat16 x (float32 weights and statistics), ms: "op" rows call the batch_norm and
+             batch_norm_grad ops directly (oar's kernels alone) beside torch's functional batch_norm with
+             autograd's backward (cuDNN); "layer" rows time BatchNorm2D / BatchNorm2d (the path a training
+             step takes). The note gives oar's bandwidth on the op rows: the bytes of the 8 tensor passes its
+             kernels make (forward: x for the statistics, then x and out; backward: x and dy for the sums,
+             then x, dy and dx) over the time.
 torch runs only where it is importable and sees CUDA (and the device is a gpu); otherwise its columns say
 why. --quick shrinks every size (for dry runs on the CPU or sim). Not a test: nothing here asserts speed.
 """
@@ -243,6 +250,80 @@ class Bench:
                        "oar auto_cast {} vs torch autocast bf16".format(level))
             self._free()
 
+    def batchnorm(self):
+        oar = self.oar
+        shapes = [(4, 32, 28, 28), (4, 16, 56, 56)] if self.quick else [(64, 256, 56, 56), (64, 64, 112, 112)]
+        inner = 2 if self.quick else 20
+        rng = np.random.default_rng(0)
+        for shape in shapes:
+            c = shape[1]
+            x_np = rng.standard_normal(shape).astype(np.float32)
+            dy_np = rng.standard_normal(shape).astype(np.float32)
+            for dtype in ("float32", "bfloat16"):
+                moved = 8 * x_np.size * (4 if dtype == "float32" else 2)  # bytes of oar's 8 passes
+
+                def o_op():
+                    from oar import _C
+                    bn, bn_grad = _C.Op("batch_norm"), _C.Op("batch_norm_grad")
+                    x = oar.to_tensor(x_np).astype(dtype)
+                    dy = oar.to_tensor(dy_np).astype(dtype)
+                    w, b = oar.ones([c]), oar.zeros([c])
+                    rm, rv = oar.zeros([c]), oar.ones([c])
+
+                    def step():
+                        r = bn(x, w, b, rm, rv, channel_axis=1, epsilon=1e-5, momentum=0.9, use_global_stats=0)
+                        bn_grad(x, w, r[3], r[4], dy, channel_axis=1, use_global_stats=0)
+                    return 1e3 * _time(step, self.osync, 3, 5, inner)
+
+                def t_op():
+                    torch = self.torch
+                    x = torch.from_numpy(x_np).cuda().to(getattr(torch, dtype)).requires_grad_()
+                    dy = torch.from_numpy(dy_np).cuda().to(getattr(torch, dtype))
+                    w = torch.ones(c, device="cuda", requires_grad=True)
+                    b = torch.zeros(c, device="cuda", requires_grad=True)
+                    rm, rv = torch.zeros(c, device="cuda"), torch.ones(c, device="cuda")
+
+                    def step():
+                        y = torch.nn.functional.batch_norm(x, rm, rv, w, b, training=True, momentum=0.1, eps=1e-5)
+                        torch.autograd.grad(y, (x, w, b), dy)
+                    return 1e3 * _time(step, self.tsync, 3, 5, inner)
+
+                def o_layer():
+                    layer = oar.nn.BatchNorm2D(c)
+                    layer.train()
+                    x = oar.to_tensor(x_np).astype(dtype)
+                    x.stop_gradient = False
+                    dy = oar.to_tensor(dy_np).astype(dtype)
+
+                    def step():
+                        layer(x).backward(dy)
+                        layer.clear_gradients()
+                        x.clear_gradient()
+                    return 1e3 * _time(step, self.osync, 3, 5, inner)
+
+                def t_layer():
+                    torch = self.torch
+                    layer = torch.nn.BatchNorm2d(c).cuda().train()
+                    x = torch.from_numpy(x_np).cuda().to(getattr(torch, dtype)).requires_grad_()
+                    dy = torch.from_numpy(dy_np).cuda().to(getattr(torch, dtype))
+
+                    def step():
+                        layer(x).backward(dy)
+                        layer.zero_grad(set_to_none=True)
+                        x.grad = None
+                    return 1e3 * _time(step, self.tsync, 3, 5, inner)
+                name = "{} {}".format("x".join(map(str, shape)), dtype)
+                for kind, o, t in (("op", o_op, t_op), ("layer", o_layer, t_layer)):
+                    before = len(self.results)
+                    self._both("batchnorm {} fwd+bwd {}".format(kind, name), "ms", o,
+                               t if self.torch else None, "lower is better")
+                    r = self.results[before]
+                    if kind == "op" and r["oar"]:
+                        note = "oar {:.0f} GB/s".format(moved / (r["oar"] / 1e3) / 1e9)
+                        r["note"] += "; " + note
+                        print("    " + note)
+                self._free()
+
     def _free(self):
         import gc
         gc.collect()
@@ -254,7 +335,7 @@ class Bench:
             self.torch.cuda.empty_cache()
 
 
-CASES = ("overhead", "matmul", "conv", "resnet50")
+CASES = ("overhead", "matmul", "conv", "resnet50", "batchnorm")
 
 
 def main(argv=None):

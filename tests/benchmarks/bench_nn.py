@@ -1,6 +1,6 @@
-"""layer_norm and cross_entropy forward+backward, and the transcendental elementwise and softmax kernels
-(exp, tanh, sigmoid, erf, gelu, silu, softmax, log_softmax; float32 and bfloat16, forward and forward+backward):
-oar vs numpy and torch (CPU, OMP_NUM_THREADS threads, two by default).
+"""layer_norm, batch_norm and cross_entropy forward+backward, and the transcendental elementwise and
+softmax kernels (exp, tanh, sigmoid, erf, gelu, silu, softmax, log_softmax; float32 and bfloat16, forward
+and forward+backward): oar vs numpy and torch (CPU, OMP_NUM_THREADS threads, two by default).
 
 Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_nn.py [--only activations]
 Not a test and not part of CI. torch is skipped when it cannot be imported.
@@ -153,6 +153,54 @@ def bench_activations():
     return out
 
 
+def bench_batch_norm(shape, data_format):
+    """Training batch_norm (batch statistics, running statistics updated), forward and forward+backward."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype("float32")
+    g = rng.standard_normal(shape).astype("float32")
+    c = shape[1] if data_format == "NCHW" else shape[-1]
+    ox = oar.to_tensor(x, stop_gradient=False)
+    ow = oar.to_tensor(np.ones(c, "float32"), stop_gradient=False)
+    ob = oar.to_tensor(np.zeros(c, "float32"), stop_gradient=False)
+    rm, rv = oar.zeros([c]), oar.ones([c])
+    og = oar.to_tensor(g)
+
+    def o_fwd():
+        with oar.no_grad():
+            return F.batch_norm(ox, rm, rv, ow, ob, training=True, data_format=data_format)
+
+    def o_fb():
+        y = F.batch_norm(ox, rm, rv, ow, ob, training=True, data_format=data_format)
+        return oar.grad([y], [ox, ow, ob], [og])
+
+    res = {"oar fwd": best_ms(o_fwd), "oar fwd+bwd": best_ms(o_fb)}
+    if torch is not None:
+        tx = torch.tensor(x, requires_grad=True)
+        if data_format == "NHWC":  # torch's channels-last memory format, logical NCHW
+            tx = torch.tensor(x.transpose(0, 3, 1, 2)).contiguous(memory_format=torch.channels_last)
+            tx.requires_grad_(True)
+        tw = torch.ones(c, requires_grad=True)
+        tb = torch.zeros(c, requires_grad=True)
+        trm, trv = torch.zeros(c), torch.ones(c)
+        tg = torch.tensor(g) if data_format == "NCHW" else torch.tensor(g.transpose(0, 3, 1, 2))
+
+        def t_fwd():
+            with torch.no_grad():
+                return torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training=True)
+
+        def t_fb():
+            y = torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, training=True)
+            return torch.autograd.grad([y], [tx, tw, tb], [tg])
+
+        res["torch fwd"] = best_ms(t_fwd)
+        res["torch fwd+bwd"] = best_ms(t_fb)
+        ogr, tgr = o_fb(), t_fb()
+        tdx = tgr[0].numpy() if data_format == "NCHW" else tgr[0].permute(0, 2, 3, 1).numpy()
+        np.testing.assert_allclose(ogr[0].numpy(), tdx, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(ogr[1].numpy(), tgr[1].numpy(), rtol=1e-3, atol=1e-1)
+    return res
+
+
 def main():
     import argparse
     ap = argparse.ArgumentParser()
@@ -169,6 +217,9 @@ def main():
     for rows, hidden in [(4096, 768), (2048, 4096), (16384, 128)]:
         r = bench_layer_norm(rows, hidden)
         print("layer_norm [{}, {}]: ".format(rows, hidden) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))
+    for shape, fmt in [((32, 64, 56, 56), "NCHW"), ((32, 56, 56, 64), "NHWC"), ((256, 3, 64, 64), "NCHW")]:
+        r = bench_batch_norm(shape, fmt)
+        print("batch_norm {} {}: ".format(list(shape), fmt) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))
     for n, c in [(4096, 1000), (512, 32000), (65536, 10)]:
         r = bench_cross_entropy(n, c)
         print("cross_entropy [{}, {}]: ".format(n, c) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))

@@ -5,8 +5,6 @@ kernels under the block emulator (tests/cuda_host/block_emu.h: fibers per GPU th
 shared arrays per block). Results are compared with the CPU plugin's, computed in float64 from the same
 dtype-rounded inputs. What this cannot see (warp scheduling, wavefront width, device memory, launch limits)
 is listed in docs/rocm.md. Skipped where the CUDA headers are missing."""
-import os
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,45 +14,23 @@ import pytest
 import oar
 from oar import _C
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from _cuda_host import AVAILABLE, DT, MISSING, SANITIZE
+import _cuda_host
 
+pytestmark = pytest.mark.skipif(not AVAILABLE, reason=MISSING)
 
-def _cuda_include():
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    inc = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "include")
-    return inc if os.path.exists(os.path.join(inc, "cuda_fp16.h")) else None
-
-
-CUDA_INC = _cuda_include()
-CXX = shutil.which("g++") or shutil.which("c++")
-pytestmark = pytest.mark.skipif(CUDA_INC is None or CXX is None,
-                                reason="no CUDA headers or C++ compiler: the gpu plugin's kernels are not built here")
-
-DT = dict(float16=6, bfloat16=7, float32=8, float64=9)
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
 # |gpu - cpu| <= TOL * (the same op over |inputs|): accumulation in float (float64: double) over at most
 # ~100 terms, plus the output's rounding for the 16-bit types.
 TOL = dict(float64=1e-13, float32=1e-5, float16=1.5e-3, bfloat16=8e-3)
 
 
-# The harness twice: plain, and with AddressSanitizer (and UBSan) for a few cases, so that a read or write
-# outside a tensor is an error even where it would land in other host memory (4x slower, hence few cases).
-SANITIZE = ["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-
-
 @pytest.fixture(scope="module")
 def harnesses(tmp_path_factory):
     out = tmp_path_factory.mktemp("cuda_host")
-    inc = ["sdk/include", "device_api/include", "plugins/cuda", "tests/cuda_host"]
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
     def build(name, source, flags):
-        exe = str(out / name)
-        cmd = [CXX, "-std=c++17", "-O1"] + flags + [
-            "-x", "c++", os.path.join(ROOT, "tests", "cuda_host", source), "-o", exe, "-I" + CUDA_INC]
-        r = subprocess.run(cmd + ["-I" + os.path.join(ROOT, i) for i in inc], capture_output=True, text=True,
-                           timeout=600, env=env)
-        return exe, r
+        return _cuda_host.build(out, name, source, flags)
 
     with ThreadPoolExecutor(2) as pool:
         plain, checked, selftest = pool.map(lambda a: build(*a), [
@@ -111,13 +87,11 @@ def run(exe, op, dtype, a, b, out_shape, attrs, grid_cap=4):
         lines.append("{} {}".format(t.ndim, " ".join(map(str, t.shape))))
         lines.append(" ".join(repr(float(x)) for x in t.reshape(-1)))
     lines.append("{} {}".format(len(out_shape), " ".join(map(str, out_shape))))
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
-    env.pop("LD_PRELOAD", None)
-    r = subprocess.run([exe], input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120, env=env)
-    if r.returncode == 2:
-        raise ValueError(r.stderr.strip())
-    assert r.returncode == 0, r.stderr
-    return np.array([float(s) for s in r.stdout.split()], np.float64).reshape(out_shape)
+    rc, stdout, stderr = _cuda_host.run(exe, "\n".join(lines) + "\n")
+    if rc == 2:
+        raise ValueError(stderr.strip())
+    assert rc == 0, stderr
+    return np.array([float(s) for s in stdout.split()], np.float64).reshape(out_shape)
 
 
 def close(got, want, scale, dtype, what):

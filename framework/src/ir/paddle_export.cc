@@ -668,6 +668,47 @@ bool rule_layer_norm(Ctx& c, const char*) {
   return true;
 }
 
+// oar's batch_norm is Paddle's, MeanOut / VarianceOut naming the Mean / Variance variables (Paddle's
+// in-place convention) and SavedMean / SavedVariance fresh temporaries (Paddle's SavedVariance is the
+// inverse std, as oar's saved_rstd). use_global_stats 1 (what an eval model records) is written as
+// save_inference_model writes it: is_test true, so fold_conv_bn folds it. use_global_stats 0 (a model
+// saved in training mode) is is_test false, as Paddle's jit.save writes it: batch statistics, and Paddle
+// moves the running statistics in place on every run where oar's pruned program does not (the output is
+// the same). Either way only when the op's statistics outputs are not read by anything.
+bool rule_batch_norm(Ctx& c, const char*) {
+  const bool global = c.i("use_global_stats") != 0;
+  if (!c.unused_output("mean_out") || !c.unused_output("var_out") || !c.unused_output("saved_mean") ||
+      !c.unused_output("saved_rstd"))
+    return c.decline("its statistics outputs are used");
+  const std::string& x = c.in("x");
+  const int64_t r = c.rank(x);
+  int64_t axis = c.i("channel_axis");
+  if (axis < 0) axis += r;
+  if (axis != 1 && axis != r - 1)
+    return c.decline("channel axis " + std::to_string(axis) + " is neither 1 nor last");
+  float eps, mom;
+  if (!to_f32(c, "epsilon", c.f("epsilon"), &eps) || !to_f32(c, "momentum", c.f("momentum"), &mom))
+    return false;
+  const std::string &rm = c.in("running_mean"), &rv = c.in("running_var");
+  const std::string sm = c.temp(x + ".saved_mean", c.var(rm).dtype, c.shape(rm));
+  const std::string sv = c.temp(x + ".saved_variance", c.var(rv).dtype, c.shape(rv));
+  c.emit(
+      "batch_norm",
+      {{"X", {x}}, {"Scale", {c.in("weight")}}, {"Bias", {c.in("bias")}}, {"Mean", {rm}}, {"Variance", {rv}}},
+      {{"Y", {c.out("out")}},
+       {"MeanOut", {rm}},
+       {"VarianceOut", {rv}},
+       {"SavedMean", {sm}},
+       {"SavedVariance", {sv}}},
+      {{"data_layout", std::string(axis == 1 ? "NCHW" : "NHWC")},
+       {"epsilon", eps},
+       {"is_test", global},
+       {"momentum", mom},
+       {"trainable_statistics", false},
+       {"use_global_stats", false}});
+  return true;
+}
+
 // oar's rnn (framework/src/ops_rnn.cc) is Paddle's op with the same weight layout: Input, PreState (h0, and
 // c0 for LSTM), WeightList, SequenceLength (int32 in Paddle); Reserve and DropoutState are Paddle's
 // training buffers, written as fresh temporaries.

@@ -435,25 +435,42 @@ OpKernelFn tr_max_pool2d_with_index(const OpDesc& op) {
 
 // ---- normalisation ----------------------------------------------------------------------------------
 
-// batch_norm for inference: Y = (X - Mean) / sqrt(Variance + eps) * Scale + Bias per channel (axis 1).
-// MeanOut / VarianceOut alias Mean / Variance (unchanged); SavedMean / SavedVariance are not produced.
+// batch_norm onto oar's op: data_layout NCHW (channel axis 1) or NHWC (the last). Inference (is_test
+// without trainable_statistics, or use_global_stats) normalises with Mean / Variance; training with the
+// batch's statistics, MeanOut / VarianceOut (Paddle names them as Mean / Variance) getting the moved
+// running statistics, and SavedMean / SavedVariance (the inverse std, as Paddle's) the batch's.
 OpKernelFn tr_batch_norm(const OpDesc& op) {
-  require_nchw(op, "data_layout");
-  bool infer = attr_bool(op, "is_test", false) || attr_bool(op, "use_global_stats", false);
-  OAR_ENFORCE(infer, ErrorCode::kUnimplemented,
-              "batch_norm: only inference (is_test or use_global_stats true) is supported by the executor");
-  double eps = attr_float(op, "epsilon", 1e-5);
-  return [eps](OpRunContext& c) {
+  const std::string layout = attr_str(op, "data_layout", "NCHW");
+  OAR_ENFORCE(layout == "NCHW" || layout == "NHWC" || layout == "AnyLayout", ErrorCode::kUnimplemented,
+              "batch_norm: data_layout '" << layout << "' is not supported (NCHW or NHWC)");
+  const bool global = (attr_bool(op, "is_test", false) && !attr_bool(op, "trainable_statistics", false)) ||
+                      attr_bool(op, "use_global_stats", false);
+  const double eps = attr_float(op, "epsilon", 1e-5), mom = attr_float(op, "momentum", 0.9);
+  const bool last = layout == "NHWC";
+  return [global, eps, mom, last](OpRunContext& c) {
     const Tensor& x = c.in("X");
-    Tensor mean = c.in("Mean"), var = c.in("Variance");
-    Dims bd(std::vector<int64_t>(static_cast<size_t>(x.ndim()), 1));
-    bd[1] = -1;
-    Tensor inv = ops::divide(c.in("Scale"), ops::sqrt(ops::add(var, scalar_like(eps, var))));
-    Tensor y = ops::add(ops::multiply(ops::subtract(x, mean.reshape(bd)), inv.reshape(bd)),
-                        c.in("Bias").reshape(bd));
-    c.set_out("Y", y);
-    c.set_out("MeanOut", mean);
-    c.set_out("VarianceOut", var);
+    const int64_t axis = last ? x.ndim() - 1 : 1;
+    const int64_t ch = x.ndim() > axis ? x.dim(static_cast<int32_t>(axis)) : 0;
+    const Tensor mean = c.in("Mean");
+    auto param = [&](const char* slot, double fill) {
+      return c.has_in(slot) ? c.in(slot) : ops::full(Dims{ch}, fill, mean.dtype(), mean.place());
+    };
+    std::vector<Tensor> r =
+        call_op("batch_norm", {x, param("Scale", 1), param("Bias", 0), mean, c.in("Variance")},
+                Attrs{{"channel_axis", axis},
+                      {"epsilon", eps},
+                      {"momentum", mom},
+                      {"use_global_stats", int64_t{global ? 1 : 0}}});
+    c.set_out("Y", r[0]);
+    if (global) {  // the statistics stay the same tensors; SavedMean / SavedVariance are not produced
+      c.set_out("MeanOut", mean);
+      c.set_out("VarianceOut", c.in("Variance"));
+      return;
+    }
+    c.set_out("MeanOut", r[1]);
+    c.set_out("VarianceOut", r[2]);
+    c.set_out("SavedMean", r[3]);
+    c.set_out("SavedVariance", r[4]);
   };
 }
 

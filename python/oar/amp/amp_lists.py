@@ -18,8 +18,11 @@ BLACK_LIST = {
 EXTRA_BLACK_LIST = {"interpolate"}
 
 # Never cast: conversions, in-place writes, optimizer updates and loss scaling read their inputs as given.
+# batch_norm too, as Paddle runs it at O1 and O2: x as it comes (a 16-bit conv output stays 16-bit), its
+# [C] parameters and statistics in float32 (the op's contract; F.batch_norm casts them).
 KEEP_LIST = {
     "cast", "copy", "assign", "check_finite_and_unscale", "update_loss_scaling", "merged_sum_squares",
+    "batch_norm",
     "sgd", "momentum", "adam", "merged_sgd", "merged_momentum", "merged_adam", "merged_adamax",
     "merged_adagrad", "merged_adadelta", "merged_rmsprop", "merged_lamb",
 }

@@ -150,7 +150,37 @@ NUMPY_REFS = {
         _attention_ref(q, k, v, mask, scale)[0], transpose_out),
     "fused_attention_grad": lambda q, k, v, p, g, scale=1.0, transpose_dq=0, **a: _heads_last(
         _attention_grad_ref(q, k, v, p, g, scale)[0], transpose_dq),
+    "batch_norm": lambda x, w, b, rm, rv, channel_axis=1, epsilon=1e-5, use_global_stats=0, **a: _bn_ref(
+        x, w, b, rm, rv, channel_axis, epsilon, use_global_stats),
+    "batch_norm_grad": lambda x, w, m, rs, g, channel_axis=1, use_global_stats=0, **a: _bn_grad_ref(
+        x, w, m, rs, g, channel_axis, use_global_stats),
 }
+
+
+def _per_channel(v, x, axis):
+    shape = [1] * x.ndim
+    shape[axis % x.ndim] = -1
+    return np.asarray(v, np.float64).reshape(shape)
+
+
+def _bn_ref(x, w, b, rm, rv, axis, eps, use_global_stats):
+    axes = tuple(i for i in range(x.ndim) if i != axis % x.ndim)
+    x = x.astype(np.float64)
+    m, v = (rm, rv) if use_global_stats else (x.mean(axis=axes), x.var(axis=axes))
+    c = lambda t: _per_channel(t, x, axis)  # noqa: E731
+    return (x - c(m)) / np.sqrt(c(v) + eps) * c(w) + c(b)
+
+
+def _bn_grad_ref(x, w, m, rs, g, axis, use_global_stats):
+    axes = tuple(i for i in range(x.ndim) if i != axis % x.ndim)
+    c = lambda t: _per_channel(t, x, axis)  # noqa: E731
+    x, g = x.astype(np.float64), g.astype(np.float64)
+    if use_global_stats:
+        return g * c(w) * c(rs)
+    xhat = (x - c(m)) * c(rs)
+    n = x.size // x.shape[axis % x.ndim]
+    db, dw = g.sum(axis=axes), (g * xhat).sum(axis=axes)
+    return c(w) * c(rs) * (g - c(db) / n - xhat * c(dw) / n)
 
 
 def _softmax_ref(s):

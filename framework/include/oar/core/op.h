@@ -47,7 +47,8 @@ struct TensorMeta {
   Dims dims;
 };
 
-inline constexpr int kMaxOpOutputs = 4;
+// The most outputs an op may declare (batch_norm has 5: out, mean_out, var_out, saved_mean, saved_rstd).
+inline constexpr int kMaxOpOutputs = 5;
 
 struct OpDef;
 class Tensor;

@@ -1,7 +1,7 @@
 """Normalisation: batch_norm, layer_norm, group_norm, instance_norm, local_response_norm, normalize.
 
-layer_norm is a kernel (mean/rstd saved, fused backward op); group_norm and instance_norm reuse it on a
-reshaped view; batch_norm and the rest are composites.
+layer_norm and batch_norm are kernels (statistics saved, a fused backward op); group_norm and
+instance_norm reuse layer_norm on a reshaped view; the rest are composites.
 """
 from ... import _C
 from ...static import program as _static
@@ -72,9 +72,10 @@ def _per_channel(t, x, axis):
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.9,
                epsilon=1e-05, data_format="NCHW", use_global_stats=None, name=None):
-    """Batch normalisation over every axis but the channel one. In training (unless use_global_stats),
-    batch statistics normalise x and the running statistics are updated in place as Paddle does:
-    running = momentum * running + (1 - momentum) * batch (with the biased batch variance)."""
+    """Batch normalisation over every axis but the channel one (the batch_norm op). In training (unless
+    use_global_stats), batch statistics normalise x and the running statistics are updated in place as
+    Paddle does: running = momentum * running + (1 - momentum) * batch (with the biased batch variance).
+    For float16/bfloat16 x the parameters and statistics are float32 (others are cast)."""
     if x.ndim < 2:
         raise ValueError("batch_norm: x must have at least 2 dimensions, got shape {}".format(x.shape))
     c_axis = _channel_axis("batch_norm", x, data_format)
@@ -94,27 +95,41 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     return _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, epsilon, c_axis, True)
 
 
+_batch_norm_op = _C.Op("batch_norm", "channel_axis", "epsilon", "momentum", "use_global_stats")
+
+
+def _stat_dtype(x):
+    """The dtype of batch_norm's per-channel tensors: float32 for 16-bit x, else x's."""
+    import oar
+    return oar.float32 if x.dtype in (oar.float16, oar.bfloat16) else x.dtype
+
+
+def _as_channels(t, c, dtype):
+    """A [c] tensor of `dtype` from a per-channel parameter or statistic (any shape of c elements)."""
+    if list(t.shape) != [c]:
+        t = t.reshape([c])
+    return t if t.dtype == dtype else t.astype(dtype)
+
+
 def _batch_norm(x, running_mean, running_var, weight, bias, training, momentum, epsilon, c_axis,
                 use_global_stats):
-    if use_global_stats:
-        mean, var = running_mean, running_var
-    else:
-        axes = [i for i in range(x.ndim) if i != c_axis]
-        mean = _mean(x, axes, False)
-        centred = x - _per_channel(mean, x, c_axis)
-        var = _mean(centred * centred, axes, False)
-        if training:
-            with no_grad():
-                m = float(momentum)
-                _assign(running_mean, running_mean * m + mean.detach() * (1.0 - m))
-                _assign(running_var, running_var * m + var.detach() * (1.0 - m))
-    inv = _rsqrt(var + float(epsilon))
-    y = (x - _per_channel(mean, x, c_axis)) * _per_channel(inv, x, c_axis)
-    if weight is not None:
-        y = y * _per_channel(weight, x, c_axis)
-    if bias is not None:
-        y = y + _per_channel(bias, x, c_axis)
-    return y
+    # The batch_norm op (one kernel forward, one backward: batch_norm_grad). In training its mean_out /
+    # var_out are the updated running statistics, assigned back without gradient.
+    c = x.shape[c_axis]
+    sd = _stat_dtype(x)
+    w = _fill([c], 1.0, sd, place=x.place) if weight is None else _as_channels(weight, c, sd)
+    b = _fill([c], 0.0, sd, place=x.place) if bias is None else _as_channels(bias, c, sd)
+    rm = _as_channels(running_mean, c, sd)
+    rv = _as_channels(running_var, c, sd)
+    out, mean_out, var_out = _batch_norm_op(x, w, b, rm, rv, c_axis, float(epsilon), float(momentum),
+                                            1 if use_global_stats else 0)[:3]
+    if training and not use_global_stats:
+        with no_grad():
+            for dst, src in ((running_mean, mean_out), (running_var, var_out)):
+                if list(src.shape) != list(dst.shape):
+                    src = src.reshape(dst.shape)
+                _assign(dst, src if src.dtype == dst.dtype else src.astype(dst.dtype))
+    return out
 
 
 def _to_channels_first(x, c_axis):
