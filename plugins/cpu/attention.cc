@@ -50,7 +50,7 @@ template <class T>
 // ---- softmax_grad / log_softmax_grad ----------------------------------------------------------------
 // One float32 row of softmax_grad (w = y (g - s), s = sum(g y)) or log_softmax_grad (w = g - exp(y) s,
 // s = sum(g)) on V lanes, built for AVX-512, AVX2 and baseline as vec_loop.h's loops: the same bits in
-// each, equal to the generic loop's with sum8 (decision 160).
+// each, equal to the generic loop's with sum8 (decision 140).
 template <class V, bool kLog>
 [[gnu::always_inline]] inline void softmax_grad_row(const float* y, const float* g, float* w, int64_t n) {
   constexpr int64_t L = sizeof(V) / sizeof(float);

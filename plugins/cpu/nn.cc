@@ -18,7 +18,7 @@ using oar::sdk::parallel_for;
 // gelu's two forms are two functors, picked once per call (Gelu_fwd/_bwd below): with the `approximate`
 // attribute tested inside f(), GCC kept the loop scalar (it does not unswitch it).
 // The three with transcendentals (kVec) are written for V = C and, for float, the vector types: their
-// float32 and 16-bit kernels run the vector loops of vec_loop.h (decision 160).
+// float32 and 16-bit kernels run the vector loops of vec_loop.h (decision 140).
 template <class C>
 struct GeluErf {
   static constexpr bool kVec = true;
@@ -611,7 +611,7 @@ void softmax_ce_grad_kernel(KernelContext& ctx) {
 // expf is a scalar call (~4 ns per element, most of a small Transformer's softmax time). One row: the max
 // (8 lanes, NaN ignored), w = fast_exp(r - max) on V lanes (vec_math.h: < 1 ulp, expf's range), the sum
 // (8 lanes, row_sum's order), then w scaled (in double) or, for log_softmax, w = (r - max) - log(sum).
-// Built for AVX-512, AVX2 and baseline as vec_loop.h's loops, with the same bits in each (decision 160).
+// Built for AVX-512, AVX2 and baseline as vec_loop.h's loops, with the same bits in each (decision 140).
 // NaN or +inf in a row makes the row NaN (exp(NaN - m) is NaN, so is the sum).
 template <class V, bool kLog>
 __attribute__((always_inline)) inline void softmax_row_v(const float* r, float* w, int64_t n) {

@@ -1,5 +1,5 @@
 // Internal: float32 elementwise loops over vec_math.h's functions, each built three times and chosen once
-// by the CPU (decision 160): 16 lanes for AVX-512, 8 for AVX2, 4 (SSE) for the baseline x86-64 the .so
+// by the CPU (decision 140): 16 lanes for AVX-512, 8 for AVX2, 4 (SSE) for the baseline x86-64 the .so
 // targets (8 lanes emulated on SSE ran 4x slower). Nothing is contracted into FMAs (target "avx2" does not
 // enable FMA; the AVX-512 build, where it would, is compiled with fp-contract=off), so every build does the
 // same IEEE operations in the same order and gives the same bits, equal to the scalar loop's (strided

@@ -4,7 +4,7 @@
 // polynomial on |x| < 0.625 (no cancellation near 0) and 1 - 2/(exp(2|x|)+1) elsewhere (< 1.3 ulp measured
 // over [-20, 20]). NaN in gives NaN out. Each is written once for one lane and for 8 or 16 (GCC vector
 // types): the auto-vectoriser kept tanh scalar (decision 80) and SSE only; vec_loop.h runs the vector
-// forms in loops built for AVX-512 and AVX2 (decision 160). double keeps libm (accuracy first).
+// forms in loops built for AVX-512 and AVX2 (decision 140). double keeps libm (accuracy first).
 #pragma once
 
 #include <cmath>

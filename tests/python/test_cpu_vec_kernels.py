@@ -1,4 +1,4 @@
-"""The cpu plugin's vectorised transcendental kernels (vec_loop.h, decision 160): exp, tanh, sigmoid, erf,
+"""The cpu plugin's vectorised transcendental kernels (vec_loop.h, decision 140): exp, tanh, sigmoid, erf,
 gelu (erf and tanh forms), silu and their gradients, softmax/log_softmax and log_softmax_grad, in float32,
 bfloat16 and float16, and the fused epilogues that share them (fused_elemwise_add_activation,
 fused_gemm_epilogue's gelu).
