@@ -342,6 +342,19 @@ void add_layer_norm_kernel(KernelContext& ctx) {
 // dweight = x's rows^T @ dout's rows through matmul's own paths (as matmul(x2, g2, transpose_x) runs it);
 // dbias = dout's column sums, rows in order into double accumulators (as sum over the leading axes).
 
+// dout's column sums, row by row into double accumulators. Also built for AVX-512 (8 double lanes where the
+// baseline build has SSE's 2); every column is summed in the same order in both, so the bits are the same.
+template <class T>
+[[gnu::always_inline]] inline void column_sums(const T* g, int64_t rows, int64_t n, double* acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* gr = g + r * n;
+    for (int64_t j = 0; j < n; ++j) acc[j] += double(gr[j]);
+  }
+}
+OAR_VEC_AVX512 void column_sums_avx512(const float* g, int64_t rows, int64_t n, double* acc) {
+  column_sums(g, rows, n, acc);
+}
+
 void linear_param_grad_kernel(KernelContext& ctx) {
   TensorView x = ctx.input(0), dout = ctx.input(1), dw = ctx.output(0), db = ctx.output(1);
   const int64_t K = dw.shape()[0], N = db.numel();
@@ -354,9 +367,13 @@ void linear_param_grad_kernel(KernelContext& ctx) {
       const T *px = x.data<T>(), *pg = dout.data<T>();
       T *pw = dw.data<T>(), *pb = db.data<T>();
       std::vector<double> acc(static_cast<size_t>(N), 0.0);
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* gr = pg + r * N;
-        for (int64_t j = 0; j < N; ++j) acc[j] += double(gr[j]);
+      if constexpr (std::is_same_v<T, float>) {
+        if (vec_isa() == 2)
+          column_sums_avx512(pg, rows, N, acc.data());
+        else
+          column_sums(pg, rows, N, acc.data());
+      } else {
+        column_sums(pg, rows, N, acc.data());
       }
       for (int64_t j = 0; j < N; ++j) pb[j] = T(acc[j]);
       if (dw.numel() == 0) return;

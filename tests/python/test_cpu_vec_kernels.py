@@ -73,6 +73,12 @@ def run_all():
         for name, fn in ROWWISE.items():
             out[name + "|" + dt] = fn(tm).astype("float32").numpy().tobytes()
             out[name + "_grad|" + dt] = _grad(fn, tm, tgm).astype("float32").numpy().tobytes()
+    # fused_linear_param_grad's bias sums (double accumulators, also built for AVX-512).
+    rs = np.random.RandomState(7)
+    lx = oar.to_tensor(rs.randn(300, 24).astype("float32"))
+    lg = oar.to_tensor((rs.randn(300, 37) * 1e3).astype("float32"))
+    dw, db = oar._C.Op("fused_linear_param_grad")(lx, lg)
+    out["fused_linear_param_grad|float32"] = dw.numpy().tobytes() + db.numpy().tobytes()
     return out
 
 
