@@ -124,7 +124,7 @@ def torch_step(torch, name, x_np, y_np, classes, amp=False):
     return step
 
 
-def oar_profile(step, device, steps, top):
+def oar_profile(step, device, steps):
     import oar
     from oar import profiler as P
     step()
@@ -224,7 +224,7 @@ def main(argv=None):
             print(f"---- oar profile, {amp}, {steps} steps", flush=True)
             try:
                 step = oar_step(name, args.device, x_np, y_np, classes, level)
-                print(_trim(oar_profile(step, args.device, steps, args.top), args.top), flush=True)
+                print(_trim(oar_profile(step, args.device, steps), args.top), flush=True)
             except Exception as e:  # noqa: BLE001
                 print("oar profile failed:", type(e).__name__, e)
             step = None

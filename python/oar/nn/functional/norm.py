@@ -15,7 +15,6 @@ _assign = _C.Op("assign")
 _mean = _C.Op("mean", "axis", "keepdim")
 _sum = _C.Op("sum", "axis", "keepdim")
 _sqrt = _C.Op("sqrt")
-_rsqrt = _C.Op("rsqrt")
 _abs = _C.Op("abs")
 _pow = _C.Op("pow")
 _maximum = _C.Op("maximum")
@@ -100,8 +99,7 @@ _batch_norm_op = _C.Op("batch_norm", "channel_axis", "epsilon", "momentum", "use
 
 def _stat_dtype(x):
     """The dtype of batch_norm's per-channel tensors: float32 for 16-bit x, else x's."""
-    import oar
-    return oar.float32 if x.dtype in (oar.float16, oar.bfloat16) else x.dtype
+    return _C.float32 if x.dtype in (_C.float16, _C.bfloat16) else x.dtype
 
 
 def _as_channels(t, c, dtype):
