@@ -61,7 +61,7 @@ def test_conformance_cli_on_sim_selects_and_exits_0():
     lines = [line for line in r.stdout.splitlines() if line.startswith(("PASS", "FAIL", "SKIP"))]
     names = sorted(line.split()[1] for line in lines)
     assert names == ["abi.older_core", "abi.version", "kernels.matmul.float32", "kernels.matmul.float64"], r.stdout
-    assert "works under ABI 1.0, 1.1 cores" in r.stdout  # every older minor of ABI 1.2
+    assert "works under ABI 1.0, 1.1, 1.2 cores" in r.stdout  # every older minor of ABI 1.3
     assert "4 passed, 0 failed, 0 skipped" in r.stdout
 
 
