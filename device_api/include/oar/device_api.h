@@ -177,8 +177,8 @@ typedef struct OarStreamTable {
   /* Runs fn(arg) once all work queued before it on `stream` is done, in stream order. */
   OarError* (*launch_host_func)(int32_t device, OarStream stream, void (*fn)(void*), void* arg);
   /* ABI 1.3, graph capture (all four or none; NULL = capture unsupported). Between begin_capture and
-   * end_capture, work enqueued on `stream` (kernels, memcpy, memset, event records and waits, host
-   * functions) is recorded, not run. A host synchronisation of a capturing stream (synchronize, query,
+   * end_capture, work enqueued on `stream` (kernels, memcpy, memset, host functions) is recorded, not run;
+   * a plugin may refuse work it cannot replay (events, collectives) with OAR_ERR_UNIMPLEMENTED. A host synchronisation of a capturing stream (synchronize, query,
    * device synchronize, a memcpy to host memory on it or a memcpy from pageable host memory) is
    * OAR_ERR_PRECONDITION naming the capture; the capture stays open. end_capture returns the recorded
    * work as *graph (owned by the caller, freed with graph_destroy) and the stream runs work again.

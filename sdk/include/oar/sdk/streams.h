@@ -173,10 +173,11 @@ class WorkerStream {
       std::lock_guard<std::mutex> lk(mu_);
       OAR_SDK_CHECK(!stop_, OAR_ERR_PRECONDITION, plugin_ << ": stream " << id_ << " is being destroyed");
       if (capture_) {  // recorded, not run
-        OAR_SDK_CHECK(std::strcmp(task.category, "event") != 0 && std::strcmp(task.category, "collective") != 0,
-                      OAR_ERR_UNIMPLEMENTED,
-                      plugin_ << ": '" << task.name << "' cannot be captured into a graph (stream " << id_
-                              << " is capturing; events and collectives are fixed when enqueued)");
+        OAR_SDK_CHECK(
+            std::strcmp(task.category, "event") != 0 && std::strcmp(task.category, "collective") != 0,
+            OAR_ERR_UNIMPLEMENTED,
+            plugin_ << ": '" << task.name << "' cannot be captured into a graph (stream " << id_
+                    << " is capturing; events and collectives are fixed when enqueued)");
         capture_->tasks.push_back(std::move(task));
         return;
       }
@@ -425,10 +426,12 @@ class WorkerStreams {
       auto it = graphs_.find(reinterpret_cast<CapturedGraph*>(handle));
       if (it != graphs_.end()) g = it->second;
     }
-    OAR_SDK_CHECK(g, OAR_ERR_INVALID_ARGUMENT,
-                  opt_.plugin << ": " << static_cast<const void*>(handle) << " is not a live graph of this plugin");
-    OAR_SDK_CHECK(g->device == device, OAR_ERR_INVALID_ARGUMENT,
-                  opt_.plugin << ": a graph captured on device " << g->device << " used with device " << device);
+    OAR_SDK_CHECK(
+        g, OAR_ERR_INVALID_ARGUMENT,
+        opt_.plugin << ": " << static_cast<const void*>(handle) << " is not a live graph of this plugin");
+    OAR_SDK_CHECK(
+        g->device == device, OAR_ERR_INVALID_ARGUMENT,
+        opt_.plugin << ": a graph captured on device " << g->device << " used with device " << device);
     return g;
   }
   void remove_graph(OarGraph handle, int32_t device) {
@@ -565,8 +568,9 @@ inline OarError* stream_launch_host_func(int32_t device, OarStream stream, void 
 
 inline OarError* stream_begin_capture(int32_t device, OarStream stream) {
   return guard([&] {
-    OAR_SDK_CHECK(stream, OAR_ERR_INVALID_ARGUMENT,
-                  worker_streams().options().plugin << ": begin_capture: the NULL (synchronous) stream cannot capture");
+    OAR_SDK_CHECK(
+        stream, OAR_ERR_INVALID_ARGUMENT,
+        worker_streams().options().plugin << ": begin_capture: the NULL (synchronous) stream cannot capture");
     worker_streams().stream(stream, device)->begin_capture();
   });
 }
@@ -590,7 +594,8 @@ inline OarError* stream_graph_launch(int32_t device, OarGraph graph, OarStream s
                   ws.options().plugin << ": graph_launch needs a stream (the NULL stream is synchronous)");
     std::shared_ptr<WorkerStream> st = ws.stream(stream, device);
     OAR_SDK_CHECK(!st->capturing(), OAR_ERR_UNIMPLEMENTED,
-                  ws.options().plugin << ": launching a graph into a capturing stream (nested graphs) is not supported");
+                  ws.options().plugin
+                      << ": launching a graph into a capturing stream (nested graphs) is not supported");
     st->enqueue(StreamTask{[g] {
                              for (const StreamTask& t : g->tasks) t.fn();
                            },
@@ -687,9 +692,9 @@ inline OarError* profiler_flush() {
 
 inline void WorkerStreams::install(Tables& t) {
   using namespace worker_tables;
-  t.stream = {sizeof(OarStreamTable), stream_create,        stream_destroy,         stream_synchronize,
-              stream_query,           stream_wait_event,    stream_launch_host_func, stream_begin_capture,
-              stream_end_capture,     stream_graph_launch,  stream_graph_destroy};
+  t.stream = {sizeof(OarStreamTable), stream_create,       stream_destroy,          stream_synchronize,
+              stream_query,           stream_wait_event,   stream_launch_host_func, stream_begin_capture,
+              stream_end_capture,     stream_graph_launch, stream_graph_destroy};
   t.event = {sizeof(OarEventTable), event_create, event_destroy,   event_record,
              event_synchronize,     event_query,  event_elapsed_ms};
   t.profiler = {sizeof(OarProfilerTable), profiler_start, profiler_stop, profiler_flush};
