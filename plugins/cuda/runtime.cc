@@ -321,6 +321,38 @@ void Registry::add(const char* op, const std::vector<OarDType>& dtypes, sdk::Ker
 
 namespace {
 
+// ---- graph capture state (ABI 1.3) --------------------------------------------------------------------
+// The streams capturing now, per device. CUDA itself fails a synchronisation of a capturing stream and
+// invalidates the capture; oar refuses it first (OAR_ERR_PRECONDITION naming the capture), so the capture
+// stays usable and the error says what happened.
+struct Captures {
+  std::mutex mu;
+  std::vector<std::pair<int32_t, gpuStream_t>> open;
+};
+Captures& captures() {
+  static auto* c = new Captures;
+  return *c;
+}
+bool device_capturing(int32_t device) {
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lk(c.mu);
+  for (auto& o : c.open)
+    if (o.first == device) return true;
+  return false;
+}
+bool stream_capturing(gpuStream_t s) {
+  if (!s) return false;
+  gpuStreamCaptureStatus st = gpuStreamCaptureStatusNone;
+  gpu_check(gpuStreamIsCapturing(s, &st), OAR_GPU_API_PREFIX "StreamIsCapturing");
+  return st != gpuStreamCaptureStatusNone;
+}
+void refuse_while_capturing(bool capturing, int32_t device, const char* what) {
+  if (capturing)
+    throw sdk::Error(OAR_ERR_PRECONDITION, "gpu:" + std::to_string(device) + ": " + what +
+                                               " while a stream captures a graph (its work is recorded, not "
+                                               "run, until end_capture)");
+}
+
 // ---- device table --------------------------------------------------------------------------------------
 OarError* device_count(int32_t* count) {
   return guard([&] { *count = checked_count(); });
@@ -427,38 +459,6 @@ OarError* mem_free(int32_t device, int32_t kind, void* ptr) {
     throw sdk::Error(OAR_ERR_INVALID_ARGUMENT, "gpu: free of unknown memory kind " + std::to_string(kind));
   });
 }
-// ---- graph capture state (ABI 1.3) --------------------------------------------------------------------
-// The streams capturing now, per device. CUDA itself fails a synchronisation of a capturing stream and
-// invalidates the capture; oar refuses it first (OAR_ERR_PRECONDITION naming the capture), so the capture
-// stays usable and the error says what happened.
-struct Captures {
-  std::mutex mu;
-  std::vector<std::pair<int32_t, gpuStream_t>> open;
-};
-Captures& captures() {
-  static auto* c = new Captures;
-  return *c;
-}
-bool device_capturing(int32_t device) {
-  Captures& c = captures();
-  std::lock_guard<std::mutex> lk(c.mu);
-  for (auto& o : c.open)
-    if (o.first == device) return true;
-  return false;
-}
-bool stream_capturing(gpuStream_t s) {
-  if (!s) return false;
-  gpuStreamCaptureStatus st = gpuStreamCaptureStatusNone;
-  gpu_check(gpuStreamIsCapturing(s, &st), OAR_GPU_API_PREFIX "StreamIsCapturing");
-  return st != gpuStreamCaptureStatusNone;
-}
-void refuse_while_capturing(bool capturing, int32_t device, const char* what) {
-  if (capturing)
-    throw sdk::Error(OAR_ERR_PRECONDITION, "gpu:" + std::to_string(device) + ": " + what +
-                                               " while a stream captures a graph (its work is recorded, not "
-                                               "run, until end_capture)");
-}
-
 OarError* mem_set(int32_t device, void* ptr, int32_t value, uint64_t bytes, OarStream stream) {
   return guard([&] {
     check_device(device);

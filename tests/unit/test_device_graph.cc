@@ -101,7 +101,9 @@ TEST(SimCapture, HostWaitsOnACapturingStreamAreRefusedAndTheCaptureStaysOpen) {
       << "a second begin on a capturing stream";
   OarGraph g = nullptr;
   ASSERT_EQ(call(t.end_capture(0, s, &g)).first, OAR_OK) << "the capture must survive the refusals";
-  EXPECT_EQ(call(t.end_capture(0, s, &g)).first, OAR_ERR_PRECONDITION) << "end without begin";
+  OarGraph none = nullptr;
+  EXPECT_EQ(call(t.end_capture(0, s, &none)).first, OAR_ERR_PRECONDITION) << "end without begin";
+  EXPECT_EQ(none, nullptr);
   EXPECT_EQ(call(t.graph_destroy(0, g)).first, OAR_OK);
   EXPECT_EQ(call(d.tables().event.destroy(0, ev)).first, OAR_OK);
   d.synchronize();  // usable again
