@@ -275,3 +275,16 @@ def test_wrap_cuda_graph_refuses_a_random_op_with_its_name():
             np.testing.assert_array_equal(y.numpy(), [2.0])
     finally:
         oar.set_device("cpu")
+
+
+def test_wrap_cuda_graph_refuses_parameters_given_new_memory_since_the_capture():
+    _, _, net = _train(True, steps=2)
+    net.to("sim:1")
+    net.to(SIM)  # the same Parameter objects, in new memory: the graphs would read the old memory
+    oar.set_device(SIM)
+    try:
+        x = oar.to_tensor(np.ones((4, 6), np.float32))
+        with pytest.raises(RuntimeError, match="given new memory since the capture"):
+            net(x)
+    finally:
+        oar.set_device("cpu")
