@@ -218,3 +218,18 @@ TEST(DeviceGraph, AFailedCaptureIsAbortedAndTheDeviceCapturesAgain) {
   EXPECT_EQ(y.to_vector<float>()[0], 6.0f);
   a.to_vector<float>();  // host copies work again after the capture
 }
+
+TEST(DeviceGraph, APluginOlderThanAbi13HasNoCaptureAndTheCoreSaysSo) {
+  // older_minor (tests/plugins/older_minor.cc) claims ABI 1.1: its stream table ends long before the
+  // capture entries, which the core reads as NULL.
+  const oar::PluginRecord r =
+      oar::Runtime::get().load_plugin(std::string(OAR_TEST_PLUGIN_DIR) + "/liboar_plugin_older_minor.so");
+  ASSERT_TRUE(r.loaded) << r.reason;
+  try {
+    DeviceGraph g(Place::parse("test_older:0"));
+    FAIL() << "a graph on a plugin without capture";
+  } catch (const oar::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_TRUE(mentions(e.what(), "does not implement graph capture (ABI 1.3")) << e.what();
+  }
+}
