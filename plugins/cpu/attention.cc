@@ -795,6 +795,7 @@ bool fused_attention_grad_avx512(KernelContext& ctx) {
   const int64_t batch = static_cast<int64_t>(mq.off.size());
   using GradRowsFn = void (*)(float*, const float*, int64_t, int64_t, float);
   const GradRowsFn grad_rows = have_avx2() ? GradRowsFn(grad_rows_avx2) : GradRowsFn(grad_rows_base);
+  const SoftmaxGradRow sg_row = softmax_grad_row_fn<false>();
   const int64_t work = Lq * Lk * (2 * d + 2 * dvn);
   parallel_for(0, batch, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
     float* tmp = scratch<float>((dvn + Lq) * Lk);
@@ -803,8 +804,11 @@ bool fused_attention_grad_avx512(KernelContext& ctx) {
       const size_t e = static_cast<size_t>(b);
       const float *pb = pp + b * Lq * Lk, *gb = mg.at(b), *qb = mq.at(b), *kb = mk.at(b);
       transpose_into(vt, mv.at(b), mv.rs, Lk, dvn);
-      prod_avx512(ds, Lk, gb, mg.rs, 1, vt, Lk, Lq, dvn, Lk);                  // dP = g v^T
-      grad_rows(ds, pb, Lq, Lk, scale);                                        // the scores' gradient
+      prod_avx512(ds, Lk, gb, mg.rs, 1, vt, Lk, Lq, dvn, Lk);  // dP = g v^T
+      if (scale == 1.f)  // the softmax_grad op's rows (its bits), as the unfused chain computes dS
+        for (int64_t i = 0; i < Lq; ++i) sg_row(pb + i * Lk, ds + i * Lk, ds + i * Lk, Lk);
+      else
+        grad_rows(ds, pb, Lq, Lk, scale);  // the scores' gradient times the scale
       prod_avx512(dq + off[0][e], ors[0], ds, Lk, 1, kb, mk.rs, Lq, Lk, d);    // dq = dS k
       prod_avx512(dk + off[1][e], ors[1], ds, 1, Lk, qb, mq.rs, Lk, Lq, d);    // dk = dS^T q
       prod_avx512(dv + off[2][e], ors[2], pb, 1, Lk, gb, mg.rs, Lk, Lq, dvn);  // dv = P^T g
