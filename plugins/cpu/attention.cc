@@ -745,9 +745,9 @@ bool small_heads(int64_t Lq, int64_t Lk, int64_t d, int64_t dv) {
 bool fused_attention_avx512(KernelContext& ctx) {
   const TensorView q = ctx.input(0), k = ctx.input(1), v = ctx.input(2), out = ctx.output(0),
                    p = ctx.output(1);
-  const std::vector<int64_t> lead = lead_of(q);
   const int64_t Lq = q.dim(-2), d = q.dim(-1), Lk = k.dim(-2), dv = v.dim(-1);
   if (!all_positive({Lq, d, Lk, dv}) || !small_heads(Lq, Lk, d, dv)) return false;
+  const std::vector<int64_t> lead = lead_of(q);
   std::vector<int64_t> ooff;
   int64_t ors = 0;
   if (!entry_offsets(output_layout(out, attr_int_or(ctx, "transpose_out", 0) != 0), ooff, ors)) return false;
@@ -777,9 +777,9 @@ bool fused_attention_avx512(KernelContext& ctx) {
 
 bool fused_attention_grad_avx512(KernelContext& ctx) {
   const TensorView q = ctx.input(0), k = ctx.input(1), v = ctx.input(2), p = ctx.input(3), g = ctx.input(4);
-  const std::vector<int64_t> lead = lead_of(q);
   const int64_t Lq = q.dim(-2), d = q.dim(-1), Lk = k.dim(-2), dvn = v.dim(-1);
   if (!all_positive({Lq, d, Lk, dvn}) || !small_heads(Lq, Lk, d, dvn) || !p.is_contiguous()) return false;
+  const std::vector<int64_t> lead = lead_of(q);
   std::vector<int64_t> off[3];
   int64_t ors[3];
   const char* flags[3] = {"transpose_dq", "transpose_dk", "transpose_dv"};
