@@ -4,7 +4,7 @@
 // The fused attention kernels read q, k, v (and dout) through their strides: the heads of a
 // [batch, L, heads, d] projection are read in place, so the transposes of the head split cost no copy,
 // and an output can be stored heads-last (the head merge). float32 at small heads on AVX-512 runs each
-// batch entry through register-tiled loops with the unfused ops' bits (decision 501); other float32 runs
+// batch entry through register-tiled loops with the unfused ops' bits (decision 142); other float32 runs
 // the products through oneDNN with those strides (strided_matmul_f32, matmul.cc) and the softmax rows
 // between them here; float64,
 // and layouts oneDNN cannot describe, run register-blocked loops one [L, d] matrix pair (one batch x

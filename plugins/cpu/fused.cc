@@ -2,7 +2,7 @@
 // fused_gemm_epilogue (float32: matmul's small-problem loop, or oneDNN with the bias and relu as
 // post-ops, so results equal the unfused ops' bit for bit; a loop for float64),
 // fused_elemwise_add_activation, fused_add_layer_norm, fused_linear_param_grad (float32 on AVX-512: its own
-// x^T g loop with oneDNN's bits, decision 500). Inputs arrive contiguous.
+// x^T g loop with oneDNN's bits, decision 141). Inputs arrive contiguous.
 #include <immintrin.h>
 
 #include <cmath>
