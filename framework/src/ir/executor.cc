@@ -39,6 +39,53 @@ int32_t Scope::slot(const std::string& name) {
   }
   return it->second;
 }
+bool Scope::recycle(Tensor& t) {
+  TensorImpl* impl = t.impl();
+  if (impl == nullptr || t.impl_ptr().use_count() != 1 || impl->autograd || impl->symbol || impl->offset != 0)
+    return false;
+  const std::shared_ptr<Storage>& st = impl->storage;
+  if (!st || st.use_count() != 1 || !st->owned()) return false;
+  const size_t bytes = static_cast<size_t>(t.numel() * dtype_size(t.dtype()));
+  if (st->bytes() != bytes || !t.is_contiguous()) return false;
+  for (Kept& k : kept_) {
+    if (k.bytes != bytes || k.device != st->device()) continue;
+    if (static_cast<int32_t>(k.free.size()) >= k.cap) return false;
+    k.free.push_back(std::move(t));
+    return true;
+  }
+  return false;  // no run asked for this size
+}
+
+Tensor Scope::take(size_t bytes, Device* device, const TensorMeta& meta) {
+  Kept* k = nullptr;
+  for (Kept& e : kept_)
+    if (e.bytes == bytes && e.device == device) k = &e;
+  if (k == nullptr) k = &kept_.emplace_back(Kept{bytes, device});
+  k->cap = std::max(k->cap, ++k->demand);
+  if (k->free.empty()) return Tensor();
+  Tensor t = std::move(k->free.back());
+  k->free.pop_back();
+  TensorImpl* impl = t.impl();  // nobody else holds it (recycle)
+  impl->dtype = meta.dtype;
+  if (!(impl->dims == meta.dims)) {
+    impl->dims = meta.dims;
+    impl->strides = contiguous_strides(meta.dims);
+  }
+  return t;
+}
+
+void Scope::new_run() {
+  for (Kept& k : kept_) k.demand = 0;
+}
+
+void Scope::clear_recycled() { kept_.clear(); }
+
+size_t Scope::recycled_count() const {
+  size_t n = 0;
+  for (const Kept& k : kept_) n += k.free.size();
+  return n;
+}
+
 std::vector<std::string> Scope::names() const {
   std::vector<std::string> out;
   out.reserve(size_);
@@ -112,6 +159,7 @@ Executor::Executor(const Program& program, Place place, ExecutorOptions options)
       place_(place),
       options_(options),
       scope_(options.scope ? options.scope : std::make_shared<Scope>()) {
+  reuse_ = options_.reuse_buffers && options_.garbage_collect && options_.gc_threshold_bytes == 0;
   lower();
 }
 
@@ -293,7 +341,9 @@ void Executor::release(int32_t slot) {
   Tensor* t = scope_->find(slot);
   if (t == nullptr) return;
   ++stats_.released;
-  if (options_.gc_threshold_bytes > 0 && t->defined()) {
+  if (reuse_ && t->defined()) {
+    scope_->recycle(*t);
+  } else if (options_.gc_threshold_bytes > 0 && t->defined()) {
     garbage_bytes_ += t->numel() * dtype_size(t->dtype());
     garbage_.push_back(std::move(*t));
     stats_.peak_garbage_bytes = std::max(stats_.peak_garbage_bytes, garbage_bytes_);
@@ -355,6 +405,7 @@ void Executor::update_stats() {
 void Executor::clear_temporaries() {
   garbage_.clear();
   garbage_bytes_ = 0;
+  scope_->clear_recycled();
   const Block& b = program_->global_block();
   for (auto& n : scope_->names()) {  // the scope may be shared: only this program's variables
     const VarDesc* v = b.find_var(n);
@@ -413,10 +464,15 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
 
   if (!slots_resolved_) resolve_slots();
   stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = stats_.peak_garbage_bytes = 0;
+  stats_.reused = 0;
   bool track = options_.collect_stats;
   int64_t extents[kNumUnknownDims] = {};
   extents[0] = extent > 0 ? extent : 0;
   OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent, extents};
+  if (reuse_) {
+    scope_->new_run();
+    ctx.reused = &stats_.reused;
+  }
   for (Instr& ins : instrs_) {
     ctx.op = ins.op;
     ctx.op_idx = ins.op_idx;

@@ -8,6 +8,7 @@
 // is released right after the last instruction that reads or writes it (Paddle's eager deletion).
 #pragma once
 
+#include <oar/core/op.h>
 #include <oar/core/tensor.h>
 #include <oar/ir/program.h>
 
@@ -44,11 +45,32 @@ class Scope {
   }
   bool erase(int32_t slot);
 
+  // Buffer reuse (decision 520). Executors running in this scope hand the values they release to
+  // `recycle`; it keeps one only when nobody else can see it (the scope held the last reference to
+  // the tensor and to its storage, which came from the allocator, is contiguous and exactly that
+  // size, no autograd state) and a run asked for a buffer of that size before. `take` gives such a
+  // buffer back, reshaped to `meta`, for an instruction's output (undefined when none is kept); the
+  // kernel then writes into it instead of allocating. Per size, at most as many buffers are kept as
+  // one run took (or asked for) of that size, so the kept memory is bounded by one run's outputs.
+  bool recycle(Tensor& t);
+  Tensor take(size_t bytes, Device* device, const TensorMeta& meta);
+  void new_run();  // executors call it when a run starts: restarts the per-run demand counts
+  void clear_recycled();
+  size_t recycled_count() const;  // buffers kept now
+
  private:
   std::unordered_map<std::string, int32_t> index_;
   std::deque<Tensor> values_;
   std::vector<char> present_;
   size_t size_ = 0;
+  struct Kept {
+    size_t bytes;
+    Device* device;
+    int32_t demand = 0;  // takes of this size in the current run
+    int32_t cap = 0;     // the most takes of this size in one run
+    std::vector<Tensor> free;
+  };
+  std::vector<Kept> kept_;  // few distinct sizes per program: a linear search
 };
 
 // What an instruction sees when it runs: the scope and the place. Missing inputs throw kNotFound naming
@@ -66,6 +88,9 @@ struct OpRunContext {
   // The run's value of each sentinel (kUnknownDims; 0: not known yet): [0] from the feeds, the others
   // measured on the results of the ops with run-time attributes (decision 96). Null: none.
   int64_t* extents = nullptr;
+  // Non-null: native instructions may write their outputs into the scope's recycled buffers
+  // (ExecutorOptions::reuse_buffers); counts those outputs.
+  int64_t* reused = nullptr;
 
   // The tensor bound to input slot `slot` (argument i).
   const Tensor& in(const std::string& slot, size_t i = 0) const;
@@ -103,6 +128,10 @@ struct ExecutorOptions {
   // Variables never garbage collected (read later by another program on the same scope, e.g. the
   // backward part of a to_static program).
   std::vector<std::string> keep;
+  // Released values go to the scope's buffer pool (Scope::recycle) and native instructions write their
+  // outputs into those buffers instead of allocating (decision 520). Only with garbage_collect and
+  // gc_threshold_bytes 0.
+  bool reuse_buffers = true;
 };
 
 struct ExecutorStats {
@@ -112,6 +141,7 @@ struct ExecutorStats {
   int64_t released = 0;           // variables released by garbage collection in the last run
   int64_t runs = 0;
   int64_t peak_garbage_bytes = 0;  // the most bytes held as garbage (gc_threshold_bytes) in the last run
+  int64_t reused = 0;              // outputs written into a recycled buffer in the last run (reuse_buffers)
 };
 
 class Executor {
@@ -170,6 +200,7 @@ class Executor {
   int64_t garbage_bytes_ = 0;
   void release(int32_t slot);
   void resolve_slots();
+  bool reuse_ = false;  // options_.reuse_buffers, when garbage collection frees at once
   bool slots_resolved_ = false;
   std::vector<int32_t> fetch_slots_;        // scope slots of fetch_names_
   std::vector<int32_t> fetch_erase_slots_;  // fetches erased after the run (given to the caller)
