@@ -122,7 +122,8 @@ bool run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
   if (!(k.flags & kKernelOwnsOutputs)) {
     for (int32_t i = 0; i < n_out; ++i) {
       // Defined: a buffer given by run_op_inferred's caller (the executor's recycled ones).
-      if (!outputs[i].defined()) outputs[i] = empty_tensor(dev, ic.outputs[i].dims, ic.outputs[i].dtype, op.name);
+      if (!outputs[i].defined())
+        outputs[i] = empty_tensor(dev, ic.outputs[i].dims, ic.outputs[i].dtype, op.name);
       fill_desc(out_desc[i], outputs[i]);
     }
   } else {

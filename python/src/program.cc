@@ -232,8 +232,9 @@ void init_program(py::module_& m) {
            }),
            py::arg("program"), py::arg("place") = py::none(), py::arg("garbage_collect") = true,
            py::arg("collect_stats") = false, py::arg("scope") = nullptr,
-           py::arg("feed_names") = std::vector<std::string>{}, py::arg("fetch_names") = std::vector<std::string>{},
-           py::arg("keep") = std::vector<std::string>{}, py::arg("reuse_buffers") = true)
+           py::arg("feed_names") = std::vector<std::string>{},
+           py::arg("fetch_names") = std::vector<std::string>{}, py::arg("keep") = std::vector<std::string>{},
+           py::arg("reuse_buffers") = true)
       .def_property_readonly("scope", &Executor::scope_ptr)
       .def(
           "load_params", [](Executor& e, const py::bytes& b) { e.load_params(bytes_of(b)); }, py::arg("data"),

@@ -45,8 +45,9 @@ bool Scope::recycle(Tensor& t) {
     return false;
   const std::shared_ptr<Storage>& st = impl->storage;
   if (!st || st.use_count() != 1 || !st->owned()) return false;
+  // Every element of the storage belongs to the tensor (a permuted view too): take() rewrites the strides.
   const size_t bytes = static_cast<size_t>(t.numel() * dtype_size(t.dtype()));
-  if (st->bytes() != bytes || !t.is_contiguous()) return false;
+  if (st->bytes() != bytes) return false;
   for (Kept& k : kept_) {
     if (k.bytes != bytes || k.device != st->device()) continue;
     if (static_cast<int32_t>(k.free.size()) >= k.cap) return false;
@@ -56,26 +57,32 @@ bool Scope::recycle(Tensor& t) {
   return false;  // no run asked for this size
 }
 
+int32_t Scope::add_pool_user() { return users_++; }
+
+void Scope::new_run(int32_t user) {
+  current_user_ = user;
+  for (Kept& k : kept_)
+    if (user < static_cast<int32_t>(k.demand.size())) k.demand[user] = 0;
+}
+
 Tensor Scope::take(size_t bytes, Device* device, const TensorMeta& meta) {
   Kept* k = nullptr;
   for (Kept& e : kept_)
     if (e.bytes == bytes && e.device == device) k = &e;
   if (k == nullptr) k = &kept_.emplace_back(Kept{bytes, device});
-  k->cap = std::max(k->cap, ++k->demand);
+  const auto u = static_cast<size_t>(current_user_);
+  if (k->demand.size() <= u) k->demand.resize(u + 1), k->most.resize(u + 1);
+  if (++k->demand[u] > k->most[u]) ++k->most[u], ++k->cap;
   if (k->free.empty()) return Tensor();
   Tensor t = std::move(k->free.back());
   k->free.pop_back();
   TensorImpl* impl = t.impl();  // nobody else holds it (recycle)
   impl->dtype = meta.dtype;
-  if (!(impl->dims == meta.dims)) {
+  if (!(impl->dims == meta.dims) || !t.is_contiguous()) {
     impl->dims = meta.dims;
     impl->strides = contiguous_strides(meta.dims);
   }
   return t;
-}
-
-void Scope::new_run() {
-  for (Kept& k : kept_) k.demand = 0;
 }
 
 void Scope::clear_recycled() { kept_.clear(); }
@@ -160,6 +167,7 @@ Executor::Executor(const Program& program, Place place, ExecutorOptions options)
       options_(options),
       scope_(options.scope ? options.scope : std::make_shared<Scope>()) {
   reuse_ = options_.reuse_buffers && options_.garbage_collect && options_.gc_threshold_bytes == 0;
+  if (reuse_) pool_user_ = scope_->add_pool_user();
   lower();
 }
 
@@ -470,7 +478,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
   extents[0] = extent > 0 ? extent : 0;
   OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent, extents};
   if (reuse_) {
-    scope_->new_run();
+    scope_->new_run(pool_user_);
     ctx.reused = &stats_.reused;
   }
   for (Instr& ins : instrs_) {

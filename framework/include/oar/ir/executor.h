@@ -46,15 +46,17 @@ class Scope {
   bool erase(int32_t slot);
 
   // Buffer reuse (decision 520). Executors running in this scope hand the values they release to
-  // `recycle`; it keeps one only when nobody else can see it (the scope held the last reference to
-  // the tensor and to its storage, which came from the allocator, is contiguous and exactly that
-  // size, no autograd state) and a run asked for a buffer of that size before. `take` gives such a
-  // buffer back, reshaped to `meta`, for an instruction's output (undefined when none is kept); the
-  // kernel then writes into it instead of allocating. Per size, at most as many buffers are kept as
-  // one run took (or asked for) of that size, so the kept memory is bounded by one run's outputs.
+  // `recycle`; it keeps one only when nobody else can see it (the scope held the last reference to the
+  // tensor and to its storage, which came from the allocator and holds exactly the tensor's elements, no
+  // autograd state) and a run asked for a buffer of that size before. `take` gives such a buffer back,
+  // reshaped to `meta`, for an instruction's output (undefined when none is kept); the kernel writes
+  // into it instead of allocating. Per size at most as many buffers are kept as the executors on the
+  // scope took (or asked for) of that size in one run each (a to_static step: the forward's and the
+  // backward's outputs), so the kept memory is bounded by one run of each program.
+  int32_t add_pool_user();     // an executor's id for new_run
+  void new_run(int32_t user);  // a run of that executor starts: its demand counts restart
   bool recycle(Tensor& t);
   Tensor take(size_t bytes, Device* device, const TensorMeta& meta);
-  void new_run();  // executors call it when a run starts: restarts the per-run demand counts
   void clear_recycled();
   size_t recycled_count() const;  // buffers kept now
 
@@ -66,11 +68,12 @@ class Scope {
   struct Kept {
     size_t bytes;
     Device* device;
-    int32_t demand = 0;  // takes of this size in the current run
-    int32_t cap = 0;     // the most takes of this size in one run
+    std::vector<int32_t> demand, most;  // per pool user: takes in its current run, the most in one run
+    int32_t cap = 0;                    // the sum of `most`
     std::vector<Tensor> free;
   };
   std::vector<Kept> kept_;  // few distinct sizes per program: a linear search
+  int32_t users_ = 0, current_user_ = 0;
 };
 
 // What an instruction sees when it runs: the scope and the place. Missing inputs throw kNotFound naming
@@ -200,7 +203,8 @@ class Executor {
   int64_t garbage_bytes_ = 0;
   void release(int32_t slot);
   void resolve_slots();
-  bool reuse_ = false;  // options_.reuse_buffers, when garbage collection frees at once
+  bool reuse_ = false;     // options_.reuse_buffers, when garbage collection frees at once
+  int32_t pool_user_ = 0;  // this executor's id in the scope's buffer pool
   bool slots_resolved_ = false;
   std::vector<int32_t> fetch_slots_;        // scope slots of fetch_names_
   std::vector<int32_t> fetch_erase_slots_;  // fetches erased after the run (given to the caller)
