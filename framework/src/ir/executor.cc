@@ -61,8 +61,19 @@ int32_t Scope::add_pool_user() { return users_++; }
 
 void Scope::new_run(int32_t user) {
   current_user_ = user;
-  for (Kept& k : kept_)
-    if (user < static_cast<int32_t>(k.demand.size())) k.demand[user] = 0;
+  const auto u = static_cast<size_t>(user);
+  for (size_t i = 0; i < kept_.size();) {
+    Kept& k = kept_[i];
+    if (u < k.demand.size()) k.last[u] = k.demand[u], k.demand[u] = 0;
+    bool wanted = false;
+    for (size_t j = 0; j < k.demand.size(); ++j) wanted |= k.demand[j] > 0 || k.last[j] > 0;
+    if (wanted) {
+      ++i;
+    } else {  // stale: its buffers go back to the allocator
+      kept_[i] = std::move(kept_.back());
+      kept_.pop_back();
+    }
+  }
 }
 
 Tensor Scope::take(size_t bytes, Device* device, const TensorMeta& meta) {
@@ -71,7 +82,7 @@ Tensor Scope::take(size_t bytes, Device* device, const TensorMeta& meta) {
     if (e.bytes == bytes && e.device == device) k = &e;
   if (k == nullptr) k = &kept_.emplace_back(Kept{bytes, device});
   const auto u = static_cast<size_t>(current_user_);
-  if (k->demand.size() <= u) k->demand.resize(u + 1), k->most.resize(u + 1);
+  if (k->demand.size() <= u) k->demand.resize(u + 1), k->last.resize(u + 1), k->most.resize(u + 1);
   if (++k->demand[u] > k->most[u]) ++k->most[u], ++k->cap;
   if (k->free.empty()) return Tensor();
   Tensor t = std::move(k->free.back());

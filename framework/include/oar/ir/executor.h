@@ -52,7 +52,8 @@ class Scope {
   // reshaped to `meta`, for an instruction's output (undefined when none is kept); the kernel writes
   // into it instead of allocating. Per size at most as many buffers are kept as the executors on the
   // scope took (or asked for) of that size in one run each (a to_static step: the forward's and the
-  // backward's outputs), so the kept memory is bounded by one run of each program.
+  // backward's outputs), so the kept memory is bounded by one run of each program. A size no user
+  // asked for in its current or previous run (the shapes changed) is given back to the allocator.
   int32_t add_pool_user();     // an executor's id for new_run
   void new_run(int32_t user);  // a run of that executor starts: its demand counts restart
   bool recycle(Tensor& t);
@@ -68,7 +69,8 @@ class Scope {
   struct Kept {
     size_t bytes;
     Device* device;
-    std::vector<int32_t> demand, most;  // per pool user: takes in its current run, the most in one run
+    // Per pool user: takes in its current run, in its previous run, the most in one run.
+    std::vector<int32_t> demand, last, most;
     int32_t cap = 0;                    // the sum of `most`
     std::vector<Tensor> free;
   };
