@@ -143,3 +143,22 @@ def test_training_equals_eager_and_gradients_survive_the_next_step():
         for (gs, copy_s), (_, copy_e) in zip(step_s, step_e):
             np.testing.assert_array_equal(gs.numpy(), copy_s)
             np.testing.assert_allclose(copy_s, copy_e, rtol=1e-4, atol=1e-6)
+
+
+def test_leaf_gradients_are_distinct_tensors():
+    # The engine stores a kernel's gradient in .grad as it is when nobody else holds it (no detach view);
+    # a gradient someone else holds (a hook kept it) still gives the leaf its own tensor.
+    x1 = oar.to_tensor(np.ones(3, "float32"), stop_gradient=False)
+    x2 = oar.to_tensor(np.ones(3, "float32"), stop_gradient=False)
+    (x1 + x2).sum().backward()
+    assert x1.grad.stop_gradient and x2.grad.stop_gradient
+    x1.grad.stop_gradient = False  # autograd state on x1's gradient only
+    assert x2.grad.stop_gradient
+    np.testing.assert_array_equal(x2.grad.numpy(), np.ones(3))
+    w = oar.to_tensor(np.arange(3, dtype="float32"), stop_gradient=False)
+    seen = []
+    w.register_hook(lambda g: seen.append(g))  # the hook keeps the gradient it was given
+    (w * w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * np.arange(3))
+    seen[0].stop_gradient = False
+    assert w.grad.stop_gradient  # .grad is not the tensor the hook kept
