@@ -794,8 +794,9 @@ struct NativeOp {
     if (!inferred || static_cast<int32_t>(in_meta.size()) != n_in) return false;
     for (int32_t i = 0; i < n_in; ++i) {
       const Tensor& t = in[i];
+      // The device pointer stands for the place (one Device per place): no out-of-line place() call.
       if (t.impl()->symbol != nullptr || t.dtype() != in_meta[i].dtype || !(t.dims() == in_meta[i].dims) ||
-          !(t.place() == place))
+          t.storage()->device() != device)
         return false;
     }
     return true;
