@@ -3,10 +3,14 @@
 //
 // The fused attention kernels read q, k, v (and dout) through their strides: the heads of a
 // [batch, L, heads, d] projection are read in place, so the transposes of the head split cost no copy,
-// and an output can be stored heads-last (the head merge). float32 runs the products through oneDNN
-// with those strides (strided_matmul_f32, matmul.cc) and the softmax rows between them here; float64,
+// and an output can be stored heads-last (the head merge). float32 at small heads on AVX-512 runs each
+// batch entry through register-tiled loops with the unfused ops' bits (decision 142); other float32 runs
+// the products through oneDNN with those strides (strided_matmul_f32, matmul.cc) and the softmax rows
+// between them here; float64,
 // and layouts oneDNN cannot describe, run register-blocked loops one [L, d] matrix pair (one batch x
 // head entry) at a time. AVX2+FMA is chosen at run time, as for the small matmuls (matmul.cc).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -606,6 +610,215 @@ bool fused_attention_grad_onednn(KernelContext& ctx) {
          product(DST, pp, G, g.data<float>(), out_of(2, "transpose_dv"), ctx.output(2).data<float>());
 }
 
+// ---- float32 on AVX-512, small heads ------------------------------------------------------------------
+// At a Transformer's small heads (the bench's [8, 4, 16, 16]) oneDNN's strided batched products cost
+// ~5-8 us each, mostly per-call and per-matrix overhead: 131K multiply-adds take ~1.6 us at the FMA units'
+// rate. Here each batch entry's products run through one register-tiled loop, the entry's scores and
+// their gradient stay in L1, and the outputs are written in their layout (heads-last too). Every product
+// element is summed over k in order, one FMA per term from 0, which is oneDNN's order (and the small
+// matmul loop's), so the products have the unfused matmuls' bits (tests/python/test_attention_fusion.py).
+
+// Softmax rows of at most 16 scores on AVX-512, one register per row: the softmax op's row (nn.cc,
+// softmax_row_v) operation for operation (the max, fast_exp of the shifted scores, row_sum's order, the
+// scaling in double), so P has the unfused softmax's bits. Rows go in blocks of 16, in three passes
+// (exp, sums, scaling) whose iterations are independent: a row's max, sum and division are short
+// dependent chains that, one row after another, left rows_avx2 at ~30 ns per 16-key row. The scale (a
+// multiply) and the mask (mask row stride mrs, column stride 0 or 1) are applied first, as rows_avx2 does.
+OAR_VEC_AVX512 void softmax_rows16_avx512(float* p, int64_t Lq, int64_t n, float scale, const float* mask,
+                                          int64_t mrs, int64_t mcs) {
+  const __mmask16 lm = static_cast<__mmask16>((1u << n) - 1);
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  alignas(64) float w[16][16];
+  double inv[16];
+  for (int64_t i0 = 0; i0 < Lq; i0 += 16) {
+    const int64_t rows = std::min<int64_t>(16, Lq - i0);
+    float* pb = p + i0 * n;
+    // The shifted exponentials, lanes past n 0; four rows at a time, interleaved (each row's max and
+    // polynomial are long dependent chains).
+    auto exps = [&](auto R, int64_t r0) __attribute__((always_inline)) {
+      constexpr int kR = decltype(R)::value;
+      vf16 e[kR];
+#pragma GCC unroll 4
+      for (int t = 0; t < kR; ++t) {
+        __m512 x = _mm512_mask_loadu_ps(ninf, lm, pb + (r0 + t) * n);
+        if (scale != 1.f) x = _mm512_mask_mul_ps(x, lm, x, _mm512_set1_ps(scale));
+        if (mask != nullptr) {
+          const float* mi = mask + (i0 + r0 + t) * mrs;
+          x = _mm512_mask_add_ps(x, lm, x, mcs == 0 ? _mm512_set1_ps(mi[0]) : _mm512_maskz_loadu_ps(lm, mi));
+        }
+        e[t] = x - _mm512_set1_ps(_mm512_reduce_max_ps(x));
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < kR; ++t) e[t] = fast_exp(e[t]);
+#pragma GCC unroll 4
+      for (int t = 0; t < kR; ++t) _mm512_store_ps(w[r0 + t], _mm512_maskz_mov_ps(lm, e[t]));
+    };
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) exps(std::integral_constant<int, 4>{}, r);
+    for (; r < rows; ++r) exps(std::integral_constant<int, 1>{}, r);
+    for (int64_t r = 0; r < rows; ++r) {  // row_sum's order (layer_norm.h), written out: its lambda would
+      float acc[8] = {}, sum = 0;         // not inline into this target's code
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; ++k) acc[k] += w[r][j + k];
+      for (; j < n; ++j) sum += w[r][j];
+      for (int k = 0; k < 8; ++k) sum += acc[k];
+      inv[r] = 1.0 / static_cast<double>(sum);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m512d s = _mm512_set1_pd(inv[r]);
+      const __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_load_ps(w[r])), s));
+      const __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_load_ps(w[r] + 8)), s));
+      _mm512_mask_storeu_ps(pb + r * n, lm,
+                            _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)),
+                                                                _mm256_castps_pd(hi), 1)));
+    }
+  }
+}
+
+// out (M x N, row stride ors) = A B with A(i, k) = a[i * ars + k * acs] and B's row k at b + k * brs
+// (contiguous): MR rows of 16 columns (`mask`: those that exist; kFull: all 16, loads unmasked) in
+// registers, per k one B row loaded and each A(i, k) broadcast.
+template <int MR, bool kFull>
+OAR_VEC_AVX512 inline void prod_tile(float* out, int64_t ors, const float* a, int64_t ars, int64_t acs,
+                                     const float* b, int64_t brs, int64_t K, __mmask16 mask) {
+  __m512 acc[MR];
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m512 bv = kFull ? _mm512_loadu_ps(b + k * brs) : _mm512_maskz_loadu_ps(mask, b + k * brs);
+    const float* ak = a + k * acs;
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(ak[m * ars]), bv, acc[m]);
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) {
+    if (kFull)
+      _mm512_storeu_ps(out + m * ors, acc[m]);
+    else
+      _mm512_mask_storeu_ps(out + m * ors, mask, acc[m]);
+  }
+}
+
+template <bool kFull>
+OAR_VEC_AVX512 inline void prod_cols(float* out, int64_t ors, const float* a, int64_t ars, int64_t acs,
+                                     const float* b, int64_t brs, int64_t M, int64_t K, __mmask16 mask) {
+  int64_t i = 0;
+  for (; i + 8 <= M; i += 8) prod_tile<8, kFull>(out + i * ors, ors, a + i * ars, ars, acs, b, brs, K, mask);
+  for (; i < M; ++i) prod_tile<1, kFull>(out + i * ors, ors, a + i * ars, ars, acs, b, brs, K, mask);
+}
+
+OAR_VEC_AVX512 void prod_avx512(float* out, int64_t ors, const float* a, int64_t ars, int64_t acs,
+                                const float* b, int64_t brs, int64_t M, int64_t K, int64_t N) {
+  int64_t j = 0;
+  for (; j + 16 <= N; j += 16) prod_cols<true>(out + j, ors, a, ars, acs, b + j, brs, M, K, 0xFFFF);
+  if (j < N)
+    prod_cols<false>(out + j, ors, a, ars, acs, b + j, brs, M, K,
+                     static_cast<__mmask16>((1u << (N - j)) - 1));
+}
+
+// The offsets of the batch entries of an output of logical dims/strides `o` (row-major over the leading
+// dims) and its row stride; false when its rows are not contiguous.
+bool entry_offsets(const DimsStrides& o, std::vector<int64_t>& off, int64_t& rs) {
+  const size_t n = o.d.size();
+  if (n < 2 || o.s[n - 1] != 1) return false;
+  rs = o.s[n - 2];
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < n; ++i) batch *= o.d[i];
+  off.assign(static_cast<size_t>(batch), 0);
+  std::vector<int64_t> idx(n - 2, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t x = 0;
+    for (size_t i = 0; i + 2 < n; ++i) x += idx[i] * o.s[i];
+    off[static_cast<size_t>(b)] = x;
+    for (size_t i = n - 2; i-- > 0;) {
+      if (++idx[i] < o.d[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return true;
+}
+
+// Small heads only: the entry's scores (and their gradient) must sit in L1 next to its operands.
+bool small_heads(int64_t Lq, int64_t Lk, int64_t d, int64_t dv) {
+  return vec_isa() == 2 && Lq * Lk <= 4096 && d <= 256 && dv <= 256;
+}
+
+bool fused_attention_avx512(KernelContext& ctx) {
+  const TensorView q = ctx.input(0), k = ctx.input(1), v = ctx.input(2), out = ctx.output(0),
+                   p = ctx.output(1);
+  const int64_t Lq = q.dim(-2), d = q.dim(-1), Lk = k.dim(-2), dv = v.dim(-1);
+  if (!all_positive({Lq, d, Lk, dv}) || !small_heads(Lq, Lk, d, dv)) return false;
+  const std::vector<int64_t> lead = lead_of(q);
+  std::vector<int64_t> ooff;
+  int64_t ors = 0;
+  if (!entry_offsets(output_layout(out, attr_int_or(ctx, "transpose_out", 0) != 0), ooff, ors)) return false;
+  const Mats<float> mq = mats_of<float>(q, lead), mk = mats_of<float>(k, lead), mv = mats_of<float>(v, lead);
+  const bool has_mask = ctx.num_inputs() == 4;
+  MaskView<float> mm;
+  if (has_mask) mm = mask_of<float>(ctx.input(3), lead);
+  const float scale = static_cast<float>(attr_float_or(ctx, "scale", 1.0));
+  float *pp = p.data<float>(), *po = out.data<float>();
+  const int64_t batch = static_cast<int64_t>(mq.off.size());
+  using RowsFn = void (*)(float*, int64_t, int64_t, float, const float*, int64_t, int64_t);
+  const RowsFn rows =
+      Lk <= 16 && (!has_mask || mm.cs <= 1) ? RowsFn(softmax_rows16_avx512) : RowsFn(rows_avx2);
+  const int64_t work = Lq * Lk * (d + dv);
+  parallel_for(0, batch, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
+    float* kt = scratch<float>(d * Lk);
+    for (int64_t b = lo; b < hi; ++b) {
+      float* pb = pp + b * Lq * Lk;
+      transpose_into(kt, mk.at(b), mk.rs, Lk, d);                  // k^T: the scores' rows combine its rows
+      prod_avx512(pb, Lk, mq.at(b), mq.rs, 1, kt, Lk, Lq, d, Lk);  // q k^T
+      rows(pb, Lq, Lk, scale, has_mask ? mm.base + mm.off[static_cast<size_t>(b)] : nullptr, mm.rs, mm.cs);
+      prod_avx512(po + ooff[static_cast<size_t>(b)], ors, pb, Lk, 1, mv.at(b), mv.rs, Lq, Lk, dv);  // P v
+    }
+  });
+  return true;
+}
+
+bool fused_attention_grad_avx512(KernelContext& ctx) {
+  const TensorView q = ctx.input(0), k = ctx.input(1), v = ctx.input(2), p = ctx.input(3), g = ctx.input(4);
+  const int64_t Lq = q.dim(-2), d = q.dim(-1), Lk = k.dim(-2), dvn = v.dim(-1);
+  if (!all_positive({Lq, d, Lk, dvn}) || !small_heads(Lq, Lk, d, dvn) || !p.is_contiguous()) return false;
+  const std::vector<int64_t> lead = lead_of(q);
+  std::vector<int64_t> off[3];
+  int64_t ors[3];
+  const char* flags[3] = {"transpose_dq", "transpose_dk", "transpose_dv"};
+  for (int i = 0; i < 3; ++i)
+    if (!entry_offsets(output_layout(ctx.output(i), attr_int_or(ctx, flags[i], 0) != 0), off[i], ors[i]))
+      return false;
+  const Mats<float> mq = mats_of<float>(q, lead), mk = mats_of<float>(k, lead), mv = mats_of<float>(v, lead);
+  const Mats<float> mg = mats_of<float>(g, lead);
+  const float scale = static_cast<float>(attr_float_or(ctx, "scale", 1.0));
+  const float* pp = p.data<float>();
+  float *dq = ctx.output(0).data<float>(), *dk = ctx.output(1).data<float>(),
+        *dv = ctx.output(2).data<float>();
+  const int64_t batch = static_cast<int64_t>(mq.off.size());
+  using GradRowsFn = void (*)(float*, const float*, int64_t, int64_t, float);
+  const GradRowsFn grad_rows = have_avx2() ? GradRowsFn(grad_rows_avx2) : GradRowsFn(grad_rows_base);
+  const SoftmaxGradRow sg_row = softmax_grad_row_fn<false>();
+  const int64_t work = Lq * Lk * (2 * d + 2 * dvn);
+  parallel_for(0, batch, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
+    float* tmp = scratch<float>((dvn + Lq) * Lk);
+    float *vt = tmp, *ds = tmp + dvn * Lk;
+    for (int64_t b = lo; b < hi; ++b) {
+      const size_t e = static_cast<size_t>(b);
+      const float *pb = pp + b * Lq * Lk, *gb = mg.at(b), *qb = mq.at(b), *kb = mk.at(b);
+      transpose_into(vt, mv.at(b), mv.rs, Lk, dvn);
+      prod_avx512(ds, Lk, gb, mg.rs, 1, vt, Lk, Lq, dvn, Lk);  // dP = g v^T
+      if (scale == 1.f)  // the softmax_grad op's rows (its bits), as the unfused chain computes dS
+        for (int64_t i = 0; i < Lq; ++i) sg_row(pb + i * Lk, ds + i * Lk, ds + i * Lk, Lk);
+      else
+        grad_rows(ds, pb, Lq, Lk, scale);  // the scores' gradient times the scale
+      prod_avx512(dq + off[0][e], ors[0], ds, Lk, 1, kb, mk.rs, Lq, Lk, d);    // dq = dS k
+      prod_avx512(dk + off[1][e], ors[1], ds, 1, Lk, qb, mq.rs, Lk, Lq, d);    // dk = dS^T q
+      prod_avx512(dv + off[2][e], ors[2], pb, 1, Lk, gb, mg.rs, Lk, Lq, dvn);  // dv = P^T g
+    }
+  });
+  return true;
+}
+
 // An output the loops computed as [A, H, L, D] (contiguous, `tmp`) stored into `t`: as it is, or
 // heads-last ([A, L, H, D], the transpose_* attributes).
 template <class T>
@@ -684,13 +897,15 @@ void fused_attention_kernel(KernelContext& ctx) {
   OAR_SDK_CHECK(ctx.num_inputs() == 3 || ctx.num_inputs() == 4, OAR_ERR_INVALID_ARGUMENT,
                 "fused_attention: takes q, k, v and an optional mask, got " << ctx.num_inputs() << " inputs");
   if (ctx.output(0).numel() == 0 && ctx.output(1).numel() == 0) return;
-  if (q.dtype() == OAR_DTYPE_FLOAT32 && fused_attention_onednn(ctx)) return;
+  if (q.dtype() == OAR_DTYPE_FLOAT32 && (fused_attention_avx512(ctx) || fused_attention_onednn(ctx))) return;
   dispatch<F32F64>("fused_attention", q.dtype(), [&](auto tag) { fused_attention_t<decltype(tag)>(ctx); });
 }
 
 void fused_attention_grad_kernel(KernelContext& ctx) {
   const TensorView q = ctx.input(0);
-  if (q.dtype() == OAR_DTYPE_FLOAT32 && fused_attention_grad_onednn(ctx)) return;
+  if (q.dtype() == OAR_DTYPE_FLOAT32 &&
+      (fused_attention_grad_avx512(ctx) || fused_attention_grad_onednn(ctx)))
+    return;
   // Every output element is written per batch entry (zeros where a length is 0).
   dispatch<F32F64>("fused_attention_grad", q.dtype(),
                    [&](auto tag) { fused_attention_grad_t<decltype(tag)>(ctx); });

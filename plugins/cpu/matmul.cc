@@ -821,6 +821,9 @@ void matmul_shutdown() {
 // ---- for fused.cc (fused_gemm_epilogue) ----------------------------------------------------------
 // One R x K times K x N float32 product through the small-problem loop, exactly as matmul runs it (so
 // the fused op's rows equal matmul's bit for bit); false, doing nothing, above the cutoff or for K 0.
+// matmul's small-problem cutoff (batch*M*N*K), for fused.cc's own product loops.
+int64_t small_gemm_work_cutoff() { return small_gemm_cutoff(); }
+
 bool small_gemm_f32(int64_t R, int64_t K, int64_t N, bool tx, bool ty, const float* x, const float* y,
                     float* out) {
   if (K == 0 || double(R) * double(K) * double(N) > double(small_gemm_cutoff())) return false;

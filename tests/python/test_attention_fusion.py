@@ -3,6 +3,8 @@ plugins/cpu/attention.cc; docs/static.md "Attention fusions"): softmax_grad / lo
 numpy and numerical gradients (double backward through softmax), fused_attention (+ grad) against numpy
 with masks, strided inputs and heads-last outputs, what each pass rewrites and what it leaves alone,
 bad input, and to_static Transformer training with the passes equal to eager."""
+import os
+
 import numpy as np
 import pytest
 
@@ -154,6 +156,57 @@ def test_fused_attention_masks(dtype):
     sm = oar.nn.functional.softmax(_t(q @ np.swapaxes(k, -1, -2) + full), axis=-1).numpy()
     assert np.isnan(p.numpy()[:, :, 2]).all() and np.isnan(sm[:, :, 2]).all()
     np.testing.assert_allclose(p.numpy()[:, :, [0, 1, 3]], sm[:, :, [0, 1, 3]], rtol=tol, atol=tol)
+
+
+def _avx512():
+    if os.environ.get("OAR_CPU_VEC_ISA"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512f" in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _avx512(), reason="the small-heads path runs on AVX-512 only")
+@pytest.mark.parametrize("shape", [(8, 16, 4, 16, 16, 16), (2, 7, 3, 5, 9, 11), (2, 33, 2, 20, 40, 17),
+                                   (1, 64, 1, 64, 64, 64), (3, 5, 2, 8, 1, 3)])
+@pytest.mark.parametrize("masked", [False, True])
+def test_fused_attention_small_heads_equal_the_unfused_ops_bit_for_bit(shape, masked):
+    # float32 at small heads: the products in oneDNN's order, the softmax rows (up to 16 keys) and the
+    # scores' gradient as the softmax / softmax_grad ops compute them, so a to_static program with the
+    # fused ops rounds as eager does (beyond 16 keys the forward's rows are rows_avx2's: values only).
+    # Equal values, compared exactly (a sum of exact zeros may be +0 here where eager's loop has -0).
+    b, L, h, d, Lk, dv = shape
+    rs = np.random.RandomState(5)
+    (_, q), (_, k), (_, v), (_, g) = (_heads(rs, b, L, h, d, F32), _heads(rs, b, Lk, h, d, F32),
+                                      _heads(rs, b, Lk, h, dv, F32), _heads(rs, b, L, h, dv, F32))
+    m = _t((rs.randn(b, 1, L, Lk) * 2).astype(F32)) if masked else None
+    s = oar.matmul(q, k, transpose_y=True)
+    p_want = oar.nn.functional.softmax(s + m if masked else s, axis=-1)
+    dP = oar.matmul(g, v, transpose_y=True)
+    dS = _smg(p_want, dP, axis=-1)
+    for heads_last in (0, 1):
+        out, p = _fa([q, k, v] + ([m] if masked else []), transpose_out=heads_last)
+        if Lk <= 16:
+            np.testing.assert_array_equal(p.numpy(), p_want.numpy())
+        else:
+            np.testing.assert_allclose(p.numpy(), p_want.numpy(), rtol=1e-6, atol=1e-7)
+        o_want = oar.matmul(p, v)
+        o_want = o_want.transpose([0, 2, 1, 3]) if heads_last else o_want
+        np.testing.assert_array_equal(out.numpy(), o_want.numpy())
+        grads = _fag(q, k, v, p_want, g, transpose_dq=heads_last, transpose_dk=heads_last, transpose_dv=heads_last)
+        wants = [oar.matmul(dS, k), oar.matmul(dS, q, transpose_x=True), oar.matmul(p_want, g, transpose_x=True)]
+        for got, want in zip(grads, wants):
+            want = want.transpose([0, 2, 1, 3]) if heads_last else want
+            np.testing.assert_array_equal(got.numpy(), want.numpy())  # a zero's sign may differ
+    # and the numbers themselves, against float64
+    qn, kn, vn, gn = (np.asarray(t.numpy(), F64) for t in (q, k, v, g))
+    want_o, want_p = _attention(qn, kn, vn, m.numpy().astype(F64) if masked else None)
+    out, p = _fa([q, k, v] + ([m] if masked else []))
+    np.testing.assert_allclose(out.numpy(), want_o, rtol=1e-5, atol=1e-5)
+    for got, want in zip(_fag(q, k, v, p, g), _attention_grad(qn, kn, vn, want_p, gn)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
 
 
 def test_fused_attention_numerical_gradients():
@@ -385,3 +438,41 @@ def test_to_static_transformer_training_with_fused_attention_equals_eager(masked
     report = next(iter(b.forward._cache.values())).pass_report
     assert report["fuse_attention"]["ops_fused"] == 4, report  # 2 blocks + their head merges
     assert report["fuse_attention[backward]"]["ops_fused"] == 8, report  # 2 blocks + dq, dk, dv merges
+
+
+@pytest.mark.skipif(not _avx512(), reason="the small-heads path runs on AVX-512 only")
+def test_to_static_transformer_training_equals_eager_bit_for_bit():
+    # tests/benchmarks/bench_jit.py's Transformer (d 64, 4 heads of 16, 16 keys). With every fused op of
+    # its training program rounding as the unfused ops do, to_static trains it exactly as eager does,
+    # the key projection's bias included (its gradient is rounding noise that Adam amplifies: any
+    # difference in rounding shows there first).
+    nn = oar.nn
+    rs = np.random.RandomState(0)
+    x = _t(rs.randn(8, 16, 64).astype(F32))
+    y = _t(np.random.RandomState(1).randint(0, 10, (8,)).astype("int64"))
+
+    def build():
+        oar.seed(0)
+        layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0)
+        return nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Flatten(), nn.Linear(16 * 64, 10))
+
+    eager, model = build(), build()
+    model.set_state_dict({k: _t(v.numpy()) for k, v in eager.state_dict().items()})
+    static = oar.jit.to_static(model)
+    oe = oar.optimizer.Adam(1e-3, parameters=eager.parameters())
+    os_ = oar.optimizer.Adam(1e-3, parameters=model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+    for step in range(4):
+        le, ls = loss_fn(eager(x), y), loss_fn(static(x), y)
+        np.testing.assert_array_equal(ls.numpy(), le.numpy(), err_msg=str(step))
+        le.backward()
+        ls.backward()
+        oe.step()
+        os_.step()
+        oe.clear_grad()
+        os_.clear_grad()
+        for (k, pe), ps in zip(eager.named_parameters(), model.parameters()):
+            np.testing.assert_array_equal(ps.numpy(), pe.numpy(), err_msg="{} {}".format(step, k))
+    report = next(iter(static.forward._cache.values())).pass_report  # the fused ops did run
+    assert report["fuse_attention"]["ops_fused"] == 4 and report["fuse_attention[backward]"]["ops_fused"] == 8
+    assert report["fuse_gemm_epilogue[backward]"]["ops_fused"] > 0, report

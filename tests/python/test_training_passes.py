@@ -290,7 +290,12 @@ def test_fused_add_layer_norm_matches_the_unfused_chain():
 
 def test_fused_linear_param_grad_matches_numpy():
     rs = np.random.RandomState(4)
-    for xs, gs in [((5, 4), (5, 3)), ((2, 3, 4), (2, 3, 6)), ((300, 40), (300, 50))]:
+    # Above matmul's small-problem cutoff the float32 op runs its own x^T g loop on AVX-512 (the bias sums
+    # in the same pass): a Transformer's Linear shapes, the final Linear's [8, 1024] x [8, 10], and column
+    # (N mod 32) and row (K mod 8) remainders.
+    for xs, gs in [((5, 4), (5, 3)), ((2, 3, 4), (2, 3, 6)), ((300, 40), (300, 50)), ((8, 16, 64), (8, 16, 64)),
+                   ((8, 16, 128), (8, 16, 64)), ((8, 1024), (8, 10)), ((513, 129), (513, 31)),
+                   ((64, 7), (64, 100)), ((1000, 33), (1000, 47)), ((40, 9), (40, 16))]:
         x, g = rs.randn(*xs).astype(F32), rs.randn(*gs).astype(F32)
         dw, db = _op("fused_linear_param_grad", x, g)
         x2, g2 = x.reshape(-1, xs[-1]).astype("float64"), g.reshape(-1, gs[-1]).astype("float64")
