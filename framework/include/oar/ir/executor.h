@@ -71,7 +71,7 @@ class Scope {
     Device* device;
     // Per pool user: takes in its current run, in its previous run, the most in one run.
     std::vector<int32_t> demand, last, most;
-    int32_t cap = 0;                    // the sum of `most`
+    int32_t cap = 0;  // the sum of `most`
     std::vector<Tensor> free;
   };
   std::vector<Kept> kept_;  // few distinct sizes per program: a linear search
