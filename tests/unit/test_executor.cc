@@ -161,6 +161,21 @@ TEST(Executor, ScopeRecyclesOnlyUnsharedBuffers) {
   EXPECT_EQ(s.recycled_count(), 0u);
   Tensor d = Tensor::empty(Dims{16}, DType::kFloat32);
   EXPECT_FALSE(s.recycle(d));
+  // Two users (a forward and a backward executor): each one's most takes count; a user removed (its
+  // executor destroyed, e.g. re-lowered for a new learning rate) stops counting and its id is reused.
+  const int32_t other = s.add_pool_user();
+  s.new_run(user);
+  EXPECT_FALSE(s.take(64, dev, m16).defined());
+  s.new_run(other);
+  EXPECT_FALSE(s.take(64, dev, m16).defined());
+  EXPECT_FALSE(s.take(64, dev, m16).defined());
+  for (int i = 0; i < 4; ++i) {
+    Tensor e = Tensor::empty(Dims{16}, DType::kFloat32);
+    EXPECT_EQ(s.recycle(e), i < 3) << i;  // 1 + 2 takes
+  }
+  s.remove_pool_user(other);
+  EXPECT_EQ(s.recycled_count(), 1u);
+  EXPECT_EQ(s.add_pool_user(), other);
 }
 
 TEST(Executor, UnknownOpFailsAtLowering) {

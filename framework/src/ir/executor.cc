@@ -57,7 +57,23 @@ bool Scope::recycle(Tensor& t) {
   return false;  // no run asked for this size
 }
 
-int32_t Scope::add_pool_user() { return users_++; }
+int32_t Scope::add_pool_user() {
+  if (free_users_.empty()) return users_++;
+  const int32_t id = free_users_.back();
+  free_users_.pop_back();
+  return id;
+}
+
+void Scope::remove_pool_user(int32_t user) {
+  const auto u = static_cast<size_t>(user);
+  for (Kept& k : kept_) {
+    if (u >= k.most.size()) continue;
+    k.cap -= k.most[u];
+    k.most[u] = k.demand[u] = k.last[u] = 0;
+    while (static_cast<int32_t>(k.free.size()) > k.cap) k.free.pop_back();
+  }
+  free_users_.push_back(user);
+}
 
 void Scope::new_run(int32_t user) {
   current_user_ = user;
@@ -182,7 +198,9 @@ Executor::Executor(const Program& program, Place place, ExecutorOptions options)
   lower();
 }
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  if (reuse_) scope_->remove_pool_user(pool_user_);
+}
 
 void Executor::lower() {
   const Block& b = program_->global_block();

@@ -54,7 +54,8 @@ class Scope {
   // scope took (or asked for) of that size in one run each (a to_static step: the forward's and the
   // backward's outputs), so the kept memory is bounded by one run of each program. A size no user
   // asked for in its current or previous run (the shapes changed) is given back to the allocator.
-  int32_t add_pool_user();     // an executor's id for new_run
+  int32_t add_pool_user();              // an executor's id for new_run
+  void remove_pool_user(int32_t user);  // the executor is gone: its demand no longer keeps buffers
   void new_run(int32_t user);  // a run of that executor starts: its demand counts restart
   bool recycle(Tensor& t);
   Tensor take(size_t bytes, Device* device, const TensorMeta& meta);
@@ -76,6 +77,7 @@ class Scope {
   };
   std::vector<Kept> kept_;  // few distinct sizes per program: a linear search
   int32_t users_ = 0, current_user_ = 0;
+  std::vector<int32_t> free_users_;  // ids of removed users, given to the next ones
 };
 
 // What an instruction sees when it runs: the scope and the place. Missing inputs throw kNotFound naming
