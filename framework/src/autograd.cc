@@ -167,7 +167,7 @@ class AccumulateGrad final : public GradNode {
   explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::move(leaf)) {}
   std::string name() const override { return "accumulate_grad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
-    Tensor grad = g[0];
+    Tensor grad = std::move(g[0]);
     if (!grad.defined()) return {};
     Tensor leaf(leaf_);
     AutogradMeta& m = ensure_meta(leaf);
@@ -175,7 +175,10 @@ class AccumulateGrad final : public GradNode {
       Tensor r = hook(grad);
       if (r.defined()) grad = r;
     }
-    if (!grad_enabled()) grad = detach(grad);  // without create_graph the stored grad has no history
+    // Without create_graph the stored grad has no history: a new view, unless the gradient has no
+    // autograd state and nobody else holds it (the usual case: a kernel's output passed on by the engine;
+    // one gradient reaching two leaves, or kept by a hook, is shared and gets its own view each).
+    if (!grad_enabled() && (grad.impl()->autograd || grad.impl_ptr().use_count() != 1)) grad = detach(grad);
     if (!grad.is_contiguous()) grad = grad.contiguous();
     m.grad = m.grad.defined() && !m.grad_is_zero ? ops::add(m.grad, grad) : grad;
     m.grad_is_zero = false;

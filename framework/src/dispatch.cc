@@ -122,9 +122,13 @@ bool run_kernel(const OpDef& op, const KernelEntry& k, const Tensor* inputs, int
   OarTensorDesc out_desc[kMaxOpOutputs] = {};
   if (!(k.flags & kKernelOwnsOutputs)) {
     for (int32_t i = 0; i < n_out; ++i) {
-      outputs[i] = empty_tensor(dev, ic.outputs[i].dims, ic.outputs[i].dtype, op.name);
+      // Defined: a buffer given by run_op_inferred's caller (the executor's recycled ones).
+      if (!outputs[i].defined())
+        outputs[i] = empty_tensor(dev, ic.outputs[i].dims, ic.outputs[i].dtype, op.name);
       fill_desc(out_desc[i], outputs[i]);
     }
+  } else {
+    for (int32_t i = 0; i < n_out; ++i) outputs[i] = Tensor();
   }
   std::vector<Tensor> workspaces;  // empty unless the kernel asks for scratch memory
   OarKernelContext ctx{&op, in_desc, n_in, out_desc, outputs, n_out, &attrs, &dev, &workspaces, in, &ic};
@@ -227,6 +231,7 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
                    << "; running it on cpu (copying inputs and outputs). Shown once per op and dtype; "
                       "OAR_FALLBACK_POLICY=allow|warn|error controls this.";
   }
+  for (size_t i = 0; i < op.outputs.size(); ++i) outputs[i] = Tensor();  // given buffers are on `place`
   std::vector<Tensor> host_inputs;
   host_inputs.reserve(n_in);
   // The device range behind each input an in-place op writes: (input, first element, count).

@@ -204,6 +204,22 @@ void init_jit_run(py::module_& m) {
         return result;
       });
 
+  // to_static's per-call cache key of its tensor arguments (oar/jit/api.py): per tensor its extents,
+  // dtype, stop_gradient and place, in one call instead of four attribute reads and a place string.
+  m.def("_jit_signature", [](py::handle tensors) {
+    py::list out;
+    for (auto h : tensors) {
+      OAR_ENFORCE(is_tensor(h), oar::ErrorCode::kType, "_jit_signature: expects Tensors");
+      const oar::Tensor& t = tensor_of(h).t;
+      py::tuple dims(t.ndim());
+      for (int32_t i = 0; i < t.ndim(); ++i) dims[i] = py::int_(t.dims()[i]);
+      const oar::Place p = t.place();
+      out.append(py::make_tuple(std::move(dims), static_cast<int>(t.dtype()), oar::autograd::stop_gradient(t),
+                                p.type, p.index));
+    }
+    return py::tuple(std::move(out));
+  });
+
   py::class_<TrainingRun, std::shared_ptr<TrainingRun>>(m, "_TrainingRun",
                                                         "to_static training: forward run + one node; private")
       .def(py::init([](py::object fexe, py::object bexe, std::vector<std::string> feed_names,

@@ -219,8 +219,9 @@ void init_program(py::module_& m) {
   py::class_<Executor>(m, "_Executor", "Runs block 0 of a _ProgramDesc on one place; private")
       .def(py::init([](const Program& p, py::handle place, bool gc, bool stats, std::shared_ptr<Scope> scope,
                        std::vector<std::string> feed_names, std::vector<std::string> fetch_names,
-                       std::vector<std::string> keep) {
+                       std::vector<std::string> keep, bool reuse_buffers) {
              ExecutorOptions o;
+             o.reuse_buffers = reuse_buffers;
              o.garbage_collect = gc;
              o.collect_stats = stats;
              o.scope = std::move(scope);
@@ -231,8 +232,9 @@ void init_program(py::module_& m) {
            }),
            py::arg("program"), py::arg("place") = py::none(), py::arg("garbage_collect") = true,
            py::arg("collect_stats") = false, py::arg("scope") = nullptr,
-           py::arg("feed_names") = std::vector<std::string>{}, py::arg("fetch_names") = std::vector<std::string>{},
-           py::arg("keep") = std::vector<std::string>{})
+           py::arg("feed_names") = std::vector<std::string>{},
+           py::arg("fetch_names") = std::vector<std::string>{}, py::arg("keep") = std::vector<std::string>{},
+           py::arg("reuse_buffers") = true)
       .def_property_readonly("scope", &Executor::scope_ptr)
       .def(
           "load_params", [](Executor& e, const py::bytes& b) { e.load_params(bytes_of(b)); }, py::arg("data"),
@@ -256,13 +258,15 @@ void init_program(py::module_& m) {
             return out;
           },
           py::arg("feeds"), "Runs with {feed name: Tensor}; returns the fetched Tensors in col order")
-      .def("stats", [](const Executor& e) {
+      .def("stats", [](Executor& e) {
         py::dict d;
         d["live_tensors"] = e.stats().live_tensors;
         d["peak_live_tensors"] = e.stats().peak_live_tensors;
         d["peak_live_bytes"] = e.stats().peak_live_bytes;
         d["released"] = e.stats().released;
         d["runs"] = e.stats().runs;
+        d["reused"] = e.stats().reused;
+        d["recycled_now"] = e.scope().recycled_count();
         return d;
       });
 }

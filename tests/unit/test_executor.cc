@@ -1,8 +1,10 @@
 // The executor runs models written by the real PaddlePaddle (tests/fixtures/paddle) and reproduces
 // Paddle's own outputs; garbage collection, and the errors for unknown ops and bad feeds.
 #include <gtest/gtest.h>
+#include <oar/core/autograd.h>
 #include <oar/core/error.h>
 #include <oar/core/ops.h>
+#include <oar/core/runtime.h>
 #include <oar/ir/executor.h>
 #include <oar/ir/params.h>
 #include <oar/ir/program.h>
@@ -112,6 +114,68 @@ TEST(Executor, GarbageCollectionLowersPeak) {
       EXPECT_NE(n, "linear_0.tmp_1");
       EXPECT_NE(n, "feed");
     }
+}
+
+// The scope's buffer pool (decision 145): only buffers nobody else can see are kept, at most as many
+// per size as a run asked for, handed back reshaped, and given back once no run asks for the size.
+TEST(Executor, ScopeRecyclesOnlyUnsharedBuffers) {
+  Scope s;
+  const int32_t user = s.add_pool_user();
+  Device* dev = &Runtime::get().device(cpu_place());
+  const TensorMeta m16{DType::kFloat32, Dims{16}}, m2x8{DType::kFloat32, Dims{2, 8}};
+  s.new_run(user);
+  Tensor a = Tensor::empty(Dims{4, 4}, DType::kFloat32);
+  EXPECT_FALSE(s.recycle(a)) << "no run asked for 64 bytes yet";
+  EXPECT_FALSE(s.take(64, dev, m16).defined()) << "nothing kept: the caller allocates";
+  Tensor view = a.reshape(Dims{16});  // shares a's storage
+  EXPECT_FALSE(s.recycle(a)) << "a view still reads the storage";
+  view = Tensor();
+  Tensor alias = a;
+  EXPECT_FALSE(s.recycle(a)) << "another Tensor holds the same impl";
+  alias = Tensor();
+  Tensor graded = Tensor::empty(Dims{16}, DType::kFloat32);
+  autograd::set_requires_grad(graded, true);
+  EXPECT_FALSE(s.recycle(graded)) << "autograd state";
+  const void* data = a.storage()->data();
+  EXPECT_TRUE(s.recycle(a));
+  EXPECT_EQ(s.recycled_count(), 1u);
+  Tensor b = Tensor::empty(Dims{16}, DType::kFloat32);
+  EXPECT_FALSE(s.recycle(b)) << "one take of 64 bytes per run: one buffer kept";
+  Tensor got = s.take(64, dev, m2x8);
+  ASSERT_TRUE(got.defined());
+  EXPECT_EQ(got.storage()->data(), data);
+  EXPECT_EQ(got.dims(), (Dims{2, 8}));
+  EXPECT_TRUE(got.is_contiguous());
+  EXPECT_EQ(s.recycled_count(), 0u);
+  // A permuted view covering its whole storage is reshaped contiguous when taken.
+  Tensor t = Tensor::empty(Dims{4, 4}, DType::kFloat32).transpose({1, 0});
+  ASSERT_FALSE(t.is_contiguous());
+  EXPECT_TRUE(s.recycle(t));
+  EXPECT_TRUE(s.take(64, dev, m16).is_contiguous());
+  // Two runs without a take of 64 bytes: the size is stale, its buffers go back to the allocator.
+  Tensor c = Tensor::empty(Dims{16}, DType::kFloat32);
+  EXPECT_TRUE(s.recycle(c));
+  s.new_run(user);
+  EXPECT_EQ(s.recycled_count(), 1u) << "asked for in the previous run";
+  s.new_run(user);
+  EXPECT_EQ(s.recycled_count(), 0u);
+  Tensor d = Tensor::empty(Dims{16}, DType::kFloat32);
+  EXPECT_FALSE(s.recycle(d));
+  // Two users (a forward and a backward executor): each one's most takes count; a user removed (its
+  // executor destroyed, e.g. re-lowered for a new learning rate) stops counting and its id is reused.
+  const int32_t other = s.add_pool_user();
+  s.new_run(user);
+  EXPECT_FALSE(s.take(64, dev, m16).defined());
+  s.new_run(other);
+  EXPECT_FALSE(s.take(64, dev, m16).defined());
+  EXPECT_FALSE(s.take(64, dev, m16).defined());
+  for (int i = 0; i < 4; ++i) {
+    Tensor e = Tensor::empty(Dims{16}, DType::kFloat32);
+    EXPECT_EQ(s.recycle(e), i < 3) << i;  // 1 + 2 takes
+  }
+  s.remove_pool_user(other);
+  EXPECT_EQ(s.recycled_count(), 1u);
+  EXPECT_EQ(s.add_pool_user(), other);
 }
 
 TEST(Executor, UnknownOpFailsAtLowering) {

@@ -1,5 +1,6 @@
 // Executor: lowering of block 0 to instructions, variable lifetimes, feeding and fetching.
 #include <oar/core/error.h>
+#include <oar/core/graph.h>
 #include <oar/ir/executor.h>
 #include <oar/ir/params.h>
 #include <oar/ir/static_graph.h>
@@ -39,6 +40,87 @@ int32_t Scope::slot(const std::string& name) {
   }
   return it->second;
 }
+bool Scope::recycle(Tensor& t) {
+  TensorImpl* impl = t.impl();
+  if (impl == nullptr || t.impl_ptr().use_count() != 1 || impl->autograd || impl->symbol || impl->offset != 0)
+    return false;
+  const std::shared_ptr<Storage>& st = impl->storage;
+  if (!st || st.use_count() != 1 || !st->owned()) return false;
+  // Every element of the storage belongs to the tensor (a permuted view too): take() rewrites the strides.
+  const size_t bytes = static_cast<size_t>(t.numel() * dtype_size(t.dtype()));
+  if (st->bytes() != bytes) return false;
+  for (Kept& k : kept_) {
+    if (k.bytes != bytes || k.device != st->device()) continue;
+    if (static_cast<int32_t>(k.free.size()) >= k.cap) return false;
+    k.free.push_back(std::move(t));
+    return true;
+  }
+  return false;  // no run asked for this size
+}
+
+int32_t Scope::add_pool_user() {
+  if (free_users_.empty()) return users_++;
+  const int32_t id = free_users_.back();
+  free_users_.pop_back();
+  return id;
+}
+
+void Scope::remove_pool_user(int32_t user) {
+  const auto u = static_cast<size_t>(user);
+  for (Kept& k : kept_) {
+    if (u >= k.most.size()) continue;
+    k.cap -= k.most[u];
+    k.most[u] = k.demand[u] = k.last[u] = 0;
+    while (static_cast<int32_t>(k.free.size()) > k.cap) k.free.pop_back();
+  }
+  free_users_.push_back(user);
+}
+
+void Scope::new_run(int32_t user) {
+  current_user_ = user;
+  const auto u = static_cast<size_t>(user);
+  for (size_t i = 0; i < kept_.size();) {
+    Kept& k = kept_[i];
+    if (u < k.demand.size()) k.last[u] = k.demand[u], k.demand[u] = 0;
+    bool wanted = false;
+    for (size_t j = 0; j < k.demand.size(); ++j) wanted |= k.demand[j] > 0 || k.last[j] > 0;
+    if (wanted) {
+      ++i;
+    } else {  // stale: its buffers go back to the allocator
+      kept_[i] = std::move(kept_.back());
+      kept_.pop_back();
+    }
+  }
+}
+
+Tensor Scope::take(size_t bytes, Device* device, const TensorMeta& meta) {
+  Kept* k = nullptr;
+  for (Kept& e : kept_)
+    if (e.bytes == bytes && e.device == device) k = &e;
+  if (k == nullptr) k = &kept_.emplace_back(Kept{bytes, device});
+  const auto u = static_cast<size_t>(current_user_);
+  if (k->demand.size() <= u) k->demand.resize(u + 1), k->last.resize(u + 1), k->most.resize(u + 1);
+  if (++k->demand[u] > k->most[u]) ++k->most[u], ++k->cap;
+  if (k->free.empty()) return Tensor();
+  Tensor t = std::move(k->free.back());
+  k->free.pop_back();
+  TensorImpl* impl = t.impl();  // nobody else holds it (recycle)
+  impl->dtype = meta.dtype;
+  if (!(impl->dims == meta.dims) || !t.is_contiguous()) {
+    impl->dims = meta.dims;
+    impl->strides = contiguous_strides(meta.dims);
+  }
+  return t;
+}
+
+void Scope::clear_recycled() { kept_.clear(); }
+
+size_t Scope::recycled_count() const {
+  size_t n = 0;
+  for (const Kept& k : kept_) n += k.free.size();
+  return n;
+}
+
 std::vector<std::string> Scope::names() const {
   std::vector<std::string> out;
   out.reserve(size_);
@@ -112,10 +194,14 @@ Executor::Executor(const Program& program, Place place, ExecutorOptions options)
       place_(place),
       options_(options),
       scope_(options.scope ? options.scope : std::make_shared<Scope>()) {
+  reuse_ = options_.reuse_buffers && options_.garbage_collect && options_.gc_threshold_bytes == 0;
+  if (reuse_) pool_user_ = scope_->add_pool_user();
   lower();
 }
 
-Executor::~Executor() = default;
+Executor::~Executor() {
+  if (reuse_) scope_->remove_pool_user(pool_user_);
+}
 
 void Executor::lower() {
   const Block& b = program_->global_block();
@@ -218,13 +304,14 @@ std::vector<Executor::Instr> Executor::lower_block(int32_t idx) {
     OAR_ENFORCE(op.type != "feed" && op.type != "fetch", ErrorCode::kInvalidArgument,
                 "executor: " << op.type << " op in sub-block " << idx);
     OpTranslation tr = is_native_op_type(op.type) ? translate_native_op : find_op_translation(op.type);
-    OAR_ENFORCE(tr != nullptr, ErrorCode::kUnimplemented,
-                "executor: op type '" << op.type << "' (block " << idx << ", op " << i << ") has no translation");
+    OAR_ENFORCE(
+        tr != nullptr, ErrorCode::kUnimplemented,
+        "executor: op type '" << op.type << "' (block " << idx << ", op " << i << ") has no translation");
     try {
       out.push_back(Instr{&op, op_idx, tr(op), {}});
     } catch (const Error& e) {
-      throw Error(e.code(), "executor: lowering op " + std::to_string(i) + " of block " + std::to_string(idx) + ": " +
-                                e.what());
+      throw Error(e.code(), "executor: lowering op " + std::to_string(i) + " of block " +
+                                std::to_string(idx) + ": " + e.what());
     }
   }
   return out;
@@ -245,11 +332,13 @@ bool read_condition(const OpRunContext& c, const char* slot) {
 
 OpKernelFn Executor::control_flow(const OpDesc& op, int32_t block_idx, int32_t op_idx) {
   const Attribute* a = op.find_attr("sub_block");
-  OAR_ENFORCE(a != nullptr && std::holds_alternative<BlockRef>(*a), ErrorCode::kInvalidArgument,
-              op.type << " (block " << block_idx << ", op " << op_idx << "): missing the sub_block attribute");
+  OAR_ENFORCE(
+      a != nullptr && std::holds_alternative<BlockRef>(*a), ErrorCode::kInvalidArgument,
+      op.type << " (block " << block_idx << ", op " << op_idx << "): missing the sub_block attribute");
   const int32_t sub = std::get<BlockRef>(*a).idx;
   OAR_ENFORCE(sub > 0 && sub < program_->num_blocks() && sub != block_idx, ErrorCode::kInvalidArgument,
-              op.type << " (block " << block_idx << ", op " << op_idx << "): sub_block " << sub << " is not a valid block");
+              op.type << " (block " << block_idx << ", op " << op_idx << "): sub_block " << sub
+                      << " is not a valid block");
   auto body = std::make_shared<std::vector<Instr>>(lower_block(sub));
   std::vector<std::string> locals;  // erased after each run of the sub-block
   for (const VarDesc& v : program_->block(sub).vars())
@@ -263,15 +352,16 @@ OpKernelFn Executor::control_flow(const OpDesc& op, int32_t block_idx, int32_t o
       try {
         ins.fn(inner);
       } catch (const Error& e) {
-        throw Error(e.code(), "running op " + std::to_string(ins.op_idx) + " (" + ins.op->type + ") of block " +
-                                  std::to_string(sub) + ": " + e.what());
+        throw Error(e.code(), "running op " + std::to_string(ins.op_idx) + " (" + ins.op->type +
+                                  ") of block " + std::to_string(sub) + ": " + e.what());
       }
     }
     for (auto& n : locals) c.scope->erase(n);
   };
   if (op.type == "conditional_block") {
     // Runs the sub-block when Cond (a one-element bool) is true; its writes to outer variables remain.
-    const bool scalar = !op.find_attr("is_scalar_condition") || std::get_if<bool>(op.find_attr("is_scalar_condition")) == nullptr ||
+    const bool scalar = !op.find_attr("is_scalar_condition") ||
+                        std::get_if<bool>(op.find_attr("is_scalar_condition")) == nullptr ||
                         std::get<bool>(*op.find_attr("is_scalar_condition"));
     OAR_ENFORCE(scalar, ErrorCode::kUnimplemented,
                 "conditional_block: only is_scalar_condition=True is supported");
@@ -293,7 +383,9 @@ void Executor::release(int32_t slot) {
   Tensor* t = scope_->find(slot);
   if (t == nullptr) return;
   ++stats_.released;
-  if (options_.gc_threshold_bytes > 0 && t->defined()) {
+  if (run_reuse_ && t->defined()) {
+    scope_->recycle(*t);
+  } else if (options_.gc_threshold_bytes > 0 && t->defined()) {
     garbage_bytes_ += t->numel() * dtype_size(t->dtype());
     garbage_.push_back(std::move(*t));
     stats_.peak_garbage_bytes = std::max(stats_.peak_garbage_bytes, garbage_bytes_);
@@ -355,6 +447,7 @@ void Executor::update_stats() {
 void Executor::clear_temporaries() {
   garbage_.clear();
   garbage_bytes_ = 0;
+  scope_->clear_recycled();
   const Block& b = program_->global_block();
   for (auto& n : scope_->names()) {  // the scope may be shared: only this program's variables
     const VarDesc* v = b.find_var(n);
@@ -413,10 +506,19 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
 
   if (!slots_resolved_) resolve_slots();
   stats_.peak_live_tensors = stats_.peak_live_bytes = stats_.released = stats_.peak_garbage_bytes = 0;
+  stats_.reused = 0;
   bool track = options_.collect_stats;
   int64_t extents[kNumUnknownDims] = {};
   extents[0] = extent > 0 ? extent : 0;
   OpRunContext ctx{scope_.get(), place_, nullptr, 0, 0, &feed_list, &fetch_list, extent, extents};
+  // No buffer reuse while a device graph captures: the pool's buffers come from the device's allocator,
+  // not the graph's private pool, so a captured kernel writing into one would write, at every replay,
+  // into memory the pool may have handed on or given back (docs/device_graph.md).
+  run_reuse_ = reuse_ && g_graph_captures.load(std::memory_order_relaxed) == 0;
+  if (run_reuse_) {
+    scope_->new_run(pool_user_);
+    ctx.reused = &stats_.reused;
+  }
   for (Instr& ins : instrs_) {
     ctx.op = ins.op;
     ctx.op_idx = ins.op_idx;
@@ -437,7 +539,8 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& feeds) {
     for (size_t c = 0; c < fetch_names_.size(); ++c) {
       const Tensor* t = scope_->find(fetch_slots_[c]);
       OAR_ENFORCE(t != nullptr && t->defined(), ErrorCode::kNotFound,
-                  "executor: fetch '" << fetch_names_[c] << "' has no value after the run (not computed by the program)");
+                  "executor: fetch '" << fetch_names_[c]
+                                      << "' has no value after the run (not computed by the program)");
       fetch_list[c] = *t;
     }
   }

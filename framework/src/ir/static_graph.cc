@@ -786,12 +786,17 @@ struct NativeOp {
   Place place;
   std::vector<TensorMeta> in_meta;
   TensorMeta out_meta[kMaxOpOutputs];
+  // Outputs may be written into recycled buffers (Scope::take): not for ops writing an input in place.
+  bool may_reuse = false;
+  Device* device = nullptr;              // place's
+  size_t out_bytes[kMaxOpOutputs] = {};  // of out_meta; 0: allocate (empty)
   bool same_inputs(const Tensor* in, int32_t n_in) const {
     if (!inferred || static_cast<int32_t>(in_meta.size()) != n_in) return false;
     for (int32_t i = 0; i < n_in; ++i) {
       const Tensor& t = in[i];
+      // The device pointer stands for the place (one Device per place): no out-of-line place() call.
       if (t.impl()->symbol != nullptr || t.dtype() != in_meta[i].dtype || !(t.dims() == in_meta[i].dims) ||
-          !(t.place() == place))
+          t.storage()->device() != device)
         return false;
     }
     return true;
@@ -918,6 +923,7 @@ OpKernelFn translate_native_op(const OpDesc& od) {
     const auto& args = od.output(slot);
     n->outputs.push_back(args.empty() ? std::string() : args[0]);
   }
+  n->may_reuse = !n->is_view && def.inplace_input < 0 && def.inplace_mask == 0;
   return [n](OpRunContext& c) {
     const OpDef& def = *n->def;
     if (c.scope != n->scope) n->bind(c.scope);
@@ -959,6 +965,13 @@ OpKernelFn translate_native_op(const OpDesc& od) {
     Tensor outs[kMaxOpOutputs];
     const bool fixed_attrs = !n->needs_extent && n->var_attrs.empty();
     if (fixed_attrs && current_builder() == nullptr && n->same_inputs(in, n_in)) {
+      if (c.reused != nullptr && n->may_reuse) {
+        for (size_t i = 0; i < def.outputs.size(); ++i) {
+          if (n->out_bytes[i] == 0) continue;
+          outs[i] = c.scope->take(n->out_bytes[i], n->device, n->out_meta[i]);
+          *c.reused += outs[i].defined();
+        }
+      }
       run_op_inferred(def, in, n_in, *attrs, c.place, n->out_meta, outs);
     } else {
       run_op(def, in, n_in, *attrs, c.place, outs, n->out_meta);
@@ -967,6 +980,11 @@ OpKernelFn translate_native_op(const OpDesc& od) {
       n->in_meta.resize(n_in);
       for (int32_t i = 0; i < n_in; ++i) n->in_meta[i] = TensorMeta{in[i].dtype(), in[i].dims()};
       n->place = n_in > 0 ? in[0].place() : c.place;
+      n->device = &Runtime::get().device(n->place);
+      for (size_t i = 0; i < def.outputs.size(); ++i) {
+        const int64_t numel = n->out_meta[i].dims.numel();
+        n->out_bytes[i] = numel > 0 ? static_cast<size_t>(numel * dtype_size(n->out_meta[i].dtype)) : 0;
+      }
     }
     if (!n->measures.empty()) n->measure(c, outs[0]);
     for (size_t i = 0; i < n->out_slots.size(); ++i)

@@ -495,8 +495,7 @@ class StaticFunction:
         else:
             tensors = []
             head = _hashable(_flatten((list(args), kwargs), tensors))
-        key = (head, tuple((tuple(t.shape), t.dtype.name, t.stop_gradient, str(t.place)) for t in tensors),
-               getattr(self._instance, "training", None), _amp_key())
+        key = (head, _C._jit_signature(tensors), getattr(self._instance, "training", None), _amp_key())
         cp = self._cache.get(key)
         if cp is None:
             cp = self._build(args, kwargs, tensors)
@@ -624,9 +623,14 @@ def _amp_args():
     return _current_args()
 
 
+_amp_fns = []  # (_args_key, _current_args) of oar.amp.auto_cast, imported on the first call (~2 us each)
+
+
 def _amp_key():
-    from ..amp.auto_cast import _args_key, _current_args
-    return _args_key(_current_args())
+    if not _amp_fns:
+        from ..amp.auto_cast import _args_key, _current_args
+        _amp_fns.extend((_args_key, _current_args))
+    return _amp_fns[0](_amp_fns[1]())
 
 
 def save(layer, path, input_spec=None, **configs):

@@ -25,7 +25,9 @@ void run_op(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attr
 // run_op for a call whose attributes were completed and whose outputs were inferred by an earlier
 // run_op with inputs of the same dtypes, dims and place (out_meta from it), and no program builder
 // current: skips the arity checks, attribute completion and shape inference (the executor's repeated
-// runs of one instruction).
+// runs of one instruction). An output already defined in `outputs` is a buffer the caller owns alone,
+// contiguous, of out_meta's dtype and dims: the kernel writes into it instead of a new allocation
+// (the executor's recycled buffers; a kernel owning its outputs, or the CPU fallback, drops it).
 void run_op_inferred(const OpDef& op, const Tensor* inputs, int32_t n_inputs, Attrs& attrs, Place place,
                      const TensorMeta* out_meta, Tensor* outputs);
 // A typed handle to the op named by a string literal: looked up once per call site, so code that runs

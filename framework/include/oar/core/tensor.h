@@ -35,6 +35,7 @@ class Storage {
   size_t bytes() const { return bytes_; }
   Device* device() const { return device_; }
   Place place() const;
+  bool owned() const { return owned_; }  // taken from the allocator (not wrapped memory)
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
   // How many of the tensors sharing this storage are autograd's saved copies (not user-visible

@@ -8,6 +8,7 @@
 // is released right after the last instruction that reads or writes it (Paddle's eager deletion).
 #pragma once
 
+#include <oar/core/op.h>
 #include <oar/core/tensor.h>
 #include <oar/ir/program.h>
 
@@ -44,11 +45,39 @@ class Scope {
   }
   bool erase(int32_t slot);
 
+  // Buffer reuse (decision 145). Executors running in this scope hand the values they release to
+  // `recycle`; it keeps one only when nobody else can see it (the scope held the last reference to the
+  // tensor and to its storage, which came from the allocator and holds exactly the tensor's elements, no
+  // autograd state) and a run asked for a buffer of that size before. `take` gives such a buffer back,
+  // reshaped to `meta`, for an instruction's output (undefined when none is kept); the kernel writes
+  // into it instead of allocating. Per size at most as many buffers are kept as the executors on the
+  // scope took (or asked for) of that size in one run each (a to_static step: the forward's and the
+  // backward's outputs), so the kept memory is bounded by one run of each program. A size no user
+  // asked for in its current or previous run (the shapes changed) is given back to the allocator.
+  int32_t add_pool_user();              // an executor's id for new_run
+  void remove_pool_user(int32_t user);  // the executor is gone: its demand no longer keeps buffers
+  void new_run(int32_t user);           // a run of that executor starts: its demand counts restart
+  bool recycle(Tensor& t);
+  Tensor take(size_t bytes, Device* device, const TensorMeta& meta);
+  void clear_recycled();
+  size_t recycled_count() const;  // buffers kept now
+
  private:
   std::unordered_map<std::string, int32_t> index_;
   std::deque<Tensor> values_;
   std::vector<char> present_;
   size_t size_ = 0;
+  struct Kept {
+    size_t bytes;
+    Device* device;
+    // Per pool user: takes in its current run, in its previous run, the most in one run.
+    std::vector<int32_t> demand, last, most;
+    int32_t cap = 0;  // the sum of `most`
+    std::vector<Tensor> free;
+  };
+  std::vector<Kept> kept_;  // few distinct sizes per program: a linear search
+  int32_t users_ = 0, current_user_ = 0;
+  std::vector<int32_t> free_users_;  // ids of removed users, given to the next ones
 };
 
 // What an instruction sees when it runs: the scope and the place. Missing inputs throw kNotFound naming
@@ -66,6 +95,9 @@ struct OpRunContext {
   // The run's value of each sentinel (kUnknownDims; 0: not known yet): [0] from the feeds, the others
   // measured on the results of the ops with run-time attributes (decision 96). Null: none.
   int64_t* extents = nullptr;
+  // Non-null: native instructions may write their outputs into the scope's recycled buffers
+  // (ExecutorOptions::reuse_buffers); counts those outputs.
+  int64_t* reused = nullptr;
 
   // The tensor bound to input slot `slot` (argument i).
   const Tensor& in(const std::string& slot, size_t i = 0) const;
@@ -94,7 +126,7 @@ struct ExecutorOptions {
   // Paddle's FLAGS_eager_delete_tensor_gb: released variables are kept as garbage until it holds at
   // least this many bytes, then freed together (0: free each at once; the end of a run frees the rest).
   int64_t gc_threshold_bytes = 0;
-  bool collect_stats = false;   // fill ExecutorStats' live/peak counts (walks the scope per instruction)
+  bool collect_stats = false;  // fill ExecutorStats' live/peak counts (walks the scope per instruction)
   // The scope to run in, shared with other executors (a startup and a main program); a new one when null.
   std::shared_ptr<Scope> scope;
   // Programs without feed/fetch ops (built in static mode) name their feeds and fetches here: feeds are
@@ -103,6 +135,10 @@ struct ExecutorOptions {
   // Variables never garbage collected (read later by another program on the same scope, e.g. the
   // backward part of a to_static program).
   std::vector<std::string> keep;
+  // Released values go to the scope's buffer pool (Scope::recycle) and native instructions write their
+  // outputs into those buffers instead of allocating (decision 145). Only with garbage_collect and
+  // gc_threshold_bytes 0.
+  bool reuse_buffers = true;
 };
 
 struct ExecutorStats {
@@ -112,6 +148,7 @@ struct ExecutorStats {
   int64_t released = 0;           // variables released by garbage collection in the last run
   int64_t runs = 0;
   int64_t peak_garbage_bytes = 0;  // the most bytes held as garbage (gc_threshold_bytes) in the last run
+  int64_t reused = 0;              // outputs written into a recycled buffer in the last run (reuse_buffers)
 };
 
 class Executor {
@@ -170,6 +207,9 @@ class Executor {
   int64_t garbage_bytes_ = 0;
   void release(int32_t slot);
   void resolve_slots();
+  bool reuse_ = false;      // options_.reuse_buffers, when garbage collection frees at once
+  bool run_reuse_ = false;  // reuse_ in this run (off while a device graph captures)
+  int32_t pool_user_ = 0;   // this executor's id in the scope's buffer pool
   bool slots_resolved_ = false;
   std::vector<int32_t> fetch_slots_;        // scope slots of fetch_names_
   std::vector<int32_t> fetch_erase_slots_;  // fetches erased after the run (given to the caller)
