@@ -6,12 +6,15 @@
 // accuracy; the forward sums x - k and (x - k)^2 with k the channel's first element (a shift near the
 // mean, so E[d^2] - E[d]^2 cancels little). The sums are split into pieces whose bounds depend on the
 // shape only, summed piece by piece and the pieces in a fixed order: the same bits for any thread count.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "elementwise.h"
 #include "lowp.h"
+#include "vec_loop.h"
 
 namespace oar_cpu {
 namespace {
@@ -78,6 +81,59 @@ __attribute__((always_inline)) inline void run_sums(const T* x, const T* g, int6
   b0 += b1;
   *s1 = t1 + ((a0[0] + a0[1]) + (a0[2] + a0[3]));
   *s2 = t2 + ((b0[0] + b0[1]) + (b0[2] + b0[3]));
+}
+
+// run_sums for R rows of n elements at once (row q at offset off[q], shift k[q]), on AVX-512: lane j of
+// an 8-double accumulator is run_sums' a0 lane j (j < 4) or a1 lane j - 4, the tail and the final adds are
+// its own, so each row's sums are run_sums' bits. Why: a row's two sums are chains of dependent adds (4
+// cycles each per 8 elements), which leave the adders idle; R independent rows fill them.
+typedef double v8d __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+template <class T>
+[[gnu::always_inline]] inline v8d load8(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    v8f v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, v8d);
+  } else {
+    v8d v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+}
+template <bool kGrad, class T, int R>
+[[gnu::always_inline]] inline void run_sums_x(const T* x, const T* g, const int64_t* off, int64_t n,
+                                              const double* k, double* s1, double* s2) {
+  v8d vk[R], a[R], b[R];
+  for (int q = 0; q < R; ++q) vk[q] = v8d{} + k[q], a[q] = v8d{}, b[q] = v8d{};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int q = 0; q < R; ++q) {
+      const v8d d = load8(x + off[q] + i) - vk[q], u = kGrad ? load8(g + off[q] + i) : d;
+      a[q] += u;
+      b[q] += u * d;
+    }
+  for (int q = 0; q < R; ++q) {
+    double t1 = 0, t2 = 0;
+    for (int64_t j = i; j < n; ++j) {
+      const double d = double(x[off[q] + j]) - k[q], u = kGrad ? double(g[off[q] + j]) : d;
+      t1 += u;
+      t2 += u * d;
+    }
+    const v4d a4 =
+        __builtin_shufflevector(a[q], a[q], 0, 1, 2, 3) + __builtin_shufflevector(a[q], a[q], 4, 5, 6, 7);
+    const v4d b4 =
+        __builtin_shufflevector(b[q], b[q], 0, 1, 2, 3) + __builtin_shufflevector(b[q], b[q], 4, 5, 6, 7);
+    s1[q] = t1 + ((a4[0] + a4[1]) + (a4[2] + a4[3]));
+    s2[q] = t2 + ((b4[0] + b4[1]) + (b4[2] + b4[3]));
+  }
+}
+// rows (<= 4) rows at once.
+template <bool kGrad, class T>
+OAR_VEC_AVX512 void run_sums_rows_avx512(const T* x, const T* g, const int64_t* off, int64_t n,
+                                         const double* k, double* s1, double* s2, int rows) {
+  if (rows == 4) return run_sums_x<kGrad, T, 4>(x, g, off, n, k, s1, s2);
+  for (int q = 0; q < rows; ++q) run_sums_x<kGrad, T, 1>(x, g, off + q, n, k + q, s1 + q, s2 + q);
 }
 
 // The same sums for rows r0..r1 of a [M, C] array (channel last), added to the per-channel s1, s2.
@@ -162,19 +218,24 @@ template <bool kGrad, class T>
 struct SumFns {
   void (*run)(const T*, const T*, int64_t, double, double*, double*);
   void (*block)(const T*, const T*, int64_t, int64_t, int64_t, const double*, double*, double*);
+  // run_sums for up to 4 rows of one length (null: run row by row)
+  void (*rows)(const T*, const T*, const int64_t*, int64_t, const double*, double*, double*, int) = nullptr;
 };
 template <bool kGrad, class T>
 SumFns<kGrad, T> sum_fns() {
   static const bool avx2 = __builtin_cpu_supports("avx2");
-#define OAR_BN_PICK(KG, TT)                                                                \
-  if constexpr (kGrad == KG && std::is_same_v<T, TT>)                                      \
-    return avx2 ? SumFns<kGrad, T>{run_sums_avx2_##KG##_##TT, block_sums_avx2_##KG##_##TT} \
-                : SumFns<kGrad, T>{run_sums_base_##KG##_##TT, block_sums_base_##KG##_##TT};
+#define OAR_BN_PICK(KG, TT)                                                               \
+  if constexpr (kGrad == KG && std::is_same_v<T, TT>)                                     \
+    fns = avx2 ? SumFns<kGrad, T>{run_sums_avx2_##KG##_##TT, block_sums_avx2_##KG##_##TT} \
+               : SumFns<kGrad, T>{run_sums_base_##KG##_##TT, block_sums_base_##KG##_##TT};
+  SumFns<kGrad, T> fns;
   OAR_BN_PICK(false, float)
   OAR_BN_PICK(true, float)
   OAR_BN_PICK(false, double)
   OAR_BN_PICK(true, double)
 #undef OAR_BN_PICK
+  if (vec_isa() == 2) fns.rows = run_sums_rows_avx512<kGrad, T>;
+  return fns;
 }
 
 // Per-channel s1, s2 (each [C], double) of x (and g) against the per-channel shift k.
@@ -188,11 +249,27 @@ void channel_sums(const T* x, const T* g, const Layout& l, const double* k, doub
     const int64_t segs = (l.inner + kSegment - 1) / kSegment, rows = l.outer * l.ch, units = rows * segs;
     std::vector<double> p1(static_cast<size_t>(units)), p2(static_cast<size_t>(units));
     const int64_t grain = std::max<int64_t>(1, 32768 / std::min(l.inner, kSegment));
+    // unit u: its offset in x, its length and its channel's shift
+    const auto unit = [&](int64_t u, int64_t* off, double* kc) {
+      const int64_t r = u / segs, s = u % segs, b = s * kSegment;
+      *off = r * l.inner + b;
+      *kc = k[r % l.ch];
+      return std::min(l.inner, b + kSegment) - b;
+    };
     parallel_for(0, units, grain, [&](int64_t lo, int64_t hi) {
-      for (int64_t u = lo; u < hi; ++u) {
-        const int64_t r = u / segs, s = u % segs, c = r % l.ch;
-        const int64_t b = s * kSegment, n = std::min(l.inner, b + kSegment) - b, off = r * l.inner + b;
-        fn.run(x + off, kGrad ? g + off : nullptr, n, k[c], &p1[u], &p2[u]);
+      for (int64_t u = lo; u < hi;) {
+        int64_t off[4];
+        double kc[4];
+        const int64_t n = unit(u, &off[0], &kc[0]);
+        if (fn.rows == nullptr) {
+          fn.run(x + off[0], kGrad ? g + off[0] : nullptr, n, kc[0], &p1[u], &p2[u]);
+          ++u;
+          continue;
+        }
+        int r = 1;  // up to 4 units of one length
+        while (r < 4 && u + r < hi && unit(u + r, &off[r], &kc[r]) == n) ++r;
+        fn.rows(x, g, off, n, kc, &p1[u], &p2[u], r);
+        u += r;
       }
     });
     for (int64_t o = 0; o < l.outer; ++o)
@@ -236,6 +313,56 @@ void per_channel_map(const Layout& l, F f) {
   }
 }
 
+// The float32 elementwise passes over rows [o, c, :] (inner > 1), AVX-512: 16 lanes and a masked tail
+// (at 7x7 a third of a row's elements). Elementwise the operations of bn_forward / bn_backward's loops, in
+// their order (no FMA: OAR_VEC_AVX512 compiles with fp-contract=off), so the same bits. kKind: 0 the
+// forward y = (x - m) a + b; 1 the training backward dx = a ((g - gm) - (x - m) q); 2 the backward with
+// global statistics dx = g a (x unused).
+template <int kKind>
+OAR_VEC_AVX512 void planes_avx512(const float* x, const float* g, float* y, int64_t r0, int64_t r1,
+                                  int64_t inner, int64_t ch, const float* cm, const float* ca,
+                                  const float* cb, const float* cq) {
+  const auto op = [&](int64_t c, __m512 vx, __m512 vg) __attribute__((always_inline)) {
+    const vf16 a = _mm512_set1_ps(ca[c]);
+    if constexpr (kKind == 0) return vf16((vf16(vx) - _mm512_set1_ps(cm[c])) * a + _mm512_set1_ps(cb[c]));
+    if constexpr (kKind == 1)
+      return vf16(a * ((vf16(vg) - _mm512_set1_ps(cb[c])) -
+                       (vf16(vx) - _mm512_set1_ps(cm[c])) * _mm512_set1_ps(cq[c])));
+    return vf16(vf16(vg) * a);
+  };
+  const __mmask16 tail = static_cast<__mmask16>((1u << (inner % 16)) - 1);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t c = r % ch, base = r * inner;
+    int64_t i = 0;
+    for (; i + 16 <= inner; i += 16) {
+      const __m512 vx = kKind == 2 ? _mm512_setzero_ps() : _mm512_loadu_ps(x + base + i);
+      const __m512 vg = kKind == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(g + base + i);
+      _mm512_storeu_ps(y + base + i, op(c, vx, vg));
+    }
+    if (tail) {
+      const __m512 vx = kKind == 2 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(tail, x + base + i);
+      const __m512 vg = kKind == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(tail, g + base + i);
+      _mm512_mask_storeu_ps(y + base + i, tail, op(c, vx, vg));
+    }
+  }
+}
+// The rows [o, c, :] of a float32 pass on AVX-512 in parallel, as per_channel_map splits them; false when
+// the pass is not one of these (other dtypes, channels last, other CPUs).
+template <int kKind, class T>
+bool planes_f32(const Layout& l, const T* x, const T* g, T* y, const T* cm, const T* ca, const T* cb,
+                const T* cq) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (l.inner <= 1 || vec_isa() != 2) return false;
+    if (l.outer == 0 || l.ch == 0) return true;
+    parallel_for(0, l.outer * l.ch, std::max<int64_t>(1, 32768 / l.inner), [&](int64_t lo, int64_t hi) {
+      planes_avx512<kKind>(x, g, y, lo, hi, l.inner, l.ch, cm, ca, cb, cq);
+    });
+    return true;
+  }
+}
+
 // The forward on contiguous x of type T (float or double), statistics in S, out in T.
 template <class T, class S>
 void bn_forward(const T* x, T* out, const S* w, const S* b, const S* rm, const S* rv, S* mean_out, S* var_out,
@@ -268,6 +395,7 @@ void bn_forward(const T* x, T* out, const S* w, const S* b, const S* rm, const S
     ca[c] = C(rs * double(w[c]));
     cb[c] = C(b[c]);
   }
+  if (planes_f32<0, T>(l, x, nullptr, out, cm.data(), ca.data(), cb.data(), nullptr)) return;
   per_channel_map(l, [&](int64_t c0, int64_t off, int64_t n, int64_t step) {
     const T* xr = x + off;
     T* yr = out + off;
@@ -302,6 +430,9 @@ void bn_backward(const T* x, const T* g, const S* w, const S* sm, const S* sr, T
     cg[c] = global || m == 0 ? C(0) : C(s1[c] / m);
     cq[c] = global || m == 0 ? C(0) : C(rs * dweight / m);
   }
+  if (global ? planes_f32<2, T>(l, x, g, dx, cm.data(), ca.data(), cg.data(), cq.data())
+             : planes_f32<1, T>(l, x, g, dx, cm.data(), ca.data(), cg.data(), cq.data()))
+    return;
   per_channel_map(l, [&](int64_t c0, int64_t off, int64_t n, int64_t step) {
     const T *xr = x + off, *gr = g + off;
     T* dr = dx + off;
