@@ -129,7 +129,7 @@ SoftmaxGradRow softmax_grad_row_fn() {
                     : softmax_grad_row_base<kLog>;
 }
 
-// Rows of n <= 16 on AVX-512 (short_rows_ok): one register per row and no per-row call, the rows
+// Rows of n <= 16 on AVX-512 (softmax_grad_rows16_fn): one register per row and no per-row call, the rows
 // independent so their short chains overlap. The same operations in the same order as
 // softmax_grad_row: the products g y (masked loads: lanes past n are 0), sum8's lanes k and k + 8 (from
 // 0; adding the zero lanes changes no value), its tree 4, 2, 1, then the row; so the same bits. The row
