@@ -6,10 +6,9 @@
 // accuracy; the forward sums x - k and (x - k)^2 with k the channel's first element (a shift near the
 // mean, so E[d^2] - E[d]^2 cancels little). The sums are split into pieces whose bounds depend on the
 // shape only, summed piece by piece and the pieces in a fixed order: the same bits for any thread count.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "elementwise.h"
@@ -247,31 +246,43 @@ void channel_sums(const T* x, const T* g, const Layout& l, const double* k, doub
   if (l.m() == 0 || l.ch == 0) return;
   if (l.inner > 1) {
     const int64_t segs = (l.inner + kSegment - 1) / kSegment, rows = l.outer * l.ch, units = rows * segs;
-    std::vector<double> p1(static_cast<size_t>(units)), p2(static_cast<size_t>(units));
+    // every unit's sums are written (no zeroing)
+    const std::unique_ptr<double[]> p1(new double[static_cast<size_t>(units)]),
+        p2(new double[static_cast<size_t>(units)]);
     const int64_t grain = std::max<int64_t>(1, 32768 / std::min(l.inner, kSegment));
-    // unit u: its offset in x, its length and its channel's shift
-    const auto unit = [&](int64_t u, int64_t* off, double* kc) {
-      const int64_t r = u / segs, s = u % segs, b = s * kSegment;
-      *off = r * l.inner + b;
-      *kc = k[r % l.ch];
-      return std::min(l.inner, b + kSegment) - b;
-    };
     parallel_for(0, units, grain, [&](int64_t lo, int64_t hi) {
+      // Unit u is segment s of row r = (o, c), stepped rather than divided: three divisions per unit
+      // cost about as much as the sums of a 49-element row.
+      int64_t r = lo / segs, s = lo % segs, c = r % l.ch;
       for (int64_t u = lo; u < hi;) {
-        int64_t off[4];
+        int64_t off[4], n = 0;
         double kc[4];
-        const int64_t n = unit(u, &off[0], &kc[0]);
-        if (fn.rows == nullptr) {
-          fn.run(x + off[0], kGrad ? g + off[0] : nullptr, n, kc[0], &p1[u], &p2[u]);
-          ++u;
-          continue;
+        int cnt = 0;  // up to 4 units of one length (fn.rows), else one
+        while (cnt < (fn.rows ? 4 : 1) && u + cnt < hi) {
+          const int64_t b = s * kSegment, len = std::min(l.inner, b + kSegment) - b;
+          if (cnt > 0 && len != n) break;
+          n = len, off[cnt] = r * l.inner + b, kc[cnt] = k[c], ++cnt;
+          if (++s == segs) {
+            s = 0, ++r;
+            if (++c == l.ch) c = 0;
+          }
         }
-        int r = 1;  // up to 4 units of one length
-        while (r < 4 && u + r < hi && unit(u + r, &off[r], &kc[r]) == n) ++r;
-        fn.rows(x, g, off, n, kc, &p1[u], &p2[u], r);
-        u += r;
+        if (fn.rows)
+          fn.rows(x, g, off, n, kc, &p1[u], &p2[u], cnt);
+        else
+          fn.run(x + off[0], kGrad ? g + off[0] : nullptr, n, kc[0], &p1[u], &p2[u]);
+        u += cnt;
       }
     });
+    // Each channel adds its units in (o, s) order. One segment a row: a loop over c that vectorises
+    // (channels are independent sums; at 7x7 the scalar loop was ~8% of the forward).
+    if (segs == 1) {
+      for (int64_t o = 0; o < l.outer; ++o) {
+        const double *q1 = &p1[o * l.ch], *q2 = &p2[o * l.ch];
+        for (int64_t c = 0; c < l.ch; ++c) s1[c] += q1[c], s2[c] += q2[c];
+      }
+      return;
+    }
     for (int64_t o = 0; o < l.outer; ++o)
       for (int64_t c = 0; c < l.ch; ++c)
         for (int64_t s = 0; s < segs; ++s) {
@@ -303,63 +314,14 @@ void per_channel_map(const Layout& l, F f) {
   if (l.outer == 0 || l.ch == 0 || l.inner == 0) return;  // an empty x (use_global_stats)
   if (l.inner > 1) {
     parallel_for(0, l.outer * l.ch, std::max<int64_t>(1, 32768 / l.inner), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) f(r % l.ch, r * l.inner, l.inner, 0);
+      for (int64_t r = lo, c = lo % l.ch; r < hi; ++r, c = c + 1 == l.ch ? 0 : c + 1)
+        f(c, r * l.inner, l.inner, 0);
     });
   } else {
     parallel_for(0, l.outer, std::max<int64_t>(1, 32768 / std::max<int64_t>(l.ch, 1)),
                  [&](int64_t lo, int64_t hi) {
                    for (int64_t r = lo; r < hi; ++r) f(0, r * l.ch, l.ch, 1);
                  });
-  }
-}
-
-// The float32 elementwise passes over rows [o, c, :] (inner > 1), AVX-512: 16 lanes and a masked tail
-// (at 7x7 a third of a row's elements). Elementwise the operations of bn_forward / bn_backward's loops, in
-// their order (no FMA: OAR_VEC_AVX512 compiles with fp-contract=off), so the same bits. kKind: 0 the
-// forward y = (x - m) a + b; 1 the training backward dx = a ((g - gm) - (x - m) q); 2 the backward with
-// global statistics dx = g a (x unused).
-template <int kKind>
-OAR_VEC_AVX512 void planes_avx512(const float* x, const float* g, float* y, int64_t r0, int64_t r1,
-                                  int64_t inner, int64_t ch, const float* cm, const float* ca,
-                                  const float* cb, const float* cq) {
-  const auto op = [&](int64_t c, __m512 vx, __m512 vg) __attribute__((always_inline)) {
-    const vf16 a = _mm512_set1_ps(ca[c]);
-    if constexpr (kKind == 0) return vf16((vf16(vx) - _mm512_set1_ps(cm[c])) * a + _mm512_set1_ps(cb[c]));
-    if constexpr (kKind == 1)
-      return vf16(a * ((vf16(vg) - _mm512_set1_ps(cb[c])) -
-                       (vf16(vx) - _mm512_set1_ps(cm[c])) * _mm512_set1_ps(cq[c])));
-    return vf16(vf16(vg) * a);
-  };
-  const __mmask16 tail = static_cast<__mmask16>((1u << (inner % 16)) - 1);
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t c = r % ch, base = r * inner;
-    int64_t i = 0;
-    for (; i + 16 <= inner; i += 16) {
-      const __m512 vx = kKind == 2 ? _mm512_setzero_ps() : _mm512_loadu_ps(x + base + i);
-      const __m512 vg = kKind == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(g + base + i);
-      _mm512_storeu_ps(y + base + i, op(c, vx, vg));
-    }
-    if (tail) {
-      const __m512 vx = kKind == 2 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(tail, x + base + i);
-      const __m512 vg = kKind == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(tail, g + base + i);
-      _mm512_mask_storeu_ps(y + base + i, tail, op(c, vx, vg));
-    }
-  }
-}
-// The rows [o, c, :] of a float32 pass on AVX-512 in parallel, as per_channel_map splits them; false when
-// the pass is not one of these (other dtypes, channels last, other CPUs).
-template <int kKind, class T>
-bool planes_f32(const Layout& l, const T* x, const T* g, T* y, const T* cm, const T* ca, const T* cb,
-                const T* cq) {
-  if constexpr (!std::is_same_v<T, float>) {
-    return false;
-  } else {
-    if (l.inner <= 1 || vec_isa() != 2) return false;
-    if (l.outer == 0 || l.ch == 0) return true;
-    parallel_for(0, l.outer * l.ch, std::max<int64_t>(1, 32768 / l.inner), [&](int64_t lo, int64_t hi) {
-      planes_avx512<kKind>(x, g, y, lo, hi, l.inner, l.ch, cm, ca, cb, cq);
-    });
-    return true;
   }
 }
 
@@ -395,7 +357,6 @@ void bn_forward(const T* x, T* out, const S* w, const S* b, const S* rm, const S
     ca[c] = C(rs * double(w[c]));
     cb[c] = C(b[c]);
   }
-  if (planes_f32<0, T>(l, x, nullptr, out, cm.data(), ca.data(), cb.data(), nullptr)) return;
   per_channel_map(l, [&](int64_t c0, int64_t off, int64_t n, int64_t step) {
     const T* xr = x + off;
     T* yr = out + off;
@@ -430,9 +391,6 @@ void bn_backward(const T* x, const T* g, const S* w, const S* sm, const S* sr, T
     cg[c] = global || m == 0 ? C(0) : C(s1[c] / m);
     cq[c] = global || m == 0 ? C(0) : C(rs * dweight / m);
   }
-  if (global ? planes_f32<2, T>(l, x, g, dx, cm.data(), ca.data(), cg.data(), cq.data())
-             : planes_f32<1, T>(l, x, g, dx, cm.data(), ca.data(), cg.data(), cq.data()))
-    return;
   per_channel_map(l, [&](int64_t c0, int64_t off, int64_t n, int64_t step) {
     const T *xr = x + off, *gr = g + off;
     T* dr = dx + off;
