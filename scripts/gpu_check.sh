@@ -336,13 +336,14 @@ PYTESTLOG=$OUT/pytest.txt
 # Files with the `device` fixture (tests/python/conftest.py), the op suite's own file left out (step ops),
 # and the CUDA plugin's own checks.
 mapfile -t PYFILES < <(grep -l "def test_[a-z0-9_]*(.*\bdevice\b" "$ROOT"/tests/python/test_*.py | grep -v test_op_suite.py)
-PYFILES+=("$ROOT/tests/python/test_cuda_plugin.py" "$ROOT/tests/python/test_cuda_batch_norm.py")
+PYFILES+=("$ROOT/tests/python/test_cuda_plugin.py" "$ROOT/tests/python/test_cuda_batch_norm.py"
+         "$ROOT/tests/python/test_cuda_graph.py")
 XDIST=()
 if "$PY" -c "import xdist" 2>/dev/null && [ "$(nproc)" -ge 8 ]; then XDIST=(-n 8); fi
 TOUT=()
 if "$PY" -c "import pytest_timeout" 2>/dev/null; then TOUT=(--timeout 60); fi
 run_step pytest 150 "$PYTESTLOG" "$PY" -m pytest -p no:cacheprovider -rfE --tb=short -q "${XDIST[@]}" "${TOUT[@]}" \
-  -k "$DEVTYPE or test_cuda_plugin or test_cuda_batch_norm" "${PYFILES[@]}"
+  -k "$DEVTYPE or test_cuda_plugin or test_cuda_batch_norm or test_cuda_graph" "${PYFILES[@]}"
 [ "$LAST_RC" = 5 ] && STEP_STATUS=FAIL STEP_NOTE="no test selected for $DEVTYPE"
 finish_step pytest "$(grep -E '(passed|failed|error|skipped)' "$PYTESTLOG" | tail -1)"
 

@@ -5,6 +5,7 @@
 #include <oar/core/dispatch.h>
 #include <oar/core/dispatch_hooks.h>
 #include <oar/core/error.h>
+#include <oar/core/graph.h>
 
 #include <algorithm>
 #include <atomic>
@@ -205,6 +206,7 @@ void run_fallback(const OpDef& op, const Tensor* inputs, int32_t n_in, Attrs& at
                               : "the " + type_name + " kernel declined this " + dtype_name(kd) + " call (" + declined + ")";
   OAR_ENFORCE(!place.is_cpu() || declined.empty(), ErrorCode::kUnimplemented,
               op.name << ": " << why << " and cpu has nothing to fall back to");
+  if (g_graph_captures.load(std::memory_order_relaxed) != 0) DeviceGraph::check_fallback(op, place, why);
   // Nothing to fall back to: the dtype is not supported by this op anywhere we could run it.
   OAR_ENFORCE(rt.kernel(op.id, kCpuDeviceType, kd) != nullptr, ErrorCode::kType,
               op.name << ": dtype " << dtype_name(kd) << " is not supported"
@@ -267,6 +269,8 @@ void launch(OpCall& call) {
                   ErrorCode::kInvalidArgument,
                   op.name << ": input " << i << " ('" << op.inputs[op.variadic ? 0 : i]
                           << "') is written in place and must be contiguous");
+  if (__builtin_expect(g_graph_captures.load(std::memory_order_relaxed) != 0, 0))
+    DeviceGraph::check_op(op, call.inputs, n_in, call.place);  // a graph is capturing somewhere
   Runtime& rt = Runtime::get();
   const bool forced = !call.place.is_cpu() && [&] {
     const std::atomic<bool>* f = fallback_state().forced.find(op.id);

@@ -1,6 +1,7 @@
 // Plugin discovery and loading, device types and devices, copies between places, trace events.
 #include <glog/logging.h>
 #include <oar/core/error.h>
+#include <oar/core/graph.h>
 #include <oar/core/runtime.h>
 
 #include <algorithm>
@@ -129,7 +130,23 @@ Device::Device(const DeviceType* type, int32_t index) : type_(type), place_{type
   raw.synchronize = [this] { synchronize(); };
   size_t chunk = props_.alloc_chunk_bytes ? props_.alloc_chunk_bytes : (size_t{2} << 20);
   size_t align = std::max<uint64_t>(props_.alloc_alignment, 64);
+  raw_ = raw;
   allocator_ = std::make_unique<BestFitAllocator>(std::move(raw), chunk, align);
+}
+
+GraphPool* Device::new_graph_pool() const {
+  RawMemory raw = raw_;
+  // A pool dies with its last tensor, maybe while another graph captures this device, when the device's
+  // synchronize is refused: its chunks are then freed after a warning (a plugin's free waits for the
+  // device itself, as cudaFree does; the sim's does).
+  raw.synchronize = [this] {
+    try {
+      synchronize();
+    } catch (const std::exception& e) {
+      LOG(WARNING) << name() << ": freeing a graph's memory pool: " << e.what();
+    }
+  };
+  return new GraphPool(std::move(raw), allocator_->chunk_bytes(), allocator_->alignment());
 }
 
 Device::~Device() = default;
@@ -631,6 +648,8 @@ void Runtime::copy_bytes(void* dst, Place dst_place, const void* src, Place src_
     std::memcpy(dst, src, bytes);
     return;
   }
+  if (__builtin_expect(g_graph_captures.load(std::memory_order_relaxed) != 0, 0))
+    DeviceGraph::check_copy(dst_place, src_place);
   const OarMemLocation host{OAR_MEM_HOST, 0};
   if (src_place == dst_place) {  // on one device: ordered on its stream, no host wait needed
     Device& d = device(dst_place);

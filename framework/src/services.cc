@@ -269,7 +269,8 @@ const OarCoreServices kServices = {
 
 // What the core handed to plugins at each published minor of ABI major 1: the sizes of the two tables
 // that grew. 1.0 ended the services before trace_event and the kernel API before workspace (both
-// appended in 1.1); 1.1 ended the services before register_kernel_ex (appended in 1.2). Indexed by minor.
+// appended in 1.1); 1.1 ended the services before register_kernel_ex (appended in 1.2); 1.3 grew only the
+// plugin's stream table. Indexed by minor.
 struct MinorLayout {
   size_t services_size, kernel_api_size;
 };
@@ -277,6 +278,7 @@ const MinorLayout kMinorLayouts[] = {
     {offsetof(OarCoreServices, trace_event), offsetof(OarKernelApi, workspace)},
     {offsetof(OarCoreServices, register_kernel_ex), sizeof(OarKernelApi)},
     {sizeof(OarCoreServices), sizeof(OarKernelApi)},
+    {sizeof(OarCoreServices), sizeof(OarKernelApi)},  // 1.3 appended to the plugin's stream table only
 };
 static_assert(sizeof(kMinorLayouts) / sizeof(kMinorLayouts[0]) == OAR_ABI_VERSION_MINOR + 1,
               "add the layout of the new ABI minor to kMinorLayouts");

@@ -1,6 +1,7 @@
 #include <oar/core/autograd.h>
 #include <oar/core/dispatch_hooks.h>
 #include <oar/core/error.h>
+#include <oar/core/graph.h>
 #include <oar/core/ops.h>
 #include <oar/core/runtime.h>
 #include <oar/core/tensor.h>
@@ -17,14 +18,27 @@ namespace oar {
 // ---- Storage ------------------------------------------------------------------------------------
 Storage::Storage(Device* device, size_t bytes)
     : device_(device), data_(nullptr), bytes_(bytes), stream_(device->stream()), owned_(true) {
-  data_ = device->allocator().allocate(bytes, stream_);
+  GraphPool* pool = device->capture_pool();
+  if (__builtin_expect(pool == nullptr, 1)) {
+    data_ = device->allocator().allocate(bytes, stream_);
+    return;
+  }
+  data_ = pool->alloc.allocate(bytes, stream_);  // capturing a graph: its private pool
+  pool->retain();
+  pool_ = pool;
 }
 
 Storage::Storage(Device* device, void* data, size_t bytes, std::shared_ptr<void> keep_alive)
     : device_(device), data_(data), bytes_(bytes), owned_(false), keep_alive_(std::move(keep_alive)) {}
 
 Storage::~Storage() {
-  if (owned_) device_->allocator().free(data_, bytes_, stream_);
+  if (!owned_) return;
+  if (__builtin_expect(pool_ == nullptr, 1)) {
+    device_->allocator().free(data_, bytes_, stream_);
+    return;
+  }
+  pool_->alloc.free(data_, bytes_, stream_);
+  pool_->release();
 }
 
 Place Storage::place() const { return device_->place(); }

@@ -108,6 +108,21 @@ using gpu_bf16 = hip_bfloat16;
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuRuntimeGetVersion hipRuntimeGetVersion
 #define gpuDriverGetVersion hipDriverGetVersion
+// Graph capture (ABI 1.3).
+using gpuGraph_t = hipGraph_t;
+using gpuGraphExec_t = hipGraphExec_t;
+using gpuStreamCaptureStatus = hipStreamCaptureStatus;
+#define gpuStreamBeginCapture hipStreamBeginCapture
+#define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuStreamIsCapturing hipStreamIsCapturing
+#define gpuStreamCaptureStatusNone hipStreamCaptureStatusNone
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphExecDestroy hipGraphExecDestroy
+#define gpuGraphDestroy hipGraphDestroy
+inline hipError_t gpuGraphInstantiate(hipGraphExec_t* exec, hipGraph_t graph) {
+  return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0);
+}
 // The runtime version the plugin was compiled against, as text (shown by the doctor): "5.2.21153".
 #define OAR_GPU_RUNTIME_VERSION_TEXT \
   OAR_GPU_STR(HIP_VERSION_MAJOR) "." OAR_GPU_STR(HIP_VERSION_MINOR) "." OAR_GPU_STR(HIP_VERSION_PATCH)
@@ -208,6 +223,22 @@ using gpu_bf16 = __nv_bfloat16;
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuRuntimeGetVersion cudaRuntimeGetVersion
 #define gpuDriverGetVersion cudaDriverGetVersion
+// Graph capture (ABI 1.3).
+using gpuGraph_t = cudaGraph_t;
+using gpuGraphExec_t = cudaGraphExec_t;
+using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuStreamIsCapturing cudaStreamIsCapturing
+#define gpuStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphExecDestroy cudaGraphExecDestroy
+#define gpuGraphDestroy cudaGraphDestroy
+// cudaGraphInstantiate changed its signature in CUDA 12; the WithFlags form is the same since 11.4.
+inline cudaError_t gpuGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph) {
+  return cudaGraphInstantiateWithFlags(exec, graph, 0);
+}
 // CUDART_VERSION as it is ("13000" is 13.0): oar.version.cuda() reads that form.
 #define OAR_GPU_RUNTIME_VERSION_TEXT OAR_GPU_STR(CUDART_VERSION)
 // cudaRuntimeGetVersion's number: major * 1000 + minor * 10.

@@ -321,6 +321,38 @@ void Registry::add(const char* op, const std::vector<OarDType>& dtypes, sdk::Ker
 
 namespace {
 
+// ---- graph capture state (ABI 1.3) --------------------------------------------------------------------
+// The streams capturing now, per device. CUDA itself fails a synchronisation of a capturing stream and
+// invalidates the capture; oar refuses it first (OAR_ERR_PRECONDITION naming the capture), so the capture
+// stays usable and the error says what happened.
+struct Captures {
+  std::mutex mu;
+  std::vector<std::pair<int32_t, gpuStream_t>> open;
+};
+Captures& captures() {
+  static auto* c = new Captures;
+  return *c;
+}
+bool device_capturing(int32_t device) {
+  Captures& c = captures();
+  std::lock_guard<std::mutex> lk(c.mu);
+  for (auto& o : c.open)
+    if (o.first == device) return true;
+  return false;
+}
+bool stream_capturing(gpuStream_t s) {
+  if (!s) return false;
+  gpuStreamCaptureStatus st = gpuStreamCaptureStatusNone;
+  gpu_check(gpuStreamIsCapturing(s, &st), OAR_GPU_API_PREFIX "StreamIsCapturing");
+  return st != gpuStreamCaptureStatusNone;
+}
+void refuse_while_capturing(bool capturing, int32_t device, const char* what) {
+  if (capturing)
+    throw sdk::Error(OAR_ERR_PRECONDITION, "gpu:" + std::to_string(device) + ": " + what +
+                                               " while a stream captures a graph (its work is recorded, not "
+                                               "run, until end_capture)");
+}
+
 // ---- device table --------------------------------------------------------------------------------------
 OarError* device_count(int32_t* count) {
   return guard([&] { *count = checked_count(); });
@@ -355,6 +387,7 @@ OarError* device_synchronize(int32_t device) {
   return guard([&] {
     check_device(device);
     set_device(device);
+    refuse_while_capturing(device_capturing(device), device, "device synchronize");
     gpu_check(gpuDeviceSynchronize(), OAR_GPU_API_PREFIX "DeviceSynchronize");
     raise_device_error(device);
   });
@@ -412,6 +445,8 @@ OarError* mem_free(int32_t device, int32_t kind, void* ptr) {
       case OAR_MEM_DEVICE:
         check_device(device);
         set_device(device);
+        // cudaFree synchronizes the device, which would invalidate an open capture.
+        refuse_while_capturing(device_capturing(device), device, "freeing device memory");
         gpu_check(gpuFree(ptr), OAR_GPU_API_PREFIX "Free");
         return;
       case OAR_MEM_PINNED_HOST:
@@ -429,6 +464,7 @@ OarError* mem_set(int32_t device, void* ptr, int32_t value, uint64_t bytes, OarS
     check_device(device);
     set_device(device);
     auto s = reinterpret_cast<gpuStream_t>(stream);
+    if (!s) refuse_while_capturing(device_capturing(device), device, "a synchronous memset");
     gpu_check(gpuMemsetAsync(ptr, value, bytes, s), OAR_GPU_API_PREFIX "MemsetAsync");
     if (!s) {
       gpu_check(gpuStreamSynchronize(nullptr), OAR_GPU_API_PREFIX "StreamSynchronize");
@@ -448,6 +484,14 @@ OarError* mem_copy(int32_t device, void* dst, OarMemLocation dst_loc, const void
     }
     check_device(device);
     set_device(device);
+    if (!s)
+      refuse_while_capturing(device_capturing(device), device, "a synchronous memcpy");
+    else if (dst_loc.kind == OAR_MEM_HOST || src_loc.kind == OAR_MEM_HOST)
+      // CUDA cannot capture pageable copies: a copy to it needs a host wait, a copy from it would fix
+      // the bytes of the capture in every replay.
+      refuse_while_capturing(stream_capturing(s), device,
+                             dst_loc.kind == OAR_MEM_HOST ? "a memcpy to pageable host memory"
+                                                          : "a memcpy from pageable host memory");
     // Unified addressing: the runtime knows where each pointer lives; one call serves every direction.
     gpu_check(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDefault, s), OAR_GPU_API_PREFIX "MemcpyAsync");
     if (!s) {
@@ -486,6 +530,9 @@ OarError* stream_destroy(int32_t device, OarStream stream) {
 OarError* stream_synchronize(int32_t device, OarStream stream) {
   return guard([&] {
     set_device(device);
+    refuse_while_capturing(
+        stream ? stream_capturing(reinterpret_cast<gpuStream_t>(stream)) : device_capturing(device), device,
+        "stream synchronize");
     if (!stream)
       gpu_check(gpuDeviceSynchronize(), OAR_GPU_API_PREFIX "DeviceSynchronize");
     else
@@ -497,6 +544,7 @@ OarError* stream_synchronize(int32_t device, OarStream stream) {
 OarError* stream_query(int32_t device, OarStream stream, int32_t* done) {
   return guard([&] {
     set_device(device);
+    refuse_while_capturing(stream_capturing(reinterpret_cast<gpuStream_t>(stream)), device, "stream query");
     gpuError_t e = gpuStreamQuery(reinterpret_cast<gpuStream_t>(stream));
     if (e == gpuErrorNotReady) {
       *done = 0;
@@ -520,6 +568,70 @@ OarError* stream_launch_host_func(int32_t device, OarStream stream, void (*fn)(v
     set_device(device);
     gpu_check(gpuLaunchHostFunc(reinterpret_cast<gpuStream_t>(stream), fn, arg),
               OAR_GPU_API_PREFIX "LaunchHostFunc");
+  });
+}
+
+// Graph capture (ABI 1.3): relaxed mode, so that the core may allocate (cudaMalloc) while capturing;
+// a graph is instantiated once at end_capture and launched as often as asked.
+struct GpuGraph {
+  int32_t device;
+  gpuGraphExec_t exec;
+};
+OarError* stream_begin_capture(int32_t device, OarStream stream) {
+  return guard([&] {
+    check_device(device);
+    set_device(device);
+    OAR_SDK_CHECK(stream, OAR_ERR_INVALID_ARGUMENT,
+                  "gpu: begin_capture: the NULL (synchronous) stream cannot capture");
+    auto s = reinterpret_cast<gpuStream_t>(stream);
+    gpu_check(gpuStreamBeginCapture(s, gpuStreamCaptureModeRelaxed), OAR_GPU_API_PREFIX "StreamBeginCapture");
+    Captures& c = captures();
+    std::lock_guard<std::mutex> lk(c.mu);
+    c.open.emplace_back(device, s);
+  });
+}
+OarError* stream_end_capture(int32_t device, OarStream stream, OarGraph* graph) {
+  return guard([&] {
+    OAR_SDK_CHECK(graph, OAR_ERR_INVALID_ARGUMENT, "gpu: end_capture: graph is NULL");
+    *graph = nullptr;
+    set_device(device);
+    auto s = reinterpret_cast<gpuStream_t>(stream);
+    {
+      Captures& c = captures();
+      std::lock_guard<std::mutex> lk(c.mu);
+      auto it = std::find(c.open.begin(), c.open.end(), std::make_pair(device, s));
+      OAR_SDK_CHECK(it != c.open.end(), OAR_ERR_PRECONDITION,
+                    "gpu:" << device << ": end_capture: the stream is not capturing (begin_capture first)");
+      c.open.erase(it);
+    }
+    gpuGraph_t g = nullptr;
+    gpu_check(gpuStreamEndCapture(s, &g), OAR_GPU_API_PREFIX "StreamEndCapture");
+    gpuGraphExec_t exec = nullptr;
+    gpuError_t e = gpuGraphInstantiate(&exec, g);
+    (void)gpuGraphDestroy(g);  // the executable graph is independent of it
+    gpu_check(e, OAR_GPU_API_PREFIX "GraphInstantiate");
+    *graph = reinterpret_cast<OarGraph>(new GpuGraph{device, exec});
+  });
+}
+OarError* stream_graph_launch(int32_t device, OarGraph graph, OarStream stream) {
+  return guard([&] {
+    OAR_SDK_CHECK(graph, OAR_ERR_INVALID_ARGUMENT, "gpu: graph_launch: graph is NULL");
+    auto* g = reinterpret_cast<GpuGraph*>(graph);
+    OAR_SDK_CHECK(g->device == device, OAR_ERR_INVALID_ARGUMENT,
+                  "gpu: a graph captured on gpu:" << g->device << " launched on gpu:" << device);
+    set_device(device);
+    gpu_check(gpuGraphLaunch(g->exec, reinterpret_cast<gpuStream_t>(stream)),
+              OAR_GPU_API_PREFIX "GraphLaunch");
+  });
+}
+OarError* stream_graph_destroy(int32_t device, OarGraph graph) {
+  return guard([&] {
+    if (!graph) return;
+    auto* g = reinterpret_cast<GpuGraph*>(graph);
+    set_device(device);
+    gpuError_t e = gpuGraphExecDestroy(g->exec);
+    delete g;
+    gpu_check(e, OAR_GPU_API_PREFIX "GraphExecDestroy");
   });
 }
 
@@ -604,6 +716,10 @@ void fill_runtime_tables(sdk::Tables& t) {
   t.stream.query = stream_query;
   t.stream.wait_event = stream_wait_event;
   t.stream.launch_host_func = stream_launch_host_func;
+  t.stream.begin_capture = stream_begin_capture;
+  t.stream.end_capture = stream_end_capture;
+  t.stream.graph_launch = stream_graph_launch;
+  t.stream.graph_destroy = stream_graph_destroy;
   t.event.create = event_create;
   t.event.destroy = event_destroy;
   t.event.record = event_record;

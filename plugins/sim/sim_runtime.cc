@@ -272,6 +272,15 @@ OarError* mem_memcpy(int32_t device, void* dst, OarMemLocation dst_loc, const vo
     if (bytes == 0) return;
     void* d = resolve(dst, dst_loc, bytes, "destination");
     const void* sp = resolve(src, src_loc, bytes, "source");
+    if ((dst_loc.kind == OAR_MEM_HOST || src_loc.kind == OAR_MEM_HOST) &&
+        sdk::worker_streams().capturing(device, stream)) {
+      // As CUDA: pageable host memory cannot take part in a graph. A copy to it would need a host wait; a
+      // copy from it would bake the bytes of the capture into every replay.
+      throw Error(OAR_ERR_PRECONDITION,
+                  std::string("sim: memcpy ") + (dst_loc.kind == OAR_MEM_HOST ? "to" : "from") +
+                      " pageable host memory on a stream that is capturing a graph (copy before "
+                      "begin_capture, or use pinned memory)");
+    }
     if (stream && src_loc.kind == OAR_MEM_HOST) {
       // Pageable host source: staged now (as CUDA does), so the caller may reuse its buffer at once.
       auto staging = std::make_shared<std::vector<unsigned char>>(

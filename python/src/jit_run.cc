@@ -5,7 +5,9 @@
 // The Python form (a PyLayer node with a Python backward) cost ~40 us per step on a 16-layer MLP:
 // wrapping and unwrapping one Python Tensor per gradient, the closure, the feeds dict.
 #include <oar/core/autograd.h>
+#include <oar/core/graph.h>
 #include <oar/core/ops.h>
+#include <oar/core/runtime.h>
 #include <oar/ir/executor.h>
 
 #include <atomic>
@@ -38,6 +40,82 @@ struct RunCounter {
   std::atomic<int> pending{0};
 };
 
+// One executor's run captured into a device graph on its first call and replayed on every later one
+// (wrap_cuda_graph; docs/device_graph.md). The feeds are copied into the graph's own input buffers (made
+// before the capture, so they are no graph memory) and the fetches are copied out of its output buffers,
+// so a result the caller keeps is never overwritten by the next replay. Paddle hands out the graph's
+// buffers themselves; a copy per output is cheap next to a launch, and no answer goes silently stale.
+class GraphedRun {
+ public:
+  std::vector<oar::Tensor> run(Executor& exe, const std::vector<std::string>& names,
+                               const std::vector<oar::Tensor>& feeds) {
+    OAR_ENFORCE(names.size() == feeds.size(), oar::ErrorCode::kInvalidArgument,
+                "graphed run: expected " << names.size() << " feeds, got " << feeds.size());
+    const oar::Place place = exe.place();
+    if (!graph_) {
+      capture(exe, names, feeds, place);
+    } else {
+      for (size_t i = 0; i < feeds.size(); ++i) {
+        const oar::Tensor& f = feeds[i];
+        OAR_ENFORCE(
+            f.dims() == in_[i].dims() && f.dtype() == in_[i].dtype(), oar::ErrorCode::kInvalidArgument,
+            "graphed run: feed '" << names[i] << "' is " << oar::dtype_name(f.dtype()) << " "
+                                  << f.dims().to_string() << ", the graph was captured for "
+                                  << oar::dtype_name(in_[i].dtype()) << " " << in_[i].dims().to_string());
+        copy_into(in_[i], f);
+      }
+    }
+    graph_->replay();
+    std::vector<oar::Tensor> outs(out_.size());
+    for (size_t i = 0; i < out_.size(); ++i) {
+      if (!out_[i].defined()) continue;
+      outs[i] = oar::Tensor::empty(out_[i].dims(), out_[i].dtype(), place, "graphed run");
+      copy_into(outs[i], out_[i]);
+    }
+    return outs;
+  }
+  bool captured() const { return graph_ != nullptr; }
+  const oar::DeviceGraph* graph() const { return graph_.get(); }
+
+ private:
+  static void copy_into(const oar::Tensor& dst, const oar::Tensor& src) {
+    const oar::Tensor c = src.contiguous();
+    const size_t bytes = static_cast<size_t>(c.numel()) * oar::dtype_size(c.dtype());
+    oar::Runtime::get().copy_bytes(dst.data_ptr(), dst.place(), c.data_ptr(), c.place(), bytes);
+  }
+  void capture(Executor& exe, const std::vector<std::string>& names, const std::vector<oar::Tensor>& feeds,
+               oar::Place place) {
+    auto graph = std::make_unique<oar::DeviceGraph>(place);  // refuses the CPU and plugins without capture
+    in_.clear();
+    std::map<std::string, oar::Tensor> fm;
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      oar::Tensor t = oar::Tensor::empty(feeds[i].dims(), feeds[i].dtype(), place, "graphed run");
+      copy_into(t, feeds[i]);
+      in_.push_back(t);
+      fm.emplace(names[i], t);
+    }
+    graph->capture_begin();
+    try {
+      oar::NoGradGuard no_grad;
+      out_ = exe.run(fm);
+      for (size_t i = 0; i < out_.size(); ++i)
+        OAR_ENFORCE(!out_[i].defined() || out_[i].place() == place, oar::ErrorCode::kPrecondition,
+                    "graphed run: fetch '" << exe.fetch_names()[i] << "' is on "
+                                           << out_[i].place().to_string() << ", not on the captured device "
+                                           << place.to_string()
+                                           << ": it would be computed once, at capture, and never replayed");
+      graph->capture_end();
+    } catch (...) {
+      graph->capture_abort();
+      out_.clear();
+      throw;
+    }
+    graph_ = std::move(graph);
+  }
+  std::unique_ptr<oar::DeviceGraph> graph_;
+  std::vector<oar::Tensor> in_, out_;  // the graph's input and output buffers
+};
+
 // Everything a run needs, fixed when the training form is built.
 struct TrainingRun {
   std::shared_ptr<PyRef> fexe_ref, bexe_ref;  // keep the executors alive while nodes use them
@@ -47,6 +125,9 @@ struct TrainingRun {
   std::vector<int> diff_out;  // per seed: which fetch of the forward it is the gradient of
   std::vector<int> grad_pos;  // per node input: index into the backward's fetches, -1 for none
   std::shared_ptr<RunCounter> counter = std::make_shared<RunCounter>();
+  // wrap_cuda_graph: the forward and the backward run through device graphs (null: plain runs).
+  std::unique_ptr<GraphedRun> fgraph, bgraph;
+  std::vector<void*> captured_inputs;  // the node inputs' addresses the graphs read (checked every run)
 };
 
 class RunProgramNode final : public oar::GradNode {
@@ -68,13 +149,16 @@ class RunProgramNode final : public oar::GradNode {
         "run_program_backward: trying to run backward through the graph a second time (it was freed); "
         "pass retain_graph=True to the first backward");
     std::map<std::string, oar::Tensor> feeds;
+    std::vector<oar::Tensor> seeds;
     for (size_t s = 0; s < run_->seed_names.size(); ++s) {
       const size_t i = static_cast<size_t>(run_->diff_out[s]);
       oar::Tensor g = i < grads.size() ? grads[i] : oar::Tensor();
       if (!g.defined()) g = oar::ops::zeros(seed_meta_[s].dims, seed_meta_[s].dtype, seed_place_[s]);
+      seeds.push_back(g);
       feeds.emplace(run_->seed_names[s], std::move(g));
     }
-    std::vector<oar::Tensor> got = run_->bexe->run(feeds);
+    std::vector<oar::Tensor> got =
+        run_->bgraph ? run_->bgraph->run(*run_->bexe, run_->seed_names, seeds) : run_->bexe->run(feeds);
     done();  // the scope's forward values are consumed: another forward may run
     std::vector<oar::Tensor> out(run_->grad_pos.size());
     for (size_t j = 0; j < out.size(); ++j)
@@ -107,6 +191,19 @@ std::vector<oar::Tensor> tensors_of(py::handle list, const char* what) {
 }  // namespace
 
 void init_jit_run(py::module_& m) {
+  // wrap_cuda_graph without gradients: one executor's runs through a device graph.
+  py::class_<GraphedRun, std::shared_ptr<GraphedRun>>(
+      m, "_GraphedRun", "An executor run captured once, replayed after; private")
+      .def(py::init([]() { return std::make_shared<GraphedRun>(); }))
+      .def_property_readonly("captured", &GraphedRun::captured)
+      .def("run", [](GraphedRun& g, Executor& exe, py::handle feeds) {
+        std::vector<oar::Tensor> f = tensors_of(feeds, "feeds");
+        std::vector<oar::Tensor> outs = g.run(exe, exe.feed_names(), f);
+        py::list result;
+        for (auto& t : outs) result.append(wrap(t));
+        return result;
+      });
+
   py::class_<TrainingRun, std::shared_ptr<TrainingRun>>(m, "_TrainingRun",
                                                         "to_static training: forward run + one node; private")
       .def(py::init([](py::object fexe, py::object bexe, std::vector<std::string> feed_names,
@@ -132,6 +229,16 @@ void init_jit_run(py::module_& m) {
            py::arg("fexe"), py::arg("bexe"), py::arg("feed_names"), py::arg("seed_names"),
            py::arg("diff_out"), py::arg("grad_pos"))
       .def_property_readonly("pending", [](const TrainingRun& r) { return r.counter->pending.load(); })
+      // wrap_cuda_graph: capture the forward and backward runs into device graphs from the next run on.
+      .def("enable_graphs",
+           [](TrainingRun& r) {
+             r.fgraph = std::make_unique<GraphedRun>();
+             r.bgraph = std::make_unique<GraphedRun>();
+           })
+      .def_property_readonly("graphs_captured",
+                             [](const TrainingRun& r) {
+                               return r.fgraph && r.fgraph->captured() && r.bgraph && r.bgraph->captured();
+                             })
       // Runs the forward with autograd off and records one node over `node_inputs` (what gradients
       // flow to, in grad_pos order); returns the fetched outputs, the differentiable ones as the
       // node's outputs.
@@ -143,10 +250,29 @@ void init_jit_run(py::module_& m) {
         OAR_ENFORCE(
             ins.size() == r->grad_pos.size(), oar::ErrorCode::kInvalidArgument,
             "_TrainingRun.run: expected " << r->grad_pos.size() << " node inputs, got " << ins.size());
-        std::map<std::string, oar::Tensor> fm;
-        for (size_t i = 0; i < f.size(); ++i) fm.emplace(r->feed_names[i], f[i]);
         std::vector<oar::Tensor> outs;
-        {
+        if (r->fgraph) {
+          // The graphs read the node inputs (parameters) at the addresses of the capture: one replaced
+          // since (set_value with a new storage, a dtype cast) would be silently ignored.
+          if (!r->fgraph->captured()) {
+            r->captured_inputs.clear();
+            for (const oar::Tensor& t : ins)
+              r->captured_inputs.push_back(t.defined() ? t.data_ptr() : nullptr);
+          } else {
+            for (size_t j = 0; j < ins.size(); ++j)
+              OAR_ENFORCE(
+                  (ins[j].defined() ? ins[j].data_ptr() : nullptr) == r->captured_inputs[j],
+                  oar::ErrorCode::kPrecondition,
+                  "wrap_cuda_graph: parameter "
+                      << j
+                      << " of the captured program was given new memory "
+                         "since the capture (replaced rather than updated in place); the graph would "
+                         "keep reading the old one. Update parameters in place, or rebuild the function");
+          }
+          outs = r->fgraph->run(*r->fexe, r->feed_names, f);
+        } else {
+          std::map<std::string, oar::Tensor> fm;
+          for (size_t i = 0; i < f.size(); ++i) fm.emplace(r->feed_names[i], f[i]);
           oar::NoGradGuard no_grad;
           outs = r->fexe->run(fm);
         }

@@ -453,7 +453,11 @@ void init_plugin_kit(py::module_& m) {
                    {"synchronize", s.synchronize != nullptr},
                    {"query", s.query != nullptr},
                    {"wait_event", s.wait_event != nullptr},
-                   {"launch_host_func", s.launch_host_func != nullptr}});
+                   {"launch_host_func", s.launch_host_func != nullptr},
+                   {"begin_capture", s.begin_capture != nullptr},  // ABI 1.3: graph capture
+                   {"end_capture", s.end_capture != nullptr},
+                   {"graph_launch", s.graph_launch != nullptr},
+                   {"graph_destroy", s.graph_destroy != nullptr}});
     const auto& e = tb.event;
     add("event", {{"create", e.create != nullptr},
                   {"destroy", e.destroy != nullptr},

@@ -1,6 +1,7 @@
 """GPU benchmark: oar beside PyTorch, in the same process, on the same card.
 
-    python tests/benchmarks/bench_gpu.py [--device gpu:0] [--only matmul,conv,resnet50,overhead,batchnorm] [--quick]
+    python tests/benchmarks/bench_gpu.py [--device gpu:0] [--only matmul,conv,resnet50,overhead,batchnorm,cudagraph]
+        [--quick]
         [--json out.json]
 
 What it measures (each case after warm-ups; every timing is bracketed by a device synchronize, the median
@@ -21,6 +22,10 @@ of several repeats; oar syncs with oar.device.synchronize, torch with torch.cuda
              step takes). The note gives oar's bandwidth on the op rows: the bytes of the 8 tensor passes its
              kernels make (forward: x for the statistics, then x and out; backward: x and dy for the sums,
              then x, dy and dx) over the time.
+  cudagraph  to_static training steps (forward + backward + Adam step, batch 8) of bench_jit's tiny MLP (width 16,
+             32 layers) and Transformer encoder, plain and through wrap_cuda_graph (forward and backward
+             captured once, replayed; docs/device_graph.md): ms/step of each and the speedup; the note
+             says whether the losses of the first steps agree within 1e-5. oar only (torch column empty).
 torch runs only where it is importable and sees CUDA (and the device is a gpu); otherwise its columns say
 why. --quick shrinks every size (for dry runs on the CPU or sim). Not a test: nothing here asserts speed.
 """
@@ -324,6 +329,44 @@ class Bench:
                         print("    " + note)
                 self._free()
 
+    def cudagraph(self):
+        oar = self.oar
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_jit import build
+        from oar.device.cuda.graphs import wrap_cuda_graph
+        steps = 5 if self.quick else 50
+
+        def run(kind, graphed, n):
+            oar.seed(0)
+            model, x, y = build(oar, kind)
+            model = wrap_cuda_graph(model) if graphed else oar.jit.to_static(model)
+            opt = oar.optimizer.Adam(1e-3, parameters=model.parameters())
+            loss_fn = oar.nn.CrossEntropyLoss()
+            losses, times = [], []
+            for i in range(n):
+                self.osync()
+                t = time.perf_counter()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                opt.step()
+                opt.clear_grad()
+                self.osync()
+                times.append(time.perf_counter() - t)
+                if i < 5:
+                    losses.append(float(loss))
+            return 1e3 * statistics.median(times[3:] or times), losses
+
+        for kind in ("tiny_mlp", "transformer"):
+            plain, lp = run(kind, False, steps)
+            graph, lg = run(kind, True, steps)
+            agree = np.allclose(lp, lg, rtol=1e-5, atol=1e-5)
+            note = "speedup {:.2f}x; first losses {} within 1e-5".format(plain / graph, "agree" if agree else "DIFFER")
+            self.add("cudagraph {} to_static step".format(kind), "ms/step", plain, note="without capture")
+            self.add("cudagraph {} to_static+graph step".format(kind), "ms/step", graph, note=note,
+                     oar_error=None if agree else "losses differ: {} vs {}".format(lp, lg))
+            print("    {}: {:.3f} -> {:.3f} ms/step; {}".format(kind, plain, graph, note))
+        self._free()
+
     def _free(self):
         import gc
         gc.collect()
@@ -335,7 +378,7 @@ class Bench:
             self.torch.cuda.empty_cache()
 
 
-CASES = ("overhead", "matmul", "conv", "resnet50", "batchnorm")
+CASES = ("overhead", "matmul", "conv", "resnet50", "batchnorm", "cudagraph")
 
 
 def main(argv=None):

@@ -1,4 +1,4 @@
-// An older plugin: built for ABI minor OAR_ABI_VERSION_MINOR - 1, so its structs end before fields
+// An older plugin: built for ABI minor 1.1, so its structs end before fields
 // appended since. It must be accepted and work. Emulated faithfully:
 //  - every struct it hands over says a smaller struct_size than the core's sizeof; the bytes past
 //    that size hold "poison" (a function or value that reports an error when used), so a core that
@@ -11,12 +11,13 @@
 
 #include <cstddef>
 
-// Built twice (tests/plugins/CMakeLists.txt): as older_minor (the previous minor, 1.1) and as abi_1_0
+// Built twice (tests/plugins/CMakeLists.txt): as older_minor (1.1: the minor before OAR_ERR_DECLINED, whose
+// code 12 it must not be able to send; pinned there when 1.3 came) and as abi_1_0
 // (claiming ABI 1.0), so plugins of every older published minor are loaded by the tests.
 #ifndef OLDER_MINOR_NAME
 #define OLDER_MINOR_NAME "older_minor"
 #define OLDER_MINOR_DEVICE "test_older"
-#define OLDER_MINOR_ABI (OAR_ABI_VERSION_MINOR - 1)
+#define OLDER_MINOR_ABI 1
 #endif
 
 namespace {

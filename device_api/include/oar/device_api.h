@@ -19,7 +19,8 @@
  *  - New enum values are appended; a value that an older peer cannot know (OAR_ERR_DECLINED) is only
  *    sent to a peer whose minor says it knows it.
  * History: 1.0 first layout; 1.1 appended OarCoreServices.trace_event and OarKernelApi.workspace;
- * 1.2 appended OAR_ERR_DECLINED, OarCoreServices.register_kernel_ex (kernels with a supports query).
+ * 1.2 appended OAR_ERR_DECLINED, OarCoreServices.register_kernel_ex (kernels with a supports query);
+ * 1.3 appended OarStreamTable.begin_capture / end_capture / graph_launch / graph_destroy (graph capture).
  */
 #ifndef OAR_DEVICE_API_H_
 #define OAR_DEVICE_API_H_
@@ -33,7 +34,7 @@ extern "C" {
 
 /* ---- versions -------------------------------------------------------------------------------- */
 #define OAR_ABI_VERSION_MAJOR 1
-#define OAR_ABI_VERSION_MINOR 2
+#define OAR_ABI_VERSION_MINOR 3
 #define OAR_ABI_MINOR_WINDOW 4
 
 #if defined(_WIN32)
@@ -102,6 +103,7 @@ typedef struct OarMemLocation {
 typedef struct OarStream_* OarStream;
 typedef struct OarEvent_* OarEvent;
 typedef struct OarComm_* OarComm;
+typedef struct OarGraph_* OarGraph; /* ABI 1.3: recorded stream work (graph capture) */
 
 /* ---- tensors as kernels see them ------------------------------------------------------------- */
 typedef struct OarTensorDesc {
@@ -174,6 +176,19 @@ typedef struct OarStreamTable {
   OarError* (*wait_event)(int32_t device, OarStream stream, OarEvent event);
   /* Runs fn(arg) once all work queued before it on `stream` is done, in stream order. */
   OarError* (*launch_host_func)(int32_t device, OarStream stream, void (*fn)(void*), void* arg);
+  /* ABI 1.3, graph capture (all four or none; NULL = capture unsupported). Between begin_capture and
+   * end_capture, work enqueued on `stream` (kernels, memcpy, memset, host functions) is recorded, not run;
+   * a plugin may refuse work it cannot replay (events, collectives) with OAR_ERR_UNIMPLEMENTED. A host synchronisation of a capturing stream (synchronize, query,
+   * device synchronize, a memcpy to host memory on it or a memcpy from pageable host memory) is
+   * OAR_ERR_PRECONDITION naming the capture; the capture stays open. end_capture returns the recorded
+   * work as *graph (owned by the caller, freed with graph_destroy) and the stream runs work again.
+   * graph_launch enqueues the recorded work on `stream` (any stream of the device, not capturing), in
+   * recorded order, with the same device addresses and arguments: the caller keeps every buffer the
+   * work touches alive and unmoved until the launch completed. A graph may be launched many times. */
+  OarError* (*begin_capture)(int32_t device, OarStream stream);
+  OarError* (*end_capture)(int32_t device, OarStream stream, OarGraph* graph);
+  OarError* (*graph_launch)(int32_t device, OarGraph graph, OarStream stream);
+  OarError* (*graph_destroy)(int32_t device, OarGraph graph);
 } OarStreamTable;
 
 enum { OAR_EVENT_DEFAULT = 0, OAR_EVENT_DISABLE_TIMING = 1 };

@@ -155,6 +155,8 @@ class ConcreteProgram:
         self._train = None  # a _Training once built; False when nothing is differentiable
         self._build_strategy = None  # the to_static build_strategy: which training passes run
         self.pass_report = None  # the training passes' report once the training form is built
+        self._graph_mode = None  # wrap_cuda_graph's capture mode: runs are captured into device graphs
+        self._graphed = None  # the forward-only run's graph (_C._GraphedRun)
 
     @property
     def _pending(self):
@@ -226,6 +228,8 @@ class ConcreteProgram:
             grad_pos.append(k if n is not None else -1)
             k += n is not None
         run = _C._TrainingRun(fexe, bexe, list(self.feed_names), seed_names, diff_out, grad_pos)
+        if self._graph_mode is not None:
+            run.enable_graphs()  # forward and backward captured on the first step, replayed after
         self._train = _Training(fexe, bexe, seed_names, wrt_params, input_idx, grad_names, diff_out, run)
 
     def run(self, tensors):
@@ -247,6 +251,10 @@ class ConcreteProgram:
                 t = self._train
                 node_inputs = t.wrt_params + [tensors[i] for i in t.input_idx] if t.input_idx else t.wrt_params
                 return _unflatten(self.out_structure, t.run.run(tensors, node_inputs))
+        if self._graph_mode is not None and not _C.is_grad_enabled():
+            if self._graphed is None:
+                self._graphed = _C._GraphedRun()
+            return _unflatten(self.out_structure, self._graphed.run(self._executor(), tensors))
         outs = self._executor().run(dict(zip(self.feed_names, tensors)))  # autograd replays if on
         return _unflatten(self.out_structure, outs)
 
@@ -501,6 +509,7 @@ class StaticFunction:
             self._dygraph_function, args, kwargs, self._instance, specs, place)
         cp = ConcreteProgram(prog, names, fetch_names, out_structure, place, syms, outs, params)
         cp._build_strategy = self._build_strategy
+        cp._graph_mode = getattr(self, "_cuda_graph_capture_mode", None)  # set by wrap_cuda_graph
         cp._in_structure = _flatten((list(args), kwargs), [])  # jit.save retraces with the same constants
         cp._amp_args = _amp_args()  # ... and under the same auto_cast (the casts are in the program)
         return cp

@@ -24,6 +24,16 @@ __all__ = ["Optimizer"]
 
 _LOW_FLOATS = (_C.float16, _C.bfloat16)
 
+# Graphs capturing now (oar.device.cuda.graphs.CUDAGraph): a step taken during a capture is noted, so that
+# replay can refuse once the learning rate changed (the fused update ops hold it as an attribute).
+_CAPTURE_WATCH = []
+
+
+def _step_rates(opt):
+    """The learning rates a step of `opt` would use now: the base rate and each group's own."""
+    groups = opt._param_groups if opt._param_groups and isinstance(opt._param_groups[0], dict) else []
+    return (float(opt.get_lr()),) + tuple(float(g.get("learning_rate", 1.0)) for g in groups)
+
 def _float(owner, name, v):
     if hasattr(v, "numpy") and not isinstance(v, (int, float)):  # a one-element tensor
         v = float(v)
@@ -239,6 +249,9 @@ class Optimizer:
 
     def step(self):
         """Updates the parameters from their current gradients (backward must have run)."""
+        if _CAPTURE_WATCH:
+            for g in _CAPTURE_WATCH:
+                g._note_optimizer(self)
         with no_grad():
             if self._param_groups and isinstance(self._param_groups[0], dict):
                 for i, group in enumerate(self._param_groups):

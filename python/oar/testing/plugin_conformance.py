@@ -590,6 +590,37 @@ def check_host_threads(ctx):
         raise Skip("four threads on the default streams checked; on streams of their own not: " + no_streams)
 
 
+@check("streams.graph_capture")
+def check_graph_capture(ctx):
+    """ABI 1.3 (optional): work on a capturing stream is recorded, not run; each replay reruns it on the
+    inputs' current contents; a host read during the capture is refused and leaves the capture usable."""
+    ctx.need("stream.begin_capture", "stream.end_capture", "stream.graph_launch", "stream.graph_destroy")
+    p = ctx.places[0]
+    if not _C.has_kernel("add", p, "float32"):
+        raise Skip("the plugin has no float32 add kernel to capture (a CPU fallback cannot be captured)")
+    a = ctx.random((129,), "float32", -3, 3).round()
+    b = ctx.random((129,), "float32", -3, 3).round()
+    x, y = _to(a, p), _to(b, p)
+    g = _C._DeviceGraph(p)
+    g.capture_begin()
+    try:
+        z = x + y
+        try:
+            z.numpy()
+            raise AssertionError("a host read of a capturing device's tensor was not refused")
+        except RuntimeError as e:
+            assert "captures a graph" in str(e), str(e)
+        z = z + y  # the capture is still usable
+    finally:
+        g.capture_end()
+    for k in range(3):
+        g.replay()
+        _expect_equal(z.numpy(), a + 2 * b, "{}: replay {} of (x + y) + y".format(p, k))
+        a = a + 1
+        x.set_value(a)  # new contents, outside the capture
+    g.reset()
+
+
 # ---- kernels ----------------------------------------------------------------------------------------
 # Every kernel the plugin registers runs through the op suite (oar.testing.ops): the samples declared
 # next to each op's definition (framework/src/op_defs.cc, ops_<family>.cc), against the CPU, with views

@@ -17,6 +17,8 @@ namespace oar {
 
 struct Plugin;
 struct KernelEntry;
+struct GraphPool;
+class DeviceGraph;
 
 // What the loader decided about one candidate plugin file (the doctor prints these).
 struct PluginRecord {
@@ -74,12 +76,22 @@ class Device {
   void synchronize_stream() const;  // the current stream
   void synchronize() const;  // the whole device
   std::string name() const { return place_.to_string(); }
+  // Graph capture (oar/core/graph.h): while a DeviceGraph captures this device, new storages come from
+  // its pool (null otherwise: one predictable branch on the allocation path).
+  GraphPool* capture_pool() const { return capture_pool_.load(std::memory_order_acquire); }
+  DeviceGraph* capture_graph() const { return capture_graph_.load(std::memory_order_acquire); }
+  // A new pool over this device's raw memory, with the device allocator's chunk size and alignment.
+  GraphPool* new_graph_pool() const;
 
  private:
+  friend class DeviceGraph;
   const DeviceType* type_;
   Place place_;
   OarDeviceProperties props_{};
   std::unique_ptr<BestFitAllocator> allocator_;
+  RawMemory raw_;  // what allocator_ (and each graph pool) takes memory from
+  std::atomic<GraphPool*> capture_pool_{nullptr};
+  std::atomic<DeviceGraph*> capture_graph_{nullptr};
   OarStream stream_ = nullptr;
   std::atomic<OarStream> current_{nullptr};
 };

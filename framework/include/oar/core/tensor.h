@@ -16,6 +16,7 @@ namespace oar {
 
 class Device;
 struct AutogradMeta;
+struct GraphPool;
 namespace ir {
 struct SymbolicVar;
 }
@@ -40,9 +41,13 @@ class Storage {
   // views); an in-place write with gradients involved must know whether other views exist.
   int32_t saved_aliases() const { return saved_aliases_.load(std::memory_order_relaxed); }
   void add_saved_alias(int32_t delta) { saved_aliases_.fetch_add(delta, std::memory_order_relaxed); }
+  // The graph pool the memory came from (allocated while its device captured a graph), or nullptr for
+  // the device's allocator: the free goes back where the memory came from.
+  GraphPool* graph_pool() const { return pool_; }
 
  private:
   Device* device_;
+  GraphPool* pool_ = nullptr;
   void* data_;
   size_t bytes_;
   OarStream stream_ = nullptr;  // the one data_ was allocated for (freeing needs it)

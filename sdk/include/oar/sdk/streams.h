@@ -6,6 +6,15 @@
 // real hardware. A task's failure is kept and reported by the next synchronize / query of its stream (or
 // of its device). A NULL stream means "run it now" (synchronous).
 //
+// Graph capture (ABI 1.3): between begin_capture and end_capture a stream appends the tasks enqueued on
+// it to a CapturedGraph instead of running them; graph_launch enqueues one task that runs them all again,
+// in order. Tasks are std::function closures, so each must be re-runnable: it holds what it needs by value
+// or through a shared_ptr and never moves its state out. Tasks of category "event" or "collective" cannot
+// be captured (an event record's completion and a collective's sequence number are fixed when enqueued):
+// enqueuing one on a capturing stream is OAR_ERR_UNIMPLEMENTED. A host synchronisation of a capturing
+// stream (synchronize, query, device synchronize) is OAR_ERR_PRECONDITION; a plugin refuses its copies to
+// host and from pageable host memory on a capturing stream itself (WorkerStreams::capturing).
+//
 // Use: configure once in setup, route every piece of device work through submit(), install the tables:
 //
 //   auto& ws = oar::sdk::worker_streams();
@@ -23,6 +32,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -128,6 +138,13 @@ struct StreamTask {
   const char* category = "";
 };
 
+// The tasks one capture recorded (OarGraph of the SDK's worker streams). Immutable once ended.
+struct CapturedGraph {
+  int32_t device = 0;
+  uint64_t stream_id = 0;  // the stream it was captured on (for messages)
+  std::vector<StreamTask> tasks;
+};
+
 class WorkerStream {
  public:
   WorkerStream(int32_t device, uint64_t id, const WorkerOptions& o, TaskProfiler* prof)
@@ -155,10 +172,45 @@ class WorkerStream {
     {
       std::lock_guard<std::mutex> lk(mu_);
       OAR_SDK_CHECK(!stop_, OAR_ERR_PRECONDITION, plugin_ << ": stream " << id_ << " is being destroyed");
+      if (capture_) {  // recorded, not run
+        OAR_SDK_CHECK(
+            std::strcmp(task.category, "event") != 0 && std::strcmp(task.category, "collective") != 0,
+            OAR_ERR_UNIMPLEMENTED,
+            plugin_ << ": '" << task.name << "' cannot be captured into a graph (stream " << id_
+                    << " is capturing; events and collectives are fixed when enqueued)");
+        capture_->tasks.push_back(std::move(task));
+        return;
+      }
       queue_.push_back(std::move(task));
       ++submitted_;
     }
     work_cv_.notify_one();
+  }
+  // Graph capture: from now on enqueue() records instead of running.
+  void begin_capture() {
+    std::lock_guard<std::mutex> lk(mu_);
+    OAR_SDK_CHECK(!capture_, OAR_ERR_PRECONDITION,
+                  plugin_ << ": stream " << id_ << " is already capturing a graph (end_capture first)");
+    capture_ = std::make_shared<CapturedGraph>();
+    capture_->device = device_;
+    capture_->stream_id = id_;
+  }
+  std::shared_ptr<CapturedGraph> end_capture() {
+    std::lock_guard<std::mutex> lk(mu_);
+    OAR_SDK_CHECK(capture_, OAR_ERR_PRECONDITION,
+                  plugin_ << ": end_capture: stream " << id_ << " is not capturing (begin_capture first)");
+    return std::exchange(capture_, nullptr);
+  }
+  bool capturing() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return capture_ != nullptr;
+  }
+  // Throws OAR_ERR_PRECONDITION naming `what` when the stream is capturing: a host wait would hang on
+  // work that is only recorded.
+  void check_not_capturing(const char* what) {
+    OAR_SDK_CHECK(!capturing(), OAR_ERR_PRECONDITION,
+                  plugin_ << ": " << what << " of stream " << id_
+                          << " while it captures a graph (its work is recorded, not run, until end_capture)");
   }
   void wait_idle() {  // until every task queued so far has run
     std::unique_lock<std::mutex> lk(mu_);
@@ -228,6 +280,7 @@ class WorkerStream {
   std::deque<StreamTask> queue_;
   uint64_t submitted_ = 0, completed_ = 0;
   bool stop_ = false;
+  std::shared_ptr<CapturedGraph> capture_;  // non-null while capturing
   StoredError error_;
   std::thread worker_;
   std::mutex join_mu_;
@@ -355,6 +408,38 @@ class WorkerStreams {
     fn();
   }
 
+  // Whether `stream` (of `device`) is capturing a graph; false for NULL (the synchronous stream).
+  bool capturing(int32_t device, OarStream stream) {
+    return stream && this->stream(stream, device)->capturing();
+  }
+  // Graphs handed out by end_capture, until graph_destroy.
+  OarGraph add_graph(std::shared_ptr<CapturedGraph> g) {
+    OarGraph h = reinterpret_cast<OarGraph>(g.get());
+    std::lock_guard<std::mutex> lk(mu_);
+    graphs_[g.get()] = std::move(g);
+    return h;
+  }
+  std::shared_ptr<CapturedGraph> graph(OarGraph handle, int32_t device) {
+    std::shared_ptr<CapturedGraph> g;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = graphs_.find(reinterpret_cast<CapturedGraph*>(handle));
+      if (it != graphs_.end()) g = it->second;
+    }
+    OAR_SDK_CHECK(
+        g, OAR_ERR_INVALID_ARGUMENT,
+        opt_.plugin << ": " << static_cast<const void*>(handle) << " is not a live graph of this plugin");
+    OAR_SDK_CHECK(
+        g->device == device, OAR_ERR_INVALID_ARGUMENT,
+        opt_.plugin << ": a graph captured on device " << g->device << " used with device " << device);
+    return g;
+  }
+  void remove_graph(OarGraph handle, int32_t device) {
+    std::shared_ptr<CapturedGraph> g = graph(handle, device);  // pending launches keep their own reference
+    std::lock_guard<std::mutex> lk(mu_);
+    graphs_.erase(g.get());
+  }
+
   // Streams of `device` (all devices when < 0), oldest first.
   std::vector<std::shared_ptr<WorkerStream>> streams_of(int32_t device) {
     std::vector<std::shared_ptr<WorkerStream>> out;
@@ -374,6 +459,7 @@ class WorkerStreams {
   // wait_device_idle, then throws the first failure a stream of the device kept.
   void synchronize_device(int32_t device) {
     check_device(device);
+    for (auto& st : streams_of(device)) st->check_not_capturing("device synchronize, waiting for");
     StoredError first;
     for (auto& st : streams_of(device)) {
       if (st->is_current_thread()) continue;
@@ -391,6 +477,7 @@ class WorkerStreams {
       std::lock_guard<std::mutex> lk(mu_);
       streams.swap(streams_);
       events_.clear();
+      graphs_.clear();
     }
     for (auto& kv : streams) kv.second->shutdown();
     prof_.clear();
@@ -406,6 +493,7 @@ class WorkerStreams {
   std::mutex mu_;
   std::unordered_map<WorkerStream*, std::shared_ptr<WorkerStream>> streams_;
   std::unordered_map<WorkerEvent*, std::shared_ptr<WorkerEvent>> events_;
+  std::unordered_map<CapturedGraph*, std::shared_ptr<CapturedGraph>> graphs_;
   std::atomic<uint64_t> next_id_{1};
 };
 
@@ -442,6 +530,7 @@ inline OarError* stream_synchronize(int32_t device, OarStream stream) {
     std::shared_ptr<WorkerStream> st = ws.stream(stream, device);
     OAR_SDK_CHECK(!st->is_current_thread(), OAR_ERR_PRECONDITION,
                   ws.options().plugin << ": a stream cannot be synchronized from its own worker");
+    st->check_not_capturing("synchronize");
     st->wait_idle();
     StoredError e = st->take_error();
     if (e.set) throw Error(e.code, e.message);
@@ -451,6 +540,7 @@ inline OarError* stream_query(int32_t device, OarStream stream, int32_t* done) {
   return guard([&] {
     OAR_SDK_CHECK(done, OAR_ERR_INVALID_ARGUMENT, "stream query: done is NULL");
     std::shared_ptr<WorkerStream> st = worker_streams().stream(stream, device);
+    st->check_not_capturing("query");
     *done = st->idle() ? 1 : 0;
     StoredError e = st->take_error();
     if (e.set) throw Error(e.code, e.message);
@@ -476,6 +566,46 @@ inline OarError* stream_launch_host_func(int32_t device, OarStream stream, void 
   });
 }
 
+inline OarError* stream_begin_capture(int32_t device, OarStream stream) {
+  return guard([&] {
+    OAR_SDK_CHECK(
+        stream, OAR_ERR_INVALID_ARGUMENT,
+        worker_streams().options().plugin << ": begin_capture: the NULL (synchronous) stream cannot capture");
+    worker_streams().stream(stream, device)->begin_capture();
+  });
+}
+inline OarError* stream_end_capture(int32_t device, OarStream stream, OarGraph* graph) {
+  return guard([&] {
+    OAR_SDK_CHECK(graph, OAR_ERR_INVALID_ARGUMENT, "end_capture: graph is NULL");
+    *graph = nullptr;
+    OAR_SDK_CHECK(stream, OAR_ERR_INVALID_ARGUMENT,
+                  worker_streams().options().plugin << ": end_capture: the NULL stream never captures");
+    WorkerStreams& ws = worker_streams();
+    *graph = ws.add_graph(ws.stream(stream, device)->end_capture());
+  });
+}
+// One task that runs every recorded task in order (one queue round trip per launch, like a real graph
+// launch). The first failure stops the launch and is reported like any task's.
+inline OarError* stream_graph_launch(int32_t device, OarGraph graph, OarStream stream) {
+  return guard([&] {
+    WorkerStreams& ws = worker_streams();
+    std::shared_ptr<CapturedGraph> g = ws.graph(graph, device);
+    OAR_SDK_CHECK(stream, OAR_ERR_INVALID_ARGUMENT,
+                  ws.options().plugin << ": graph_launch needs a stream (the NULL stream is synchronous)");
+    std::shared_ptr<WorkerStream> st = ws.stream(stream, device);
+    OAR_SDK_CHECK(!st->capturing(), OAR_ERR_UNIMPLEMENTED,
+                  ws.options().plugin
+                      << ": launching a graph into a capturing stream (nested graphs) is not supported");
+    st->enqueue(StreamTask{[g] {
+                             for (const StreamTask& t : g->tasks) t.fn();
+                           },
+                           "graph_launch", "graph"});
+  });
+}
+inline OarError* stream_graph_destroy(int32_t device, OarGraph graph) {
+  return guard([&] { worker_streams().remove_graph(graph, device); });
+}
+
 inline OarError* event_create(int32_t device, uint32_t flags, OarEvent* event) {
   return guard([&] {
     OAR_SDK_CHECK(event, OAR_ERR_INVALID_ARGUMENT, "event create: out pointer is NULL");
@@ -495,6 +625,9 @@ inline OarError* event_record(int32_t device, OarEvent event, OarStream stream) 
     auto p = std::make_shared<EventPoint>();
     std::shared_ptr<WorkerStream> st = stream ? ws.stream(stream, device) : nullptr;
     if (!st) ws.check_device(device);
+    OAR_SDK_CHECK(!st || !st->capturing(), OAR_ERR_UNIMPLEMENTED,
+                  ws.options().plugin << ": event_record cannot be captured into a graph (stream " << st->id()
+                                      << " is capturing)");
     {
       std::lock_guard<std::mutex> lk(ev->mu);
       ev->point = p;
@@ -559,8 +692,9 @@ inline OarError* profiler_flush() {
 
 inline void WorkerStreams::install(Tables& t) {
   using namespace worker_tables;
-  t.stream = {sizeof(OarStreamTable), stream_create,     stream_destroy,         stream_synchronize,
-              stream_query,           stream_wait_event, stream_launch_host_func};
+  t.stream = {sizeof(OarStreamTable), stream_create,       stream_destroy,          stream_synchronize,
+              stream_query,           stream_wait_event,   stream_launch_host_func, stream_begin_capture,
+              stream_end_capture,     stream_graph_launch, stream_graph_destroy};
   t.event = {sizeof(OarEventTable), event_create, event_destroy,   event_record,
              event_synchronize,     event_query,  event_elapsed_ms};
   t.profiler = {sizeof(OarProfilerTable), profiler_start, profiler_stop, profiler_flush};

@@ -9,11 +9,11 @@ empty_cache() does nothing, and every call that needs a GPU raises RuntimeError 
 """
 import collections as _collections
 
-from .. import _C
-from . import Event as _Event
-from . import Stream as _Stream
-from . import current_stream as _current_stream
-from . import stream_guard as _stream_guard
+from ... import _C
+from .. import Event as _Event
+from .. import Stream as _Stream
+from .. import current_stream as _current_stream
+from .. import stream_guard as _stream_guard
 
 __all__ = ["device_count", "current_stream", "synchronize", "Stream", "Event", "stream_guard", "empty_cache",
            "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
@@ -139,3 +139,10 @@ def get_device_capability(device=None):
         raise NotImplementedError("oar.device.cuda.get_device_capability: the gpu plugin '{}' does not report "
                                   "the compute capability".format(p["plugin"]))
     return tuple(p["compute_capability"])
+
+
+def __getattr__(name):  # oar.device.cuda.graphs, imported on first use (it imports oar.optimizer)
+    if name == "graphs":
+        import importlib
+        return importlib.import_module(__name__ + ".graphs")
+    raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
