@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "elementwise.h"
+#include "softmax_short.h"
 #include "vec_loop.h"
 
 namespace oar_cpu {
@@ -128,6 +129,39 @@ SoftmaxGradRow softmax_grad_row_fn() {
                     : softmax_grad_row_base<kLog>;
 }
 
+// Rows of n <= 16 on AVX-512 (softmax_grad_rows16_fn): one register per row and no per-row call, the rows
+// independent so their short chains overlap. The same operations in the same order as
+// softmax_grad_row: the products g y (masked loads: lanes past n are 0), sum8's lanes k and k + 8 (from
+// 0; adding the zero lanes changes no value), its tree 4, 2, 1, then the row; so the same bits. The row
+// loop above ran ~30 ns per 7-float row: its partial loads stall on store forwarding.
+template <bool kLog>
+OAR_VEC_AVX512 void softmax_grad_rows16(const float* y, const float* g, float* w, int64_t rows, int64_t n) {
+  const __mmask16 lm = static_cast<__mmask16>((1u << n) - 1);
+#pragma GCC unroll 4
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m512 vy = _mm512_maskz_loadu_ps(lm, y + r * n), vg = _mm512_maskz_loadu_ps(lm, g + r * n);
+    const __m512 u = kLog ? vg : _mm512_mul_ps(vg, vy);
+    const __m256 a8 = _mm256_add_ps(_mm256_add_ps(_mm256_setzero_ps(), _mm512_castps512_ps256(u)),
+                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(u), 1)));
+    const __m128 a4 = _mm_add_ps(_mm256_castps256_ps128(a8), _mm256_extractf128_ps(a8, 1));
+    const __m128 a2 = _mm_add_ps(a4, _mm_movehl_ps(a4, a4));
+    const __m128 a1 = _mm_add_ss(a2, _mm_shuffle_ps(a2, a2, 1));
+    const __m512 vs = _mm512_broadcastss_ps(a1);
+    __m512 out;
+    if constexpr (kLog)
+      out = vg - fast_exp(vf16(vy)) * vs;
+    else
+      out = vy * (vg - vs);
+    _mm512_mask_storeu_ps(w + r * n, lm, out);
+  }
+}
+using SoftmaxGradRows = void (*)(const float*, const float*, float*, int64_t, int64_t);
+// Rows of n take softmax_grad_rows16 (else null).
+template <bool kLog>
+SoftmaxGradRows softmax_grad_rows16_fn(int64_t n) {
+  return vec_isa() == 2 && n <= 16 ? softmax_grad_rows16<kLog> : nullptr;
+}
+
 // y, g, dx are [outer, n, inner] (contiguous), reduced along n. softmax: dx = y (g - sum(g y));
 // log_softmax: dx = g - exp(y) sum(g). Sums in the compute type (float for float32: the same as the
 // composite's sum op), 8 lanes.
@@ -135,7 +169,15 @@ template <class T, bool kLog>
 void softmax_grad_impl(const T* y, const T* g, T* dx, int64_t outer, int64_t n, int64_t inner) {
   if (inner == 1) {
     [[maybe_unused]] SoftmaxGradRow row_f32 = nullptr;
-    if constexpr (std::is_same_v<T, float>) row_f32 = softmax_grad_row_fn<kLog>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (const SoftmaxGradRows rows16 = softmax_grad_rows16_fn<kLog>(n)) {
+        parallel_for(0, outer, 1024, [&](int64_t lo, int64_t hi) {
+          rows16(y + lo * n, g + lo * n, dx + lo * n, hi - lo, n);
+        });
+        return;
+      }
+      row_f32 = softmax_grad_row_fn<kLog>();
+    }
     parallel_for(0, outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
       for (int64_t o = lo; o < hi; ++o) {
         const T *yr = y + o * n, *gr = g + o * n;
@@ -618,62 +660,11 @@ bool fused_attention_grad_onednn(KernelContext& ctx) {
 // element is summed over k in order, one FMA per term from 0, which is oneDNN's order (and the small
 // matmul loop's), so the products have the unfused matmuls' bits (tests/python/test_attention_fusion.py).
 
-// Softmax rows of at most 16 scores on AVX-512, one register per row: the softmax op's row (nn.cc,
-// softmax_row_v) operation for operation (the max, fast_exp of the shifted scores, row_sum's order, the
-// scaling in double), so P has the unfused softmax's bits. Rows go in blocks of 16, in three passes
-// (exp, sums, scaling) whose iterations are independent: a row's max, sum and division are short
-// dependent chains that, one row after another, left rows_avx2 at ~30 ns per 16-key row. The scale (a
-// multiply) and the mask (mask row stride mrs, column stride 0 or 1) are applied first, as rows_avx2 does.
-OAR_VEC_AVX512 void softmax_rows16_avx512(float* p, int64_t Lq, int64_t n, float scale, const float* mask,
-                                          int64_t mrs, int64_t mcs) {
-  const __mmask16 lm = static_cast<__mmask16>((1u << n) - 1);
-  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  alignas(64) float w[16][16];
-  double inv[16];
-  for (int64_t i0 = 0; i0 < Lq; i0 += 16) {
-    const int64_t rows = std::min<int64_t>(16, Lq - i0);
-    float* pb = p + i0 * n;
-    // The shifted exponentials, lanes past n 0; four rows at a time, interleaved (each row's max and
-    // polynomial are long dependent chains).
-    auto exps = [&](auto R, int64_t r0) __attribute__((always_inline)) {
-      constexpr int kR = decltype(R)::value;
-      vf16 e[kR];
-#pragma GCC unroll 4
-      for (int t = 0; t < kR; ++t) {
-        __m512 x = _mm512_mask_loadu_ps(ninf, lm, pb + (r0 + t) * n);
-        if (scale != 1.f) x = _mm512_mask_mul_ps(x, lm, x, _mm512_set1_ps(scale));
-        if (mask != nullptr) {
-          const float* mi = mask + (i0 + r0 + t) * mrs;
-          x = _mm512_mask_add_ps(x, lm, x, mcs == 0 ? _mm512_set1_ps(mi[0]) : _mm512_maskz_loadu_ps(lm, mi));
-        }
-        e[t] = x - _mm512_set1_ps(_mm512_reduce_max_ps(x));
-      }
-#pragma GCC unroll 4
-      for (int t = 0; t < kR; ++t) e[t] = fast_exp(e[t]);
-#pragma GCC unroll 4
-      for (int t = 0; t < kR; ++t) _mm512_store_ps(w[r0 + t], _mm512_maskz_mov_ps(lm, e[t]));
-    };
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) exps(std::integral_constant<int, 4>{}, r);
-    for (; r < rows; ++r) exps(std::integral_constant<int, 1>{}, r);
-    for (int64_t r = 0; r < rows; ++r) {  // row_sum's order (layer_norm.h), written out: its lambda would
-      float acc[8] = {}, sum = 0;         // not inline into this target's code
-      int64_t j = 0;
-      for (; j + 8 <= n; j += 8)
-        for (int k = 0; k < 8; ++k) acc[k] += w[r][j + k];
-      for (; j < n; ++j) sum += w[r][j];
-      for (int k = 0; k < 8; ++k) sum += acc[k];
-      inv[r] = 1.0 / static_cast<double>(sum);
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      const __m512d s = _mm512_set1_pd(inv[r]);
-      const __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_load_ps(w[r])), s));
-      const __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_load_ps(w[r] + 8)), s));
-      _mm512_mask_storeu_ps(pb + r * n, lm,
-                            _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)),
-                                                                _mm256_castps_pd(hi), 1)));
-    }
-  }
+// Softmax rows of at most 16 scores on AVX-512 (softmax_short.h: the softmax op's own short-row loop, so P
+// has the unfused softmax's bits), in place.
+void softmax_rows16(float* p, int64_t Lq, int64_t n, float scale, const float* mask, int64_t mrs,
+                    int64_t mcs) {
+  softmax_rows16_avx512(p, p, Lq, n, scale, mask, mrs, mcs, false);
 }
 
 // out (M x N, row stride ors) = A B with A(i, k) = a[i * ars + k * acs] and B's row k at b + k * brs
@@ -761,8 +752,7 @@ bool fused_attention_avx512(KernelContext& ctx) {
   float *pp = p.data<float>(), *po = out.data<float>();
   const int64_t batch = static_cast<int64_t>(mq.off.size());
   using RowsFn = void (*)(float*, int64_t, int64_t, float, const float*, int64_t, int64_t);
-  const RowsFn rows =
-      Lk <= 16 && (!has_mask || mm.cs <= 1) ? RowsFn(softmax_rows16_avx512) : RowsFn(rows_avx2);
+  const RowsFn rows = Lk <= 16 && (!has_mask || mm.cs <= 1) ? RowsFn(softmax_rows16) : RowsFn(rows_avx2);
   const int64_t work = Lq * Lk * (d + dv);
   parallel_for(0, batch, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
     float* kt = scratch<float>(d * Lk);
@@ -798,6 +788,7 @@ bool fused_attention_grad_avx512(KernelContext& ctx) {
   using GradRowsFn = void (*)(float*, const float*, int64_t, int64_t, float);
   const GradRowsFn grad_rows = have_avx2() ? GradRowsFn(grad_rows_avx2) : GradRowsFn(grad_rows_base);
   const SoftmaxGradRow sg_row = softmax_grad_row_fn<false>();
+  const SoftmaxGradRows sg_rows16 = softmax_grad_rows16_fn<false>(Lk);
   const int64_t work = Lq * Lk * (2 * d + 2 * dvn);
   parallel_for(0, batch, std::max<int64_t>(1, 32768 / work), [&](int64_t lo, int64_t hi) {
     float* tmp = scratch<float>((dvn + Lq) * Lk);
@@ -807,7 +798,10 @@ bool fused_attention_grad_avx512(KernelContext& ctx) {
       const float *pb = pp + b * Lq * Lk, *gb = mg.at(b), *qb = mq.at(b), *kb = mk.at(b);
       transpose_into(vt, mv.at(b), mv.rs, Lk, dvn);
       prod_avx512(ds, Lk, gb, mg.rs, 1, vt, Lk, Lq, dvn, Lk);  // dP = g v^T
-      if (scale == 1.f)  // the softmax_grad op's rows (its bits), as the unfused chain computes dS
+      if (scale == 1.f &&
+          sg_rows16)  // the softmax_grad op's rows (its bits), as the unfused chain computes dS
+        sg_rows16(pb, ds, ds, Lq, Lk);
+      else if (scale == 1.f)
         for (int64_t i = 0; i < Lq; ++i) sg_row(pb + i * Lk, ds + i * Lk, ds + i * Lk, Lk);
       else
         grad_rows(ds, pb, Lq, Lk, scale);  // the scores' gradient times the scale

@@ -8,10 +8,12 @@
 // shape only, summed piece by piece and the pieces in a fixed order: the same bits for any thread count.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "elementwise.h"
 #include "lowp.h"
+#include "vec_loop.h"
 
 namespace oar_cpu {
 namespace {
@@ -78,6 +80,59 @@ __attribute__((always_inline)) inline void run_sums(const T* x, const T* g, int6
   b0 += b1;
   *s1 = t1 + ((a0[0] + a0[1]) + (a0[2] + a0[3]));
   *s2 = t2 + ((b0[0] + b0[1]) + (b0[2] + b0[3]));
+}
+
+// run_sums for R rows of n elements at once (row q at offset off[q], shift k[q]), on AVX-512: lane j of
+// an 8-double accumulator is run_sums' a0 lane j (j < 4) or a1 lane j - 4, the tail and the final adds are
+// its own, so each row's sums are run_sums' bits. Why: a row's two sums are chains of dependent adds (4
+// cycles each per 8 elements), which leave the adders idle; R independent rows fill them.
+typedef double v8d __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+template <class T>
+[[gnu::always_inline]] inline v8d load8(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    v8f v;
+    std::memcpy(&v, p, sizeof v);
+    return __builtin_convertvector(v, v8d);
+  } else {
+    v8d v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+}
+template <bool kGrad, class T, int R>
+[[gnu::always_inline]] inline void run_sums_x(const T* x, const T* g, const int64_t* off, int64_t n,
+                                              const double* k, double* s1, double* s2) {
+  v8d vk[R], a[R], b[R];
+  for (int q = 0; q < R; ++q) vk[q] = v8d{} + k[q], a[q] = v8d{}, b[q] = v8d{};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int q = 0; q < R; ++q) {
+      const v8d d = load8(x + off[q] + i) - vk[q], u = kGrad ? load8(g + off[q] + i) : d;
+      a[q] += u;
+      b[q] += u * d;
+    }
+  for (int q = 0; q < R; ++q) {
+    double t1 = 0, t2 = 0;
+    for (int64_t j = i; j < n; ++j) {
+      const double d = double(x[off[q] + j]) - k[q], u = kGrad ? double(g[off[q] + j]) : d;
+      t1 += u;
+      t2 += u * d;
+    }
+    const v4d a4 =
+        __builtin_shufflevector(a[q], a[q], 0, 1, 2, 3) + __builtin_shufflevector(a[q], a[q], 4, 5, 6, 7);
+    const v4d b4 =
+        __builtin_shufflevector(b[q], b[q], 0, 1, 2, 3) + __builtin_shufflevector(b[q], b[q], 4, 5, 6, 7);
+    s1[q] = t1 + ((a4[0] + a4[1]) + (a4[2] + a4[3]));
+    s2[q] = t2 + ((b4[0] + b4[1]) + (b4[2] + b4[3]));
+  }
+}
+// rows (<= 4) rows at once.
+template <bool kGrad, class T>
+OAR_VEC_AVX512 void run_sums_rows_avx512(const T* x, const T* g, const int64_t* off, int64_t n,
+                                         const double* k, double* s1, double* s2, int rows) {
+  if (rows == 4) return run_sums_x<kGrad, T, 4>(x, g, off, n, k, s1, s2);
+  for (int q = 0; q < rows; ++q) run_sums_x<kGrad, T, 1>(x, g, off + q, n, k + q, s1 + q, s2 + q);
 }
 
 // The same sums for rows r0..r1 of a [M, C] array (channel last), added to the per-channel s1, s2.
@@ -162,19 +217,24 @@ template <bool kGrad, class T>
 struct SumFns {
   void (*run)(const T*, const T*, int64_t, double, double*, double*);
   void (*block)(const T*, const T*, int64_t, int64_t, int64_t, const double*, double*, double*);
+  // run_sums for up to 4 rows of one length (null: run row by row)
+  void (*rows)(const T*, const T*, const int64_t*, int64_t, const double*, double*, double*, int) = nullptr;
 };
 template <bool kGrad, class T>
 SumFns<kGrad, T> sum_fns() {
   static const bool avx2 = __builtin_cpu_supports("avx2");
-#define OAR_BN_PICK(KG, TT)                                                                \
-  if constexpr (kGrad == KG && std::is_same_v<T, TT>)                                      \
-    return avx2 ? SumFns<kGrad, T>{run_sums_avx2_##KG##_##TT, block_sums_avx2_##KG##_##TT} \
-                : SumFns<kGrad, T>{run_sums_base_##KG##_##TT, block_sums_base_##KG##_##TT};
+#define OAR_BN_PICK(KG, TT)                                                               \
+  if constexpr (kGrad == KG && std::is_same_v<T, TT>)                                     \
+    fns = avx2 ? SumFns<kGrad, T>{run_sums_avx2_##KG##_##TT, block_sums_avx2_##KG##_##TT} \
+               : SumFns<kGrad, T>{run_sums_base_##KG##_##TT, block_sums_base_##KG##_##TT};
+  SumFns<kGrad, T> fns;
   OAR_BN_PICK(false, float)
   OAR_BN_PICK(true, float)
   OAR_BN_PICK(false, double)
   OAR_BN_PICK(true, double)
 #undef OAR_BN_PICK
+  if (vec_isa() == 2) fns.rows = run_sums_rows_avx512<kGrad, T>;
+  return fns;
 }
 
 // Per-channel s1, s2 (each [C], double) of x (and g) against the per-channel shift k.
@@ -186,15 +246,43 @@ void channel_sums(const T* x, const T* g, const Layout& l, const double* k, doub
   if (l.m() == 0 || l.ch == 0) return;
   if (l.inner > 1) {
     const int64_t segs = (l.inner + kSegment - 1) / kSegment, rows = l.outer * l.ch, units = rows * segs;
-    std::vector<double> p1(static_cast<size_t>(units)), p2(static_cast<size_t>(units));
+    // every unit's sums are written (no zeroing)
+    const std::unique_ptr<double[]> p1(new double[static_cast<size_t>(units)]),
+        p2(new double[static_cast<size_t>(units)]);
     const int64_t grain = std::max<int64_t>(1, 32768 / std::min(l.inner, kSegment));
     parallel_for(0, units, grain, [&](int64_t lo, int64_t hi) {
-      for (int64_t u = lo; u < hi; ++u) {
-        const int64_t r = u / segs, s = u % segs, c = r % l.ch;
-        const int64_t b = s * kSegment, n = std::min(l.inner, b + kSegment) - b, off = r * l.inner + b;
-        fn.run(x + off, kGrad ? g + off : nullptr, n, k[c], &p1[u], &p2[u]);
+      // Unit u is segment s of row r = (o, c), stepped rather than divided: three divisions per unit
+      // cost about as much as the sums of a 49-element row.
+      int64_t r = lo / segs, s = lo % segs, c = r % l.ch;
+      for (int64_t u = lo; u < hi;) {
+        int64_t off[4], n = 0;
+        double kc[4];
+        int cnt = 0;  // up to 4 units of one length (fn.rows), else one
+        while (cnt < (fn.rows ? 4 : 1) && u + cnt < hi) {
+          const int64_t b = s * kSegment, len = std::min(l.inner, b + kSegment) - b;
+          if (cnt > 0 && len != n) break;
+          n = len, off[cnt] = r * l.inner + b, kc[cnt] = k[c], ++cnt;
+          if (++s == segs) {
+            s = 0, ++r;
+            if (++c == l.ch) c = 0;
+          }
+        }
+        if (fn.rows)
+          fn.rows(x, g, off, n, kc, &p1[u], &p2[u], cnt);
+        else
+          fn.run(x + off[0], kGrad ? g + off[0] : nullptr, n, kc[0], &p1[u], &p2[u]);
+        u += cnt;
       }
     });
+    // Each channel adds its units in (o, s) order. One segment a row: a loop over c that vectorises
+    // (channels are independent sums; at 7x7 the scalar loop was ~8% of the forward).
+    if (segs == 1) {
+      for (int64_t o = 0; o < l.outer; ++o) {
+        const double *q1 = &p1[o * l.ch], *q2 = &p2[o * l.ch];
+        for (int64_t c = 0; c < l.ch; ++c) s1[c] += q1[c], s2[c] += q2[c];
+      }
+      return;
+    }
     for (int64_t o = 0; o < l.outer; ++o)
       for (int64_t c = 0; c < l.ch; ++c)
         for (int64_t s = 0; s < segs; ++s) {
@@ -226,7 +314,8 @@ void per_channel_map(const Layout& l, F f) {
   if (l.outer == 0 || l.ch == 0 || l.inner == 0) return;  // an empty x (use_global_stats)
   if (l.inner > 1) {
     parallel_for(0, l.outer * l.ch, std::max<int64_t>(1, 32768 / l.inner), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) f(r % l.ch, r * l.inner, l.inner, 0);
+      for (int64_t r = lo, c = lo % l.ch; r < hi; ++r, c = c + 1 == l.ch ? 0 : c + 1)
+        f(c, r * l.inner, l.inner, 0);
     });
   } else {
     parallel_for(0, l.outer, std::max<int64_t>(1, 32768 / std::max<int64_t>(l.ch, 1)),

@@ -1,9 +1,13 @@
 // CPU kernels of the nn op family (framework/src/ops_nn.cc defines the ops): fused activations and
 // their gradients, layer_norm forward/backward, softmax cross entropy forward/backward.
+#include <immintrin.h>
+
 #include <algorithm>
+#include <limits>
 
 #include "elementwise.h"
 #include "layer_norm.h"
+#include "softmax_short.h"
 #include "vec_loop.h"
 
 namespace oar_cpu {
@@ -648,9 +652,98 @@ OAR_VEC_AVX512 void softmax_row_v16(const float* r, float* w, int64_t n) {
   softmax_row_v<vf16, kLog>(r, w, n);
 }
 
+// Short rows (<= 16) on AVX-512: a register per row, rows in blocks of 16, in passes (max and exp, sums,
+// scaling) whose iterations are independent: one row after another, a row's max, polynomial, sum and
+// division are dependent chains, and the row loop above (~45 ns per 16-float row, ~85 ns for 7 floats,
+// whose tail load stalls on store forwarding) runs mostly idle. Each pass does softmax_row_v's operations
+// in its order, so the bits are the same (tests/python/test_cpu_vec_kernels.py). softmax_short.h.
+template <bool kLog>
+OAR_VEC_AVX512 void softmax_rows16(float* out, const float* in, int64_t nrows, int64_t n, float scale,
+                                   const float* mask, int64_t mrs, int64_t mcs) {
+  const __mmask16 lm = static_cast<__mmask16>((1u << n) - 1);
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  alignas(64) float w[16][16];
+  float mx[16];
+  double inv[16];
+  for (int64_t i0 = 0; i0 < nrows; i0 += 16) {
+    const int64_t rows = std::min<int64_t>(16, nrows - i0);
+    const float* ib = in + i0 * n;
+    float* ob = out + i0 * n;
+    // The scores after scale and mask, lanes past n 0.
+    const auto load = [&](int64_t r) __attribute__((always_inline)) {
+      __m512 x = _mm512_maskz_loadu_ps(lm, ib + r * n);
+      if (scale != 1.f) x = _mm512_mask_mul_ps(x, lm, x, _mm512_set1_ps(scale));
+      if (mask != nullptr) {
+        const float* mi = mask + (i0 + r) * mrs;
+        x = _mm512_mask_add_ps(x, lm, x, mcs == 0 ? _mm512_set1_ps(mi[0]) : _mm512_maskz_loadu_ps(lm, mi));
+      }
+      return x;
+    };
+    // The shifted exponentials, lanes past n 0; four rows at a time, interleaved (each row's max and
+    // polynomial are long dependent chains). The max ignores NaN lanes (as row_max) and those past n;
+    // these get exp(0), not exp(-inf): fast_exp's scaling of a tiny result is a denormal multiply, a
+    // microcode assist that made 7-float rows 4x slower than 16-float ones.
+    auto exps = [&](auto R, int64_t r0) __attribute__((always_inline)) {
+      constexpr int kR = decltype(R)::value;
+      vf16 e[kR];
+#pragma GCC unroll 4
+      for (int t = 0; t < kR; ++t) {
+        const __m512 x = load(r0 + t);
+        const __m512 xm = _mm512_mask_mov_ps(ninf, _mm512_mask_cmp_ps_mask(lm, x, x, _CMP_ORD_Q), x);
+        mx[r0 + t] = _mm512_reduce_max_ps(xm);
+        e[t] = _mm512_maskz_sub_ps(lm, x, _mm512_set1_ps(mx[r0 + t]));
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < kR; ++t) e[t] = fast_exp(e[t]);
+#pragma GCC unroll 4
+      for (int t = 0; t < kR; ++t) _mm512_store_ps(w[r0 + t], _mm512_maskz_mov_ps(lm, e[t]));
+    };
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) exps(std::integral_constant<int, 4>{}, r);
+    for (; r < rows; ++r) exps(std::integral_constant<int, 1>{}, r);
+    for (int64_t r = 0; r < rows; ++r) {  // row_sum's order (layer_norm.h), written out: its lambda would
+      float acc[8] = {}, sum = 0;         // not inline into this target's code
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8)
+        for (int k = 0; k < 8; ++k) acc[k] += w[r][j + k];
+      for (; j < n; ++j) sum += w[r][j];
+      for (int k = 0; k < 8; ++k) sum += acc[k];
+      if constexpr (kLog)
+        inv[r] = std::log(sum);  // log's w = (x - max) - log(sum), in float
+      else
+        inv[r] = 1.0 / static_cast<double>(sum);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if constexpr (kLog) {
+        const __m512 y = (load(r) - _mm512_set1_ps(mx[r])) - _mm512_set1_ps(static_cast<float>(inv[r]));
+        _mm512_mask_storeu_ps(ob + r * n, lm, y);
+      } else {
+        const __m512d s = _mm512_set1_pd(inv[r]);
+        const __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_load_ps(w[r])), s));
+        const __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_load_ps(w[r] + 8)), s));
+        _mm512_mask_storeu_ps(ob + r * n, lm,
+                              _mm512_castpd_ps(_mm512_insertf64x4(
+                                  _mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1)));
+      }
+    }
+  }
+}
+
+void softmax_rows16_avx512(float* out, const float* in, int64_t rows, int64_t n, float scale,
+                           const float* mask, int64_t mrs, int64_t mcs, bool log) {
+  (log ? softmax_rows16<true> : softmax_rows16<false>)(out, in, rows, n, scale, mask, mrs, mcs);
+}
+
 void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t n, bool log) {
   using Row = void (*)(const float*, float*, int64_t);
   const int isa = vec_isa();
+  if (isa == 2 && n <= 16) {
+    // Whole rows per thread, as below; ~5 ns a row, so pieces of >= 1024 rows.
+    parallel_for(0, rows, 1024, [&](int64_t lo, int64_t hi) {
+      softmax_rows16_avx512(out + lo * n, x + lo * n, hi - lo, n, 1.f, nullptr, 0, 0, log);
+    });
+    return;
+  }
   const Row row = log ? (isa == 2   ? Row(softmax_row_v16<true>)
                          : isa == 1 ? Row(softmax_row_v8<true>)
                                     : Row(softmax_row_base<true>))

@@ -1,8 +1,8 @@
 """layer_norm, batch_norm and cross_entropy forward+backward, and the transcendental elementwise and
 softmax kernels (exp, tanh, sigmoid, erf, gelu, silu, softmax, log_softmax; float32 and bfloat16, forward
-and forward+backward): oar vs numpy and torch (CPU, OMP_NUM_THREADS threads, two by default).
+and forward+backward), softmax on short rows: oar vs numpy and torch (CPU, OMP_NUM_THREADS threads, two by default).
 
-Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_nn.py [--only activations]
+Run by hand: PYTHONPATH=<oar install> python3 tests/benchmarks/bench_nn.py [--only activations|short_softmax|batch_norm]
 Not a test and not part of CI. torch is skipped when it cannot be imported.
 """
 import os
@@ -153,6 +153,30 @@ def bench_activations():
     return out
 
 
+def bench_short_rows(shape):
+    """softmax and log_softmax along a short last axis (attention over 16 keys: [8, 4, 16, 16]), in us:
+    per-call overheads and the per-row loop dominate here, not the per-element work."""
+    a = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    res = {}
+    for name, fo, ft in (("softmax", lambda t: F.softmax(t, axis=-1), lambda t: torch.softmax(t, -1)),
+                         ("log_softmax", lambda t: F.log_softmax(t, axis=-1), lambda t: torch.log_softmax(t, -1))):
+        x = oar.to_tensor(a)
+        with oar.no_grad():
+            res["oar " + name + " fwd"] = best_ms(lambda: fo(x), number=200) * 1e3
+        xg = oar.to_tensor(a, stop_gradient=False)
+        g = oar.ones_like(xg)
+        res["oar " + name + " fwd+bwd"] = best_ms(lambda: oar.grad([fo(xg)], [xg], [g]), number=200) * 1e3
+        if torch is not None:
+            tx = torch.from_numpy(a)
+            with torch.no_grad():
+                res["torch " + name + " fwd"] = best_ms(lambda: ft(tx), number=200) * 1e3
+            txg = tx.clone().requires_grad_()
+            tg = torch.ones_like(txg)
+            res["torch " + name + " fwd+bwd"] = best_ms(lambda: torch.autograd.grad([ft(txg)], [txg], [tg]),
+                                                       number=200) * 1e3
+    return res
+
+
 def bench_batch_norm(shape, data_format):
     """Training batch_norm (batch statistics, running statistics updated), forward and forward+backward."""
     rng = np.random.default_rng(0)
@@ -204,9 +228,22 @@ def bench_batch_norm(shape, data_format):
 def main():
     import argparse
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["activations"], default=None)
+    ap.add_argument("--only", choices=["activations", "short_softmax", "batch_norm"], default=None)
     args = ap.parse_args()
     print("threads: {} (OMP_NUM_THREADS)".format(os.environ["OMP_NUM_THREADS"]))
+    if args.only in (None, "short_softmax"):
+        for shape in [(8, 4, 16, 16), (8, 4, 16, 7)]:
+            r = bench_short_rows(shape)
+            print("short rows {}: ".format(list(shape)) + ", ".join("{} {:.1f} us".format(k, v) for k, v in r.items()),
+                  flush=True)
+    if args.only in (None, "batch_norm"):
+        for shape, fmt in [((32, 64, 56, 56), "NCHW"), ((32, 256, 14, 14), "NCHW"), ((32, 512, 7, 7), "NCHW"),
+                           ((32, 56, 56, 64), "NHWC"), ((256, 3, 64, 64), "NCHW")]:
+            r = bench_batch_norm(shape, fmt)
+            print("batch_norm {} {}: ".format(list(shape), fmt) + ", ".join("{} {:.2f} ms".format(k, v)
+                                                                             for k, v in r.items()), flush=True)
+    if args.only in ("short_softmax", "batch_norm"):
+        return
     cols = ["oar fwd", "numpy fwd", "torch fwd", "oar fwd+bwd", "torch fwd+bwd"]
     print("{:<24}".format("op (4M / [4096, 1024]) ms") + "".join("{:>15}".format(c) for c in cols))
     for (name, dt), r in bench_activations().items():
@@ -217,9 +254,6 @@ def main():
     for rows, hidden in [(4096, 768), (2048, 4096), (16384, 128)]:
         r = bench_layer_norm(rows, hidden)
         print("layer_norm [{}, {}]: ".format(rows, hidden) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))
-    for shape, fmt in [((32, 64, 56, 56), "NCHW"), ((32, 56, 56, 64), "NHWC"), ((256, 3, 64, 64), "NCHW")]:
-        r = bench_batch_norm(shape, fmt)
-        print("batch_norm {} {}: ".format(list(shape), fmt) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))
     for n, c in [(4096, 1000), (512, 32000), (65536, 10)]:
         r = bench_cross_entropy(n, c)
         print("cross_entropy [{}, {}]: ".format(n, c) + ", ".join("{} {:.2f} ms".format(k, v) for k, v in r.items()))

@@ -243,13 +243,20 @@ _DETERMINISM = """
 import numpy as np, oar, oar.nn.functional as F
 r = np.random.default_rng(3)
 out = []
-for shape, fmt in (((8, 16, 33, 35), "NCHW"), ((8, 33, 35, 16), "NHWC"), ((1, 3, 70000), "NCL")):
+# 7x7 planes: the AVX-512 loops' 4-row groups and masked tails; 4100: a ragged last segment. float64 shows
+# the double sums' last bits, which float32 results mostly round away.
+for shape, fmt, dt in (((8, 16, 33, 35), "NCHW", "float32"), ((8, 33, 35, 16), "NHWC", "float32"),
+                       ((1, 3, 70000), "NCL", "float32"), ((9, 37, 7, 7), "NCHW", "float32"),
+                       ((3, 5, 4100), "NCL", "float32"), ((9, 37, 7, 7), "NCHW", "float64"),
+                       ((3, 5, 4100), "NCL", "float64")):
     c = shape[1] if fmt.startswith("NC") else shape[-1]
-    x = oar.to_tensor(r.normal(1, 2, shape).astype("float32")); x.stop_gradient = False
-    rm, rv = oar.zeros([c]), oar.ones([c])
-    y = F.batch_norm(x, rm, rv, training=True, data_format=fmt)
-    (y * oar.to_tensor(r.normal(0, 1, shape).astype("float32"))).sum().backward()
-    out += [y.numpy(), rm.numpy(), rv.numpy(), x.grad.numpy()]
+    for training in (True, False):
+        x = oar.to_tensor(r.normal(1, 2, shape).astype(dt)); x.stop_gradient = False
+        rm, rv = oar.to_tensor(r.normal(0, 1, c).astype(dt)), oar.ones([c], dtype=dt)
+        w = oar.to_tensor(r.normal(1, 1, c).astype(dt)); w.stop_gradient = False
+        y = F.batch_norm(x, rm, rv, w, training=training, data_format=fmt)
+        (y * oar.to_tensor(r.normal(0, 1, shape).astype(dt))).sum().backward()
+        out += [y.numpy(), rm.numpy(), rv.numpy(), x.grad.numpy(), w.grad.numpy()]
 np.savez(__import__("sys").argv[1], *out)
 """
 
@@ -264,6 +271,19 @@ def test_same_bits_for_any_thread_count(tmp_path):
     for other in res[1:]:
         for k in res[0].files:
             assert np.array_equal(res[0][k], other[k]), k
+
+
+def test_same_bits_for_any_instruction_set(tmp_path):
+    # The AVX-512 loops (several rows' sums at once, 16-lane passes) against the AVX2 and baseline builds.
+    res = []
+    for isa in ("", "avx2", "baseline"):
+        path = str(tmp_path / "isa{}.npz".format(isa))
+        env = dict(os.environ, OMP_NUM_THREADS="2", OAR_CPU_VEC_ISA=isa)
+        subprocess.run([sys.executable, "-c", _DETERMINISM, path], check=True, env=env, cwd=str(tmp_path))
+        res.append(np.load(path))
+    for other in res[1:]:
+        for k in res[0].files:
+            assert res[0][k].tobytes() == other[k].tobytes(), k
 
 
 def _saved_ops(path):

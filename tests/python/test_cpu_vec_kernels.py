@@ -1,5 +1,6 @@
 """The cpu plugin's vectorised transcendental kernels (vec_loop.h, decision 140): exp, tanh, sigmoid, erf,
-gelu (erf and tanh forms), silu and their gradients, softmax/log_softmax and log_softmax_grad, in float32,
+gelu (erf and tanh forms), silu and their gradients, softmax/log_softmax and log_softmax_grad (long rows, and
+the AVX-512 short-row loops of rows up to 16), in float32,
 bfloat16 and float16, and the fused epilogues that share them (fused_elemwise_add_activation,
 fused_gemm_epilogue's gelu).
 
@@ -52,6 +53,31 @@ UNARY = {
 ROWWISE = {"softmax": lambda t: F.softmax(t, axis=-1), "log_softmax": lambda t: F.log_softmax(t, axis=-1)}
 
 
+def _short_rows(n, rows=37, mixed_nan=False):
+    """[rows, n] float32 scores for the AVX-512 short-row loops (n <= 16): random rows, then rows with NaN
+    (either sign), +inf, all -inf, masked (-inf) entries, large spreads (exp underflows) and signed zeros.
+    mixed_nan: row 9 holds NaNs of both signs, whose sign in the result follows the order GCC gives the
+    scalar adds' operands (the baseline build's gradient already differed there): not for bitwise checks."""
+    rng = np.random.default_rng(100 + n)
+    m = (rng.standard_normal((rows, n)) * 3).astype(np.float32)
+    m[1, n // 2] = np.nan
+    m[2, n - 1] = -np.nan
+    m[3, 0] = np.inf
+    m[4] = -np.inf
+    m[5, n // 2:] = -np.inf
+    m[6, ::2] = -np.inf
+    m[7, :] = np.linspace(-120, 90, n)
+    m[8, :] = 0.0
+    m[8, ::2] = -0.0
+    if mixed_nan:
+        m[9, 0] = np.nan
+        m[9, n - 1] = -np.nan
+    return m
+
+
+SHORT_LENGTHS = range(1, 18)  # 17: one past the short-row loops
+
+
 def _grad(fn, x, g):
     x = x.detach() if hasattr(x, "detach") else x
     x.stop_gradient = False
@@ -73,6 +99,17 @@ def run_all():
         for name, fn in ROWWISE.items():
             out[name + "|" + dt] = fn(tm).astype("float32").numpy().tobytes()
             out[name + "_grad|" + dt] = _grad(fn, tm, tgm).astype("float32").numpy().tobytes()
+    # Short rows (the AVX-512 short-row loops of softmax, log_softmax and their gradients), every length
+    # 1..17, and rows enough to be split between threads at two of them.
+    shapes = [(37, n) for n in SHORT_LENGTHS] + [(2100, 16), (2100, 5)]
+    for dt in ("float32", "bfloat16"):
+        for rows, n in shapes:
+            tm = oar.to_tensor(_short_rows(n, rows)).astype(dt)
+            tg = oar.to_tensor(np.random.default_rng(n).standard_normal((rows, n)).astype(np.float32)).astype(dt)
+            for name, fn in ROWWISE.items():
+                key = "{} short {}x{}|{}".format(name, rows, n, dt)
+                out[key] = fn(tm).astype("float32").numpy().tobytes()
+                out[key + " grad"] = _grad(fn, tm, tg).astype("float32").numpy().tobytes()
     # fused_linear_param_grad's bias sums (double accumulators, also built for AVX-512).
     rs = np.random.RandomState(7)
     lx = oar.to_tensor(rs.randn(300, 24).astype("float32"))
@@ -173,6 +210,37 @@ def test_rowwise_float32_accuracy():
     got = F.log_softmax(oar.to_tensor(m), axis=-1).numpy()
     np.testing.assert_allclose(got[ok], lsm[ok], rtol=1e-5, atol=2e-5)
     assert np.isnan(got[~ok]).all()
+
+
+@np.errstate(invalid="ignore", over="ignore")
+@pytest.mark.parametrize("n", SHORT_LENGTHS)
+def test_short_rows_float32_accuracy(n):
+    # Against float64: finite rows within float32 tolerance, masked (-inf) entries exactly 0 (softmax) or
+    # -inf (log_softmax), rows with NaN, +inf or only -inf entirely NaN; the gradients of finite rows too.
+    m = _short_rows(n, mixed_nan=True)
+    m64 = m.astype(np.float64)
+    mx = np.where(np.isnan(m64), -np.inf, m64).max(axis=1, keepdims=True)
+    bad = np.isnan(m).any(axis=1) | np.isposinf(m).any(axis=1) | np.isneginf(m).all(axis=1)
+    e = np.exp(m64 - mx)
+    sm = e / e.sum(axis=1, keepdims=True)
+    lsm = m64 - mx - np.log(e.sum(axis=1, keepdims=True))
+    got = F.softmax(oar.to_tensor(m), axis=-1).numpy()
+    assert np.isnan(got[bad]).all()
+    np.testing.assert_allclose(got[~bad], sm[~bad], rtol=1e-5, atol=1e-9)
+    got = F.log_softmax(oar.to_tensor(m), axis=-1).numpy()
+    assert np.isnan(got[bad]).all()
+    np.testing.assert_array_equal(got[~bad] == -np.inf, lsm[~bad] == -np.inf)
+    fin = np.isfinite(lsm) & ~bad[:, None]
+    np.testing.assert_allclose(got[fin], lsm[fin], rtol=1e-5, atol=2e-5)
+    g = np.random.default_rng(n).standard_normal(m.shape).astype(np.float32)
+    g64 = g.astype(np.float64)
+    dx = _grad(lambda t: F.softmax(t, axis=-1), oar.to_tensor(m), oar.to_tensor(g)).numpy()
+    want = sm * (g64 - (g64 * sm).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(dx[~bad], want[~bad], rtol=1e-4, atol=1e-5)
+    ok = np.isfinite(m).all(axis=1)  # log_softmax's gradient of a masked row: g - exp(-inf) s, finite
+    dx = _grad(lambda t: F.log_softmax(t, axis=-1), oar.to_tensor(m), oar.to_tensor(g)).numpy()
+    want = g64 - sm * g64.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(dx[ok], want[ok], rtol=1e-4, atol=1e-4)
 
 
 def test_log_softmax_grad_float32():
