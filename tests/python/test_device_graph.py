@@ -288,3 +288,43 @@ def test_wrap_cuda_graph_refuses_parameters_given_new_memory_since_the_capture()
             net(x)
     finally:
         oar.set_device("cpu")
+
+
+def _sim_chain(x, w):
+    # Same-sized temporaries on sim kernels only (multiply, add, relu): a plain run releases each into the
+    # executor's buffer pool and later runs write into them (decision 145).
+    a = x * w
+    b = a + x
+    c = F.relu(b)
+    return c * b + a
+
+
+def test_capture_of_an_executor_that_recycled_buffers_takes_none_of_them():
+    # A plain run fills the scope's buffer pool with memory of the device's allocator. The capture run must
+    # not write into it (a replay would write there after the pool handed it on), only into the graph's pool.
+    f = oar.jit.to_static(_sim_chain)
+    w = rng.standard_normal((16, 32))
+    tw = _t(w)
+
+    def ref(x):
+        b = x * w + x
+        return np.maximum(b, 0) * b + x * w
+
+    with oar.no_grad():
+        for _ in range(3):
+            x = rng.standard_normal((16, 32))
+            np.testing.assert_allclose(f(_t(x), tw).numpy(), ref(x), rtol=1e-5, atol=1e-5)
+        (cp,) = f._cache.values()
+        exe = cp._exe
+        assert exe.stats()["reused"] > 0  # the plain runs did recycle
+        run = _C._GraphedRun()
+        x = rng.standard_normal((16, 32))
+        (y,) = run.run(exe, [_t(x), tw])  # captures, then replays once
+        assert run.captured and exe.stats()["reused"] == 0  # the capture run took no pooled buffer
+        np.testing.assert_allclose(y.numpy(), ref(x), rtol=1e-5, atol=1e-5)
+        for _ in range(2):  # plain runs and replays interleaved keep each other's values
+            x1, x2 = rng.standard_normal((16, 32)), rng.standard_normal((16, 32))
+            p = f(_t(x1), tw)
+            (r,) = run.run(exe, [_t(x2), tw])
+            np.testing.assert_allclose(p.numpy(), ref(x1), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(r.numpy(), ref(x2), rtol=1e-5, atol=1e-5)
