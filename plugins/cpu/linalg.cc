@@ -4,8 +4,11 @@
 // Each matrix of a batch is independent; the batch runs in parallel, one LAPACK call per matrix.
 // Failures (singular, not positive definite) are collected and reported after the parallel loop, so
 // no exception crosses an OpenMP region.
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <type_traits>
 
 #include "blas.h"
@@ -21,22 +24,56 @@ using oar::sdk::parallel_for;
 const Blas& lapack() { return blas("linalg"); }
 
 // ---- overloads by element type ----------------------------------------------------------------------
+// LU-family calls (getrf/getri/getrs) on matrices up to OAR_LU_SERIAL_N (default 512; 0: never) run on one
+// thread. Their blocked algorithm is a chain of short parallel regions (one per panel step); on this 2-core
+// VM, after the process idled a moment, every region waited for the second thread to wake: solve 512 took
+// 12-27 ms instead of 2.5 (inverse up to 46 ms instead of 5), so bench_blas swung between 0.4x and 1.4x
+// numpy. One thread: solve 3.6-4.5 ms, inverse 8.3-9.3 ms, hot or not (numpy: 4.3-4.7 and 11-12.5 ms).
+// Inside our own parallel loops (a batch of matrices) OpenBLAS already runs one thread (blas.cc).
+class SmallLuOnOneThread {
+ public:
+  explicit SmallLuOnOneThread(int n) {
+    static const int cutoff = [] {
+      const char* e = std::getenv("OAR_LU_SERIAL_N");
+      return e != nullptr && *e != '\0' ? std::atoi(e) : 512;
+    }();
+    if (n <= cutoff && !omp_in_parallel() && omp_get_max_threads() > 1) {
+      saved_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+  }
+  ~SmallLuOnOneThread() {
+    if (saved_ > 0) omp_set_num_threads(saved_);  // back to oar's count (decision 128 sees no change)
+  }
+  SmallLuOnOneThread(const SmallLuOnOneThread&) = delete;
+  SmallLuOnOneThread& operator=(const SmallLuOnOneThread&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
 void getrf(int m, int n, float* a, int lda, int* ipiv, int* info) {
+  SmallLuOnOneThread one_thread(n);
   lapack().sgetrf_(&m, &n, a, &lda, ipiv, info);
 }
 void getrf(int m, int n, double* a, int lda, int* ipiv, int* info) {
+  SmallLuOnOneThread one_thread(n);
   lapack().dgetrf_(&m, &n, a, &lda, ipiv, info);
 }
 void getri(int n, float* a, int* ipiv, float* w, int lw, int* info) {
+  SmallLuOnOneThread one_thread(n);
   lapack().sgetri_(&n, a, &n, ipiv, w, &lw, info);
 }
 void getri(int n, double* a, int* ipiv, double* w, int lw, int* info) {
+  SmallLuOnOneThread one_thread(n);
   lapack().dgetri_(&n, a, &n, ipiv, w, &lw, info);
 }
 void getrs(char t, int n, int k, float* a, int* ipiv, float* b, int* info) {
+  SmallLuOnOneThread one_thread(n);
   lapack().sgetrs_(&t, &n, &k, a, &n, ipiv, b, &n, info);
 }
 void getrs(char t, int n, int k, double* a, int* ipiv, double* b, int* info) {
+  SmallLuOnOneThread one_thread(n);
   lapack().dgetrs_(&t, &n, &k, a, &n, ipiv, b, &n, info);
 }
 void potrf(char u, int n, float* a, int* info) { lapack().spotrf_(&u, &n, a, &n, info); }
